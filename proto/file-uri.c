@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * file: URI <-> native path, emulating the reference: WHATWG URL parsing as the
+ * Rust `url` crate does it (special-scheme rules for file:), then to_file_path.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "file-uri.h"
+
+static const char hex_digits[] = "0123456789ABCDEF";
+
+/* A growable string; every function leaves it NUL-terminated. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static int sbuf_reserve(struct sbuf *b, size_t extra)
+{
+	size_t want;
+	char *n;
+
+	if (extra > SIZE_MAX / 2 - b->len)
+		return -ENOMEM;
+	want = b->len + extra + 1;
+	if (want <= b->cap)
+		return 0;
+	if (want < b->cap * 2)
+		want = b->cap * 2;
+	n = realloc(b->p, want);
+	if (!n)
+		return -ENOMEM;
+	b->p = n;
+	b->cap = want;
+	return 0;
+}
+
+static int sbuf_put(struct sbuf *b, const char *s, size_t n)
+{
+	if (sbuf_reserve(b, n) < 0)
+		return -ENOMEM;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+static int sbuf_putc(struct sbuf *b, char c)
+{
+	return sbuf_put(b, &c, 1);
+}
+
+static int is_c0_or_space(unsigned char c)
+{
+	return c <= 0x20;
+}
+
+static int hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static char ascii_lower(char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+/* WHATWG path percent-encode set (url crate <= 2.5.8): C0, space, " # < > ? ` { }, >= 0x7F. */
+static int in_path_set(unsigned char c)
+{
+	return c < 0x21 || c >= 0x7F || c == '"' || c == '#' || c == '<' || c == '>' || c == '?' ||
+	       c == '`' || c == '{' || c == '}';
+}
+
+/* The url crate's SPECIAL_PATH_SEGMENT set used by Url::from_file_path: path set + / % \ */
+static int in_segment_set(unsigned char c)
+{
+	return in_path_set(c) || c == '/' || c == '%' || c == '\\';
+}
+
+static int put_pct(struct sbuf *b, unsigned char c)
+{
+	char e[3] = { '%', hex_digits[c >> 4], hex_digits[c & 0xF] };
+
+	return sbuf_put(b, e, 3);
+}
+
+/* Case-insensitive match of s[0..n) against lower-case lit. */
+static int eq_lower(const char *s, size_t n, const char *lit)
+{
+	if (strlen(lit) != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (ascii_lower(s[i]) != lit[i])
+			return 0;
+	return 1;
+}
+
+static int is_single_dot(const char *s, size_t n)
+{
+	return eq_lower(s, n, ".") || eq_lower(s, n, "%2e");
+}
+
+static int is_double_dot(const char *s, size_t n)
+{
+	return eq_lower(s, n, "..") || eq_lower(s, n, ".%2e") || eq_lower(s, n, "%2e.") ||
+	       eq_lower(s, n, "%2e%2e");
+}
+
+static int is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* WHATWG "Windows drive letter": ALPHA followed by ':' or '|' (normalized: ':' only). */
+static int is_drive_letter(const char *s, size_t n, int normalized)
+{
+	return n == 2 && is_alpha(s[0]) && (s[1] == ':' || (!normalized && s[1] == '|'));
+}
+
+static int set_err(char **reterr_msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int set_err(char **reterr_msg, int r, const char *fmt, ...)
+{
+	va_list ap;
+	char *m = NULL;
+	int k;
+
+	va_start(ap, fmt);
+	k = vasprintf(&m, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return -ENOMEM;
+	*reterr_msg = m;
+	return r;
+}
+
+/*
+ * Lexically normalises an absolute path: collapses '/' runs, drops '.', resolves
+ * '..' (never above the root) and any trailing slash. In place; s starts with '/'.
+ */
+static void normalize_abs(char *s)
+{
+	char *w = s; /* write cursor; s[0] == '/' stays */
+	const char *r = s;
+
+	while (*r) {
+		const char *seg;
+		size_t n;
+
+		while (*r == '/')
+			r++;
+		seg = r;
+		while (*r && *r != '/')
+			r++;
+		n = (size_t)(r - seg);
+		if (n == 0 || (n == 1 && seg[0] == '.'))
+			continue;
+		if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+			/* drop the last written "/segment" (nothing to drop at the root) */
+			while (w > s && *--w != '/')
+				;
+			continue;
+		}
+		/* w points at the end of the output (or at s when only the root was written) */
+		*w++ = '/';
+		memmove(w, seg, n);
+		w += n;
+	}
+	if (w == s)
+		*w++ = '/';
+	*w = '\0';
+}
+
+/* Appends one WHATWG path segment buffer (raw input bytes) to the serialized path sp. */
+static int path_push(struct sbuf *sp, const char *seg, size_t n, int *first)
+{
+	int r;
+
+	r = sbuf_putc(sp, '/');
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)seg[i];
+
+		/* url quirk: a leading "C|" drive segment is normalised to "C:". */
+		if (*first && i == 1 && is_drive_letter(seg, n, 0))
+			c = ':';
+		r = in_path_set(c) ? put_pct(sp, c) : sbuf_putc(sp, (char)c);
+		if (r < 0)
+			return r;
+	}
+	*first = 0;
+	return 0;
+}
+
+static void path_pop(struct sbuf *sp)
+{
+	char *last = sp->len ? strrchr(sp->p, '/') : NULL;
+
+	if (!last)
+		return;
+	/* url quirk: a lone normalized drive letter segment is never popped. */
+	if (last == sp->p && is_drive_letter(sp->p + 1, sp->len - 1, 1))
+		return;
+	sp->len = (size_t)(last - sp->p);
+	sp->p[sp->len] = '\0';
+}
+
+/* The WHATWG path state for a special URL over in[0..n), '/' and '\' both separators. */
+static int parse_path(const char *in, size_t n, struct sbuf *sp)
+{
+	size_t i = 0;
+	int first = 1, r;
+
+	if (sbuf_reserve(sp, 0) < 0)
+		return -ENOMEM;
+	sp->p[0] = '\0';
+	if (i < n && (in[i] == '/' || in[i] == '\\'))
+		i++;
+	for (;;) {
+		size_t start = i, len;
+		int at_end;
+
+		while (i < n && in[i] != '/' && in[i] != '\\')
+			i++;
+		len = i - start;
+		at_end = i >= n;
+		if (is_double_dot(in + start, len)) {
+			path_pop(sp);
+			if (at_end)
+				r = sbuf_putc(sp, '/');
+			else
+				r = 0;
+		} else if (is_single_dot(in + start, len)) {
+			r = at_end ? sbuf_putc(sp, '/') : 0;
+		} else {
+			r = path_push(sp, in + start, len, &first);
+		}
+		if (r < 0)
+			return r;
+		if (at_end)
+			break;
+		i++; /* skip the separator */
+	}
+	if (sp->len == 0)
+		return sbuf_putc(sp, '/');
+	return 0;
+}
+
+/* Percent-decodes s[0..n) into a new string; *ret_has_nul reports a decoded NUL. */
+static char *pct_decode(const char *s, size_t n, int *ret_has_nul)
+{
+	char *out = malloc(n + 1), *w = out;
+
+	if (!out)
+		return NULL;
+	*ret_has_nul = 0;
+	for (size_t i = 0; i < n; i++) {
+		int hi = -1, lo = -1;
+
+		if (s[i] == '%' && i + 2 < n) {
+			hi = hexval((unsigned char)s[i + 1]);
+			lo = hexval((unsigned char)s[i + 2]);
+		}
+		if (hi >= 0 && lo >= 0) {
+			*w = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			*w = s[i];
+		}
+		if (*w == '\0')
+			*ret_has_nul = 1;
+		w++;
+	}
+	*w = '\0';
+	return out;
+}
+
+static int is_special_scheme(const char *s)
+{
+	return strcmp(s, "http") == 0 || strcmp(s, "https") == 0 || strcmp(s, "ws") == 0 ||
+	       strcmp(s, "wss") == 0 || strcmp(s, "ftp") == 0;
+}
+
+/* Forbidden domain code points (WHATWG), checked on the percent-decoded host. */
+static int forbidden_domain_char(unsigned char c)
+{
+	return c <= 0x20 || c == 0x7F || strchr("#%/:<>?@[\\]^|", c) != NULL;
+}
+
+/*
+ * Parses the file host buffer h[0..n). Returns 0 with *ret_host NULL (local)
+ * or a malloc'd serialized host, or a negative errno with *reterr_msg set.
+ */
+static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_msg)
+{
+	bool v6 = n > 0 && h[0] == '[';
+	char *host;
+	int has_nul;
+
+	*ret_host = NULL;
+	if (n == 0)
+		return 0;
+	if (v6) {
+		struct in6_addr a;
+		char lit[INET6_ADDRSTRLEN + 2], tmp[INET6_ADDRSTRLEN];
+		char inner[64];
+
+		if (h[n - 1] != ']' || n - 2 >= sizeof(inner))
+			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
+		memcpy(inner, h + 1, n - 2);
+		inner[n - 2] = '\0';
+		if (inet_pton(AF_INET6, inner, &a) != 1 || !inet_ntop(AF_INET6, &a, tmp, sizeof(tmp)))
+			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
+		(void)snprintf(lit, sizeof(lit), "[%s]", tmp);
+		host = strdup(lit);
+		if (!host)
+			return -ENOMEM;
+		*ret_host = host;
+		return 0;
+	}
+
+	host = pct_decode(h, n, &has_nul);
+	if (!host)
+		return -ENOMEM;
+	for (char *c = host; *c; c++) {
+		*c = ascii_lower(*c);
+		if (forbidden_domain_char((unsigned char)*c)) {
+			free(host);
+			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid domain character");
+		}
+	}
+	if (has_nul || host[0] == '\0') {
+		free(host);
+		return set_err(reterr_msg, -EINVAL, "invalid URI: invalid domain character");
+	}
+	if (strcmp(host, "localhost") == 0) {
+		free(host);
+		return 0;
+	}
+	*ret_host = host;
+	return 0;
+}
+
+static int native_to_path(const char *uri, char **ret_path)
+{
+	char *p = strdup(uri);
+
+	if (!p)
+		return -ENOMEM;
+	normalize_abs(p);
+	*ret_path = p;
+	return 0;
+}
+
+int file_uri_to_path(const char *uri, bool allow_native, char **ret_path, char **reterr_msg)
+{
+	struct sbuf in = {}, sp = {};
+	char *host = NULL, *path = NULL, *scheme = NULL;
+	const char *s, *e, *rest, *hier_end, *q, *f, *path_start;
+	size_t slen;
+	int r, has_nul;
+
+	if (allow_native && uri[0] == '/' && uri[1] != '/')
+		return native_to_path(uri, ret_path);
+
+	/* WHATWG pre-processing: trim C0/space at both ends, drop every tab and newline. */
+	s = uri;
+	e = uri + strlen(uri);
+	while (s < e && is_c0_or_space((unsigned char)*s))
+		s++;
+	while (e > s && is_c0_or_space((unsigned char)e[-1]))
+		e--;
+	r = sbuf_reserve(&in, (size_t)(e - s));
+	if (r < 0)
+		goto out;
+	for (; s < e; s++)
+		if (*s != '\t' && *s != '\n' && *s != '\r')
+			in.p[in.len++] = *s;
+	in.p[in.len] = '\0';
+
+	/* scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":" */
+	slen = 0;
+	if (in.len > 0 && is_alpha(in.p[0])) {
+		slen = 1;
+		while (slen < in.len && (is_alpha(in.p[slen]) || (in.p[slen] >= '0' && in.p[slen] <= '9') ||
+					 in.p[slen] == '+' || in.p[slen] == '-' || in.p[slen] == '.'))
+			slen++;
+		if (slen >= in.len || in.p[slen] != ':')
+			slen = 0;
+	}
+	if (slen == 0) {
+		r = set_err(reterr_msg, -EINVAL, "invalid URI: relative URL without a base");
+		goto out;
+	}
+	scheme = strndup(in.p, slen);
+	if (!scheme) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (char *c = scheme; *c; c++)
+		*c = ascii_lower(*c);
+	rest = in.p + slen + 1;
+
+	if (strcmp(scheme, "file") != 0) {
+		if (is_special_scheme(scheme)) {
+			/* special schemes need a non-empty host; the url crate fails before our scheme check */
+			const char *h = rest;
+
+			while (*h == '/' || *h == '\\')
+				h++;
+			if (*h == '\0' || *h == '?' || *h == '#') {
+				r = set_err(reterr_msg, -EINVAL, "invalid URI: empty host");
+				goto out;
+			}
+		}
+		r = set_err(reterr_msg, -EINVAL, "unsupported path URI scheme `%s`", scheme);
+		goto out;
+	}
+
+	/* Query starts at the first '?', fragment at the first '#' (a '?' after '#' is fragment). */
+	f = strchr(rest, '#');
+	q = strchr(rest, '?');
+	if (q && f && q > f)
+		q = NULL;
+	hier_end = q ? q : (f ? f : rest + strlen(rest));
+
+	/* file host state: "//" then everything up to the next separator */
+	path_start = rest;
+	if (hier_end - rest >= 2 && (rest[0] == '/' || rest[0] == '\\') &&
+	    (rest[1] == '/' || rest[1] == '\\')) {
+		const char *h = rest + 2, *he = h;
+
+		while (he < hier_end && *he != '/' && *he != '\\')
+			he++;
+		if (is_drive_letter(h, (size_t)(he - h), 0)) {
+			/* url quirk: file://C:/x is the path /C:/x, not a host */
+			path_start = h;
+		} else {
+			r = parse_host(h, (size_t)(he - h), &host, reterr_msg);
+			if (r < 0)
+				goto out;
+			path_start = he;
+		}
+	}
+	r = parse_path(path_start, (size_t)(hier_end - path_start), &sp);
+	if (r < 0)
+		goto out;
+
+	if (q) {
+		r = set_err(reterr_msg, -EINVAL, "query parameters are not allowed in path URIs");
+		goto out;
+	}
+	if (f) {
+		r = set_err(reterr_msg, -EINVAL, "fragments are not allowed in path URIs");
+		goto out;
+	}
+
+	path = pct_decode(sp.p, sp.len, &has_nul);
+	if (!path) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (has_nul || host) {
+		/* The reference quotes the serialized URL, e.g. 'file://otherhost/a' is invalid on 'linux'. */
+		r = set_err(reterr_msg, has_nul ? -EINVAL : -EREMOTE, "'file://%s%s' is invalid on 'linux'",
+			    host ? host : "", sp.p);
+		goto out;
+	}
+	normalize_abs(path);
+	*ret_path = path;
+	path = NULL;
+	r = 0;
+out:
+	free(in.p);
+	free(sp.p);
+	free(host);
+	free(path);
+	free(scheme);
+	return r;
+}
+
+char *file_uri_from_path(const char *path)
+{
+	struct sbuf b = {};
+	const char *p = path;
+	int any = 0;
+
+	if (path[0] != '/') {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (sbuf_put(&b, "file://", 7) < 0)
+		goto oom;
+	/* Like Rust's Path::components(): empty and "." components vanish, ".." stays. */
+	while (*p) {
+		const char *seg;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		seg = p;
+		while (*p && *p != '/')
+			p++;
+		n = (size_t)(p - seg);
+		if (n == 0 || (n == 1 && seg[0] == '.'))
+			continue;
+		any = 1;
+		if (sbuf_putc(&b, '/') < 0)
+			goto oom;
+		for (size_t i = 0; i < n; i++) {
+			unsigned char c = (unsigned char)seg[i];
+
+			if ((in_segment_set(c) ? put_pct(&b, c) : sbuf_putc(&b, (char)c)) < 0)
+				goto oom;
+		}
+	}
+	if (!any && sbuf_putc(&b, '/') < 0)
+		goto oom;
+	return b.p;
+oom:
+	free(b.p);
+	errno = ENOMEM;
+	return NULL;
+}

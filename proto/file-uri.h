@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * file: URI <-> native absolute path, with the reference server's rules
+ * (Rust `url` crate parsing + `to_file_path`), PROTOCOL.md §5.1. No I/O.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Parses `uri` (NUL-terminated) into a native absolute path.
+ * Accepted: file:///a, file://localhost/a, file:/a, file:////a, FILE:///a (scheme
+ * case-insensitive), percent-decoding (incl. %2F -> '/'), raw spaces and raw
+ * non-ASCII, dot segments removed lexically (also %2e forms, like the url
+ * crate), trailing slash kept off except for "/". If allow_native is true a
+ * string starting with a single '/' is accepted as a native absolute path and
+ * normalised the same way (the newer seed README's lenient rule).
+ *
+ * Returns 0 and *ret_path (malloc'd, caller frees) on success, else:
+ *   -EINVAL  invalid-params error; *reterr_msg is one of
+ *            "invalid URI: relative URL without a base",
+ *            "unsupported path URI scheme `<scheme>`",
+ *            "query parameters are not allowed in path URIs",
+ *            "fragments are not allowed in path URIs",
+ *            or another "invalid URI: ..." text;
+ *   -EREMOTE a non-local host (file://otherhost/x); *reterr_msg is
+ *            "'<uri>' is invalid on 'linux'";
+ *   -ENOMEM.
+ * *reterr_msg is malloc'd (caller frees) and set only on -EINVAL/-EREMOTE.
+ * A decoded NUL byte is rejected with -EINVAL.
+ */
+int file_uri_to_path(const char *uri, bool allow_native, char **ret_path, char **reterr_msg);
+
+/*
+ * Formats an absolute native path as "file://" + path, percent-encoding bytes
+ * outside the url crate's path-segment set (controls, space, " # < > ? ` { } %,
+ * and all non-ASCII bytes). "/" -> "file:///". Returns malloc'd string or NULL on OOM.
+ */
+char *file_uri_from_path(const char *path);

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTP/1.x request-head parser (views into the caller's buffer) and the
+ * WebSocket upgrade decision with the reference's (axum 0.8) order and texts.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "base64.h"
+#include "http.h"
+
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+/* RFC 9110 tchar */
+static bool is_tchar(unsigned char c)
+{
+	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+		return true;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* Header value octets: HTAB, SP, VCHAR, obs-text. */
+static bool is_value_char(unsigned char c)
+{
+	return c == '\t' || (c >= 0x20 && c != 0x7F);
+}
+
+static bool is_ws(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * Finds the end of the line starting at p: returns the index of '\n' or -1.
+ * A CR anywhere but right before the LF makes the line malformed (-2).
+ */
+static ssize_t find_eol(const char *buf, size_t p, size_t n)
+{
+	for (size_t i = p; i < n; i++) {
+		if (buf[i] == '\n')
+			return (ssize_t)i;
+		if (buf[i] == '\r' && i + 1 < n && buf[i + 1] != '\n')
+			return -2;
+	}
+	return -1;
+}
+
+static int parse_request_line(const char *l, size_t n, struct http_request *ret)
+{
+	size_t i = 0, s;
+
+	s = i;
+	while (i < n && is_tchar((unsigned char)l[i]))
+		i++;
+	if (i == s || i >= n || l[i] != ' ')
+		return -EBADMSG;
+	ret->method = l + s;
+	ret->method_len = i - s;
+	while (i < n && l[i] == ' ')
+		i++;
+
+	s = i;
+	while (i < n && (unsigned char)l[i] > 0x20 && l[i] != 0x7F)
+		i++;
+	if (i == s || i >= n || l[i] != ' ')
+		return -EBADMSG;
+	ret->path = l + s;
+	ret->path_len = i - s;
+	while (i < n && l[i] == ' ')
+		i++;
+
+	if (n - i != 8 || memcmp(l + i, "HTTP/1.", 7) != 0 || l[i + 7] < '0' || l[i + 7] > '9')
+		return -EBADMSG;
+	ret->minor_version = l[i + 7] - '0';
+	return 0;
+}
+
+static int parse_header_line(const char *l, size_t n, struct http_request *ret)
+{
+	struct http_header *h;
+	size_t i = 0, vs, ve;
+
+	while (i < n && is_tchar((unsigned char)l[i]))
+		i++;
+	/* empty name, obs-fold continuation, or whitespace before the colon */
+	if (i == 0 || i >= n || l[i] != ':')
+		return -EBADMSG;
+	if (ret->n_headers >= HTTP_MAX_HEADERS)
+		return -E2BIG;
+	vs = i + 1;
+	ve = n;
+	while (vs < ve && is_ws(l[vs]))
+		vs++;
+	while (ve > vs && is_ws(l[ve - 1]))
+		ve--;
+	for (size_t k = vs; k < ve; k++)
+		if (!is_value_char((unsigned char)l[k]))
+			return -EBADMSG;
+
+	h = &ret->headers[ret->n_headers++];
+	h->name = l;
+	h->name_len = i;
+	h->value = l + vs;
+	h->value_len = ve - vs;
+	return 0;
+}
+
+static int parse_head(const char *buf, size_t n, struct http_request *ret)
+{
+	size_t p = 0;
+	bool first = true;
+	int r;
+
+	/* RFC 9112 §2.2: ignore empty lines received before the request line. */
+	while (p < n && (buf[p] == '\r' || buf[p] == '\n')) {
+		if (buf[p] == '\r') {
+			if (p + 1 >= n)
+				return -EAGAIN;
+			if (buf[p + 1] != '\n')
+				return -EBADMSG;
+			p++;
+		}
+		p++;
+	}
+
+	for (;;) {
+		ssize_t eol = find_eol(buf, p, n);
+		size_t le;
+
+		if (eol == -2)
+			return -EBADMSG;
+		if (eol < 0) {
+			/* Refuse non-HTTP garbage (e.g. a TLS hello) before the line completes. */
+			if (first)
+				for (size_t i = p; i < n && buf[i] != ' '; i++)
+					if (!is_tchar((unsigned char)buf[i]))
+						return -EBADMSG;
+			return -EAGAIN;
+		}
+		le = (size_t)eol;
+		if (le > p && buf[le - 1] == '\r')
+			le--;
+		if (first) {
+			r = parse_request_line(buf + p, le - p, ret);
+			first = false;
+		} else if (le == p) {
+			return (int)(eol + 1);
+		} else {
+			r = parse_header_line(buf + p, le - p, ret);
+		}
+		if (r < 0)
+			return r;
+		p = (size_t)eol + 1;
+	}
+}
+
+int http_request_parse(const char *buf, size_t len, size_t max_bytes, struct http_request *ret)
+{
+	size_t lim = len < max_bytes ? len : max_bytes;
+	int r;
+
+	if (lim > INT_MAX)
+		lim = INT_MAX;
+	memset(ret, 0, sizeof(*ret));
+	r = parse_head(buf, lim, ret);
+	if (r == -EAGAIN && len >= max_bytes)
+		return -E2BIG;
+	return r;
+}
+
+static bool mem_eq_nocase(const char *a, size_t an, const char *b, size_t bn)
+{
+	if (an != bn)
+		return false;
+	for (size_t i = 0; i < an; i++) {
+		char x = a[i], y = b[i];
+
+		if (x >= 'A' && x <= 'Z')
+			x = (char)(x - 'A' + 'a');
+		if (y >= 'A' && y <= 'Z')
+			y = (char)(y - 'A' + 'a');
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
+const struct http_header *http_request_header(const struct http_request *req, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < req->n_headers; i++)
+		if (mem_eq_nocase(req->headers[i].name, req->headers[i].name_len, name, n))
+			return &req->headers[i];
+	return NULL;
+}
+
+/* axum's header_contains(): lower-cased value contains the needle as a substring. */
+static bool value_contains_nocase(const struct http_header *h, const char *needle)
+{
+	size_t nl = strlen(needle);
+
+	for (size_t i = 0; h && i + nl <= h->value_len; i++)
+		if (mem_eq_nocase(h->value + i, nl, needle, nl))
+			return true;
+	return false;
+}
+
+static bool value_eq_nocase(const struct http_header *h, const char *v)
+{
+	return h && mem_eq_nocase(h->value, h->value_len, v, strlen(v));
+}
+
+static bool method_is(const struct http_request *req, const char *m)
+{
+	return req->method_len == strlen(m) && memcmp(req->method, m, req->method_len) == 0;
+}
+
+static int respond(struct http_upgrade *ret, int status, const char *body)
+{
+	ret->verdict = HTTP_VERDICT_RESPOND;
+	ret->status = status;
+	ret->body = body;
+	return 0;
+}
+
+int http_upgrade_check(const struct http_request *req, struct http_upgrade *ret)
+{
+	const struct http_header *key;
+	unsigned char digest[SHA_DIGEST_LENGTH];
+	char stack[256], *cat = stack;
+	size_t plen = 0, cat_len;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->body = "";
+
+	/* A middleware layer in front of the router: runs before routing, /readyz included. */
+	if (http_request_header(req, "Origin"))
+		return respond(ret, 403, "");
+
+	while (plen < req->path_len && req->path[plen] != '?')
+		plen++;
+	if (plen == 7 && memcmp(req->path, "/readyz", 7) == 0) {
+		/* axum get(): GET and HEAD; other methods get an empty 405 */
+		if (method_is(req, "GET") || method_is(req, "HEAD"))
+			return respond(ret, 200, "");
+		return respond(ret, 405, "");
+	}
+	if (plen != 1 || req->path[0] != '/')
+		return respond(ret, 404, "");
+
+	/* The WebSocketUpgrade extractor's checks, in its order. */
+	if (!method_is(req, "GET"))
+		return respond(ret, 405, "Request method must be `GET`");
+	if (!value_contains_nocase(http_request_header(req, "Connection"), "upgrade"))
+		return respond(ret, 400, "Connection header did not include 'upgrade'");
+	if (!value_eq_nocase(http_request_header(req, "Upgrade"), "websocket"))
+		return respond(ret, 400, "`Upgrade` header did not include 'websocket'");
+	key = http_request_header(req, "Sec-WebSocket-Key");
+	if (!key)
+		return respond(ret, 400, "`Sec-WebSocket-Key` header missing");
+	if (!value_eq_nocase(http_request_header(req, "Sec-WebSocket-Version"), "13"))
+		return respond(ret, 400, "`Sec-WebSocket-Version` header did not include '13'");
+	if (req->minor_version == 0)
+		return respond(ret, 426,
+			       "WebSocket request couldn't be upgraded since no upgrade state was present");
+
+	cat_len = key->value_len + strlen(WS_GUID);
+	if (cat_len > sizeof(stack)) {
+		cat = malloc(cat_len);
+		if (!cat)
+			return -ENOMEM;
+	}
+	memcpy(cat, key->value, key->value_len);
+	memcpy(cat + key->value_len, WS_GUID, strlen(WS_GUID));
+	SHA1((const unsigned char *)cat, cat_len, digest);
+	if (cat != stack)
+		free(cat);
+
+	ret->accept[base64_encode(digest, sizeof(digest), ret->accept)] = '\0';
+	ret->verdict = HTTP_VERDICT_UPGRADE;
+	ret->status = 101;
+	return 0;
+}
+
+static const char *reason_phrase(int status)
+{
+	switch (status) {
+	case 101:
+		return "Switching Protocols";
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 426:
+		return "Upgrade Required";
+	case 500:
+		return "Internal Server Error";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Unknown";
+	}
+}
+
+/* RFC 1123 / IMF-fixdate, locale-independent: "Sun, 22 Nov 2026 04:54:26 GMT". */
+static int format_date(time_t now, char *buf, size_t cap)
+{
+	static const char days[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	struct tm tm;
+
+	if (!gmtime_r(&now, &tm) || tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 ||
+	    tm.tm_mon > 11)
+		return -EINVAL;
+	return snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday,
+			months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static int finish(int k, size_t cap)
+{
+	if (k < 0 || (size_t)k >= cap)
+		return -ENOBUFS;
+	return k;
+}
+
+int http_upgrade_format(const struct http_upgrade *u, time_t now, char *buf, size_t cap)
+{
+	char date[64];
+	size_t blen = u->body ? strlen(u->body) : 0;
+	int k;
+
+	if (cap > INT_MAX)
+		cap = INT_MAX;
+	if (format_date(now, date, sizeof(date)) < 0)
+		return -EINVAL;
+
+	if (u->verdict == HTTP_VERDICT_UPGRADE)
+		k = snprintf(buf, cap,
+			     "HTTP/1.1 101 Switching Protocols\r\n"
+			     "connection: upgrade\r\n"
+			     "upgrade: websocket\r\n"
+			     "sec-websocket-accept: %s\r\n"
+			     "date: %s\r\n"
+			     "\r\n",
+			     u->accept, date);
+	else
+		k = snprintf(buf, cap,
+			     "HTTP/1.%d %d %s\r\n"
+			     "%s"
+			     "content-length: %zu\r\n"
+			     "connection: close\r\n"
+			     "date: %s\r\n"
+			     "\r\n"
+			     "%s",
+			     u->status == 426 ? 0 : 1, u->status, reason_phrase(u->status),
+			     blen ? "content-type: text/plain; charset=utf-8\r\n" : "", blen, date,
+			     blen ? u->body : "");
+	return finish(k, cap);
+}
+
+int http_format_bad_request(time_t now, char *buf, size_t cap)
+{
+	char date[64];
+
+	if (cap > INT_MAX)
+		cap = INT_MAX;
+	if (format_date(now, date, sizeof(date)) < 0)
+		return -EINVAL;
+	return finish(snprintf(buf, cap,
+			       "HTTP/1.1 400 Bad Request\r\n"
+			       "connection: close\r\n"
+			       "content-length: 0\r\n"
+			       "date: %s\r\n"
+			       "\r\n",
+			       date),
+		      cap);
+}

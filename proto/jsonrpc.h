@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JSON-RPC envelope decoding as the reference server does it (PROTOCOL.md §3):
+ * no "jsonrpc" member required, ids are i64 or strings, no batches. No I/O.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum jrpc_kind {
+	JRPC_INVALID,      /* unparsable: answer id -1, -32600, with .error */
+	JRPC_REQUEST,      /* method + id */
+	JRPC_NOTIFICATION, /* method, no id */
+	JRPC_RESPONSE,     /* result or error with an id: the client answered something */
+};
+
+struct jrpc_msg {
+	enum jrpc_kind kind;
+	json_t *root;       /* owned; NULL if the text did not parse */
+	json_t *id;         /* borrowed from root (REQUEST) */
+	const char *method; /* borrowed from root (REQUEST, NOTIFICATION) */
+	json_t *params;     /* borrowed from root; NULL when absent */
+	char error[256];    /* JRPC_INVALID: serde-like detail, e.g. "expected a JSON-RPC object" */
+};
+
+/*
+ * Decodes one message. Nesting deeper than max_depth is refused before the
+ * JSON parser runs ("recursion limit exceeded ..."). Always fills *ret;
+ * returns 0, or -ENOMEM. Free with jrpc_msg_done().
+ */
+int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg *ret);
+void jrpc_msg_done(struct jrpc_msg *m);
+
+/*
+ * Returns the nesting depth of the JSON text buf[0..len) (brackets outside
+ * strings), stopping early once it exceeds limit. Tolerates invalid JSON.
+ * *ret_col receives the 1-based byte column where the limit was crossed.
+ */
+unsigned jrpc_nesting_depth(const char *buf, size_t len, unsigned limit, size_t *ret_col);
+
+/*
+ * Serialises a whole message to compact JSON with members in insertion order
+ * (malloc'd, NUL-terminated; *ret_len set). Returns NULL on OOM.
+ */
+char *jrpc_dump(const json_t *msg, size_t *ret_len);

@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connection transport: HTTP upgrade, WebSocket framing, stdio lines, and the
+ * per-connection output queue. Reads use the server's provided-buffer ring so
+ * an idle connection holds no read buffer.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "http.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "rpc.h"
+#include "session.h"
+
+#define HTTP_MAX_HEAD 16384
+
+static void conn_arm_read(struct conn *c);
+static void conn_flush(struct conn *c);
+static void conn_kill(struct conn *c);
+
+/*
+ * Dead connections sit on server->dead_conns until their ops are idle; they
+ * are freed by conn_reap() between loop iterations, never under a caller.
+ */
+static void conn_free(struct conn *c)
+{
+	struct outchunk *o, *n;
+
+	list_del(&c->bufwait.link);
+	list_del(&c->link);
+	list_for_each_entry_safe(o, n, &c->outq, link)
+		free(o);
+	buf_done(&c->in);
+	ws_parser_done(&c->ws);
+	c->srv->n_conns--;
+	free(c);
+}
+
+void conn_reap(struct server *s)
+{
+	struct conn *c, *n;
+
+	list_for_each_entry_safe(c, n, &s->dead_conns, link)
+		if (!c->read_op.busy && !c->write_op.busy)
+			conn_free(c);
+}
+
+static void on_bufs_available(struct buf_waiter *w)
+{
+	struct conn *c = container_of(w, struct conn, bufwait);
+
+	conn_arm_read(c);
+}
+
+static struct conn *conn_alloc(struct server *s, enum conn_transport t)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->srv = s;
+	c->transport = t;
+	c->fd_in = c->fd_out = -1;
+	list_init(&c->outq);
+	list_init(&c->pending);
+	c->bufwait.rearm = on_bufs_available;
+	c->ws.limits.max_frame_bytes = s->cfg.max_frame_bytes;
+	c->ws.limits.max_message_bytes = s->cfg.max_message_bytes;
+	list_add_tail(&c->link, &s->conns);
+	s->n_conns++;
+	return c;
+}
+
+int conn_new_ws(struct server *s, int fd, const char *peer)
+{
+	struct conn *c;
+	int one = 1;
+
+	c = conn_alloc(s, CONN_WS);
+	if (!c) {
+		safe_close(fd);
+		return -ENOMEM;
+	}
+	/* Small frames must not wait for the peer's delayed ACK (the reference's 40 ms). */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->fd_in = c->fd_out = fd;
+	c->state = CONN_HTTP;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	conn_arm_read(c);
+	return 0;
+}
+
+int conn_new_stdio(struct server *s)
+{
+	struct conn *c = conn_alloc(s, CONN_STDIO);
+
+	if (!c)
+		return -ENOMEM;
+	c->fd_in = STDIN_FILENO;
+	c->fd_out = STDOUT_FILENO;
+	c->state = CONN_OPEN;
+	snprintf(c->peer, sizeof(c->peer), "stdio");
+	conn_arm_read(c);
+	return 0;
+}
+
+bool conn_congested(const struct conn *c)
+{
+	return c->out_bytes > c->srv->cfg.max_queued_bytes;
+}
+
+/* ---- output ---- */
+
+static void conn_queue(struct conn *c, struct outchunk *o)
+{
+	list_add_tail(&o->link, &c->outq);
+	c->out_bytes += o->len;
+	if (!c->read_blocked && conn_congested(c))
+		c->read_blocked = true;
+	conn_flush(c);
+}
+
+static void conn_send_raw(struct conn *c, const void *p, size_t n)
+{
+	struct outchunk *o = malloc(sizeof(*o) + n);
+
+	if (!o) {
+		log_error("Out of memory queueing %zu bytes for %s, closing", n, c->peer);
+		conn_kill(c);
+		return;
+	}
+	o->len = n;
+	o->off = 0;
+	memcpy(o->data, p, n);
+	conn_queue(c, o);
+}
+
+struct outchunk *conn_alloc_msg(struct conn *c, size_t payload_len, uint8_t **ret_payload)
+{
+	size_t hdr = c->transport == CONN_WS ? (payload_len < 126 ? 2 : payload_len <= 0xffff ? 4 : 10)
+					     : 0;
+	size_t trailer = c->transport == CONN_STDIO ? 1 : 0;
+	struct outchunk *o = malloc(sizeof(*o) + hdr + payload_len + trailer);
+
+	if (!o)
+		return NULL;
+	o->off = 0;
+	o->len = hdr + payload_len + trailer;
+	if (c->transport == CONN_WS)
+		ws_frame_hdr_encode(o->data, WS_OP_TEXT, payload_len);
+	else
+		o->data[payload_len] = '\n';
+	*ret_payload = o->data + hdr;
+	return o;
+}
+
+void conn_commit(struct conn *c, struct outchunk *o)
+{
+	if (c->state != CONN_OPEN) {
+		free(o);
+		return;
+	}
+	conn_queue(c, o);
+}
+
+void conn_send_text(struct conn *c, const char *json, size_t len)
+{
+	uint8_t *p;
+	struct outchunk *o;
+
+	if (c->state != CONN_OPEN)
+		return;
+	o = conn_alloc_msg(c, len, &p);
+	if (!o) {
+		log_error("Out of memory queueing a %zu byte message for %s, closing", len,
+			  c->peer);
+		conn_kill(c);
+		return;
+	}
+	memcpy(p, json, len);
+	conn_commit(c, o);
+}
+
+void conn_send_json(struct conn *c, const json_t *msg)
+{
+	size_t len;
+	char *s = jrpc_dump(msg, &len);
+
+	if (!s) {
+		log_error("Out of memory serialising a message for %s, closing", c->peer);
+		conn_kill(c);
+		return;
+	}
+	conn_send_text(c, s, len);
+	free(s);
+}
+
+static void send_control(struct conn *c, enum ws_opcode op, const void *payload, size_t n)
+{
+	uint8_t frame[WS_MAX_HDR + 125];
+	size_t h;
+
+	if (n > 125)
+		n = 125;
+	h = ws_frame_hdr_encode(frame, op, n);
+	if (n)
+		memcpy(frame + h, payload, n);
+	conn_send_raw(c, frame, h + n);
+}
+
+static void on_write(struct uring_op *op, int res, uint32_t flags)
+{
+	struct conn *c = container_of(op, struct conn, write_op);
+	size_t left;
+
+	if (c->state == CONN_DEAD)
+		return;
+	if (res < 0) {
+		log_debug_errno(res, "Write to %s failed", c->peer);
+		conn_kill(c);
+		return;
+	}
+	left = (size_t)res;
+	c->out_bytes -= left;
+	while (left > 0 && !list_empty(&c->outq)) {
+		struct outchunk *o = list_first_entry(&c->outq, struct outchunk, link);
+		size_t n = MIN(left, o->len - o->off);
+
+		o->off += n;
+		left -= n;
+		if (o->off == o->len) {
+			list_del(&o->link);
+			free(o);
+		}
+	}
+
+	if (c->read_blocked && c->out_bytes <= c->srv->cfg.max_queued_bytes / 2) {
+		c->read_blocked = false;
+		if (c->state == CONN_OPEN || c->state == CONN_HTTP)
+			conn_arm_read(c);
+		if (c->sess)
+			session_output_drained(c->sess);
+	}
+
+	if (list_empty(&c->outq)) {
+		if (c->state == CONN_CLOSING) {
+			/* Everything flushed: let the peer see FIN after our last frame. */
+			(void)shutdown(c->fd_out, SHUT_WR);
+			conn_kill(c);
+		}
+		return;
+	}
+	conn_flush(c);
+}
+
+static void conn_flush(struct conn *c)
+{
+	struct io_uring_sqe *sqe;
+	struct outchunk *o;
+	unsigned n = 0;
+
+	if (c->write_op.busy || list_empty(&c->outq) || c->fd_out < 0)
+		return;
+	list_for_each_entry(o, &c->outq, link) {
+		if (n == CONN_MAX_IOV)
+			break;
+		c->iov[n].iov_base = o->data + o->off;
+		c->iov[n].iov_len = o->len - o->off;
+		n++;
+	}
+	c->n_iov = n;
+	sqe = uring_get_sqe(&c->srv->ring, &c->write_op, on_write);
+	io_uring_prep_writev(sqe, c->fd_out, c->iov, n, (__u64)-1);
+}
+
+/* ---- closing ---- */
+
+static void conn_kill(struct conn *c)
+{
+	if (c->state == CONN_DEAD)
+		return;
+	if (c->sess) {
+		session_detach(c->sess, c);
+		c->sess = NULL;
+	}
+	rpc_cancel_pending(c);
+	c->state = CONN_DEAD;
+	uring_cancel(&c->srv->ring, &c->read_op);
+	uring_cancel(&c->srv->ring, &c->write_op);
+	if (c->transport == CONN_WS)
+		safe_close(c->fd_in);
+	c->fd_in = c->fd_out = -1;
+	if (c->transport == CONN_STDIO) {
+		/* The stdio transport is the whole server: end it like the reference (exit 0). */
+		server_stop(c->srv, 0);
+	}
+	list_del(&c->link);
+	list_add_tail(&c->link, &c->srv->dead_conns);
+}
+
+void conn_close(struct conn *c, uint16_t ws_code, const char *why)
+{
+	if (c->state == CONN_DEAD)
+		return;
+	log_debug("Closing connection %s: %s", c->peer, why);
+	if (c->state == CONN_CLOSING) {
+		if (!ws_code)
+			conn_kill(c);
+		return;
+	}
+	if (c->transport == CONN_WS && c->state == CONN_OPEN && ws_code) {
+		uint8_t payload[2] = { (uint8_t)(ws_code >> 8), (uint8_t)ws_code };
+
+		send_control(c, WS_OP_CLOSE, payload, 2);
+	}
+	if (c->sess) {
+		session_detach(c->sess, c);
+		c->sess = NULL;
+	}
+	rpc_cancel_pending(c);
+	if (!list_empty(&c->outq) && c->transport == CONN_WS && (ws_code || c->state == CONN_HTTP)) {
+		c->state = CONN_CLOSING;
+		uring_cancel(&c->srv->ring, &c->read_op);
+		conn_flush(c);
+		return;
+	}
+	conn_kill(c);
+}
+
+void conn_free_all(struct server *s)
+{
+	struct conn *c, *n;
+
+	list_for_each_entry_safe(c, n, &s->conns, link) {
+		rpc_cancel_pending(c);
+		if (c->transport == CONN_WS)
+			safe_close(c->fd_in);
+		c->state = CONN_DEAD;
+		c->sess = NULL;
+		conn_free(c);
+	}
+	list_for_each_entry_safe(c, n, &s->dead_conns, link)
+		conn_free(c);
+}
+
+/* ---- input ---- */
+
+static void handle_http(struct conn *c)
+{
+	struct http_request req;
+	struct http_upgrade up;
+	char out[1024];
+	int r, n;
+
+	r = http_request_parse((const char *)c->in.data, c->in.len, HTTP_MAX_HEAD, &req);
+	if (r == -EAGAIN) {
+		if (c->in.len <= HTTP_MAX_HEAD)
+			return;
+		r = -E2BIG;
+	}
+	if (r < 0) {
+		n = http_format_bad_request(time(NULL), out, sizeof(out));
+		if (n > 0)
+			conn_send_raw(c, out, (size_t)n);
+		conn_close(c, 0, "bad HTTP request");
+		return;
+	}
+	buf_consume(&c->in, (size_t)r);
+
+	(void)http_upgrade_check(&req, &up);
+	n = http_upgrade_format(&up, time(NULL), out, sizeof(out));
+	if (n < 0) {
+		conn_kill(c);
+		return;
+	}
+	conn_send_raw(c, out, (size_t)n);
+	if (up.verdict != HTTP_VERDICT_UPGRADE) {
+		log_debug("HTTP %d for %s", up.status, c->peer);
+		conn_close(c, 0, "HTTP request answered");
+		return;
+	}
+	c->state = CONN_OPEN;
+	log_debug("WebSocket connection from %s", c->peer);
+}
+
+static void handle_ws(struct conn *c)
+{
+	size_t off = 0;
+
+	while (c->state == CONN_OPEN && off < c->in.len) {
+		struct ws_event ev = { 0 };
+		int r = ws_parser_feed(&c->ws, c->in.data + off, c->in.len - off, &ev);
+
+		if (r < 0) {
+			log_info("Closing connection %s: WebSocket protocol error (%s)", c->peer,
+				 strerror(-r));
+			conn_close(c, ws_close_code_for_error(r), "protocol error");
+			return;
+		}
+		off += (size_t)r;
+		switch (ev.type) {
+		case WS_EV_NONE:
+			if (r == 0)
+				goto out;
+			break;
+		case WS_EV_MESSAGE:
+			rpc_on_message(c, (const char *)ev.data, ev.len);
+			break;
+		case WS_EV_PING:
+			send_control(c, WS_OP_PONG, ev.data, ev.len);
+			break;
+		case WS_EV_PONG:
+			break;
+		case WS_EV_CLOSE: {
+			uint16_t code = ev.close_code == 1005 ? WS_CLOSE_NORMAL : ev.close_code;
+
+			conn_close(c, code, "client sent Close");
+			goto out;
+		}
+		}
+	}
+out:
+	if (c->state != CONN_DEAD)
+		buf_consume(&c->in, off);
+}
+
+static void handle_stdio(struct conn *c)
+{
+	size_t off = 0;
+
+	while (c->state == CONN_OPEN) {
+		uint8_t *nl = memchr(c->in.data + off, '\n', c->in.len - off);
+		size_t n;
+
+		if (!nl)
+			break;
+		n = (size_t)(nl - (c->in.data + off));
+		if (n > 0 && !(n == 1 && c->in.data[off] == '\r'))
+			rpc_on_message(c, (const char *)c->in.data + off, n);
+		off += n + 1;
+	}
+	if (c->state == CONN_DEAD)
+		return;
+	buf_consume(&c->in, off);
+	if (c->in.len > c->srv->cfg.max_message_bytes) {
+		log_error("stdio message larger than %" PRIu64 " bytes, closing",
+			  c->srv->cfg.max_message_bytes);
+		conn_kill(c);
+	}
+}
+
+static void on_read(struct uring_op *op, int res, uint32_t flags)
+{
+	struct conn *c = container_of(op, struct conn, read_op);
+	bool has_buf = flags & IORING_CQE_F_BUFFER;
+	unsigned bid = has_buf ? uring_cqe_bid(flags) : 0;
+
+	c->read_armed = false;
+	if (c->state == CONN_DEAD || c->state == CONN_CLOSING) {
+		if (has_buf)
+			server_recycle_buf(c->srv, bid);
+		return;
+	}
+	if (res == -ENOBUFS) {
+		server_wait_for_buf(c->srv, &c->bufwait);
+		return;
+	}
+	if (res <= 0) {
+		if (has_buf)
+			server_recycle_buf(c->srv, bid);
+		if (res < 0 && res != -ECONNRESET && res != -ECANCELED)
+			log_debug_errno(res, "Read from %s failed", c->peer);
+		conn_close(c, 0, res == 0 ? "end of input" : "read error");
+		return;
+	}
+
+	if (buf_append(&c->in, uring_bufs_get(&c->srv->bufs, bid), (size_t)res) < 0) {
+		server_recycle_buf(c->srv, bid);
+		log_error("Out of memory buffering input from %s, closing", c->peer);
+		conn_kill(c);
+		return;
+	}
+	server_recycle_buf(c->srv, bid);
+
+	if (c->state == CONN_HTTP)
+		handle_http(c);
+	if (c->state == CONN_OPEN) {
+		if (c->transport == CONN_WS)
+			handle_ws(c);
+		else
+			handle_stdio(c);
+	}
+	if (c->state == CONN_DEAD)
+		return;
+	/* Idle connections keep no input buffer. */
+	if (c->in.len == 0 && c->in.cap > 0)
+		buf_done(&c->in);
+	conn_arm_read(c);
+}
+
+static void conn_arm_read(struct conn *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (c->read_op.busy || c->read_blocked || c->fd_in < 0 ||
+	    (c->state != CONN_OPEN && c->state != CONN_HTTP))
+		return;
+	sqe = uring_get_sqe(&c->srv->ring, &c->read_op, on_read);
+	if (c->transport == CONN_WS)
+		io_uring_prep_recv(sqe, c->fd_in, NULL, IO_BUF_SIZE, 0);
+	else
+		io_uring_prep_read(sqe, c->fd_in, NULL, IO_BUF_SIZE, (__u64)-1);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = BGID_IO;
+	c->read_armed = true;
+}
+
+void conn_send_ping_all(struct server *s)
+{
+	struct conn *c;
+
+	list_for_each_entry(c, &s->conns, link)
+		if (c->transport == CONN_WS && c->state == CONN_OPEN)
+			send_control(c, WS_OP_PING, NULL, 0);
+}

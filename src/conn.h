@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client connection: its transport (WebSocket over TCP, or newline-delimited
+ * JSON on stdio), input parsing, and the output queue with backpressure. The
+ * JSON-RPC layer (rpc.c) sees only whole messages and conn_send_*().
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "buf.h"
+#include "list.h"
+#include "ring.h"
+#include "server.h"
+#include "ws.h"
+
+enum conn_transport {
+	CONN_WS,
+	CONN_STDIO,
+};
+
+enum conn_state {
+	CONN_HTTP,    /* waiting for the upgrade request */
+	CONN_OPEN,    /* messages flow */
+	CONN_CLOSING, /* flushing the last frames, then close */
+	CONN_DEAD,    /* fds closed; freed once no op is in flight */
+};
+
+#define CONN_MAX_IOV 32
+
+struct outchunk {
+	struct list_head link;
+	size_t len, off;
+	uint8_t data[];
+};
+
+struct session;
+
+struct conn {
+	struct list_head link; /* server->conns */
+	struct server *srv;
+	enum conn_transport transport;
+	enum conn_state state;
+	int fd_in, fd_out;
+	char peer[64];
+
+	struct buf in;
+	struct ws_parser ws;
+	struct uring_op read_op;
+	struct buf_waiter bufwait;
+	bool read_armed;
+	bool read_blocked; /* output over the limit: stop reading requests */
+
+	struct list_head outq;
+	size_t out_bytes;
+	struct uring_op write_op;
+	struct iovec iov[CONN_MAX_IOV];
+	unsigned n_iov;
+
+	/* JSON-RPC state */
+	bool initialize_done;
+	bool initialized;
+	struct session *sess;
+	struct list_head pending; /* struct rpc_pending: requests answered later */
+};
+
+/* Takes ownership of fd (a connected TCP socket). Returns 0 or -errno. */
+int conn_new_ws(struct server *s, int fd, const char *peer);
+/* Serves JSON-RPC on fds 0/1. */
+int conn_new_stdio(struct server *s);
+
+/* Queues one JSON-RPC message (text). Copies the bytes. */
+void conn_send_text(struct conn *c, const char *json, size_t len);
+/* Serialises and queues msg (borrowed). */
+void conn_send_json(struct conn *c, const json_t *msg);
+
+/*
+ * Hot path: reserves a message of exactly payload_len bytes and returns where
+ * to write it; the message is queued by conn_commit(). Returns NULL on OOM.
+ */
+struct outchunk *conn_alloc_msg(struct conn *c, size_t payload_len, uint8_t **ret_payload);
+void conn_commit(struct conn *c, struct outchunk *o);
+
+/* True while the output queue is above the backpressure limit. */
+bool conn_congested(const struct conn *c);
+
+/*
+ * Ends the connection. With a WebSocket in CONN_OPEN and code != 0 a Close
+ * frame with that code is sent first and the socket is closed once flushed.
+ * The session is detached.
+ */
+void conn_close(struct conn *c, uint16_t ws_code, const char *why);
+
+/* Sends an empty Ping to every open WebSocket connection. */
+void conn_send_ping_all(struct server *s);
+
+/* Frees dead connections whose ops have completed (called between loop iterations). */
+void conn_reap(struct server *s);
+
+/* Frees every connection immediately (server shutdown, after the ring is gone). */
+void conn_free_all(struct server *s);

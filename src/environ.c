@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Environment policy: inherit, default excludes, exclude, set, includeOnly,
+ * then env on top (PROTOCOL.md §8.1).
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "environ.h"
+#include "macro.h"
+
+extern char **environ;
+
+struct envvec {
+	char **v;
+	size_t n, cap;
+};
+
+void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+static ssize_t env_find(const struct envvec *e, const char *name, size_t nlen)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->v[i], name, nlen) == 0 && e->v[i][nlen] == '=')
+			return (ssize_t)i;
+	return -1;
+}
+
+static void env_remove(struct envvec *e, size_t i)
+{
+	free(e->v[i]);
+	memmove(e->v + i, e->v + i + 1, (e->n - i - 1) * sizeof(char *));
+	e->n--;
+}
+
+/* Sets name=value (lengths given; name must not contain NUL, value may not either). */
+static int env_set(struct envvec *e, const char *name, size_t nlen, const char *value, size_t vlen)
+{
+	ssize_t i;
+	char *s;
+
+	if (nlen == 0)
+		return 0; /* "" names are dropped, like the reference */
+	if (memchr(name, 0, nlen) || memchr(value, 0, vlen))
+		return -EILSEQ;
+	s = malloc(nlen + vlen + 2);
+	if (!s)
+		return -ENOMEM;
+	memcpy(s, name, nlen);
+	s[nlen] = '=';
+	memcpy(s + nlen + 1, value, vlen);
+	s[nlen + 1 + vlen] = 0;
+
+	i = env_find(e, name, nlen);
+	if (i >= 0) {
+		free(e->v[i]);
+		e->v[i] = s;
+		return 0;
+	}
+	if (e->n + 2 > e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 32;
+		char **v = realloc(e->v, cap * sizeof(char *));
+		if (!v) {
+			free(s);
+			return -ENOMEM;
+		}
+		e->v = v;
+		e->cap = cap;
+	}
+	e->v[e->n++] = s;
+	e->v[e->n] = NULL;
+	return 0;
+}
+
+static int env_set_str(struct envvec *e, const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+
+	if (!eq)
+		return 0;
+	return env_set(e, entry, (size_t)(eq - entry), eq + 1, strlen(eq + 1));
+}
+
+/* Case-insensitive glob match of the variable name of an entry. */
+static bool name_matches(const char *entry, const char *pattern)
+{
+	const char *eq = strchr(entry, '=');
+	char name[512];
+	size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
+
+	if (n >= sizeof(name))
+		n = sizeof(name) - 1;
+	memcpy(name, entry, n);
+	name[n] = 0;
+	return fnmatch(pattern, name, FNM_CASEFOLD) == 0;
+}
+
+static bool name_matches_any(const char *entry, json_t *patterns)
+{
+	size_t i;
+	json_t *p;
+
+	json_array_foreach(patterns, i, p)
+		if (json_is_string(p) && name_matches(entry, json_string_value(p)))
+			return true;
+	return false;
+}
+
+static const char *const core_vars[] = { "HOME", "LANG", "LOGNAME", "PATH", "SHELL", "TMPDIR", "USER" };
+
+static int apply_policy(struct envvec *e, json_t *pol)
+{
+	const char *inherit = json_string_value(json_object_get(pol, "inherit"));
+	json_t *exclude = json_object_get(pol, "exclude"), *set = json_object_get(pol, "set");
+	json_t *include = json_object_get(pol, "includeOnly"), *v;
+	const char *k;
+	int r;
+
+	if (inherit && strcmp(inherit, "none") != 0) {
+		bool all = strcmp(inherit, "all") == 0;
+
+		for (char **p = environ; p && *p; p++) {
+			bool keep = all;
+
+			for (size_t i = 0; !keep && i < ELEMENTSOF(core_vars); i++) {
+				size_t l = strlen(core_vars[i]);
+				keep = strncmp(*p, core_vars[i], l) == 0 && (*p)[l] == '=';
+			}
+			if (keep && (r = env_set_str(e, *p)) < 0)
+				return r;
+		}
+	}
+	if (!json_is_true(json_object_get(pol, "ignoreDefaultExcludes"))) {
+		static const char *const defaults[] = { "*KEY*", "*SECRET*", "*TOKEN*" };
+
+		for (size_t i = 0; i < e->n;) {
+			bool drop = false;
+
+			for (size_t j = 0; j < ELEMENTSOF(defaults) && !drop; j++)
+				drop = name_matches(e->v[i], defaults[j]);
+			if (drop)
+				env_remove(e, i);
+			else
+				i++;
+		}
+	}
+	for (size_t i = 0; json_is_array(exclude) && i < e->n;) {
+		if (name_matches_any(e->v[i], exclude))
+			env_remove(e, i);
+		else
+			i++;
+	}
+	json_object_foreach(set, k, v) {
+		if (!json_is_string(v))
+			continue;
+		r = env_set(e, k, strlen(k), json_string_value(v), json_string_length(v));
+		if (r < 0)
+			return r;
+	}
+	if (json_is_array(include) && json_array_size(include) > 0) {
+		for (size_t i = 0; i < e->n;) {
+			if (!name_matches_any(e->v[i], include))
+				env_remove(e, i);
+			else
+				i++;
+		}
+	}
+	return 0;
+}
+
+int environ_build(json_t *env, json_t *env_policy, json_t *metadata, bool tty,
+		  const char *login_shell, char ***ret_envp)
+{
+	struct envvec e = { 0 };
+	const char *k;
+	json_t *v;
+	int r = 0;
+
+	e.v = calloc(32, sizeof(char *));
+	if (!e.v)
+		return -ENOMEM;
+	e.cap = 32;
+
+	if (env_policy && (r = apply_policy(&e, env_policy)) < 0)
+		goto fail;
+
+	if (metadata) {
+		json_t *t = json_object_get(metadata, "threadId");
+		json_t *c = json_object_get(metadata, "toolCallId");
+
+		if (json_is_string(t) &&
+		    (r = env_set(&e, "CODEX_THREAD_ID", 15, json_string_value(t),
+				 json_string_length(t))) < 0)
+			goto fail;
+		if (json_is_string(c) &&
+		    (r = env_set(&e, "CODEX_TOOL_CALL_ID", 18, json_string_value(c),
+				 json_string_length(c))) < 0)
+			goto fail;
+	}
+
+	json_object_foreach(env, k, v) {
+		r = env_set(&e, k, strlen(k), json_string_value(v), json_string_length(v));
+		if (r < 0)
+			goto fail;
+	}
+	if (tty && login_shell && env_find(&e, "SHELL", 5) < 0 &&
+	    (r = env_set(&e, "SHELL", 5, login_shell, strlen(login_shell))) < 0)
+		goto fail;
+
+	*ret_envp = e.v;
+	return 0;
+fail:
+	strv_free(e.v);
+	return r;
+}
+
+int environ_exec_candidates(const char *argv0, char *const *envp, char ***ret)
+{
+	const char *path = NULL;
+	char **v;
+	size_t n = 1, i = 0, alen = strlen(argv0);
+
+	if (strchr(argv0, '/')) {
+		v = calloc(2, sizeof(char *));
+		if (!v || !(v[0] = strdup(argv0))) {
+			free(v);
+			return -ENOMEM;
+		}
+		*ret = v;
+		return 0;
+	}
+	for (char *const *p = envp; *p; p++)
+		if (strncmp(*p, "PATH=", 5) == 0)
+			path = *p + 5;
+	if (!path)
+		path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+
+	for (const char *p = path; *p; p++)
+		n += *p == ':';
+	v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	if (alen == 0) {
+		*ret = v; /* empty program name: nothing to try -> ENOENT */
+		return 0;
+	}
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dl = (size_t)(end - p);
+		char *s = malloc(dl + alen + 3);
+
+		if (!s) {
+			strv_free(v);
+			return -ENOMEM;
+		}
+		if (dl == 0)
+			snprintf(s, dl + alen + 3, "./%s", argv0);
+		else
+			snprintf(s, dl + alen + 3, "%.*s/%s", (int)dl, p, argv0);
+		v[i++] = s;
+		if (!*end)
+			break;
+		p = end;
+	}
+	*ret = v;
+	return 0;
+}

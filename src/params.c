@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * serde-compatible parameter decoding (see params.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "params.h"
+
+/* Rust Debug-style quoting of a string for "invalid type: string \"...\"". */
+static void debug_str(const char *s, size_t n, char *out, size_t size)
+{
+	size_t o = 0;
+
+	if (size < 4)
+		return;
+	out[o++] = '"';
+	for (size_t i = 0; i < n && o + 8 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		switch (ch) {
+		case '"':
+		case '\\':
+			out[o++] = '\\';
+			out[o++] = (char)ch;
+			break;
+		case '\n':
+			out[o++] = '\\';
+			out[o++] = 'n';
+			break;
+		case '\t':
+			out[o++] = '\\';
+			out[o++] = 't';
+			break;
+		case '\r':
+			out[o++] = '\\';
+			out[o++] = 'r';
+			break;
+		default:
+			if (ch < 0x20 || ch == 0x7f)
+				o += (size_t)snprintf(out + o, size - o, "\\u{%x}", ch);
+			else
+				out[o++] = (char)ch;
+		}
+	}
+	out[o++] = '"';
+	out[o] = 0;
+}
+
+/* Shortest representation that round-trips, with a decimal point like serde prints. */
+static void float_str(double d, char *out, size_t size)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, size, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			break;
+	}
+	if (!strpbrk(out, ".eEn"))
+		strncat(out, ".0", size - strlen(out) - 1);
+}
+
+void params_type_error(const json_t *v, const char *what, char *err, size_t errsz)
+{
+	char u[200];
+
+	switch (json_typeof(v)) {
+	case JSON_NULL:
+		snprintf(u, sizeof(u), "null");
+		break;
+	case JSON_TRUE:
+		snprintf(u, sizeof(u), "boolean `true`");
+		break;
+	case JSON_FALSE:
+		snprintf(u, sizeof(u), "boolean `false`");
+		break;
+	case JSON_INTEGER:
+		snprintf(u, sizeof(u), "integer `%" JSON_INTEGER_FORMAT "`", json_integer_value(v));
+		break;
+	case JSON_REAL: {
+		char f[64];
+
+		float_str(json_real_value(v), f, sizeof(f));
+		snprintf(u, sizeof(u), "floating point `%s`", f);
+		break;
+	}
+	case JSON_STRING: {
+		char q[160];
+
+		debug_str(json_string_value(v), json_string_length(v), q, sizeof(q));
+		snprintf(u, sizeof(u), "string %s", q);
+		break;
+	}
+	case JSON_ARRAY:
+		snprintf(u, sizeof(u), "sequence");
+		break;
+	case JSON_OBJECT:
+		snprintf(u, sizeof(u), "map");
+		break;
+	}
+	snprintf(err, errsz, "invalid type: %s, expected %s", u, what);
+}
+
+static int check_u64(const json_t *v, const char *what, char *err, size_t errsz)
+{
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 0) {
+			snprintf(err, errsz, "invalid number");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	params_type_error(v, what, err, errsz);
+	return -EINVAL;
+}
+
+static int check_value(const struct pfield *f, json_t *v, char *err, size_t errsz)
+{
+	size_t i;
+	const char *k;
+	json_t *e;
+
+	switch (f->type) {
+	case P_STRING:
+		if (json_is_string(v))
+			return 0;
+		params_type_error(v, "a string", err, errsz);
+		return -EINVAL;
+	case P_BOOL:
+		if (json_is_boolean(v))
+			return 0;
+		params_type_error(v, "a boolean", err, errsz);
+		return -EINVAL;
+	case P_U64:
+		return check_u64(v, "u64", err, errsz);
+	case P_USIZE:
+		return check_u64(v, "usize", err, errsz);
+	case P_STRING_SEQ:
+		if (!json_is_array(v)) {
+			params_type_error(v, "a sequence", err, errsz);
+			return -EINVAL;
+		}
+		json_array_foreach(v, i, e) {
+			if (!json_is_string(e)) {
+				params_type_error(e, "a string", err, errsz);
+				return -EINVAL;
+			}
+		}
+		return 0;
+	case P_STRING_MAP:
+		if (!json_is_object(v)) {
+			params_type_error(v, "a map", err, errsz);
+			return -EINVAL;
+		}
+		json_object_foreach(v, k, e) {
+			if (!json_is_string(e)) {
+				params_type_error(e, "a string", err, errsz);
+				return -EINVAL;
+			}
+		}
+		return 0;
+	case P_STRUCT:
+		if (json_is_object(v))
+			return 0;
+		params_type_error(v, f->what, err, errsz);
+		return -EINVAL;
+	case P_ENUM_STR:
+		if (json_is_string(v))
+			return 0;
+		params_type_error(v, f->what ? f->what : "a string", err, errsz);
+		return -EINVAL;
+	case P_ANY:
+		return 0;
+	}
+	return 0;
+}
+
+int params_decode(json_t *params, const char *struct_name, const struct pfield *f, size_t n,
+		  json_t **out, char *err, size_t errsz)
+{
+	const char *key;
+	json_t *v;
+	char what[128];
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = NULL;
+
+	if (!params || json_is_null(params)) {
+		snprintf(what, sizeof(what), "struct %s", struct_name);
+		params_type_error(json_null(), what, err, errsz);
+		return -EINVAL;
+	}
+	if (json_is_array(params)) {
+		snprintf(err, errsz, "invalid length %zu, expected struct %s with %zu elements",
+			 json_array_size(params), struct_name, n);
+		return -EINVAL;
+	}
+	if (!json_is_object(params)) {
+		snprintf(what, sizeof(what), "struct %s", struct_name);
+		params_type_error(params, what, err, errsz);
+		return -EINVAL;
+	}
+
+	json_object_foreach(params, key, v) {
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(f[i].name, key) != 0)
+				continue;
+			/* Option<T>: null is "absent" unless the field is required. */
+			if (json_is_null(v) && !f[i].required)
+				break;
+			if (check_value(&f[i], v, err, errsz) < 0)
+				return -EINVAL;
+			out[i] = json_is_null(v) ? NULL : v;
+			break;
+		}
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].required && !json_object_get(params, f[i].name)) {
+			snprintf(err, errsz, "missing field `%s`", f[i].name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+uint64_t params_u64(const json_t *v, uint64_t def)
+{
+	return v ? (uint64_t)json_integer_value(v) : def;
+}
+
+bool params_bool(const json_t *v, bool def)
+{
+	return v ? json_is_true(v) : def;
+}

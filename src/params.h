@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Decoding of JSON-RPC params objects with the reference's (serde's) error
+ * texts: "missing field `x`", "invalid type: boolean `true`, expected a
+ * string", ... Entries are checked in the order the client sent them, then
+ * missing required fields in declaration order, as serde's derive does.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ptype {
+	P_STRING,      /* String */
+	P_BOOL,        /* bool */
+	P_U64,         /* u64 */
+	P_USIZE,       /* usize */
+	P_STRING_SEQ,  /* Vec<String> */
+	P_STRING_MAP,  /* HashMap<String, String> */
+	P_STRUCT,      /* a nested struct (object), validated by the caller; name in .what */
+	P_ENUM_STR,    /* a unit enum variant as a string, validated by the caller */
+	P_ANY,         /* anything (ignored fields) */
+};
+
+struct pfield {
+	const char *name;
+	enum ptype type;
+	bool required;     /* absent -> "missing field" (null is then a type error) */
+	const char *what;  /* P_STRUCT: "struct ExecEnvPolicy"; P_ENUM_STR: "string or map" */
+};
+
+/*
+ * Decodes params (may be NULL = absent) as struct `struct_name` with fields f[0..n).
+ * On success returns 0 and sets out[i] to the field's value (borrowed) or NULL
+ * when absent or null. On failure returns -EINVAL with the message in err.
+ */
+int params_decode(json_t *params, const char *struct_name, const struct pfield *f, size_t n,
+		  json_t **out, char *err, size_t errsz);
+
+/* serde's "invalid type: <unexpected>, expected <what>" for value v. */
+void params_type_error(const json_t *v, const char *what, char *err, size_t errsz);
+
+/* Reads a P_U64/P_USIZE value decoded by params_decode (NULL -> def). */
+uint64_t params_u64(const json_t *v, uint64_t def);
+/* Reads a P_BOOL value (NULL -> def). */
+bool params_bool(const json_t *v, bool def);

@@ -1,0 +1,766 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Managed processes: output, exit, retention, long polls and writes.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "conn.h"
+#include "log.h"
+#include "proc.h"
+#include "rpc.h"
+#include "session.h"
+#include "spawn.h"
+
+struct proc_waiter {
+	struct rpc_pending pend;
+	struct list_head plink; /* proc->waiters */
+	struct proc *p;
+	uint64_t after_seq, max_bytes;
+	bool has_max;
+	struct uring_timer timer;
+};
+
+struct proc_write {
+	struct rpc_pending pend;
+	struct list_head plink; /* proc->writes */
+	struct proc *p;
+	bool orphaned;          /* connection gone: finish the write, reply to nobody */
+	size_t len, off;
+	uint8_t *data;
+};
+
+static uint8_t pty_scratch[IO_BUF_SIZE];
+
+static void stream_arm(struct proc_stream *st);
+static void proc_check_closed(struct proc *p);
+static void wake_waiters(struct proc *p);
+static void write_next(struct proc *p);
+static void reply_status(struct conn *c, json_t *id, const char *status);
+
+static const char *stream_name(uint8_t k)
+{
+	return k == STREAM_STDOUT ? "stdout" : k == STREAM_STDERR ? "stderr" : "pty";
+}
+
+static struct server *proc_srv(const struct proc *p)
+{
+	return p->sess->srv;
+}
+
+static struct conn *proc_conn(const struct proc *p)
+{
+	struct conn *c = p->sess->conn;
+
+	return c && c->state == CONN_OPEN ? c : NULL;
+}
+
+/* ---- notifications ---- */
+
+static void notify_output(struct proc *p, struct conn *c, uint64_t seq, uint8_t stream,
+			  const uint8_t *data, size_t len)
+{
+	static const char pre[] = "{\"method\":\"process/output\",\"params\":{\"processId\":";
+	char mid[96];
+	int midlen = snprintf(mid, sizeof(mid), ",\"seq\":%" PRIu64 ",\"stream\":\"%s\",\"chunk\":\"",
+			      seq, stream_name(stream));
+	size_t b64 = base64_encoded_len(len);
+	size_t total = sizeof(pre) - 1 + p->id_json_len + (size_t)midlen + b64 + 3;
+	struct outchunk *o;
+	uint8_t *w;
+
+	o = conn_alloc_msg(c, total, &w);
+	if (!o) {
+		log_error("Out of memory sending output of process '%s'", p->id);
+		return;
+	}
+	memcpy(w, pre, sizeof(pre) - 1);
+	w += sizeof(pre) - 1;
+	memcpy(w, p->id_json, p->id_json_len);
+	w += p->id_json_len;
+	memcpy(w, mid, (size_t)midlen);
+	w += midlen;
+	w += base64_encode(data, len, (char *)w);
+	memcpy(w, "\"}}", 3);
+	conn_commit(c, o);
+}
+
+/* Sends {"method":<method>,"params":{"processId":<id><tail>}}. */
+static void notify_event(struct proc *p, const char *method, const char *tail)
+{
+	struct conn *c = proc_conn(p);
+	size_t ml = strlen(method), tl = strlen(tail);
+	size_t total = 11 + ml + 24 + p->id_json_len + tl + 2;
+	struct outchunk *o;
+	uint8_t *w;
+
+	if (!c)
+		return;
+	o = conn_alloc_msg(c, total, &w);
+	if (!o)
+		return;
+	memcpy(w, "{\"method\":\"", 11);
+	w += 11;
+	memcpy(w, method, ml);
+	w += ml;
+	memcpy(w, "\",\"params\":{\"processId\":", 24);
+	w += 24;
+	memcpy(w, p->id_json, p->id_json_len);
+	w += p->id_json_len;
+	memcpy(w, tail, tl);
+	w += tl;
+	memcpy(w, "}}", 2);
+	conn_commit(c, o);
+}
+
+/* ---- retention ---- */
+
+static void retain(struct proc *p, uint64_t seq, uint8_t stream, const uint8_t *data, size_t len)
+{
+	struct proc_chunk *ch = malloc(sizeof(*ch) + len);
+
+	if (!ch) {
+		log_error("Out of memory retaining output of process '%s'", p->id);
+		return;
+	}
+	ch->seq = seq;
+	ch->len = (uint32_t)len;
+	ch->stream = stream;
+	memcpy(ch->data, data, len);
+	list_add_tail(&ch->link, &p->chunks);
+	p->retained_bytes += len;
+	p->n_chunks++;
+	while ((p->retained_bytes > PROC_RETAINED_BYTES || p->n_chunks > PROC_RETAINED_CHUNKS) &&
+	       p->n_chunks > 1) {
+		struct proc_chunk *old = list_first_entry(&p->chunks, struct proc_chunk, link);
+
+		list_del(&old->link);
+		p->retained_bytes -= old->len;
+		p->n_chunks--;
+		free(old);
+	}
+}
+
+static void publish_output(struct proc *p, uint8_t stream, const uint8_t *data, size_t len)
+{
+	uint64_t seq = p->next_seq++;
+	struct conn *c = proc_conn(p);
+
+	retain(p, seq, stream, data, len);
+	if (c)
+		notify_output(p, c, seq, stream, data, len);
+	wake_waiters(p);
+}
+
+/* ---- output streams ---- */
+
+static void stream_eof(struct proc_stream *st)
+{
+	if (st->eof)
+		return;
+	st->eof = true;
+	st->fd = safe_close(st->fd);
+	proc_check_closed(st->p);
+}
+
+static bool should_pause(struct proc_stream *st)
+{
+	struct conn *c = proc_conn(st->p);
+
+	return c && conn_congested(c);
+}
+
+static void on_pipe_read(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc_stream *st = container_of(op, struct proc_stream, op);
+	struct proc *p = st->p;
+	struct server *s = proc_srv(p);
+
+	if (flags & IORING_CQE_F_BUFFER) {
+		unsigned bid = uring_cqe_bid(flags);
+
+		if (res > 0)
+			publish_output(p, (uint8_t)st->kind, uring_bufs_get(&s->bufs, bid),
+				       (size_t)res);
+		server_recycle_buf(s, bid);
+	}
+	if (res == -ENOBUFS) {
+		server_wait_for_buf(s, &st->bufwait);
+		return;
+	}
+	if (res <= 0) {
+		if (res < 0 && res != -ECANCELED)
+			log_debug_errno(res, "Reading output of process '%s' failed", p->id);
+		stream_eof(st);
+		return;
+	}
+	stream_arm(st);
+}
+
+static void on_pty_ready(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc_stream *st = container_of(op, struct proc_stream, op);
+	struct proc *p = st->p;
+
+	if (res < 0 && res != -EINTR) {
+		stream_eof(st);
+		return;
+	}
+	/* Drain a bounded amount, then let others run. */
+	for (int i = 0; i < 16; i++) {
+		ssize_t n = read(st->fd, pty_scratch, sizeof(pty_scratch));
+
+		if (n > 0) {
+			publish_output(p, STREAM_PTY, pty_scratch, (size_t)n);
+			if (should_pause(st))
+				break;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		/* EIO: every slave fd is closed; 0: same on some kernels. */
+		stream_eof(st);
+		return;
+	}
+	stream_arm(st);
+}
+
+static void on_bufs_available(struct buf_waiter *w)
+{
+	stream_arm(container_of(w, struct proc_stream, bufwait));
+}
+
+static void stream_arm(struct proc_stream *st)
+{
+	struct server *s = proc_srv(st->p);
+	struct io_uring_sqe *sqe;
+
+	if (st->eof || st->op.busy || st->fd < 0)
+		return;
+	if (should_pause(st)) {
+		st->paused = true;
+		return;
+	}
+	st->paused = false;
+	if (st->kind == STREAM_PTY) {
+		/* ttys cannot be read without blocking a kernel worker: poll, then read(2). */
+		sqe = uring_get_sqe(&s->ring, &st->op, on_pty_ready);
+		io_uring_prep_poll_add(sqe, st->fd, POLLIN);
+		return;
+	}
+	sqe = uring_get_sqe(&s->ring, &st->op, on_pipe_read);
+	io_uring_prep_read(sqe, st->fd, NULL, IO_BUF_SIZE, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = BGID_IO;
+}
+
+void proc_resume_output(struct proc *p)
+{
+	for (unsigned i = 0; i < p->n_streams; i++)
+		if (p->streams[i].paused)
+			stream_arm(&p->streams[i]);
+}
+
+/* ---- exit ---- */
+
+static void stdin_close_if_idle(struct proc *p)
+{
+	if (list_empty(&p->writes))
+		p->stdin_fd = safe_close(p->stdin_fd);
+}
+
+static void on_exit_ready(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc *p = container_of(op, struct proc, exit_op);
+	siginfo_t si = { 0 };
+	char tail[96];
+
+	if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG) < 0) {
+		log_warning("waitid on process '%s' (pid %d) failed: %m", p->id, (int)p->pid);
+		si.si_code = CLD_KILLED;
+		si.si_status = SIGKILL;
+		si.si_pid = p->pid;
+	}
+	if (si.si_pid == 0) {
+		/* Spurious wake-up: not exited yet. */
+		struct io_uring_sqe *sqe = uring_get_sqe(&proc_srv(p)->ring, &p->exit_op,
+							  on_exit_ready);
+		io_uring_prep_poll_add(sqe, p->pidfd, POLLIN);
+		return;
+	}
+	p->pidfd = safe_close(p->pidfd);
+	p->exited = true;
+	p->exit_code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+	p->sandbox_denied = false; /* only sandboxed processes are classified (issue: sandbox) */
+	snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s",
+		 p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
+	p->exit_seq = p->next_seq++;
+	log_debug("Process '%s' (pid %d) exited with %d", p->id, (int)p->pid, p->exit_code);
+	notify_event(p, "process/exited", tail);
+	if (!p->tty)
+		stdin_close_if_idle(p);
+	wake_waiters(p);
+	proc_check_closed(p);
+}
+
+static void proc_check_closed(struct proc *p)
+{
+	char tail[48];
+
+	if (p->closed || !p->exited)
+		return;
+	for (unsigned i = 0; i < p->n_streams; i++)
+		if (!p->streams[i].eof)
+			return;
+	p->closed = true;
+	snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64, p->next_seq);
+	p->next_seq++;
+	notify_event(p, "process/closed", tail);
+	if (p->tty)
+		stdin_close_if_idle(p);
+	wake_waiters(p);
+	session_proc_closed(p->sess, p);
+}
+
+void proc_kill_group(struct proc *p, int sig)
+{
+	if (p->closed && p->exited)
+		return;
+	/* pid == pgid: the child called setsid(). */
+	if (kill(-p->pid, sig) < 0 && errno == ESRCH && p->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
+}
+
+/* ---- creation and teardown ---- */
+
+static void stream_init(struct proc *p, struct proc_stream *st, int fd, enum proc_stream_kind k)
+{
+	st->p = p;
+	st->fd = fd;
+	st->kind = k;
+	st->bufwait.rearm = on_bufs_available;
+}
+
+int proc_new(struct session *sess, const char *id, size_t id_len, const struct spawn_result *res,
+	     bool tty, bool pipe_stdin, struct proc **ret)
+{
+	struct server *s = sess->srv;
+	struct io_uring_sqe *sqe;
+	struct proc *p;
+	json_t *js;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->sess = sess;
+	p->id = malloc(id_len + 1);
+	js = json_stringn(id, id_len);
+	p->id_json = js ? json_dumps(js, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	json_decref(js);
+	if (!p->id || !p->id_json) {
+		free(p->id);
+		free(p->id_json);
+		free(p);
+		return -ENOMEM;
+	}
+	memcpy(p->id, id, id_len);
+	p->id[id_len] = 0;
+	p->id_len = id_len;
+	p->id_json_len = strlen(p->id_json);
+
+	p->pid = res->pid;
+	p->pidfd = res->pidfd;
+	p->tty = tty;
+	p->pipe_stdin = pipe_stdin;
+	p->stdin_fd = res->stdin_fd;
+	p->next_seq = 1;
+	list_init(&p->chunks);
+	list_init(&p->waiters);
+	list_init(&p->writes);
+	if (tty) {
+		stream_init(p, &p->streams[0], res->out_fd, STREAM_PTY);
+		p->n_streams = 1;
+	} else {
+		stream_init(p, &p->streams[0], res->out_fd, STREAM_STDOUT);
+		stream_init(p, &p->streams[1], res->err_fd, STREAM_STDERR);
+		p->n_streams = 2;
+	}
+
+	/* Exit: readable pidfd, then waitid(P_PIDFD, WNOHANG). */
+	sqe = uring_get_sqe(&s->ring, &p->exit_op, on_exit_ready);
+	io_uring_prep_poll_add(sqe, p->pidfd, POLLIN);
+	*ret = p;
+	return 0;
+}
+
+/* Starts reading output; called once the process/start reply is queued (§9.2 ordering). */
+void proc_start_output(struct proc *p)
+{
+	for (unsigned i = 0; i < p->n_streams; i++)
+		stream_arm(&p->streams[i]);
+}
+
+bool proc_is_idle(const struct proc *p)
+{
+	if (p->exit_op.busy || p->write_op.busy)
+		return false;
+	for (unsigned i = 0; i < p->n_streams; i++)
+		if (p->streams[i].op.busy)
+			return false;
+	return true;
+}
+
+static void waiter_free(struct proc_waiter *w);
+static void write_free(struct proc_write *w);
+
+void proc_free(struct proc *p)
+{
+	struct proc_chunk *ch, *n;
+
+	if (!p)
+		return;
+	while (!list_empty(&p->waiters)) {
+		struct proc_waiter *w = list_first_entry(&p->waiters, struct proc_waiter, plink);
+
+		w->pend.cancel(&w->pend);
+	}
+	while (!list_empty(&p->writes)) {
+		struct proc_write *w = list_first_entry(&p->writes, struct proc_write, plink);
+
+		if (w->pend.conn)
+			rpc_pending_end(&w->pend);
+		list_del(&w->plink);
+		write_free(w);
+	}
+	list_for_each_entry_safe(ch, n, &p->chunks, link)
+		free(ch);
+	for (unsigned i = 0; i < p->n_streams; i++) {
+		list_del(&p->streams[i].bufwait.link);
+		safe_close(p->streams[i].fd);
+	}
+	safe_close(p->pidfd);
+	safe_close(p->stdin_fd);
+	for (size_t i = 0; i < p->write_id_count; i++)
+		free(p->write_id_ring[(p->write_id_head + i) % PROC_WRITE_IDS]);
+	free(p->write_id_ring);
+	strmap_done(&p->write_ids);
+	free(p->id);
+	free(p->id_json);
+	free(p);
+}
+
+/* ---- process/read ---- */
+
+static json_t *read_result(struct proc *p, uint64_t after_seq, bool has_max, uint64_t max_bytes)
+{
+	json_t *res = json_object(), *chunks = json_array();
+	struct proc_chunk *ch, *last = NULL;
+	uint64_t total = 0;
+	size_t n = 0;
+
+	if (!res || !chunks)
+		goto oom;
+	list_for_each_entry(ch, &p->chunks, link) {
+		json_t *o;
+		char *b;
+
+		if (ch->seq <= after_seq)
+			continue;
+		if (has_max && n > 0 && total + ch->len > max_bytes)
+			break;
+		b = malloc(base64_encoded_len(ch->len) + 1);
+		o = json_object();
+		if (!b || !o) {
+			free(b);
+			json_decref(o);
+			goto oom;
+		}
+		b[base64_encode(ch->data, ch->len, b)] = 0;
+		json_object_set_new(o, "seq", json_integer((json_int_t)ch->seq));
+		json_object_set_new(o, "stream", json_string(stream_name(ch->stream)));
+		json_object_set_new(o, "chunk", json_string_nocheck(b));
+		free(b);
+		json_array_append_new(chunks, o);
+		total += ch->len;
+		n++;
+		last = ch;
+	}
+	json_object_set_new(res, "chunks", chunks);
+	json_object_set_new(res, "nextSeq", json_integer((json_int_t)(has_max && last ? last->seq + 1
+										  : p->next_seq)));
+	json_object_set_new(res, "exited", json_boolean(p->exited));
+	json_object_set_new(res, "exitCode", p->exited ? json_integer(p->exit_code) : json_null());
+	json_object_set_new(res, "closed", json_boolean(p->closed));
+	json_object_set_new(res, "failure", json_null());
+	json_object_set_new(res, "sandboxDenied", json_boolean(p->sandbox_denied));
+	return res;
+oom:
+	json_decref(chunks);
+	json_decref(res);
+	return NULL;
+}
+
+static bool read_ready(const struct proc *p, uint64_t after_seq)
+{
+	if (p->closed || (p->exited && p->exit_seq > after_seq))
+		return true;
+	if (!list_empty(&p->chunks)) {
+		struct proc_chunk *last = list_entry(p->chunks.prev, struct proc_chunk, link);
+		return last->seq > after_seq;
+	}
+	return false;
+}
+
+static void waiter_free(struct proc_waiter *w)
+{
+	free(w);
+}
+
+static void waiter_on_timer(struct uring_timer *t, bool fired)
+{
+	struct proc_waiter *w = container_of(t, struct proc_waiter, timer);
+
+	if (fired) {
+		/* waitMs elapsed: answer with whatever there is. */
+		rpc_reply(w->pend.conn, w->pend.id,
+			  read_result(w->p, w->after_seq, w->has_max, w->max_bytes));
+		rpc_pending_end(&w->pend);
+		list_del(&w->plink);
+	}
+	waiter_free(w);
+}
+
+/* Ends a waiter that has been replied to or cancelled. */
+static void waiter_finish(struct proc_waiter *w)
+{
+	rpc_pending_end(&w->pend);
+	list_del(&w->plink);
+	if (w->timer.op.busy && !proc_srv(w->p)->stopping)
+		uring_timer_cancel(&w->timer); /* freed by waiter_on_timer(fired = false) */
+	else
+		waiter_free(w);
+}
+
+static void waiter_cancel(struct rpc_pending *pend)
+{
+	waiter_finish(container_of(pend, struct proc_waiter, pend));
+}
+
+static void wake_waiters(struct proc *p)
+{
+	struct proc_waiter *w, *n;
+
+	list_for_each_entry_safe(w, n, &p->waiters, plink) {
+		if (!read_ready(p, w->after_seq))
+			continue;
+		rpc_reply(w->pend.conn, w->pend.id,
+			  read_result(p, w->after_seq, w->has_max, w->max_bytes));
+		waiter_finish(w);
+	}
+}
+
+void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,
+	       uint64_t max_bytes, uint64_t wait_ms)
+{
+	struct proc_waiter *w;
+
+	if (wait_ms == 0 || read_ready(p, after_seq)) {
+		rpc_reply(c, id, read_result(p, after_seq, has_max, max_bytes));
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return;
+	}
+	w->p = p;
+	w->after_seq = after_seq;
+	w->has_max = has_max;
+	w->max_bytes = max_bytes;
+	rpc_pending_start(&w->pend, c, id, waiter_cancel);
+	list_add_tail(&w->plink, &p->waiters);
+	uring_timer_arm(&proc_srv(p)->ring, &w->timer, wait_ms, waiter_on_timer);
+}
+
+/* ---- process/write ---- */
+
+static void write_free(struct proc_write *w)
+{
+	free(w->data);
+	free(w);
+}
+
+static void write_cancel(struct rpc_pending *pend)
+{
+	struct proc_write *w = container_of(pend, struct proc_write, pend);
+
+	/* Keep writing (the bytes were accepted for delivery); just do not reply. */
+	rpc_pending_end(&w->pend);
+	w->orphaned = true;
+}
+
+static bool remember_write_id(struct proc *p, const char *wid)
+{
+	char *copy;
+
+	if (!p->write_id_ring) {
+		p->write_id_ring = calloc(PROC_WRITE_IDS, sizeof(char *));
+		if (!p->write_id_ring)
+			return true;
+	}
+	copy = strdup(wid);
+	if (!copy || strmap_put(&p->write_ids, wid, strlen(wid), copy) < 0) {
+		free(copy);
+		return true;
+	}
+	if (p->write_id_count == PROC_WRITE_IDS) {
+		char *old = p->write_id_ring[p->write_id_head];
+
+		strmap_remove(&p->write_ids, old, strlen(old));
+		free(old);
+		p->write_id_ring[p->write_id_head] = copy;
+		p->write_id_head = (p->write_id_head + 1) % PROC_WRITE_IDS;
+	} else {
+		p->write_id_ring[(p->write_id_head + p->write_id_count) % PROC_WRITE_IDS] = copy;
+		p->write_id_count++;
+	}
+	return true;
+}
+
+static void write_done(struct proc *p, bool ok)
+{
+	struct proc_write *w = list_first_entry(&p->writes, struct proc_write, plink);
+
+	list_del(&w->plink);
+	if (!w->orphaned) {
+		if (ok) {
+			reply_status(w->pend.conn, w->pend.id, "accepted");
+		} else {
+			rpc_reply_error(w->pend.conn, w->pend.id, RPC_INTERNAL_ERROR,
+					"failed to write to process stdin");
+		}
+		rpc_pending_end(&w->pend);
+	}
+	write_free(w);
+	if (list_empty(&p->writes) && ((p->exited && !p->tty) || p->closed))
+		p->stdin_fd = safe_close(p->stdin_fd);
+	write_next(p);
+}
+
+static void on_write_complete(struct uring_op *op, int res, uint32_t flags);
+
+static void on_write_ready(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc *p = container_of(op, struct proc, write_op);
+
+	if (res < 0) {
+		write_done(p, p->tty);
+		return;
+	}
+	write_next(p);
+}
+
+static void on_write_complete(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc *p = container_of(op, struct proc, write_op);
+	struct proc_write *w = list_first_entry(&p->writes, struct proc_write, plink);
+	struct io_uring_sqe *sqe;
+
+	if (res == -EAGAIN || res == -EINTR) {
+		/* A non-blocking PTY master is full: wait until it can take more. */
+		sqe = uring_get_sqe(&proc_srv(p)->ring, &p->write_op, on_write_ready);
+		io_uring_prep_poll_add(sqe, p->stdin_fd, POLLOUT);
+		return;
+	}
+	if (res < 0) {
+		/*
+		 * PTY writes are accepted even after the child is gone (§8.2). A
+		 * pipe whose reader closed while the child runs: data discarded,
+		 * accepted; once the child exited: the reference's error.
+		 */
+		write_done(p, p->tty || !p->exited);
+		return;
+	}
+	w->off += (size_t)res;
+	if (w->off < w->len) {
+		write_next(p);
+		return;
+	}
+	write_done(p, true);
+}
+
+static void write_next(struct proc *p)
+{
+	struct proc_write *w;
+	struct io_uring_sqe *sqe;
+
+	if (p->write_op.busy || list_empty(&p->writes))
+		return;
+	w = list_first_entry(&p->writes, struct proc_write, plink);
+	if (w->off == w->len || p->stdin_fd < 0) {
+		write_done(p, w->off == w->len || p->tty);
+		return;
+	}
+	sqe = uring_get_sqe(&proc_srv(p)->ring, &p->write_op, on_write_complete);
+	io_uring_prep_write(sqe, p->stdin_fd, w->data + w->off, (unsigned)MIN(w->len - w->off, 1u << 30),
+			    (__u64)-1);
+}
+
+static void reply_status(struct conn *c, json_t *id, const char *status)
+{
+	json_t *r = json_object();
+
+	json_object_set_new(r, "status", json_string(status));
+	rpc_reply(c, id, r);
+}
+
+void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id,
+		uint8_t *data, size_t len)
+{
+	struct proc_write *w;
+
+	if (!p->tty && !p->pipe_stdin) {
+		reply_status(c, id, "stdinClosed");
+		free(data);
+		return;
+	}
+	if (strmap_get(&p->write_ids, write_id, strlen(write_id))) {
+		/* Retried writeId: acknowledged, not written again (§6.8). */
+		reply_status(c, id, "accepted");
+		free(data);
+		return;
+	}
+	if (!p->tty && (p->exited || p->stdin_fd < 0)) {
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "failed to write to process stdin");
+		free(data);
+		return;
+	}
+	(void)remember_write_id(p, write_id);
+	if (len == 0 || p->stdin_fd < 0) {
+		/* Nothing to write, or a PTY whose child is gone: accepted (§8.2). */
+		reply_status(c, id, "accepted");
+		free(data);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		free(data);
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return;
+	}
+	w->p = p;
+	w->data = data;
+	w->len = len;
+	rpc_pending_start(&w->pend, c, id, write_cancel);
+	list_add_tail(&w->plink, &p->writes);
+	write_next(p);
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A managed process: its output streams read through the ring, the shared seq
+ * counter for output/exited/closed (PROTOCOL.md §9), retained output for
+ * process/read, exit through the pidfd, long-poll readers and stdin writes.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "list.h"
+#include "ring.h"
+#include "server.h"
+#include "strmap.h"
+
+struct session;
+struct spawn_result;
+
+enum proc_stream_kind {
+	STREAM_STDOUT,
+	STREAM_STDERR,
+	STREAM_PTY,
+};
+
+/* Reference retention caps (SANDBOX.md §6.1). */
+#define PROC_RETAINED_BYTES (1024 * 1024)
+#define PROC_RETAINED_CHUNKS 50000
+/* Accepted writeIds remembered per process. */
+#define PROC_WRITE_IDS 4096
+
+struct proc_stream {
+	struct proc *p;
+	int fd;
+	enum proc_stream_kind kind;
+	bool eof;
+	bool paused; /* not re-armed because the client's output queue is full */
+	struct uring_op op;
+	struct buf_waiter bufwait;
+};
+
+struct proc_chunk {
+	struct list_head link;
+	uint64_t seq;
+	uint32_t len;
+	uint8_t stream;
+	uint8_t data[];
+};
+
+struct proc {
+	struct list_head link; /* session->procs_list */
+	struct session *sess;
+	char *id;              /* processId (may contain NUL) */
+	size_t id_len;
+	char *id_json;         /* processId as an escaped JSON string, for notifications */
+	size_t id_json_len;
+
+	pid_t pid;
+	int pidfd;
+	struct uring_op exit_op;
+	bool tty;
+	bool pipe_stdin;
+	bool sandboxed;
+
+	struct proc_stream streams[2];
+	unsigned n_streams;
+
+	uint64_t next_seq;     /* the seq the next event takes (starts at 1) */
+	struct list_head chunks;
+	size_t retained_bytes;
+	unsigned n_chunks;
+
+	bool exited;
+	int exit_code;
+	uint64_t exit_seq;
+	bool closed;
+	bool sandbox_denied;
+
+	struct list_head waiters; /* struct proc_waiter */
+
+	/* stdin */
+	int stdin_fd;
+	struct list_head writes;  /* struct proc_write, head in flight */
+	struct uring_op write_op;
+	struct strmap write_ids;
+	char **write_id_ring;     /* FIFO of remembered ids for eviction */
+	size_t write_id_head, write_id_count;
+};
+
+/* Wraps a spawned child (takes ownership of res's fds) and starts reading. */
+int proc_new(struct session *sess, const char *id, size_t id_len, const struct spawn_result *res,
+	     bool tty, bool pipe_stdin, struct proc **ret);
+
+/* Starts reading output; call after the process/start reply is queued (§9.2 ordering). */
+void proc_start_output(struct proc *p);
+
+/* True once every op of p is idle (closed and reaped) so that it can be freed. */
+bool proc_is_idle(const struct proc *p);
+void proc_free(struct proc *p);
+
+/* SIGKILL to the whole process group (no-op once reaped). */
+void proc_kill_group(struct proc *p, int sig);
+
+/* Re-arms streams paused by backpressure. */
+void proc_resume_output(struct proc *p);
+
+/* process/read (long poll if wait_ms > 0 and nothing to return). */
+void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,
+	       uint64_t max_bytes, uint64_t wait_ms);
+
+/* process/write of data[0..len) under write_id; replies to (c, id). */
+void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id,
+		uint8_t *data, size_t len);

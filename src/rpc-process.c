@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * process/start, process/read, process/write, process/signal,
+ * process/terminate (PROTOCOL.md §6.6-§6.10).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "conn.h"
+#include "environ.h"
+#include "file-uri.h"
+#include "log.h"
+#include "params.h"
+#include "proc.h"
+#include "rpc.h"
+#include "session.h"
+#include "spawn.h"
+
+#define ERRSZ 512
+
+static struct proc *lookup(struct conn *c, json_t *pid)
+{
+	return strmap_get(&c->sess->procs, json_string_value(pid), json_string_length(pid));
+}
+
+/* UUID with an optional urn:uuid: prefix, hyphenated or simple, like the uuid crate. */
+static bool uuid_is_valid(const char *s)
+{
+	size_t n, hex = 0;
+
+	if (strncasecmp(s, "urn:uuid:", 9) == 0)
+		s += 9;
+	n = strlen(s);
+	if (n == 38 && s[0] == '{' && s[37] == '}') {
+		s++;
+		n = 36;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool dash_pos = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (n == 36 && dash_pos) {
+			if (s[i] != '-')
+				return false;
+			continue;
+		}
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+		      (s[i] >= 'A' && s[i] <= 'F')))
+			return false;
+		hex++;
+	}
+	return hex == 32 && (n == 32 || n == 36);
+}
+
+/* A sandbox object that asks for no restriction at all. */
+static bool sandbox_is_unrestricted(json_t *sb)
+{
+	json_t *perm = json_object_get(sb, "permissions");
+	const char *type = json_string_value(json_object_get(perm, "type"));
+
+	/* "disabled" runs unrestricted on the reference too (PROTOCOL.md §5.4). */
+	return type && strcmp(type, "disabled") == 0;
+}
+
+enum {
+	F_PROCESS_ID, F_METADATA, F_ARGV, F_CWD, F_ENV_POLICY, F_SHELL_SNAPSHOT, F_ENV, F_TTY,
+	F_PIPE_STDIN, F_ARG0, F_SANDBOX, F_ENFORCE_NET, F_MANAGED_NET, F_NET_PROXY, _F_START_MAX
+};
+
+static const struct pfield start_fields[] = {
+	[F_PROCESS_ID] = { "processId", P_STRING, true, NULL },
+	[F_METADATA] = { "metadata", P_STRUCT, false, "struct ExecMetadata" },
+	[F_ARGV] = { "argv", P_STRING_SEQ, true, NULL },
+	[F_CWD] = { "cwd", P_STRING, false, NULL },
+	[F_ENV_POLICY] = { "envPolicy", P_STRUCT, false, "struct ExecEnvPolicy" },
+	[F_SHELL_SNAPSHOT] = { "shellSnapshot", P_STRUCT, false, "struct ShellSnapshotRequest" },
+	[F_ENV] = { "env", P_STRING_MAP, true, NULL },
+	[F_TTY] = { "tty", P_BOOL, true, NULL },
+	[F_PIPE_STDIN] = { "pipeStdin", P_BOOL, false, NULL },
+	[F_ARG0] = { "arg0", P_STRING, false, NULL },
+	[F_SANDBOX] = { "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
+	[F_ENFORCE_NET] = { "enforceManagedNetwork", P_BOOL, false, NULL },
+	[F_MANAGED_NET] = { "managedNetwork", P_STRUCT, false, "struct ManagedNetworkSandboxContext" },
+	[F_NET_PROXY] = { "networkProxy", P_STRUCT, false, "struct RemoteNetworkProxyConfig" },
+};
+
+static const struct pfield policy_fields[] = {
+	{ "inherit", P_ENUM_STR, true, "string or map" },
+	{ "ignoreDefaultExcludes", P_BOOL, true, NULL },
+	{ "exclude", P_STRING_SEQ, true, NULL },
+	{ "set", P_STRING_MAP, true, NULL },
+	{ "includeOnly", P_STRING_SEQ, true, NULL },
+};
+
+static const struct pfield metadata_fields[] = {
+	{ "threadId", P_STRING, false, NULL },
+	{ "toolCallId", P_STRING, false, NULL },
+};
+
+static int check_nested(json_t *start[], char *err)
+{
+	json_t *tmp[ELEMENTSOF(policy_fields)];
+
+	if (start[F_ENV_POLICY]) {
+		const char *inh;
+
+		if (params_decode(start[F_ENV_POLICY], "ExecEnvPolicy", policy_fields,
+				  ELEMENTSOF(policy_fields), tmp, err, ERRSZ) < 0)
+			return -EINVAL;
+		inh = json_string_value(tmp[0]);
+		if (strcmp(inh, "all") && strcmp(inh, "core") && strcmp(inh, "none")) {
+			snprintf(err, ERRSZ, "unknown variant `%s`, expected one of `core`, `all`, `none`",
+				 inh);
+			return -EINVAL;
+		}
+	}
+	if (start[F_METADATA]) {
+		if (params_decode(start[F_METADATA], "ExecMetadata", metadata_fields,
+				  ELEMENTSOF(metadata_fields), tmp, err, ERRSZ) < 0)
+			return -EINVAL;
+		if (tmp[0] && !uuid_is_valid(json_string_value(tmp[0]))) {
+			snprintf(err, ERRSZ,
+				 "invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `%c` at 1",
+				 json_string_value(tmp[0])[0] ? json_string_value(tmp[0])[0] : ' ');
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void rpc_process_start(struct conn *c, json_t *id, json_t *params)
+{
+	struct session *ss = c->sess;
+	json_t *f[_F_START_MAX];
+	char err[ERRSZ], *cwd = NULL, *uerr = NULL, **envp = NULL, **cands = NULL, **argv = NULL;
+	struct spawn_result res;
+	struct spawn_args sa = { 0 };
+	struct proc *p = NULL;
+	size_t argc, i;
+	json_t *a, *result;
+	int r;
+
+	if (params_decode(params, "ExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
+	    check_nested(f, err) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	if (json_array_size(f[F_ARGV]) == 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "argv must not be empty");
+		return;
+	}
+	if (f[F_SANDBOX] && !sandbox_is_unrestricted(f[F_SANDBOX])) {
+		/* Fail closed until the sandbox module enforces policies. */
+		log_warning("Refusing process/start of '%s': sandboxed execution is not available",
+			    json_string_value(f[F_PROCESS_ID]));
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+				"sandbox intent cannot be enforced on this executor");
+		return;
+	}
+	if (f[F_CWD]) {
+		r = file_uri_to_path(json_string_value(f[F_CWD]), true, &cwd, &uerr);
+		if (r == -EREMOTE) {
+			rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+					"cwd URI `%s` is not valid on this exec-server host: %s",
+					json_string_value(f[F_CWD]), uerr);
+			goto out;
+		}
+		if (r < 0) {
+			if (r == -ENOMEM)
+				rpc_reply_errno_internal(c, id, ENOMEM);
+			else
+				rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", uerr);
+			goto out;
+		}
+	}
+	if (lookup(c, f[F_PROCESS_ID])) {
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST, "process %s already exists",
+				json_string_value(f[F_PROCESS_ID]));
+		goto out;
+	}
+	if (ss->n_live >= c->srv->cfg.max_processes) {
+		log_warning("Session %s: process limit (%u) reached", ss->id,
+			    c->srv->cfg.max_processes);
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"process limit reached: at most %u running processes per session",
+				c->srv->cfg.max_processes);
+		goto out;
+	}
+
+	r = environ_build(f[F_ENV], f[F_ENV_POLICY], f[F_METADATA], params_bool(f[F_TTY], false),
+			  c->srv->login_shell, &envp);
+	if (r == -EILSEQ) {
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
+		goto out;
+	}
+	if (r < 0)
+		goto fail;
+
+	argc = json_array_size(f[F_ARGV]);
+	argv = calloc(argc + 1, sizeof(char *));
+	if (!argv) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	json_array_foreach(f[F_ARGV], i, a) {
+		const char *s = json_string_value(a);
+
+		if (i == 0 && f[F_ARG0])
+			s = json_string_value(f[F_ARG0]);
+		if (memchr(json_string_value(a), 0, json_string_length(a)) ||
+		    (i == 0 && f[F_ARG0] && memchr(s, 0, json_string_length(f[F_ARG0])))) {
+			rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
+			goto out;
+		}
+		argv[i] = (char *)s;
+	}
+	r = environ_exec_candidates(json_string_value(json_array_get(f[F_ARGV], 0)), envp, &cands);
+	if (r < 0)
+		goto fail;
+
+	sa.candidates = (const char *const *)cands;
+	sa.argv = argv;
+	sa.envp = envp;
+	sa.cwd = cwd;
+	sa.tty = params_bool(f[F_TTY], false);
+	sa.pipe_stdin = params_bool(f[F_PIPE_STDIN], false);
+	sa.rows = 24;
+	sa.cols = 80;
+	r = spawn_process(&sa, &res);
+	if (r < 0) {
+		log_info("Session %s: spawning '%s' failed: %s", ss->id,
+			 json_string_value(json_array_get(f[F_ARGV], 0)), strerror(-r));
+		rpc_reply_errno_internal(c, id, r);
+		goto out;
+	}
+
+	r = proc_new(ss, json_string_value(f[F_PROCESS_ID]), json_string_length(f[F_PROCESS_ID]),
+		     &res, sa.tty, sa.pipe_stdin, &p);
+	if (r >= 0)
+		r = strmap_put(&ss->procs, p->id, p->id_len, p);
+	if (r < 0) {
+		/* Could not track it: do not leave an orphan behind. */
+		kill(-res.pid, SIGKILL);
+		if (p) {
+			proc_free(p);
+		} else {
+			siginfo_t si;
+			(void)waitid((idtype_t)P_PIDFD, (id_t)res.pidfd, &si, WEXITED);
+			safe_close(res.pidfd);
+			safe_close(res.stdin_fd);
+			safe_close(res.out_fd);
+			safe_close(res.err_fd);
+		}
+		goto fail;
+	}
+	list_add_tail(&p->link, &ss->procs_list);
+	ss->n_live++;
+	log_debug("Session %s: started '%s' as pid %d (%s)", ss->id, p->id, (int)p->pid,
+		  sa.tty ? "pty" : "pipes");
+
+	result = json_object();
+	json_object_set(result, "processId", f[F_PROCESS_ID]);
+	json_object_set_new(result, "sandboxType", json_string(f[F_SANDBOX] ? "linuxSeccomp" : "none"));
+	rpc_reply(c, id, result);
+	proc_start_output(p);
+	goto out;
+
+fail:
+	rpc_reply_errno_internal(c, id, r);
+out:
+	free(cwd);
+	free(uerr);
+	free(argv);
+	strv_free(envp);
+	strv_free(cands);
+}
+
+void rpc_process_read(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "processId", P_STRING, true, NULL },
+		{ "afterSeq", P_U64, false, NULL },
+		{ "maxBytes", P_USIZE, false, NULL },
+		{ "waitMs", P_U64, false, NULL },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	char err[ERRSZ];
+	struct proc *p;
+
+	if (params_decode(params, "ReadParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	p = lookup(c, f[0]);
+	if (!p) {
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST, "unknown process id %s",
+				json_string_value(f[0]));
+		return;
+	}
+	proc_read(p, c, id, params_u64(f[1], 0), f[2] != NULL, params_u64(f[2], 0),
+		  params_u64(f[3], 0));
+}
+
+void rpc_process_write(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "processId", P_STRING, true, NULL },
+		{ "chunk", P_STRING, true, NULL },
+		{ "writeId", P_STRING, true, NULL },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	char err[ERRSZ];
+	struct proc *p;
+	uint8_t *data;
+	ssize_t n;
+
+	if (params_decode(params, "WriteParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	data = malloc(base64_decoded_max(json_string_length(f[1])) + 1);
+	if (!data) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return;
+	}
+	n = base64_decode(json_string_value(f[1]), json_string_length(f[1]), data, err, sizeof(err));
+	if (n < 0) {
+		free(data);
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	if (json_string_length(f[2]) == 0) {
+		free(data);
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "writeId must not be empty");
+		return;
+	}
+	p = lookup(c, f[0]);
+	if (!p) {
+		json_t *r = json_object();
+
+		free(data);
+		json_object_set_new(r, "status", json_string("unknownProcess"));
+		rpc_reply(c, id, r);
+		return;
+	}
+	proc_write(p, c, id, json_string_value(f[2]), data, (size_t)n);
+}
+
+void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "processId", P_STRING, true, NULL },
+		{ "signal", P_ENUM_STR, true, "string or map" },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	char err[ERRSZ];
+	struct proc *p;
+
+	if (params_decode(params, "SignalParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	if (strcmp(json_string_value(f[1]), "interrupt") != 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "unknown variant `%s`, expected `interrupt`",
+				json_string_value(f[1]));
+		return;
+	}
+	p = lookup(c, f[0]);
+	if (p && !p->exited)
+		proc_kill_group(p, SIGINT);
+	rpc_reply(c, id, json_object());
+}
+
+void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "processId", P_STRING, true, NULL },
+	};
+	json_t *f[ELEMENTSOF(fields)], *r;
+	char err[ERRSZ];
+	struct proc *p;
+	bool running;
+
+	if (params_decode(params, "TerminateParams", fields, ELEMENTSOF(fields), f, err,
+			  sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	p = lookup(c, f[0]);
+	running = p && !p->exited;
+	if (running)
+		proc_kill_group(p, SIGKILL);
+	r = json_object();
+	json_object_set_new(r, "running", json_boolean(running));
+	rpc_reply(c, id, r);
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JSON-RPC envelope handling, handshake gating and dispatch (PROTOCOL.md §2-§4).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conn.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "rpc.h"
+
+struct method {
+	const char *name;
+	const char *family; /* for the gating messages; NULL for initialize */
+	void (*fn)(struct conn *c, json_t *id, json_t *params);
+};
+
+static const struct method methods[] = {
+	{ "initialize", NULL, rpc_initialize },
+	{ "environment/info", "environment info", rpc_environment_info },
+	{ "environment/status", "environment status", rpc_environment_status },
+	{ "process/start", "exec", rpc_process_start },
+	{ "process/read", "exec", rpc_process_read },
+	{ "process/write", "exec", rpc_process_write },
+	{ "process/signal", "exec", rpc_process_signal },
+	{ "process/terminate", "exec", rpc_process_terminate },
+};
+
+static const struct method *method_lookup(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
+		if (strcmp(methods[i].name, name) == 0)
+			return &methods[i];
+	return NULL;
+}
+
+void rpc_reply(struct conn *c, json_t *id, json_t *result)
+{
+	json_t *msg = json_object();
+
+	if (msg && result) {
+		json_object_set(msg, "id", id);
+		json_object_set_new(msg, "result", result);
+		conn_send_json(c, msg);
+	} else {
+		json_decref(result);
+	}
+	json_decref(msg);
+}
+
+static void reply_error_str(struct conn *c, json_t *id, int code, const char *text)
+{
+	json_t *msg = json_object(), *err = json_object();
+
+	if (msg && err) {
+		json_object_set_new(err, "code", json_integer(code));
+		json_object_set_new(err, "message", json_string(text));
+		json_object_set_new(msg, "error", err);
+		err = NULL;
+		json_object_set(msg, "id", id);
+		conn_send_json(c, msg);
+	}
+	json_decref(err);
+	json_decref(msg);
+}
+
+void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
+{
+	char text[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	/* json_string() refuses invalid UTF-8 (e.g. a truncated message): fall back. */
+	if (!json_is_string(json_string(text)))
+		snprintf(text, sizeof(text), "invalid request");
+	reply_error_str(c, id, code, text);
+}
+
+const char *rpc_os_error(int err, char *buf, size_t size)
+{
+	err = err < 0 ? -err : err;
+	snprintf(buf, size, "%s (os error %d)", strerror(err), err);
+	return buf;
+}
+
+void rpc_reply_errno(struct conn *c, json_t *id, int err)
+{
+	char text[256];
+	int code;
+
+	err = err < 0 ? -err : err;
+	if (err == ENOENT)
+		code = RPC_NOT_FOUND;
+	else if (err == EACCES || err == EPERM)
+		code = RPC_INVALID_REQUEST;
+	else
+		code = RPC_INTERNAL_ERROR;
+	reply_error_str(c, id, code, rpc_os_error(err, text, sizeof(text)));
+}
+
+void rpc_reply_errno_internal(struct conn *c, json_t *id, int err)
+{
+	char text[256];
+
+	reply_error_str(c, id, RPC_INTERNAL_ERROR, rpc_os_error(err, text, sizeof(text)));
+}
+
+void rpc_pending_start(struct rpc_pending *p, struct conn *c, json_t *id,
+		       void (*cancel)(struct rpc_pending *p))
+{
+	p->conn = c;
+	p->id = json_incref(id);
+	p->cancel = cancel;
+	list_add_tail(&p->link, &c->pending);
+}
+
+void rpc_pending_end(struct rpc_pending *p)
+{
+	list_del(&p->link);
+	json_decref(p->id);
+	p->id = NULL;
+	p->conn = NULL;
+}
+
+void rpc_cancel_pending(struct conn *c)
+{
+	while (!list_empty(&c->pending)) {
+		struct rpc_pending *p = list_first_entry(&c->pending, struct rpc_pending, link);
+
+		p->cancel(p);
+	}
+}
+
+static void parse_error(struct conn *c, const char *detail)
+{
+	json_t *id = json_integer(-1);
+
+	if (c->transport == CONN_WS)
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"failed to parse websocket JSON-RPC message from exec-server websocket %s: %s",
+				c->peer, detail);
+	else
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"failed to parse stdio JSON-RPC message: %s", detail);
+	json_decref(id);
+}
+
+void rpc_on_message(struct conn *c, const char *data, size_t len)
+{
+	struct jrpc_msg m;
+	const struct method *meth;
+
+	if (jrpc_parse(data, len, c->srv->cfg.max_json_depth, &m) < 0) {
+		log_error("Out of memory parsing a message from %s", c->peer);
+		conn_close(c, WS_CLOSE_INTERNAL, "out of memory");
+		return;
+	}
+
+	switch (m.kind) {
+	case JRPC_INVALID:
+		log_debug("Unparsable message from %s: %s", c->peer, m.error);
+		parse_error(c, m.error);
+		break;
+
+	case JRPC_RESPONSE:
+		/* The direct listener never asks the client anything (PROTOCOL.md §3). */
+		log_info("Closing connection %s: unexpected JSON-RPC response", c->peer);
+		conn_close(c, WS_CLOSE_PROTOCOL, "unexpected response");
+		break;
+
+	case JRPC_NOTIFICATION:
+		if (strcmp(m.method, "initialized") == 0 && c->initialize_done) {
+			c->initialized = true;
+			break;
+		}
+		log_info("Closing connection %s: unexpected notification '%s'", c->peer, m.method);
+		conn_close(c, WS_CLOSE_PROTOCOL, "unexpected notification");
+		break;
+
+	case JRPC_REQUEST:
+		meth = method_lookup(m.method);
+		if (!meth) {
+			rpc_reply_error(c, m.id, RPC_METHOD_NOT_FOUND,
+					"exec-server stub does not implement `%s` yet", m.method);
+			break;
+		}
+		if (!meth->family) {
+			if (c->initialize_done) {
+				rpc_reply_error(c, m.id, RPC_INVALID_REQUEST,
+						"initialize may only be sent once per connection");
+				break;
+			}
+		} else if (!c->initialize_done) {
+			rpc_reply_error(c, m.id, RPC_INVALID_REQUEST,
+					"client must call initialize before using %s methods",
+					meth->family);
+			break;
+		} else if (!c->initialized) {
+			rpc_reply_error(c, m.id, RPC_INVALID_REQUEST,
+					"client must send initialized before using %s methods",
+					meth->family);
+			break;
+		}
+		meth->fn(c, m.id, m.params);
+		break;
+	}
+	jrpc_msg_done(&m);
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server: listener (multishot accept), signals through a signalfd read on
+ * the ring, the ping timer, the loop, and shutdown.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "rpc.h"
+#include "server.h"
+#include "session.h"
+
+struct server *the_server;
+
+static void arm_accept(struct server *s);
+
+void server_stop(struct server *s, int exit_code)
+{
+	if (!s->stopping)
+		s->exit_code = exit_code;
+	s->stopping = true;
+}
+
+void server_recycle_buf(struct server *s, unsigned bid)
+{
+	uring_bufs_recycle(&s->bufs, bid);
+	if (!list_empty(&s->buf_waiters)) {
+		struct buf_waiter *w = list_first_entry(&s->buf_waiters, struct buf_waiter, link);
+
+		list_del(&w->link);
+		w->rearm(w);
+	}
+}
+
+void server_wait_for_buf(struct server *s, struct buf_waiter *w)
+{
+	if (!list_linked(&w->link) || w->link.next == NULL)
+		list_add_tail(&w->link, &s->buf_waiters);
+}
+
+/* ---- listener ---- */
+
+static int parse_listen(const char *url, struct sockaddr_storage *ss, socklen_t *len)
+{
+	const char *hp;
+	char host[64];
+	const char *colon;
+	char *end;
+	unsigned long port;
+
+	if (strncmp(url, "ws://", 5) != 0)
+		return -EPROTONOSUPPORT;
+	hp = url + 5;
+	if (*hp == '[') {
+		const char *rb = strchr(hp, ']');
+		if (!rb || rb[1] != ':' || (size_t)(rb - hp - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, hp + 1, (size_t)(rb - hp - 1));
+		host[rb - hp - 1] = 0;
+		colon = rb + 1;
+	} else {
+		colon = strrchr(hp, ':');
+		if (!colon || (size_t)(colon - hp) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, hp, (size_t)(colon - hp));
+		host[colon - hp] = 0;
+	}
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || *end || colon[1] == 0 || port > 65535)
+		return -EINVAL;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		*len = sizeof(*in);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*in6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void format_addr(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		snprintf(out, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
+	} else {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		snprintf(out, size, "%s:%u", ip, ntohs(in->sin_port));
+	}
+}
+
+static void on_accept(struct uring_op *op, int res, uint32_t flags)
+{
+	struct server *s = container_of(op, struct server, accept_op);
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	char name[80];
+
+	if (res >= 0) {
+		if (s->stopping || s->n_conns >= s->cfg.max_connections) {
+			log_warning("Refusing connection: %u connections open (limit %u)", s->n_conns,
+				    s->cfg.max_connections);
+			safe_close(res);
+		} else {
+			if (getpeername(res, (struct sockaddr *)&peer, &plen) == 0)
+				format_addr(&peer, name, sizeof(name));
+			else
+				snprintf(name, sizeof(name), "unknown");
+			if (conn_new_ws(s, res, name) < 0)
+				log_error("Out of memory accepting %s", name);
+		}
+	} else if (res != -ECANCELED) {
+		log_warning_errno(res, "accept failed, continuing");
+	}
+	if (!(flags & IORING_CQE_F_MORE) && !s->stopping)
+		arm_accept(s);
+}
+
+static void arm_accept(struct server *s)
+{
+	struct io_uring_sqe *sqe = uring_get_sqe(&s->ring, &s->accept_op, on_accept);
+
+	io_uring_prep_multishot_accept(sqe, s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+static int listen_on(struct server *s)
+{
+	struct sockaddr_storage ss, bound;
+	socklen_t len, blen = sizeof(bound);
+	char name[80];
+	int fd, one = 1, r;
+
+	r = parse_listen(s->cfg.listen, &ss, &len);
+	if (r == -EPROTONOSUPPORT) {
+		log_error("unsupported --listen URL `%s`; expected `ws://IP:PORT` or `stdio`",
+			  s->cfg.listen);
+		return r;
+	}
+	if (r < 0) {
+		log_error("invalid websocket --listen URL `%s`; expected `ws://IP:PORT`",
+			  s->cfg.listen);
+		return r;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return log_error_errno(errno, "socket() failed");
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
+		r = -errno;
+		safe_close(fd);
+		return log_error_errno(r, "Cannot listen on %s", s->cfg.listen);
+	}
+	if (getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) {
+		r = -errno;
+		safe_close(fd);
+		return log_error_errno(r, "getsockname failed");
+	}
+	s->listen_fd = fd;
+	format_addr(&bound, name, sizeof(name));
+	/* The one line scripts read to find the address (PROTOCOL.md §1.1). */
+	printf("ws://%s\n", name);
+	fflush(stdout);
+	log_info("Listening on ws://%s", name);
+	return 0;
+}
+
+/* ---- signals and timers ---- */
+
+static void arm_signal(struct server *s);
+
+static void on_signal(struct uring_op *op, int res, uint32_t flags)
+{
+	struct server *s = container_of(op, struct server, signal_op);
+	struct signalfd_siginfo *si = (struct signalfd_siginfo *)s->siginfo;
+
+	if (res == (int)sizeof(*si)) {
+		log_info("Received %s, shutting down", strsignal((int)si->ssi_signo));
+		server_stop(s, 0);
+		return;
+	}
+	if (!s->stopping)
+		arm_signal(s);
+}
+
+static void arm_signal(struct server *s)
+{
+	struct io_uring_sqe *sqe = uring_get_sqe(&s->ring, &s->signal_op, on_signal);
+
+	io_uring_prep_read(sqe, s->signal_fd, s->siginfo, sizeof(struct signalfd_siginfo), 0);
+}
+
+static void on_ping(struct uring_timer *t, bool fired)
+{
+	struct server *s = container_of(t, struct server, ping_timer);
+
+	if (!fired || s->stopping)
+		return;
+	conn_send_ping_all(s);
+	uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
+}
+
+/* ---- lifecycle ---- */
+
+int server_init(struct server *s, const struct config *cfg)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	sigset_t mask;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	s->listen_fd = s->signal_fd = -1;
+	list_init(&s->conns);
+	list_init(&s->dead_conns);
+	list_init(&s->sessions);
+	list_init(&s->buf_waiters);
+	the_server = s;
+
+	/* EPIPE instead of death when a peer or a child's stdin goes away. */
+	sigaction(SIGPIPE, &sa, NULL);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->signal_fd < 0)
+		return log_error_errno(errno, "signalfd failed");
+
+	r = uring_init(&s->ring, 1024);
+	if (r < 0)
+		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
+					  "kernel.io_uring_disabled or a seccomp policy?)");
+	r = uring_bufs_init(&s->ring, &s->bufs, BGID_IO, IO_BUF_COUNT, IO_BUF_SIZE);
+	if (r < 0)
+		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
+	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
+
+	s->login_shell = login_shell_lookup();
+	s->env_info = env_info_build(s);
+	if (!s->login_shell || !s->env_info)
+		return log_error_errno(ENOMEM, "Building environment info failed");
+
+	if (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0) {
+		r = conn_new_stdio(s);
+		if (r < 0)
+			return log_error_errno(r, "Setting up stdio failed");
+	} else {
+		r = listen_on(s);
+		if (r < 0)
+			return r;
+		arm_accept(s);
+		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
+	}
+	arm_signal(s);
+	return 0;
+}
+
+int server_run(struct server *s)
+{
+	while (!s->stopping) {
+		int r = uring_run_once(&s->ring);
+
+		if (r < 0)
+			return log_error_errno(r, "io_uring wait failed");
+		conn_reap(s);
+		session_reap(s);
+	}
+	return s->exit_code;
+}
+
+static void say_goodbye(struct server *s)
+{
+	struct conn *c;
+
+	/* Best effort, synchronous: the loop is over. Tell clients we are going away. */
+	list_for_each_entry(c, &s->conns, link) {
+		static const uint8_t close_frame[] = { 0x88, 0x02, 0x03, 0xe9 }; /* 1001 */
+
+		if (c->transport == CONN_WS && c->state == CONN_OPEN && c->out_bytes == 0)
+			(void)!send(c->fd_out, close_frame, sizeof(close_frame),
+				    MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+}
+
+void server_done(struct server *s)
+{
+	s->stopping = true;
+	session_destroy_all(s);
+	say_goodbye(s);
+	conn_free_all(s);
+	uring_bufs_done(&s->ring, &s->bufs);
+	if (s->ring.ring.ring_fd > 0)
+		uring_done(&s->ring);
+	safe_close(s->listen_fd);
+	safe_close(s->signal_fd);
+	json_decref(s->env_info);
+	free(s->login_shell);
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server object: configuration (CLI arg_* values), the ring, the listener,
+ * the signalfd, and the lists of connections and sessions.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "list.h"
+#include "ring.h"
+
+struct config {
+	const char *listen;          /* "ws://IP:PORT" or "stdio" */
+	uint64_t resume_window_ms;   /* detached-session lifetime */
+	unsigned max_sessions;
+	unsigned max_connections;
+	unsigned max_processes;      /* per session */
+	uint64_t max_frame_bytes;
+	uint64_t max_message_bytes;
+	unsigned max_json_depth;
+	uint64_t max_queued_bytes;   /* per-connection output queue before backpressure */
+	uint64_t ping_interval_ms;
+	const char *executor_version;
+};
+
+/* Provided-buffer group ids. */
+enum {
+	BGID_IO = 1,
+};
+
+#define IO_BUF_SIZE (64 * 1024)
+#define IO_BUF_COUNT 64
+
+struct server {
+	struct config cfg;
+	struct uring ring;
+	struct uring_bufs bufs;
+
+	int listen_fd;
+	struct uring_op accept_op;
+	int signal_fd;
+	struct uring_op signal_op;
+	uint8_t siginfo[128];
+	struct uring_timer ping_timer;
+
+	struct list_head conns;
+	struct list_head dead_conns;
+	struct list_head sessions;
+	unsigned n_conns;
+	unsigned n_sessions;
+
+	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */
+	struct list_head buf_waiters;
+
+	bool stopping;
+	int exit_code;
+
+	char *login_shell;   /* the server user's login shell (from the user database) */
+	json_t *env_info;    /* environmentInfo, built once at start */
+};
+
+extern struct server *the_server;
+
+int server_init(struct server *s, const struct config *cfg);
+int server_run(struct server *s);
+void server_done(struct server *s);
+
+/* Ends the loop after this iteration; the server exits with exit_code. */
+void server_stop(struct server *s, int exit_code);
+
+/* Gives a provided buffer back and wakes one op waiting for buffers. */
+void server_recycle_buf(struct server *s, unsigned bid);
+
+/* A reader that got -ENOBUFS; rearm() is called once buffers are available again. */
+struct buf_waiter {
+	struct list_head link;
+	void (*rearm)(struct buf_waiter *w);
+};
+void server_wait_for_buf(struct server *s, struct buf_waiter *w);

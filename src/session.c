@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sessions: creation, attach/detach, the resume window, and teardown.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "proc.h"
+#include "session.h"
+
+static void uuid_v4(char out[37])
+{
+	uint8_t b[16];
+	size_t got = 0;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+		else if (n < 0 && errno != EINTR)
+			abort(); /* no entropy source at all: never hand out guessable ids */
+	}
+	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+		 b[14], b[15]);
+}
+
+int session_new(struct server *s, struct conn *c, struct session **ret)
+{
+	struct session *ss;
+
+	if (s->n_sessions >= s->cfg.max_sessions)
+		return -EUSERS;
+	ss = calloc(1, sizeof(*ss));
+	if (!ss)
+		return -ENOMEM;
+	ss->srv = s;
+	uuid_v4(ss->id);
+	list_init(&ss->procs_list);
+	list_add_tail(&ss->link, &s->sessions);
+	s->n_sessions++;
+	session_attach(ss, c);
+	log_info("Session %s opened for %s", ss->id, c->peer);
+	*ret = ss;
+	return 0;
+}
+
+struct session *session_find(struct server *s, const char *id)
+{
+	struct session *ss;
+
+	list_for_each_entry(ss, &s->sessions, link)
+		if (!ss->expired && strcmp(ss->id, id) == 0)
+			return ss;
+	return NULL;
+}
+
+void session_attach(struct session *ss, struct conn *c)
+{
+	struct proc *p;
+
+	uring_timer_cancel(&ss->expiry);
+	ss->conn = c;
+	c->sess = ss;
+	/* Output read while detached went to retention only; resume normal flow. */
+	list_for_each_entry(p, &ss->procs_list, link)
+		proc_resume_output(p);
+}
+
+static void on_expiry(struct uring_timer *t, bool fired)
+{
+	struct session *ss = container_of(t, struct session, expiry);
+	struct proc *p;
+
+	if (!fired || ss->conn)
+		return;
+	log_info("Session %s expired after %llu ms detached: killing %u running process(es)",
+		 ss->id, (unsigned long long)ss->srv->cfg.resume_window_ms, ss->n_live);
+	ss->expired = true;
+	list_for_each_entry(p, &ss->procs_list, link)
+		proc_kill_group(p, SIGKILL);
+}
+
+void session_detach(struct session *ss, struct conn *c)
+{
+	if (ss->conn != c)
+		return;
+	ss->conn = NULL;
+	log_info("Session %s detached from %s; resumable for %llu ms", ss->id, c->peer,
+		 (unsigned long long)ss->srv->cfg.resume_window_ms);
+	uring_timer_arm(&ss->srv->ring, &ss->expiry, ss->srv->cfg.resume_window_ms, on_expiry);
+}
+
+void session_output_drained(struct session *ss)
+{
+	struct proc *p;
+
+	list_for_each_entry(p, &ss->procs_list, link)
+		proc_resume_output(p);
+}
+
+void session_proc_closed(struct session *ss, struct proc *p)
+{
+	if (ss->n_live)
+		ss->n_live--;
+}
+
+static void session_free(struct session *ss)
+{
+	struct proc *p, *n;
+
+	list_for_each_entry_safe(p, n, &ss->procs_list, link) {
+		list_del(&p->link);
+		proc_free(p);
+	}
+	strmap_done(&ss->procs);
+	list_del(&ss->link);
+	ss->srv->n_sessions--;
+	free(ss);
+}
+
+void session_reap(struct server *s)
+{
+	struct session *ss, *n;
+
+	list_for_each_entry_safe(ss, n, &s->sessions, link) {
+		struct proc *p;
+		bool idle = ss->expired && !ss->expiry.op.busy;
+
+		if (!ss->expired)
+			continue;
+		list_for_each_entry(p, &ss->procs_list, link)
+			if (!p->closed || !proc_is_idle(p))
+				idle = false;
+		if (idle) {
+			log_debug("Session %s freed", ss->id);
+			session_free(ss);
+		}
+	}
+}
+
+void session_destroy_all(struct server *s)
+{
+	struct session *ss, *n;
+	struct proc *p;
+
+	list_for_each_entry(ss, &s->sessions, link)
+		list_for_each_entry(p, &ss->procs_list, link)
+			if (!p->exited)
+				proc_kill_group(p, SIGKILL);
+	/* Reap every child we still hold a pidfd for; SIGKILL cannot be refused. */
+	list_for_each_entry(ss, &s->sessions, link)
+		list_for_each_entry(p, &ss->procs_list, link)
+			if (p->pidfd >= 0) {
+				siginfo_t si;
+				(void)waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED);
+			}
+	list_for_each_entry_safe(ss, n, &s->sessions, link)
+		session_free(ss);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Process creation: clone3(CLONE_PIDFD | CLONE_VFORK) + exec, with pipes or a
+ * PTY, a new session and process group, and exec errors reported through a
+ * CLOEXEC pipe. The child runs async-signal-safe code only.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct spawn_args {
+	const char *const *candidates; /* paths to try in order (PATH search done by caller) */
+	char *const *argv;             /* argv for the program (argv[0] already replaced by arg0) */
+	char *const *envp;
+	const char *cwd;
+	bool tty;
+	bool pipe_stdin;
+	unsigned short rows, cols;     /* PTY window size */
+};
+
+struct spawn_result {
+	pid_t pid;
+	int pidfd;
+	int stdin_fd; /* pipe write end (pipe_stdin), PTY master dup (tty), else -1 */
+	int out_fd;   /* stdout pipe read end, or the PTY master (O_NONBLOCK) */
+	int err_fd;   /* stderr pipe read end, or -1 for a PTY */
+};
+
+/*
+ * Starts the process. Returns 0 and fills *ret (caller owns the fds), or
+ * -errno: the child's failure (chdir/exec errno, e.g. -ENOENT, -EACCES,
+ * -ENOTDIR) or a setup failure in the parent (-EMFILE, -ENOMEM, ...).
+ */
+int spawn_process(const struct spawn_args *a, struct spawn_result *ret);

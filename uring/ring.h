@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The event loop's ring: setup and probing, op objects dispatched after the
+ * CQ walk, a provided-buffer ring for socket and pipe reads, and timers.
+ * Knows nothing about protocols (docs/ARCHITECTURE.md).
+ */
+#pragma once
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct uring_op;
+
+/* Completion handler: res is cqe->res (already -errno on failure), flags cqe->flags. */
+typedef void (*uring_op_fn)(struct uring_op *op, int res, uint32_t flags);
+
+/*
+ * An in-flight operation. Embedded in its owner; the owner must stay alive
+ * until the op's final CQE (for multishot ops: the first one without
+ * IORING_CQE_F_MORE). user_data of the SQE is the op's address.
+ */
+struct uring_op {
+	uring_op_fn fn;
+	bool busy; /* submitted and final CQE not yet seen */
+};
+
+struct uring_timer;
+/*
+ * Called once per arming: fired = true when the time elapsed, false when the
+ * timer was cancelled. When it runs, the timer is idle again (the owner may
+ * free it or re-arm it from inside the callback).
+ */
+typedef void (*uring_timer_fn)(struct uring_timer *t, bool fired);
+
+/* A one-shot relative timer. Embedded in its owner. */
+struct uring_timer {
+	struct uring_op op;
+	struct uring *u;
+	struct __kernel_timespec ts;
+	uring_timer_fn fn;
+	bool armed;          /* logically armed (not cancelled) */
+	bool rearm_pending;  /* re-armed while the old SQE's cancel was in flight */
+};
+
+/* Provided-buffer ring (one buffer group). */
+struct uring_bufs {
+	struct io_uring_buf_ring *br;
+	uint8_t *base;
+	unsigned count;     /* power of two */
+	unsigned size;      /* bytes per buffer */
+	unsigned short bgid;
+	unsigned in_use;    /* buffers handed to us by the kernel and not yet recycled */
+};
+
+struct uring {
+	struct io_uring ring;
+	bool has_waitid;    /* IORING_OP_WAITID (6.7+) */
+	bool has_read_mshot;
+	unsigned pending;   /* SQEs prepared but not submitted */
+};
+
+/* Sets the ring up (entries SQ slots) and probes optional opcodes. Returns 0 or -errno. */
+int uring_init(struct uring *u, unsigned entries);
+void uring_done(struct uring *u);
+
+/* Returns a fresh SQE bound to op (user_data = op, op->busy set). Never NULL: submits when full. */
+struct io_uring_sqe *uring_get_sqe(struct uring *u, struct uring_op *op, uring_op_fn fn);
+
+/* Returns an SQE whose completion is ignored (user_data 0), e.g. for cancel requests. */
+struct io_uring_sqe *uring_get_sqe_nocb(struct uring *u);
+
+/*
+ * Submits pending SQEs, waits for at least one CQE, reaps every available CQE and
+ * dispatches their handlers after the walk. Returns number dispatched or -errno
+ * (-EINTR is returned as 0).
+ */
+int uring_run_once(struct uring *u);
+
+/* Submits a cancel for an in-flight op (its CQE will arrive with -ECANCELED or its result). */
+void uring_cancel(struct uring *u, struct uring_op *op);
+
+/*
+ * Arms t to fire after msec milliseconds. Re-arming an armed timer replaces
+ * the old deadline; only the new arming calls back.
+ */
+void uring_timer_arm(struct uring *u, struct uring_timer *t, uint64_t msec, uring_timer_fn fn);
+/*
+ * Cancels t if armed; its callback runs later with fired = false. An owner
+ * that frees itself must wait until uring_op_idle(&t->op).
+ */
+void uring_timer_cancel(struct uring_timer *t);
+
+static inline bool uring_op_idle(const struct uring_op *op)
+{
+	return !op->busy;
+}
+
+/* Registers a buffer ring of count (power of two) buffers of size bytes as group bgid. */
+int uring_bufs_init(struct uring *u, struct uring_bufs *b, unsigned short bgid, unsigned count,
+		    unsigned size);
+void uring_bufs_done(struct uring *u, struct uring_bufs *b);
+/* The buffer the kernel picked for a CQE with IORING_CQE_F_BUFFER. */
+static inline uint8_t *uring_bufs_get(struct uring_bufs *b, unsigned bid)
+{
+	return b->base + (size_t)bid * b->size;
+}
+static inline unsigned uring_cqe_bid(uint32_t flags)
+{
+	return flags >> IORING_CQE_BUFFER_SHIFT;
+}
+/* Gives buffer bid back to the kernel. */
+void uring_bufs_recycle(struct uring_bufs *b, unsigned bid);
