@@ -238,6 +238,7 @@ int http_upgrade_check(const struct http_request *req, struct http_upgrade *ret)
 	size_t plen = 0, cat_len;
 
 	memset(ret, 0, sizeof(*ret));
+	ret->verdict = HTTP_VERDICT_RESPOND;
 	ret->body = "";
 
 	/* A middleware layer in front of the router: runs before routing, /readyz included. */
@@ -274,8 +275,11 @@ int http_upgrade_check(const struct http_request *req, struct http_upgrade *ret)
 	cat_len = key->value_len + strlen(WS_GUID);
 	if (cat_len > sizeof(stack)) {
 		cat = malloc(cat_len);
-		if (!cat)
+		if (!cat) {
+			/* still a safe verdict for callers that ignore the return value */
+			(void)respond(ret, 500, "");
 			return -ENOMEM;
+		}
 	}
 	memcpy(cat, key->value, key->value_len);
 	memcpy(cat + key->value_len, WS_GUID, strlen(WS_GUID));

@@ -32,8 +32,11 @@ struct http_request {
 /*
  * Parses one request head (through the blank line) from buf[0..len).
  * Returns bytes consumed (> 0), -EAGAIN if incomplete, -EBADMSG if malformed,
- * -E2BIG if it has more than HTTP_MAX_HEADERS headers or len exceeds max_bytes
- * without a complete head. Views in *ret point into buf.
+ * -E2BIG if it has more than HTTP_MAX_HEADERS headers or len reaches max_bytes
+ * without a complete head. Views in *ret point into buf. LF-only line endings
+ * and leading empty lines are tolerated; obs-fold, a bare CR, control bytes in
+ * values and versions other than HTTP/1.x are -EBADMSG. A first line that cannot
+ * start a request (e.g. a TLS hello) is -EBADMSG before it completes.
  */
 int http_request_parse(const char *buf, size_t len, size_t max_bytes, struct http_request *ret);
 
@@ -47,26 +50,34 @@ enum http_verdict {
 
 struct http_upgrade {
 	enum http_verdict verdict;
-	int status;             /* 101, 200 (/readyz), 400, 403, 404, 405, 426 */
+	int status;             /* 101, 200 (/readyz), 400, 403, 404, 405, 426 (500 on -ENOMEM) */
 	const char *body;       /* static text/plain body, "" for none */
 	char accept[29];        /* Sec-WebSocket-Accept (NUL-terminated) when status == 101 */
 };
 
 /*
- * Decides what to answer, in the reference's order: /readyz -> 200; path other
- * than "/" (query ignored) -> 404; method not GET -> 405; HTTP/1.0 -> 426;
- * Origin present -> 403; Connection without "upgrade" token -> 400 ...;
- * Sec-WebSocket-Version not 13 -> 400; Sec-WebSocket-Key missing -> 400.
- * Bodies are the exact texts of PROTOCOL.md §1.2. Returns 0.
+ * Decides what to answer, in the reference's order (an axum 0.8 router with an
+ * Origin-rejecting layer in front, then the WebSocketUpgrade extractor):
+ * Origin present -> 403 (on every path, /readyz included); /readyz (query
+ * ignored) -> 200 for GET/HEAD, empty 405 otherwise; path other than "/" (query
+ * ignored) -> 404; method not GET -> 405; Connection value not containing
+ * "upgrade" (case-insensitive substring, as axum checks) -> 400; Upgrade not
+ * "websocket" -> 400; Sec-WebSocket-Key missing -> 400; Sec-WebSocket-Version
+ * not 13 -> 400; HTTP/1.0 -> 426 (last). Only the first header of each name is
+ * looked at. Bodies are the exact texts of PROTOCOL.md §1.2 / axum.
+ * Returns 0, or -ENOMEM (a very long key needs a heap buffer; *ret then holds
+ * a safe empty 500 response).
  */
 int http_upgrade_check(const struct http_request *req, struct http_upgrade *ret);
 
 /*
- * Formats the response for *u into buf (cap bytes): for 101 the five headers of
- * §1.2 in that order (lower-case names) ending with "date: <RFC 1123 of now>";
- * for others "HTTP/1.1 <status> <reason>", content-type text/plain;
- * charset=utf-8 when there is a body, content-length, connection: close, date.
- * The 426 status line uses "HTTP/1.0". Returns bytes written or -ENOBUFS.
+ * Formats the response for *u into buf (cap bytes, NUL-terminated): for 101 the
+ * status line and the four headers of §1.2 in that order (lower-case names)
+ * ending with "date: <RFC 1123 of now>"; for others "HTTP/1.1 <status> <reason>",
+ * content-type text/plain; charset=utf-8 when there is a body, content-length,
+ * connection: close, date, then the body. Any status works (e.g. a 401 built by
+ * the caller). The 426 status line uses "HTTP/1.0". Returns bytes written
+ * (without the NUL) or -ENOBUFS.
  */
 int http_upgrade_format(const struct http_upgrade *u, time_t now, char *buf, size_t cap);
 

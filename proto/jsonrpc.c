@@ -45,6 +45,30 @@ unsigned jrpc_nesting_depth(const char *buf, size_t len, unsigned limit, size_t 
 	return max;
 }
 
+/* Replaces reals that hold exact integers below 2^53 by integers, recursively. */
+static json_t *reals_to_ints(json_t *v)
+{
+	const char *k;
+	json_t *e;
+	size_t i;
+
+	if (json_is_real(v)) {
+		double d = json_real_value(v);
+
+		if (d == (double)(json_int_t)d && d > -9007199254740992.0 && d < 9007199254740992.0) {
+			json_decref(v);
+			return json_integer((json_int_t)d);
+		}
+		return v;
+	}
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, e) json_array_set_new(v, i, reals_to_ints(json_incref(e)));
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, k, e) json_object_set_new(v, k, reals_to_ints(json_incref(e)));
+	}
+	return v;
+}
+
 static bool id_is_valid(const json_t *id)
 {
 	/* jansson refuses integers beyond int64 at parse time, like serde's i64. */
@@ -67,6 +91,18 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 	}
 
 	root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+	if (!root && json_error_code(&jerr) == json_error_numeric_overflow) {
+		/*
+		 * serde_json reads an integer beyond 64 bits as a float; jansson
+		 * refuses the whole text. Re-read with every number as a real and
+		 * turn exact small ones back into integers, so the message is still
+		 * answered (with the type error serde would give for that field).
+		 */
+		root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
+				  &jerr);
+		if (root)
+			root = reals_to_ints(root);
+	}
 	if (!root) {
 		snprintf(ret->error, sizeof(ret->error), "%s at line %d column %d", jerr.text,
 			 jerr.line, jerr.column);

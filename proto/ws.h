@@ -98,11 +98,17 @@ struct ws_parser {
  *   -EILSEQ  a text message (or close reason) that is not valid UTF-8 -> 1007
  *   -ENOMEM
  * A whole frame must be present in buf before it is consumed: the caller
- * keeps unconsumed bytes and calls again with more.
+ * keeps unconsumed bytes and calls again with more. Violations are reported as
+ * early as the header bytes allow: RSV/opcode/mask/control-frame rules from the
+ * first two bytes, size limits (and frames above INT_MAX bytes, -EMSGSIZE) as
+ * soon as the length field is complete, before the mask key or payload.
  */
 int ws_parser_feed(struct ws_parser *p, uint8_t *buf, size_t len, struct ws_event *ev);
 
-/* Bytes the caller must have buffered to complete the frame at buf (0 if unknown yet). */
+/*
+ * Bytes the caller must have buffered to complete the frame at buf (header +
+ * payload), or 0 if the header is incomplete or malformed (feed reports why).
+ */
 uint64_t ws_parser_frame_need(const uint8_t *buf, size_t len);
 
 /* Frees the reassembly buffer. */

@@ -254,7 +254,8 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 	if (list_empty(&c->outq)) {
 		if (c->state == CONN_CLOSING) {
 			/* Everything flushed: let the peer see FIN after our last frame. */
-			(void)shutdown(c->fd_out, SHUT_WR);
+			if (c->transport == CONN_WS)
+				(void)shutdown(c->fd_out, SHUT_WR);
 			conn_kill(c);
 		}
 		return;
@@ -327,7 +328,8 @@ void conn_close(struct conn *c, uint16_t ws_code, const char *why)
 		c->sess = NULL;
 	}
 	rpc_cancel_pending(c);
-	if (!list_empty(&c->outq) && c->transport == CONN_WS && (ws_code || c->state == CONN_HTTP)) {
+	if (!list_empty(&c->outq) &&
+	    (c->transport == CONN_STDIO || ws_code || c->state == CONN_HTTP)) {
 		c->state = CONN_CLOSING;
 		uring_cancel(&c->srv->ring, &c->read_op);
 		conn_flush(c);

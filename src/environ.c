@@ -42,6 +42,7 @@ static void env_remove(struct envvec *e, size_t i)
 	free(e->v[i]);
 	memmove(e->v + i, e->v + i + 1, (e->n - i - 1) * sizeof(char *));
 	e->n--;
+	e->v[e->n] = NULL;
 }
 
 /* Sets name=value (lengths given; name must not contain NUL, value may not either). */

@@ -39,6 +39,10 @@ struct pfield {
 int params_decode(json_t *params, const char *struct_name, const struct pfield *f, size_t n,
 		  json_t **out, char *err, size_t errsz);
 
+/* Same for a struct nested inside params (numbers are then printed with their value). */
+int params_decode_nested(json_t *obj, const char *struct_name, const struct pfield *f, size_t n,
+			 json_t **out, char *err, size_t errsz);
+
 /* serde's "invalid type: <unexpected>, expected <what>" for value v. */
 void params_type_error(const json_t *v, const char *what, char *err, size_t errsz);
 

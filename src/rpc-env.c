@@ -120,7 +120,8 @@ void rpc_initialize(struct conn *c, json_t *id, json_t *params)
 
 		ss = session_find(c->srv, sid);
 		if (!ss) {
-			rpc_reply_error(c, id, RPC_INVALID_REQUEST, "unknown session id %s", sid);
+			rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "unknown session id ", f[1],
+					       "");
 			return;
 		}
 		if (ss->conn) {

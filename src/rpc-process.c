@@ -85,7 +85,7 @@ static const struct pfield start_fields[] = {
 	[F_SANDBOX] = { "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
 	[F_ENFORCE_NET] = { "enforceManagedNetwork", P_BOOL, false, NULL },
 	[F_MANAGED_NET] = { "managedNetwork", P_STRUCT, false, "struct ManagedNetworkSandboxContext" },
-	[F_NET_PROXY] = { "networkProxy", P_STRUCT, false, "struct RemoteNetworkProxyConfig" },
+	[F_NET_PROXY] = { "networkProxy", P_STRUCT, false, "struct RemoteNetworkProxyLaunchConfig" },
 };
 
 static const struct pfield policy_fields[] = {
@@ -101,6 +101,77 @@ static const struct pfield metadata_fields[] = {
 	{ "toolCallId", P_STRING, false, NULL },
 };
 
+static bool one_of(const char *s, const char *const *v)
+{
+	for (; *v; v++)
+		if (strcmp(s, *v) == 0)
+			return true;
+	return false;
+}
+
+static int variant_error(const char *got, const char *const *v, char *err)
+{
+	size_t o = (size_t)snprintf(err, ERRSZ, "unknown variant `%s`, expected one of ", got);
+
+	for (size_t i = 0; v[i] && o < ERRSZ; i++)
+		o += (size_t)snprintf(err + o, ERRSZ - o, "%s`%s`", i ? ", " : "", v[i]);
+	return -EINVAL;
+}
+
+/*
+ * The shape of a sandbox object (WireFileSystemSandboxContext, PROTOCOL.md
+ * §5.4), so that malformed input gets the reference's decoding error rather
+ * than a policy refusal.
+ */
+static int check_sandbox_shape(json_t *sb, char *err)
+{
+	static const struct pfield fields[] = {
+		{ "permissions", P_STRUCT, true, "internally tagged enum ExecPermissionProfile" },
+		{ "cwd", P_STRING, false, NULL },
+		{ "workspaceRoots", P_STRING_SEQ, false, NULL },
+		{ "windowsSandboxLevel", P_ENUM_STR, true, "a string" },
+		{ "windowsSandboxProxySettingsMode", P_ENUM_STR, false, "a string" },
+		{ "useLegacyLandlock", P_BOOL, false, NULL },
+		{ "policyContext", P_STRUCT, false, "struct PolicyContext" },
+		{ "userHomeDir", P_STRING, false, NULL },
+		{ "sandboxOverride", P_ENUM_STR, false, "a string" },
+	};
+	static const char *const perm_types[] = { "managed", "disabled", "external", NULL };
+	static const char *const levels[] = { "disabled", "restricted-token", "elevated", "mxc", NULL };
+	static const char *const proxy_modes[] = { "reconcile", "preserve", NULL };
+	json_t *f[ELEMENTSOF(fields)], *type;
+
+	if (params_decode_nested(sb, "WireFileSystemSandboxContext", fields, ELEMENTSOF(fields), f,
+				 err, ERRSZ) < 0)
+		return -EINVAL;
+	type = json_object_get(f[0], "type");
+	if (!type) {
+		snprintf(err, ERRSZ, "missing field `type`");
+		return -EINVAL;
+	}
+	if (!json_is_string(type)) {
+		params_type_error(type, "a string", err, ERRSZ);
+		return -EINVAL;
+	}
+	if (!one_of(json_string_value(type), perm_types))
+		return variant_error(json_string_value(type), perm_types, err);
+	if (strcmp(json_string_value(type), "managed") == 0) {
+		if (!json_object_get(f[0], "file_system")) {
+			snprintf(err, ERRSZ, "missing field `file_system`");
+			return -EINVAL;
+		}
+		if (!json_object_get(f[0], "network")) {
+			snprintf(err, ERRSZ, "missing field `network`");
+			return -EINVAL;
+		}
+	}
+	if (!one_of(json_string_value(f[3]), levels))
+		return variant_error(json_string_value(f[3]), levels, err);
+	if (f[4] && !one_of(json_string_value(f[4]), proxy_modes))
+		return variant_error(json_string_value(f[4]), proxy_modes, err);
+	return 0;
+}
+
 static int check_nested(json_t *start[], char *err)
 {
 	json_t *tmp[ELEMENTSOF(policy_fields)];
@@ -108,7 +179,7 @@ static int check_nested(json_t *start[], char *err)
 	if (start[F_ENV_POLICY]) {
 		const char *inh;
 
-		if (params_decode(start[F_ENV_POLICY], "ExecEnvPolicy", policy_fields,
+		if (params_decode_nested(start[F_ENV_POLICY], "ExecEnvPolicy", policy_fields,
 				  ELEMENTSOF(policy_fields), tmp, err, ERRSZ) < 0)
 			return -EINVAL;
 		inh = json_string_value(tmp[0]);
@@ -119,7 +190,7 @@ static int check_nested(json_t *start[], char *err)
 		}
 	}
 	if (start[F_METADATA]) {
-		if (params_decode(start[F_METADATA], "ExecMetadata", metadata_fields,
+		if (params_decode_nested(start[F_METADATA], "ExecMetadata", metadata_fields,
 				  ELEMENTSOF(metadata_fields), tmp, err, ERRSZ) < 0)
 			return -EINVAL;
 		if (tmp[0] && !uuid_is_valid(json_string_value(tmp[0]))) {
@@ -129,6 +200,16 @@ static int check_nested(json_t *start[], char *err)
 			return -EINVAL;
 		}
 	}
+	if (start[F_MANAGED_NET]) {
+		static const struct pfield mn[] = {
+			{ "allowLocalBinding", P_BOOL, false, NULL },
+		};
+		if (params_decode_nested(start[F_MANAGED_NET], "ManagedNetworkSandboxContext", mn,
+					 ELEMENTSOF(mn), tmp, err, ERRSZ) < 0)
+			return -EINVAL;
+	}
+	if (start[F_SANDBOX] && check_sandbox_shape(start[F_SANDBOX], err) < 0)
+		return -EINVAL;
 	return 0;
 }
 
@@ -144,7 +225,7 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	json_t *a, *result;
 	int r;
 
-	if (params_decode(params, "ExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
+	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
 	    check_nested(f, err) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
@@ -178,8 +259,8 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		}
 	}
 	if (lookup(c, f[F_PROCESS_ID])) {
-		rpc_reply_error(c, id, RPC_INVALID_REQUEST, "process %s already exists",
-				json_string_value(f[F_PROCESS_ID]));
+		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
+				       " already exists");
 		goto out;
 	}
 	if (ss->n_live >= c->srv->cfg.max_processes) {
@@ -223,6 +304,7 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		goto fail;
 
 	sa.candidates = (const char *const *)cands;
+	sa.explicit_path = strchr(json_string_value(json_array_get(f[F_ARGV], 0)), '/') != NULL;
 	sa.argv = argv;
 	sa.envp = envp;
 	sa.cwd = cwd;
@@ -297,8 +379,7 @@ void rpc_process_read(struct conn *c, json_t *id, json_t *params)
 	}
 	p = lookup(c, f[0]);
 	if (!p) {
-		rpc_reply_error(c, id, RPC_INVALID_REQUEST, "unknown process id %s",
-				json_string_value(f[0]));
+		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "unknown process id ", f[0], "");
 		return;
 	}
 	proc_read(p, c, id, params_u64(f[1], 0), f[2] != NULL, params_u64(f[2], 0),
@@ -365,8 +446,8 @@ void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 	if (strcmp(json_string_value(f[1]), "interrupt") != 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "unknown variant `%s`, expected `interrupt`",
-				json_string_value(f[1]));
+		rpc_reply_error_quoted(c, id, RPC_INVALID_PARAMS, "unknown variant `", f[1],
+				       "`, expected `interrupt`");
 		return;
 	}
 	p = lookup(c, f[0]);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conn.h"
@@ -29,11 +30,38 @@ static const struct method methods[] = {
 	{ "process/terminate", "exec", rpc_process_terminate },
 };
 
+/*
+ * Methods the reference serves that uexec does not implement yet: gated by the
+ * handshake like the others, then answered -32601 (so a client sees the same
+ * lifecycle errors on either server).
+ */
+static const struct method unimplemented[] = {
+	{ "environmentConfig/read", "environment config", NULL },
+	{ "http/request", "http", NULL },
+	{ "fs/readFile", "filesystem", NULL },
+	{ "fs/writeFile", "filesystem", NULL },
+	{ "fs/createDirectory", "filesystem", NULL },
+	{ "fs/getMetadata", "filesystem", NULL },
+	{ "fs/canonicalize", "filesystem", NULL },
+	{ "fs/readDirectory", "filesystem", NULL },
+	{ "fs/remove", "filesystem", NULL },
+	{ "fs/copy", "filesystem", NULL },
+	{ "fs/open", "filesystem", NULL },
+	{ "fs/readBlock", "filesystem", NULL },
+	{ "fs/writeBlock", "filesystem", NULL },
+	{ "fs/close", "filesystem", NULL },
+	{ "fs/walk", "filesystem", NULL },
+	{ "fs/watchMissing", "filesystem", NULL },
+};
+
 static const struct method *method_lookup(const char *name)
 {
 	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
 		if (strcmp(methods[i].name, name) == 0)
 			return &methods[i];
+	for (size_t i = 0; i < ELEMENTSOF(unimplemented); i++)
+		if (strcmp(unimplemented[i].name, name) == 0)
+			return &unimplemented[i];
 	return NULL;
 }
 
@@ -56,8 +84,11 @@ static void reply_error_str(struct conn *c, json_t *id, int code, const char *te
 	json_t *msg = json_object(), *err = json_object();
 
 	if (msg && err) {
+		json_t *m = json_string(text);
+
+		/* json_string() refuses invalid UTF-8 (a message cut mid-character). */
 		json_object_set_new(err, "code", json_integer(code));
-		json_object_set_new(err, "message", json_string(text));
+		json_object_set_new(err, "message", m ? m : json_string("invalid request"));
 		json_object_set_new(msg, "error", err);
 		err = NULL;
 		json_object_set(msg, "id", id);
@@ -65,6 +96,30 @@ static void reply_error_str(struct conn *c, json_t *id, int code, const char *te
 	}
 	json_decref(err);
 	json_decref(msg);
+}
+
+void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *prefix,
+			    json_t *str, const char *suffix)
+{
+	size_t pl = strlen(prefix), sl = json_string_length(str), xl = strlen(suffix);
+	char *text = malloc(pl + sl + xl + 1);
+	json_t *msg = json_object(), *err = json_object();
+
+	if (text && msg && err) {
+		memcpy(text, prefix, pl);
+		memcpy(text + pl, json_string_value(str), sl);
+		memcpy(text + pl + sl, suffix, xl);
+		json_object_set_new(err, "code", json_integer(code));
+		/* Keeps embedded NULs: the client's own string comes back verbatim. */
+		json_object_set_new(err, "message", json_stringn(text, pl + sl + xl));
+		json_object_set_new(msg, "error", err);
+		err = NULL;
+		json_object_set(msg, "id", id);
+		conn_send_json(c, msg);
+	}
+	json_decref(err);
+	json_decref(msg);
+	free(text);
 }
 
 void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
@@ -75,9 +130,6 @@ void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	/* json_string() refuses invalid UTF-8 (e.g. a truncated message): fall back. */
-	if (!json_is_string(json_string(text)))
-		snprintf(text, sizeof(text), "invalid request");
 	reply_error_str(c, id, code, text);
 }
 
@@ -204,6 +256,11 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 			rpc_reply_error(c, m.id, RPC_INVALID_REQUEST,
 					"client must send initialized before using %s methods",
 					meth->family);
+			break;
+		}
+		if (!meth->fn) {
+			rpc_reply_error(c, m.id, RPC_METHOD_NOT_FOUND,
+					"exec-server stub does not implement `%s` yet", m.method);
 			break;
 		}
 		meth->fn(c, m.id, m.params);

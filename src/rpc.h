@@ -33,6 +33,9 @@ void rpc_on_message(struct conn *c, const char *data, size_t len);
 void rpc_reply(struct conn *c, json_t *id, json_t *result);
 void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* An error whose message is prefix + the client's string str (NULs kept) + suffix. */
+void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *prefix,
+			    json_t *str, const char *suffix);
 /*
  * Replies with the reference's mapping of an OS error: ENOENT -> -32004,
  * EACCES/EPERM -> -32600, others -> -32603; message "<strerror> (os error N)".

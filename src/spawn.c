@@ -100,6 +100,8 @@ static _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *
 
 	for (const char *const *c = a->candidates; *c; c++) {
 		execve(*c, a->argv, a->envp);
+		if (a->explicit_path)
+			child_fail(f->errpipe, errno);
 		/* execvp's rule: remember EACCES, keep looking past ENOENT-like errors. */
 		if (errno == EACCES)
 			err = EACCES;

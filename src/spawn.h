@@ -11,6 +11,7 @@
 
 struct spawn_args {
 	const char *const *candidates; /* paths to try in order (PATH search done by caller) */
+	bool explicit_path;            /* argv[0] contained '/': report its exec errno as is */
 	char *const *argv;             /* argv for the program (argv[0] already replaced by arg0) */
 	char *const *envp;
 	const char *cwd;
