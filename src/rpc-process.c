@@ -139,32 +139,38 @@ static int check_sandbox_shape(json_t *sb, char *err)
 	static const char *const perm_types[] = { "managed", "disabled", "external", NULL };
 	static const char *const levels[] = { "disabled", "restricted-token", "elevated", "mxc", NULL };
 	static const char *const proxy_modes[] = { "reconcile", "preserve", NULL };
-	json_t *f[ELEMENTSOF(fields)], *type;
+	json_t *f[ELEMENTSOF(fields)], *perm = json_object_get(sb, "permissions"), *type;
 
+	/*
+	 * serde decodes the permissions value when it reaches that key, so its
+	 * inner errors come before a missing windowsSandboxLevel.
+	 */
+	if (json_is_object(perm)) {
+		type = json_object_get(perm, "type");
+		if (!type) {
+			snprintf(err, ERRSZ, "missing field `type`");
+			return -EINVAL;
+		}
+		if (!json_is_string(type)) {
+			params_type_error(type, "a string", err, ERRSZ);
+			return -EINVAL;
+		}
+		if (!one_of(json_string_value(type), perm_types))
+			return variant_error(json_string_value(type), perm_types, err);
+		if (strcmp(json_string_value(type), "managed") == 0) {
+			if (!json_object_get(perm, "file_system")) {
+				snprintf(err, ERRSZ, "missing field `file_system`");
+				return -EINVAL;
+			}
+			if (!json_object_get(perm, "network")) {
+				snprintf(err, ERRSZ, "missing field `network`");
+				return -EINVAL;
+			}
+		}
+	}
 	if (params_decode_nested(sb, "WireFileSystemSandboxContext", fields, ELEMENTSOF(fields), f,
 				 err, ERRSZ) < 0)
 		return -EINVAL;
-	type = json_object_get(f[0], "type");
-	if (!type) {
-		snprintf(err, ERRSZ, "missing field `type`");
-		return -EINVAL;
-	}
-	if (!json_is_string(type)) {
-		params_type_error(type, "a string", err, ERRSZ);
-		return -EINVAL;
-	}
-	if (!one_of(json_string_value(type), perm_types))
-		return variant_error(json_string_value(type), perm_types, err);
-	if (strcmp(json_string_value(type), "managed") == 0) {
-		if (!json_object_get(f[0], "file_system")) {
-			snprintf(err, ERRSZ, "missing field `file_system`");
-			return -EINVAL;
-		}
-		if (!json_object_get(f[0], "network")) {
-			snprintf(err, ERRSZ, "missing field `network`");
-			return -EINVAL;
-		}
-	}
 	if (!one_of(json_string_value(f[3]), levels))
 		return variant_error(json_string_value(f[3]), levels, err);
 	if (f[4] && !one_of(json_string_value(f[4]), proxy_modes))

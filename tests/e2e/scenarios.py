@@ -1,0 +1,303 @@
+"""End-to-end scenarios for tests/e2e/run.py.
+
+Each scenario scripts the mock model as a generator (see mock_model.py): it
+yields the model's output items for the current request and receives the
+ToolResult of its last tool call (the text the CLI sent back to the model).
+Checks go through ctx.check()/ctx.expect_in(); post() runs after the CLI has
+exited and can inspect the exec-server transcript (ctx.rpc(), ctx.notifications())
+and the work directory.
+
+Tools exposed by codex 0.169.0 to the model used here ("gpt-5.5" family):
+  exec_command {cmd, workdir?, tty?, yield_time_ms?, login?, shell?, max_output_tokens?}
+  write_stdin  {session_id (number), chars?, yield_time_ms?, max_output_tokens?}
+  view_image   {path}
+  apply_patch  FREEFORM custom tool: the raw "*** Begin Patch ... *** End Patch" text
+exec_command / write_stdin answer with text like
+  "Chunk ID: ..\nWall time: ..\nProcess exited with code 0\nOriginal token count: ..\nOutput:\n..."
+or "Process running with session ID <n>" while the command is still running.
+"""
+import base64
+import os
+import re
+import subprocess
+import time
+
+from mock_model import custom_tool_call, function_call, message
+
+# 1x1 PNG (also used by the recorded real-client image scenario)
+PIXEL_PNG_B64 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAA"
+                 "AABJRU5ErkJggg==")
+
+EXIT_RE = re.compile(r"Process exited with code (-?\d+)")
+SESSION_RE = re.compile(r"session ID (\d+)")
+
+
+def exit_code(text):
+    m = EXIT_RE.search(text or "")
+    return int(m.group(1)) if m else None
+
+
+def session_id(text):
+    m = SESSION_RE.search(text or "")
+    return int(m.group(1)) if m else None
+
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+class Scenario:
+    name = "?"
+    doc = ""
+    model = "gpt-5.5"      # a model whose tool set has exec_command, write_stdin, apply_patch, view_image
+    cli_args = []
+    prompt = "run the scripted e2e scenario"
+
+    def setup(self, ctx):
+        pass
+
+    def script(self, ctx):
+        raise NotImplementedError
+
+    def post(self, ctx):
+        pass
+
+    # helpers ------------------------------------------------------------------
+    @staticmethod
+    def exec_command(ctx, cmd, **kw):
+        args = {"cmd": cmd}
+        args.update(kw)
+        return [function_call("exec_command", args, ctx.call_id())]
+
+    @staticmethod
+    def write_stdin(ctx, sid, chars="", **kw):
+        args = {"session_id": sid, "chars": chars}
+        args.update(kw)
+        return [function_call("write_stdin", args, ctx.call_id())]
+
+    @staticmethod
+    def started(ctx, needle):
+        """process/start requests whose argv mentions needle -> [(params, reply)]"""
+        return [(p, r) for p, r in ctx.rpc("process/start")
+                if needle in " ".join((p or {}).get("argv") or [])]
+
+    def check_remote_process(self, ctx, needle, tty=None, exit_code_=None, closed=True):
+        """The command really ran on the exec-server: start ok, exited/closed notifications."""
+        st = self.started(ctx, needle)
+        if not ctx.check(st, "no process/start for a command containing %r on the exec-server"
+                         % needle):
+            return None
+        params, reply = st[0]
+        ctx.check(reply and "result" in reply, "process/start failed: %r" % (reply,))
+        if tty is not None:
+            ctx.check(params.get("tty") is tty, "process/start tty=%r, want %r"
+                      % (params.get("tty"), tty))
+        pid = params["processId"]
+        if exit_code_ is not None:
+            ex = ctx.notifications("process/exited", pid)
+            ctx.check(ex and ex[0].get("exitCode") == exit_code_,
+                      "process/exited for %s: %r (want exitCode %d)" % (pid, ex, exit_code_))
+        if closed:
+            ctx.check(ctx.notifications("process/closed", pid), "no process/closed for %s" % pid)
+        return pid
+
+
+class Basic(Scenario):
+    name = "basic"
+    doc = "(a) exec_command; stdout and exit code reach the model"
+
+    def script(self, ctx):
+        r = yield self.exec_command(
+            ctx, "echo hello-from-remote-%s; uname -s; pwd" % ctx.mark, yield_time_ms=10000)
+        ctx.expect_in("hello-from-remote-%s\n" % ctx.mark, r.text, "tool output")
+        ctx.expect_in("Linux", r.text, "tool output")
+        ctx.expect_in(ctx.workdir, r.text, "tool output (pwd)")
+        ctx.check(exit_code(r.text) == 0, "exit code 0 not reported: %r" % r.text[-400:])
+        yield [message("basic done")]
+
+    def post(self, ctx):
+        self.check_remote_process(ctx, "hello-from-remote-" + ctx.mark, tty=False, exit_code_=0)
+
+
+class ExitCode(Scenario):
+    name = "exitcode"
+    doc = "(a') stdout + stderr and a non-zero exit code reach the model"
+
+    def script(self, ctx):
+        r = yield self.exec_command(
+            ctx, "echo out-%s; echo err-%s >&2; exit 3" % (ctx.mark, ctx.mark),
+            yield_time_ms=10000)
+        ctx.expect_in("out-" + ctx.mark, r.text, "stdout in tool output")
+        ctx.expect_in("err-" + ctx.mark, r.text, "stderr in tool output")
+        ctx.check(exit_code(r.text) == 3, "exit code 3 not reported: %r" % r.text[-400:])
+        yield [message("exitcode done")]
+
+    def post(self, ctx):
+        self.check_remote_process(ctx, "out-" + ctx.mark, tty=False, exit_code_=3)
+
+
+class Poll(Scenario):
+    name = "poll"
+    doc = "(b) long-running command polled with write_stdin (empty input) until it exits"
+
+    def script(self, ctx):
+        m = ctx.mark
+        r = yield self.exec_command(
+            ctx, "echo start-poll-%s; sleep 2; echo mid-poll-%s; sleep 2; echo done-poll-%s"
+            % (m, m, m), yield_time_ms=500)
+        sid = session_id(r.text)
+        ctx.check(sid is not None and exit_code(r.text) is None,
+                  "first yield should report a running session: %r" % r.text[-400:])
+        ctx.expect_in("start-poll-" + m, r.text, "first yield output")
+        seen = r.text
+        polls = 0
+        while sid is not None and exit_code(r.text) is None and polls < 8:
+            polls += 1
+            r = yield self.write_stdin(ctx, sid, "", yield_time_ms=3000)
+            seen += r.text
+        ctx.check(polls >= 1, "no write_stdin poll was needed")
+        ctx.check(exit_code(r.text) == 0, "last poll did not report exit 0: %r" % r.text[-400:])
+        ctx.expect_in("mid-poll-" + m, seen, "polled output")
+        ctx.expect_in("done-poll-" + m, seen, "polled output")
+        yield [message("poll done")]
+
+    def post(self, ctx):
+        self.check_remote_process(ctx, "start-poll-" + ctx.mark, tty=False, exit_code_=0)
+
+
+class Stdin(Scenario):
+    name = "stdin"
+    doc = "(c) PTY command reading stdin: tty=true, write_stdin with input, echo back"
+
+    def script(self, ctx):
+        r = yield self.exec_command(ctx, "read line; echo got-$line", tty=True, yield_time_ms=500)
+        sid = session_id(r.text)
+        ctx.check(sid is not None, "tty command should still be running: %r" % r.text[-400:])
+        if sid is None:
+            yield [message("stdin aborted")]
+            return
+        r = yield self.write_stdin(ctx, sid, ctx.mark + "\n", yield_time_ms=3000)
+        seen = r.text
+        polls = 0
+        while exit_code(r.text) is None and polls < 4:
+            polls += 1
+            r = yield self.write_stdin(ctx, sid, "", yield_time_ms=3000)
+            seen += r.text
+        ctx.expect_in("got-" + ctx.mark, seen, "tool output after write_stdin")
+        ctx.check(exit_code(r.text) == 0, "exit 0 not reported: %r" % r.text[-400:])
+        yield [message("stdin done")]
+
+    def post(self, ctx):
+        pid = self.check_remote_process(ctx, "read line; echo got-$line", tty=True, exit_code_=0)
+        if not pid:
+            return
+        writes = [(p, r) for p, r in ctx.rpc("process/write") if p.get("processId") == pid]
+        ctx.check(any(base64.b64decode(p.get("chunk", "")) == (ctx.mark + "\n").encode()
+                      and r and r.get("result", {}).get("status") == "accepted"
+                      for p, r in writes),
+                  "no accepted process/write of the input line: %r" % writes)
+        out = b"".join(base64.b64decode(n["chunk"])
+                       for n in ctx.notifications("process/output", pid))
+        streams = {n["stream"] for n in ctx.notifications("process/output", pid)}
+        ctx.check(streams == {"pty"}, "PTY output streams: %r" % streams)
+        ctx.check(("got-" + ctx.mark).encode() in out, "PTY output lacks the echo: %r" % out)
+
+
+class Patch(Scenario):
+    name = "patch"
+    doc = "(d) apply_patch creates a file (via fs/* on the exec-server); check it on disk"
+
+    def script(self, ctx):
+        fname = "patched-%s.txt" % ctx.mark
+        patch = ("*** Begin Patch\n*** Add File: %s\n+hello patch %s\n+second line\n"
+                 "*** End Patch\n" % (fname, ctx.mark))
+        r = yield [custom_tool_call("apply_patch", patch, ctx.call_id())]
+        ctx.check(r.found, "no custom_tool_call_output for apply_patch")
+        ctx.check(re.search(r"(?i)success|A " + re.escape(fname), r.text),
+                  "apply_patch output does not report success: %r" % r.text[-400:])
+        r = yield self.exec_command(ctx, "cat " + fname, yield_time_ms=10000)
+        ctx.expect_in("hello patch %s\nsecond line" % ctx.mark, r.text, "cat output")
+        yield [message("patch done")]
+
+    def post(self, ctx):
+        path = os.path.join(ctx.workdir, "patched-%s.txt" % ctx.mark)
+        try:
+            data = open(path).read()
+        except OSError as e:
+            ctx.failures.append("patched file missing on disk: %s" % e)
+            data = None
+        if data is not None:
+            ctx.check(data == "hello patch %s\nsecond line\n" % ctx.mark,
+                      "patched file content %r" % data)
+        writes = [(p, r) for p, r in ctx.rpc("fs/writeFile") if p.get("path", "").endswith(
+            "patched-%s.txt" % ctx.mark)]
+        ctx.check(writes and writes[0][1] and "result" in writes[0][1],
+                  "no successful fs/writeFile of the patched file on the exec-server: %r" % writes)
+
+
+class Image(Scenario):
+    name = "image"
+    doc = "(e) a command writes a PNG, then view_image returns it to the model"
+
+    def script(self, ctx):
+        fname = "pixel-%s.png" % ctx.mark
+        r = yield self.exec_command(
+            ctx, "printf %%s %s | base64 -d > %s && echo wrote-%s" % (PIXEL_PNG_B64, fname, ctx.mark),
+            yield_time_ms=10000)
+        ctx.expect_in("wrote-" + ctx.mark, r.text, "tool output")
+        r = yield [function_call("view_image", {"path": fname}, ctx.call_id())]
+        ctx.check(r.found, "no function_call_output for view_image")
+        ctx.check(r.images, "view_image output carries no image: %r" % (r.item,))
+        if r.images:
+            url = r.images[0] or ""
+            ctx.check(url.startswith("data:image/png;base64,"), "image url %r" % url[:80])
+            try:
+                raw = base64.b64decode(url.split(",", 1)[1])
+                ctx.check(raw == base64.b64decode(PIXEL_PNG_B64),
+                          "image bytes differ from the PNG on disk: %r" % raw[:40])
+            except Exception as e:  # noqa: BLE001
+                ctx.failures.append("image data url undecodable: %r" % e)
+        yield [message("image done")]
+
+    def post(self, ctx):
+        self.check_remote_process(ctx, "wrote-" + ctx.mark, tty=False, exit_code_=0)
+        reads = [(p, r) for p, r in ctx.rpc("fs/readFile")
+                 if p.get("path", "").endswith("pixel-%s.png" % ctx.mark)]
+        ctx.check(reads and reads[0][1] and reads[0][1].get("result", {}).get("dataBase64")
+                  == PIXEL_PNG_B64,
+                  "no fs/readFile of the PNG returning its bytes: %r" % reads)
+
+
+class Kill(Scenario):
+    name = "kill"
+    doc = "(f) a running command is abandoned at the end of the turn: terminate kills it"
+
+    def script(self, ctx):
+        r = yield self.exec_command(ctx, "echo sleeping-%s; sleep 30" % ctx.mark,
+                                    yield_time_ms=1000)
+        ctx.expect_in("sleeping-" + ctx.mark, r.text, "first yield")
+        ctx.check(session_id(r.text) is not None, "should still be running: %r" % r.text[-300:])
+        yield [message("kill done (leaving the sleep behind)")]
+
+    def post(self, ctx):
+        st = self.started(ctx, "sleeping-" + ctx.mark)
+        if not ctx.check(st, "no process/start for the sleep"):
+            return
+        pid = st[0][0]["processId"]
+        terms = [r for p, r in ctx.rpc("process/terminate") if p.get("processId") == pid]
+        ctx.check(terms and any(r and r.get("result", {}).get("running") is True for r in terms),
+                  "no process/terminate answered running:true: %r" % terms)
+        # the shell and its sleep must be gone from the host
+        deadline = time.time() + 3
+        alive = True
+        while time.time() < deadline:
+            alive = subprocess.run(["pgrep", "-f", "sleeping-" + ctx.mark],
+                                   stdout=subprocess.DEVNULL).returncode == 0
+            if not alive:
+                break
+            time.sleep(0.2)
+        ctx.check(not alive, "process group still alive after terminate")
+
+
+def all_scenarios():
+    return [Basic(), ExitCode(), Poll(), Stdin(), Patch(), Image(), Kill()]
