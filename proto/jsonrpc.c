@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json-check.h"
 #include "jsonrpc.h"
 
 unsigned jrpc_nesting_depth(const char *buf, size_t len, unsigned limit, size_t *ret_col)
@@ -79,16 +80,13 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 {
 	json_error_t jerr;
 	json_t *root, *method, *id;
-	size_t col = 0;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->kind = JRPC_INVALID;
 
-	if (jrpc_nesting_depth(buf, len, max_depth, &col) > max_depth) {
-		snprintf(ret->error, sizeof(ret->error),
-			 "recursion limit exceeded at line 1 column %zu", col);
+	/* Syntax errors (and nesting) with serde_json's text and position. */
+	if (json_check(buf, len, max_depth, ret->error, sizeof(ret->error)) < 0)
 		return 0;
-	}
 
 	root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 	if (!root && json_error_code(&jerr) == json_error_numeric_overflow) {

@@ -278,29 +278,16 @@ static void stdin_close_if_idle(struct proc *p)
 		p->stdin_fd = safe_close(p->stdin_fd);
 }
 
-static void on_exit_ready(struct uring_op *op, int res, uint32_t flags)
+static void arm_exit(struct proc *p);
+
+static void proc_exited(struct proc *p, const siginfo_t *si)
 {
-	struct proc *p = container_of(op, struct proc, exit_op);
-	siginfo_t si = { 0 };
 	char tail[96];
 
-	if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG) < 0) {
-		log_warning("waitid on process '%s' (pid %d) failed: %m", p->id, (int)p->pid);
-		si.si_code = CLD_KILLED;
-		si.si_status = SIGKILL;
-		si.si_pid = p->pid;
-	}
-	if (si.si_pid == 0) {
-		/* Spurious wake-up: not exited yet. */
-		struct io_uring_sqe *sqe = uring_get_sqe(&proc_srv(p)->ring, &p->exit_op,
-							  on_exit_ready);
-		io_uring_prep_poll_add(sqe, p->pidfd, POLLIN);
-		return;
-	}
 	p->pidfd = safe_close(p->pidfd);
 	p->exited = true;
-	p->exit_code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
-	p->sandbox_denied = false; /* only sandboxed processes are classified (issue: sandbox) */
+	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
+	p->sandbox_denied = false; /* only sandboxed processes are classified (sandbox issue) */
 	snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s",
 		 p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
 	p->exit_seq = p->next_seq++;
@@ -310,6 +297,64 @@ static void on_exit_ready(struct uring_op *op, int res, uint32_t flags)
 		stdin_close_if_idle(p);
 	wake_waiters(p);
 	proc_check_closed(p);
+}
+
+/* IORING_OP_WAITID completion: the child is reaped and p->siginfo filled. */
+static void on_waitid(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc *p = container_of(op, struct proc, exit_op);
+
+	if (res < 0) {
+		if (res == -EINTR || res == -EAGAIN) {
+			arm_exit(p);
+			return;
+		}
+		log_warning_errno(res, "waitid on process '%s' (pid %d) failed", p->id, (int)p->pid);
+		p->siginfo.si_code = CLD_KILLED;
+		p->siginfo.si_status = SIGKILL;
+	}
+	proc_exited(p, &p->siginfo);
+}
+
+/* Fallback: readable pidfd, then waitid(P_PIDFD, WNOHANG). */
+static void on_exit_ready(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc *p = container_of(op, struct proc, exit_op);
+	siginfo_t si = { 0 };
+
+	if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG) < 0) {
+		log_warning("waitid on process '%s' (pid %d) failed: %m", p->id, (int)p->pid);
+		si.si_code = CLD_KILLED;
+		si.si_status = SIGKILL;
+		si.si_pid = p->pid;
+	}
+	if (si.si_pid == 0) {
+		arm_exit(p); /* spurious wake-up */
+		return;
+	}
+	proc_exited(p, &si);
+}
+
+static void arm_exit(struct proc *p)
+{
+	struct server *s = proc_srv(p);
+	struct io_uring_sqe *sqe;
+
+	if (s->ring.has_waitid) {
+		/*
+		 * IORING_OP_WAITID (6.7+) reaps in the kernel: one completion, no
+		 * extra syscall. liburing 2.3 has no prep helper, so fill the SQE as
+		 * the kernel ABI defines it: fd = id, len = idtype, file_index =
+		 * options, addr2 = siginfo.
+		 */
+		sqe = uring_get_sqe(&s->ring, &p->exit_op, on_waitid);
+		io_uring_prep_rw(UEXEC_IORING_OP_WAITID, sqe, p->pidfd, NULL, P_PIDFD, 0);
+		sqe->file_index = WEXITED;
+		sqe->addr2 = (uint64_t)(uintptr_t)&p->siginfo;
+		return;
+	}
+	sqe = uring_get_sqe(&s->ring, &p->exit_op, on_exit_ready);
+	io_uring_prep_poll_add(sqe, p->pidfd, POLLIN);
 }
 
 static void proc_check_closed(struct proc *p)
@@ -333,7 +378,7 @@ static void proc_check_closed(struct proc *p)
 
 void proc_kill_group(struct proc *p, int sig)
 {
-	if (p->closed && p->exited)
+	if (p->closed)
 		return;
 	/* pid == pgid: the child called setsid(). */
 	if (kill(-p->pid, sig) < 0 && errno == ESRCH && p->pidfd >= 0)
@@ -353,8 +398,6 @@ static void stream_init(struct proc *p, struct proc_stream *st, int fd, enum pro
 int proc_new(struct session *sess, const char *id, size_t id_len, const struct spawn_result *res,
 	     bool tty, bool pipe_stdin, struct proc **ret)
 {
-	struct server *s = sess->srv;
-	struct io_uring_sqe *sqe;
 	struct proc *p;
 	json_t *js;
 
@@ -395,9 +438,7 @@ int proc_new(struct session *sess, const char *id, size_t id_len, const struct s
 		p->n_streams = 2;
 	}
 
-	/* Exit: readable pidfd, then waitid(P_PIDFD, WNOHANG). */
-	sqe = uring_get_sqe(&s->ring, &p->exit_op, on_exit_ready);
-	io_uring_prep_poll_add(sqe, p->pidfd, POLLIN);
+	arm_exit(p);
 	*ret = p;
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include "list.h"
@@ -61,6 +62,7 @@ struct proc {
 	pid_t pid;
 	int pidfd;
 	struct uring_op exit_op;
+	siginfo_t siginfo;     /* filled by IORING_OP_WAITID */
 	bool tty;
 	bool pipe_stdin;
 	bool sandboxed;

@@ -316,6 +316,7 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.cwd = cwd;
 	sa.tty = params_bool(f[F_TTY], false);
 	sa.pipe_stdin = params_bool(f[F_PIPE_STDIN], false);
+	sa.nofile = &c->srv->nofile_orig;
 	sa.rows = 24;
 	sa.cols = 80;
 	r = spawn_process(&sa, &res);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -239,6 +240,17 @@ int server_init(struct server *s, const struct config *cfg)
 	list_init(&s->sessions);
 	list_init(&s->buf_waiters);
 	the_server = s;
+
+	/*
+	 * Each process costs 3-4 fds: raise the soft fd limit to the hard one
+	 * (children get the original soft limit back, spawn.c), as systemd does.
+	 */
+	if (getrlimit(RLIMIT_NOFILE, &s->nofile_orig) == 0 && s->nofile_orig.rlim_cur < s->nofile_orig.rlim_max) {
+		struct rlimit rl = { s->nofile_orig.rlim_max, s->nofile_orig.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warning("Raising the fd limit failed: %m, continuing");
+	}
 
 	/* EPIPE instead of death when a peer or a child's stdin goes away. */
 	sigaction(SIGPIPE, &sa, NULL);

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "list.h"
@@ -57,6 +58,7 @@ struct server {
 	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */
 	struct list_head buf_waiters;
 
+	struct rlimit nofile_orig; /* RLIMIT_NOFILE at start, restored in children */
 	bool stopping;
 	int exit_code;
 

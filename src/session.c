@@ -156,9 +156,10 @@ void session_destroy_all(struct server *s)
 	struct session *ss, *n;
 	struct proc *p;
 
+	/* Also groups whose leader exited: grandchildren may still hold the pipes. */
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)
-			if (!p->exited)
+			if (!p->closed)
 				proc_kill_group(p, SIGKILL);
 	/* Reap every child we still hold a pidfd for; SIGKILL cannot be refused. */
 	list_for_each_entry(ss, &s->sessions, link)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -87,6 +88,9 @@ static _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *
 	}
 	/* Nothing else is inherited: mark every other fd close-on-exec. */
 	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(f->errpipe, errno);
+
+	if (a->nofile && setrlimit(RLIMIT_NOFILE, a->nofile) < 0)
 		child_fail(f->errpipe, errno);
 
 	if (a->cwd && chdir(a->cwd) < 0)

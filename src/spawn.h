@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 struct spawn_args {
@@ -18,6 +19,7 @@ struct spawn_args {
 	bool tty;
 	bool pipe_stdin;
 	unsigned short rows, cols;     /* PTY window size */
+	const struct rlimit *nofile;   /* RLIMIT_NOFILE for the child, or NULL to inherit */
 };
 
 struct spawn_result {

@@ -9,13 +9,6 @@
 
 #include "ring.h"
 
-/* Not in liburing 2.3's headers; opcode numbers are kernel ABI. */
-#ifndef IORING_OP_READ_MULTISHOT_NR
-#define IORING_OP_READ_MULTISHOT_NR 49
-#endif
-#ifndef IORING_OP_WAITID_NR
-#define IORING_OP_WAITID_NR 50
-#endif
 
 #define CQE_BATCH 128
 
@@ -46,10 +39,10 @@ int uring_init(struct uring *u, unsigned entries)
 
 	probe = io_uring_get_probe_ring(&u->ring);
 	if (probe) {
-		u->has_waitid = probe->last_op >= IORING_OP_WAITID_NR &&
-				(probe->ops[IORING_OP_WAITID_NR].flags & IO_URING_OP_SUPPORTED);
-		u->has_read_mshot = probe->last_op >= IORING_OP_READ_MULTISHOT_NR &&
-				    (probe->ops[IORING_OP_READ_MULTISHOT_NR].flags &
+		u->has_waitid = probe->last_op >= UEXEC_IORING_OP_WAITID &&
+				(probe->ops[UEXEC_IORING_OP_WAITID].flags & IO_URING_OP_SUPPORTED);
+		u->has_read_mshot = probe->last_op >= UEXEC_IORING_OP_READ_MULTISHOT &&
+				    (probe->ops[UEXEC_IORING_OP_READ_MULTISHOT].flags &
 				     IO_URING_OP_SUPPORTED);
 		io_uring_free_probe(probe);
 	}

@@ -10,6 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Opcodes newer than liburing 2.3's headers (kernel ABI numbers), probed at run time. */
+#define UEXEC_IORING_OP_READ_MULTISHOT 49
+#define UEXEC_IORING_OP_WAITID 50
+
 struct uring_op;
 
 /* Completion handler: res is cqe->res (already -errno on failure), flags cqe->flags. */

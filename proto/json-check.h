@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Validating JSON scanner that fails where serde_json::from_slice would, with
+ * serde_json's error text and "at line L column C" position. No I/O, no
+ * allocation, no recursion, linear time.
+ */
+#pragma once
+
+#include <stddef.h>
+
+/* Nesting is tracked in a fixed bitset: larger max_depth values are clamped to this. */
+#define JSON_CHECK_DEPTH_MAX 4096u
+
+/*
+ * Validates buf[0..len) as one JSON value the way serde_json::from_slice does.
+ * Returns 0 if valid, or -EBADMSG with serde_json's message in err, e.g.
+ * "key must be a string at line 1 column 2", "EOF while parsing an object at line 1 column 9",
+ * "trailing characters at line 1 column 5", "recursion limit exceeded at line 1 column 128".
+ * max_depth: nesting limit with serde_json's meaning (its default is 128): opening the
+ * max_depth-th nested array/object fails, so 128 accepts at most 127 levels.
+ * err may be NULL when errsz is 0.
+ */
+int json_check(const char *buf, size_t len, unsigned max_depth, char *err, size_t errsz);
