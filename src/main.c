@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 				      &cfg.max_message_bytes);
 			break;
 		case ARG_MAX_DEPTH:
-			r = parse_u64("max-json-depth", optarg, 2, 4096, &v);
+			r = parse_u64("max-json-depth", optarg, 8, 4096, &v);
 			cfg.max_json_depth = (unsigned)v;
 			break;
 		case ARG_MAX_QUEUED:
