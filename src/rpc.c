@@ -54,8 +54,23 @@ static const struct method unimplemented[] = {
 	{ "fs/watchMissing", "filesystem", NULL },
 };
 
+#define MAX_REGISTERED 64
+static struct method registered[MAX_REGISTERED];
+static size_t n_registered;
+
+void rpc_method_register(const char *name, const char *family,
+			 void (*fn)(struct conn *c, json_t *id, json_t *params))
+{
+	if (n_registered == MAX_REGISTERED)
+		abort(); /* a build-time table overflowed: programming error */
+	registered[n_registered++] = (struct method){ name, family, fn };
+}
+
 static const struct method *method_lookup(const char *name)
 {
+	for (size_t i = 0; i < n_registered; i++)
+		if (strcmp(registered[i].name, name) == 0)
+			return &registered[i];
 	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
 		if (strcmp(methods[i].name, name) == 0)
 			return &methods[i];

@@ -65,6 +65,20 @@ void rpc_pending_end(struct rpc_pending *p);
 /* Cancels every pending request of c. */
 void rpc_cancel_pending(struct conn *c);
 
+/*
+ * Registers a method handler (before main runs; see RPC_METHOD). family names
+ * the handshake-gating message ("client must call initialize before using
+ * <family> methods"). Registered methods take precedence over rpc.c's tables.
+ */
+void rpc_method_register(const char *name, const char *family,
+			 void (*fn)(struct conn *c, json_t *id, json_t *params));
+
+#define RPC_METHOD(name, family, fn)                                              \
+	__attribute__((constructor)) static void rpc_register_##fn(void)          \
+	{                                                                         \
+		rpc_method_register(name, family, fn);                            \
+	}
+
 /* Method handlers (rpc-*.c). params may be NULL (absent). */
 void rpc_initialize(struct conn *c, json_t *id, json_t *params);
 void rpc_environment_info(struct conn *c, json_t *id, json_t *params);

@@ -20,6 +20,7 @@
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
+#include "worker.h"
 
 struct server *the_server;
 
@@ -271,6 +272,10 @@ int server_init(struct server *s, const struct config *cfg)
 		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
 
+	r = worker_pool_init(s, 2);
+	if (r < 0)
+		return log_error_errno(r, "Starting the filesystem worker threads failed");
+
 	s->login_shell = login_shell_lookup();
 	s->env_info = env_info_build(s);
 	if (!s->login_shell || !s->env_info)
@@ -321,6 +326,7 @@ static void say_goodbye(struct server *s)
 void server_done(struct server *s)
 {
 	s->stopping = true;
+	worker_pool_done(s);
 	session_destroy_all(s);
 	say_goodbye(s);
 	conn_free_all(s);

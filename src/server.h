@@ -59,6 +59,7 @@ struct server {
 	struct list_head buf_waiters;
 
 	struct rlimit nofile_orig; /* RLIMIT_NOFILE at start, restored in children */
+	struct worker_pool *workers;
 	bool stopping;
 	int exit_code;
 

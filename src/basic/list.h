@@ -59,3 +59,14 @@ static inline void list_del(struct list_head *n)
 	for (pos = list_entry((h)->next, __typeof__(*pos), member),          \
 	    n = list_entry(pos->member.next, __typeof__(*pos), member);      \
 	     &pos->member != (h); pos = n, n = list_entry(n->member.next, __typeof__(*n), member))
+
+/* Moves every node of from to the end of to; from becomes empty. */
+static inline void list_splice_tail(struct list_head *from, struct list_head *to)
+{
+	while (!list_empty(from)) {
+		struct list_head *n = from->next;
+
+		list_del(n);
+		list_add_tail(n, to);
+	}
+}
