@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared helpers of the fs/* methods.
+ * Shared helpers of the filesystem methods.
  */
 #include <errno.h>
 #include <stdlib.h>

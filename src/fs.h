@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared pieces of the fs/* methods (PROTOCOL.md §6.11): path parameters,
+ * Shared pieces of the filesystem methods (PROTOCOL.md §6.11): path parameters,
  * the sandbox refusal, error replies, and the JSON forms of results.
  */
 #pragma once
