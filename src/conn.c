@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "http.h"
 #include "jsonrpc.h"
+#include "rpc-fs.h"
 #include "log.h"
 #include "rpc.h"
 #include "session.h"
@@ -35,6 +36,7 @@ static void conn_free(struct conn *c)
 {
 	struct outchunk *o, *n;
 
+	fs_handles_release(c);
 	list_del(&c->bufwait.link);
 	list_del(&c->link);
 	list_for_each_entry_safe(o, n, &c->outq, link)

@@ -16,6 +16,7 @@
 #include "list.h"
 #include "ring.h"
 #include "server.h"
+#include "strmap.h"
 #include "ws.h"
 
 enum conn_transport {
@@ -66,6 +67,9 @@ struct conn {
 	bool initialized;
 	struct session *sess;
 	struct list_head pending; /* struct rpc_pending: requests answered later */
+
+	/* fs/open handles of this connection (rpc-fs.c) */
+	struct strmap fs_handles;
 };
 
 /* Takes ownership of fd (a connected TCP socket). Returns 0 or -errno. */

@@ -36,8 +36,25 @@ void server_stop(struct server *s, int exit_code)
 void server_recycle_buf(struct server *s, unsigned bid)
 {
 	uring_bufs_recycle(&s->bufs, bid);
-	if (!list_empty(&s->buf_waiters)) {
-		struct buf_waiter *w = list_first_entry(&s->buf_waiters, struct buf_waiter, link);
+}
+
+/*
+ * Re-arms every reader that found the buffer ring empty. Runs between loop
+ * iterations, when every buffer has been copied out and recycled, so each
+ * waiter gets a fair chance; one that loses again simply queues again. (Waking
+ * one waiter per recycled buffer is not enough: a woken read that ends in
+ * EOF recycles nothing and the chain stops.)
+ */
+static void rearm_buf_waiters(struct server *s)
+{
+	struct list_head todo;
+
+	if (list_empty(&s->buf_waiters))
+		return;
+	list_init(&todo);
+	list_splice_tail(&s->buf_waiters, &todo);
+	while (!list_empty(&todo)) {
+		struct buf_waiter *w = list_first_entry(&todo, struct buf_waiter, link);
 
 		list_del(&w->link);
 		w->rearm(w);
@@ -303,6 +320,7 @@ int server_run(struct server *s)
 
 		if (r < 0)
 			return log_error_errno(r, "io_uring wait failed");
+		rearm_buf_waiters(s);
 		conn_reap(s);
 		session_reap(s);
 	}

@@ -256,6 +256,4 @@ void uring_bufs_recycle(struct uring_bufs *b, unsigned bid)
 	io_uring_buf_ring_add(b->br, uring_bufs_get(b, bid), b->size, (unsigned short)bid,
 			      io_uring_buf_ring_mask(b->count), 0);
 	io_uring_buf_ring_advance(b->br, 1);
-	if (b->in_use)
-		b->in_use--;
 }

@@ -54,7 +54,6 @@ struct uring_bufs {
 	unsigned count;     /* power of two */
 	unsigned size;      /* bytes per buffer */
 	unsigned short bgid;
-	unsigned in_use;    /* buffers handed to us by the kernel and not yet recycled */
 };
 
 struct uring {
