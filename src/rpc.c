@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "os-error.h"
 #include "rpc.h"
 
 struct method {
@@ -151,7 +152,7 @@ void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
 const char *rpc_os_error(int err, char *buf, size_t size)
 {
 	err = err < 0 ? -err : err;
-	snprintf(buf, size, "%s (os error %d)", strerror(err), err);
+	snprintf(buf, size, "%s (os error %d)", os_error_text(err), err);
 	return buf;
 }
 
