@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The request object of the ring-based file methods (see fs-req.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "fs-req.h"
+#include "fs.h"
+
+void handle_unref(struct fs_handle *h)
+{
+	if (h && --h->refs == 0) {
+		safe_close(h->fd);
+		free(h);
+	}
+}
+
+void req_free(struct fs_req *r)
+{
+	for (unsigned i = 0; i < r->n_prefixes; i++)
+		free(r->prefixes[i]);
+	free(r->prefixes);
+	handle_unref(r->h);
+	json_decref(r->result);
+	safe_close(r->fd);
+	free(r->ops);
+	free(r->path);
+	free(r->data);
+	free(r);
+}
+
+static void req_cancel(struct rpc_pending *p)
+{
+	struct fs_req *r = container_of(p, struct fs_req, pend);
+
+	rpc_pending_end(&r->pend);
+	r->orphaned = true;
+	r->conn = NULL;
+}
+
+struct fs_req *req_new(struct conn *c, json_t *id, unsigned n_ops)
+{
+	struct fs_req *r = calloc(1, sizeof(*r));
+
+	if (r)
+		r->ops = calloc(n_ops, sizeof(*r->ops));
+	if (!r || !r->ops) {
+		free(r);
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return NULL;
+	}
+	r->n_ops = n_ops;
+	for (unsigned i = 0; i < n_ops; i++)
+		r->ops[i].r = r;
+	r->conn = c;
+	r->srv = c->srv;
+	r->fd = -1;
+	rpc_pending_start(&r->pend, c, id, req_cancel);
+	return r;
+}
+
+/* Replies r->err (if set) or result, and frees the request. */
+void req_finish(struct fs_req *r, json_t *result)
+{
+	if (!r->orphaned) {
+		if (r->err)
+			rpc_reply_errno(r->conn, r->pend.id, r->err);
+		else
+			rpc_reply(r->conn, r->pend.id, result ? result : json_object());
+		rpc_pending_end(&r->pend);
+	} else {
+		json_decref(result);
+	}
+	req_free(r);
+}
+
+void req_finish_error(struct fs_req *r, int code, const char *fmt, ...)
+{
+	char text[ERRSZ];
+	va_list ap;
+
+	if (!r->orphaned) {
+		va_start(ap, fmt);
+		vsnprintf(text, sizeof(text), fmt, ap);
+		va_end(ap);
+		rpc_reply_error(r->conn, r->pend.id, code, "%s", text);
+		rpc_pending_end(&r->pend);
+	}
+	req_free(r);
+}
+
+static void on_op(struct uring_op *op, int res, uint32_t flags)
+{
+	struct fs_op *fo = container_of(op, struct fs_op, op);
+	struct fs_req *r = fo->r;
+
+	fo->res = res;
+	if (--r->inflight == 0)
+		r->next(r);
+}
+
+/* An SQE for op slot i of r; when every submitted op has completed, next(r) runs. */
+struct io_uring_sqe *req_sqe(struct fs_req *r, unsigned i, void (*next)(struct fs_req *))
+{
+	r->inflight++;
+	r->next = next;
+	r->ops[i].res = 0;
+	return uring_get_sqe(&r->srv->ring, &r->ops[i].op, on_op);
+}
+
+void sqe_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
+		      void (*next)(struct fs_req *))
+{
+	struct io_uring_sqe *sqe = req_sqe(r, i, next);
+
+	io_uring_prep_statx(sqe, AT_FDCWD, r->path, flags | AT_STATX_SYNC_AS_STAT,
+			    STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_BTIME, stx);
+}
+
+/* Closes r->fd on the ring, then replies: the result waits in r->result. */
+static void finish_after_close(struct fs_req *r);
+
+void close_and_finish(struct fs_req *r)
+{
+	struct io_uring_sqe *sqe;
+
+	if (r->fd < 0) {
+		finish_after_close(r);
+		return;
+	}
+	sqe = req_sqe(r, 0, finish_after_close);
+	io_uring_prep_close(sqe, r->fd);
+	r->fd = -1;
+}
+
+static void finish_after_close(struct fs_req *r)
+{
+	json_t *res = r->result;
+
+	r->result = NULL;
+	req_finish(r, res);
+}
+
+bool decode(struct conn *c, json_t *id, json_t *params, const char *name,
+		   const struct pfield *f, size_t n, json_t **out)
+{
+	char err[ERRSZ];
+
+	if (params_decode(params, name, f, n, out, err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return false;
+	}
+	return true;
+}
+
+uint64_t ms_of(const struct statx_timestamp *t)
+{
+	return (uint64_t)t->tv_sec * 1000 + t->tv_nsec / 1000000;
+}
+
+/* Common start of a path-based request: decode path, refuse sandboxes. */
+struct fs_req *path_req(struct conn *c, json_t *id, json_t *path, json_t *sandbox,
+			       json_t *follow, unsigned n_ops)
+{
+	struct fs_req *r;
+	char *native = NULL;
+
+	if (fs_param_path(c, id, path, &native) < 0)
+		return NULL;
+	if (fs_refuse_sandbox(c, id, sandbox)) {
+		free(native);
+		return NULL;
+	}
+	r = req_new(c, id, n_ops);
+	if (!r) {
+		free(native);
+		return NULL;
+	}
+	r->path = native;
+	r->follow = params_bool(follow, true);
+	return r;
+}
+

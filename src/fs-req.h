@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The request object shared by the ring-based file methods (rpc-fs.c,
+ * rpc-fs-handle.c): a chain of io_uring ops with a continuation, a pending
+ * JSON-RPC reply that survives its connection, and fs/open handles.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "params.h"
+#include "ring.h"
+#include "rpc.h"
+
+#define ERRSZ 512
+#define READ_FILE_LIMIT (512ull << 20) /* the reference's fs/readFile cap */
+#define BLOCK_LIMIT (1u << 20)         /* fs/readBlock len */
+#define MAX_HANDLES 128                /* per connection, as the reference */
+#define MAX_HANDLE_ID 32               /* bytes */
+#define MKDIR_MAX_DEPTH 256            /* path components fs/createDirectory creates */
+#define IO_CHUNK (1u << 30)            /* largest single READ/WRITE submitted */
+
+struct conn;
+struct server;
+
+struct fs_handle {
+	int fd;
+	bool writable;
+	bool ready;    /* fs/open completed */
+	unsigned refs; /* the connection's map + requests using it */
+	size_t id_len;
+	char id[MAX_HANDLE_ID + 1];
+};
+
+struct fs_req;
+
+struct fs_op {
+	struct uring_op op;
+	struct fs_req *r;
+	int res;
+};
+
+struct fs_req {
+	struct rpc_pending pend;
+	bool orphaned;     /* the connection went away: finish, reply to nobody */
+	struct conn *conn; /* valid while !orphaned */
+	struct server *srv;
+	unsigned inflight; /* ops submitted and not completed */
+	void (*next)(struct fs_req *r); /* runs when inflight drops to 0 */
+
+	char *path;
+	bool follow;
+	bool recursive;
+	int fd;
+	int err;           /* negative errno to reply with */
+	struct statx stx[2];
+	struct fs_op *ops;
+	unsigned n_ops;
+	char **prefixes;   /* fs/createDirectory: paths to mkdir, top down */
+	unsigned n_prefixes;
+	uint8_t *data;     /* file contents */
+	size_t len, off, cap;
+	uint64_t offset;
+	struct fs_handle *h;
+	json_t *result;    /* reply once the fd is closed */
+};
+
+/* Drops a reference; the last one closes the fd. */
+void handle_unref(struct fs_handle *h);
+
+/* A request with n_ops op slots, registered as pending on c. Replies ENOMEM and returns NULL on OOM. */
+struct fs_req *req_new(struct conn *c, json_t *id, unsigned n_ops);
+void req_free(struct fs_req *r);
+/* Replies r->err (if set) or result (stolen; {} if NULL) unless orphaned, then frees r. */
+void req_finish(struct fs_req *r, json_t *result);
+void req_finish_error(struct fs_req *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* An SQE for op slot i; when every submitted op has completed, next(r) runs. */
+struct io_uring_sqe *req_sqe(struct fs_req *r, unsigned i, void (*next)(struct fs_req *));
+/* STATX of r->path into stx in slot i. */
+void sqe_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
+	       void (*next)(struct fs_req *));
+/* Closes r->fd on the ring, then replies with r->result (or r->err). */
+void close_and_finish(struct fs_req *r);
+/* params_decode, replying -32602 on failure. */
+bool decode(struct conn *c, json_t *id, json_t *params, const char *name,
+	    const struct pfield *f, size_t n, json_t **out);
+uint64_t ms_of(const struct statx_timestamp *t);
+/* Decodes the path, refuses sandboxes, and creates the request (NULL: already replied). */
+struct fs_req *path_req(struct conn *c, json_t *id, json_t *path, json_t *sandbox, json_t *follow,
+			unsigned n_ops);

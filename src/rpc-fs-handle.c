@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The streaming methods fs/open, fs/readBlock, fs/writeBlock, fs/close
+ * (PROTOCOL.md §6.20): connection-scoped handles, positional I/O on the ring.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "conn.h"
+#include "fs-req.h"
+#include "rpc-fs.h"
+
+/* ---- fs/open, fs/readBlock, fs/writeBlock, fs/close ---- */
+
+static struct fs_handle *handle_get(struct conn *c, json_t *hid)
+{
+	struct fs_handle *h = strmap_get(&c->fs_handles, json_string_value(hid),
+					 json_string_length(hid));
+
+	return h && h->ready ? h : NULL;
+}
+
+static bool handle_id_ok(struct conn *c, json_t *id, json_t *hid)
+{
+	if (json_string_length(hid) > MAX_HANDLE_ID) {
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST, "file handle ID must not exceed %d bytes",
+				MAX_HANDLE_ID);
+		return false;
+	}
+	return true;
+}
+
+static void open_done(struct fs_req *r)
+{
+	struct fs_handle *h = r->h;
+	json_t *res;
+
+	if (r->ops[0].res < 0 || (r->ops[1].res < 0 && !h->writable)) {
+		r->err = r->ops[0].res < 0 ? r->ops[0].res : r->ops[1].res;
+		goto fail;
+	}
+	h->fd = r->ops[0].res;
+	if (!h->writable && !S_ISREG(r->stx[0].stx_mode)) {
+		h->fd = safe_close(h->fd);
+		if (!r->orphaned) {
+			strmap_remove(&r->conn->fs_handles, h->id, h->id_len);
+			handle_unref(h);
+		}
+		req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
+		return;
+	}
+	h->ready = true;
+	res = json_object();
+	json_object_set_new(res, "handleId", json_stringn(h->id, h->id_len));
+	req_finish(r, res);
+	return;
+fail:
+	if (!r->orphaned) {
+		strmap_remove(&r->conn->fs_handles, h->id, h->id_len);
+		handle_unref(h);
+	}
+	req_finish(r, NULL);
+}
+
+static void open_opened(struct fs_req *r)
+{
+	struct io_uring_sqe *sqe;
+
+	if (r->ops[0].res < 0 || r->h->writable) {
+		r->ops[1].res = 0;
+		open_done(r);
+		return;
+	}
+	r->h->fd = r->ops[0].res;
+	sqe = req_sqe(r, 1, open_done);
+	io_uring_prep_statx(sqe, r->h->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE,
+			    &r->stx[0]);
+}
+
+static void rpc_fs_open(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "handleId", P_STRING, true, NULL },
+		{ "path", P_STRING, true, NULL },
+		{ "mode", P_ENUM_STR, false, "string or map" },
+		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	struct io_uring_sqe *sqe;
+	struct fs_handle *h;
+	struct fs_req *r;
+	const char *mode;
+
+	if (!decode(c, id, params, "OpenParams", fields, ELEMENTSOF(fields), f))
+		return;
+	mode = f[2] ? json_string_value(f[2]) : "read";
+	if (strcmp(mode, "read") != 0 && strcmp(mode, "replace") != 0) {
+		rpc_reply_error_quoted(c, id, RPC_INVALID_PARAMS, "unknown variant `", f[2],
+				       "`, expected `read` or `replace`");
+		return;
+	}
+	if (!handle_id_ok(c, id, f[0]))
+		return;
+	if (strmap_get(&c->fs_handles, json_string_value(f[0]), json_string_length(f[0]))) {
+		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "file handle `", f[0],
+				       "` already exists");
+		return;
+	}
+	if (c->fs_handles.size >= MAX_HANDLES) {
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"at most %d file handles may be open per connection", MAX_HANDLES);
+		return;
+	}
+	r = path_req(c, id, f[1], f[3], NULL, 2);
+	if (!r)
+		return;
+	h = calloc(1, sizeof(*h));
+	if (!h || strmap_put(&c->fs_handles, json_string_value(f[0]), json_string_length(f[0]), h) < 0) {
+		free(h);
+		r->err = -ENOMEM;
+		req_finish(r, NULL);
+		return;
+	}
+	h->fd = -1;
+	h->refs = 2; /* the map and this request */
+	h->writable = strcmp(mode, "replace") == 0;
+	h->id_len = json_string_length(f[0]);
+	memcpy(h->id, json_string_value(f[0]), h->id_len);
+	r->h = h;
+	sqe = req_sqe(r, 0, open_opened);
+	io_uring_prep_openat(sqe, AT_FDCWD, r->path,
+			     h->writable ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK
+					 : O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+			     0666);
+}
+RPC_METHOD("fs/open", "filesystem", rpc_fs_open)
+
+static void block_read_done(struct fs_req *r)
+{
+	int res = r->ops[0].res;
+	json_t *out;
+	char *b;
+
+	if (res < 0) {
+		r->err = res;
+		req_finish(r, NULL);
+		return;
+	}
+	b = malloc(base64_encoded_len((size_t)res) + 1);
+	if (!b) {
+		r->err = -ENOMEM;
+		req_finish(r, NULL);
+		return;
+	}
+	b[base64_encode(r->data, (size_t)res, b)] = 0;
+	out = json_object();
+	json_object_set_new(out, "chunk", json_string_nocheck(b));
+	/* A short read means the end of the file was reached. */
+	json_object_set_new(out, "eof", json_boolean((size_t)res < r->len));
+	free(b);
+	req_finish(r, out);
+}
+
+static void rpc_fs_read_block(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "handleId", P_STRING, true, NULL },
+		{ "offset", P_U64, true, NULL },
+		{ "len", P_USIZE, false, NULL },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	struct io_uring_sqe *sqe;
+	struct fs_handle *h;
+	struct fs_req *r;
+	uint64_t len;
+
+	if (!decode(c, id, params, "ReadBlockParams", fields, ELEMENTSOF(fields), f))
+		return;
+	len = params_u64(f[2], 0);
+	if (len < 1 || len > BLOCK_LIMIT) {
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"file read block length must be between 1 and %u", BLOCK_LIMIT);
+		return;
+	}
+	h = handle_get(c, f[0]);
+	if (!h) {
+		rpc_reply_error_quoted(c, id, RPC_NOT_FOUND, "unknown file handle `", f[0], "`");
+		return;
+	}
+	if (h->writable) {
+		rpc_reply_errno(c, id, -EBADF);
+		return;
+	}
+	r = req_new(c, id, 1);
+	if (!r)
+		return;
+	r->h = h;
+	h->refs++;
+	r->len = (size_t)len;
+	r->data = malloc(r->len);
+	if (!r->data) {
+		r->err = -ENOMEM;
+		req_finish(r, NULL);
+		return;
+	}
+	sqe = req_sqe(r, 0, block_read_done);
+	io_uring_prep_read(sqe, h->fd, r->data, (unsigned)r->len, params_u64(f[1], 0));
+}
+RPC_METHOD("fs/readBlock", "filesystem", rpc_fs_read_block)
+
+static void block_write_next(struct fs_req *r);
+
+static void block_write_done(struct fs_req *r)
+{
+	int res = r->ops[0].res;
+
+	if (res < 0) {
+		r->err = res;
+		req_finish(r, NULL);
+		return;
+	}
+	r->off += (size_t)res;
+	if (res == 0 && r->off < r->len) {
+		r->err = -EIO;
+		req_finish(r, NULL);
+		return;
+	}
+	block_write_next(r);
+}
+
+static void block_write_next(struct fs_req *r)
+{
+	struct io_uring_sqe *sqe;
+
+	if (r->off == r->len) {
+		req_finish(r, NULL);
+		return;
+	}
+	sqe = req_sqe(r, 0, block_write_done);
+	io_uring_prep_write(sqe, r->h->fd, r->data + r->off, (unsigned)(r->len - r->off),
+			    r->offset + r->off);
+}
+
+static void rpc_fs_write_block(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "handleId", P_STRING, true, NULL },
+		{ "offset", P_U64, true, NULL },
+		{ "chunk", P_STRING, false, NULL },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	struct fs_handle *h;
+	struct fs_req *r;
+	char err[ERRSZ];
+	uint8_t *data;
+	ssize_t n = 0;
+
+	if (!decode(c, id, params, "WriteBlockParams", fields, ELEMENTSOF(fields), f))
+		return;
+	data = malloc(base64_decoded_max(f[2] ? json_string_length(f[2]) : 0) + 1);
+	if (!data) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return;
+	}
+	if (f[2])
+		n = base64_decode(json_string_value(f[2]), json_string_length(f[2]), data, err,
+				  sizeof(err));
+	if (n < 0) {
+		free(data);
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	h = handle_get(c, f[0]);
+	if (!h) {
+		free(data);
+		rpc_reply_error_quoted(c, id, RPC_NOT_FOUND, "unknown file handle `", f[0], "`");
+		return;
+	}
+	if (!h->writable) {
+		free(data);
+		rpc_reply_errno(c, id, -EBADF);
+		return;
+	}
+	r = req_new(c, id, 1);
+	if (!r) {
+		free(data);
+		return;
+	}
+	r->h = h;
+	h->refs++;
+	r->data = data;
+	r->len = (size_t)n;
+	r->offset = params_u64(f[1], 0);
+	block_write_next(r);
+}
+RPC_METHOD("fs/writeBlock", "filesystem", rpc_fs_write_block)
+
+static void rpc_fs_close(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "handleId", P_STRING, true, NULL },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	struct fs_handle *h;
+
+	if (!decode(c, id, params, "CloseParams", fields, ELEMENTSOF(fields), f))
+		return;
+	if (!handle_id_ok(c, id, f[0]))
+		return;
+	h = strmap_get(&c->fs_handles, json_string_value(f[0]), json_string_length(f[0]));
+	if (h && h->ready) {
+		strmap_remove(&c->fs_handles, json_string_value(f[0]), json_string_length(f[0]));
+		/* The fd closes when the last request using it completes. */
+		handle_unref(h);
+	}
+	rpc_reply(c, id, json_object());
+}
+RPC_METHOD("fs/close", "filesystem", rpc_fs_close)
+
+static void unref_cb(void *value, void *ctx)
+{
+	handle_unref(value);
+}
+
+void fs_handles_release(struct conn *c)
+{
+	strmap_foreach(&c->fs_handles, unref_cb, NULL);
+	strmap_done(&c->fs_handles);
+}
