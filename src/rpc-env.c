@@ -44,7 +44,8 @@ static json_t *capabilities(void)
 	json_t *o = json_object();
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
-		json_object_set_new(o, names[i], json_false());
+		json_object_set_new(o, names[i],
+				    json_boolean(strcmp(names[i], "environmentConfigRead") == 0));
 	return o;
 }
 

@@ -24,6 +24,7 @@ static const struct method methods[] = {
 	{ "initialize", NULL, rpc_initialize },
 	{ "environment/info", "environment info", rpc_environment_info },
 	{ "environment/status", "environment status", rpc_environment_status },
+	{ "environmentConfig/read", "environment config", rpc_environment_config_read },
 	{ "process/start", "exec", rpc_process_start },
 	{ "process/read", "exec", rpc_process_read },
 	{ "process/write", "exec", rpc_process_write },
@@ -37,7 +38,6 @@ static const struct method methods[] = {
  * lifecycle errors on either server).
  */
 static const struct method unimplemented[] = {
-	{ "environmentConfig/read", "environment config", NULL },
 	{ "http/request", "http", NULL },
 	{ "fs/readFile", "filesystem", NULL },
 	{ "fs/writeFile", "filesystem", NULL },

@@ -83,6 +83,7 @@ void rpc_method_register(const char *name, const char *family,
 void rpc_initialize(struct conn *c, json_t *id, json_t *params);
 void rpc_environment_info(struct conn *c, json_t *id, json_t *params);
 void rpc_environment_status(struct conn *c, json_t *id, json_t *params);
+void rpc_environment_config_read(struct conn *c, json_t *id, json_t *params);
 void rpc_process_start(struct conn *c, json_t *id, json_t *params);
 void rpc_process_read(struct conn *c, json_t *id, json_t *params);
 void rpc_process_write(struct conn *c, json_t *id, json_t *params);
