@@ -21,6 +21,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "session.h"
+#include "watch.h"
 
 #define HTTP_MAX_HEAD 16384
 
@@ -296,6 +297,7 @@ static void conn_kill(struct conn *c)
 		c->sess = NULL;
 	}
 	rpc_cancel_pending(c);
+	fs_watch_conn_closed(c);
 	c->state = CONN_DEAD;
 	uring_cancel(&c->srv->ring, &c->read_op);
 	uring_cancel(&c->srv->ring, &c->write_op);
@@ -330,6 +332,7 @@ void conn_close(struct conn *c, uint16_t ws_code, const char *why)
 		c->sess = NULL;
 	}
 	rpc_cancel_pending(c);
+	fs_watch_conn_closed(c);
 	if (!list_empty(&c->outq) &&
 	    (c->transport == CONN_STDIO || ws_code || c->state == CONN_HTTP)) {
 		c->state = CONN_CLOSING;
@@ -346,6 +349,7 @@ void conn_free_all(struct server *s)
 
 	list_for_each_entry_safe(c, n, &s->conns, link) {
 		rpc_cancel_pending(c);
+		fs_watch_conn_closed(c);
 		if (c->transport == CONN_WS)
 			safe_close(c->fd_in);
 		c->state = CONN_DEAD;

@@ -67,6 +67,7 @@ struct conn {
 	bool initialized;
 	struct session *sess;
 	struct list_head pending; /* struct rpc_pending: requests answered later */
+	struct fs_watch *watch; /* fs/watchMissing state (watch.c) */
 
 	/* fs/open handles of this connection (rpc-fs.c) */
 	struct strmap fs_handles;

@@ -45,7 +45,8 @@ static json_t *capabilities(void)
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		json_object_set_new(o, names[i],
-				    json_boolean(strcmp(names[i], "environmentConfigRead") == 0));
+				    json_boolean(strcmp(names[i], "environmentConfigRead") == 0 ||
+						 strcmp(names[i], "fsWatchMissing") == 0));
 	return o;
 }
 

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/watchMissing and its fs/missingChanged notification (PROTOCOL.md §6.22,
+ * §7.4): a one-shot watch per connection that fires when a missing path (or
+ * a missing directory on the way to it) is created, or when a present path
+ * goes away. Built on one inotify instance for the whole server, read
+ * through the ring.
+ */
+#pragma once
+
+struct conn;
+
+/*
+ * Per-connection state, owned by struct conn (c->watch, NULL until the first
+ * fs/watchMissing): the largest watchId seen and the active watch.
+ */
+struct fs_watch;
+
+/*
+ * Drops c's watch state without notifying anyone. Called when the connection
+ * closes (watches are not restored on session resume); safe to call twice.
+ */
+void fs_watch_conn_closed(struct conn *c);
