@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages uexec needs to build and test (idempotent).
 set -euo pipefail
-pkgs=(meson ninja-build pkg-config gcc g++ liburing-dev libjansson-dev libssl-dev
+pkgs=(meson ninja-build pkg-config gcc g++ liburing-dev libjansson-dev libssl-dev libseccomp-dev
       libtomlplusplus-dev
       python3 python3-pytest python3-websockets)
 missing=()

@@ -38,6 +38,9 @@ static void help(void)
 	       "  --ping-interval-ms N      WebSocket ping interval (default: 30000)\n"
 	       "  --executor-version STR    executorVersion reported to clients (default: 0.169.0,\n"
 	       "                            the protocol revision uexec implements)\n"
+	       "  --no-sandbox              refuse every process or filesystem request whose\n"
+	       "                            sandbox asks for restrictions (fail closed), e.g.\n"
+	       "                            where the operator does not want mount namespaces\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
 	       "  -h, --help                show this help and exit\n"
 	       "  --version                 show the version and exit\n");
@@ -64,7 +67,7 @@ int main(int argc, char **argv)
 	enum {
 		ARG_LISTEN = 0x100, ARG_RESUME, ARG_MAX_SESSIONS, ARG_MAX_CONNS, ARG_MAX_PROCS,
 		ARG_MAX_FRAME, ARG_MAX_MSG, ARG_MAX_DEPTH, ARG_MAX_QUEUED, ARG_PING, ARG_EXEC_VERSION,
-		ARG_LOG_LEVEL, ARG_VERSION,
+		ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
 	};
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, ARG_LISTEN },
@@ -79,6 +82,7 @@ int main(int argc, char **argv)
 		{ "ping-interval-ms", required_argument, NULL, ARG_PING },
 		{ "executor-version", required_argument, NULL, ARG_EXEC_VERSION },
 		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+		{ "no-sandbox", no_argument, NULL, ARG_NO_SANDBOX },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{}
@@ -144,6 +148,9 @@ int main(int argc, char **argv)
 			break;
 		case ARG_PING:
 			r = parse_u64("ping-interval-ms", optarg, 10, UINT32_MAX, &cfg.ping_interval_ms);
+			break;
+		case ARG_NO_SANDBOX:
+			cfg.no_sandbox = true;
 			break;
 		case ARG_EXEC_VERSION:
 			cfg.executor_version = optarg;

@@ -19,6 +19,7 @@
 #include "proc.h"
 #include "rpc.h"
 #include "session.h"
+#include "sandbox.h"
 #include "spawn.h"
 
 struct proc_waiter {
@@ -280,23 +281,86 @@ static void stdin_close_if_idle(struct proc *p)
 
 static void arm_exit(struct proc *p);
 
-static void proc_exited(struct proc *p, const siginfo_t *si)
+/* Joins the retained chunks of the given streams (-1: all) for the denial heuristic. */
+static char *retained_text(struct proc *p, int stream, size_t *ret_len)
+{
+	struct proc_chunk *ch;
+	size_t n = 0;
+	char *buf;
+
+	list_for_each_entry(ch, &p->chunks, link)
+		if (stream < 0 || ch->stream == stream || (stream == STREAM_STDOUT && ch->stream == STREAM_PTY))
+			n += ch->len;
+	buf = malloc(n + 1);
+	if (!buf)
+		return NULL;
+	n = 0;
+	list_for_each_entry(ch, &p->chunks, link)
+		if (stream < 0 || ch->stream == stream || (stream == STREAM_STDOUT && ch->stream == STREAM_PTY)) {
+			memcpy(buf + n, ch->data, ch->len);
+			n += ch->len;
+		}
+	*ret_len = n;
+	return buf;
+}
+
+static bool classify_denial(struct proc *p)
+{
+	char *texts[3] = { NULL, NULL, NULL };
+	size_t lens[3] = { 0, 0, 0 };
+	bool denied;
+
+	/* stdout (with pty), stderr, and everything in order, as the reference reads them. */
+	texts[0] = retained_text(p, STREAM_STDOUT, &lens[0]);
+	texts[1] = retained_text(p, STREAM_STDERR, &lens[1]);
+	texts[2] = retained_text(p, -1, &lens[2]);
+	denied = sandbox_likely_denied(p->exit_code, (const char *const *)texts, lens,
+				       texts[0] && texts[1] && texts[2] ? 3 : 0);
+	for (int i = 0; i < 3; i++)
+		free(texts[i]);
+	return denied;
+}
+
+static void publish_exited(struct proc *p)
 {
 	char tail[96];
 
-	p->pidfd = safe_close(p->pidfd);
 	p->exited = true;
-	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
-	p->sandbox_denied = false; /* only sandboxed processes are classified (sandbox issue) */
+	p->sandbox_denied = p->sandboxed && classify_denial(p);
 	snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s",
 		 p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
 	p->exit_seq = p->next_seq++;
-	log_debug("Process '%s' (pid %d) exited with %d", p->id, (int)p->pid, p->exit_code);
+	log_debug("Process '%s' (pid %d) exited with %d%s", p->id, (int)p->pid, p->exit_code,
+		  p->sandbox_denied ? " (likely denied by the sandbox)" : "");
 	notify_event(p, "process/exited", tail);
 	if (!p->tty)
 		stdin_close_if_idle(p);
 	wake_waiters(p);
 	proc_check_closed(p);
+}
+
+static void on_grace(struct uring_timer *t, bool fired)
+{
+	struct proc *p = container_of(t, struct proc, grace);
+
+	if (!p->exited)
+		publish_exited(p);
+}
+
+static void proc_exited(struct proc *p, const siginfo_t *si)
+{
+	p->pidfd = safe_close(p->pidfd);
+	p->reaped = true;
+	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
+	if (p->sandboxed) {
+		/*
+		 * Like the reference, give in-flight output 20 ms to arrive before
+		 * judging whether the sandbox denied something (SANDBOX.md §1).
+		 */
+		uring_timer_arm(&proc_srv(p)->ring, &p->grace, 20, on_grace);
+		return;
+	}
+	publish_exited(p);
 }
 
 /* IORING_OP_WAITID completion: the child is reaped and p->siginfo filled. */
@@ -372,6 +436,9 @@ static void proc_check_closed(struct proc *p)
 	notify_event(p, "process/closed", tail);
 	if (p->tty)
 		stdin_close_if_idle(p);
+	/* Nothing of the sandbox is in use any more: release its mount points. */
+	sandbox_plan_free(p->plan);
+	p->plan = NULL;
 	wake_waiters(p);
 	session_proc_closed(p->sess, p);
 }
@@ -396,7 +463,8 @@ static void stream_init(struct proc *p, struct proc_stream *st, int fd, enum pro
 }
 
 int proc_new(struct session *sess, const char *id, size_t id_len, const struct spawn_result *res,
-	     bool tty, bool pipe_stdin, struct proc **ret)
+	     bool tty, bool pipe_stdin, bool sandboxed, struct sandbox_plan *plan,
+	     struct proc **ret)
 {
 	struct proc *p;
 	json_t *js;
@@ -424,6 +492,8 @@ int proc_new(struct session *sess, const char *id, size_t id_len, const struct s
 	p->pidfd = res->pidfd;
 	p->tty = tty;
 	p->pipe_stdin = pipe_stdin;
+	p->sandboxed = sandboxed;
+	p->plan = plan;
 	p->stdin_fd = res->stdin_fd;
 	p->next_seq = 1;
 	list_init(&p->chunks);
@@ -452,7 +522,7 @@ void proc_start_output(struct proc *p)
 
 bool proc_is_idle(const struct proc *p)
 {
-	if (p->exit_op.busy || p->write_op.busy)
+	if (p->exit_op.busy || p->write_op.busy || p->grace.op.busy)
 		return false;
 	for (unsigned i = 0; i < p->n_streams; i++)
 		if (p->streams[i].op.busy)
@@ -490,6 +560,7 @@ void proc_free(struct proc *p)
 	}
 	safe_close(p->pidfd);
 	safe_close(p->stdin_fd);
+	sandbox_plan_free(p->plan);
 	for (size_t i = 0; i < p->write_id_count; i++)
 		free(p->write_id_ring[(p->write_id_head + i) % PROC_WRITE_IDS]);
 	free(p->write_id_ring);

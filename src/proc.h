@@ -66,6 +66,10 @@ struct proc {
 	bool tty;
 	bool pipe_stdin;
 	bool sandboxed;
+	struct sandbox_plan *plan;   /* owned; freed when the process is closed */
+	struct uring_timer grace;    /* sandboxed: wait for late output before judging */
+	bool reaped;                 /* the child is gone; exited is published after the grace */
+	int raw_exit_code;
 
 	struct proc_stream streams[2];
 	unsigned n_streams;
@@ -92,9 +96,13 @@ struct proc {
 	size_t write_id_head, write_id_count;
 };
 
-/* Wraps a spawned child (takes ownership of res's fds) and starts reading. */
+/*
+ * Wraps a spawned child (takes ownership of res's fds and of plan, which may
+ * be NULL) and starts watching its exit. sandboxed: classify denials at exit.
+ */
 int proc_new(struct session *sess, const char *id, size_t id_len, const struct spawn_result *res,
-	     bool tty, bool pipe_stdin, struct proc **ret);
+	     bool tty, bool pipe_stdin, bool sandboxed, struct sandbox_plan *plan,
+	     struct proc **ret);
 
 /* Starts reading output; call after the process/start reply is queued (§9.2 ordering). */
 void proc_start_output(struct proc *p);

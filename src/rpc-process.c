@@ -4,6 +4,7 @@
  * process/terminate (PROTOCOL.md §6.6-§6.10).
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <stdlib.h>
@@ -19,6 +20,9 @@
 #include "proc.h"
 #include "rpc.h"
 #include "session.h"
+#include "os-error.h"
+#include "policy.h"
+#include "sandbox.h"
 #include "spawn.h"
 
 #define ERRSZ 512
@@ -54,16 +58,6 @@ static bool uuid_is_valid(const char *s)
 		hex++;
 	}
 	return hex == 32 && (n == 32 || n == 36);
-}
-
-/* A sandbox object that asks for no restriction at all. */
-static bool sandbox_is_unrestricted(json_t *sb)
-{
-	json_t *perm = json_object_get(sb, "permissions");
-	const char *type = json_string_value(json_object_get(perm, "type"));
-
-	/* "disabled" runs unrestricted on the reference too (PROTOCOL.md §5.4). */
-	return type && strcmp(type, "disabled") == 0;
 }
 
 enum {
@@ -219,6 +213,47 @@ static int check_nested(json_t *start[], char *err)
 	return 0;
 }
 
+/*
+ * Turns the request's sandbox object into a plan. Returns 0 with *ret (NULL
+ * when nothing is restricted: "disabled"), or replies and returns < 0. Fails
+ * closed: a policy this host cannot enforce is refused, never run unsandboxed.
+ */
+static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd,
+			 struct sandbox_plan **ret)
+{
+	struct sandbox_context ctx = { .cwd = cwd, .tmpdir = getenv("TMPDIR") };
+	struct sandbox_policy *pol = NULL;
+	char err[ERRSZ], cwdbuf[PATH_MAX];
+	int r;
+
+	if (!ctx.cwd)
+		ctx.cwd = getcwd(cwdbuf, sizeof(cwdbuf));
+	r = sandbox_policy_parse(f[F_SANDBOX], &ctx, &pol, err, sizeof(err));
+	if (r == -ENOMEM) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return r;
+	}
+	if (r < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return r;
+	}
+	*ret = NULL;
+	if (pol->kind == SANDBOX_DISABLED) {
+		sandbox_policy_free(pol);
+		return 0;
+	}
+	r = sandbox_plan_new(pol, &c->srv->sandbox, ret, err, sizeof(err));
+	sandbox_policy_free(pol);
+	if (r < 0) {
+		log_warning("Session %s: refusing a sandboxed process/start: %s", c->sess->id,
+			    err[0] ? err : strerror(-r));
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+				"sandbox intent cannot be enforced on this executor");
+		return r;
+	}
+	return 0;
+}
+
 void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 {
 	struct session *ss = c->sess;
@@ -226,6 +261,8 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	char err[ERRSZ], *cwd = NULL, *uerr = NULL, **envp = NULL, **cands = NULL, **argv = NULL;
 	struct spawn_result res;
 	struct spawn_args sa = { 0 };
+	struct sandbox_plan *plan = NULL;
+	const char *step = NULL;
 	struct proc *p = NULL;
 	size_t argc, i;
 	json_t *a, *result;
@@ -238,14 +275,6 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	}
 	if (json_array_size(f[F_ARGV]) == 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "argv must not be empty");
-		return;
-	}
-	if (f[F_SANDBOX] && !sandbox_is_unrestricted(f[F_SANDBOX])) {
-		/* Fail closed until the sandbox module enforces policies. */
-		log_warning("Refusing process/start of '%s': sandboxed execution is not available",
-			    json_string_value(f[F_PROCESS_ID]));
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
-				"sandbox intent cannot be enforced on this executor");
 		return;
 	}
 	if (f[F_CWD]) {
@@ -264,6 +293,8 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 			goto out;
 		}
 	}
+	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, &plan) < 0)
+		goto out;
 	if (lookup(c, f[F_PROCESS_ID])) {
 		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
 				       " already exists");
@@ -317,9 +348,17 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.tty = params_bool(f[F_TTY], false);
 	sa.pipe_stdin = params_bool(f[F_PIPE_STDIN], false);
 	sa.nofile = &c->srv->nofile_orig;
+	sa.sandbox = plan;
 	sa.rows = 24;
 	sa.cols = 80;
-	r = spawn_process(&sa, &res);
+	r = spawn_process(&sa, &res, &step);
+	if (r < 0 && step) {
+		/* The sandbox could not be set up in the child: fail closed, say where. */
+		log_error_errno(r, "Session %s: sandbox setup failed at %s", ss->id, step);
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "sandbox setup failed at %s: %s (os error %d)",
+				step, os_error_text(-r), -r);
+		goto out;
+	}
 	if (r < 0) {
 		log_info("Session %s: spawning '%s' failed: %s", ss->id,
 			 json_string_value(json_array_get(f[F_ARGV], 0)), strerror(-r));
@@ -328,7 +367,9 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	}
 
 	r = proc_new(ss, json_string_value(f[F_PROCESS_ID]), json_string_length(f[F_PROCESS_ID]),
-		     &res, sa.tty, sa.pipe_stdin, &p);
+		     &res, sa.tty, sa.pipe_stdin, f[F_SANDBOX] != NULL, plan, &p);
+	if (r >= 0)
+		plan = NULL; /* owned by p now */
 	if (r >= 0)
 		r = strmap_put(&ss->procs, p->id, p->id_len, p);
 	if (r < 0) {
@@ -361,6 +402,7 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 fail:
 	rpc_reply_errno_internal(c, id, r);
 out:
+	sandbox_plan_free(plan);
 	free(cwd);
 	free(uerr);
 	free(argv);
@@ -458,7 +500,7 @@ void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 	p = lookup(c, f[0]);
-	if (p && !p->exited)
+	if (p && !p->reaped)
 		proc_kill_group(p, SIGINT);
 	rpc_reply(c, id, json_object());
 }
@@ -479,7 +521,7 @@ void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 	p = lookup(c, f[0]);
-	running = p && !p->exited;
+	running = p && !p->reaped;
 	if (running)
 		proc_kill_group(p, SIGKILL);
 	r = json_object();

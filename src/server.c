@@ -289,6 +289,17 @@ int server_init(struct server *s, const struct config *cfg)
 		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
 
+	sandbox_probe(&s->sandbox);
+	if (s->cfg.no_sandbox)
+		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing),
+			 "sandbox support (disabled by --no-sandbox)");
+	if (s->sandbox.missing[0])
+		log_warning("Sandboxed processes will be refused: this host lacks %s",
+			    s->sandbox.missing);
+	else
+		log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp",
+			 s->sandbox.landlock_abi);
+
 	r = worker_pool_init(s, 2);
 	if (r < 0)
 		return log_error_errno(r, "Starting the filesystem worker threads failed");
@@ -355,4 +366,5 @@ void server_done(struct server *s)
 	safe_close(s->signal_fd);
 	json_decref(s->env_info);
 	free(s->login_shell);
+	sandbox_features_done(&s->sandbox);
 }

@@ -14,6 +14,7 @@
 
 #include "list.h"
 #include "ring.h"
+#include "sandbox.h"
 
 struct config {
 	const char *listen;          /* "ws://IP:PORT" or "stdio" */
@@ -27,6 +28,7 @@ struct config {
 	uint64_t max_queued_bytes;   /* per-connection output queue before backpressure */
 	uint64_t ping_interval_ms;
 	const char *executor_version;
+	bool no_sandbox;             /* refuse every restricting sandbox */
 };
 
 /* Provided-buffer group ids. */
@@ -60,6 +62,7 @@ struct server {
 
 	struct rlimit nofile_orig; /* RLIMIT_NOFILE at start, restored in children */
 	struct worker_pool *workers;
+	struct sandbox_features sandbox; /* probed once at start */
 	bool stopping;
 	int exit_code;
 

@@ -24,11 +24,17 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "sandbox.h"
 #include "spawn.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+
+struct child_err {
+	int err;
+	const char *step; /* a static string: the same address in parent and child */
+};
 
 struct child_fds {
 	int in, out, err; /* become 0, 1, 2 */
@@ -36,10 +42,16 @@ struct child_fds {
 	int errpipe;
 };
 
+static _noreturn_ void child_fail_step(int errpipe, int err, const char *step)
+{
+	struct child_err ce = { err, step };
+	ssize_t _unused_ n = write(errpipe, &ce, sizeof(ce));
+	_exit(127);
+}
+
 static _noreturn_ void child_fail(int errpipe, int err)
 {
-	ssize_t _unused_ n = write(errpipe, &err, sizeof(err));
-	_exit(127);
+	child_fail_step(errpipe, err, NULL);
 }
 
 /* Moves fd to target without clobbering others still needed. */
@@ -93,6 +105,15 @@ static _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *
 	if (a->nofile && setrlimit(RLIMIT_NOFILE, a->nofile) < 0)
 		child_fail(f->errpipe, errno);
 
+	/* Before chdir: the mounts replace the directories cwd may lie in. */
+	if (a->sandbox) {
+		const char *step = "sandbox";
+
+		r = sandbox_plan_apply(a->sandbox, &step);
+		if (r < 0)
+			child_fail_step(f->errpipe, -r, step);
+	}
+
 	if (a->cwd && chdir(a->cwd) < 0)
 		child_fail(f->errpipe, errno);
 
@@ -141,14 +162,15 @@ static int open_pty(unsigned short rows, unsigned short cols, int *ret_master, i
 	return 0;
 }
 
-int spawn_process(const struct spawn_args *a, struct spawn_result *ret)
+int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
 {
 	_cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
 	_cleanup_close_ int master = -1, slave = -1, ep_r = -1, ep_w = -1, pidfd = -1, stdin_dup = -1;
 	struct clone_args ca = { 0 };
+	struct child_err ce = { 0 };
 	struct child_fds cf;
 	sigset_t all, old;
-	int p[2], child_err = 0, r;
+	int p[2], r;
 	long pid;
 	ssize_t n;
 
@@ -205,14 +227,16 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret)
 
 	ep_w = safe_close(ep_w);
 	do
-		n = read(ep_r, &child_err, sizeof(child_err));
+		n = read(ep_r, &ce, sizeof(ce));
 	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(child_err)) {
+	if (n == (ssize_t)sizeof(ce)) {
 		siginfo_t si;
 
 		/* The child has exited (CLONE_VFORK); reap it. */
 		(void)waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED);
-		return -child_err;
+		if (ret_step)
+			*ret_step = ce.step;
+		return -ce.err;
 	}
 
 	ret->pid = (pid_t)pid;

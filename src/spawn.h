@@ -20,6 +20,7 @@ struct spawn_args {
 	bool pipe_stdin;
 	unsigned short rows, cols;     /* PTY window size */
 	const struct rlimit *nofile;   /* RLIMIT_NOFILE for the child, or NULL to inherit */
+	const struct sandbox_plan *sandbox; /* applied in the child before chdir/exec, or NULL */
 };
 
 struct spawn_result {
@@ -30,9 +31,13 @@ struct spawn_result {
 	int err_fd;   /* stderr pipe read end, or -1 for a PTY */
 };
 
+struct sandbox_plan;
+
 /*
  * Starts the process. Returns 0 and fills *ret (caller owns the fds), or
  * -errno: the child's failure (chdir/exec errno, e.g. -ENOENT, -EACCES,
- * -ENOTDIR) or a setup failure in the parent (-EMFILE, -ENOMEM, ...).
+ * -ENOTDIR) or a setup failure in the parent (-EMFILE, -ENOMEM, ...). When
+ * the child failed while applying the sandbox, *ret_step (if given) names
+ * the step; otherwise it is left untouched.
  */
-int spawn_process(const struct spawn_args *a, struct spawn_result *ret);
+int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step);

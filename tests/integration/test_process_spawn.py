@@ -350,33 +350,48 @@ def test_sandbox_null_runs_unsandboxed(sclient):
     assert run.stdout == b"ok\n" and run.exited["sandboxDenied"] is False
 
 
-def test_sandbox_workspace_write_refused(sclient):
-    """uexec difference 3: a restricting sandbox is refused with -32602."""
-    assert sclient.error("process/start", params("sw", sandbox=WORKSPACE_WRITE)) == NOT_ENFORCEABLE
+@pytest.fixture
+def nosandbox(server_factory):
+    """A server started with --no-sandbox: every restricting sandbox is refused (fail closed)."""
+    return server_factory("--no-sandbox").connect()
 
 
-def test_sandbox_refused_spawns_nothing(sclient, tmp_path):
-    """uexec difference 3: the refused process never runs and its id stays free."""
+def test_sandbox_workspace_write_refused_without_sandbox(nosandbox):
+    """fail closed: a restricting sandbox the server cannot enforce is refused with -32602."""
+    assert nosandbox.error("process/start", params("sw", sandbox=WORKSPACE_WRITE)) == \
+        NOT_ENFORCEABLE
+
+
+def test_sandbox_refused_spawns_nothing(nosandbox, tmp_path):
+    """fail closed: the refused process never runs and its id stays free."""
     marker = tmp_path / "ran"
     p = params("sx", ["/bin/sh", "-c", "echo > %s" % marker], sandbox=WORKSPACE_WRITE)
-    assert sclient.error("process/start", p) == NOT_ENFORCEABLE
+    assert nosandbox.error("process/start", p) == NOT_ENFORCEABLE
     assert not marker.exists()
-    assert sclient.start("sx", ["/bin/true"])["processId"] == "sx"
-    sclient.collect("sx")
+    assert nosandbox.start("sx", ["/bin/true"])["processId"] == "sx"
+    nosandbox.collect("sx")
 
 
-def test_sandbox_network_only_restriction_refused(sclient):
-    """uexec difference 3: a network restriction alone is also refused."""
+def test_sandbox_network_only_restriction_refused(nosandbox):
+    """fail closed: a network restriction alone is also refused."""
     sb = dict(WORKSPACE_WRITE)
     sb["permissions"] = {"type": "managed", "file_system": {"type": "unrestricted"},
                          "network": "restricted"}
-    assert sclient.error("process/start", params("snr", sandbox=sb)) == NOT_ENFORCEABLE
+    assert nosandbox.error("process/start", params("snr", sandbox=sb)) == NOT_ENFORCEABLE
 
 
-def test_sandbox_tty_refused(sclient):
-    """uexec difference 3: refusal applies to PTY processes too."""
-    assert sclient.error("process/start", params("st", tty=True, sandbox=WORKSPACE_WRITE)) == \
-        NOT_ENFORCEABLE
+def test_sandbox_tty_refused(nosandbox):
+    """fail closed: refusal applies to PTY processes too."""
+    assert nosandbox.error("process/start", params("st", tty=True, sandbox=WORKSPACE_WRITE)) \
+        == NOT_ENFORCEABLE
+
+
+def test_sandbox_disabled_still_runs_without_sandbox(nosandbox):
+    """permissions "disabled" restricts nothing, so it runs even with --no-sandbox."""
+    sb = {"permissions": {"type": "disabled"}, "windowsSandboxLevel": "disabled"}
+    res = nosandbox.result("process/start", params("nd", ["/bin/echo", "ok"], sandbox=sb))
+    assert res == {"processId": "nd", "sandboxType": "linuxSeccomp"}
+    assert nosandbox.collect("nd").stdout == b"ok\n"
 
 
 @pytest.mark.parametrize("sandbox,message", [

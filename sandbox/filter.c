@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Seccomp filters for sandboxed processes. Default action: allow; listed
+ * syscalls fail with EPERM (as the reference's filter does), so a denied
+ * operation is reported rather than killing the process. Syscalls from other
+ * architectures (int 0x80, x32) are killed: libseccomp's bad-arch action.
+ */
+#include <errno.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "filter.h"
+
+/* clang-format off */
+/*
+ * Always denied inside a sandbox, whatever the policy:
+ * - io_uring: its ops bypass seccomp's per-syscall view (the reference denies it too);
+ * - ptrace and process_vm_*: reading or steering other processes;
+ * - namespaces and mounts: a new user namespace would hand the process
+ *   capabilities again, and mounts could undo the read-only view;
+ * - kernel keyrings (not namespaced: uid 0 shares root's keys), bpf,
+ *   perf_event_open, userfaultfd, open_by_handle_at (the classic escape
+ *   from a bind mount), module loading, kexec, reboot, swap, accounting.
+ * Most of these also need capabilities the sandbox drops; this is the
+ * second wall.
+ */
+static const int always_denied[] = {
+	SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
+	SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
+	SCMP_SYS(unshare), SCMP_SYS(setns), SCMP_SYS(mount), SCMP_SYS(umount2),
+	SCMP_SYS(pivot_root), SCMP_SYS(chroot), SCMP_SYS(open_tree), SCMP_SYS(move_mount),
+	SCMP_SYS(fsopen), SCMP_SYS(fsconfig), SCMP_SYS(fsmount), SCMP_SYS(fspick),
+	SCMP_SYS(mount_setattr),
+	SCMP_SYS(add_key), SCMP_SYS(keyctl), SCMP_SYS(request_key),
+	SCMP_SYS(bpf), SCMP_SYS(perf_event_open), SCMP_SYS(userfaultfd),
+	SCMP_SYS(open_by_handle_at), SCMP_SYS(name_to_handle_at),
+	SCMP_SYS(init_module), SCMP_SYS(finit_module), SCMP_SYS(delete_module),
+	SCMP_SYS(kexec_load), SCMP_SYS(kexec_file_load), SCMP_SYS(reboot),
+	SCMP_SYS(swapon), SCMP_SYS(swapoff), SCMP_SYS(acct),
+};
+
+/*
+ * Network restricted: the reference's list (SANDBOX.md §3.5), for every
+ * family, except getpeername/getsockname: they only describe fds the process
+ * already holds, and refusing them with EPERM makes bash think stdin is a
+ * network connection and source ~/.bashrc (the reference's noise,
+ * PROTOCOL.md §13).
+ */
+static const int net_denied[] = {
+	SCMP_SYS(connect), SCMP_SYS(accept), SCMP_SYS(accept4), SCMP_SYS(bind),
+	SCMP_SYS(listen), SCMP_SYS(shutdown),
+	SCMP_SYS(sendto), SCMP_SYS(sendmmsg), SCMP_SYS(recvmmsg), SCMP_SYS(getsockopt),
+	SCMP_SYS(setsockopt),
+};
+/* clang-format on */
+
+static const uint64_t clone_ns_flags[] = {
+	CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWIPC,
+	CLONE_NEWCGROUP, CLONE_NEWTIME,
+};
+
+static int export(scmp_filter_ctx ctx, struct sock_fprog *out)
+{
+	_cleanup_close_ int fd = memfd_create("uexec-seccomp", MFD_CLOEXEC);
+	off_t size;
+	void *buf;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return r;
+	size = lseek(fd, 0, SEEK_END);
+	if (size <= 0 || size % sizeof(struct sock_filter))
+		return -EINVAL;
+	buf = malloc((size_t)size);
+	if (!buf)
+		return -ENOMEM;
+	if (pread(fd, buf, (size_t)size, 0) != size) {
+		free(buf);
+		return -EIO;
+	}
+	out->filter = buf;
+	out->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+	return 0;
+}
+
+static int build(bool restrict_net, struct sock_fprog *out)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(always_denied) && r >= 0; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), always_denied[i], 0);
+	/* clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone. */
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	/* clone with any namespace flag: one rule per flag ((flags & f) == f). */
+	for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags) && r >= 0; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]));
+	if (restrict_net) {
+		for (size_t i = 0; i < ELEMENTSOF(net_denied) && r >= 0; i++)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), net_denied[i], 0);
+		/* socket/socketpair: only AF_UNIX. */
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+					     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
+					     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	} else {
+		/* Network on: still no VSOCK (the host's hypervisor channel). */
+		if (r >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+					     SCMP_A0(SCMP_CMP_EQ, AF_VSOCK));
+	}
+	if (r >= 0)
+		r = export(ctx, out);
+	seccomp_release(ctx);
+	return r;
+}
+
+int sandbox_seccomp_build(struct sandbox_seccomp *s)
+{
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	r = build(true, &s->restricted);
+	if (r >= 0)
+		r = build(false, &s->open_net);
+	if (r < 0)
+		sandbox_seccomp_done(s);
+	return r;
+}
+
+void sandbox_seccomp_done(struct sandbox_seccomp *s)
+{
+	free(s->restricted.filter);
+	free(s->open_net.filter);
+	memset(s, 0, sizeof(*s));
+}
+
+int sandbox_seccomp_apply(const struct sock_fprog *prog)
+{
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) < 0)
+		return -errno;
+	return 0;
+}

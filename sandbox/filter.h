@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The seccomp filters of sandboxed processes, built once with libseccomp and
+ * kept as classic BPF so that the forked child only has to load them.
+ */
+#pragma once
+
+#include <linux/filter.h>
+#include <stdbool.h>
+
+struct sandbox_seccomp {
+	struct sock_fprog restricted; /* network off: sockets only AF_UNIX, no connect/bind/... */
+	struct sock_fprog open_net;   /* network on: only the always-denied set */
+};
+
+/* Builds both programs. Returns 0 or -errno (libseccomp missing support: -EOPNOTSUPP). */
+int sandbox_seccomp_build(struct sandbox_seccomp *s);
+void sandbox_seccomp_done(struct sandbox_seccomp *s);
+
+/* Child side, async-signal-safe: installs prog (no_new_privs must be set). Returns 0 or -errno. */
+int sandbox_seccomp_apply(const struct sock_fprog *prog);

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sandbox policy: the wire's `sandbox` object (PROTOCOL.md §5.4, SANDBOX.md §2)
+ * parsed and resolved into concrete paths. No I/O: paths are resolved
+ * lexically; what exists on disk is decided by the caller (sandbox_plan).
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum sandbox_kind {
+	SANDBOX_DISABLED, /* permissions.type "disabled" / legacy danger-full-access */
+	SANDBOX_EXTERNAL, /* an outer sandbox is assumed: filesystem unrestricted here */
+	SANDBOX_MANAGED,
+};
+
+enum sandbox_access {
+	SANDBOX_READ,
+	SANDBOX_WRITE,
+	SANDBOX_DENY,
+};
+
+struct sandbox_rule {
+	char *path;               /* absolute, normalised */
+	enum sandbox_access access;
+	bool skip_if_missing;     /* missing_path_behavior: skip */
+};
+
+struct sandbox_policy {
+	enum sandbox_kind kind;
+	bool network;             /* network access enabled */
+	bool full_read;           /* unrestricted or a root read/write entry */
+	bool full_write;          /* unrestricted or a root write entry */
+	bool minimal_read;        /* the "minimal" special path: platform read roots */
+	struct sandbox_rule *rules;
+	size_t n_rules;
+	size_t n_deny_globs;      /* glob_pattern deny entries (not enforceable yet) */
+	char *cwd;                /* policy cwd */
+};
+
+/* Values the special paths resolve against. */
+struct sandbox_context {
+	const char *cwd;          /* the request's cwd (process/start) when the object has none */
+	const char *tmpdir;       /* $TMPDIR of the server, or NULL */
+};
+
+/*
+ * Parses and resolves a sandbox object. Returns 0 and *ret (free with
+ * sandbox_policy_free), -EINVAL with a serde-style message in err (the
+ * reference's decoding errors), or -ENOMEM. Accepts the 0.169 form
+ * ({"permissions": {...}, "windowsSandboxLevel": ...}) and the legacy
+ * {"sandboxPolicy": {"type": "workspace-write", ...}} form.
+ */
+int sandbox_policy_parse(json_t *sandbox, const struct sandbox_context *ctx,
+			 struct sandbox_policy **ret, char *err, size_t errsz);
+
+void sandbox_policy_free(struct sandbox_policy *p);
+
+/*
+ * Effective access of a path: the rule whose path is the longest prefix of it
+ * (ties: deny > write > read); no rule -> deny, unless full_read/full_write.
+ */
+enum sandbox_access sandbox_policy_access(const struct sandbox_policy *p, const char *path);
+
+/* True when the policy restricts nothing (disabled, or full write with network). */
+bool sandbox_policy_is_unrestricted(const struct sandbox_policy *p);
+
+/* Names kept read-only directly under every writable root (SANDBOX.md §3.4). */
+extern const char *const sandbox_protected_names[3];

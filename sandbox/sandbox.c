@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sandbox enforcement: kernel probe, per-process plan (parent) and its
+ * application between fork and exec (child). See sandbox.h for the order.
+ *
+ * Why a mount namespace and Landlock both: Landlock cannot keep `.git` under
+ * a writable root read-only (its grants are hierarchical) nor hide a denied
+ * path under a readable one, and its refusals read "Permission denied" where
+ * the reference's bubblewrap gives "Read-only file system". The mount
+ * namespace does those; Landlock is the second wall for what mounts do not
+ * cover: paths reached through /proc/<pid>/root, writes to /proc/sys and /sys
+ * (uid 0 may write 0644 sysctls without any capability), raw device nodes,
+ * TCP, and signals to processes outside the sandbox (scoping, ABI 6).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "landlock.h"
+#include "list.h"
+#include "macro.h"
+#include "sandbox.h"
+
+#ifndef SECBIT_NOROOT
+#include <linux/securebits.h>
+#endif
+
+/* Platform read roots of the "minimal" special path (SANDBOX.md §3.3). */
+static const char *const minimal_roots[] = {
+	"/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64", "/nix/store", "/run/current-system/sw",
+};
+
+/* Device nodes every sandboxed process may open for reading and writing. */
+static const char *const rw_devices[] = {
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+	"/dev/ptmx", "/dev/pts", "/dev/shm",
+};
+
+struct ll_rule {
+	char *path;
+	uint64_t access;
+};
+
+struct sandbox_plan {
+	bool restrict_fs;
+	bool drop_caps;
+	bool restrict_net;
+	const struct sock_fprog *seccomp;
+	int landlock_abi;
+	unsigned cap_last_cap;
+
+	char **rw;         /* writable roots (canonical, by depth) */
+	int *rw_fds;       /* child scratch: their clones */
+	size_t n_rw;
+	char **ro;         /* existing paths re-bound read-only */
+	size_t n_ro;
+	char **synth;      /* synthetic empty directories (registry entries) */
+	size_t n_synth;
+	char **deny_dir;
+	size_t n_deny_dir;
+	char **deny_file;
+	size_t n_deny_file;
+	bool private_shm;
+
+	struct ll_rule *ll;
+	size_t n_ll;
+};
+
+/* ---- synthetic mount points: shared by concurrent sandboxes, removed by the last one ---- */
+
+struct synth_entry {
+	struct list_head link;
+	unsigned refs;
+	char path[];
+};
+
+static struct list_head synth_registry = LIST_HEAD_INIT(synth_registry);
+
+static struct synth_entry *synth_find(const char *path)
+{
+	struct synth_entry *e;
+
+	list_for_each_entry(e, &synth_registry, link)
+		if (strcmp(e->path, path) == 0)
+			return e;
+	return NULL;
+}
+
+/* Creates (or shares) an empty directory at path. Returns 0 or -errno. */
+static int synth_get(const char *path)
+{
+	struct synth_entry *e = synth_find(path);
+	size_t n = strlen(path);
+
+	if (e) {
+		e->refs++;
+		return 0;
+	}
+	e = malloc(sizeof(*e) + n + 1);
+	if (!e)
+		return -ENOMEM;
+	if (mkdir(path, 0555) < 0) {
+		free(e);
+		return -errno;
+	}
+	e->refs = 1;
+	memcpy(e->path, path, n + 1);
+	list_add_tail(&e->link, &synth_registry);
+	return 0;
+}
+
+static void synth_put(const char *path)
+{
+	struct synth_entry *e = synth_find(path);
+
+	if (!e || --e->refs > 0)
+		return;
+	/* Only if still empty: never remove what someone put there meanwhile. */
+	(void)rmdir(e->path);
+	list_del(&e->link);
+	free(e);
+}
+
+/* ---- probe ---- */
+
+static int probe_mount_ns(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
+
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+			_exit(1);
+		if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &a, sizeof(a)) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
+}
+
+int sandbox_probe(struct sandbox_features *f)
+{
+	FILE *fp;
+	int r;
+
+	memset(f, 0, sizeof(*f));
+	f->cap_last_cap = 40;
+	fp = fopen("/proc/sys/kernel/cap_last_cap", "re");
+	if (fp) {
+		if (fscanf(fp, "%u", &f->cap_last_cap) != 1)
+			f->cap_last_cap = 40;
+		fclose(fp);
+	}
+
+	r = ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	f->landlock_abi = r > 0 ? r : 0;
+	f->seccomp = sandbox_seccomp_build(&f->filters) >= 0;
+	f->mount_ns = geteuid() == 0 && probe_mount_ns() >= 0;
+
+	if (f->landlock_abi < SANDBOX_MIN_LANDLOCK_ABI)
+		snprintf(f->missing, sizeof(f->missing),
+			 "Landlock ABI %d (need %d: kernel >= 6.12 with CONFIG_SECURITY_LANDLOCK and lsm=landlock)",
+			 f->landlock_abi, SANDBOX_MIN_LANDLOCK_ABI);
+	else if (!f->seccomp)
+		snprintf(f->missing, sizeof(f->missing), "seccomp filters (libseccomp export failed)");
+	else if (!f->mount_ns)
+		snprintf(f->missing, sizeof(f->missing),
+			 geteuid() == 0 ? "mount namespaces (unshare(CLONE_NEWNS) or mount_setattr refused)"
+					: "root privileges for mount namespaces (uexec runs as uid %d)",
+			 (int)geteuid());
+	return 0;
+}
+
+void sandbox_features_done(struct sandbox_features *f)
+{
+	sandbox_seccomp_done(&f->filters);
+}
+
+/* ---- plan ---- */
+
+static int strv_push(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof(char *));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strdup(s);
+	if (!nv[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static void strv_clear(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int ll_push(struct sandbox_plan *pl, const char *path, uint64_t access)
+{
+	struct ll_rule *nr = realloc(pl->ll, (pl->n_ll + 1) * sizeof(*nr));
+
+	if (!nr)
+		return -ENOMEM;
+	pl->ll = nr;
+	nr[pl->n_ll].path = strdup(path);
+	if (!nr[pl->n_ll].path)
+		return -ENOMEM;
+	nr[pl->n_ll].access = access;
+	pl->n_ll++;
+	return 0;
+}
+
+static bool beneath(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (strcmp(root, "/") == 0)
+		return path[0] == '/' && path[1] != 0;
+	return strncmp(path, root, n) == 0 && path[n] == '/';
+}
+
+static size_t depth(const char *p)
+{
+	size_t d = 0;
+
+	for (; *p; p++)
+		d += *p == '/';
+	return d;
+}
+
+static int cmp_depth(const void *a, const void *b)
+{
+	size_t da = depth(*(char *const *)a), db = depth(*(char *const *)b);
+
+	return da < db ? -1 : da > db;
+}
+
+/* A read-only path inside writable root w: bind it read-only, or a synthetic dir if missing. */
+static int plan_protect(struct sandbox_plan *pl, const char *path, bool create_if_missing,
+			char *err, size_t errsz)
+{
+	struct stat st;
+	int r;
+
+	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			/* The link itself is writable: replacing it would escape a bind on its target. */
+			snprintf(err, errsz,
+				 "cannot enforce sandbox read-only path %s: it is a symbolic link inside a writable root",
+				 path);
+			return -EINVAL;
+		}
+		if (synth_find(path)) {
+			r = synth_get(path);
+			return r < 0 ? r : strv_push(&pl->synth, &pl->n_synth, path);
+		}
+		return strv_push(&pl->ro, &pl->n_ro, path);
+	}
+	if (errno != ENOENT || !create_if_missing)
+		return errno == ENOENT ? 0 : -errno;
+	r = synth_get(path);
+	if (r == -EEXIST)
+		return plan_protect(pl, path, false, err, errsz); /* raced with a creator */
+	if (r < 0) {
+		snprintf(err, errsz, "cannot create the read-only mount point %s: %s", path,
+			 strerror(-r));
+		return r;
+	}
+	return strv_push(&pl->synth, &pl->n_synth, path);
+}
+
+bool sandbox_plan_restricts_fs(const struct sandbox_plan *plan)
+{
+	return plan && plan->restrict_fs;
+}
+
+int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
+		     struct sandbox_plan **ret, char *err, size_t errsz)
+{
+	struct sandbox_plan *pl;
+	char canon[PATH_MAX];
+	struct stat st;
+	int r = 0;
+
+	err[0] = 0;
+	if (f->missing[0] || !f->seccomp || f->landlock_abi < SANDBOX_MIN_LANDLOCK_ABI ||
+	    (!p->full_write && !f->mount_ns)) {
+		snprintf(err, errsz, "this host lacks %s", f->missing[0] ? f->missing : "mount namespaces");
+		return -EOPNOTSUPP;
+	}
+	if (p->n_deny_globs > 0) {
+		snprintf(err, errsz, "glob_pattern deny entries are not supported by this executor");
+		return -EINVAL;
+	}
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	pl->restrict_net = !p->network;
+	pl->seccomp = pl->restrict_net ? &f->filters.restricted : &f->filters.open_net;
+	pl->landlock_abi = f->landlock_abi;
+	pl->cap_last_cap = f->cap_last_cap;
+
+	if (p->full_write) {
+		/* Full-disk write: only seccomp (SANDBOX.md §3.1 stage 1). Deny entries would need mounts. */
+		for (size_t i = 0; i < p->n_rules; i++) {
+			if (p->rules[i].access == SANDBOX_DENY) {
+				snprintf(err, errsz,
+					 "deny entries with full-disk write access are not supported by this executor");
+				free(pl);
+				return -EINVAL;
+			}
+		}
+		*ret = pl;
+		return 0;
+	}
+
+	pl->restrict_fs = true;
+	pl->drop_caps = true;
+
+	/* Writable roots: existing ones, canonical (a symlinked root binds its target). */
+	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {
+		const struct sandbox_rule *ru = &p->rules[i];
+
+		if (ru->access != SANDBOX_WRITE || sandbox_policy_access(p, ru->path) != SANDBOX_WRITE)
+			continue;
+		if (!realpath(ru->path, canon) || stat(canon, &st) < 0)
+			continue; /* missing writable roots are skipped, as the reference does */
+		r = strv_push(&pl->rw, &pl->n_rw, canon);
+	}
+	if (r < 0)
+		goto fail;
+	qsort(pl->rw, pl->n_rw, sizeof(char *), cmp_depth);
+	pl->rw_fds = calloc(pl->n_rw ? pl->n_rw : 1, sizeof(int));
+	if (!pl->rw_fds) {
+		r = -ENOMEM;
+		goto fail;
+	}
+
+	/* Under each writable root: .git/.agents/.codex and every read entry stay read-only. */
+	for (size_t w = 0; w < pl->n_rw && r >= 0; w++) {
+		for (size_t k = 0; k < ELEMENTSOF(sandbox_protected_names) && r >= 0; k++) {
+			char path[PATH_MAX];
+
+			snprintf(path, sizeof(path), "%s/%s", strcmp(pl->rw[w], "/") ? pl->rw[w] : "",
+				 sandbox_protected_names[k]);
+			r = plan_protect(pl, path, true, err, errsz);
+		}
+	}
+	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {
+		const struct sandbox_rule *ru = &p->rules[i];
+		bool inside = false;
+
+		for (size_t w = 0; w < pl->n_rw; w++)
+			inside |= beneath(ru->path, pl->rw[w]);
+		if (ru->access == SANDBOX_READ && inside &&
+		    sandbox_policy_access(p, ru->path) == SANDBOX_READ)
+			r = plan_protect(pl, ru->path, false, err, errsz);
+		else if (ru->access == SANDBOX_DENY && lstat(ru->path, &st) == 0)
+			r = S_ISDIR(st.st_mode) ? strv_push(&pl->deny_dir, &pl->n_deny_dir, ru->path)
+						: strv_push(&pl->deny_file, &pl->n_deny_file, ru->path);
+	}
+	if (r < 0)
+		goto fail;
+	pl->private_shm = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode);
+
+	/* Landlock: read where the policy reads, everything under writable roots, devices. */
+	if (p->full_read) {
+		r = ll_push(pl, "/", LL_FS_READ);
+	} else {
+		for (size_t i = 0; i < p->n_rules && r >= 0; i++)
+			if (p->rules[i].access == SANDBOX_READ)
+				r = ll_push(pl, p->rules[i].path, LL_FS_READ);
+		for (size_t i = 0; p->minimal_read && i < ELEMENTSOF(minimal_roots) && r >= 0; i++)
+			r = ll_push(pl, minimal_roots[i], LL_FS_READ);
+	}
+	for (size_t w = 0; w < pl->n_rw && r >= 0; w++)
+		r = ll_push(pl, pl->rw[w], ll_fs_all(pl->landlock_abi));
+	for (size_t i = 0; i < ELEMENTSOF(rw_devices) && r >= 0; i++)
+		r = ll_push(pl, rw_devices[i],
+			    LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_READ_DIR |
+				    (pl->landlock_abi >= 3 ? LL_FS_TRUNCATE : 0) |
+				    (pl->landlock_abi >= 5 ? LL_FS_IOCTL_DEV : 0) |
+				    (strcmp(rw_devices[i], "/dev/shm") == 0 ? ll_fs_all(pl->landlock_abi) : 0));
+	if (r < 0)
+		goto fail;
+	*ret = pl;
+	return 0;
+fail:
+	sandbox_plan_free(pl);
+	return r;
+}
+
+void sandbox_plan_free(struct sandbox_plan *pl)
+{
+	if (!pl)
+		return;
+	for (size_t i = 0; i < pl->n_synth; i++)
+		synth_put(pl->synth[i]);
+	strv_clear(pl->rw, pl->n_rw);
+	free(pl->rw_fds);
+	strv_clear(pl->ro, pl->n_ro);
+	strv_clear(pl->synth, pl->n_synth);
+	strv_clear(pl->deny_dir, pl->n_deny_dir);
+	strv_clear(pl->deny_file, pl->n_deny_file);
+	for (size_t i = 0; i < pl->n_ll; i++)
+		free(pl->ll[i].path);
+	free(pl->ll);
+	free(pl);
+}
+
+/* ---- child side: async-signal-safe from here on ---- */
+
+static int set_ro(const char *path, unsigned flags)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
+
+	return mount_setattr(AT_FDCWD, path, flags, &a, sizeof(a)) < 0 ? -errno : 0;
+}
+
+static int bind_ro(const char *path)
+{
+	int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (move_mount(fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = -errno;
+	close(fd);
+	return r < 0 ? r : set_ro(path, AT_RECURSIVE);
+}
+
+/* Empty read-only files with mode 000 from one detached tmpfs, cloned over each path. */
+static int hide_files(char *const *paths, size_t n)
+{
+	int fs = -1, mnt = -1, f, r = 0;
+
+	if (n == 0)
+		return 0;
+	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	f = openat(mnt, "hidden", O_CREAT | O_WRONLY | O_CLOEXEC, 0);
+	if (f < 0 || fchmod(f, 0) < 0) {
+		r = -errno;
+		if (f >= 0)
+			close(f);
+		goto out;
+	}
+	close(f);
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		int t = open_tree(mnt, "hidden", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+
+		if (t < 0) {
+			r = -errno;
+			break;
+		}
+		if (move_mount(t, "", AT_FDCWD, paths[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+		close(t);
+		if (r >= 0)
+			r = set_ro(paths[i], 0);
+	}
+out:
+	if (mnt >= 0)
+		close(mnt);
+	close(fs);
+	return r;
+}
+
+static int apply_mounts(const struct sandbox_plan *pl, const char **step)
+{
+	int r;
+
+	*step = "unshare(CLONE_NEWNS)";
+	if (unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	*step = "making mounts private";
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return -errno;
+	*step = "cloning a writable root";
+	for (size_t i = 0; i < pl->n_rw; i++) {
+		pl->rw_fds[i] = open_tree(AT_FDCWD, pl->rw[i],
+					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+		if (pl->rw_fds[i] < 0)
+			return -errno;
+	}
+	*step = "making the tree read-only";
+	r = set_ro("/", AT_RECURSIVE);
+	if (r < 0)
+		return r;
+	*step = "mounting a writable root";
+	for (size_t i = 0; i < pl->n_rw; i++) {
+		if (move_mount(pl->rw_fds[i], "", AT_FDCWD, pl->rw[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return -errno;
+		close(pl->rw_fds[i]);
+	}
+	*step = "binding a read-only path";
+	for (size_t i = 0; i < pl->n_ro; i++)
+		if ((r = bind_ro(pl->ro[i])) < 0)
+			return r;
+	*step = "mounting a protected empty directory";
+	for (size_t i = 0; i < pl->n_synth; i++)
+		if (mount("tmpfs", pl->synth[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0555,size=4k") < 0)
+			return -errno;
+	*step = "hiding a denied directory";
+	for (size_t i = 0; i < pl->n_deny_dir; i++)
+		if (mount("tmpfs", pl->deny_dir[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0000,size=4k") < 0)
+			return -errno;
+	*step = "hiding a denied file";
+	r = hide_files(pl->deny_file, pl->n_deny_file);
+	if (r < 0)
+		return r;
+	*step = "mounting a private /dev/shm";
+	if (pl->private_shm &&
+	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m") < 0)
+		return -errno;
+	return 0;
+}
+
+static int drop_capabilities(const struct sandbox_plan *pl, const char **step)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	*step = "dropping the capability bounding set";
+	for (unsigned c = 0; c <= pl->cap_last_cap; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	/* uid 0 must not regain capabilities at exec, nor keep them across setuid. */
+	*step = "setting securebits";
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+				  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+				  SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+		  0, 0, 0) < 0)
+		return -errno;
+	*step = "clearing ambient capabilities";
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	*step = "clearing capabilities";
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	return 0;
+}
+
+static int apply_landlock(const struct sandbox_plan *pl, const char **step)
+{
+	struct ll_ruleset_attr attr = {
+		.handled_access_fs = ll_fs_all(pl->landlock_abi),
+		.handled_access_net = pl->restrict_net ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0,
+		.scoped = LL_SCOPE_SIGNAL | (pl->restrict_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0),
+	};
+	int rs, r = 0;
+
+	*step = "creating the Landlock ruleset";
+	rs = ll_create_ruleset(&attr, sizeof(attr), 0);
+	if (rs < 0)
+		return -errno;
+	*step = "adding a Landlock rule";
+	for (size_t i = 0; i < pl->n_ll; i++) {
+		struct ll_path_beneath_attr pb;
+		int fd = open(pl->ll[i].path, O_PATH | O_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENOENT)
+				continue; /* e.g. no /dev/shm, a minimal root this system lacks */
+			r = -errno;
+			break;
+		}
+		pb.parent_fd = fd;
+		pb.allowed_access = pl->ll[i].access & attr.handled_access_fs;
+		/* Directory-only rights on a file are refused: keep what applies. */
+		if (ll_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0) {
+			pb.allowed_access &= LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE |
+					     LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
+			if (ll_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+				r = -errno;
+		}
+		close(fd);
+		if (r < 0)
+			break;
+	}
+	if (r >= 0) {
+		*step = "landlock_restrict_self";
+		if (ll_restrict_self(rs, 0) < 0)
+			r = -errno;
+	}
+	close(rs);
+	return r;
+}
+
+int sandbox_plan_apply(const struct sandbox_plan *pl, const char **step)
+{
+	int r;
+
+	if (pl->restrict_fs && (r = apply_mounts(pl, step)) < 0)
+		return r;
+	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
+		return r;
+	*step = "no_new_privs";
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (pl->restrict_fs && (r = apply_landlock(pl, step)) < 0)
+		return r;
+	*step = "seccomp";
+	return sandbox_seccomp_apply(pl->seccomp);
+}
+
+/* ---- the denial heuristic ---- */
+
+static bool contains_ci(const char *s, size_t n, const char *needle)
+{
+	size_t m = strlen(needle);
+
+	for (size_t i = 0; i + m <= n; i++) {
+		size_t j = 0;
+
+		while (j < m && tolower((unsigned char)s[i + j]) == needle[j])
+			j++;
+		if (j == m)
+			return true;
+	}
+	return false;
+}
+
+bool sandbox_likely_denied(int exit_code, const char *const *texts, const size_t *lens, size_t n)
+{
+	static const char *const keywords[] = {
+		"operation not permitted", "permission denied", "read-only file system", "seccomp",
+		"sandbox", "landlock", "failed to write file",
+	};
+
+	if (exit_code == 0)
+		return false;
+	for (size_t t = 0; t < n; t++)
+		for (size_t k = 0; k < ELEMENTSOF(keywords); k++)
+			if (contains_ci(texts[t], lens[t], keywords[k]))
+				return true;
+	if (exit_code == 2 || exit_code == 126 || exit_code == 127)
+		return false;
+	return exit_code == 128 + SIGSYS;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Enforcing a sandbox policy on a child between fork and exec.
+ *
+ * Parent side (may allocate, log nothing, do I/O): sandbox_probe() once at
+ * start-up; sandbox_plan_new() per process, which checks paths, creates the
+ * synthetic mount points a policy needs, and fails closed when the kernel
+ * lacks a feature. Child side: sandbox_plan_apply(), async-signal-safe (plain
+ * syscalls on memory prepared by the parent). Order in the child:
+ *   mount namespace (read-only tree, writable roots cloned back read-write,
+ *   protected names and read entries re-bound read-only, deny entries hidden)
+ *   -> capabilities dropped (bounding set, securebits, ambient, capset)
+ *   -> no_new_privs -> Landlock (built in the child, after the mounts)
+ *   -> seccomp (last: it denies the mount calls used above).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy.h"
+#include "filter.h"
+
+struct sandbox_features {
+	int landlock_abi;     /* 0: no Landlock */
+	bool mount_ns;        /* unshare(CLONE_NEWNS) and mount_setattr work here */
+	bool seccomp;
+	unsigned cap_last_cap;
+	struct sandbox_seccomp filters;
+	char missing[160];    /* why sandboxing is unavailable (empty when it is) */
+};
+
+/* Landlock ABI needed: 6 for signal and abstract-socket scoping. */
+#define SANDBOX_MIN_LANDLOCK_ABI 6
+
+/* Probes the kernel (forks a short-lived child for the mount test). Returns 0; see f->missing. */
+int sandbox_probe(struct sandbox_features *f);
+void sandbox_features_done(struct sandbox_features *f);
+
+struct sandbox_plan;
+
+/*
+ * Builds what the child will apply for policy p. Returns 0 and *ret, or:
+ *   -EOPNOTSUPP  the kernel or the server's privileges cannot enforce p (err names what is missing)
+ *   -EINVAL      p cannot be expressed (err says why: deny globs, a protected path crossing a
+ *                writable symlink, ...)
+ *   -ENOMEM, or another -errno from creating a synthetic mount point.
+ * p is not referenced after the call.
+ */
+int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
+		     struct sandbox_plan **ret, char *err, size_t errsz);
+
+/*
+ * Child side, between fork and exec, async-signal-safe. Returns 0 or -errno;
+ * *ret_step names the failing step (a static string).
+ */
+int sandbox_plan_apply(const struct sandbox_plan *plan, const char **ret_step);
+
+/* Parent: the sandboxed process is gone; removes synthetic mount points no one else uses. */
+void sandbox_plan_free(struct sandbox_plan *plan);
+
+/* True when the plan restricts the filesystem (mount namespace + Landlock). */
+bool sandbox_plan_restricts_fs(const struct sandbox_plan *plan);
+
+/*
+ * The reference's denial heuristic (SANDBOX.md §1) for a sandboxed process
+ * that exited with exit_code; texts[i][0..lens[i]) are the outputs it looks at
+ * (stdout, stderr and the aggregate of all chunks).
+ */
+bool sandbox_likely_denied(int exit_code, const char *const *texts, const size_t *lens, size_t n);
