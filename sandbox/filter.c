@@ -95,7 +95,13 @@ static int export(scmp_filter_ctx ctx, struct sock_fprog *out)
 	return 0;
 }
 
-static int build(bool restrict_net, struct sock_fprog *out)
+static bool is_io_uring(int nr)
+{
+	return nr == SCMP_SYS(io_uring_setup) || nr == SCMP_SYS(io_uring_enter) ||
+	       nr == SCMP_SYS(io_uring_register);
+}
+
+static int build(bool restrict_net, bool allow_io_uring, struct sock_fprog *out)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = 0;
@@ -103,7 +109,8 @@ static int build(bool restrict_net, struct sock_fprog *out)
 	if (!ctx)
 		return -ENOMEM;
 	for (size_t i = 0; i < ELEMENTSOF(always_denied) && r >= 0; i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), always_denied[i], 0);
+		if (!(allow_io_uring && is_io_uring(always_denied[i])))
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), always_denied[i], 0);
 	/* clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone. */
 	if (r >= 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
@@ -138,9 +145,11 @@ int sandbox_seccomp_build(struct sandbox_seccomp *s)
 	int r;
 
 	memset(s, 0, sizeof(*s));
-	r = build(true, &s->restricted);
+	r = build(true, false, &s->restricted);
 	if (r >= 0)
-		r = build(false, &s->open_net);
+		r = build(false, false, &s->open_net);
+	if (r >= 0)
+		r = build(true, true, &s->fs_helper);
 	if (r < 0)
 		sandbox_seccomp_done(s);
 	return r;
@@ -150,6 +159,7 @@ void sandbox_seccomp_done(struct sandbox_seccomp *s)
 {
 	free(s->restricted.filter);
 	free(s->open_net.filter);
+	free(s->fs_helper.filter);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -11,6 +11,12 @@
 struct sandbox_seccomp {
 	struct sock_fprog restricted; /* network off: sockets only AF_UNIX, no connect/bind/... */
 	struct sock_fprog open_net;   /* network on: only the always-denied set */
+	/*
+	 * uexec's own fs helper (trusted code running one request): network off,
+	 * io_uring allowed for its loop. Its ring ops run with the helper's
+	 * credentials, mount namespace and Landlock domain, so they stay confined.
+	 */
+	struct sock_fprog fs_helper;
 };
 
 /* Builds both programs. Returns 0 or -errno (libseccomp missing support: -EOPNOTSUPP). */

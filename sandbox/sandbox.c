@@ -298,7 +298,7 @@ bool sandbox_plan_restricts_fs(const struct sandbox_plan *plan)
 }
 
 int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
-		     struct sandbox_plan **ret, char *err, size_t errsz)
+		     const char *fs_helper_exe, struct sandbox_plan **ret, char *err, size_t errsz)
 {
 	struct sandbox_plan *pl;
 	char canon[PATH_MAX];
@@ -318,8 +318,10 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;
-	pl->restrict_net = !p->network;
-	pl->seccomp = pl->restrict_net ? &f->filters.restricted : &f->filters.open_net;
+	pl->restrict_net = !p->network || fs_helper_exe;
+	pl->seccomp = fs_helper_exe    ? &f->filters.fs_helper
+		      : pl->restrict_net ? &f->filters.restricted
+					 : &f->filters.open_net;
 	pl->landlock_abi = f->landlock_abi;
 	pl->cap_last_cap = f->cap_last_cap;
 
@@ -393,8 +395,13 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		for (size_t i = 0; i < p->n_rules && r >= 0; i++)
 			if (p->rules[i].access == SANDBOX_READ)
 				r = ll_push(pl, p->rules[i].path, LL_FS_READ);
-		for (size_t i = 0; p->minimal_read && i < ELEMENTSOF(minimal_roots) && r >= 0; i++)
+		/* The helper must load itself and its libraries whatever the policy reads. */
+		for (size_t i = 0; (p->minimal_read || fs_helper_exe) && i < ELEMENTSOF(minimal_roots) &&
+				   r >= 0;
+		     i++)
 			r = ll_push(pl, minimal_roots[i], LL_FS_READ);
+		if (fs_helper_exe && r >= 0)
+			r = ll_push(pl, fs_helper_exe, LL_FS_EXECUTE | LL_FS_READ_FILE);
 	}
 	for (size_t w = 0; w < pl->n_rw && r >= 0; w++)
 		r = ll_push(pl, pl->rw[w], ll_fs_all(pl->landlock_abi));

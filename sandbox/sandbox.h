@@ -40,7 +40,10 @@ void sandbox_features_done(struct sandbox_features *f);
 struct sandbox_plan;
 
 /*
- * Builds what the child will apply for policy p. Returns 0 and *ret, or:
+ * Builds what the child will apply for policy p. fs_helper_exe: NULL for a
+ * client's process; for uexec's own fs helper, the path of the uexec binary
+ * (kept executable whatever the policy reads; the helper's seccomp variant
+ * lets it use io_uring, and its network is always off). Returns 0 and *ret, or:
  *   -EOPNOTSUPP  the kernel or the server's privileges cannot enforce p (err names what is missing)
  *   -EINVAL      p cannot be expressed (err says why: deny globs, a protected path crossing a
  *                writable symlink, ...)
@@ -48,7 +51,7 @@ struct sandbox_plan;
  * p is not referenced after the call.
  */
 int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
-		     struct sandbox_plan **ret, char *err, size_t errsz);
+		     const char *fs_helper_exe, struct sandbox_plan **ret, char *err, size_t errsz);
 
 /*
  * Child side, between fork and exec, async-signal-safe. Returns 0 or -errno;

@@ -487,6 +487,11 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 			server_recycle_buf(c->srv, bid);
 		if (res < 0 && res != -ECONNRESET && res != -ECANCELED)
 			log_debug_errno(res, "Read from %s failed", c->peer);
+		if (res == 0 && c->transport == CONN_STDIO && !list_empty(&c->pending)) {
+			/* End of input on stdio: answer what is in flight, then exit (rpc.c). */
+			c->input_eof = true;
+			return;
+		}
 		conn_close(c, 0, res == 0 ? "end of input" : "read error");
 		return;
 	}

@@ -55,6 +55,7 @@ struct conn {
 	struct buf_waiter bufwait;
 	bool read_armed;
 	bool read_blocked; /* output over the limit: stop reading requests */
+	bool input_eof;    /* stdio: input ended while requests were in flight */
 
 	struct list_head outq;
 	size_t out_bytes;

@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 	enum {
 		ARG_LISTEN = 0x100, ARG_RESUME, ARG_MAX_SESSIONS, ARG_MAX_CONNS, ARG_MAX_PROCS,
 		ARG_MAX_FRAME, ARG_MAX_MSG, ARG_MAX_DEPTH, ARG_MAX_QUEUED, ARG_PING, ARG_EXEC_VERSION,
-		ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
+		ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX, ARG_FS_HELPER,
 	};
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, ARG_LISTEN },
@@ -83,6 +83,7 @@ int main(int argc, char **argv)
 		{ "executor-version", required_argument, NULL, ARG_EXEC_VERSION },
 		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
 		{ "no-sandbox", no_argument, NULL, ARG_NO_SANDBOX },
+		{ "fs-helper", no_argument, NULL, ARG_FS_HELPER }, /* internal, not in --help */
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{}
@@ -151,6 +152,12 @@ int main(int argc, char **argv)
 			break;
 		case ARG_NO_SANDBOX:
 			cfg.no_sandbox = true;
+			break;
+		case ARG_FS_HELPER:
+			/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
+			cfg.fs_helper = true;
+			cfg.listen = "stdio";
+			log_set_max_level(LOG_WARNING);
 			break;
 		case ARG_EXEC_VERSION:
 			cfg.executor_version = optarg;

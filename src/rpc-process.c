@@ -242,7 +242,7 @@ static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd
 		sandbox_policy_free(pol);
 		return 0;
 	}
-	r = sandbox_plan_new(pol, &c->srv->sandbox, ret, err, sizeof(err));
+	r = sandbox_plan_new(pol, &c->srv->sandbox, NULL, ret, err, sizeof(err));
 	sandbox_policy_free(pol);
 	if (r < 0) {
 		log_warning("Session %s: refusing a sandboxed process/start: %s", c->sess->id,
@@ -349,6 +349,7 @@ void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.pipe_stdin = params_bool(f[F_PIPE_STDIN], false);
 	sa.nofile = &c->srv->nofile_orig;
 	sa.sandbox = plan;
+	sa.stderr_fd = -1;
 	sa.rows = 24;
 	sa.cols = 80;
 	r = spawn_process(&sa, &res, &step);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "fs-sandbox.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "os-error.h"
@@ -65,6 +66,20 @@ void rpc_method_register(const char *name, const char *family,
 	if (n_registered == MAX_REGISTERED)
 		abort(); /* a build-time table overflowed: programming error */
 	registered[n_registered++] = (struct method){ name, family, fn };
+}
+
+/* fs methods that take a sandbox and run in the sandboxed helper when it restricts. */
+static bool sandboxable(const char *method)
+{
+	static const char *const names[] = {
+		"fs/readFile", "fs/writeFile", "fs/createDirectory", "fs/getMetadata",
+		"fs/canonicalize", "fs/readDirectory", "fs/remove", "fs/copy", "fs/walk",
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (strcmp(names[i], method) == 0)
+			return true;
+	return false;
 }
 
 static const struct method *method_lookup(const char *name)
@@ -189,10 +204,15 @@ void rpc_pending_start(struct rpc_pending *p, struct conn *c, json_t *id,
 
 void rpc_pending_end(struct rpc_pending *p)
 {
+	struct conn *c = p->conn;
+
 	list_del(&p->link);
 	json_decref(p->id);
 	p->id = NULL;
 	p->conn = NULL;
+	/* stdio input ended earlier: the last answer is queued, now flush and exit. */
+	if (c && c->input_eof && c->state == CONN_OPEN && list_empty(&c->pending))
+		conn_close(c, 0, "end of input");
 }
 
 void rpc_cancel_pending(struct conn *c)
@@ -274,6 +294,9 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 					meth->family);
 			break;
 		}
+		if (meth->family && strcmp(meth->family, "filesystem") == 0 &&
+		    sandboxable(m.method) && fs_sandbox_forward(c, m.id, m.method, m.params))
+			break;
 		if (!meth->fn) {
 			rpc_reply_error(c, m.id, RPC_METHOD_NOT_FOUND,
 					"exec-server stub does not implement `%s` yet", m.method);

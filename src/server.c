@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "fs-sandbox.h"
 #include "log.h"
 #include "rpc.h"
 #include "server.h"
@@ -289,11 +291,16 @@ int server_init(struct server *s, const struct config *cfg)
 		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
 
-	sandbox_probe(&s->sandbox);
-	if (s->cfg.no_sandbox)
+	if (!s->cfg.fs_helper)
+		sandbox_probe(&s->sandbox);
+	if (s->cfg.fs_helper)
+		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing), "nested sandboxes");
+	else if (s->cfg.no_sandbox)
 		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing),
 			 "sandbox support (disabled by --no-sandbox)");
-	if (s->sandbox.missing[0])
+	if (s->cfg.fs_helper)
+		; /* inside a sandbox already: nothing to probe or announce */
+	else if (s->sandbox.missing[0])
 		log_warning("Sandboxed processes will be refused: this host lacks %s",
 			    s->sandbox.missing);
 	else
@@ -303,6 +310,14 @@ int server_init(struct server *s, const struct config *cfg)
 	r = worker_pool_init(s, 2);
 	if (r < 0)
 		return log_error_errno(r, "Starting the filesystem worker threads failed");
+
+	if (!s->cfg.fs_helper) {
+		char exe[PATH_MAX];
+
+		/* The sandboxed fs helper is this binary, re-executed. */
+		if (realpath("/proc/self/exe", exe))
+			fs_helper_exe = strdup(exe);
+	}
 
 	s->login_shell = login_shell_lookup();
 	s->env_info = env_info_build(s);
@@ -367,4 +382,6 @@ void server_done(struct server *s)
 	json_decref(s->env_info);
 	free(s->login_shell);
 	sandbox_features_done(&s->sandbox);
+	free(fs_helper_exe);
+	fs_helper_exe = NULL;
 }

@@ -29,6 +29,7 @@ struct config {
 	uint64_t ping_interval_ms;
 	const char *executor_version;
 	bool no_sandbox;             /* refuse every restricting sandbox */
+	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 };
 
 /* Provided-buffer group ids. */

@@ -202,10 +202,16 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 			return -errno;
 		out_r = p[0];
 		out_w = p[1];
-		if (pipe2(p, O_CLOEXEC) < 0)
-			return -errno;
-		err_r = p[0];
-		err_w = p[1];
+		if (a->stderr_fd >= 0) {
+			err_w = fcntl(a->stderr_fd, F_DUPFD_CLOEXEC, 3);
+			if (err_w < 0)
+				return -errno;
+		} else {
+			if (pipe2(p, O_CLOEXEC) < 0)
+				return -errno;
+			err_r = p[0];
+			err_w = p[1];
+		}
 		cf = (struct child_fds){ .in = in_r, .out = out_w, .err = err_w, .ctty = -1 };
 	}
 	cf.errpipe = ep_w;

@@ -21,6 +21,7 @@ struct spawn_args {
 	unsigned short rows, cols;     /* PTY window size */
 	const struct rlimit *nofile;   /* RLIMIT_NOFILE for the child, or NULL to inherit */
 	const struct sandbox_plan *sandbox; /* applied in the child before chdir/exec, or NULL */
+	int stderr_fd;                 /* pipes mode: the child's stderr (dup'd), or -1 for a pipe */
 };
 
 struct spawn_result {
@@ -28,7 +29,7 @@ struct spawn_result {
 	int pidfd;
 	int stdin_fd; /* pipe write end (pipe_stdin), PTY master dup (tty), else -1 */
 	int out_fd;   /* stdout pipe read end, or the PTY master (O_NONBLOCK) */
-	int err_fd;   /* stderr pipe read end, or -1 for a PTY */
+	int err_fd;   /* stderr pipe read end, or -1 (PTY, or stderr_fd given) */
 };
 
 struct sandbox_plan;

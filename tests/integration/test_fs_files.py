@@ -178,13 +178,75 @@ def test_read_file_64mib(server, tmp_path):
     assert unb64(res["dataBase64"]) == data
 
 
-def test_read_file_sandbox_refused(sclient, tmp_path):
-    """uexec: a restricting sandbox object is refused (fail closed)."""
-    (tmp_path / "s").write_text("s")
-    sb = {"permissions": {"type": "managed", "file_system": {"type": "unrestricted"},
-                          "network": "restricted"}, "windowsSandboxLevel": "disabled",
-          "cwd": file_uri(tmp_path)}
-    assert sclient.error("fs/readFile", {"path": file_uri(tmp_path / "s"), "sandbox": sb}) == {
+def _ws_sandbox(root):
+    """The fs form of the real client's workspace-write sandbox (§5.4), rooted at root."""
+    w = file_uri(root)
+    return {"permissions": {"type": "managed", "file_system": {"type": "restricted", "entries": [
+        {"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"},
+        {"path": {"type": "special", "value": {"kind": "project_roots"}}, "access": "write"},
+        {"path": {"type": "special", "value": {"kind": "project_roots", "subpath": ".git"}},
+         "access": "read", "missing_path_behavior": "skip"}]},
+        "network": "restricted"},
+        "cwd": w, "policyContext": {"cwd": w, "workspaceRoots": [w]}, "workspaceRoots": [w],
+        "userHomeDir": "file:///root", "windowsSandboxLevel": "disabled"}
+
+
+@pytest.fixture
+def sandbox_dirs():
+    """A workspace and an outside directory that are not under /tmp (which may be writable)."""
+    import shutil
+    import tempfile
+    base = tempfile.mkdtemp(dir="/var/tmp", prefix="uexec-fs-sbx-")
+    os.makedirs(os.path.join(base, "work", ".git"))
+    os.makedirs(os.path.join(base, "outside"))
+    yield __import__("pathlib").Path(base)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_sandboxed_write_inside_and_read_back(sclient, sandbox_dirs):
+    """issue 5: a sandboxed fs/writeFile inside the workspace succeeds (helper process)."""
+    w = sandbox_dirs / "work"
+    sb = _ws_sandbox(w)
+    assert sclient.result("fs/writeFile", {"path": file_uri(w / "a.txt"),
+                                           "dataBase64": b64(b"inside"), "sandbox": sb}) == {}
+    assert (w / "a.txt").read_bytes() == b"inside"
+    assert unb64(sclient.result("fs/readFile", {"path": file_uri(w / "a.txt"), "sandbox": sb})
+                 ["dataBase64"]) == b"inside"
+
+
+def test_sandboxed_write_outside_is_read_only(sclient, sandbox_dirs):
+    """§6.11: a sandboxed write outside the writable set -> -32603 EROFS; nothing written."""
+    sb = _ws_sandbox(sandbox_dirs / "work")
+    target = sandbox_dirs / "outside" / "x"
+    assert sclient.error("fs/writeFile", {"path": file_uri(target), "dataBase64": b64(b"x"),
+                                          "sandbox": sb}) == {
+        "code": -32603, "message": "Read-only file system (os error 30)"}
+    assert not target.exists()
+
+
+def test_sandboxed_write_into_git_is_read_only(sclient, sandbox_dirs):
+    """issue 5: .git under a writable root stays read-only for sandboxed fs writes."""
+    w = sandbox_dirs / "work"
+    assert sclient.error("fs/writeFile", {"path": file_uri(w / ".git" / "config"),
+                                          "dataBase64": b64(b"x"), "sandbox": _ws_sandbox(w)})[
+        "message"] == "Read-only file system (os error 30)"
+    assert not (w / ".git" / "config").exists()
+
+
+def test_sandboxed_fs_requires_cwd(sclient, sandbox_dirs):
+    """§5.4: a restricting fs sandbox without cwd -> -32602."""
+    sb = _ws_sandbox(sandbox_dirs / "work")
+    del sb["cwd"]
+    assert sclient.error("fs/readFile", {"path": "file:///etc/hostname", "sandbox": sb}) == {
+        "code": -32602,
+        "message": "file system sandbox context with dynamic permissions requires cwd"}
+
+
+def test_sandboxed_streaming_refused(sclient, sandbox_dirs):
+    """fs/open with a restricting sandbox is refused (sandboxedFileStreaming is not advertised)."""
+    sb = _ws_sandbox(sandbox_dirs / "work")
+    assert sclient.error("fs/open", {"handleId": "s", "path": "file:///etc/hostname",
+                                     "sandbox": sb}) == {
         "code": -32602, "message": "sandbox intent cannot be enforced on this executor"}
 
 
