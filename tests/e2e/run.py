@@ -201,7 +201,7 @@ def run_scenario(sc, codex, server_url, outroot, timeout):
     env.update({"CODEX_HOME": home, "CODEX_EXEC_SERVER_URL": tap_url,
                 "UEXEC_E2E_API_KEY": "dummy-key", "NO_COLOR": "1", "RUST_LOG": env.get(
                     "UEXEC_E2E_RUST_LOG", "warn")})
-    argv = [codex, "exec", "--skip-git-repo-check", "-s", "danger-full-access",
+    argv = [codex, "exec", "--skip-git-repo-check", "-s", sc.sandbox,
             "-C", workdir] + sc.cli_args + [sc.prompt]
     with open(os.path.join(outdir, "cmd.txt"), "w") as f:
         f.write(" ".join(argv) + "\nCODEX_EXEC_SERVER_URL=%s\n" % tap_url)

@@ -51,6 +51,7 @@ class Scenario:
     doc = ""
     model = "gpt-5.5"      # a model whose tool set has exec_command, write_stdin, apply_patch, view_image
     cli_args = []
+    sandbox = "danger-full-access"  # codex exec -s <mode>
     prompt = "run the scripted e2e scenario"
 
     def setup(self, ctx):
@@ -299,5 +300,81 @@ class Kill(Scenario):
         ctx.check(not alive, "process group still alive after terminate")
 
 
+class SandboxWorkspaceWrite(Scenario):
+    name = "sandbox-ws"
+    sandbox = "workspace-write"
+    doc = ("(issue 5) -s workspace-write: a command writing inside the workspace succeeds, a "
+           "write outside fails with sandboxDenied: true, apply_patch writes through the "
+           "sandboxed fs path")
+
+    def setup(self, ctx):
+        self.outside = os.path.join(ctx.outdir, "outside")
+        os.makedirs(self.outside, exist_ok=True)
+
+    def script(self, ctx):
+        m = ctx.mark
+        r = yield self.exec_command(
+            ctx, "echo in-%s > inside-%s.txt && cat inside-%s.txt" % (m, m, m), yield_time_ms=10000)
+        ctx.check(exit_code(r.text) == 0, "inside write failed: %r" % r.text[-400:])
+        ctx.expect_in("in-" + m, r.text, "inside command output")
+        r = yield self.exec_command(
+            ctx, "echo out-%s > %s/x-%s" % (m, self.outside, m), yield_time_ms=10000)
+        ctx.check(exit_code(r.text) not in (0, None), "outside write did not fail: %r" % r.text[-400:])
+        ctx.expect_in("Read-only file system", r.text, "outside write error")
+        patch = ("*** Begin Patch\n*** Add File: ws-patched-%s.txt\n+patched %s\n*** End Patch\n"
+                 % (m, m))
+        r = yield [custom_tool_call("apply_patch", patch, ctx.call_id())]
+        ctx.check(r.found, "no custom_tool_call_output for apply_patch")
+        yield [message("sandbox-ws done")]
+
+    def post(self, ctx):
+        m = ctx.mark
+        inside = self.check_remote_process(ctx, "inside-" + m, exit_code_=0)
+        outside = self.check_remote_process(ctx, "out-" + m)
+        for pid, want in ((inside, False), (outside, True)):
+            ex = ctx.notifications("process/exited", pid) if pid else []
+            ctx.check(ex and ex[0].get("sandboxDenied") is want,
+                      "process/exited of %s: %r (want sandboxDenied %r)" % (pid, ex, want))
+        starts = [rep for p, rep in ctx.rpc("process/start") if p.get("sandbox")]
+        ctx.check(starts and all(rep and rep.get("result", {}).get("sandboxType") == "linuxSeccomp"
+                                 for rep in starts), "sandboxed starts: %r" % starts)
+        ctx.check(not os.path.exists(os.path.join(self.outside, "x-" + m)),
+                  "the outside write reached the host")
+        ctx.check(os.path.exists(os.path.join(ctx.workdir, "inside-%s.txt" % m)),
+                  "the inside write is missing on the host")
+        path = os.path.join(ctx.workdir, "ws-patched-%s.txt" % m)
+        ctx.check(os.path.exists(path) and open(path).read() == "patched %s\n" % m,
+                  "apply_patch result missing on the host")
+        for name in (".agents", ".codex"):
+            ctx.check(not os.path.exists(os.path.join(ctx.workdir, name)),
+                      "synthetic %s left behind in the workspace" % name)
+
+
+class SandboxReadOnly(Scenario):
+    name = "sandbox-ro"
+    sandbox = "read-only"
+    doc = "(issue 5) -s read-only: reads work, a write in the workspace fails with sandboxDenied"
+
+    def script(self, ctx):
+        m = ctx.mark
+        r = yield self.exec_command(ctx, "cat /etc/hostname >/dev/null && echo read-ok-%s" % m,
+                                    yield_time_ms=10000)
+        ctx.expect_in("read-ok-" + m, r.text, "read command output")
+        r = yield self.exec_command(ctx, "echo ro-%s > ro-%s.txt" % (m, m), yield_time_ms=10000)
+        ctx.check(exit_code(r.text) not in (0, None), "read-only write did not fail: %r"
+                  % r.text[-400:])
+        yield [message("sandbox-ro done")]
+
+    def post(self, ctx):
+        m = ctx.mark
+        pid = self.check_remote_process(ctx, "ro-%s > ro-" % m)
+        ex = ctx.notifications("process/exited", pid) if pid else []
+        ctx.check(ex and ex[0].get("sandboxDenied") is True,
+                  "process/exited of the denied write: %r" % ex)
+        ctx.check(not os.path.exists(os.path.join(ctx.workdir, "ro-%s.txt" % m)),
+                  "the read-only write reached the host")
+
+
 def all_scenarios():
-    return [Basic(), ExitCode(), Poll(), Stdin(), Patch(), Image(), Kill()]
+    return [Basic(), ExitCode(), Poll(), Stdin(), Patch(), Image(), Kill(),
+            SandboxWorkspaceWrite(), SandboxReadOnly()]
