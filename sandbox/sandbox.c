@@ -354,7 +354,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	}
 	if (r < 0)
 		goto fail;
-	qsort(pl->rw, pl->n_rw, sizeof(char *), cmp_depth);
+	if (pl->n_rw > 1)
+		qsort(pl->rw, pl->n_rw, sizeof(char *), cmp_depth);
 	pl->rw_fds = calloc(pl->n_rw ? pl->n_rw : 1, sizeof(int));
 	if (!pl->rw_fds) {
 		r = -ENOMEM;

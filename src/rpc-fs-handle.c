@@ -96,7 +96,7 @@ static void rpc_fs_open(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	const char *mode;
 
-	if (!decode(c, id, params, "OpenParams", fields, ELEMENTSOF(fields), f))
+	if (!decode(c, id, params, "WireFsOpenParams", fields, ELEMENTSOF(fields), f))
 		return;
 	mode = f[2] ? json_string_value(f[2]) : "read";
 	if (strcmp(mode, "read") != 0 && strcmp(mode, "replace") != 0) {
@@ -179,7 +179,7 @@ static void rpc_fs_read_block(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	uint64_t len;
 
-	if (!decode(c, id, params, "ReadBlockParams", fields, ELEMENTSOF(fields), f))
+	if (!decode(c, id, params, "FsReadBlockParams", fields, ELEMENTSOF(fields), f))
 		return;
 	len = params_u64(f[2], 0);
 	if (len < 1 || len > BLOCK_LIMIT) {
@@ -260,7 +260,7 @@ static void rpc_fs_write_block(struct conn *c, json_t *id, json_t *params)
 	uint8_t *data;
 	ssize_t n = 0;
 
-	if (!decode(c, id, params, "WriteBlockParams", fields, ELEMENTSOF(fields), f))
+	if (!decode(c, id, params, "FsWriteBlockParams", fields, ELEMENTSOF(fields), f))
 		return;
 	data = malloc(base64_decoded_max(f[2] ? json_string_length(f[2]) : 0) + 1);
 	if (!data) {
@@ -308,7 +308,7 @@ static void rpc_fs_close(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_handle *h;
 
-	if (!decode(c, id, params, "CloseParams", fields, ELEMENTSOF(fields), f))
+	if (!decode(c, id, params, "FsCloseParams", fields, ELEMENTSOF(fields), f))
 		return;
 	if (!handle_id_ok(c, id, f[0]))
 		return;

@@ -69,7 +69,7 @@ static void rpc_fs_get_metadata(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_req *r;
 
-	if (!decode(c, id, params, "GetMetadataParams", fields, ELEMENTSOF(fields), f))
+	if (!decode(c, id, params, "WireFsGetMetadataParams", fields, ELEMENTSOF(fields), f))
 		return;
 	r = path_req(c, id, f[0], f[1], f[2], 2);
 	if (!r)
@@ -235,7 +235,7 @@ static void rpc_fs_read_file(struct conn *c, json_t *id, json_t *params)
 	struct io_uring_sqe *sqe;
 	struct fs_req *r;
 
-	if (!decode(c, id, params, "ReadFileParams", fields, ELEMENTSOF(fields), f))
+	if (!decode(c, id, params, "WireFsReadFileParams", fields, ELEMENTSOF(fields), f))
 		return;
 	r = path_req(c, id, f[0], f[1], f[2], 1);
 	if (!r)
@@ -312,7 +312,7 @@ static void rpc_fs_write_file(struct conn *c, json_t *id, json_t *params)
 	uint8_t *data;
 	ssize_t n;
 
-	if (!decode(c, id, params, "WriteFileParams", fields, ELEMENTSOF(fields), f))
+	if (!decode(c, id, params, "WireFsWriteFileParams", fields, ELEMENTSOF(fields), f))
 		return;
 	data = malloc(base64_decoded_max(json_string_length(f[1])) + 1);
 	if (!data) {
@@ -409,7 +409,7 @@ static void rpc_fs_create_directory(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	int err;
 
-	if (!decode(c, id, params, "CreateDirectoryParams", fields, ELEMENTSOF(fields), f))
+	if (!decode(c, id, params, "WireFsCreateDirectoryParams", fields, ELEMENTSOF(fields), f))
 		return;
 	r = path_req(c, id, f[0], f[2], f[3], MKDIR_MAX_DEPTH + 1);
 	if (!r)

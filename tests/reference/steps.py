@@ -351,3 +351,98 @@ SCRIPTS = [
         req("fs/getMetadata", {"path": "$CWDURI"}, label="getMetadata dir"),
     ]},
 ]
+
+# ---- fs/readDirectory, fs/walk, fs/remove, fs/copy, fs/canonicalize (§6.16-§6.19, §6.21)
+# Both servers run in the same work directory: the script builds its tree with a shell
+# command first and removes it at the end. Only steps where uexec matches the reference
+# are here (its deliberate differences are covered by tests/integration/test_fs_tree.py).
+
+FS_SETUP = ("rm -rf t && mkdir -p t/dir/sub t/w/.hid/inner t/w/a/b/c t/w/noperm t/one t/cp "
+            "&& echo x > t/dir/x.txt && echo y > t/dir/sub/y.txt && echo f > t/w/.hid/inner/f "
+            "&& echo deep > t/w/a/b/c/deep.txt && echo hello > t/a.txt && echo 1 > t/one/only "
+            "&& ln -s a.txt t/link-a && ln -s dir t/link-dir && ln -s nowhere t/dangling "
+            "&& ln -s a t/w/link-a && ln -s . t/w/self && mkfifo t/fifo && echo ok")
+
+
+def fs_walk(path, label, **opts):
+    o = {"maxDepth": 10, "maxDirectories": 100, "maxEntries": 1000,
+         "followDirectorySymlinks": False}
+    o.update(opts)
+    return req("fs/walk", {"path": "$CWDURI/t/" + path, "options": o}, label=label)
+
+
+def fs_copy(src, dst, recursive, label):
+    return req("fs/copy", {"sourcePath": "$CWDURI/t/" + src, "destinationPath": "$CWDURI/t/" + dst,
+                           "recursive": recursive}, label=label)
+
+
+def fs_remove(path, label, **kw):
+    return req("fs/remove", dict({"path": "$CWDURI/t/" + path}, **kw), label=label)
+
+
+SCRIPTS.append({"name": "fs_tree", "doc": "readDirectory, walk, copy, remove, canonicalize",
+                "steps": [
+    start("fsmk", FS_SETUP),
+    collect("fsmk"),
+    req("fs/readDirectory", {"path": "$CWDURI/t/one"}, label="readDirectory one entry"),
+    req("fs/readDirectory", {"path": "$CWDURI/t/empty-missing"}, label="readDirectory missing"),
+    req("fs/readDirectory", {"path": "$CWDURI/t/a.txt"}, label="readDirectory file"),
+    req("fs/readDirectory", {"path": "$CWDURI/t/fifo"}, label="readDirectory fifo"),
+    req("fs/readDirectory", {"path": "$CWDURI/t/dangling"}, label="readDirectory dangling"),
+    req("fs/readDirectory", None, label="readDirectory null params"),
+    req("fs/canonicalize", {"path": "$CWDURI/t/link-a"}, label="canonicalize link"),
+    req("fs/canonicalize", {"path": "$CWDURI/t/link-dir/"}, label="canonicalize dir link"),
+    req("fs/canonicalize", {"path": "$CWDURI/t/dir/../a.txt"}, label="canonicalize dotdot"),
+    req("fs/canonicalize", {"path": "$CWDURI/t/dangling"}, label="canonicalize dangling"),
+    req("fs/canonicalize", {"path": "$CWDURI/t/a.txt/x"}, label="canonicalize through file"),
+    req("fs/canonicalize", {"path": "file:///"}, label="canonicalize root"),
+    fs_walk("w", "walk w"),
+    fs_walk("w", "walk depth 0", maxDepth=0),
+    fs_walk("w", "walk depth 1", maxDepth=1),
+    fs_walk("w", "walk entries 2", maxEntries=2),
+    fs_walk("w", "walk dirs 1", maxDirectories=1),
+    fs_walk("w", "walk dirs 2", maxDirectories=2),
+    fs_walk("w", "walk prune", pruneHiddenDirectories=True),
+    fs_walk("w", "walk follow", followDirectorySymlinks=True),
+    fs_walk("link-dir", "walk root link"),
+    fs_walk("link-dir", "walk root link followed", followDirectorySymlinks=True),
+    fs_walk("a.txt", "walk root file"),
+    fs_walk("missing", "walk root missing"),
+    fs_walk("w", "walk zero limit", maxEntries=0),
+    fs_walk("w", "walk over maximums", maxDepth=65),
+    fs_walk("w", "walk u64 max", maxEntries=18446744073709551615),
+    fs_walk("w", "walk negative", maxDepth=-1),
+    req("fs/walk", {"path": "$CWDURI/t/w", "options": None}, label="walk options null"),
+    req("fs/walk", {"path": "$CWDURI/t/w", "options": {}}, label="walk options empty"),
+    req("fs/walk", {"path": "$CWDURI/t/w", "options": [10, 100, 100, False]},
+        label="walk options positional"),
+    fs_copy("a.txt", "cp/a.txt", False, "copy file"),
+    fs_copy("a.txt", "cp/a.txt", False, "copy file onto existing"),
+    fs_copy("a.txt", "dir", False, "copy file onto dir"),
+    fs_copy("a.txt", "nodir/x", False, "copy missing parent"),
+    fs_copy("missing", "cp/m", False, "copy missing source"),
+    fs_copy("dir", "cp/dir", False, "copy dir not recursive"),
+    fs_copy("dir", "cp/dir", True, "copy dir recursive"),
+    fs_copy("dir", "cp/dir", True, "copy dir merge"),
+    fs_copy("dir", "cp/new/parents/dir", True, "copy dir missing parents"),
+    fs_copy("dir", "dir/sub/inside", True, "copy dir into itself"),
+    fs_copy("dir", "link-dir/sub/inside", True, "copy dir into itself via link"),
+    fs_copy("dir", "a.txt", True, "copy dir onto file"),
+    fs_copy("fifo", "cp/fifo", False, "copy fifo"),
+    fs_copy("link-a", "cp/link-a", False, "copy symlink"),
+    fs_copy("link-a", "cp/a.txt", False, "copy symlink onto file"),
+    fs_walk("cp", "walk copies"),
+    fs_remove("cp/a.txt", "remove file"),
+    fs_remove("cp/dir", "remove non-empty not recursive", recursive=False),
+    fs_remove("cp/dir", "remove tree"),
+    fs_remove("cp/missing", "remove missing"),
+    fs_remove("cp/missing", "remove missing no force", force=False),
+    fs_remove("a.txt/x", "remove through file"),
+    fs_remove("link-dir", "remove dir link"),
+    fs_remove("link-a", "remove link no-follow not recursive", followSymlinks=False,
+              recursive=False),
+    fs_walk("", "walk after removals", maxDepth=0),
+    req("fs/remove", {"path": "$CWDURI/t", "recursive": "yes"}, label="remove bad recursive"),
+    fs_remove("", "remove everything"),
+    req("fs/getMetadata", {"path": "$CWDURI/t"}, label="gone"),
+]})
