@@ -5,7 +5,7 @@ PROTOCOL.md §6.11, §6.16-§6.19, §6.21, §4 (error codes), §5.1 (paths), §1
 evidence p07_fs.out, p08_fs_permissions.out, p05/p06 (decoding texts). Texts
 marked "ref" below were confirmed against codex exec-server 0.169.0.
 
-uexec-specific rules tested here (deliberate differences, see rpc-fs-tree.c):
+uexec-specific rules tested here (deliberate differences, see fs-walk.c and fs-rmcp.c):
 * native absolute paths are accepted like file: URIs;
 * fs/copy of a file onto itself (same device + inode) is refused;
 * fs/remove refuses "/", the server's cwd and home and their ancestors, and
