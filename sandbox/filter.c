@@ -6,6 +6,7 @@
  * architectures (int 0x80, x32) are killed: libseccomp's bad-arch action.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,6 +65,9 @@ static const int net_denied[] = {
 };
 /* clang-format on */
 
+/* fchmodat2 (Linux 6.6) is newer than libseccomp 2.5's tables: the x86-64 number. */
+#define NR_FCHMODAT2 452
+
 static const uint64_t clone_ns_flags[] = {
 	CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWIPC,
 	CLONE_NEWCGROUP, CLONE_NEWTIME,
@@ -101,6 +106,60 @@ static bool is_io_uring(int nr)
 	       nr == SCMP_SYS(io_uring_register);
 }
 
+/*
+ * Other processes of the same uid need no capability to be reniced, have
+ * their limits changed (prlimit: e.g. the server's fd limit set to 16) or be
+ * pinned to a CPU: only pid 0 (self) is allowed. And no set-id bit may be
+ * set on a file: a setuid-root binary left in the workspace would be a root
+ * shell for any local user once the sandbox is gone.
+ */
+static int add_process_rules(scmp_filter_ctx ctx)
+{
+	const scmp_datum_t setid = S_ISUID | S_ISGID;
+	int r = 0;
+
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
+				  SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setpriority), 1,
+				  SCMP_A1(SCMP_CMP_NE, 0));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setaffinity), 1,
+				  SCMP_A0(SCMP_CMP_NE, 0));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setscheduler), 1,
+				  SCMP_A0(SCMP_CMP_NE, 0));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setparam), 1,
+				  SCMP_A0(SCMP_CMP_NE, 0));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setattr), 1,
+				  SCMP_A0(SCMP_CMP_NE, 0));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioprio_set), 1,
+				  SCMP_A1(SCMP_CMP_NE, 0));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(chmod), 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(chmod), 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fchmod), 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fchmod), 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fchmodat), 1,
+				  SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fchmodat), 1,
+				  SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID));
+	/* open/openat/creat with O_CREAT: the mode could carry set-id bits too. */
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(open), 2,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT),
+				  SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(openat), 2,
+				  SCMP_A2(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT),
+				  SCMP_A3(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(creat), 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+	/* openat2 and fchmodat2 pass modes the filter cannot check: ENOSYS -> libc falls back. */
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), NR_FCHMODAT2, 0);
+	(void)setid;
+	return r;
+}
+
 static int build(bool restrict_net, bool allow_io_uring, struct sock_fprog *out)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -108,6 +167,7 @@ static int build(bool restrict_net, bool allow_io_uring, struct sock_fprog *out)
 
 	if (!ctx)
 		return -ENOMEM;
+	r = add_process_rules(ctx);
 	for (size_t i = 0; i < ELEMENTSOF(always_denied) && r >= 0; i++)
 		if (!(allow_io_uring && is_io_uring(always_denied[i])))
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), always_denied[i], 0);

@@ -374,6 +374,8 @@ static int parse_legacy(struct parser *ps, json_t *lp)
 			return r;
 	}
 	wr = json_object_get(lp, "writable_roots");
+	if (wr && !json_is_array(wr))
+		return fail(ps, "invalid type: expected a sequence for `writable_roots`");
 	json_array_foreach(wr, i, w) {
 		char *native = NULL;
 

@@ -43,11 +43,26 @@ static const char *const minimal_roots[] = {
 	"/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64", "/nix/store", "/run/current-system/sw",
 };
 
-/* Device nodes every sandboxed process may open for reading and writing. */
+/*
+ * The private /dev of a sandbox holds only these host nodes (bind-mounted),
+ * a new devpts instance, the process's own terminal as /dev/console (as
+ * bubblewrap does), and a private /dev/shm: no disks, loop devices, other
+ * users' terminals or message queues.
+ */
+static const char *const dev_nodes[] = {
+	"null", "zero", "full", "random", "urandom", "tty",
+};
+
+/* Device paths every sandboxed process may open for reading and writing. */
 static const char *const rw_devices[] = {
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-	"/dev/ptmx", "/dev/pts", "/dev/shm",
+	"/dev/console", "/dev/ptmx", "/dev/pts", "/dev/shm",
 };
+
+/* Kept by full-disk-write sandboxes: file access as root, nothing else. */
+#define FULL_WRITE_CAPS                                                                        \
+	((1ULL << CAP_CHOWN) | (1ULL << CAP_DAC_OVERRIDE) | (1ULL << CAP_DAC_READ_SEARCH) |      \
+	 (1ULL << CAP_FOWNER))
 
 struct ll_rule {
 	char *path;
@@ -57,6 +72,7 @@ struct ll_rule {
 struct sandbox_plan {
 	bool restrict_fs;
 	bool drop_caps;
+	uint64_t keep_caps;  /* capabilities kept when dropping (full-disk write) */
 	bool restrict_net;
 	const struct sock_fprog *seccomp;
 	int landlock_abi;
@@ -73,7 +89,7 @@ struct sandbox_plan {
 	size_t n_deny_dir;
 	char **deny_file;
 	size_t n_deny_file;
-	bool private_shm;
+	bool private_dev;
 
 	struct ll_rule *ll;
 	size_t n_ll;
@@ -292,6 +308,42 @@ static int plan_protect(struct sandbox_plan *pl, const char *path, bool create_i
 	return strv_push(&pl->synth, &pl->n_synth, path);
 }
 
+/*
+ * For a missing path: the canonical form of its first missing component (the
+ * longest existing ancestor resolved, plus the next name). Returns 0 or -errno.
+ */
+static int first_missing(const char *path, char ret[PATH_MAX])
+{
+	char parent[PATH_MAX], real[PATH_MAX];
+	const char *slash;
+	struct stat st;
+
+	snprintf(parent, sizeof(parent), "%s", path);
+	for (;;) {
+		char *s = strrchr(parent, '/');
+
+		if (!s || s == parent)
+			return -ENOENT;
+		*s = 0;
+		if (lstat(parent, &st) == 0)
+			break;
+	}
+	if (!S_ISDIR(st.st_mode) || !realpath(parent, real))
+		return -ENOTDIR;
+	slash = path + strlen(parent) + 1;
+	{
+		size_t rl = strcmp(real, "/") ? strlen(real) : 0, nl = strcspn(slash, "/");
+
+		if (rl + 1 + nl >= PATH_MAX)
+			return -ENAMETOOLONG;
+		memcpy(ret, real, rl);
+		ret[rl] = '/';
+		memcpy(ret + rl + 1, slash, nl);
+		ret[rl + 1 + nl] = 0;
+	}
+	return 0;
+}
+
 bool sandbox_plan_restricts_fs(const struct sandbox_plan *plan)
 {
 	return plan && plan->restrict_fs;
@@ -326,7 +378,12 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->cap_last_cap = f->cap_last_cap;
 
 	if (p->full_write) {
-		/* Full-disk write: only seccomp (SANDBOX.md §3.1 stage 1). Deny entries would need mounts. */
+		/*
+		 * Full-disk write (SANDBOX.md §3.1 stage 1): no filesystem view, but
+		 * still no capabilities beyond file access (root's other powers would
+		 * reach /proc/<server>/mem or load BPF), Landlock scoping against
+		 * signals and TCP, and seccomp. Deny entries would need mounts.
+		 */
 		for (size_t i = 0; i < p->n_rules; i++) {
 			if (p->rules[i].access == SANDBOX_DENY) {
 				snprintf(err, errsz,
@@ -335,6 +392,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 				return -EINVAL;
 			}
 		}
+		pl->drop_caps = true;
+		pl->keep_caps = FULL_WRITE_CAPS;
 		*ret = pl;
 		return 0;
 	}
@@ -364,6 +423,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 
 	/* Under each writable root: .git/.agents/.codex and every read entry stay read-only. */
 	for (size_t w = 0; w < pl->n_rw && r >= 0; w++) {
+		if (stat(pl->rw[w], &st) < 0 || !S_ISDIR(st.st_mode))
+			continue; /* a writable file has no metadata names under it */
 		for (size_t k = 0; k < ELEMENTSOF(sandbox_protected_names) && r >= 0; k++) {
 			char path[PATH_MAX];
 
@@ -374,20 +435,39 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	}
 	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {
 		const struct sandbox_rule *ru = &p->rules[i];
+		const char *path = ru->path;
 		bool inside = false;
 
+		if (ru->access == SANDBOX_WRITE || sandbox_policy_access(p, ru->path) != ru->access)
+			continue;
+		/* Compare and bind the real location: the workspace may be reached through a link. */
+		if (realpath(ru->path, canon))
+			path = canon;
 		for (size_t w = 0; w < pl->n_rw; w++)
-			inside |= beneath(ru->path, pl->rw[w]);
-		if (ru->access == SANDBOX_READ && inside &&
-		    sandbox_policy_access(p, ru->path) == SANDBOX_READ)
-			r = plan_protect(pl, ru->path, false, err, errsz);
-		else if (ru->access == SANDBOX_DENY && lstat(ru->path, &st) == 0)
-			r = S_ISDIR(st.st_mode) ? strv_push(&pl->deny_dir, &pl->n_deny_dir, ru->path)
-						: strv_push(&pl->deny_file, &pl->n_deny_file, ru->path);
+			inside |= beneath(path, pl->rw[w]);
+		if (!ru->skip_if_missing && lstat(path, &st) < 0 && errno == ENOENT &&
+		    first_missing(path, canon) == 0) {
+			/*
+			 * A missing read-only or deny path inside a writable root: mask
+			 * its first missing component with an empty read-only directory,
+			 * so the command cannot create it (SANDBOX.md §3.3 steps 4-5).
+			 */
+			for (size_t w = 0; w < pl->n_rw; w++)
+				if (beneath(canon, pl->rw[w])) {
+					r = plan_protect(pl, canon, true, err, errsz);
+					break;
+				}
+			continue;
+		}
+		if (ru->access == SANDBOX_READ && inside)
+			r = plan_protect(pl, path, false, err, errsz);
+		else if (ru->access == SANDBOX_DENY && lstat(path, &st) == 0)
+			r = S_ISDIR(st.st_mode) ? strv_push(&pl->deny_dir, &pl->n_deny_dir, path)
+						: strv_push(&pl->deny_file, &pl->n_deny_file, path);
 	}
 	if (r < 0)
 		goto fail;
-	pl->private_shm = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode);
+	pl->private_dev = stat("/dev", &st) == 0 && S_ISDIR(st.st_mode);
 
 	/* Landlock: read where the policy reads, everything under writable roots, devices. */
 	if (p->full_read) {
@@ -505,12 +585,94 @@ out:
 	return r;
 }
 
-static int apply_mounts(const struct sandbox_plan *pl, const char **step)
+/* An empty regular file to mount a device node on. */
+static int touch(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **step)
+{
+	int console = -1, r = 0, dev_fds[ELEMENTSOF(dev_nodes)];
+	char path[64];
+
+	/* Clones first: the tmpfs over /dev hides the host nodes. */
+	*step = "cloning device nodes";
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		dev_fds[i] = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	}
+	if (tty_fd >= 0) {
+		/*
+		 * By path, in this namespace: an fd opened before unshare still
+		 * points at the old namespace's mount, which cannot be cloned.
+		 */
+		char link[32], tty[64];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", tty_fd);
+		n = readlink(link, tty, sizeof(tty) - 1);
+		if (n < 0)
+			return -errno;
+		tty[n] = 0;
+		console = open_tree(AT_FDCWD, tty, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (console < 0)
+			return -errno;
+	}
+	*step = "mounting a private /dev";
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+		return -errno;
+	*step = "binding a device node";
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes) && r >= 0; i++) {
+		if (dev_fds[i] < 0)
+			continue; /* this host has no such node */
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		r = touch(path);
+		if (r >= 0 && move_mount(dev_fds[i], "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+		close(dev_fds[i]);
+	}
+	if (r >= 0 && console >= 0) {
+		*step = "binding the terminal as /dev/console";
+		r = touch("/dev/console");
+		if (r >= 0 && move_mount(console, "", AT_FDCWD, "/dev/console", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+	}
+	if (console >= 0)
+		close(console);
+	if (r < 0)
+		return r;
+	*step = "mounting a private devpts";
+	if (mkdir("/dev/pts", 0755) < 0 ||
+	    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0 ||
+	    symlink("pts/ptmx", "/dev/ptmx") < 0)
+		return -errno;
+	*step = "mounting a private /dev/shm";
+	if (mkdir("/dev/shm", 01777) < 0 ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m") < 0)
+		return -errno;
+	*step = "linking /dev/fd";
+	if (symlink("/proc/self/fd", "/dev/fd") < 0 || symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
+	    symlink("/proc/self/fd/1", "/dev/stdout") < 0 ||
+	    symlink("/proc/self/fd/2", "/dev/stderr") < 0)
+		return -errno;
+	*step = "making /dev read-only";
+	return set_ro("/dev", 0);
+}
+
+static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
 
-	*step = "unshare(CLONE_NEWNS)";
-	if (unshare(CLONE_NEWNS) < 0)
+	/* A private IPC namespace too: SysV shared memory and semaphores are host-wide. */
+	*step = "unshare(CLONE_NEWNS | CLONE_NEWIPC)";
+	if (unshare(CLONE_NEWNS | CLONE_NEWIPC) < 0)
 		return -errno;
 	*step = "making mounts private";
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
@@ -550,42 +712,56 @@ static int apply_mounts(const struct sandbox_plan *pl, const char **step)
 	r = hide_files(pl->deny_file, pl->n_deny_file);
 	if (r < 0)
 		return r;
-	*step = "mounting a private /dev/shm";
-	if (pl->private_shm &&
-	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m") < 0)
-		return -errno;
+	if (pl->private_dev && (r = private_dev(pl, tty_fd, step)) < 0)
+		return r;
 	return 0;
 }
 
-static int drop_capabilities(const struct sandbox_plan *pl, const char **step)
+static int set_caps(uint64_t eff_perm, uint64_t inh)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { 0 };
 
-	*step = "dropping the capability bounding set";
-	for (unsigned c = 0; c <= pl->cap_last_cap; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return -errno;
-	/* uid 0 must not regain capabilities at exec, nor keep them across setuid. */
-	*step = "setting securebits";
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-				  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-				  SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
-		  0, 0, 0) < 0)
-		return -errno;
+	d[0].effective = d[0].permitted = (uint32_t)eff_perm;
+	d[1].effective = d[1].permitted = (uint32_t)(eff_perm >> 32);
+	d[0].inheritable = (uint32_t)inh;
+	d[1].inheritable = (uint32_t)(inh >> 32);
+	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+static int drop_capabilities(const struct sandbox_plan *pl, const char **step)
+{
+	unsigned long bits = SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED |
+			     SECBIT_KEEP_CAPS_LOCKED;
+
 	*step = "clearing ambient capabilities";
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -errno;
-	*step = "clearing capabilities";
-	if (syscall(SYS_capset, &h, d) < 0)
+	/*
+	 * For uid 0, exec grants exactly the bounding set: it is the one place
+	 * that decides what survives (all gone, or the file-access set that a
+	 * full-disk-write sandbox keeps).
+	 */
+	*step = "dropping the capability bounding set";
+	for (unsigned c = 0; c <= pl->cap_last_cap; c++)
+		if (!(pl->keep_caps & (1ULL << c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
+			return -errno;
+	/* Nothing kept: root gets nothing back at exec nor across setuid, ever. */
+	if (!pl->keep_caps)
+		bits |= SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+			SECBIT_NO_SETUID_FIXUP_LOCKED;
+	*step = "setting securebits";
+	if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
 		return -errno;
-	return 0;
+	*step = "clearing capabilities";
+	return set_caps(pl->keep_caps, 0);
 }
 
 static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 {
 	struct ll_ruleset_attr attr = {
-		.handled_access_fs = ll_fs_all(pl->landlock_abi),
+		.handled_access_fs = pl->restrict_fs ? ll_fs_all(pl->landlock_abi) : 0,
 		.handled_access_net = pl->restrict_net ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0,
 		.scoped = LL_SCOPE_SIGNAL | (pl->restrict_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0),
 	};
@@ -628,18 +804,19 @@ static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 	return r;
 }
 
-int sandbox_plan_apply(const struct sandbox_plan *pl, const char **step)
+int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
 
-	if (pl->restrict_fs && (r = apply_mounts(pl, step)) < 0)
+	if (pl->restrict_fs && (r = apply_mounts(pl, tty_fd, step)) < 0)
 		return r;
 	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
 		return r;
 	*step = "no_new_privs";
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
-	if (pl->restrict_fs && (r = apply_landlock(pl, step)) < 0)
+	/* Full-disk write too: Landlock's scoping keeps signals and TCP in check. */
+	if ((r = apply_landlock(pl, step)) < 0)
 		return r;
 	*step = "seccomp";
 	return sandbox_seccomp_apply(pl->seccomp);

@@ -54,10 +54,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		     const char *fs_helper_exe, struct sandbox_plan **ret, char *err, size_t errsz);
 
 /*
- * Child side, between fork and exec, async-signal-safe. Returns 0 or -errno;
+ * Child side, between fork and exec, async-signal-safe. tty_fd: the child's
+ * terminal (shown as /dev/console inside) or -1. Returns 0 or -errno;
  * *ret_step names the failing step (a static string).
  */
-int sandbox_plan_apply(const struct sandbox_plan *plan, const char **ret_step);
+int sandbox_plan_apply(const struct sandbox_plan *plan, int tty_fd, const char **ret_step);
 
 /* Parent: the sandboxed process is gone; removes synthetic mount points no one else uses. */
 void sandbox_plan_free(struct sandbox_plan *plan);

@@ -109,7 +109,7 @@ static _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *
 	if (a->sandbox) {
 		const char *step = "sandbox";
 
-		r = sandbox_plan_apply(a->sandbox, &step);
+		r = sandbox_plan_apply(a->sandbox, a->tty ? 0 : -1, &step);
 		if (r < 0)
 			child_fail_step(f->errpipe, -r, step);
 	}

@@ -1,0 +1,504 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""uexec benchmark orchestrator (see bench/README.md; normally run through bench/run.sh).
+
+Starts uexec and, when installed, the reference `codex exec-server`, runs every
+scenario against both with the C load generator (uexec-loadgen), runs the
+kernel-limit probes, prints one JSON line per metric and a comparison table,
+and writes bench/results/<date>.jsonl.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+REF_DEFAULT = "/opt/uexec-ref/codex"
+SCENARIOS = ["kernel", "spawn", "latency", "rpc", "throughput", "echo", "rss"]
+ALIASES = {"cpu": "spawn", "exit": "latency", "firstout": "latency", "write": "echo"}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# Table rows: metric name, label, better ("low"/"high"), target (op, value) or None,
+# kernel-limit metric or None.
+ROWS = [
+    ("spawn_exited_1c_p50", "spawn->exited p50 (/bin/true, 1 conn)", "low", ("<=", 0.9), "kernel_spawn_wait_p50"),
+    ("spawn_exited_1c_p99", "spawn->exited p99 (1 conn)", "low", None, None),
+    ("spawn_exited_8c_p50", "spawn->exited p50 (8 conns)", "low", None, None),
+    ("spawn_exited_8c_p99", "spawn->exited p99 (8 conns)", "low", None, None),
+    ("spawn_per_sec_1c", "spawns/s (1 conn)", "high", (">=", 1000), "kernel_spawn_per_sec_1t"),
+    ("spawn_per_sec_8c", "spawns/s (8 conns)", "high", (">=", 1700), "kernel_spawn_per_sec_8t"),
+    ("spawn_reply_1c_p50", "process/start reply p50", "low", ("<=", 0.15), "kernel_spawn_call_p50"),
+    ("spawn_reply_1c_p99", "process/start reply p99", "low", None, None),
+    ("cpu_per_spawn", "server CPU per spawn", "low", ("<=", 0.15), "kernel_spawn_cpu"),
+    ("firstout_first_output_1c_p50", "start->first output p50 (echo)", "low", ("<=", 0.9), None),
+    ("firstout_first_output_1c_p99", "start->first output p99", "low", None, None),
+    ("exit_to_exited_p50", "child exit->process/exited p50", "low", ("<=", 0.25), None),
+    ("exit_to_exited_p99", "child exit->process/exited p99", "low", None, None),
+    ("output_to_notification_p50", "child write->process/output p50", "low", None, None),
+    ("output_to_notification_p99", "child write->process/output p99", "low", ("<=", 0.2), None),
+    ("rpc_read_rtt_1c_p50", "process/read RTT p50 (1 conn)", "low", None, "kernel_tcp_rtt_1c_p50"),
+    ("rpc_read_rtt_1c_p99", "process/read RTT p99 (1 conn)", "low", None, None),
+    ("rpc_read_per_sec_1c", "process/read req/s (1 conn)", "high", None, "kernel_tcp_rtt_per_sec_1c"),
+    ("rpc_read_rtt_8c_p50", "process/read RTT p50 (8 conns)", "low", None, "kernel_tcp_rtt_8c_p50"),
+    ("rpc_read_per_sec_8c", "process/read req/s (8 conns, C)", "high", (">=", 130000), "kernel_tcp_rtt_per_sec_8c"),
+    ("cpu_per_rpc", "server CPU per process/read (8 conns)", "low", None, None),
+    ("rpc_read_per_sec_8c_d16", "process/read req/s (8 conns x16 pipelined)", "high", None, None),
+    ("throughput_pipe", "output throughput, pipe", "high", (">=", 700), "kernel_pipe_b64_tcp"),
+    ("throughput_pty", "output throughput, PTY", "high", (">=", 95), "kernel_pty_b64_tcp"),
+    ("cpu_per_mb_pipe", "server CPU per MB output, pipe", "low", None, None),
+    ("cpu_per_mb_pty", "server CPU per MB output, PTY", "low", None, None),
+    ("throughput_pipe_chunk_avg", "avg process/output chunk, pipe", "high", None, None),
+    ("throughput_pty_chunk_avg", "avg process/output chunk, PTY", "high", None, None),
+    ("write_echo_p50", "process/write->echo p50 (cat)", "low", ("<=", 0.1), None),
+    ("write_echo_p99", "process/write->echo p99 (cat)", "low", None, None),
+    ("write_reply_p50", "process/write reply p50", "low", None, None),
+    ("rss_idle", "server RSS, idle", "low", ("<=", 4096), None),
+    ("rss_idle_anon", "server RSS, idle, anonymous only", "low", None, None),
+    ("rss_per_idle_conn", "RSS per idle connection", "low", ("<=", 12), None),
+    ("rss_per_idle_proc", "RSS per idle process (sleep)", "low", ("<=", 4), None),
+]
+KERNEL_ROWS = [
+    ("kernel_spawn_wait_p50", "posix_spawn+pidfd wait p50 (/bin/true)"),
+    ("kernel_spawn_wait_p99", "posix_spawn+pidfd wait p99"),
+    ("kernel_spawn_call_p50", "posix_spawn() call alone p50"),
+    ("kernel_spawn_cpu", "posix_spawn+wait: spawner's own CPU per spawn"),
+    ("kernel_spawn_per_sec_1t", "posix_spawn+pidfd wait /s, 1 thread"),
+    ("kernel_spawn_per_sec_8t", "posix_spawn+pidfd wait /s, 8 threads"),
+    ("kernel_pipe_read", "raw pipe read"),
+    ("kernel_pty_read", "raw PTY read"),
+    ("kernel_pipe_b64_tcp", "pipe read+base64+write TCP"),
+    ("kernel_pty_b64_tcp", "PTY read+base64+write TCP"),
+    ("kernel_tcp_rtt_1c_p50", "TCP 128 B ping-pong p50, 1 conn"),
+    ("kernel_tcp_rtt_1c_p99", "TCP 128 B ping-pong p99, 1 conn"),
+    ("kernel_tcp_rtt_per_sec_1c", "TCP ping-pong /s, 1 conn"),
+    ("kernel_tcp_rtt_8c_p50", "TCP ping-pong p50, 8 conns"),
+    ("kernel_tcp_rtt_per_sec_8c", "TCP ping-pong /s, 8 conns (1-thread poll server)"),
+]
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+class Server:
+    """One server process listening on ws://127.0.0.1:<ephemeral>."""
+
+    def __init__(self, kind, cfg, extra=()):
+        self.kind = kind
+        self.home = None
+        env = dict(os.environ)
+        if kind == "uexec":
+            cmd = [cfg.uexec, "--listen", "ws://127.0.0.1:0", "--log-level", "warning", *extra]
+        else:
+            # CODEX_HOME outside /tmp: the reference cannot create its helper aliases under /tmp.
+            self.home = tempfile.mkdtemp(prefix="uexec-bench-codex-home-", dir="/var/tmp")
+            env["CODEX_HOME"] = self.home
+            cmd = [cfg.ref, "exec-server", "--listen", "ws://127.0.0.1:0"]
+        self.errlog = tempfile.NamedTemporaryFile(prefix=f"uexec-bench-{kind}-", suffix=".log",
+                                                  dir="/var/tmp", delete=False)
+        try:
+            self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=self.errlog, env=env, cwd="/var/tmp")
+        except OSError:
+            self.errlog.close()
+            os.unlink(self.errlog.name)
+            if self.home:
+                shutil.rmtree(self.home, ignore_errors=True)
+            raise
+        r, _, _ = select.select([self.p.stdout], [], [], 30)
+        line = self.p.stdout.readline().decode().strip() if r else ""
+        if not line.startswith("ws://"):
+            self.stop()
+            raise RuntimeError(f"{kind} did not print its URL: {line!r} ({self.errtail()})")
+        self.url = line
+        self.pid = self.p.pid
+
+    def errtail(self):
+        try:
+            with open(self.errlog.name, "rb") as f:
+                return f.read()[-600:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def rss_kb(self, field="VmRSS"):
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        raise RuntimeError(f"no {field} in /proc/{self.pid}/status")
+
+    def cpu_ms(self):
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        # fields[0] is state (field 3): utime is field 14, stime field 15
+        return (int(fields[11]) + int(fields[12])) * 1000.0 / CLK_TCK
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.errlog.close()
+        os.unlink(self.errlog.name)
+        if self.home:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+
+def run_json(cmd, timeout=600):
+    """Runs a bench program; returns its JSON lines as dicts."""
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.decode()[-800:]}")
+    if r.stderr.strip():
+        log(r.stderr.decode().strip())
+    return [json.loads(line) for line in r.stdout.decode().splitlines() if line.startswith("{")]
+
+
+class Bench:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.loadgen = os.path.join(cfg.bindir, "uexec-loadgen")
+        self.child = os.path.join(cfg.bindir, "uexec-bench-child")
+        q = cfg.quick
+        self.p = {
+            "spawn_iters": 1000 if q else 3000,
+            "spawn_secs": 2 if q else 4,
+            "rpc_secs": 1 if q else 3,
+            "bytes": (64 if q else 256) * 1024 * 1024,
+            "echo_iters": 500 if q else 2000,
+            "echo_secs": 3 if q else 5,
+            "lat_iters": 200 if q else 500,
+            "idle_n": 200 if q else 500,
+        }
+
+    def lg(self, srv, *args, timeout=600):
+        return run_json([self.loadgen, args[0], "--url", srv.url, *[str(a) for a in args[1:]]], timeout)
+
+    # ---- scenarios: each returns a list of metric dicts ----
+
+    def sc_spawn(self, kind):
+        p, out = self.p, []
+        srv = Server(kind, self.cfg)
+        try:
+            c0 = srv.cpu_ms()
+            res = self.lg(srv, "spawn", "--conns", 1, "--iters", p["spawn_iters"], "--seconds", p["spawn_secs"],
+                          "--warmup", 20)
+            c1 = srv.cpu_ms()
+            n = next(m["iters"] for m in res if m["name"] == "spawn_per_sec_1c") + 20
+            out += res
+            out.append({"name": "cpu_per_spawn", "unit": "ms", "value": (c1 - c0) / n, "iters": n})
+            out += self.lg(srv, "spawn", "--conns", 8, "--iters", p["spawn_iters"], "--seconds", p["spawn_secs"],
+                           "--warmup", 5)
+        finally:
+            srv.stop()
+        return out
+
+    def sc_latency(self, kind):
+        p, out = self.p, []
+        srv = Server(kind, self.cfg)
+        try:
+            res = self.lg(srv, "spawn", "--name", "firstout", "--argv", "/bin/echo,hello", "--conns", 1,
+                          "--iters", p["lat_iters"], "--seconds", p["spawn_secs"], "--warmup", 10)
+            out += [m for m in res if "first_output" in m["name"]]
+            out += self.lg(srv, "exitlat", "--child", self.child, "--iters", p["lat_iters"],
+                           "--seconds", p["spawn_secs"] * 2)
+            out += self.lg(srv, "outlat", "--child", self.child, "--procs", 2 if self.cfg.quick else 5,
+                           "--lines", 200, "--interval-us", 1000)
+        finally:
+            srv.stop()
+        return out
+
+    def sc_rpc(self, kind):
+        p, out = self.p, []
+        srv = Server(kind, self.cfg)
+        try:
+            out += self.lg(srv, "rpc", "--conns", 1, "--seconds", p["rpc_secs"])
+            c0 = srv.cpu_ms()
+            res = self.lg(srv, "rpc", "--conns", 8, "--seconds", p["rpc_secs"])
+            c1 = srv.cpu_ms()
+            n = next(m["value"] for m in res if m["name"] == "_requests_total")
+            out += res
+            out.append({"name": "cpu_per_rpc", "unit": "us", "value": (c1 - c0) * 1000 / n, "iters": n})
+            out += self.lg(srv, "rpc", "--conns", 8, "--depth", 16, "--seconds", p["rpc_secs"])
+        finally:
+            srv.stop()
+        return [m for m in out if not m["name"].startswith("_")]
+
+    def sc_throughput(self, kind):
+        out = []
+        for tty in (False, True):
+            srv = Server(kind, self.cfg)
+            try:
+                args = ["throughput", "--child", self.child, "--bytes", self.p["bytes"]]
+                c0 = srv.cpu_ms()
+                out += self.lg(srv, *(args + (["--tty"] if tty else [])))
+                c1 = srv.cpu_ms()
+                mb = self.p["bytes"] / 1e6
+                out.append({"name": "cpu_per_mb_" + ("pty" if tty else "pipe"), "unit": "ms",
+                            "value": (c1 - c0) / mb, "iters": int(mb)})
+            finally:
+                srv.stop()
+        return out
+
+    def sc_echo(self, kind):
+        srv = Server(kind, self.cfg)
+        try:
+            return self.lg(srv, "echo", "--iters", self.p["echo_iters"], "--seconds", self.p["echo_secs"])
+        finally:
+            srv.stop()
+
+    def _hold(self, srv, args, n):
+        """Runs an idle/idleproc load generator, returns the server RSS once it is ready."""
+        lg = subprocess.Popen([self.loadgen, *args, "--url", srv.url], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            r, _, _ = select.select([lg.stdout], [], [], 300)
+            line = lg.stdout.readline().decode().strip() if r else ""
+            if line != "ready":
+                raise RuntimeError(f"{args[0]} not ready: {lg.stderr.read().decode()[-500:] if lg.poll() is not None else 'timeout'}")
+            time.sleep(1.0)
+            rss = srv.rss_kb()
+        finally:
+            lg.stdin.close()
+            try:
+                lg.wait(120)
+            except subprocess.TimeoutExpired:
+                lg.kill()
+                lg.wait()
+        return rss
+
+    def sc_rss(self, kind):
+        n, out = self.p["idle_n"], []
+        # uexec's defaults allow 256 sessions; one connection is one session here.
+        extra = ("--max-sessions", "4096", "--max-connections", "4096") if kind == "uexec" else ()
+        srv = Server(kind, self.cfg, extra)
+        try:
+            time.sleep(0.5)
+            r0 = srv.rss_kb()
+            out.append({"name": "rss_idle", "unit": "KB", "value": r0, "iters": 1})
+            out.append({"name": "rss_idle_anon", "unit": "KB", "value": srv.rss_kb("RssAnon"), "iters": 1})
+            r1 = self._hold(srv, ["idle", "--conns", str(n)], n)
+            out.append({"name": "rss_per_idle_conn", "unit": "KB", "value": (r1 - r0) / n, "iters": n})
+        finally:
+            srv.stop()
+        srv = Server(kind, self.cfg, extra)
+        try:
+            time.sleep(0.5)
+            r0 = srv.rss_kb()
+            r1 = self._hold(srv, ["idleproc", "--procs", str(n), "--sleep", "300"], n)
+            out.append({"name": "rss_per_idle_proc", "unit": "KB", "value": (r1 - r0) / n, "iters": n})
+        finally:
+            srv.stop()
+        return out
+
+    def sc_kernel(self):
+        b, out = self.cfg.bindir, []
+        out += run_json([os.path.join(b, "kernel-spawn"), "--seconds", "1" if self.cfg.quick else "2"])
+        kp = os.path.join(b, "kernel-pipe")
+        nbytes = str(self.p["bytes"])
+        for args in (["raw"], ["raw", "--pty"], ["b64tcp"], ["b64tcp", "--pty"]):
+            out += run_json([kp, *args, "--bytes", nbytes])
+        for c in ("1", "8"):
+            out += run_json([os.path.join(b, "kernel-rtt"), "--conns", c, "--seconds", "1" if self.cfg.quick else "2"])
+        return out
+
+
+def git_commit():
+    try:
+        return subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def machine_facts():
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem = f.readline().split()[1]
+    return {"cpu": cpu, "cores": os.cpu_count(), "mem_mb": int(mem) // 1024, "kernel": platform.release(),
+            "loadavg": open("/proc/loadavg").read().split()[:3]}
+
+
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit == "ms":
+        return f"{v:.3f}" if v < 10 else f"{v:.1f}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.2f}"
+
+
+def better_ratio(u, r, better):
+    if u is None or r is None or u <= 0 or r <= 0:
+        return None
+    return u / r if better == "high" else r / u
+
+
+def make_table(lines, facts):
+    """The comparison table of aggregated metric lines (as written to results/*.jsonl)."""
+    med = {(l["server"], l["name"]): l["value"] for l in lines}
+    units = {l["name"]: l["unit"] for l in lines}
+    spread = {l["name"]: (min(l["runs"]), max(l["runs"])) for l in lines if l["server"] == "uexec" and "runs" in l}
+    hdr = (f"{'metric':<44} {'unit':<5} {'uexec':>10} {'(runs min-max)':>17} {'reference':>10} {'x better':>9} "
+           f"{'kernel':>10} {'% limit':>8} {'target':>9}  met")
+    out = [hdr, "-" * len(hdr)]
+    for name, label, better, target, kname in ROWS:
+        u, r = med.get(("uexec", name)), med.get(("reference", name))
+        if u is None and r is None:
+            continue
+        unit = units.get(name, "")
+        k = med.get(("kernel", kname)) if kname else None
+        ratio = better_ratio(u, r, better)
+        pct = better_ratio(u, k, better)
+        sp = spread.get(name)
+        spstr = f"{fmt(sp[0], unit)}-{fmt(sp[1], unit)}" if sp else ""
+        tstr, met = "", ""
+        if target and u is not None:
+            op, tv = target
+            tstr = f"{op}{fmt(tv, unit)}"
+            met = "yes" if (u <= tv if op == "<=" else u >= tv) else "NO"
+        out.append(f"{label:<44} {unit:<5} {fmt(u, unit):>10} {spstr:>17} {fmt(r, unit):>10} "
+                   f"{(f'{ratio:.1f}x' if ratio else '-'):>9} {fmt(k, unit) if k is not None else '-':>10} "
+                   f"{(f'{pct * 100:.0f}%' if pct else '-'):>8} {tstr:>9}  {met}")
+    krows = [(n, l) for n, l in KERNEL_ROWS if ("kernel", n) in med]
+    if krows:
+        out.append("")
+        out.append("kernel limits on this machine (bench/k*.c)")
+        for n, l in krows:
+            out.append(f"  {l:<50} {units[n]:<5} {fmt(med[('kernel', n)], units[n]):>10}")
+    out.append("")
+    runs = facts.get("runs", {})
+    nice = facts.get("nice")
+    out.append(f"commit {facts.get('commit')}, kernel {facts.get('kernel')}, {facts.get('cpu')} x{facts.get('cores')}, "
+               f"loadavg before {' '.join(facts.get('loadavg', []))} after {' '.join(facts.get('loadavg_after', []))}, "
+               f"median of {runs.get('uexec')}/{runs.get('reference')}/{runs.get('kernel')} runs "
+               f"(uexec/reference/kernel; rss: 1){f', nice {nice}' if nice else ''}, {facts.get('seconds')} s")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer iterations, 64 MiB throughput, 200 idle conns/procs")
+    ap.add_argument("--no-reference", action="store_true", help="skip the reference codex exec-server")
+    ap.add_argument("--no-kernel", action="store_true", help="skip the kernel-limit probes")
+    ap.add_argument("--only", default="", help="comma list of: " + ",".join(SCENARIOS) + " (cpu=spawn)")
+    ap.add_argument("--repeat", type=int, default=0, help="runs per scenario, median reported (default 5 for uexec, at most 3 for the reference and the kernel probes; quick 1)")
+    ap.add_argument("--uexec", default=os.path.join(ROOT, "build-release", "src", "uexec"))
+    ap.add_argument("--ref", default=REF_DEFAULT)
+    ap.add_argument("--bindir", default=os.path.join(ROOT, "build-release", "bench"))
+    ap.add_argument("--nice", type=int, default=0,
+                    help="run servers and clients at this nice value (negative: less disturbed by other load)")
+    ap.add_argument("--commit", default="", help="commit recorded in the results (default: git describe --dirty)")
+    ap.add_argument("--no-save", action="store_true", help="do not write bench/results/<date>.jsonl")
+    ap.add_argument("--results", default=os.path.join(HERE, "results"))
+    ap.add_argument("--table", metavar="FILE.jsonl", help="only re-print the table of a results file")
+    cfg = ap.parse_args()
+    if cfg.table:
+        with open(cfg.table) as f:
+            rows = [json.loads(x) for x in f if x.strip()]
+        meta = next((r["meta"] for r in rows if "meta" in r), {})
+        if "runs" not in meta:
+            meta["runs"] = {"uexec": meta.get("repeat"), "reference": min(meta.get("repeat", 3), 3),
+                            "kernel": min(meta.get("repeat", 3), 3)}
+        print(make_table([r for r in rows if "name" in r], meta))
+        return
+    cfg.uexec, cfg.ref, cfg.bindir = (os.path.abspath(x) for x in (cfg.uexec, cfg.ref, cfg.bindir))
+    repeat = cfg.repeat or (1 if cfg.quick else 5)
+    # The reference is 10-1000x off and slow to drive: at most 3 runs; kernel probes 3.
+    max_runs = {"reference": min(repeat, 3), "kernel": min(repeat, 3), "uexec": repeat}
+    if cfg.nice:
+        os.nice(cfg.nice)
+    only = [ALIASES.get(s, s) for s in cfg.only.split(",") if s] or SCENARIOS
+    for s in only:
+        if s not in SCENARIOS:
+            ap.error(f"unknown scenario {s}")
+    if cfg.no_kernel and "kernel" in only:
+        only.remove("kernel")
+    servers = ["uexec"]
+    if not cfg.no_reference:
+        if os.access(cfg.ref, os.X_OK):
+            servers.append("reference")
+        else:
+            log(f"bench: reference {cfg.ref} not installed (scripts/install-reference.sh): uexec only")
+
+    commit, kernel = cfg.commit or git_commit(), platform.release()
+    facts = machine_facts()
+    started = time.time()
+    b = Bench(cfg)
+    raw = {}  # (server, name) -> [values], plus unit/iters
+    failures = []
+    meta = {}
+    for rep in range(repeat):
+        for sc in only:
+            if sc == "rss" and rep > 0:
+                continue  # memory figures do not move with CPU noise: one run
+            targets = ["kernel"] if sc == "kernel" else servers
+            for kind in targets:
+                if rep >= max_runs[kind]:
+                    continue
+                t0 = time.time()
+                try:
+                    res = b.sc_kernel() if kind == "kernel" else getattr(b, "sc_" + sc)(kind)
+                except Exception as e:  # keep going: one failing scenario must not lose the rest
+                    log(f"bench: {sc} on {kind} failed: {e}")
+                    failures.append(f"{sc}/{kind}")
+                    continue
+                log(f"bench: run {rep + 1}/{repeat} {sc:<10} {kind:<9} {time.time() - t0:6.1f}s")
+                for m in res:
+                    key = (kind, m["name"])
+                    raw.setdefault(key, []).append(m["value"])
+                    meta[key] = (m["unit"], meta.get(key, (None, 0))[1] + int(m["iters"]))
+
+    lines = []
+    for (kind, name), vals in raw.items():
+        unit, iters = meta[(kind, name)]
+        line = {"name": name, "unit": unit, "value": round(statistics.median(vals), 6), "iters": iters,
+                "server": kind, "commit": commit, "kernel": kernel}
+        if len(vals) > 1:
+            line["runs"] = [round(v, 6) for v in vals]
+        lines.append(line)
+        print(json.dumps(line), flush=True)
+    facts["loadavg_after"] = open("/proc/loadavg").read().split()[:3]
+    facts["seconds"] = round(time.time() - started, 1)
+
+    facts.update(commit=commit, argv=sys.argv[1:], repeat=repeat, nice=cfg.nice,
+                 runs={k: v for k, v in max_runs.items()})
+    table = make_table(lines, facts)
+    print(table)
+
+    if not cfg.no_save:
+        os.makedirs(cfg.results, exist_ok=True)
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H%M%S")
+        path = os.path.join(cfg.results, f"{stamp}.jsonl")
+        with open(path, "w") as f:
+            f.write(json.dumps({"meta": facts}) + "\n")
+            for l in lines:
+                f.write(json.dumps(l) + "\n")
+        with open(os.path.join(cfg.results, f"{stamp}.txt"), "w") as f:
+            f.write(table + "\n")
+        log(f"bench: wrote {path}")
+    if failures:
+        log("bench: FAILED: " + ", ".join(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,811 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for sandbox/policy (SANDBOX.md §2.3-§2.5, PROTOCOL.md §5.4):
+ * every wire form, special kinds, tmpdir rules, errors, the longest-prefix
+ * access rule with its ties (deny > write > read), and the denial heuristic
+ * of SANDBOX.md §1 (sandbox_likely_denied).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+#include "sandbox.h"
+#include "tests.h"
+
+static char err[512];
+
+/* Parses JSON text s against ctx; returns the policy or NULL (r in *ret_r, message in err). */
+static struct sandbox_policy *parse_ctx(const char *s, const char *cwd, const char *tmpdir, int *ret_r)
+{
+	struct sandbox_context ctx = { .cwd = cwd, .tmpdir = tmpdir };
+	struct sandbox_policy *p = NULL;
+	json_error_t je;
+	json_t *j = json_loads(s, 0, &je);
+	int r;
+
+	if (!j)
+		tests_fail(__FILE__, __LINE__, "bad test JSON: %s: %s", je.text, s);
+	err[0] = 0;
+	r = sandbox_policy_parse(j, &ctx, &p, err, sizeof(err));
+	json_decref(j);
+	if (ret_r)
+		*ret_r = r;
+	return r == 0 ? p : NULL;
+}
+
+static struct sandbox_policy *parse_ok_at(const char *s, const char *cwd, const char *tmpdir, int line)
+{
+	int r = 0;
+	struct sandbox_policy *p = parse_ctx(s, cwd, tmpdir, &r);
+
+	if (!p)
+		tests_fail(__FILE__, line, "parse failed (r=%d): %s\n#   input: %s", r, err, s);
+	return p;
+}
+#define parse_ok(s) parse_ok_at((s), "/cwd", "/tmpd", __LINE__)
+#define parse_ok_ctx(s, cwd, tmp) parse_ok_at((s), (cwd), (tmp), __LINE__)
+
+static void parse_bad_at(const char *s, const char *want, int line)
+{
+	int r = 0;
+	struct sandbox_policy *p = parse_ctx(s, "/cwd", "/tmpd", &r);
+
+	if (p) {
+		sandbox_policy_free(p);
+		tests_fail(__FILE__, line, "parse unexpectedly succeeded: %s", s);
+	}
+	if (r != -EINVAL)
+		tests_fail(__FILE__, line, "r=%d, expected -EINVAL: %s", r, s);
+	if (want && strcmp(want, err) != 0)
+		tests_fail(__FILE__, line, "message \"%s\", expected \"%s\"\n#   input: %s", err, want, s);
+}
+#define parse_bad(s, want) parse_bad_at((s), (want), __LINE__)
+
+/* The rule for path (first match) or NULL. */
+static const struct sandbox_rule *rule(const struct sandbox_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_rules; i++)
+		if (strcmp(p->rules[i].path, path) == 0)
+			return &p->rules[i];
+	return NULL;
+}
+
+static void has_rule_at(const struct sandbox_policy *p, const char *path, enum sandbox_access a,
+			bool skip, int line)
+{
+	const struct sandbox_rule *r = rule(p, path);
+
+	if (!r) {
+		printf("# rules:");
+		for (size_t i = 0; i < p->n_rules; i++)
+			printf(" %s=%d", p->rules[i].path, (int)p->rules[i].access);
+		printf("\n");
+		tests_fail(__FILE__, line, "no rule for %s", path);
+	}
+	if (r->access != a || r->skip_if_missing != skip)
+		tests_fail(__FILE__, line, "%s: access %d skip %d, expected %d %d", path, (int)r->access,
+			   (int)r->skip_if_missing, (int)a, (int)skip);
+}
+#define has_rule(p, path, a, skip) has_rule_at((p), (path), (a), (skip), __LINE__)
+
+#define WRAP(perm) "{\"permissions\":" perm ",\"windowsSandboxLevel\":\"disabled\"}"
+#define WRAP_ROOTS(perm, roots) \
+	"{\"permissions\":" perm ",\"workspaceRoots\":" roots ",\"windowsSandboxLevel\":\"disabled\"}"
+#define MANAGED(entries, net) \
+	"{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":[" entries "]},\"network\":\"" net "\"}"
+#define SPECIAL(kind, access) \
+	"{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"" kind "\"}},\"access\":\"" access "\"}"
+#define SPECIAL_SUB(kind, sub, access) \
+	"{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"" kind "\",\"subpath\":\"" sub "\"}},\"access\":\"" access "\"}"
+#define PATH(uri, access) "{\"path\":{\"type\":\"path\",\"path\":\"" uri "\"},\"access\":\"" access "\"}"
+
+/* ---- §2.3 PermissionProfile forms ---- */
+
+TEST(disabled)
+{
+	struct sandbox_policy *p = parse_ok(WRAP("{\"type\":\"disabled\"}"));
+
+	ASSERT_EQ(SANDBOX_DISABLED, p->kind);
+	ASSERT_TRUE(p->network && p->full_read && p->full_write);
+	ASSERT_TRUE(sandbox_policy_is_unrestricted(p));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/etc/passwd"));
+	sandbox_policy_free(p);
+}
+
+TEST(external)
+{
+	struct sandbox_policy *p = parse_ok(WRAP("{\"type\":\"external\",\"network\":\"restricted\"}"));
+
+	ASSERT_EQ(SANDBOX_EXTERNAL, p->kind);
+	ASSERT_TRUE(!p->network && p->full_read && p->full_write);
+	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+
+	p = parse_ok(WRAP("{\"type\":\"external\",\"network\":\"enabled\"}"));
+	ASSERT_TRUE(p->network);
+	ASSERT_TRUE(sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+
+	parse_bad(WRAP("{\"type\":\"external\"}"), "missing field `network`");
+}
+
+TEST(managed_unrestricted)
+{
+	struct sandbox_policy *p = parse_ok(
+		WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"unrestricted\"},\"network\":\"restricted\"}"));
+
+	ASSERT_EQ(SANDBOX_MANAGED, p->kind);
+	ASSERT_TRUE(p->full_read && p->full_write && !p->network);
+	ASSERT_EQ(0, p->n_rules);
+	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/anything"));
+	sandbox_policy_free(p);
+
+	p = parse_ok(WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"unrestricted\"},\"network\":\"enabled\"}"));
+	ASSERT_TRUE(sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+}
+
+TEST(managed_read_only)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(SPECIAL("root", "read"), "restricted")));
+
+	ASSERT_TRUE(p->full_read && !p->full_write && !p->network);
+	has_rule(p, "/", SANDBOX_READ, false);
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/etc/passwd"));
+	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+}
+
+TEST(managed_root_write_is_full_write)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write"), "enabled")));
+
+	ASSERT_TRUE(p->full_read && p->full_write && p->network);
+	ASSERT_TRUE(sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+
+	/* a root write with deny globs is not unrestricted */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write") ","
+				  "{\"path\":{\"type\":\"glob_pattern\",\"pattern\":\"**/*.env\"},\"access\":\"deny\"}",
+				  "enabled")));
+	ASSERT_EQ(1, p->n_deny_globs);
+	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+}
+
+TEST(entries_default_empty)
+{
+	struct sandbox_policy *p =
+		parse_ok(WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\"},\"network\":\"restricted\"}"));
+
+	ASSERT_EQ(0, p->n_rules);
+	ASSERT_TRUE(!p->full_read && !p->full_write);
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/etc"));
+	sandbox_policy_free(p);
+
+	/* glob_scan_max_depth is accepted */
+	p = parse_ok(WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":[],"
+			  "\"glob_scan_max_depth\":2},\"network\":\"restricted\"}"));
+	sandbox_policy_free(p);
+}
+
+/* The real client's workspace-write frame (PROTOCOL.md §5.4). */
+#define REALCLIENT_ENTRIES                                                   \
+	SPECIAL("root", "read") "," SPECIAL("project_roots", "write") ","       \
+	SPECIAL("slash_tmp", "write") "," SPECIAL("tmpdir", "write") ","        \
+	"{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\",\"subpath\":\".git\"}},\"access\":\"read\",\"missing_path_behavior\":\"skip\"}," \
+	"{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\",\"subpath\":\".agents\"}},\"access\":\"read\",\"missing_path_behavior\":\"skip\"}," \
+	"{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\",\"subpath\":\".codex\"}},\"access\":\"read\",\"missing_path_behavior\":\"skip\"}," \
+	"{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\",\"subpath\":\".aws\"}},\"access\":\"read\",\"missing_path_behavior\":\"skip\"}"
+
+TEST(realclient_workspace_write)
+{
+	struct sandbox_policy *p = parse_ok_ctx(
+		"{\"permissions\":" MANAGED(REALCLIENT_ENTRIES, "restricted") ","
+		"\"cwd\":\"file:///w/work\",\"workspaceRoots\":[\"file:///w/work\"],"
+		"\"windowsSandboxLevel\":\"disabled\",\"windowsSandboxProxySettingsMode\":\"reconcile\","
+		"\"useLegacyLandlock\":false}",
+		"/elsewhere", "/tmpd/");
+
+	ASSERT_STREQ("/w/work", p->cwd);
+	ASSERT_TRUE(p->full_read && !p->full_write && !p->network && !p->minimal_read);
+	ASSERT_EQ(8, p->n_rules);
+	has_rule(p, "/", SANDBOX_READ, false);
+	has_rule(p, "/w/work", SANDBOX_WRITE, false);
+	has_rule(p, "/tmp", SANDBOX_WRITE, false);
+	has_rule(p, "/tmpd", SANDBOX_WRITE, false);
+	has_rule(p, "/w/work/.git", SANDBOX_READ, true);
+	has_rule(p, "/w/work/.agents", SANDBOX_READ, true);
+	has_rule(p, "/w/work/.codex", SANDBOX_READ, true);
+	has_rule(p, "/w/work/.aws", SANDBOX_READ, true);
+
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/w/work"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/w/work/src/a.c"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/w/work/.git"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/w/work/.git/config"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/w/work/.gitignore"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/w/work/.github"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/w/workspace"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/w"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/tmp/x"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/tmpx"));
+	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+}
+
+/* ---- §2.3 entries: access, missing_path_behavior ---- */
+
+TEST(access_none_alias)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(SPECIAL("root", "read") "," PATH("file:///secret", "none"),
+						  "restricted")));
+
+	has_rule(p, "/secret", SANDBOX_DENY, false);
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/secret/key"));
+	sandbox_policy_free(p);
+}
+
+TEST(access_errors)
+{
+	parse_bad(WRAP(MANAGED(PATH("file:///x", "Read"), "restricted")),
+		  "unknown variant `Read`, expected one of `read`, `write`, `deny`");
+	parse_bad(WRAP(MANAGED(PATH("file:///x", "rw"), "restricted")),
+		  "unknown variant `rw`, expected one of `read`, `write`, `deny`");
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"path\",\"path\":\"file:///x\"}}", "restricted")),
+		  "missing field `access`");
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"path\",\"path\":\"file:///x\"},\"access\":1}", "restricted")),
+		  NULL);
+	parse_bad(WRAP(MANAGED("{\"access\":\"read\"}", "restricted")), "missing field `path`");
+}
+
+TEST(missing_path_behavior)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(
+		"{\"path\":{\"type\":\"path\",\"path\":\"file:///a\"},\"access\":\"write\",\"missing_path_behavior\":\"skip\"},"
+		PATH("file:///b", "write"),
+		"restricted")));
+
+	has_rule(p, "/a", SANDBOX_WRITE, true);
+	has_rule(p, "/b", SANDBOX_WRITE, false);
+	sandbox_policy_free(p);
+
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"path\",\"path\":\"file:///a\"},\"access\":\"write\","
+			       "\"missing_path_behavior\":\"fail\"}",
+			       "restricted")),
+		  "unknown variant `fail`, expected `skip`");
+}
+
+TEST(path_entries)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(
+		PATH("file:///repo", "write") "," PATH("file:///repo/docs/", "read") ","
+		PATH("file:///repo/./secret/../secret", "deny") "," PATH("file:///opt//tools", "read"),
+		"enabled")));
+
+	ASSERT_TRUE(!p->full_read && !p->full_write && p->network);
+	has_rule(p, "/repo", SANDBOX_WRITE, false);
+	has_rule(p, "/repo/docs", SANDBOX_READ, false);
+	has_rule(p, "/repo/secret", SANDBOX_DENY, false);
+	has_rule(p, "/opt/tools", SANDBOX_READ, false);
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/etc"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/opt/tools/bin/x"));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/opt/toolsx"));
+	sandbox_policy_free(p);
+
+	/* percent-encoded URI */
+	p = parse_ok(WRAP(MANAGED(PATH("file:///a%20b/c", "write"), "restricted")));
+	has_rule(p, "/a b/c", SANDBOX_WRITE, false);
+	sandbox_policy_free(p);
+
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"path\"},\"access\":\"read\"}", "restricted")),
+		  "missing field `path`");
+	/* a remote host is not a path on this executor */
+	parse_bad(WRAP(MANAGED(PATH("file://otherhost/x", "read"), "restricted")), NULL);
+	parse_bad(WRAP(MANAGED(PATH("http://x/y", "read"), "restricted")), NULL);
+}
+
+TEST(glob_patterns_counted)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(
+		SPECIAL("root", "read") ","
+		"{\"path\":{\"type\":\"glob_pattern\",\"pattern\":\"**/.env\"},\"access\":\"deny\"},"
+		"{\"path\":{\"type\":\"glob_pattern\",\"pattern\":\"/x/*.pem\"},\"access\":\"deny\"}",
+		"restricted")));
+
+	ASSERT_EQ(2, p->n_deny_globs);
+	ASSERT_EQ(1, p->n_rules);
+	sandbox_policy_free(p);
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"glob_pattern\"},\"access\":\"deny\"}", "restricted")),
+		  "missing field `pattern`");
+}
+
+/* ---- §2.4 special kinds ---- */
+
+TEST(special_root_subpath)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(SPECIAL_SUB("root", "usr/share", "read"), "restricted")));
+
+	has_rule(p, "/usr/share", SANDBOX_READ, false);
+	ASSERT_TRUE(!p->full_read);
+	sandbox_policy_free(p);
+}
+
+TEST(special_minimal)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(SPECIAL("minimal", "read"), "restricted")));
+
+	ASSERT_TRUE(p->minimal_read);
+	ASSERT_EQ(0, p->n_rules);
+	ASSERT_TRUE(!p->full_read);
+	sandbox_policy_free(p);
+
+	/* a minimal deny turns nothing on */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("minimal", "deny"), "restricted")));
+	ASSERT_TRUE(!p->minimal_read);
+	sandbox_policy_free(p);
+}
+
+TEST(special_project_roots_with_workspace_roots)
+{
+	struct sandbox_policy *p = parse_ok(WRAP_ROOTS(
+		MANAGED(SPECIAL("project_roots", "write") "," SPECIAL_SUB("project_roots", "docs", "read") ","
+			SPECIAL_SUB("current_working_directory", "cwdsub", "deny"),
+			"restricted"),
+		"[\"file:///ws1\",\"file:///ws2/\"]"));
+
+	/* resolves to workspaceRoots, not to cwd (PROTOCOL.md §5.4) */
+	ASSERT_TRUE(rule(p, "/cwd") == NULL);
+	has_rule(p, "/ws1", SANDBOX_WRITE, false);
+	has_rule(p, "/ws2", SANDBOX_WRITE, false);
+	has_rule(p, "/ws1/docs", SANDBOX_READ, false);
+	has_rule(p, "/ws2/docs", SANDBOX_READ, false);
+	has_rule(p, "/ws1/cwdsub", SANDBOX_DENY, false);
+	has_rule(p, "/ws2/cwdsub", SANDBOX_DENY, false);
+	ASSERT_EQ(6, p->n_rules);
+	sandbox_policy_free(p);
+}
+
+TEST(special_project_roots_without_workspace_roots)
+{
+	/* Without workspaceRoots nothing is writable through project_roots (PROTOCOL.md §5.4). */
+	struct sandbox_policy *p = parse_ok_ctx(
+		"{\"permissions\":" MANAGED(SPECIAL("root", "read") "," SPECIAL("project_roots", "write") ","
+					    SPECIAL("current_working_directory", "write"),
+					    "restricted") ","
+		"\"cwd\":\"file:///policy/cwd\",\"windowsSandboxLevel\":\"disabled\"}",
+		"/request/cwd", NULL);
+
+	ASSERT_EQ(1, p->n_rules);
+	ASSERT_STREQ("/policy/cwd", p->cwd);
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/policy/cwd/x"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/request/cwd/x"));
+	sandbox_policy_free(p);
+
+	/* empty workspaceRoots: same */
+	p = parse_ok(WRAP_ROOTS(MANAGED(SPECIAL("project_roots", "write"), "restricted"), "[]"));
+	ASSERT_EQ(0, p->n_rules);
+	sandbox_policy_free(p);
+
+	parse_bad(WRAP_ROOTS(MANAGED(SPECIAL("project_roots", "write"), "restricted"), "[1]"),
+		  "invalid type: expected a string in `workspaceRoots`");
+	parse_bad(WRAP_ROOTS(MANAGED(SPECIAL("project_roots", "write"), "restricted"), "\"file:///x\""),
+		  "invalid type: expected a sequence for `workspaceRoots`");
+}
+
+TEST(policy_cwd_defaults_to_request_cwd)
+{
+	struct sandbox_policy *p = parse_ok_ctx(WRAP(MANAGED(SPECIAL("root", "read"), "restricted")),
+						"/req/./cwd/", NULL);
+
+	ASSERT_STREQ("/req/cwd", p->cwd);
+	sandbox_policy_free(p);
+}
+
+TEST(subpaths_with_dotdot)
+{
+	/* Subpaths are joined and normalised lexically: `..` may leave the root. */
+	struct sandbox_policy *p = parse_ok(WRAP_ROOTS(
+		MANAGED(SPECIAL_SUB("project_roots", "a/../b", "write") ","
+			SPECIAL_SUB("project_roots", "../sibling", "read") ","
+			SPECIAL_SUB("project_roots", "../../../../..", "deny") ","
+			SPECIAL_SUB("project_roots", "/abs/path", "read") ","
+			SPECIAL_SUB("slash_tmp", "x/./y/..", "write") ","
+			SPECIAL_SUB("root", "..", "read"),
+			"restricted"),
+		"[\"file:///ws/root\"]"));
+
+	has_rule(p, "/ws/root/b", SANDBOX_WRITE, false);
+	has_rule(p, "/ws/sibling", SANDBOX_READ, false);
+	has_rule(p, "/", SANDBOX_DENY, false);   /* `..` never climbs above "/" */
+	has_rule(p, "/abs/path", SANDBOX_READ, false);  /* an absolute subpath replaces the base */
+	has_rule(p, "/tmp/x", SANDBOX_WRITE, false);
+	ASSERT_TRUE(p->full_read); /* root + ".." is "/" read */
+	ASSERT_TRUE(rule(p, "/ws/root/a") == NULL);
+	/* "/" is denied and read with equal length: deny wins the tie */
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/etc"));
+	sandbox_policy_free(p);
+}
+
+TEST(special_tmpdir)
+{
+	struct sandbox_policy *p;
+
+	p = parse_ok_ctx(WRAP(MANAGED(SPECIAL("tmpdir", "write") "," SPECIAL_SUB("tmpdir", "sub", "read"),
+				      "restricted")),
+			 "/c", "/var//tmp/me/");
+	has_rule(p, "/var/tmp/me", SANDBOX_WRITE, false);
+	has_rule(p, "/var/tmp/me/sub", SANDBOX_READ, false);
+	ASSERT_EQ(2, p->n_rules);
+	sandbox_policy_free(p);
+
+	/* $TMPDIR unset, empty or relative: the entry resolves to nothing */
+	p = parse_ok_ctx(WRAP(MANAGED(SPECIAL("tmpdir", "write"), "restricted")), "/c", NULL);
+	ASSERT_EQ(0, p->n_rules);
+	sandbox_policy_free(p);
+	p = parse_ok_ctx(WRAP(MANAGED(SPECIAL("tmpdir", "write"), "restricted")), "/c", "");
+	ASSERT_EQ(0, p->n_rules);
+	sandbox_policy_free(p);
+	p = parse_ok_ctx(WRAP(MANAGED(SPECIAL("tmpdir", "write"), "restricted")), "/c", "rel/tmp");
+	ASSERT_EQ(0, p->n_rules);
+	sandbox_policy_free(p);
+}
+
+TEST(special_slash_tmp_and_unknown)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(
+		SPECIAL("slash_tmp", "write") ","
+		"{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"unknown\",\"path\":\"future\"}},\"access\":\"write\"}",
+		"restricted")));
+
+	has_rule(p, "/tmp", SANDBOX_WRITE, false);
+	ASSERT_EQ(1, p->n_rules);
+	sandbox_policy_free(p);
+}
+
+TEST(special_errors)
+{
+	parse_bad(WRAP(MANAGED(SPECIAL("home", "read"), "restricted")),
+		  "unknown variant `home`, expected one of `root`, `minimal`, `current_working_directory`, "
+		  "`project_roots`, `tmpdir`, `slash_tmp`, `unknown`");
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"special\",\"value\":{}},\"access\":\"read\"}", "restricted")),
+		  "missing field `kind`");
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"special\",\"value\":\"root\"},\"access\":\"read\"}",
+			       "restricted")),
+		  NULL);
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"special\"},\"access\":\"read\"}", "restricted")), NULL);
+	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"file\",\"path\":\"/x\"},\"access\":\"read\"}", "restricted")),
+		  "unknown variant `file`, expected one of `path`, `glob_pattern`, `special`");
+	parse_bad(WRAP(MANAGED("{\"path\":{},\"access\":\"read\"}", "restricted")), "missing field `type`");
+}
+
+/* ---- profile-level errors ---- */
+
+TEST(profile_errors)
+{
+	parse_bad("{\"windowsSandboxLevel\":\"disabled\"}", "missing field `permissions`");
+	parse_bad("[]", NULL);
+	parse_bad(WRAP("{}"), "missing field `type`");
+	parse_bad(WRAP("{\"type\":\"workspace-write\"}"),
+		  "unknown variant `workspace-write`, expected one of `managed`, `disabled`, `external`");
+	parse_bad(WRAP("\"disabled\""), NULL);
+	parse_bad(WRAP("{\"type\":\"managed\",\"network\":\"restricted\"}"), "missing field `file_system`");
+	parse_bad(WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"unrestricted\"}}"),
+		  "missing field `network`");
+	parse_bad(WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"unrestricted\"},\"network\":\"on\"}"),
+		  "unknown variant `on`, expected `restricted` or `enabled`");
+	parse_bad(WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"unrestricted\"},\"network\":true}"), NULL);
+	parse_bad(WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"partial\"},\"network\":\"enabled\"}"),
+		  "unknown variant `partial`, expected `restricted` or `unrestricted`");
+	parse_bad(WRAP("{\"type\":\"managed\",\"file_system\":{},\"network\":\"enabled\"}"), "missing field `type`");
+	parse_bad(WRAP("{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":{}},"
+		       "\"network\":\"enabled\"}"),
+		  "invalid type: expected a sequence for `entries`");
+	parse_bad(WRAP(MANAGED("\"root\"", "restricted")), NULL);
+	parse_bad("{\"permissions\":{\"type\":\"disabled\"},\"cwd\":\"relative/x\",\"windowsSandboxLevel\":\"disabled\"}",
+		  NULL);
+}
+
+TEST(too_many_entries)
+{
+	size_t n = 1025, cap = 64 + n * 80;
+	char *s = malloc(cap), *o = s;
+	int r = 0;
+	struct sandbox_policy *p;
+
+	ASSERT_TRUE(s != NULL);
+	o += sprintf(o, "{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":[");
+	for (size_t i = 0; i < n; i++)
+		o += sprintf(o, "%s{\"path\":{\"type\":\"path\",\"path\":\"file:///p%zu\"},\"access\":\"read\"}",
+			     i ? "," : "", i);
+	sprintf(o, "]},\"network\":\"restricted\"},\"windowsSandboxLevel\":\"disabled\"}");
+	p = parse_ctx(s, "/c", NULL, &r);
+	free(s);
+	ASSERT_TRUE(p == NULL);
+	ASSERT_EQ(-EINVAL, r);
+	ASSERT_STREQ("sandbox policy has more than 1024 filesystem entries", err);
+}
+
+/* ---- §2.5 legacy SandboxPolicy ---- */
+
+#define LEGACY(pol) "{\"sandboxPolicy\":" pol ",\"windowsSandboxLevel\":\"disabled\"}"
+
+TEST(legacy_danger_full_access)
+{
+	struct sandbox_policy *p = parse_ok(LEGACY("{\"type\":\"danger-full-access\"}"));
+
+	ASSERT_EQ(SANDBOX_DISABLED, p->kind);
+	ASSERT_TRUE(sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+}
+
+TEST(legacy_read_only)
+{
+	struct sandbox_policy *p = parse_ok(LEGACY("{\"type\":\"read-only\"}"));
+
+	ASSERT_EQ(SANDBOX_MANAGED, p->kind);
+	ASSERT_EQ(1, p->n_rules);
+	has_rule(p, "/", SANDBOX_READ, false);
+	ASSERT_TRUE(!p->network && p->full_read && !p->full_write);
+	sandbox_policy_free(p);
+
+	p = parse_ok(LEGACY("{\"type\":\"read-only\",\"network_access\":true}"));
+	ASSERT_TRUE(p->network);
+	sandbox_policy_free(p);
+}
+
+TEST(legacy_external_sandbox)
+{
+	struct sandbox_policy *p = parse_ok(LEGACY("{\"type\":\"external-sandbox\"}"));
+
+	ASSERT_EQ(SANDBOX_EXTERNAL, p->kind);
+	ASSERT_TRUE(!p->network && p->full_write);
+	sandbox_policy_free(p);
+	p = parse_ok(LEGACY("{\"type\":\"external-sandbox\",\"network_access\":\"restricted\"}"));
+	ASSERT_TRUE(!p->network);
+	sandbox_policy_free(p);
+	p = parse_ok(LEGACY("{\"type\":\"external-sandbox\",\"network_access\":\"enabled\"}"));
+	ASSERT_TRUE(p->network);
+	sandbox_policy_free(p);
+}
+
+TEST(legacy_workspace_write)
+{
+	struct sandbox_policy *p = parse_ok_ctx(
+		"{\"sandboxPolicy\":{\"type\":\"workspace-write\",\"writable_roots\":[\"/extra/one\",\"file:///extra/two\"],"
+		"\"network_access\":false},\"workspaceRoots\":[\"file:///ws\"],\"windowsSandboxLevel\":\"disabled\"}",
+		"/c", "/tmpd");
+
+	ASSERT_EQ(SANDBOX_MANAGED, p->kind);
+	ASSERT_TRUE(!p->network && p->full_read && !p->full_write);
+	has_rule(p, "/", SANDBOX_READ, false);
+	has_rule(p, "/ws", SANDBOX_WRITE, true);
+	has_rule(p, "/extra/one", SANDBOX_WRITE, true);
+	has_rule(p, "/extra/two", SANDBOX_WRITE, true);
+	has_rule(p, "/tmpd", SANDBOX_WRITE, true);
+	has_rule(p, "/tmp", SANDBOX_WRITE, true);
+	ASSERT_EQ(6, p->n_rules);
+	sandbox_policy_free(p);
+
+	/* defaults: no writable_roots; excludes; network */
+	p = parse_ok_ctx(LEGACY("{\"type\":\"workspace-write\",\"exclude_tmpdir_env_var\":true,"
+				"\"exclude_slash_tmp\":true,\"network_access\":true}"),
+			 "/c", "/tmpd");
+	ASSERT_EQ(1, p->n_rules);
+	ASSERT_TRUE(p->network);
+	ASSERT_TRUE(rule(p, "/tmp") == NULL && rule(p, "/tmpd") == NULL);
+	sandbox_policy_free(p);
+
+	p = parse_ok_ctx(LEGACY("{\"type\":\"workspace-write\"}"), "/c", NULL);
+	ASSERT_EQ(2, p->n_rules); /* root read + /tmp */
+	ASSERT_TRUE(!p->network);
+	sandbox_policy_free(p);
+}
+
+TEST(legacy_errors)
+{
+	parse_bad(LEGACY("{}"), "missing field `type`");
+	parse_bad(LEGACY("{\"type\":\"workspaceWrite\"}"),
+		  "unknown variant `workspaceWrite`, expected one of `danger-full-access`, `read-only`, "
+		  "`external-sandbox`, `workspace-write`");
+	parse_bad(LEGACY("{\"type\":\"workspace-write\",\"writable_roots\":[7]}"),
+		  "invalid type: expected a string in `writable_roots`");
+	parse_bad(LEGACY("{\"type\":\"workspace-write\",\"writable_roots\":[\"relative/dir\"]}"), NULL);
+}
+
+TEST(legacy_writable_roots_not_a_sequence)
+{
+	/* serde rejects a string where Vec<AbsolutePathBuf> is expected; silently ignoring it
+	 * (running with fewer writable roots than asked) hides a client bug. */
+	parse_bad(LEGACY("{\"type\":\"workspace-write\",\"writable_roots\":\"/x\"}"), NULL);
+}
+
+TEST(permissions_preferred_over_legacy)
+{
+	struct sandbox_policy *p = parse_ok(
+		"{\"permissions\":{\"type\":\"disabled\"},\"sandboxPolicy\":{\"type\":\"read-only\"},"
+		"\"windowsSandboxLevel\":\"disabled\"}");
+
+	ASSERT_EQ(SANDBOX_DISABLED, p->kind);
+	sandbox_policy_free(p);
+}
+
+/* ---- §2.4 / §3.3 access: longest prefix, ties deny > write > read ---- */
+
+TEST(access_spec_example)
+{
+	/* /repo = write, /repo/a = deny, /repo/a/b = write (SANDBOX.md §3.3) */
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(
+		PATH("file:///repo", "write") "," PATH("file:///repo/a", "deny") "," PATH("file:///repo/a/b", "write"),
+		"restricted")));
+
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/repo"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/repo/x"));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/repo/a"));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/repo/a/c"));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/repo/a/bb"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/repo/a/b"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/repo/a/b/deep/file"));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/repox"));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/"));
+	sandbox_policy_free(p);
+}
+
+TEST(access_ties)
+{
+	struct sandbox_policy *p;
+
+	/* same path read + write: write; + deny: deny (order-independent) */
+	p = parse_ok(WRAP(MANAGED(PATH("file:///x", "read") "," PATH("file:///x", "write"), "restricted")));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/x/f"));
+	sandbox_policy_free(p);
+	p = parse_ok(WRAP(MANAGED(PATH("file:///x", "write") "," PATH("file:///x", "read"), "restricted")));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/x/f"));
+	sandbox_policy_free(p);
+	p = parse_ok(WRAP(MANAGED(PATH("file:///x", "deny") "," PATH("file:///x", "write") ","
+				  PATH("file:///x", "read"),
+				  "restricted")));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/x"));
+	sandbox_policy_free(p);
+	p = parse_ok(WRAP(MANAGED(PATH("file:///x", "write") "," PATH("file:///x/", "deny"), "restricted")));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/x/f"));
+	sandbox_policy_free(p);
+
+	/* a longer read beats a shorter write; a longer write beats a shorter deny */
+	p = parse_ok(WRAP(MANAGED(PATH("file:///w", "write") "," PATH("file:///w/ro", "read") ","
+				  PATH("file:///d", "deny") "," PATH("file:///d/open", "write"),
+				  "restricted")));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/w/ro/f"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/w/rox"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/d/open/f"));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/d/opener"));
+	sandbox_policy_free(p);
+}
+
+TEST(access_full_read_and_full_write_defaults)
+{
+	struct sandbox_policy *p;
+
+	/* root read: unmatched paths read; a deny under it still wins */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "read") "," PATH("file:///root/.ssh", "deny"), "restricted")));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/usr/bin"));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/root/.ssh/id_rsa"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/root/.sshx"));
+	sandbox_policy_free(p);
+
+	/* root write + a read carve-out */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write") "," PATH("file:///etc", "read"), "restricted")));
+	ASSERT_TRUE(p->full_write);
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/var/x"));
+	ASSERT_EQ(SANDBOX_READ, sandbox_policy_access(p, "/etc/passwd"));
+	sandbox_policy_free(p);
+}
+
+/* ---- §1 the denial heuristic ---- */
+
+static bool denied3(int code, const char *out, const char *errt)
+{
+	size_t lo = strlen(out), le = strlen(errt), la = lo + le;
+	char *agg = malloc(la + 1);
+	const char *texts[3];
+	size_t lens[3];
+	bool r;
+
+	memcpy(agg, out, lo);
+	memcpy(agg + lo, errt, le + 1);
+	texts[0] = out;
+	texts[1] = errt;
+	texts[2] = agg;
+	lens[0] = lo;
+	lens[1] = le;
+	lens[2] = la;
+	r = sandbox_likely_denied(code, texts, lens, 3);
+	free(agg);
+	return r;
+}
+
+TEST(heuristic_keywords)
+{
+	static const char *const kw[] = {
+		"operation not permitted", "permission denied", "read-only file system", "seccomp",
+		"sandbox", "landlock", "failed to write file",
+	};
+	static const char *const upper[] = {
+		"touch: x: Operation not permitted", "bash: /etc/x: Permission denied",
+		"cp: cannot create 'x': Read-only file system", "SECCOMP", "blocked by the SandBox",
+		"LANDLOCK says no", "error: Failed To Write File foo",
+	};
+
+	for (size_t i = 0; i < sizeof(kw) / sizeof(kw[0]); i++) {
+		ASSERT_TRUE(denied3(1, kw[i], ""));
+		ASSERT_TRUE(denied3(1, "", kw[i]));
+		ASSERT_TRUE(denied3(1, upper[i], ""));
+		ASSERT_TRUE(denied3(137, "", upper[i]));
+		ASSERT_TRUE(!denied3(0, upper[i], upper[i])); /* exit 0: never */
+	}
+}
+
+TEST(heuristic_exit_codes)
+{
+	/* no keywords */
+	ASSERT_TRUE(!denied3(1, "", ""));
+	ASSERT_TRUE(!denied3(3, "boom", "failed"));
+	ASSERT_TRUE(!denied3(2, "", ""));
+	ASSERT_TRUE(!denied3(126, "", ""));
+	ASSERT_TRUE(!denied3(127, "", "bash: x: command not found"));
+	ASSERT_TRUE(!denied3(137, "", ""));
+	ASSERT_TRUE(!denied3(-1, "", ""));
+	ASSERT_TRUE(!denied3(0, "", ""));
+	ASSERT_TRUE(denied3(128 + SIGSYS, "", ""));
+	ASSERT_TRUE(denied3(159, "", ""));
+	ASSERT_TRUE(!denied3(158, "", ""));
+	ASSERT_TRUE(!denied3(160, "", ""));
+	/* keywords come before the 2/126/127 exclusions */
+	ASSERT_TRUE(denied3(2, "", "Read-only file system"));
+	ASSERT_TRUE(denied3(126, "", "bash: ./x: Permission denied"));
+	ASSERT_TRUE(denied3(127, "sandbox", ""));
+}
+
+TEST(heuristic_texts)
+{
+	const char *texts[1];
+	size_t lens[1];
+
+	/* only the given length is searched: a keyword past it does not count */
+	texts[0] = "xxPermission denied";
+	lens[0] = 10;
+	ASSERT_TRUE(!sandbox_likely_denied(1, texts, lens, 1));
+	lens[0] = strlen(texts[0]);
+	ASSERT_TRUE(sandbox_likely_denied(1, texts, lens, 1));
+	/* embedded NUL bytes do not stop the search */
+	texts[0] = "\0\0permission denied";
+	lens[0] = 19;
+	ASSERT_TRUE(sandbox_likely_denied(1, texts, lens, 1));
+	/* a keyword split across two texts is not found */
+	{
+		const char *t2[2] = { "permission ", "denied" };
+		size_t l2[2] = { 11, 6 };
+
+		ASSERT_TRUE(!sandbox_likely_denied(1, t2, l2, 2));
+	}
+	/* no texts at all: exit code only */
+	ASSERT_TRUE(!sandbox_likely_denied(1, NULL, NULL, 0));
+	ASSERT_TRUE(sandbox_likely_denied(159, NULL, NULL, 0));
+	/* a keyword exactly at the end, and a prefix of one at the end */
+	texts[0] = "..sandbo";
+	lens[0] = 8;
+	ASSERT_TRUE(!sandbox_likely_denied(1, texts, lens, 1));
+	texts[0] = "..sandbox";
+	lens[0] = 9;
+	ASSERT_TRUE(sandbox_likely_denied(1, texts, lens, 1));
+	/* non-ASCII bytes (lossy UTF-8 in the reference) around a keyword */
+	texts[0] = "\xff\xfeSECCOMP\x80";
+	lens[0] = strlen(texts[0]);
+	ASSERT_TRUE(sandbox_likely_denied(1, texts, lens, 1));
+}
+
+TEST_MAIN()
