@@ -164,13 +164,31 @@ static void publish_output(struct proc *p, uint8_t stream, const uint8_t *data, 
 
 /* ---- output streams ---- */
 
+static bool all_streams_eof(const struct proc *p)
+{
+	for (unsigned i = 0; i < p->n_streams; i++)
+		if (!p->streams[i].eof)
+			return false;
+	return true;
+}
+
+static void publish_exited(struct proc *p);
+
 static void stream_eof(struct proc_stream *st)
 {
+	struct proc *p = st->p;
+
 	if (st->eof)
 		return;
 	st->eof = true;
 	st->fd = safe_close(st->fd);
-	proc_check_closed(st->p);
+	/* A sandboxed exit waiting for late output: no more output can come now. */
+	if (p->reaped && !p->exited && all_streams_eof(p)) {
+		uring_timer_cancel(&p->grace);
+		publish_exited(p);
+		return;
+	}
+	proc_check_closed(p);
 }
 
 static bool should_pause(struct proc_stream *st)
@@ -352,10 +370,11 @@ static void proc_exited(struct proc *p, const siginfo_t *si)
 	p->pidfd = safe_close(p->pidfd);
 	p->reaped = true;
 	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
-	if (p->sandboxed) {
+	if (p->sandboxed && !all_streams_eof(p)) {
 		/*
-		 * Like the reference, give in-flight output 20 ms to arrive before
-		 * judging whether the sandbox denied something (SANDBOX.md §1).
+		 * Like the reference, give in-flight output up to 20 ms to arrive
+		 * before judging whether the sandbox denied something (SANDBOX.md
+		 * §1); cut short when the last stream ends (stream_eof).
 		 */
 		uring_timer_arm(&proc_srv(p)->ring, &p->grace, 20, on_grace);
 		return;
