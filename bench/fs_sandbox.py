@@ -78,8 +78,27 @@ def rtt_loop(c, pid, stop, out):
         out.append((time.perf_counter() - t) * 1000)
 
 
+WALKER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import wsclient
+url, tree, seconds = sys.argv[2], sys.argv[3], float(sys.argv[4])
+a = wsclient.connect(url)
+walks = 0
+deadline = time.time() + seconds
+while time.time() < deadline:
+    res = a.result("fs/walk", {"path": "file://" + tree, "options": {
+        "maxDepth": 4, "maxDirectories": 10000, "maxEntries": 50000,
+        "followDirectorySymlinks": False}}, timeout=120)
+    assert len(res["entries"]) > 1000, "walk returned too little"
+    walks += 1
+print(walks)
+"""
+
+
 def walk_liveness(url, tree, seconds):
-    a = wsclient.connect(url)
+    """The walking client runs in its own process: parsing megabytes of walk
+    replies must not stall the measuring client (one interpreter, one GIL)."""
     b = wsclient.connect(url)
     b.start("live", ["/bin/sleep", "600"], cwd="/tmp", env={})
     idle, busy = [], []
@@ -89,23 +108,19 @@ def walk_liveness(url, tree, seconds):
     time.sleep(seconds / 2)
     stop.set()
     t.join()
+    walker = subprocess.Popen([sys.executable, "-c", WALKER,
+                               os.path.join(ROOT, "tests", "integration"), url, tree,
+                               str(seconds)], stdout=subprocess.PIPE)
+    time.sleep(0.5)  # let the first walk start
     stop = threading.Event()
     t = threading.Thread(target=rtt_loop, args=(b, "live", stop, busy))
-    walks = 0
     t.start()
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        res = a.result("fs/walk", {"path": uri(tree), "options": {
-            "maxDepth": 4, "maxDirectories": 10000, "maxEntries": 50000,
-            "followDirectorySymlinks": False}}, timeout=120)
-        assert len(res["entries"]) > 1000, "walk returned too little"
-        walks += 1
+    out, _ = walker.communicate(timeout=seconds + 180)
     stop.set()
     t.join()
     b.result("process/terminate", {"processId": "live"})
-    a.close()
     b.close()
-    return idle, busy, walks
+    return idle, busy, int(out.strip() or 0)
 
 
 def ws_sandbox(root):

@@ -67,6 +67,7 @@ struct tree_job {
 	int code; /* with msg: a JSON-RPC error of our own */
 	char *msg;
 	json_t *result;
+	char *result_text; /* result serialised by the worker (run), sent by done */
 	bool truncated;
 	struct walk_error *errs;
 	size_t n_errs;
@@ -105,5 +106,5 @@ void fs_tree_job_free(struct tree_job *j);
 void fs_walk_run(struct tree_job *j);
 void fs_remove_run(struct tree_job *j);
 void fs_copy_run(struct tree_job *j);
-/* Adds fs/walk's "errors" and "truncated" to j->result (loop thread: strerror). */
+/* Adds fs/walk's "errors" and "truncated" to j->result (worker thread; pure helpers only). */
 void fs_walk_finish(struct tree_job *j);

@@ -187,6 +187,7 @@ void fs_tree_job_free(struct tree_job *j)
 	free(j->keep);
 	free(j->keep_what);
 	json_decref(j->result);
+	free(j->result_text);
 	free(j->msg);
 	free(j->path);
 	free(j->dest);
@@ -220,6 +221,17 @@ static void job_run(struct work *w)
 	/* -ECANCELED only unwinds a refusal; anything else with msg unset is an OS error. */
 	if (j->msg)
 		j->err = 0;
+	/*
+	 * Serialise here, off the loop: a 50,000-entry walk is megabytes of JSON
+	 * that would otherwise stall every other client while it is dumped.
+	 */
+	if (!j->msg && j->err >= 0 && j->result) {
+		if (j->op == OP_WALK)
+			fs_walk_finish(j);
+		j->result_text = json_dumps(j->result, JSON_COMPACT | JSON_ENCODE_ANY);
+		json_decref(j->result);
+		j->result = NULL;
+	}
 }
 
 static void job_done(struct work *w)
@@ -236,13 +248,10 @@ static void job_done(struct work *w)
 		rpc_reply_errno_internal(c, id, ECANCELED);
 	else if (j->msg)
 		rpc_reply_error(c, id, j->code, "%s", j->msg);
-	else if (j->err < 0 || !j->result)
+	else if (j->err < 0 || !j->result_text)
 		rpc_reply_errno(c, id, j->err < 0 ? j->err : -ENOMEM);
-	else {
-		if (j->op == OP_WALK)
-			fs_walk_finish(j);
-		rpc_reply(c, id, TAKE_PTR(j->result));
-	}
+	else
+		rpc_reply_serialized(c, id, j->result_text, strlen(j->result_text));
 	rpc_pending_end(&j->pend);
 	fs_tree_job_free(j);
 }

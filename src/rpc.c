@@ -110,6 +110,32 @@ void rpc_reply(struct conn *c, json_t *id, json_t *result)
 	json_decref(msg);
 }
 
+void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t len)
+{
+	static const char pre[] = "{\"id\":", mid[] = ",\"result\":";
+	char *ids = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+	size_t il = ids ? strlen(ids) : 0;
+	struct outchunk *o;
+	uint8_t *w;
+
+	o = ids ? conn_alloc_msg(c, sizeof(pre) - 1 + il + sizeof(mid) - 1 + len + 1, &w) : NULL;
+	if (!o) {
+		free(ids);
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return;
+	}
+	memcpy(w, pre, sizeof(pre) - 1);
+	w += sizeof(pre) - 1;
+	memcpy(w, ids, il);
+	w += il;
+	memcpy(w, mid, sizeof(mid) - 1);
+	w += sizeof(mid) - 1;
+	memcpy(w, result, len);
+	w[len] = '}';
+	free(ids);
+	conn_commit(c, o);
+}
+
 static void reply_error_str(struct conn *c, json_t *id, int code, const char *text)
 {
 	json_t *msg = json_object(), *err = json_object();

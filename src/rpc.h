@@ -31,6 +31,8 @@ void rpc_on_message(struct conn *c, const char *data, size_t len);
 
 /* Replies. id is borrowed; result is stolen (json_decref'd). */
 void rpc_reply(struct conn *c, json_t *id, json_t *result);
+/* A result already serialised as compact JSON (result[0..len)), e.g. by a worker thread. */
+void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t len);
 void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* An error whose message is prefix + the client's string str (NULs kept) + suffix. */
