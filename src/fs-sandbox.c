@@ -235,6 +235,10 @@ bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", e2);
 		return true;
 	}
+	if (rpc_check_sandbox_shape(sb, err) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return true;
+	}
 	r = sandbox_policy_parse(sb, &ctx, &pol, err, sizeof(err));
 	if (r < 0) {
 		rpc_reply_error(c, id, r == -ENOMEM ? RPC_INTERNAL_ERROR : RPC_INVALID_PARAMS, "%s",

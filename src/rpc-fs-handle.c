@@ -82,12 +82,58 @@ static void open_opened(struct fs_req *r)
 			    &r->stx[0]);
 }
 
+/*
+ * `mode` is serde's externally tagged unit enum: "read" | "replace", or the
+ * map form {"replace": null}; null itself is not "absent" here (p07 stream).
+ */
+static bool open_mode(struct conn *c, json_t *id, json_t *v, const char **ret)
+{
+	const char *k = NULL;
+	json_t *val = NULL;
+	char err[256];
+
+	*ret = "read";
+	if (!v)
+		return true;
+	if (json_is_string(v)) {
+		k = json_string_value(v);
+	} else if (json_is_object(v) && json_object_size(v) == 1) {
+		void *it = json_object_iter(v);
+
+		k = json_object_iter_key(it);
+		val = json_object_iter_value(it);
+	} else if (json_is_object(v)) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+				"invalid length %zu, expected map with a single key", json_object_size(v));
+		return false;
+	} else {
+		params_type_error(v, "string or map", err, sizeof(err));
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return false;
+	}
+	if (strcmp(k, "read") != 0 && strcmp(k, "replace") != 0) {
+		json_t *ks = json_string(k);
+
+		rpc_reply_error_quoted(c, id, RPC_INVALID_PARAMS, "unknown variant `", ks,
+				       "`, expected `read` or `replace`");
+		json_decref(ks);
+		return false;
+	}
+	if (val && !json_is_null(val)) {
+		params_type_error(val, "unit", err, sizeof(err));
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return false;
+	}
+	*ret = k;
+	return true;
+}
+
 static void rpc_fs_open(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "handleId", P_STRING, true, NULL },
 		{ "path", P_STRING, true, NULL },
-		{ "mode", P_ENUM_STR, false, "string or map" },
+		{ "mode", P_ANY, false, NULL }, /* an externally tagged enum: open_mode() */
 		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
 	};
 	json_t *f[ELEMENTSOF(fields)];
@@ -98,12 +144,8 @@ static void rpc_fs_open(struct conn *c, json_t *id, json_t *params)
 
 	if (!decode(c, id, params, "WireFsOpenParams", fields, ELEMENTSOF(fields), f))
 		return;
-	mode = f[2] ? json_string_value(f[2]) : "read";
-	if (strcmp(mode, "read") != 0 && strcmp(mode, "replace") != 0) {
-		rpc_reply_error_quoted(c, id, RPC_INVALID_PARAMS, "unknown variant `", f[2],
-				       "`, expected `read` or `replace`");
+	if (!open_mode(c, id, json_is_object(params) ? json_object_get(params, "mode") : f[2], &mode))
 		return;
-	}
 	if (!handle_id_ok(c, id, f[0]))
 		return;
 	if (strmap_get(&c->fs_handles, json_string_value(f[0]), json_string_length(f[0]))) {

@@ -117,7 +117,7 @@ static int variant_error(const char *got, const char *const *v, char *err)
  * §5.4), so that malformed input gets the reference's decoding error rather
  * than a policy refusal.
  */
-static int check_sandbox_shape(json_t *sb, char *err)
+int rpc_check_sandbox_shape(json_t *sb, char *err)
 {
 	static const struct pfield fields[] = {
 		{ "permissions", P_STRUCT, true, "internally tagged enum ExecPermissionProfile" },
@@ -208,7 +208,7 @@ static int check_nested(json_t *start[], char *err)
 					 ELEMENTSOF(mn), tmp, err, ERRSZ) < 0)
 			return -EINVAL;
 	}
-	if (start[F_SANDBOX] && check_sandbox_shape(start[F_SANDBOX], err) < 0)
+	if (start[F_SANDBOX] && rpc_check_sandbox_shape(start[F_SANDBOX], err) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -501,7 +501,7 @@ void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 	p = lookup(c, f[0]);
-	if (p && !p->reaped)
+	if (p && !p->exited)
 		proc_kill_group(p, SIGINT);
 	rpc_reply(c, id, json_object());
 }
@@ -522,7 +522,8 @@ void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 	p = lookup(c, f[0]);
-	running = p && !p->reaped;
+	/* Until process/exited is published, as the reference answers (kill-workspace-write). */
+	running = p && !p->exited;
 	if (running)
 		proc_kill_group(p, SIGKILL);
 	r = json_object();

@@ -81,6 +81,13 @@ void rpc_method_register(const char *name, const char *family,
 		rpc_method_register(name, family, fn);                            \
 	}
 
+/*
+ * The serde decoding errors of a `sandbox` object's shape (rpc-process.c),
+ * shared by process/start and the fs requests. err has room for 512 bytes.
+ * Returns 0 or -EINVAL.
+ */
+int rpc_check_sandbox_shape(json_t *sb, char *err);
+
 /* Method handlers (rpc-*.c). params may be NULL (absent). */
 void rpc_initialize(struct conn *c, json_t *id, json_t *params);
 void rpc_environment_info(struct conn *c, json_t *id, json_t *params);
