@@ -1048,7 +1048,6 @@ def test_busy_when_too_many_jobs(server, tmp_path):
     c.ws.abort()
 
 
-@pytest.mark.slow
 def test_walk_100k_tree_does_not_stall_long_poll(server, tmp_path):
     """§6.21 + architecture: walks of a 100 000-file tree run in the worker pool while
     another connection's process/read long poll is woken by output and answers."""
