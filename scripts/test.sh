@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds uexec and runs the default test suite
-# (unit, integration, fuzz corpus replay). Exit status is the suite's.
+# (unit, integration, fuzz corpus replay), then the same suite under ASan +
+# UBSan in build-asan (tests/sanitize.sh; UEXEC_SANITIZE=0 skips that pass).
+# Exit status is non-zero if either pass failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -8,11 +10,20 @@ scripts/deps.sh
 ninja -C build
 status=0
 meson test -C build --print-errorlogs "$@" || status=$?
-# One plain summary line counting every TAP subtest and pytest case.
-/usr/bin/python3 - build/meson-logs/testlog.json <<'PY' || true
-import json, re, sys
+logs=(build/meson-logs/testlog.json)
+san=0
+if [ "${UEXEC_SANITIZE:-1}" != 0 ]; then
+	tests/sanitize.sh "$@" || san=$?
+	logs+=("${UEXEC_ASAN_BUILD:-build-asan}/meson-logs/testlog.json")
+	[ $san -eq 0 ] || status=$san
+fi
+# One plain summary line counting every TAP subtest and pytest case of both
+# passes (a sanitizer report without a failed test counts as one failure).
+UEXEC_SAN_STATUS=$san /usr/bin/python3 - "${logs[@]}" <<'PY' || true
+import json, os, re, sys
 passed = failed = skipped = 0
-for line in open(sys.argv[1]):
+lines = [l for path in sys.argv[1:] if os.path.exists(path) for l in open(path)]
+for line in lines:
     t = json.loads(line)
     out = t.get("stdout") or ""
     m = re.search(r"(\d+) passed", out.splitlines()[-1] if out.strip() else "")
@@ -33,6 +44,8 @@ for line in open(sys.argv[1]):
         if t.get("result") == "OK": passed += 1
         elif t.get("result") == "SKIP": skipped += 1
         else: failed += 1
+if os.environ.get("UEXEC_SAN_STATUS", "0") != "0" and failed == 0:
+    failed = 1
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $status

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target: JSON-RPC decoding (proto/jsonrpc.h over proto/json-check.h).
+ * decode -> validate -> re-encode: whatever parses must re-encode (jrpc_dump)
+ * to text that json_check accepts and that decodes to an equal tree with the
+ * same classification, and a second encode gives the same bytes.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "json-check.h"
+#include "jsonrpc.h"
+
+/* uexec's default --max-json-depth (serde_json's recursion limit). */
+#define MAX_DEPTH 128
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	/* jansson seeds its hash function from /dev/urandom: make runs repeatable. */
+	json_object_seed(0x5eed);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *buf = (const char *)data;
+	struct jrpc_msg m, m2;
+	char err[256], *dump, *dump2;
+	size_t dump_len, dump2_len, col = 0;
+	int valid;
+
+	if (size > 1 << 20)
+		return 0;
+
+	valid = json_check(buf, size, MAX_DEPTH, err, sizeof(err));
+	FUZZ_CHECK(valid == 0 || valid == -EBADMSG);
+	if (valid < 0)
+		FUZZ_CHECK(strstr(err, " at line ") != NULL);
+	else
+		FUZZ_CHECK(jrpc_nesting_depth(buf, size, 4 * MAX_DEPTH, &col) < MAX_DEPTH);
+
+	if (jrpc_parse(buf, size, MAX_DEPTH, &m) < 0)
+		return 0; /* -ENOMEM */
+	if (valid < 0) {
+		/* The validator's verdict wins, with its text. */
+		FUZZ_CHECK(m.kind == JRPC_INVALID && m.root == NULL);
+		FUZZ_CHECK(strcmp(m.error, err) == 0);
+	} else {
+		/* Text serde_json accepts, jansson must load too (numbers included). */
+		FUZZ_CHECK(m.root != NULL);
+	}
+	switch (m.kind) {
+	case JRPC_INVALID:
+		FUZZ_CHECK(m.error[0] != '\0');
+		break;
+	case JRPC_REQUEST:
+		FUZZ_CHECK(m.method && (json_is_integer(m.id) || json_is_string(m.id)));
+		break;
+	case JRPC_NOTIFICATION:
+		FUZZ_CHECK(m.method && !m.id);
+		break;
+	case JRPC_RESPONSE:
+		FUZZ_CHECK(m.root && json_is_object(m.root));
+		break;
+	}
+	if (!m.root) {
+		jrpc_msg_done(&m);
+		return 0;
+	}
+
+	dump = jrpc_dump(m.root, &dump_len);
+	FUZZ_CHECK(dump && strlen(dump) == dump_len);
+	/* What uexec writes is JSON that the reference's parser accepts. */
+	FUZZ_CHECK(json_check(dump, dump_len, MAX_DEPTH, err, sizeof(err)) == 0);
+
+	FUZZ_CHECK(jrpc_parse(dump, dump_len, MAX_DEPTH, &m2) == 0);
+	FUZZ_CHECK(m2.root && json_equal(m.root, m2.root));
+	FUZZ_CHECK(m2.kind == m.kind);
+	FUZZ_CHECK(strcmp(m2.error, m.error) == 0);
+	if (m.method)
+		FUZZ_CHECK(m2.method && strcmp(m.method, m2.method) == 0);
+	if (m.id)
+		FUZZ_CHECK(m2.id && json_equal(m.id, m2.id));
+	FUZZ_CHECK(!m.params == !m2.params);
+	if (m.params)
+		FUZZ_CHECK(json_equal(m.params, m2.params));
+
+	dump2 = jrpc_dump(m2.root, &dump2_len);
+	FUZZ_CHECK(dump2 && dump2_len == dump_len && memcmp(dump, dump2, dump_len) == 0);
+
+	free(dump);
+	free(dump2);
+	jrpc_msg_done(&m2);
+	jrpc_msg_done(&m);
+	return 0;
+}

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Writes the raw seed inputs of every fuzz target into OUT/<target>/.
+
+Sources: the reference transcripts (realclient/*.jsonl frames and HTTP heads,
+probes/*.out frames), the string literals of the unit tests (tests/unit/), and
+a few hand-written edge cases. The committed corpora (fuzz/corpus/<target>/)
+are these seeds plus what fuzzing found, minimised with libFuzzer's -merge=1;
+see fuzz/README.md.
+
+usage: make-seeds.py OUT [SPEC_REFERENCE_DIR]
+"""
+import glob
+import json
+import os
+import re
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MASK = b"\x37\xfa\x21\x3d"
+SEP = b"\n--next-connection--\n"  # fuzz-session.c's SEP
+SESSION0 = "00010203-0405-4607-8809-0a0b0c0d0e0f"  # the first session id in fuzz-session
+
+
+def frame(payload, op=1, fin=True, mask=MASK, rsv=0, force_len=None):
+    """A client frame (masked unless mask is None)."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    n = len(payload)
+    b0 = (0x80 if fin else 0) | (rsv << 4) | op
+    form = force_len or (1 if n < 126 else 2 if n <= 0xFFFF else 8)
+    mbit = 0x80 if mask else 0
+    if form == 1:
+        h = bytes([b0, mbit | n])
+    elif form == 2:
+        h = bytes([b0, mbit | 126]) + struct.pack(">H", n)
+    else:
+        h = bytes([b0, mbit | 127]) + struct.pack(">Q", n)
+    if not mask:
+        return h + payload
+    return h + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
+
+
+def http_head(start, headers):
+    lines = [start] + ["%s: %s" % kv for kv in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+UPGRADE = http_head("GET / HTTP/1.1", [("Host", "127.0.0.1:7839"), ("Connection", "Upgrade"),
+                                       ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"),
+                                       ("Sec-WebSocket-Key", "TfrBNkI9/7h2EUELdEwrQg==")])
+
+
+def c_literals(path):
+    """The string literals of a C file, adjacent literals joined, escapes decoded."""
+    src = open(path, encoding="utf-8", errors="replace").read()
+    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+    out = []
+    for m in re.finditer(r'(?:"(?:[^"\\\n]|\\.)*"\s*)+', src):
+        parts = re.findall(r'"((?:[^"\\\n]|\\.)*)"', m.group(0))
+        out.append(b"".join(unescape(p) for p in parts))
+    return out
+
+
+def unescape(s):
+    b = bytearray()
+    i = 0
+    raw = s.encode("utf-8")
+    simple = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("\\"): 92, ord('"'): 34,
+              ord("'"): 39, ord("a"): 7, ord("b"): 8, ord("f"): 12, ord("v"): 11, ord("?"): 63}
+    while i < len(raw):
+        c = raw[i]
+        if c != 92 or i + 1 >= len(raw):
+            b.append(c)
+            i += 1
+            continue
+        d = raw[i + 1]
+        if d in simple:
+            b.append(simple[d])
+            i += 2
+        elif d == ord("x"):
+            m = re.match(rb"[0-9a-fA-F]{1,2}", raw[i + 2:])
+            b.append(int(m.group(0), 16))
+            i += 2 + len(m.group(0))
+        elif 48 <= d <= 55:
+            m = re.match(rb"[0-7]{1,3}", raw[i + 1:])
+            b.append(int(m.group(0), 8) & 0xFF)
+            i += 1 + len(m.group(0))
+        else:
+            b.append(d)
+            i += 2
+    return bytes(b)
+
+
+class Seeds:
+    def __init__(self, out):
+        self.out = out
+        self.seen = {}
+
+    def add(self, target, name, data):
+        if isinstance(data, str):
+            data = data.encode()
+        key = (target, data)
+        if key in self.seen:
+            return
+        d = os.path.join(self.out, target)
+        os.makedirs(d, exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:80] or "seed"
+        n, k = name, 1
+        while os.path.exists(os.path.join(d, n)):
+            k += 1
+            n = "%s-%d" % (name, k)
+        self.seen[key] = n
+        with open(os.path.join(d, n), "wb") as f:
+            f.write(data)
+
+
+def transcripts(ref):
+    """(name, conn -> list of c2s events, all JSON-RPC frames) from realclient/*.jsonl."""
+    for path in sorted(glob.glob(os.path.join(ref, "realclient*", "*.jsonl"))):
+        conns = {}
+        for line in open(path):
+            ev = json.loads(line)
+            if ev.get("dir") == "c2s" and ev.get("kind") in ("http", "text"):
+                conns.setdefault(ev["conn"], []).append(ev)
+        yield os.path.basename(path)[:-6], conns
+
+
+def probe_frames(ref):
+    """(probe, section, [sent frames]) from probes/*.out, and every received frame."""
+    sent, received = [], []
+    for path in sorted(glob.glob(os.path.join(ref, "probes", "*.out"))):
+        probe = os.path.basename(path).split("_")[0]
+        section, cur = "start", []
+        for line in open(path, encoding="utf-8", errors="replace"):
+            m = re.match(r"\s*[\d.]+ (>>|<<) (\{.*\})\s*$", line)
+            if line.startswith("=== "):
+                if cur:
+                    sent.append((probe, section, cur))
+                section, cur = line[4:].strip(), []
+            elif m and "[truncated" not in line:
+                try:
+                    msg = json.loads(m.group(2))
+                except ValueError:
+                    continue
+                (cur if m.group(1) == ">>" else received).append(msg)
+        if cur:
+            sent.append((probe, section, cur))
+    return sent, received
+
+
+def compact(msg):
+    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False)
+
+
+def walk_strings(v):
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            yield k
+            yield from walk_strings(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from walk_strings(x)
+
+
+def sandbox_objects(msgs):
+    for m in msgs:
+        p = m.get("params") if isinstance(m, dict) else None
+        if isinstance(p, dict) and isinstance(p.get("sandbox"), (dict, list, str, int, bool)):
+            yield p["sandbox"]
+
+
+def main():
+    out = sys.argv[1]
+    ref = sys.argv[2] if len(sys.argv) > 2 else "/work/shared/spec/reference"
+    s = Seeds(out)
+    unit = os.path.join(ROOT, "tests", "unit")
+    sent, received = probe_frames(ref)
+    all_sent = [m for _, _, ms in sent for m in ms]
+    client_msgs = []
+
+    # ---- session: whole client conversations ----
+    for name, conns in transcripts(ref):
+        for conn, evs in conns.items():
+            head, frames = b"", b""
+            for ev in evs:
+                if ev["kind"] == "http":
+                    head = http_head(ev["start_line"], list(ev["headers"].items()))
+                else:
+                    client_msgs.append(ev["msg"])
+                    frames += frame(compact(ev["msg"]))
+            if head:
+                # byte 0: read size 4096, the head alone (as a real client sends it)
+                s.add("session", "realclient-%s-conn%d" % (name, conn),
+                      b"\x05" + head + frames[:60000])
+                s.add("http-upgrade", "realclient-%s" % name, head)
+    for probe, section, msgs in sent:
+        body = b"".join(frame(compact(m)) for m in msgs)
+        s.add("session", "probe-%s-%s" % (probe, section), b"\x05" + UPGRADE + body[:60000])
+    init = frame(compact({"id": 1, "method": "initialize", "params": {"clientName": "fuzz"}}))
+    inited = frame(compact({"method": "initialized", "params": {}}))
+    s.add("session", "resume-session", b"\x25" + UPGRADE + init + SEP + UPGRADE + frame(compact(
+        {"id": 1, "method": "initialize",
+         "params": {"clientName": "fuzz", "resumeSessionId": SESSION0}})) + inited)
+    s.add("session", "small-limits-backpressure", b"\x2c" + UPGRADE + init + inited +
+          b"".join(frame(compact({"id": i, "method": "environment/info"})) for i in range(2, 8)))
+    s.add("session", "enobufs-bytewise", b"\x10" + UPGRADE + init + frame(b"\x03\xe8", op=8))
+    s.add("session", "ping-fragmented-close", b"\x03" + UPGRADE + init + inited +
+          frame('{"id":2,"met', fin=False) + frame(b"p", op=9) +
+          frame('hod":"environment/status"}', op=0) + frame(b"\x03\xe9bye", op=8))
+    s.add("session", "pipelined-frames", b"\x47" + UPGRADE + init + inited)
+    for what, req in (("readyz", http_head("GET /readyz HTTP/1.1", [("Host", "x")])),
+                      ("bad-request", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"),
+                      ("origin", http_head("GET / HTTP/1.1", [("Origin", "http://evil")]))):
+        s.add("session", "http-" + what, b"\x07" + req)
+
+    # ---- http-upgrade ----
+    for i, lit in enumerate(c_literals(os.path.join(unit, "test-http.c"))):
+        if re.match(rb"^[\r\n]*[A-Z]+ ", lit) or lit.startswith(b"\x16"):
+            s.add("http-upgrade", "unit-test-http-%d" % i, lit)
+    for path in ("/", "/readyz", "/readyz?x=1", "/some/path?x=1", "/ws"):
+        for method in ("GET", "HEAD", "POST"):
+            s.add("http-upgrade", "%s-%s" % (method, path),
+                  UPGRADE.replace(b"GET / ", ("%s %s " % (method, path)).encode()))
+    s.add("http-upgrade", "http10", UPGRADE.replace(b"HTTP/1.1", b"HTTP/1.0"))
+    s.add("http-upgrade", "lf-only", UPGRADE.replace(b"\r\n", b"\n"))
+    s.add("http-upgrade", "long-key", http_head("GET / HTTP/1.1", [
+        ("Connection", "keep-alive, Upgrade"), ("Upgrade", "WebSocket"),
+        ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", "k" * 300)]))
+
+    # ---- ws-frame: byte 0 = limits (bits 0-1) | chunk size (bits 2-4) ----
+    msgs = [compact(m) for m in (client_msgs + all_sent)[:400]]
+    for i, m in enumerate(msgs[:120]):
+        s.add("ws-frame", "msg-%d" % i, bytes([0x02 | (i % 8) << 2]) + frame(m))
+    s.add("ws-frame", "fragmented-with-ping", b"\x1e" + frame("ab", fin=False) +
+          frame(b"x", op=9) + frame("cd", op=0, fin=False) + frame("ef", op=0) + frame(b"", op=10))
+    s.add("ws-frame", "len16", b"\x01" + frame("a" * 300))
+    s.add("ws-frame", "len64-nonminimal", b"\x02" + frame("a" * 10, force_len=8))
+    s.add("ws-frame", "len64", b"\x06" + frame("b" * 70000))
+    s.add("ws-frame", "unmasked", b"\x02" + frame("x", mask=None))
+    s.add("ws-frame", "server-frame", b"\x02" + frame("x" * 200, mask=None))
+    s.add("ws-frame", "rsv1", b"\x02" + frame("x", rsv=4))
+    s.add("ws-frame", "bad-utf8", b"\x02" + frame(b"\xc3\x28"))
+    s.add("ws-frame", "split-utf8", b"\x02" + frame(b"\xe2\x82", fin=False) + frame(b"\xac", op=0))
+    s.add("ws-frame", "close-reason", b"\x02" + frame(b"\x03\xe8bye", op=8))
+    s.add("ws-frame", "close-bad-code", b"\x02" + frame(b"\x03\xed", op=8))
+    s.add("ws-frame", "close-1byte", b"\x02" + frame(b"\x03", op=8))
+    s.add("ws-frame", "ping-126", b"\x02" + frame(b"p" * 126, op=9))
+    s.add("ws-frame", "too-big-for-small-limits", b"\x00" + frame("z" * 200))
+    s.add("ws-frame", "message-over-limit", b"\x03" + frame("a" * 200, fin=False) +
+          frame("b" * 200, op=0))
+    s.add("ws-frame", "binary", b"\x02" + frame(b"\x00\xff", op=2))
+    s.add("ws-frame", "cont-without-start", b"\x02" + frame("x", op=0))
+    s.add("ws-frame", "reserved-opcode", b"\x02" + frame("x", op=3))
+    for i, lit in enumerate(c_literals(os.path.join(unit, "test-ws.c"))):
+        s.add("ws-frame", "unit-test-ws-%d" % i, b"\x02" + frame(lit))
+
+    # ---- jsonrpc ----
+    for i, m in enumerate(client_msgs + all_sent + received[:300]):
+        s.add("jsonrpc", "transcript-%d" % i, compact(m))
+    for i, lit in enumerate(c_literals(os.path.join(unit, "test-json-check.c"))):
+        s.add("jsonrpc", "unit-test-json-check-%d" % i, lit)
+    for name, text in (("big-int", '{"id":123456789012345678901234567890,"method":"x"}'),
+                       ("real-id", '{"id":1.0,"method":"x"}'),
+                       ("nul-string", '{"id":"a\\u0000b","method":"x"}'),
+                       ("surrogates", '{"id":1,"method":"\\ud83d\\ude00"}'),
+                       ("lone-surrogate", '{"id":1,"method":"\\ud83d"}'),
+                       ("dup-keys", '{"id":1,"id":"2","method":"a","method":"b"}'),
+                       ("response", '{"id":1,"result":null}'),
+                       ("deep", "[" * 130 + "]" * 130), ("exp", '{"id":1e400}'),
+                       ("batch", '[{"id":1,"method":"initialize"}]')):
+        s.add("jsonrpc", name, text)
+
+    # ---- file-uri: byte 0 bit 0 = allow_native ----
+    strings = set()
+    for m in client_msgs + all_sent + received:
+        for v in walk_strings(m):
+            if v.startswith(("file:", "FILE:", "/")) and len(v) < 300:
+                strings.add(v)
+    for lit in c_literals(os.path.join(unit, "test-file-uri.c")):
+        strings.add(lit.decode("utf-8", "surrogateescape"))
+    for i, v in enumerate(sorted(strings)):
+        b = v.encode("utf-8", "surrogateescape")
+        s.add("file-uri", "uri-%d" % i, (b"\x01" if v.startswith("/") else b"\x00") + b)
+
+    # ---- base64 ----
+    b64 = set()
+    for m in client_msgs + all_sent + received[:200]:
+        for v in walk_strings(m):
+            if re.fullmatch(r"[A-Za-z0-9+/]{4,}={0,2}", v) and len(v) % 4 == 0 and len(v) < 2000:
+                b64.add(v)
+    for lit in c_literals(os.path.join(unit, "test-base64.c")):
+        b64.add(lit.decode("latin-1"))
+    for i, v in enumerate(sorted(b64)):
+        s.add("base64", "b64-%d" % i, v.encode("latin-1"))
+
+    # ---- sandbox-policy: the process/start sandbox objects ----
+    objs = list(sandbox_objects(client_msgs + all_sent))
+    for i, o in enumerate(objs):
+        s.add("sandbox-policy", "transcript-%d" % i, compact(o))
+    policy_test = os.path.join(ROOT, "tests", "unit", "test-policy.c")
+    if os.path.exists(policy_test):
+        for i, lit in enumerate(c_literals(policy_test)):
+            if lit.lstrip().startswith(b"{"):
+                s.add("sandbox-policy", "unit-test-policy-%d" % i, lit)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Link-time fakes for the session fuzz target: the parts of the server that
+ * touch the outside world (server.c's loop and buffer ring, spawn.c, proc.c,
+ * the file methods, the kernel's random numbers) replaced by small stand-ins
+ * that record what they were asked to do. src/ itself is compiled unchanged.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "conn.h"
+#include "fs-sandbox.h"
+#include "proc.h"
+#include "rpc-fs.h"
+#include "sandbox.h"
+#include "server.h"
+#include "session-fakes.h"
+#include "spawn.h"
+#include "watch.h"
+
+struct fake_stats fake_stats;
+
+/* ---- server.c ---- */
+
+struct server *the_server;
+
+void server_stop(struct server *s, int exit_code)
+{
+	if (!s->stopping)
+		s->exit_code = exit_code;
+	s->stopping = true;
+}
+
+void server_recycle_buf(struct server *s, unsigned bid)
+{
+	/* One provided buffer (bid 0); it must come back exactly once per read. */
+	if (bid != 0 || !fake_stats.buf_lent)
+		abort();
+	fake_stats.buf_lent = false;
+}
+
+void server_wait_for_buf(struct server *s, struct buf_waiter *w)
+{
+	if (!list_linked(&w->link) || w->link.next == NULL)
+		list_add_tail(&w->link, &s->buf_waiters);
+}
+
+/* ---- spawn.c: no process is ever started ---- */
+
+int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
+{
+	size_t n;
+
+	/* What process/start hands over must be well-formed. */
+	if (!a->argv || !a->argv[0] || !a->envp || !a->candidates)
+		abort();
+	for (n = 0; a->envp[n]; n++)
+		if (!strchr(a->envp[n], '='))
+			abort();
+	for (n = 0; a->candidates[n]; n++)
+		if (!a->candidates[n][0])
+			abort();
+	fake_stats.spawns++;
+	return -ENOENT;
+}
+
+/*
+ * ---- sandbox.c: a host that cannot enforce any policy ----
+ * sandbox_policy_parse() (sandbox/policy.c, no I/O) is the real one; building
+ * a plan would probe paths and create mount points, so it is refused here the
+ * way the real code refuses on a host without Landlock/seccomp.
+ */
+
+int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
+		     const char *helper_exe, struct sandbox_plan **ret, char *err, size_t errsz)
+{
+	if (!p || p->kind == SANDBOX_DISABLED)
+		abort(); /* rpc-process.c builds plans for restricting policies only */
+	fake_stats.plans++;
+	snprintf(err, errsz, "this host lacks %s", "a sandbox (fuzz build)");
+	return -EOPNOTSUPP;
+}
+
+void sandbox_plan_free(struct sandbox_plan *plan)
+{
+	if (plan)
+		abort(); /* no plan is ever made */
+}
+
+/* ---- proc.c: unreachable, as no spawn succeeds ---- */
+
+#define UNREACHABLE()                                                                  \
+	do {                                                                           \
+		fprintf(stderr, "%s: called without any process\n", __func__);        \
+		abort();                                                               \
+	} while (0)
+
+int proc_new(struct session *sess, const char *id, size_t id_len, const struct spawn_result *res,
+	     bool tty, bool pipe_stdin, bool sandboxed, struct sandbox_plan *plan, struct proc **ret)
+{
+	UNREACHABLE();
+}
+
+void proc_start_output(struct proc *p)
+{
+	UNREACHABLE();
+}
+
+bool proc_is_idle(const struct proc *p)
+{
+	UNREACHABLE();
+}
+
+void proc_free(struct proc *p)
+{
+	UNREACHABLE();
+}
+
+void proc_kill_group(struct proc *p, int sig)
+{
+	UNREACHABLE();
+}
+
+void proc_resume_output(struct proc *p)
+{
+	UNREACHABLE();
+}
+
+void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,
+	       uint64_t max_bytes, uint64_t wait_ms)
+{
+	UNREACHABLE();
+}
+
+void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id, uint8_t *data,
+		size_t len)
+{
+	UNREACHABLE();
+}
+
+/* ---- the file methods (rpc-fs.c and friends, watch.c) are not linked: they answer -32601 ---- */
+
+void fs_handles_release(struct conn *c)
+{
+}
+
+void fs_watch_conn_closed(struct conn *c)
+{
+}
+
+bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params)
+{
+	return false; /* no file method is linked: rpc.c answers -32601 */
+}
+
+/* ---- deterministic session ids ---- */
+
+/*
+ * Interposes libc's getrandom() so that session ids repeat from run to run
+ * (00010203-0405-4607-8809-0a0b0c0d0e0f for the first session of an input):
+ * a fuzzer can then resume a session by id.
+ */
+ssize_t getrandom(void *buf, size_t len, unsigned int flags)
+{
+	for (size_t i = 0; i < len; i++)
+		((uint8_t *)buf)[i] = fake_stats.random_counter++;
+	return (ssize_t)len;
+}
