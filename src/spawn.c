@@ -74,6 +74,22 @@ static int child_dup2(int fd, int target)
 
 #define CHILD_STACK_SIZE (256 * 1024) /* the sandbox setup keeps a few PATH_MAX buffers */
 
+/*
+ * Sanitizer builds give the child its own (copy-on-write) memory: ASan's
+ * interceptors and shadow memory assume one thread per TLS block, which a
+ * CLONE_VM child sharing the parent's TLS breaks. Production builds share.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SPAWN_CLONE_VM 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SPAWN_CLONE_VM 0
+#endif
+#endif
+#ifndef SPAWN_CLONE_VM
+#define SPAWN_CLONE_VM CLONE_VM
+#endif
+
 /* Signals whose disposition is not SIG_DFL in the server (found once): the child resets them. */
 static int changed_signals[NSIG];
 static int n_changed_signals = -1;
@@ -275,7 +291,7 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	/* No signal handler may run in the child before it resets them. */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = clone(child_entry, stack, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &ctx,
+	pid = clone(child_entry, stack, SPAWN_CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &ctx,
 		    &pidfd);
 	r = pid < 0 ? -errno : 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
