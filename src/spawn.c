@@ -34,44 +34,6 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-struct child_err {
-	int err;
-	const char *step; /* a static string: the same address in parent and child */
-};
-
-struct child_fds {
-	int in, out, err; /* become 0, 1, 2 */
-	int ctty;         /* PTY slave to make the controlling terminal, or -1 */
-	int errpipe;
-};
-
-static _noreturn_ void child_fail_step(int errpipe, int err, const char *step)
-{
-	struct child_err ce = { err, step };
-	ssize_t _unused_ n = write(errpipe, &ce, sizeof(ce));
-	_exit(127);
-}
-
-static _noreturn_ void child_fail(int errpipe, int err)
-{
-	child_fail_step(errpipe, err, NULL);
-}
-
-/* Moves fd to target without clobbering others still needed. */
-static int child_dup2(int fd, int target)
-{
-	if (fd == target) {
-		/* Clear CLOEXEC that all our fds carry. */
-		int fl = fcntl(fd, F_GETFD);
-		if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
-			return -errno;
-		return 0;
-	}
-	if (dup2(fd, target) < 0)
-		return -errno;
-	return 0;
-}
-
 #define CHILD_STACK_SIZE (256 * 1024) /* the sandbox setup keeps a few PATH_MAX buffers */
 
 /*
@@ -90,6 +52,50 @@ static int child_dup2(int fd, int target)
 #define SPAWN_CLONE_VM CLONE_VM
 #endif
 
+/*
+ * The code between clone and exec runs on its own stack: ASan instrumentation
+ * there only produces "ignoring __asan_handle_no_return" warnings.
+ */
+#define _child_ __attribute__((no_sanitize("address", "undefined")))
+
+struct child_err {
+	int err;
+	const char *step; /* a static string: the same address in parent and child */
+};
+
+struct child_fds {
+	int in, out, err; /* become 0, 1, 2 */
+	int ctty;         /* PTY slave to make the controlling terminal, or -1 */
+	int errpipe;
+};
+
+static _child_ _noreturn_ void child_fail_step(int errpipe, int err, const char *step)
+{
+	struct child_err ce = { err, step };
+	ssize_t _unused_ n = write(errpipe, &ce, sizeof(ce));
+	_exit(127);
+}
+
+static _child_ _noreturn_ void child_fail(int errpipe, int err)
+{
+	child_fail_step(errpipe, err, NULL);
+}
+
+/* Moves fd to target without clobbering others still needed. */
+static _child_ int child_dup2(int fd, int target)
+{
+	if (fd == target) {
+		/* Clear CLOEXEC that all our fds carry. */
+		int fl = fcntl(fd, F_GETFD);
+		if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
+			return -errno;
+		return 0;
+	}
+	if (dup2(fd, target) < 0)
+		return -errno;
+	return 0;
+}
+
 /* Signals whose disposition is not SIG_DFL in the server (found once): the child resets them. */
 static int changed_signals[NSIG];
 static int n_changed_signals = -1;
@@ -105,7 +111,7 @@ static void find_changed_signals(void)
 	}
 }
 
-static _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *f)
+static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *f)
 {
 	struct sigaction sa = { .sa_handler = SIG_DFL };
 	sigset_t all;
@@ -203,7 +209,7 @@ struct child_ctx {
 	struct child_fds cf;
 };
 
-static int child_entry(void *arg)
+static _child_ int child_entry(void *arg)
 {
 	struct child_ctx *c = arg;
 
