@@ -285,6 +285,9 @@ def main():
     for i, v in enumerate(sorted(strings)):
         b = v.encode("utf-8", "surrogateescape")
         s.add("file-uri", "uri-%d" % i, (b"\x01" if v.startswith("/") else b"\x00") + b)
+    # WHATWG's drive-letter rule: "/c|" does not round-trip (fuzz-file-uri.c)
+    s.add("file-uri", "drive-letter-quirk-native", b"\x01/t|")
+    s.add("file-uri", "drive-letter-quirk-uri", b"\x00file:///C|/x")
 
     # ---- base64 ----
     b64 = set()

@@ -56,7 +56,8 @@ static json_t *reals_to_ints(json_t *v)
 	if (json_is_real(v)) {
 		double d = json_real_value(v);
 
-		if (d == (double)(json_int_t)d && d > -9007199254740992.0 && d < 9007199254740992.0) {
+		/* Range first: casting an out-of-range double is undefined behaviour. */
+		if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(json_int_t)d) {
 			json_decref(v);
 			return json_integer((json_int_t)d);
 		}

@@ -382,10 +382,10 @@ static void handle_http(struct conn *c)
 		conn_close(c, 0, "bad HTTP request");
 		return;
 	}
-	buf_consume(&c->in, (size_t)r);
-
+	/* req views point into c->in: build the answer before consuming the head. */
 	(void)http_upgrade_check(&req, &up);
 	n = http_upgrade_format(&up, time(NULL), out, sizeof(out));
+	buf_consume(&c->in, (size_t)r);
 	if (n < 0) {
 		conn_kill(c);
 		return;
