@@ -4,7 +4,9 @@
  * serde untagged enum does it.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json-check.h"
@@ -66,9 +68,236 @@ static json_t *reals_to_ints(json_t *v)
 	if (json_is_array(v)) {
 		json_array_foreach(v, i, e) json_array_set_new(v, i, reals_to_ints(json_incref(e)));
 	} else if (json_is_object(v)) {
-		json_object_foreach(v, k, e) json_object_set_new(v, k, reals_to_ints(json_incref(e)));
+		json_object_keylen_foreach(v, k, i, e)
+			json_object_setn_new_nocheck(v, k, i, reals_to_ints(json_incref(e)));
 	}
 	return v;
+}
+
+/*
+ * Object keys holding U+0000.
+ *
+ * serde reads "\u0000" in a key like any other character (an unknown field is
+ * ignored, a map key keeps it), but jansson's parser refuses such a key and
+ * with it the whole message. jansson can store these keys (json_object_setn),
+ * it only cannot parse them. So when the parser says so, every "\u0000" escape
+ * inside a key is swapped for the escape of a private-use character that
+ * appears nowhere in the text (same length, so later error columns stay
+ * right), the text is parsed, and the marked keys are put back with their
+ * NUL bytes. Handlers compare keys with jrpc_key_is(), which sees the whole
+ * key, and an env map with such a key is refused as the reference refuses it.
+ */
+#define PUA_FIRST 0xE000u
+#define PUA_COUNT 0x1900u /* U+E000..U+F8FF */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Returns a private-use code point absent from buf (raw or escaped), or 0. */
+static unsigned pick_marker(const char *buf, size_t len)
+{
+	static const size_t words = PUA_COUNT / 64;
+	uint64_t seen[PUA_COUNT / 64] = { 0 };
+	const unsigned char *u = (const unsigned char *)buf;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned cp = 0x110000;
+
+		if (u[i] == '\\' && i + 5 < len && buf[i + 1] == 'u') {
+			int h[4];
+
+			cp = 0;
+			for (int j = 0; j < 4; j++) {
+				h[j] = hexval(buf[i + 2 + j]);
+				cp = cp << 4 | (unsigned)(h[j] < 0 ? 0 : h[j]);
+			}
+			if (h[0] < 0 || h[1] < 0 || h[2] < 0 || h[3] < 0)
+				cp = 0x110000;
+		}
+		if (u[i] == '\\') {
+			i++; /* the escaped character opens nothing */
+		} else if ((u[i] & 0xF0) == 0xE0 && i + 2 < len) {
+			cp = (u[i] & 0x0Fu) << 12 | (u[i + 1] & 0x3Fu) << 6 | (u[i + 2] & 0x3Fu);
+		}
+		if (cp >= PUA_FIRST && cp < PUA_FIRST + PUA_COUNT)
+			seen[(cp - PUA_FIRST) / 64] |= 1ull << ((cp - PUA_FIRST) % 64);
+	}
+	for (size_t w = 0; w < words; w++)
+		if (~seen[w])
+			return PUA_FIRST + (unsigned)(w * 64 + (size_t)__builtin_ctzll(~seen[w]));
+	return 0;
+}
+
+/*
+ * Copies buf with "\u0000" escapes inside object keys replaced by the
+ * escape of the marker. The text already passed json_check, so strings are
+ * well formed. Returns NULL on OOM.
+ */
+static char *mark_nul_keys(const char *buf, size_t len, unsigned marker)
+{
+	char *out = malloc(len + 1), esc[7];
+	size_t i = 0;
+
+	if (!out)
+		return NULL;
+	memcpy(out, buf, len);
+	out[len] = 0;
+	snprintf(esc, sizeof(esc), "\\u%04X", marker);
+	while (i < len) {
+		size_t start, end, j;
+
+		if (buf[i] != '"') {
+			i++;
+			continue;
+		}
+		start = ++i;
+		while (i < len && buf[i] != '"')
+			i += buf[i] == '\\' ? 2 : 1;
+		end = i++;
+		j = i;
+		while (j < len && (buf[j] == ' ' || buf[j] == '\t' || buf[j] == '\n' || buf[j] == '\r'))
+			j++;
+		if (j >= len || buf[j] != ':')
+			continue;
+		for (size_t k = start; k + 6 <= end; k++) {
+			if (buf[k] != '\\')
+				continue;
+			if (memcmp(buf + k, "\\u0000", 6) == 0)
+				memcpy(out + k, esc, 6);
+			k++; /* skip the escaped character */
+		}
+	}
+	return out;
+}
+
+/* Puts NUL bytes back in keys that hold the marker's UTF-8, recursively. */
+static json_t *unmark_nul_keys(json_t *v, const char mark[3])
+{
+	const char *k;
+	size_t i, klen;
+	json_t *e;
+
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, e) json_array_set_new(v, i, unmark_nul_keys(json_incref(e), mark));
+		return v;
+	}
+	if (!json_is_object(v))
+		return v;
+
+	bool marked = false;
+
+	json_object_keylen_foreach(v, k, klen, e) {
+		json_object_setn_new_nocheck(v, k, klen, unmark_nul_keys(json_incref(e), mark));
+		if (memmem(k, klen, mark, 3))
+			marked = true;
+	}
+	if (!marked)
+		return v;
+
+	/* Rebuilt in order so handlers still see members as they came. */
+	json_t *copy = json_object();
+
+	if (!copy) {
+		json_decref(v);
+		return NULL;
+	}
+	json_object_keylen_foreach(v, k, klen, e) {
+		char *nk = malloc(klen + 1);
+		size_t n = 0;
+
+		if (!nk) {
+			json_decref(copy);
+			json_decref(v);
+			return NULL;
+		}
+		for (size_t p = 0; p < klen;) {
+			if (p + 3 <= klen && memcmp(k + p, mark, 3) == 0) {
+				nk[n++] = 0;
+				p += 3;
+			} else {
+				nk[n++] = k[p++];
+			}
+		}
+		/* Two keys may now be equal; the later one wins, as in a serde map. */
+		if (json_object_setn_nocheck(copy, nk, n, e) < 0) {
+			free(nk);
+			json_decref(copy);
+			json_decref(v);
+			return NULL;
+		}
+		free(nk);
+	}
+	json_decref(v);
+	return copy;
+}
+
+static json_t *load_marked(const char *buf, size_t len, size_t flags, json_error_t *jerr)
+{
+	unsigned marker = pick_marker(buf, len);
+	char mark[3], *text;
+	json_t *root;
+
+	if (!marker)
+		return NULL; /* every candidate used: keep jansson's error */
+	text = mark_nul_keys(buf, len, marker);
+	if (!text)
+		return NULL;
+	mark[0] = (char)(0xE0 | marker >> 12);
+	mark[1] = (char)(0x80 | (marker >> 6 & 0x3F));
+	mark[2] = (char)(0x80 | (marker & 0x3F));
+	root = json_loadb(text, len, flags, jerr);
+	free(text);
+	return root ? unmark_nul_keys(root, mark) : NULL;
+}
+
+static json_t *load(const char *buf, size_t len, json_error_t *jerr)
+{
+	size_t flags = JSON_DECODE_ANY | JSON_ALLOW_NUL;
+	json_t *root = NULL;
+	bool nul_keys = false;
+
+	for (int attempt = 0; attempt < 3 && !root; attempt++) {
+		root = nul_keys ? load_marked(buf, len, flags, jerr) : json_loadb(buf, len, flags, jerr);
+		if (root)
+			break;
+		if (json_error_code(jerr) == json_error_null_byte_in_key && !nul_keys)
+			nul_keys = true;
+		else if (json_error_code(jerr) == json_error_numeric_overflow &&
+			 !(flags & JSON_DECODE_INT_AS_REAL))
+			/*
+			 * serde_json reads an integer beyond 64 bits as a float;
+			 * jansson refuses the whole text. Re-read with every number
+			 * as a real and turn exact small ones back into integers, so
+			 * the message is still answered (with the type error serde
+			 * would give for that field).
+			 */
+			flags |= JSON_DECODE_INT_AS_REAL;
+		else
+			break;
+	}
+	if (root && (flags & JSON_DECODE_INT_AS_REAL))
+		root = reals_to_ints(root);
+	return root;
+}
+
+size_t jrpc_key_len(const char *key)
+{
+	return json_object_iter_key_len(json_object_key_to_iter(key));
+}
+
+bool jrpc_key_is(const char *key, const char *name)
+{
+	size_t n = strlen(name);
+
+	return jrpc_key_len(key) == n && memcmp(key, name, n) == 0;
 }
 
 static bool id_is_valid(const json_t *id)
@@ -89,19 +318,7 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 	if (json_check(buf, len, max_depth, ret->error, sizeof(ret->error)) < 0)
 		return 0;
 
-	root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-	if (!root && json_error_code(&jerr) == json_error_numeric_overflow) {
-		/*
-		 * serde_json reads an integer beyond 64 bits as a float; jansson
-		 * refuses the whole text. Re-read with every number as a real and
-		 * turn exact small ones back into integers, so the message is still
-		 * answered (with the type error serde would give for that field).
-		 */
-		root = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
-				  &jerr);
-		if (root)
-			root = reals_to_ints(root);
-	}
+	root = load(buf, len, &jerr);
 	if (!root) {
 		snprintf(ret->error, sizeof(ret->error), "%s at line %d column %d", jerr.text,
 			 jerr.line, jerr.column);

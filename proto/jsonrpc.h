@@ -34,6 +34,14 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 void jrpc_msg_done(struct jrpc_msg *m);
 
 /*
+ * Object keys may hold NUL bytes (serde accepts "\u0000" in a key), so a key
+ * from json_object_foreach() is compared with these, never with strcmp().
+ * jrpc_key_len() takes only keys returned by jansson's object iteration.
+ */
+size_t jrpc_key_len(const char *key);
+bool jrpc_key_is(const char *key, const char *name);
+
+/*
  * Returns the nesting depth of the JSON text buf[0..len) (brackets outside
  * strings), stopping early once it exceeds limit. Tolerates invalid JSON.
  * *ret_col receives the 1-based byte column where the limit was crossed.

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "environ.h"
+#include "jsonrpc.h"
 #include "macro.h"
 
 extern char **environ;
@@ -165,6 +166,8 @@ static int apply_policy(struct envvec *e, json_t *pol)
 	json_object_foreach(set, k, v) {
 		if (!json_is_string(v))
 			continue;
+		if (jrpc_key_len(k) != strlen(k))
+			return -EILSEQ;
 		r = env_set(e, k, strlen(k), json_string_value(v), json_string_length(v));
 		if (r < 0)
 			return r;
@@ -211,6 +214,10 @@ int environ_build(json_t *env, json_t *env_policy, json_t *metadata, bool tty,
 	}
 
 	json_object_foreach(env, k, v) {
+		if (jrpc_key_len(k) != strlen(k)) {
+			r = -EILSEQ;
+			goto fail;
+		}
 		r = env_set(&e, k, strlen(k), json_string_value(v), json_string_length(v));
 		if (r < 0)
 			goto fail;

@@ -28,6 +28,7 @@
 #include "fs-req.h"
 #include "fs-tree.h"
 #include "fs.h"
+#include "jsonrpc.h"
 #include "macro.h"
 #include "params.h"
 #include "rpc.h"
@@ -453,11 +454,11 @@ static bool options_first(json_t *params)
 	if (!json_is_object(params))
 		return false;
 	json_object_foreach(params, k, v) {
-		if (strcmp(k, "options") == 0)
+		if (jrpc_key_is(k, "options"))
 			return true;
-		if (strcmp(k, "path") == 0 && !json_is_string(v))
+		if (jrpc_key_is(k, "path") && !json_is_string(v))
 			return false;
-		if (strcmp(k, "sandbox") == 0 && !json_is_null(v) && !json_is_object(v))
+		if (jrpc_key_is(k, "sandbox") && !json_is_null(v) && !json_is_object(v))
 			return false;
 	}
 	return false;
@@ -513,10 +514,11 @@ static json_t *options_copy(json_t *o)
 	}
 	copy = json_object();
 	json_object_foreach(o, k, v) {
-		bool limit = strcmp(k, "maxDepth") == 0 || strcmp(k, "maxDirectories") == 0 ||
-			     strcmp(k, "maxEntries") == 0;
+		bool limit = jrpc_key_is(k, "maxDepth") || jrpc_key_is(k, "maxDirectories") ||
+			     jrpc_key_is(k, "maxEntries");
 
-		json_object_set_new(copy, k, limit ? limit_value(v) : json_incref(v));
+		json_object_setn_new_nocheck(copy, k, jrpc_key_len(k),
+					     limit ? limit_value(v) : json_incref(v));
 	}
 	if (!json_object_get(copy, "pruneHiddenDirectories"))
 		json_object_set_new(copy, "pruneHiddenDirectories", json_false());

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonrpc.h"
 #include "params.h"
 
 /* Rust Debug-style quoting of a string for "invalid type: string \"...\"". */
@@ -238,7 +239,7 @@ static int decode(json_t *params, const char *struct_name, const struct pfield *
 
 	json_object_foreach(params, key, v) {
 		for (size_t i = 0; i < n; i++) {
-			if (strcmp(f[i].name, key) != 0)
+			if (!jrpc_key_is(key, f[i].name))
 				continue;
 			/* Option<T>: null is "absent" unless the field is required. */
 			if (json_is_null(v) && !f[i].required)

@@ -35,6 +35,7 @@
 
 #include "conn.h"
 #include "file-uri.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "params.h"
 #include "rpc.h"
@@ -166,7 +167,7 @@ static int decode(json_t *params, json_t **f, char **deferred, char *err)
 		f[i] = NULL;
 	json_object_foreach(params, key, v) {
 		for (size_t i = 0; i < _F_MAX; i++) {
-			if (strcmp(key, fields[i].name) != 0)
+			if (!jrpc_key_is(key, fields[i].name))
 				continue;
 			r = check_field(i, v, deferred, err);
 			if (r < 0)

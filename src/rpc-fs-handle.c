@@ -13,6 +13,7 @@
 #include "base64.h"
 #include "conn.h"
 #include "fs-req.h"
+#include "jsonrpc.h"
 #include "rpc-fs.h"
 
 /* ---- fs/open, fs/readBlock, fs/writeBlock, fs/close ---- */
@@ -89,6 +90,7 @@ static void open_opened(struct fs_req *r)
 static bool open_mode(struct conn *c, json_t *id, json_t *v, const char **ret)
 {
 	const char *k = NULL;
+	size_t klen = 0;
 	json_t *val = NULL;
 	char err[256];
 
@@ -97,10 +99,12 @@ static bool open_mode(struct conn *c, json_t *id, json_t *v, const char **ret)
 		return true;
 	if (json_is_string(v)) {
 		k = json_string_value(v);
+		klen = json_string_length(v);
 	} else if (json_is_object(v) && json_object_size(v) == 1) {
 		void *it = json_object_iter(v);
 
 		k = json_object_iter_key(it);
+		klen = json_object_iter_key_len(it);
 		val = json_object_iter_value(it);
 	} else if (json_is_object(v)) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
@@ -111,8 +115,8 @@ static bool open_mode(struct conn *c, json_t *id, json_t *v, const char **ret)
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return false;
 	}
-	if (strcmp(k, "read") != 0 && strcmp(k, "replace") != 0) {
-		json_t *ks = json_string(k);
+	if (!(klen == 4 && memcmp(k, "read", 4) == 0) && !(klen == 7 && memcmp(k, "replace", 7) == 0)) {
+		json_t *ks = json_stringn(k, klen);
 
 		rpc_reply_error_quoted(c, id, RPC_INVALID_PARAMS, "unknown variant `", ks,
 				       "`, expected `read` or `replace`");

@@ -180,6 +180,54 @@ def test_unknown_params_members_ignored(sclient):
     assert err == {"code": -32600, "message": "unknown process id nope"}
 
 
+def test_nul_in_unknown_top_level_key_ignored(sclient):
+    """§3: "\\u0000" in an object key is an ordinary character to serde; an
+    unknown member with one is ignored, not a parse error (jansson alone
+    refuses such keys)."""
+    msg, _ = raw_reply(sclient, '{"id":1,"method":"environment/status","\\u0000":0,'
+                                '"a\\u0000\\u0000b\\\\u0000":2,"\\ue000":3}')
+    assert msg == {"id": 1, "result": {"status": "ready"}}
+    still_open(sclient)
+
+
+def test_nul_key_never_matches_a_field(sclient):
+    """A key "method\\u0000" is not "method": the message has only an id, which
+    serde classifies as a response missing `error`."""
+    assert parse_error(sclient, '{"id":5,"method\\u0000":"environment/status"}') == \
+        "missing field `error`"
+    # "path\\u0000" is unknown and ignored whichever side of "path" it is.
+    for text in ('{"path\\u0000":"file:///nonexistent","path":"file:///etc"}',
+                 '{"path":"file:///etc","path\\u0000":"file:///nonexistent"}'):
+        msg, _ = raw_reply(sclient, '{"id":9,"method":"fs/getMetadata","params":%s}' % text)
+        assert msg["result"]["isDirectory"] is True, msg
+    # Unit params with such a key are still a non-empty map.
+    msg, _ = raw_reply(sclient, '{"id":4,"method":"environment/status","params":{"x\\u0000":1}}')
+    assert msg["error"] == {"code": -32602, "message": "invalid type: map, expected unit"}
+
+
+def test_nul_in_env_key_refused_like_a_nul_in_a_value(sclient):
+    """An env name holding NUL cannot reach execve: the reference answers
+    -32603 "data provided contains a nul byte", for `env` and envPolicy.set."""
+    for env, extra in (('{"A\\u0000B":"x"}', ""),
+                       ('{}', ',"envPolicy":{"inherit":"all","ignoreDefaultExcludes":true,'
+                              '"exclude":[],"set":{"X\\u0000":"1"},"includeOnly":[]}')):
+        msg, _ = raw_reply(sclient, '{"id":2,"method":"process/start","params":{"processId":"n",'
+                                    '"argv":["/bin/true"],"cwd":"file:///tmp","env":%s,'
+                                    '"tty":false,"arg0":null%s}}' % (env, extra))
+        assert msg["error"] == {"code": -32603, "message": "data provided contains a nul byte"}
+    assert sclient.error("process/read", {"processId": "n"})["code"] == -32600
+
+
+def test_nul_in_open_mode_is_an_unknown_variant(sclient):
+    """fs/open mode "read\\u0000" is not "read"; the error echoes the NUL."""
+    for mode in ('"read\\u0000"', '{"replace\\u0000x":null}'):
+        msg, _ = raw_reply(sclient, '{"id":3,"method":"fs/open","params":{"handleId":"h",'
+                                    '"path":"file:///etc/hostname","mode":%s}}' % mode)
+        want = "read\0" if mode.startswith('"') else "replace\0x"
+        assert msg["error"] == {"code": -32602, "message": "unknown variant `%s`, expected "
+                                                           "`read` or `replace`" % want}
+
+
 def test_duplicate_ids_both_answered(sclient):
     """§3: duplicate in-flight ids are not checked; both requests get an answer."""
     sclient.request("environment/status", None, id=77)

@@ -130,6 +130,23 @@ SCRIPTS = [
          "expect_id": 24, "label": "jsonrpc member ignored"},
         req("environment/status", label="still open after parse errors"),
     ]},
+    {"name": "nul_in_keys", "doc": "\\u0000 inside object keys (serde reads it; jansson alone "
+     "refuses it)", "steps": [
+        {"op": "raw", "text": '{"id":31,"method":"environment/status","\\u0000":0}',
+         "expect_id": 31, "label": "unknown NUL key ignored"},
+        {"op": "raw", "text": '{"id":32,"method\\u0000":"environment/status"}', "expect_id": -1,
+         "label": "method-NUL is not method"},
+        {"op": "raw", "text": '{"id":33,"method":"environment/status","params":{"x\\u0000":1}}',
+         "expect_id": 33, "label": "NUL key makes unit params a map"},
+        {"op": "raw", "text": '{"id":34,"method":"process/start","params":{"processId":"n",'
+                              '"argv":["/bin/true"],"cwd":"$CWDURI","env":{"A\\u0000B":"x"},'
+                              '"tty":false}}', "expect_id": 34, "label": "NUL in env name"},
+        {"op": "raw", "text": '{"id":35,"method":"fs/getMetadata","params":{"path\\u0000":1,'
+                              '"path":"$CWDURI"}}', "expect_id": 35, "label": "path-NUL ignored"},
+        {"op": "raw", "text": '{"id":36,"method":"fs/open","params":{"handleId":"h",'
+                              '"path":"$CWDURI/f","mode":"read\\u0000"}}', "expect_id": 36,
+         "label": "fs/open mode read-NUL"},
+    ]},
     {"name": "unknown_method", "doc": "-32601 texts", "steps": [
         req("process/resize", {"processId": "x"}, label="process/resize"),
         req("shutdown", label="shutdown"),
