@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "landlock.h"
+#include "netguard.h"
 #include "list.h"
 #include "macro.h"
 #include "sandbox.h"
@@ -74,6 +75,9 @@ struct sandbox_plan {
 	bool drop_caps;
 	uint64_t keep_caps;  /* capabilities kept when dropping (full-disk write) */
 	bool restrict_net;
+	int cgroup_fd;       /* the listener guard's cgroup (network access), or -1 */
+	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
+	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;
 	int landlock_abi;
 	unsigned cap_last_cap;
@@ -344,6 +348,11 @@ static int first_missing(const char *path, char ret[PATH_MAX])
 	return 0;
 }
 
+int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan)
+{
+	return plan ? plan->cgroup_fd : -1;
+}
+
 bool sandbox_plan_restricts_fs(const struct sandbox_plan *plan)
 {
 	return plan && plan->restrict_fs;
@@ -371,6 +380,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	if (!pl)
 		return -ENOMEM;
 	pl->restrict_net = !p->network || fs_helper_exe;
+	pl->cgroup_fd = pl->restrict_net || !f->mount_ns ? -1 : netguard_cgroup_fd(f->guard);
+	if (pl->cgroup_fd >= 0 && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
+		snprintf(err, errsz, "listing cgroup2 mounts: %s", strerror(-r));
+		goto fail;
+	}
 	pl->seccomp = fs_helper_exe    ? &f->filters.fs_helper
 		      : pl->restrict_net ? &f->filters.restricted
 					 : &f->filters.open_net;
@@ -513,6 +527,7 @@ void sandbox_plan_free(struct sandbox_plan *pl)
 	strv_clear(pl->synth, pl->n_synth);
 	strv_clear(pl->deny_dir, pl->n_deny_dir);
 	strv_clear(pl->deny_file, pl->n_deny_file);
+	strv_clear(pl->cg_mounts, pl->n_cg_mounts);
 	for (size_t i = 0; i < pl->n_ll; i++)
 		free(pl->ll[i].path);
 	free(pl->ll);
@@ -808,8 +823,32 @@ int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **s
 {
 	int r;
 
+	/*
+	 * Cloned into the listener guard's cgroup: a cgroup namespace rooted
+	 * there keeps it (and its children) from migrating out of the subtree
+	 * the connect filter is attached to.
+	 */
+	if (pl->cgroup_fd >= 0) {
+		*step = "unshare(CLONE_NEWCGROUP)";
+		if (unshare(CLONE_NEWCGROUP) < 0)
+			return -errno;
+		/* Full-disk write too needs a mount namespace for the step below. */
+		*step = "unshare(CLONE_NEWNS)";
+		if (!pl->restrict_fs &&
+		    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0))
+			return -errno;
+	}
 	if (pl->restrict_fs && (r = apply_mounts(pl, tty_fd, step)) < 0)
 		return r;
+	/*
+	 * Without nsdelegate the cgroup namespace is no boundary: root could
+	 * still write its pid into any cgroup.procs. Read-only cgroup2 mounts
+	 * stop that (clone3's CLONE_INTO_CGROUP is refused by seccomp).
+	 */
+	*step = "making cgroup2 read-only";
+	for (size_t i = 0; i < pl->n_cg_mounts; i++)
+		if ((r = set_ro(pl->cg_mounts[i], AT_RECURSIVE)) < 0 && r != -ENOENT)
+			return r;
 	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
 		return r;
 	*step = "no_new_privs";

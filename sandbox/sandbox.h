@@ -21,12 +21,16 @@
 #include "policy.h"
 #include "filter.h"
 
+struct netguard;
+
 struct sandbox_features {
 	int landlock_abi;     /* 0: no Landlock */
 	bool mount_ns;        /* unshare(CLONE_NEWNS) and mount_setattr work here */
 	bool seccomp;
 	unsigned cap_last_cap;
 	struct sandbox_seccomp filters;
+	/* Set by the server: sandboxes with network access start in its cgroup (netguard.h). */
+	const struct netguard *guard;
 	char missing[160];    /* why sandboxing is unavailable (empty when it is) */
 };
 
@@ -62,6 +66,12 @@ int sandbox_plan_apply(const struct sandbox_plan *plan, int tty_fd, const char *
 
 /* Parent: the sandboxed process is gone; removes synthetic mount points no one else uses. */
 void sandbox_plan_free(struct sandbox_plan *plan);
+
+/*
+ * The cgroup the process must be cloned into (clone3 CLONE_INTO_CGROUP), or
+ * -1: the listener guard's, for a plan with network access.
+ */
+int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan);
 
 /* True when the plan restricts the filesystem (mount namespace + Landlock). */
 bool sandbox_plan_restricts_fs(const struct sandbox_plan *plan);

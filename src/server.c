@@ -19,6 +19,7 @@
 #include "conn.h"
 #include "fs-sandbox.h"
 #include "log.h"
+#include "netguard.h"
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
@@ -168,6 +169,30 @@ static void arm_accept(struct server *s)
 	io_uring_prep_multishot_accept(sqe, s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 }
 
+/*
+ * A sandboxed process with network access could otherwise connect here and
+ * start an unsandboxed one (netguard.h). Without the guard such sandboxes
+ * still run, as on the reference; the operator is told.
+ */
+static void guard_listener(struct server *s, uint16_t port)
+{
+	char err[256];
+	int r;
+
+	if (s->sandbox.missing[0])
+		return; /* no sandboxes at all */
+	r = netguard_new(&port, 1, &s->guard, err, sizeof(err));
+	if (r < 0) {
+		log_warning("Listener guard unavailable (%s): sandboxed processes with network "
+			    "access can connect to port %u",
+			    err, port);
+		return;
+	}
+	s->sandbox.guard = s->guard;
+	log_info("Listener guard: sandboxed processes cannot connect to port %u (cgroup %s)", port,
+		 netguard_path(s->guard));
+}
+
 static int listen_on(struct server *s)
 {
 	struct sockaddr_storage ss, bound;
@@ -202,6 +227,8 @@ static int listen_on(struct server *s)
 	}
 	s->listen_fd = fd;
 	format_addr(&bound, name, sizeof(name));
+	guard_listener(s, ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+							      : ((struct sockaddr_in *)&bound)->sin_port));
 	/* The one line scripts read to find the address (PROTOCOL.md §1.1). */
 	printf("ws://%s\n", name);
 	fflush(stdout);
@@ -382,6 +409,8 @@ void server_done(struct server *s)
 	json_decref(s->env_info);
 	free(s->login_shell);
 	sandbox_features_done(&s->sandbox);
+	netguard_free(s->guard); /* after the processes: it kills what is left in the cgroup */
+	s->guard = NULL;
 	free(fs_helper_exe);
 	fs_helper_exe = NULL;
 }

@@ -64,6 +64,7 @@ struct server {
 	struct rlimit nofile_orig; /* RLIMIT_NOFILE at start, restored in children */
 	struct worker_pool *workers;
 	struct sandbox_features sandbox; /* probed once at start */
+	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
 	bool stopping;
 	int exit_code;
 

@@ -34,6 +34,25 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+/* clone3's argument as of Linux 5.7 (<linux/sched.h> clashes with <sched.h>). */
+struct clone3_args {
+	uint64_t flags;
+	uint64_t pidfd;
+	uint64_t child_tid;
+	uint64_t parent_tid;
+	uint64_t exit_signal;
+	uint64_t stack;
+	uint64_t stack_size;
+	uint64_t tls;
+	uint64_t set_tid;
+	uint64_t set_tid_size;
+	uint64_t cgroup;
+};
+
 #define CHILD_STACK_SIZE (256 * 1024) /* the sandbox setup keeps a few PATH_MAX buffers */
 
 /*
@@ -297,8 +316,27 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	/* No signal handler may run in the child before it resets them. */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = clone(child_entry, stack, SPAWN_CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &ctx,
-		    &pidfd);
+	if (sandbox_plan_cgroup_fd(a->sandbox) >= 0) {
+		/*
+		 * Straight into the listener guard's cgroup (netguard.h). clone3
+		 * has no libc wrapper that switches stacks, so this child gets
+		 * fork semantics (a copy of the address space, its own stack)
+		 * and still runs only child_main's async-signal-safe code.
+		 */
+		struct clone3_args ca = {
+			.flags = CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP,
+			.pidfd = (uint64_t)(uintptr_t)&pidfd,
+			.exit_signal = SIGCHLD,
+			.cgroup = (uint64_t)sandbox_plan_cgroup_fd(a->sandbox),
+		};
+
+		pid = syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid == 0)
+			child_main(a, &cf);
+	} else {
+		pid = clone(child_entry, stack, SPAWN_CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD,
+			    &ctx, &pidfd);
+	}
 	r = pid < 0 ? -errno : 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r < 0)

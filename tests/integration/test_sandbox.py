@@ -1256,21 +1256,109 @@ def test_network_enabled(sclient, uniq, area, listeners):
     assert L.udp.recv(10) == b"x"
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (docs/SECURITY.md): with network enabled a "
-                   "sandboxed process can drive uexec's own unauthenticated listener")
+def _cgroup2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.startswith("cgroup2 "):
+                return left.split()[4]
+    return None
+
+
+needs_guard = pytest.mark.skipif(os.geteuid() != 0 or _cgroup2_mount() is None,
+                                 reason="the listener guard needs root and a cgroup2 mount")
+
+
+def require_guard(server):
+    """Skips when the server said it could not set the guard up (BPF refused,
+    e.g. in an unprivileged container); otherwise it must have announced it."""
+    log = server.stderr().decode("utf-8", "replace")
+    if "Listener guard unavailable" in log:
+        pytest.skip([l for l in log.splitlines() if "Listener guard unavailable" in l][0])
+    assert "Listener guard: sandboxed processes cannot connect to port %d" % server.port in log
+
+
+@needs_guard
 def test_network_enabled_cannot_drive_the_server(sclient, shared_server, uniq, area):
-    """A sandboxed process with network enabled connects to uexec itself and starts an
-    unsandboxed process (uid 0, full capabilities) that writes outside."""
+    """A sandboxed process with network enabled connects to uexec itself to start an
+    unsandboxed process (uid 0, full capabilities) that writes outside: the
+    listener guard refuses the connect (EPERM), by any address, while other
+    local TCP ports stay reachable."""
+    require_guard(shared_server)
+    port = shared_server.port
+    other = socket.socket()
+    other.bind(("127.0.0.1", 0))
+    other.listen(4)
     code = r'''
 sys.path.insert(0, "/work/main/tests/integration")
 import wsclient
-c = wsclient.connect(%r)
-c.start("esc", ["/bin/sh", "-c", "echo escaped > %s"], cwd="/", env={})
-c.collect("esc")
-print("done")
-''' % (shared_server.url, area.victim)
-    py(sclient, uniq, code, area.ws, ws_policy(area.ws, network="enabled"))
+def conn(host, port):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect((host, port))
+    finally:
+        s.close()
+t("own4", lambda: conn("127.0.0.1", %d))
+t("own6", lambda: conn("::1", %d))
+t("other", lambda: conn("127.0.0.1", %d))
+try:
+    c = wsclient.connect(%r)
+    c.start("esc", ["/bin/sh", "-c", "echo escaped > %s"], cwd="/", env={})
+    c.collect("esc")
+    print("escaped")
+except OSError as e:
+    print("drive", errno.errorcode.get(e.errno, e.errno))
+''' % (port, port, other.getsockname()[1], shared_server.url, area.victim)
+    try:
+        run = py(sclient, uniq, code, area.ws, ws_policy(area.ws, network="enabled"))
+    finally:
+        other.close()
+    res = results(run)
+    assert res.get("own4") == "EPERM", text(run)
+    assert res.get("own6") == "EPERM", text(run)
+    assert res.get("other") == "ok", text(run)
+    assert res.get("drive") == "EPERM", text(run)
     assert area.read(area.victim) == "original\n"
+
+
+@needs_guard
+@pytest.mark.parametrize("full_write", [False, True], ids=["workspace", "full-write"])
+def test_network_enabled_sandbox_cannot_leave_its_cgroup(sclient, shared_server, uniq, area,
+                                                         full_write):
+    """A sandbox with network access runs in the guard's cgroup (seen from outside)
+    under a cgroup namespace rooted there: the rest of the tree is hidden and a
+    move to the root cgroup is refused, also with full-disk write (no mount ns)."""
+    require_guard(shared_server)
+    mnt = _cgroup2_mount()
+    code = r'''
+import time
+print("cg", open("/proc/self/cgroup").read().strip().splitlines()[-1])
+def move():
+    with open(%r, "w") as f:
+        f.write(str(os.getpid()))
+t("move", move)
+print("pid", os.getpid(), flush=True)
+time.sleep(3)
+''' % (os.path.join(mnt, "cgroup.procs"),)
+    if full_write:
+        sb = sandbox({"type": "managed", "file_system": {"type": "unrestricted"},
+                      "network": "enabled"})
+    else:
+        sb = ws_policy(area.ws, network="enabled")
+    pid, _ = start(sclient, uniq, [PY, "-c", PRELUDE + code], area.ws, sb)
+    run = sclient.collect_until_output(pid, "\npid ")
+    sclient.terminate(pid)
+    out = run.stdout.decode()
+    child = int(re.search(r"\npid (\d+)", out).group(1))
+    guard = os.path.join(mnt, "uexec-%d.sandbox" % shared_server.proc.pid)
+    with open(os.path.join(guard, "cgroup.procs")) as f:
+        assert str(child) in f.read().split(), out
+    assert "cg 0::/\n" in out, out
+    res = results(run)
+    assert res.get("move") not in (None, "ok"), out
+    sclient.collect(pid)
 
 
 # ==========================================================================
