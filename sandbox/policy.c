@@ -13,7 +13,12 @@
 #include "macro.h"
 #include "policy.h"
 
-const char *const sandbox_protected_names[3] = { ".git", ".agents", ".codex" };
+/*
+ * SANDBOX.md §3.4 lists .git, .agents and .codex; the 0.169 reference binary
+ * also keeps .aws read-only (a synthetic directory when missing) under every
+ * writable root, whatever the policy says, so this list has it too.
+ */
+const char *const sandbox_protected_names[4] = { ".git", ".agents", ".codex", ".aws" };
 
 #define MAX_RULES 1024
 

@@ -68,4 +68,4 @@ enum sandbox_access sandbox_policy_access(const struct sandbox_policy *p, const 
 bool sandbox_policy_is_unrestricted(const struct sandbox_policy *p);
 
 /* Names kept read-only directly under every writable root (SANDBOX.md §3.4). */
-extern const char *const sandbox_protected_names[3];
+extern const char *const sandbox_protected_names[4];

@@ -95,6 +95,18 @@ struct sandbox_plan {
 	size_t n_deny_file;
 	bool private_dev;
 
+	/*
+	 * Mount phases (SANDBOX.md §3.3 precedence): a writable root beneath a
+	 * read-only, synthetic or denied path re-opens it, so it is mounted
+	 * after that mask, and masks beneath it after it. Phase of a writable
+	 * root: 0 without a mask above it, else 1 + the highest phase of those
+	 * masks; phase of a mask: that of the deepest writable root above it.
+	 */
+	unsigned *rw_phase, *ro_phase, *synth_phase, *deny_dir_phase, *deny_file_phase;
+	int *rw_mkbase;      /* deny dir (index) whose tmpfs gets the mount point, or -1 */
+	bool *deny_reopen;   /* a deny dir with writable roots beneath: tmpfs 0111, ro at the end */
+	unsigned max_phase;
+
 	struct ll_rule *ll;
 	size_t n_ll;
 };
@@ -348,6 +360,110 @@ static int first_missing(const char *path, char ret[PATH_MAX])
 	return 0;
 }
 
+/* Highest phase among the masks of list v (phases ph) strictly above path. */
+static bool mask_above(const char *path, char *const *v, const unsigned *ph, size_t n,
+		       unsigned *max)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++)
+		if (beneath(path, v[i])) {
+			if (!any || ph[i] > *max)
+				*max = ph[i];
+			any = true;
+		}
+	return any;
+}
+
+static unsigned rw_phase_above(const struct sandbox_plan *pl, const char *path)
+{
+	unsigned ph = 0;
+	size_t best = 0;
+
+	/* The deepest writable root strictly above path (rw is sorted by depth). */
+	for (size_t i = 0; i < pl->n_rw; i++)
+		if (beneath(path, pl->rw[i]) && depth(pl->rw[i]) >= best) {
+			best = depth(pl->rw[i]);
+			ph = pl->rw_phase[i];
+		}
+	return ph;
+}
+
+static int plan_phases(struct sandbox_plan *pl)
+{
+	size_t n_rw = pl->n_rw ? pl->n_rw : 1;
+
+	pl->rw_phase = calloc(n_rw, sizeof(unsigned));
+	pl->rw_mkbase = calloc(n_rw, sizeof(int));
+	pl->ro_phase = calloc(pl->n_ro + 1, sizeof(unsigned));
+	pl->synth_phase = calloc(pl->n_synth + 1, sizeof(unsigned));
+	pl->deny_dir_phase = calloc(pl->n_deny_dir + 1, sizeof(unsigned));
+	pl->deny_file_phase = calloc(pl->n_deny_file + 1, sizeof(unsigned));
+	pl->deny_reopen = calloc(pl->n_deny_dir + 1, sizeof(bool));
+	if (!pl->rw_phase || !pl->rw_mkbase || !pl->ro_phase || !pl->synth_phase ||
+	    !pl->deny_dir_phase || !pl->deny_file_phase || !pl->deny_reopen)
+		return -ENOMEM;
+
+	/*
+	 * Depth by depth: a path's phase depends only on strictly shallower
+	 * paths, which are done by then.
+	 */
+	size_t maxd = 0;
+
+	for (size_t i = 0; i < pl->n_rw; i++)
+		maxd = MAX(maxd, depth(pl->rw[i]));
+	for (size_t i = 0; i < pl->n_ro; i++)
+		maxd = MAX(maxd, depth(pl->ro[i]));
+	for (size_t i = 0; i < pl->n_synth; i++)
+		maxd = MAX(maxd, depth(pl->synth[i]));
+	for (size_t i = 0; i < pl->n_deny_dir; i++)
+		maxd = MAX(maxd, depth(pl->deny_dir[i]));
+	for (size_t i = 0; i < pl->n_deny_file; i++)
+		maxd = MAX(maxd, depth(pl->deny_file[i]));
+
+	for (size_t d = 0; d <= maxd; d++) {
+		for (size_t i = 0; i < pl->n_rw; i++) {
+			unsigned m = 0, best = 0;
+			bool any = false;
+
+			if (depth(pl->rw[i]) != d)
+				continue;
+			any |= mask_above(pl->rw[i], pl->ro, pl->ro_phase, pl->n_ro, &m);
+			best = MAX(best, m);
+			m = 0;
+			any |= mask_above(pl->rw[i], pl->synth, pl->synth_phase, pl->n_synth, &m);
+			best = MAX(best, m);
+			m = 0;
+			any |= mask_above(pl->rw[i], pl->deny_dir, pl->deny_dir_phase, pl->n_deny_dir,
+					  &m);
+			best = MAX(best, m);
+			pl->rw_phase[i] = any ? best + 1 : 0;
+			pl->max_phase = MAX(pl->max_phase, pl->rw_phase[i]);
+			pl->rw_mkbase[i] = -1;
+			for (size_t k = 0; k < pl->n_deny_dir; k++)
+				if (beneath(pl->rw[i], pl->deny_dir[k]) &&
+				    (pl->rw_mkbase[i] < 0 ||
+				     depth(pl->deny_dir[k]) > depth(pl->deny_dir[pl->rw_mkbase[i]]))) {
+					pl->rw_mkbase[i] = (int)k;
+					pl->deny_reopen[k] = true;
+				}
+		}
+		for (size_t i = 0; i < pl->n_ro; i++)
+			if (depth(pl->ro[i]) == d)
+				pl->ro_phase[i] = rw_phase_above(pl, pl->ro[i]);
+		for (size_t i = 0; i < pl->n_synth; i++)
+			if (depth(pl->synth[i]) == d)
+				pl->synth_phase[i] = rw_phase_above(pl, pl->synth[i]);
+		for (size_t i = 0; i < pl->n_deny_dir; i++)
+			if (depth(pl->deny_dir[i]) == d)
+				pl->deny_dir_phase[i] = rw_phase_above(pl, pl->deny_dir[i]);
+		for (size_t i = 0; i < pl->n_deny_file; i++)
+			if (depth(pl->deny_file[i]) == d)
+				pl->deny_file_phase[i] = rw_phase_above(pl, pl->deny_file[i]);
+	}
+	return 0;
+}
+
 int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan)
 {
 	return plan ? plan->cgroup_fd : -1;
@@ -481,6 +597,9 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	}
 	if (r < 0)
 		goto fail;
+	r = plan_phases(pl);
+	if (r < 0)
+		goto fail;
 	pl->private_dev = stat("/dev", &st) == 0 && S_ISDIR(st.st_mode);
 
 	/* Landlock: read where the policy reads, everything under writable roots, devices. */
@@ -528,6 +647,13 @@ void sandbox_plan_free(struct sandbox_plan *pl)
 	strv_clear(pl->deny_dir, pl->n_deny_dir);
 	strv_clear(pl->deny_file, pl->n_deny_file);
 	strv_clear(pl->cg_mounts, pl->n_cg_mounts);
+	free(pl->rw_phase);
+	free(pl->ro_phase);
+	free(pl->synth_phase);
+	free(pl->deny_dir_phase);
+	free(pl->deny_file_phase);
+	free(pl->rw_mkbase);
+	free(pl->deny_reopen);
 	for (size_t i = 0; i < pl->n_ll; i++)
 		free(pl->ll[i].path);
 	free(pl->ll);
@@ -681,6 +807,46 @@ static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **s
 	return set_ro("/dev", 0);
 }
 
+/*
+ * Creates target's missing components below base, a denied directory's
+ * tmpfs (0755 directories as the reference's, an empty file when the
+ * writable root, whose clone is tree_fd, is a file). Components that exist
+ * are left alone.
+ */
+static int make_mount_point(const char *base, const char *target, int tree_fd)
+{
+	char path[PATH_MAX];
+	size_t bl = strlen(base), tl = strlen(target);
+	struct stat st;
+
+	if (tl >= sizeof(path) || strncmp(target, base, bl) != 0 || target[bl] != '/')
+		return -EINVAL;
+	if (lstat(target, &st) == 0)
+		return 0;
+	memcpy(path, target, tl + 1);
+	for (size_t i = bl + 1; i <= tl; i++) {
+		if (path[i] != '/' && path[i] != 0)
+			continue;
+		path[i] = 0;
+		if (i < tl) {
+			if (mkdir(path, 0755) < 0 && errno != EEXIST)
+				return -errno;
+		} else {
+			/* The last one: what the writable root is (its clone's type). */
+			if (lstat(path, &st) < 0) {
+				struct stat rst;
+				bool dir = fstat(tree_fd, &rst) < 0 || S_ISDIR(rst.st_mode);
+
+				if (dir ? mkdir(path, 0755) < 0 && errno != EEXIST
+					: mknodat(AT_FDCWD, path, S_IFREG | 0644, 0) < 0 && errno != EEXIST)
+					return -errno;
+			}
+		}
+		path[i] = i < tl ? '/' : 0;
+	}
+	return 0;
+}
+
 static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
@@ -703,30 +869,54 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 	r = set_ro("/", AT_RECURSIVE);
 	if (r < 0)
 		return r;
-	*step = "mounting a writable root";
-	for (size_t i = 0; i < pl->n_rw; i++) {
-		if (move_mount(pl->rw_fds[i], "", AT_FDCWD, pl->rw[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
-			return -errno;
-		close(pl->rw_fds[i]);
+	for (unsigned ph = 0; ph <= pl->max_phase; ph++) {
+		*step = "mounting a writable root";
+		for (size_t i = 0; i < pl->n_rw; i++) {
+			if (pl->rw_phase[i] != ph)
+				continue;
+			if (pl->rw_mkbase[i] >= 0 &&
+			    (r = make_mount_point(pl->deny_dir[pl->rw_mkbase[i]], pl->rw[i],
+						  pl->rw_fds[i])) < 0) {
+				*step = "creating a mount point in a denied directory";
+				return r;
+			}
+			if (move_mount(pl->rw_fds[i], "", AT_FDCWD, pl->rw[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				return -errno;
+			close(pl->rw_fds[i]);
+		}
+		*step = "binding a read-only path";
+		for (size_t i = 0; i < pl->n_ro; i++)
+			if (pl->ro_phase[i] == ph && (r = bind_ro(pl->ro[i])) < 0)
+				return r;
+		*step = "mounting a protected empty directory";
+		for (size_t i = 0; i < pl->n_synth; i++)
+			if (pl->synth_phase[i] == ph &&
+			    mount("tmpfs", pl->synth[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "mode=0555,size=4k") < 0)
+				return -errno;
+		*step = "hiding a denied directory";
+		for (size_t i = 0; i < pl->n_deny_dir; i++) {
+			/*
+			 * With writable roots beneath: traversable (0111, as the
+			 * reference), writable until their mount points exist.
+			 */
+			bool reopen = pl->deny_reopen[i];
+
+			if (pl->deny_dir_phase[i] == ph &&
+			    mount("tmpfs", pl->deny_dir[i], "tmpfs",
+				  (reopen ? 0 : MS_RDONLY) | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  reopen ? "mode=0111,size=4k" : "mode=0000,size=4k") < 0)
+				return -errno;
+		}
+		*step = "hiding a denied file";
+		for (size_t i = 0; i < pl->n_deny_file; i++)
+			if (pl->deny_file_phase[i] == ph && (r = hide_files(&pl->deny_file[i], 1)) < 0)
+				return r;
 	}
-	*step = "binding a read-only path";
-	for (size_t i = 0; i < pl->n_ro; i++)
-		if ((r = bind_ro(pl->ro[i])) < 0)
-			return r;
-	*step = "mounting a protected empty directory";
-	for (size_t i = 0; i < pl->n_synth; i++)
-		if (mount("tmpfs", pl->synth[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			  "mode=0555,size=4k") < 0)
-			return -errno;
-	*step = "hiding a denied directory";
+	*step = "making a denied directory read-only";
 	for (size_t i = 0; i < pl->n_deny_dir; i++)
-		if (mount("tmpfs", pl->deny_dir[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			  "mode=0000,size=4k") < 0)
-			return -errno;
-	*step = "hiding a denied file";
-	r = hide_files(pl->deny_file, pl->n_deny_file);
-	if (r < 0)
-		return r;
+		if (pl->deny_reopen[i] && (r = set_ro(pl->deny_dir[i], 0)) < 0)
+			return r;
 	if (pl->private_dev && (r = private_dev(pl, tty_fd, step)) < 0)
 		return r;
 	return 0;
