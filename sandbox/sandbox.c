@@ -76,6 +76,7 @@ struct sandbox_plan {
 	uint64_t keep_caps;  /* capabilities kept when dropping (full-disk write) */
 	bool restrict_net;
 	int cgroup_fd;       /* the listener guard's cgroup (network access), or -1 */
+	bool pid_ns;         /* own PID namespace, with uexec's init as pid 1 (spawn.c) */
 	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
 	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;
@@ -530,6 +531,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 
 	pl->restrict_fs = true;
 	pl->drop_caps = true;
+	/* Not for the fs helper: one short request, nothing to hide from it. */
+	pl->pid_ns = !fs_helper_exe;
 
 	/* Writable roots: existing ones, canonical (a symlinked root binds its target). */
 	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {
@@ -1009,7 +1012,7 @@ static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 	return r;
 }
 
-int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **step)
+int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
 
@@ -1039,6 +1042,22 @@ int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **s
 	for (size_t i = 0; i < pl->n_cg_mounts; i++)
 		if ((r = set_ro(pl->cg_mounts[i], AT_RECURSIVE)) < 0 && r != -ENOENT)
 			return r;
+	/*
+	 * In its own PID namespace (the caller is its init): a /proc of that
+	 * namespace, read-only as the rest of the tree, so host processes are
+	 * not listed (their command lines are readable in the host's /proc).
+	 */
+	*step = "mounting /proc";
+	if (pl->pid_ns && mount("proc", "/proc", "proc",
+				MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+int sandbox_plan_apply_creds(const struct sandbox_plan *pl, const char **step)
+{
+	int r;
+
 	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
 		return r;
 	*step = "no_new_privs";
@@ -1049,6 +1068,18 @@ int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **s
 		return r;
 	*step = "seccomp";
 	return sandbox_seccomp_apply(pl->seccomp);
+}
+
+int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **step)
+{
+	int r = sandbox_plan_apply_mounts(pl, tty_fd, step);
+
+	return r < 0 ? r : sandbox_plan_apply_creds(pl, step);
+}
+
+bool sandbox_plan_pid_ns(const struct sandbox_plan *plan)
+{
+	return plan && plan->pid_ns;
 }
 
 /* ---- the denial heuristic ---- */

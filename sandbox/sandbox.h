@@ -64,6 +64,20 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
  */
 int sandbox_plan_apply(const struct sandbox_plan *plan, int tty_fd, const char **ret_step);
 
+/*
+ * The same in two halves, for a plan with its own PID namespace: the
+ * namespaces and mounts in the namespace's init, the credentials (caps,
+ * no_new_privs, Landlock, seccomp) in the command it forks.
+ */
+int sandbox_plan_apply_mounts(const struct sandbox_plan *plan, int tty_fd, const char **ret_step);
+int sandbox_plan_apply_creds(const struct sandbox_plan *plan, const char **ret_step);
+
+/*
+ * True when the process must be cloned into a new PID namespace
+ * (CLONE_NEWPID) and run as that namespace's init + the command (spawn.c).
+ */
+bool sandbox_plan_pid_ns(const struct sandbox_plan *plan);
+
 /* Parent: the sandboxed process is gone; removes synthetic mount points no one else uses. */
 void sandbox_plan_free(struct sandbox_plan *plan);
 

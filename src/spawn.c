@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -115,6 +116,65 @@ static _child_ int child_dup2(int fd, int target)
 	return 0;
 }
 
+/* The server's argv strings (contiguous), overwritten in a PID namespace's init. */
+static char *argv_area;
+static size_t argv_len;
+
+void spawn_init_title(int argc, char **argv)
+{
+	if (argc < 1 || !argv[0])
+		return;
+	argv_area = argv[0];
+	argv_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
+}
+
+/*
+ * pid 1 of a sandbox's PID namespace, a copy of the server that does not
+ * exec: it holds nothing open, shows as uexec-init (its /proc/1/cmdline is
+ * readable inside), reaps whatever is reparented to it, and exits with the
+ * command's status (128 + signal for a signal), as bubblewrap's init does
+ * for the reference. Its exit ends every process left in the namespace. The
+ * kernel delivers it only SIGKILL/SIGSTOP from outside (no handlers), so
+ * process/terminate (SIGKILL to the group) still ends it; other signals sent
+ * to the group reach the command directly.
+ */
+static _child_ _noreturn_ void pid1_main(pid_t cmd)
+{
+	static const char title[] = "uexec-init";
+
+	(void)syscall(SYS_close_range, 0U, ~0U, 0U);
+	(void)prctl(PR_SET_NAME, title, 0, 0, 0);
+	if (argv_area && argv_len > sizeof(title)) {
+		memset(argv_area, 0, argv_len);
+		memcpy(argv_area, title, sizeof(title));
+	}
+	for (;;) {
+		int st;
+		pid_t p = wait4(-1, &st, 0, NULL);
+
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0)
+			_exit(127); /* ECHILD: cannot happen before the command is reaped */
+		if (p == cmd)
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
+/* In the namespace's init: forks the command (returns in it) and becomes pid1_main. */
+static _child_ void pid1_fork(int errpipe)
+{
+	struct clone3_args ca = { .exit_signal = SIGCHLD };
+	/* Raw clone3: libc's fork() would run atfork handlers on the server's copied locks. */
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+
+	if (pid < 0)
+		child_fail_step(errpipe, errno, "forking the command in its PID namespace");
+	if (pid == 0)
+		return;
+	pid1_main((pid_t)pid);
+}
+
 /* Signals whose disposition is not SIG_DFL in the server (found once): the child resets them. */
 static int changed_signals[NSIG];
 static int n_changed_signals = -1;
@@ -170,7 +230,15 @@ static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct chi
 	if (a->sandbox) {
 		const char *step = "sandbox";
 
-		r = sandbox_plan_apply(a->sandbox, a->tty ? 0 : -1, &step);
+		if (sandbox_plan_pid_ns(a->sandbox)) {
+			r = sandbox_plan_apply_mounts(a->sandbox, a->tty ? 0 : -1, &step);
+			if (r < 0)
+				child_fail_step(f->errpipe, -r, step);
+			pid1_fork(f->errpipe);
+			r = sandbox_plan_apply_creds(a->sandbox, &step);
+		} else {
+			r = sandbox_plan_apply(a->sandbox, a->tty ? 0 : -1, &step);
+		}
 		if (r < 0)
 			child_fail_step(f->errpipe, -r, step);
 	}
@@ -316,7 +384,25 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	/* No signal handler may run in the child before it resets them. */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	if (sandbox_plan_cgroup_fd(a->sandbox) >= 0) {
+	if (sandbox_plan_pid_ns(a->sandbox)) {
+		/*
+		 * A new PID namespace whose init is this child (pid1_fork): it
+		 * never execs, so no CLONE_VFORK; the error pipe below still
+		 * waits for the command's exec (init closes its copy). Fork
+		 * semantics as for the cgroup case.
+		 */
+		int cg = sandbox_plan_cgroup_fd(a->sandbox);
+		struct clone3_args ca = {
+			.flags = CLONE_NEWPID | CLONE_PIDFD | (cg >= 0 ? CLONE_INTO_CGROUP : 0),
+			.pidfd = (uint64_t)(uintptr_t)&pidfd,
+			.exit_signal = SIGCHLD,
+			.cgroup = cg >= 0 ? (uint64_t)cg : 0,
+		};
+
+		pid = syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid == 0)
+			child_main(a, &cf);
+	} else if (sandbox_plan_cgroup_fd(a->sandbox) >= 0) {
 		/*
 		 * Straight into the listener guard's cgroup (netguard.h). clone3
 		 * has no libc wrapper that switches stacks, so this child gets

@@ -42,3 +42,6 @@ struct sandbox_plan;
  * the step; otherwise it is left untouched.
  */
 int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step);
+
+/* Remembers the server's argv area, which a sandbox's init overwrites (its /proc cmdline). */
+void spawn_init_title(int argc, char **argv);

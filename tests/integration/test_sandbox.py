@@ -39,6 +39,7 @@ PROTECTED = (".git", ".agents", ".codex", ".aws")  # .aws: the 0.169 binary, not
 
 EROFS = "Read-only file system"
 EACCES = "Permission denied"
+ENOENT = "No such file or directory"
 EPERM = "Operation not permitted"
 
 
@@ -756,26 +757,54 @@ def test_no_sandbox_server_refuses(server_factory, uniq, area):
 
 
 def test_proc_root_escapes(sclient, shared_server, uniq, area):
-    """/proc/self/root stays inside the read-only view; /proc/1/root and the server's
-    /proc/<pid>/{root,cwd,fd,environ,mem} are refused (no CAP_SYS_PTRACE, Landlock)."""
+    """/proc/self/root stays inside the read-only view. The sandbox has its own PID
+    namespace: the server is not in its /proc at all, and pid 1 there is uexec's init
+    (full capabilities, no Landlock domain), whose /proc/1/{root,cwd,fd,environ,mem}
+    are refused (no CAP_SYS_PTRACE, Landlock ptrace scoping)."""
     srv = shared_server.pid
     rel = os.path.relpath(area.victim, "/")
-    script = ("echo a > /proc/self/root/{rel}; echo b > /proc/1/root/{rel}; echo c > /proc/{s}/root/{rel}; "
-              "ls /proc/{s}/cwd/; ls -l /proc/{s}/fd/0; cat /proc/{s}/fd/1; cat /proc/{s}/environ; "
-              "python3 -c \"open('/proc/{s}/mem','rb')\" 2>&1 | tail -1; "
-              "echo d > /proc/{s}/root/{ws}/x; exit 1").format(rel=rel, s=srv, ws=area.ws.lstrip("/"))
+    script = ("echo a > /proc/self/root/{rel}; echo b > /proc/1/root/{rel}; "
+              "ls /proc/1/cwd/; echo fds=$(ls /proc/1/fd/ | wc -l); cat /proc/1/environ; "
+              "python3 -c \"open('/proc/1/mem','rb')\" 2>&1 | tail -1; "
+              "echo d > /proc/1/root/{ws}/x; echo c > /proc/{s}/root/{rel}; cat /proc/{s}/environ; "
+              "exit 1").format(rel=rel, s=srv, ws=area.ws.lstrip("/"))
     run = sh(sclient, uniq, script, area.ws, ws_policy(area.ws))
     out = text(run)
     assert "/proc/self/root/%s: %s" % (rel, EROFS) in out
     assert "/proc/1/root/%s: %s" % (rel, EACCES) in out
-    assert "/proc/%d/root/%s: %s" % (srv, rel, EACCES) in out
-    assert "'/proc/%d/cwd/': %s" % (srv, EACCES) in out
-    assert "'/proc/%d/fd/0': %s" % (srv, EACCES) in out
-    assert "/proc/%d/fd/1: %s" % (srv, EACCES) in out
-    assert "/proc/%d/environ: %s" % (srv, EACCES) in out
+    assert "'/proc/1/cwd/': %s" % EACCES in out
+    assert "fds=0\n" in out, out  # init holds nothing open (fd links would be refused)
+    assert "/proc/1/environ: %s" % EACCES in out
     assert "PermissionError" in out
-    assert "/proc/%d/root/%s/x: %s" % (srv, area.ws.lstrip("/"), EACCES) in out
+    assert "/proc/1/root/%s/x: %s" % (area.ws.lstrip("/"), EACCES) in out
+    assert "/proc/%d/root/%s: %s" % (srv, rel, ENOENT) in out, out
+    assert "/proc/%d/environ: %s" % (srv, ENOENT) in out, out
     assert area.read(area.victim) == "original\n" and os.listdir(area.ws) == []
+
+
+def test_own_pid_namespace(sclient, shared_server, uniq, area):
+    """As on the reference (bubblewrap --unshare-pid): the command is pid 2 under an
+    init, only the sandbox's processes are listed, host command lines are out of
+    reach, and background processes end with the command."""
+    script = ("echo pid=$$; ps -e -o pid=,comm= | tr -s ' ' | sed 's/^ //' | sort -n | head -3; "
+              "echo n=$(ls -d /proc/[0-9]* | wc -l); tr '\\0' ' ' < /proc/1/cmdline; echo; "
+              "ls /proc/%d >/dev/null; (sleep 30 & echo bg=$!)" % shared_server.pid)
+    run = sh(sclient, uniq, script, area.ws, ws_policy(area.ws))
+    out = text(run)
+    assert "pid=2\n" in out, out
+    assert "1 uexec-init\n2 bash\n" in out, out
+    assert int(re.search(r"n=(\d+)", out).group(1)) <= 5, out
+    assert re.search(r"\nuexec-init *\n", out), out
+    assert "'/proc/%d': %s" % (shared_server.pid, ENOENT) in out, out
+    assert run.exit_code == 0
+    # the background sleep died with the namespace: no process runs in the workspace
+    time.sleep(0.2)
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                assert os.readlink("/proc/%s/cwd" % d) != area.ws, "a sandboxed process survived"
+            except OSError:
+                pass
 
 
 def test_proc_root_of_sibling_sandbox(sclient, uniq, area):
@@ -786,13 +815,22 @@ def test_proc_root_of_sibling_sandbox(sclient, uniq, area):
     b_pid, _ = start(sclient, uniq, ["/bin/bash", "-c", "echo pid=$$; sleep 30"], other,
                      ws_policy(other))
     b_run = sclient.collect_until_output(b_pid, "pid=")
-    bpid = int(re.search(rb"pid=(\d+)", b_run.stdout).group(1))
+    # its host pid (inside, it is pid 2 of its own namespace): the process whose cwd is `other`
+    bpid = None
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and os.readlink("/proc/%s/cwd" % d) == other:
+                bpid = int(d)
+        except OSError:
+            pass
+    assert bpid
     try:
         run = sh(sclient, uniq, "echo x > /proc/%d/root%s/x; ls /proc/%d/root/; exit 1"
                  % (bpid, other, bpid), area.ws, ws_policy(area.ws))
         out = text(run)
-        assert "/proc/%d/root%s/x: %s" % (bpid, other, EACCES) in out, out
-        assert "'/proc/%d/root/': %s" % (bpid, EACCES) in out
+        # not even listed: another PID namespace
+        assert "/proc/%d/root%s/x: %s" % (bpid, other, ENOENT) in out, out
+        assert "'/proc/%d/root/': %s" % (bpid, ENOENT) in out
     finally:
         sclient.terminate(b_pid)
         sclient.collect(b_pid, run=b_run)
@@ -920,8 +958,10 @@ SECCOMP_ONLY = ("io_uring_setup", "io_uring_register", "process_vm_readv_self",
 
 
 def test_seccomp_denied_syscalls(sclient, shared_server, uniq, area):
-    """Every always-denied syscall fails with EPERM (clone3: ENOSYS so libc falls back)."""
-    run = py(sclient, uniq, SYSCALLS % shared_server.pid, area.ws, ws_policy(area.ws))
+    """Every always-denied syscall fails with EPERM (clone3: ENOSYS so libc falls back).
+    The "server" target is the namespace's pid 1, uexec's init: a privileged uexec
+    process the sandbox can see (the server itself is outside its PID namespace)."""
+    run = py(sclient, uniq, SYSCALLS % 1, area.ws, ws_policy(area.ws))
     r = results(run)
     assert len(r) == SYSCALLS.count("\nt("), text(run)
     want = {k: "EPERM" for k in r}
@@ -1054,8 +1094,10 @@ if i >= 0:
 
 
 def test_kill_server_and_init(server_factory, uniq, area):
-    """kill of the server and of pid 1 fail with EPERM (Landlock signal scoping);
-    kill(-1) reaches nothing outside; the server and an unrelated process survive."""
+    """The server and this test process are not in the sandbox's PID namespace (kill:
+    no such process); its pid 1 (uexec's init) refuses signals with EPERM (Landlock
+    signal scoping); kill(-1) reaches nothing outside; the server and an unrelated
+    process survive."""
     srv = server_factory()
     c = srv.connect()
     c.start("victim", ["/bin/sleep", "60"], cwd="/", env={})
@@ -1073,9 +1115,9 @@ def test_kill_server_and_init(server_factory, uniq, area):
     finally:
         signal.signal(signal.SIGWINCH, old)
     out = text(run)
-    assert out.count("(%d) - %s" % (srv.pid, EPERM)) == 3, out
+    assert out.count("(%d) - No such process" % srv.pid) == 3, out
     assert out.count("(1) - " + EPERM) == 2, out
-    assert "(%d) - %s" % (os.getpid(), EPERM) in out, out
+    assert "(%d) - No such process" % os.getpid() in out, out
     assert got == [], "kill -WINCH -1 from the sandbox reached this test process"
     assert "own-child-ok" in out and "survived" in out
     assert pid_alive(srv.pid)
@@ -1365,12 +1407,19 @@ time.sleep(3)
         sb = ws_policy(area.ws, network="enabled")
     pid, _ = start(sclient, uniq, [PY, "-c", PRELUDE + code], area.ws, sb)
     run = sclient.collect_until_output(pid, "\npid ")
-    sclient.terminate(pid)
     out = run.stdout.decode()
-    child = int(re.search(r"\npid (\d+)", out).group(1))
     guard = os.path.join(mnt, "uexec-%d.sandbox" % shared_server.proc.pid)
     with open(os.path.join(guard, "cgroup.procs")) as f:
-        assert str(child) in f.read().split(), out
+        members = f.read().split()
+    # the child's pid inside is that of its own PID namespace: find it by its cwd
+    cwds = []
+    for p in members:
+        try:
+            cwds.append(os.readlink("/proc/%s/cwd" % p))
+        except OSError:
+            pass
+    sclient.terminate(pid)
+    assert str(area.ws) in cwds, (out, members, cwds)
     assert "cg 0::/\n" in out, out
     res = results(run)
     assert res.get("move") not in (None, "ok"), out
