@@ -219,6 +219,13 @@ int uring_bufs_init(struct uring *u, struct uring_bufs *b, unsigned short bgid, 
 		munmap(mem, ring_bytes);
 		return r;
 	}
+	/*
+	 * Not inherited by fork-style children (the PID-namespace init lives
+	 * as long as its command): they never touch these, and the kernel
+	 * would otherwise keep copy-on-write versions of them alive there.
+	 */
+	(void)madvise(mem, ring_bytes, MADV_DONTFORK);
+	(void)madvise(b->base, (size_t)count * size, MADV_DONTFORK);
 	b->count = count;
 	b->size = size;
 	b->bgid = bgid;
