@@ -797,12 +797,17 @@ static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **s
 		  "newinstance,ptmxmode=0666,mode=0620") < 0 ||
 	    symlink("pts/ptmx", "/dev/ptmx") < 0)
 		return -errno;
+	/*
+	 * Writable (POSIX semaphores, multiprocessing), shown 0755 like the
+	 * reference's (bubblewrap's --dev); the process is its owner, uid 0.
+	 */
 	*step = "mounting a private /dev/shm";
-	if (mkdir("/dev/shm", 01777) < 0 ||
-	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m") < 0)
+	if (mkdir("/dev/shm", 0755) < 0 ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256m") < 0)
 		return -errno;
 	*step = "linking /dev/fd";
-	if (symlink("/proc/self/fd", "/dev/fd") < 0 || symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
+	if (symlink("/proc/kcore", "/dev/core") < 0 || symlink("/proc/self/fd", "/dev/fd") < 0 ||
+	    symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
 	    symlink("/proc/self/fd/1", "/dev/stdout") < 0 ||
 	    symlink("/proc/self/fd/2", "/dev/stderr") < 0)
 		return -errno;

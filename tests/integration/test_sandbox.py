@@ -782,6 +782,23 @@ def test_proc_root_escapes(sclient, shared_server, uniq, area):
     assert area.read(area.victim) == "original\n" and os.listdir(area.ws) == []
 
 
+def test_private_dev_like_reference(sclient, uniq, area):
+    """/dev as bubblewrap's --dev shows it to the reference's commands: the usual
+    nodes and links (core, fd, stdin/out/err, ptmx), /dev/shm 0755 yet writable
+    (POSIX semaphores work), /dev itself read-only."""
+    script = ("ls /dev | tr '\\n' ' '; echo; readlink /dev/core /dev/fd /dev/ptmx; "
+              "stat -c '%a %n' /dev/shm; echo x > /dev/shm/f && echo shm-ok; "
+              "python3 -c 'import multiprocessing as m; m.Semaphore(1); print(\"sem-ok\")'; "
+              "touch /dev/newfile")
+    run = sh(sclient, uniq, script, area.ws, ws_policy(area.ws))
+    out = text(run)
+    assert "core fd full null ptmx pts random shm stderr stdin stdout tty urandom zero" \
+        in out, out
+    assert "/proc/kcore\n/proc/self/fd\npts/ptmx\n" in out, out
+    assert "755 /dev/shm\nshm-ok\nsem-ok\n" in out, out
+    assert "'/dev/newfile': " + EROFS in out, out
+
+
 def test_own_pid_namespace(sclient, shared_server, uniq, area):
     """As on the reference (bubblewrap --unshare-pid): the command is pid 2 under an
     init, only the sandbox's processes are listed, host command lines are out of

@@ -6,8 +6,9 @@ Runs the same shell script under the same `sandbox` object on both servers
 and compares its output (ls -la, stat, error texts) after dropping the
 reference's ~/.bashrc noise (PROTOCOL.md §13) and timestamps. Cases: the
 SANDBOX.md §3.3 precedence example and its variants (a writable root below a
-denied or read-only parent), and the protected metadata names under a plain
-writable root.
+denied or read-only parent), the protected metadata names under a plain
+writable root, and the private /dev, PID namespace, capabilities and
+network refusal seen under a workspace-write policy.
 
     /usr/bin/python3 tests/reference/sandbox_views.py [-v]
 
@@ -57,6 +58,15 @@ def cases(base):
     out.append(("protected_names", top, [ws], {},
                 [special("root", "read"), entry(ws, "write")], ws,
                 "ls -la; for n in .git .agents .codex .aws; do mkdir $n/x; echo $n=$?; done"))
+    top = os.path.join(base, "dev_and_pids")
+    ws = top + "/ws"
+    out.append(("dev_and_pids", top, [ws], {},
+                [special("root", "read"), entry(ws, "write")], ws,
+                "ls -la /dev | awk '{print $1, $NF}'; ls /dev/pts /dev/shm; "
+                "stat -c '%a %U %n' /dev/null /dev/tty /dev/ptmx /dev/shm; "
+                "echo pid=$$; echo procs=$(ps -e | wc -l); "
+                "grep -E 'Cap|NoNewPrivs|Seccomp' /proc/self/status; "
+                "touch /etc/x /tmp/uexec-sv-x; echo > /dev/tcp/127.0.0.1/22; echo rc=$?"))
     return out
 
 
