@@ -532,7 +532,7 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->restrict_fs = true;
 	pl->drop_caps = true;
 	/* Not for the fs helper: one short request, nothing to hide from it. */
-	pl->pid_ns = !fs_helper_exe;
+	pl->pid_ns = f->pid_ns && !fs_helper_exe;
 
 	/* Writable roots: existing ones, canonical (a symlinked root binds its target). */
 	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {

@@ -31,6 +31,8 @@ struct sandbox_features {
 	struct sandbox_seccomp filters;
 	/* Set by the server: sandboxes with network access start in its cgroup (netguard.h). */
 	const struct netguard *guard;
+	/* Set by the server: uexec-init was found, so restricted plans get a PID namespace. */
+	bool pid_ns;
 	char missing[160];    /* why sandboxing is unavailable (empty when it is) */
 };
 

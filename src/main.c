@@ -13,7 +13,6 @@
 #include "config.h"
 #include "log.h"
 #include "server.h"
-#include "spawn.h"
 
 static void help(void)
 {
@@ -105,8 +104,6 @@ int main(int argc, char **argv)
 	static struct server srv;
 	uint64_t v;
 	int c, r;
-
-	spawn_init_title(argc, argv);
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		r = 0;

@@ -23,6 +23,7 @@
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
+#include "spawn.h"
 #include "worker.h"
 
 struct server *the_server;
@@ -333,6 +334,16 @@ int server_init(struct server *s, const struct config *cfg)
 	else
 		log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp",
 			 s->sandbox.landlock_abi);
+	if (!s->cfg.fs_helper && !s->sandbox.missing[0]) {
+		char path[PATH_MAX] = "uexec-init";
+
+		r = spawn_init(path, sizeof(path));
+		s->sandbox.pid_ns = r >= 0;
+		if (r < 0)
+			log_warning_errno(r, "Cannot open %s: sandboxed processes will share the host's "
+					     "PID namespace",
+					  path);
+	}
 
 	r = worker_pool_init(s, 2);
 	if (r < 0)

@@ -13,8 +13,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,63 +118,79 @@ static _child_ int child_dup2(int fd, int target)
 	return 0;
 }
 
-/* The server's argv strings (contiguous), overwritten in a PID namespace's init. */
-static char *argv_area;
-static size_t argv_len;
+/* uexec-init (uexec-init.c), opened next to this binary at start. */
+static int init_helper_fd = -1;
 
-void spawn_init_title(int argc, char **argv)
+int spawn_init(char *path, size_t size)
 {
-	if (argc < 1 || !argv[0])
-		return;
-	argv_area = argv[0];
-	argv_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -errno;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = 0;
+	if ((size_t)snprintf(path, size, "%s/uexec-init", exe) >= size)
+		return -ENAMETOOLONG;
+	init_helper_fd = open(path, O_PATH | O_CLOEXEC);
+	return init_helper_fd < 0 ? -errno : 0;
 }
+
+struct command_ctx {
+	const struct spawn_args *a;
+	struct child_fds *f;
+};
+
+static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct child_fds *f);
+
+/* The command (pid 2): credentials, then the common tail. */
+static _child_ int command_entry(void *arg)
+{
+	struct command_ctx *c = arg;
+	const char *step = "sandbox";
+	int r = sandbox_plan_apply_creds(c->a->sandbox, &step);
+
+	if (r < 0)
+		child_fail_step(c->f->errpipe, -r, step);
+	child_exec(c->a, c->f);
+}
+
+/* The command's stack (allocated by the server): init waits (CLONE_VFORK) until it execs. */
+static uint8_t *command_stack;
 
 /*
- * pid 1 of a sandbox's PID namespace, a copy of the server that does not
- * exec: it holds nothing open, shows as uexec-init (its /proc/1/cmdline is
- * readable inside), reaps whatever is reparented to it, and exits with the
- * command's status (128 + signal for a signal), as bubblewrap's init does
- * for the reference. Its exit ends every process left in the namespace. The
- * kernel delivers it only SIGKILL/SIGSTOP from outside (no handlers), so
- * process/terminate (SIGKILL to the group) still ends it; other signals sent
- * to the group reach the command directly.
+ * In the namespace's init, after the mounts: the command shares init's
+ * memory (the server's) until it execs, exactly as the server spawns; then
+ * init execs uexec-init, which releases the server. A command that failed
+ * has written its error and exited; uexec-init reaps it at once.
  */
-static _child_ _noreturn_ void pid1_main(pid_t cmd)
+static _child_ _noreturn_ void pid1_spawn_command(const struct spawn_args *a, struct child_fds *f)
 {
-	static const char title[] = "uexec-init";
+	struct command_ctx ctx = { a, f };
+	char num[24], *p = num + sizeof(num);
+	char *args[] = { (char *)"uexec-init", NULL, NULL };
+	char *envp[] = { NULL };
+	long pid;
 
-	(void)syscall(SYS_close_range, 0U, ~0U, 0U);
-	(void)prctl(PR_SET_NAME, title, 0, 0, 0);
-	if (argv_area && argv_len > sizeof(title)) {
-		memset(argv_area, 0, argv_len);
-		memcpy(argv_area, title, sizeof(title));
-	}
-	for (;;) {
-		int st;
-		pid_t p = wait4(-1, &st, 0, NULL);
-
-		if (p < 0 && errno == EINTR)
-			continue;
-		if (p < 0)
-			_exit(127); /* ECHILD: cannot happen before the command is reaped */
-		if (p == cmd)
-			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-	}
-}
-
-/* In the namespace's init: forks the command (returns in it) and becomes pid1_main. */
-static _child_ void pid1_fork(int errpipe)
-{
-	struct clone3_args ca = { .exit_signal = SIGCHLD };
-	/* Raw clone3: libc's fork() would run atfork handlers on the server's copied locks. */
-	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
-
+	pid = clone(command_entry, command_stack + CHILD_STACK_SIZE,
+		    SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
 	if (pid < 0)
-		child_fail_step(errpipe, errno, "forking the command in its PID namespace");
-	if (pid == 0)
-		return;
-	pid1_main((pid_t)pid);
+		child_fail_step(f->errpipe, errno, "starting the command in its PID namespace");
+	*--p = 0;
+	do
+		*--p = (char)('0' + pid % 10);
+	while ((pid /= 10) > 0);
+	args[1] = p;
+	/* Nothing of the command's stays open here (the error pipe closes at exec). */
+	close(0);
+	close(1);
+	close(2);
+	syscall(SYS_execveat, init_helper_fd, "", args, envp, AT_EMPTY_PATH);
+	child_fail_step(f->errpipe, errno, "starting uexec-init");
 }
 
 /* Signals whose disposition is not SIG_DFL in the server (found once): the child resets them. */
@@ -192,9 +210,7 @@ static void find_changed_signals(void)
 
 static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *f)
 {
-	struct sigaction sa = { .sa_handler = SIG_DFL };
-	sigset_t all;
-	int err = ENOENT, r;
+	int r;
 
 	if (setsid() < 0)
 		child_fail(f->errpipe, errno);
@@ -234,14 +250,21 @@ static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct chi
 			r = sandbox_plan_apply_mounts(a->sandbox, a->tty ? 0 : -1, &step);
 			if (r < 0)
 				child_fail_step(f->errpipe, -r, step);
-			pid1_fork(f->errpipe);
-			r = sandbox_plan_apply_creds(a->sandbox, &step);
-		} else {
-			r = sandbox_plan_apply(a->sandbox, a->tty ? 0 : -1, &step);
+			pid1_spawn_command(a, f);
 		}
+		r = sandbox_plan_apply(a->sandbox, a->tty ? 0 : -1, &step);
 		if (r < 0)
 			child_fail_step(f->errpipe, -r, step);
 	}
+	child_exec(a, f);
+}
+
+/* The common tail: chdir, signals back to their defaults, exec. */
+static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct child_fds *f)
+{
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigset_t all;
+	int err = ENOENT;
 
 	if (a->cwd && chdir(a->cwd) < 0)
 		child_fail(f->errpipe, errno);
@@ -337,6 +360,19 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	stack = child_stack_top();
 	if (!stack)
 		return -ENOMEM;
+	if (sandbox_plan_pid_ns(a->sandbox)) {
+		if (init_helper_fd < 0)
+			return -ENOEXEC; /* the plan asks only when spawn_init() found the helper */
+		if (!command_stack) {
+			command_stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_GROWSDOWN,
+					     -1, 0);
+			if (command_stack == MAP_FAILED) {
+				command_stack = NULL;
+				return -ENOMEM;
+			}
+		}
+	}
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
@@ -384,25 +420,7 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	/* No signal handler may run in the child before it resets them. */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	if (sandbox_plan_pid_ns(a->sandbox)) {
-		/*
-		 * A new PID namespace whose init is this child (pid1_fork): it
-		 * never execs, so no CLONE_VFORK; the error pipe below still
-		 * waits for the command's exec (init closes its copy). Fork
-		 * semantics as for the cgroup case.
-		 */
-		int cg = sandbox_plan_cgroup_fd(a->sandbox);
-		struct clone3_args ca = {
-			.flags = CLONE_NEWPID | CLONE_PIDFD | (cg >= 0 ? CLONE_INTO_CGROUP : 0),
-			.pidfd = (uint64_t)(uintptr_t)&pidfd,
-			.exit_signal = SIGCHLD,
-			.cgroup = cg >= 0 ? (uint64_t)cg : 0,
-		};
-
-		pid = syscall(SYS_clone3, &ca, sizeof(ca));
-		if (pid == 0)
-			child_main(a, &cf);
-	} else if (sandbox_plan_cgroup_fd(a->sandbox) >= 0) {
+	if (sandbox_plan_cgroup_fd(a->sandbox) >= 0) {
 		/*
 		 * Straight into the listener guard's cgroup (netguard.h). clone3
 		 * has no libc wrapper that switches stacks, so this child gets
@@ -410,7 +428,8 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 		 * and still runs only child_main's async-signal-safe code.
 		 */
 		struct clone3_args ca = {
-			.flags = CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP,
+			.flags = CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP |
+				 (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0),
 			.pidfd = (uint64_t)(uintptr_t)&pidfd,
 			.exit_signal = SIGCHLD,
 			.cgroup = (uint64_t)sandbox_plan_cgroup_fd(a->sandbox),
@@ -420,7 +439,10 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 		if (pid == 0)
 			child_main(a, &cf);
 	} else {
-		pid = clone(child_entry, stack, SPAWN_CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD,
+		/* With its own PID namespace, the child is its init (pid1_spawn_command). */
+		pid = clone(child_entry, stack,
+			    SPAWN_CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD |
+				    (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0),
 			    &ctx, &pidfd);
 	}
 	r = pid < 0 ? -errno : 0;

@@ -43,5 +43,8 @@ struct sandbox_plan;
  */
 int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step);
 
-/* Remembers the server's argv area, which a sandbox's init overwrites (its /proc cmdline). */
-void spawn_init_title(int argc, char **argv);
+/*
+ * Opens uexec-init (the PID-namespace init of sandboxed commands) next to
+ * this binary; path receives where it was looked for. Returns 0 or -errno.
+ */
+int spawn_init(char *path, size_t size);
