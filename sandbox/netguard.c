@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,8 +28,15 @@
 
 #define MAX_PORTS 8
 
+#define MAP_NAME "uexec_ports"
+#define MAP_ENTRIES 4096
+#define LOCK_PATH "/run/uexec-netguard.lock"
+
 struct netguard {
 	int cgroup_fd;
+	int map_fd;   /* the host-wide map of uexec listener ports, or -1 */
+	uint16_t ports[MAX_PORTS];
+	size_t n_ports;
 	char path[4096];
 };
 
@@ -212,10 +220,16 @@ static void remove_stale(const char *dir)
 	closedir(d);
 }
 
-static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n, char *err,
-		     size_t errsz)
+/*
+ * The connect filter: refuse this server's ports, and (with map_fd) every
+ * port in the host-wide map, so that no uexec on the host can be reached
+ * from a sandbox with network access, whichever server started it.
+ */
+static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n, int map_fd,
+		     char *err, size_t errsz)
 {
-	struct bpf_insn insns[2 * MAX_PORTS + 6];
+	struct bpf_insn insns[MAX_PORTS + 16];
+	size_t jeq[MAX_PORTS + 1], n_jeq = 0, deny;
 	char vlog[2048] = "";
 	union bpf_attr attr;
 	size_t i = 0;
@@ -225,18 +239,39 @@ static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n,
 	insns[i++] = (struct bpf_insn){ .code = BPF_LDX | BPF_W | BPF_MEM, .dst_reg = BPF_REG_2,
 					.src_reg = BPF_REG_1,
 					.off = offsetof(struct bpf_sock_addr, user_port) };
-	for (size_t p = 0; p < n; p++)
-		/* if r2 == port goto deny (the jump lands after the allow's two instructions) */
+	for (size_t p = 0; p < n; p++) {
+		jeq[n_jeq++] = i; /* if r2 == port goto deny */
 		insns[i++] = (struct bpf_insn){ .code = BPF_JMP | BPF_JEQ | BPF_K,
-						.dst_reg = BPF_REG_2,
-						.off = (int16_t)(n - p - 1 + 2),
-						.imm = htons(ports[p]) };
+						.dst_reg = BPF_REG_2, .imm = htons(ports[p]) };
+	}
+	if (map_fd >= 0) {
+		/* *(u32 *)(fp - 4) = r2; r0 = map_lookup_elem(map, fp - 4); if r0 goto deny */
+		insns[i++] = (struct bpf_insn){ .code = BPF_STX | BPF_W | BPF_MEM,
+						.dst_reg = BPF_REG_10, .src_reg = BPF_REG_2,
+						.off = -4 };
+		insns[i++] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_X,
+						.dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 };
+		insns[i++] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_ADD | BPF_K,
+						.dst_reg = BPF_REG_2, .imm = -4 };
+		insns[i++] = (struct bpf_insn){ .code = BPF_LD | BPF_DW | BPF_IMM,
+						.dst_reg = BPF_REG_1, .src_reg = BPF_PSEUDO_MAP_FD,
+						.imm = map_fd };
+		insns[i++] = (struct bpf_insn){ 0 };
+		insns[i++] = (struct bpf_insn){ .code = BPF_JMP | BPF_CALL,
+						.imm = BPF_FUNC_map_lookup_elem };
+		jeq[n_jeq++] = i;
+		insns[i++] = (struct bpf_insn){ .code = BPF_JMP | BPF_JNE | BPF_K,
+						.dst_reg = BPF_REG_0, .imm = 0 };
+	}
 	insns[i++] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0,
 					.imm = 1 };
 	insns[i++] = (struct bpf_insn){ .code = BPF_JMP | BPF_EXIT };
+	deny = i;
 	insns[i++] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0,
 					.imm = 0 };
 	insns[i++] = (struct bpf_insn){ .code = BPF_JMP | BPF_EXIT };
+	for (size_t k = 0; k < n_jeq; k++)
+		insns[jeq[k]].off = (int16_t)(deny - jeq[k] - 1);
 
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_type = BPF_PROG_TYPE_CGROUP_SOCK_ADDR;
@@ -258,6 +293,121 @@ static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n,
 			 vlog[0] ? ": " : "", vlog);
 		return -e;
 	}
+	return fd;
+}
+
+/* The host-wide port map, found by name among the kernel's maps; -errno if none. */
+static int find_map(void)
+{
+	uint32_t id = 0;
+
+	for (;;) {
+		union bpf_attr attr = { .start_id = id };
+		struct bpf_map_info info = { 0 };
+		int fd;
+
+		if (sys_bpf(BPF_MAP_GET_NEXT_ID, &attr) < 0)
+			return -errno; /* ENOENT: no more maps */
+		id = attr.next_id;
+		memset(&attr, 0, sizeof(attr));
+		attr.map_id = id;
+		fd = sys_bpf(BPF_MAP_GET_FD_BY_ID, &attr);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		memset(&attr, 0, sizeof(attr));
+		attr.info.bpf_fd = (uint32_t)fd;
+		attr.info.info_len = sizeof(info);
+		attr.info.info = (uintptr_t)&info;
+		if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &attr) == 0 && info.type == BPF_MAP_TYPE_HASH &&
+		    info.key_size == 4 && info.value_size == 4 && strcmp(info.name, MAP_NAME) == 0)
+			return fd;
+		close(fd);
+	}
+}
+
+static int map_op(int cmd, int map_fd, const void *key, void *value, uint64_t flags)
+{
+	union bpf_attr attr = { 0 };
+
+	attr.map_fd = (uint32_t)map_fd;
+	attr.key = (uintptr_t)key;
+	attr.value = (uintptr_t)value;
+	attr.flags = flags;
+	return sys_bpf(cmd, &attr) < 0 ? -errno : 0;
+}
+
+/* Forgets ports of servers that are gone (killed without cleaning up). */
+static void prune_map(int map_fd)
+{
+	static uint32_t keys[MAP_ENTRIES];
+	size_t n = 0;
+	uint32_t k, *prev = NULL;
+
+	while (n < MAP_ENTRIES) {
+		union bpf_attr attr = { 0 };
+
+		attr.map_fd = (uint32_t)map_fd;
+		attr.key = (uintptr_t)prev;
+		attr.next_key = (uintptr_t)&k;
+		if (sys_bpf(BPF_MAP_GET_NEXT_KEY, &attr) < 0)
+			break;
+		keys[n] = k;
+		prev = &keys[n++];
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t pid;
+
+		if (map_op(BPF_MAP_LOOKUP_ELEM, map_fd, &keys[i], &pid, 0) == 0 && pid > 0 &&
+		    kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			(void)map_op(BPF_MAP_DELETE_ELEM, map_fd, &keys[i], NULL, 0);
+	}
+}
+
+/*
+ * Finds or creates the host-wide map under a lock (two servers starting
+ * together must not create two), prunes it and adds this server's ports.
+ * Returns the map fd or -errno; the guard then covers this server only.
+ */
+static int join_map(const uint16_t *ports, size_t n, char *err, size_t errsz)
+{
+	int lock, fd;
+
+	lock = open(LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+		snprintf(err, errsz, "%s: %s", LOCK_PATH, strerror(errno));
+		if (lock >= 0)
+			close(lock);
+		return -errno;
+	}
+	fd = find_map();
+	if (fd < 0) {
+		union bpf_attr attr = { 0 };
+
+		attr.map_type = BPF_MAP_TYPE_HASH;
+		attr.key_size = 4;
+		attr.value_size = 4;
+		attr.max_entries = MAP_ENTRIES;
+		snprintf(attr.map_name, sizeof(attr.map_name), "%s", MAP_NAME);
+		fd = sys_bpf(BPF_MAP_CREATE, &attr);
+		if (fd < 0) {
+			fd = -errno;
+			snprintf(err, errsz, "creating the BPF port map: %s", strerror(errno));
+		}
+	} else {
+		prune_map(fd);
+	}
+	for (size_t i = 0; fd >= 0 && i < n; i++) {
+		uint32_t key = htons(ports[i]), pid = (uint32_t)getpid();
+		int r = map_op(BPF_MAP_UPDATE_ELEM, fd, &key, &pid, BPF_ANY);
+
+		if (r < 0) {
+			snprintf(err, errsz, "adding port %u to the BPF port map: %s", ports[i],
+				 strerror(-r));
+			close(fd);
+			fd = r;
+		}
+	}
+	close(lock); /* releases the lock */
 	return fd;
 }
 
@@ -283,6 +433,16 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 	if (!g)
 		return -ENOMEM;
 	g->cgroup_fd = -1;
+	g->map_fd = -1;
+	memcpy(g->ports, ports, n_ports * sizeof(*ports));
+	g->n_ports = n_ports;
+	{
+		char merr[256];
+
+		g->map_fd = join_map(ports, n_ports, merr, sizeof(merr));
+		if (g->map_fd < 0)
+			log_warning("Listener guard: %s; only this server's port is guarded", merr);
+	}
 	if ((size_t)snprintf(g->path, sizeof(g->path), "%s/uexec-%d.sandbox", dir, (int)getpid()) >=
 	    sizeof(g->path)) {
 		snprintf(err, errsz, "cgroup path too long");
@@ -303,7 +463,7 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 	}
 	for (size_t t = 0; t < ELEMENTSOF(types); t++) {
 		union bpf_attr attr;
-		int prog = load_prog(types[t], ports, n_ports, err, errsz);
+		int prog = load_prog(types[t], ports, n_ports, g->map_fd, err, errsz);
 
 		if (prog < 0) {
 			r = prog;
@@ -350,6 +510,15 @@ void netguard_free(struct netguard *g)
 	 * and double fork) is still in the cgroup: cgroup.kill (Linux 5.14)
 	 * ends it, then the directory goes once the last one is reaped.
 	 */
+	/* Our ports leave the host-wide map (if still ours: a restarted server may own them). */
+	for (size_t i = 0; g->map_fd >= 0 && i < g->n_ports; i++) {
+		uint32_t key = htons(g->ports[i]), pid;
+
+		if (map_op(BPF_MAP_LOOKUP_ELEM, g->map_fd, &key, &pid, 0) == 0 &&
+		    pid == (uint32_t)getpid())
+			(void)map_op(BPF_MAP_DELETE_ELEM, g->map_fd, &key, NULL, 0);
+	}
+	safe_close(g->map_fd);
 	fd = g->cgroup_fd >= 0 ? openat(g->cgroup_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC) : -1;
 	if (fd >= 0) {
 		(void)!write(fd, "1", 1);

@@ -9,7 +9,12 @@
  * Landlock can only allow-list TCP ports, and seccomp cannot read connect()'s
  * address, so the guard is a cgroup (v2) of its own with two tiny
  * BPF_PROG_TYPE_CGROUP_SOCK_ADDR programs (inet4/inet6 connect) that refuse
- * the listener's port with EPERM. Sandboxed processes are cloned straight
+ * the listener's port with EPERM, and every port in a host-wide BPF hash map
+ * ("uexec_ports", found by name, created under /run/uexec-netguard.lock by the
+ * first server) where each uexec registers its ports: so no uexec on the
+ * host is reachable from any uexec's sandboxes, including servers started
+ * later. Entries of dead servers are pruned at each start. Sandboxed
+ * processes are cloned straight
  * into that cgroup (clone3 CLONE_INTO_CGROUP: writing cgroup.procs costs a
  * ~15 ms RCU grace period per process) and enter a cgroup namespace rooted
  * there, which confines any later migration to the subtree (and with it the

@@ -1399,6 +1399,41 @@ except OSError as e:
 
 
 @needs_guard
+def test_network_enabled_cannot_drive_another_uexec(server_factory, uniq, area):
+    """Every uexec on the host registers its ports in one BPF map: a sandbox of
+    server A cannot reach server B, started before or after A."""
+    before = server_factory()
+    a = server_factory()
+    after = server_factory()
+    for s in (before, a, after):
+        require_guard(s)
+    c = a.connect()
+    other = socket.socket()
+    other.bind(("127.0.0.1", 0))
+    other.listen(4)
+    code = r'''
+def conn(port):
+    s = socket.socket()
+    s.settimeout(5)
+    try:
+        s.connect(("127.0.0.1", port))
+    finally:
+        s.close()
+t("before", lambda: conn(%d))
+t("own", lambda: conn(%d))
+t("after", lambda: conn(%d))
+t("other", lambda: conn(%d))
+''' % (before.port, a.port, after.port, other.getsockname()[1])
+    try:
+        run = py(c, uniq, code, area.ws, ws_policy(area.ws, network="enabled"))
+    finally:
+        other.close()
+    assert results(run) == {"before": "EPERM", "own": "EPERM", "after": "EPERM",
+                            "other": "ok"}, text(run)
+    c.ws.abort()
+
+
+@needs_guard
 @pytest.mark.parametrize("full_write", [False, True], ids=["workspace", "full-write"])
 def test_network_enabled_sandbox_cannot_leave_its_cgroup(sclient, shared_server, uniq, area,
                                                          full_write):
