@@ -291,12 +291,24 @@ static int cmp_depth(const void *a, const void *b)
 	return da < db ? -1 : da > db;
 }
 
+static bool strv_has(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
 /* A read-only path inside writable root w: bind it read-only, or a synthetic dir if missing. */
 static int plan_protect(struct sandbox_plan *pl, const char *path, bool create_if_missing,
 			char *err, size_t errsz)
 {
 	struct stat st;
 	int r;
+
+	/* Named twice (a protected name and a read entry such as project_roots/.git): once. */
+	if (strv_has(pl->ro, pl->n_ro, path) || strv_has(pl->synth, pl->n_synth, path))
+		return 0;
 
 	if (lstat(path, &st) == 0) {
 		if (S_ISLNK(st.st_mode)) {
