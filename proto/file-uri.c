@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "file-uri.h"
 
 static const char hex_digits[] = "0123456789ABCDEF";
@@ -59,17 +60,6 @@ static int sbuf_putc(struct sbuf *b, char c)
 static int is_c0_or_space(unsigned char c)
 {
 	return c <= 0x20;
-}
-
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static char ascii_lower(char c)
@@ -272,8 +262,8 @@ static char *pct_decode(const char *s, size_t n, int *ret_has_nul)
 		int hi = -1, lo = -1;
 
 		if (s[i] == '%' && i + 2 < n) {
-			hi = hexval((unsigned char)s[i + 1]);
-			lo = hexval((unsigned char)s[i + 2]);
+			hi = unhexchar((unsigned char)s[i + 1]);
+			lo = unhexchar((unsigned char)s[i + 2]);
 		}
 		if (hi >= 0 && lo >= 0) {
 			*w = (char)(hi << 4 | lo);

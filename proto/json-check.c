@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hex.h"
 #include "json-check.h"
 #include "utf8.h"
 
@@ -106,17 +107,6 @@ static bool is_digit(uint8_t c)
 	return c >= '0' && c <= '9';
 }
 
-static int hex_val(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * Four hex digits at *i. serde_json takes all four bytes before checking
  * them, so a bad digit is reported after the fourth; fewer than four bytes
@@ -130,7 +120,7 @@ static bool hex4(struct jc *s, size_t *i, unsigned *ret)
 	if (s->len - *i < 4)
 		return jc_fail(s, JC_EOF_STRING, s->len);
 	for (int k = 0; k < 4; k++) {
-		int h = hex_val(s->p[*i + (size_t)k]);
+		int h = unhexchar(s->p[*i + (size_t)k]);
 
 		if (h < 0)
 			ok = false;

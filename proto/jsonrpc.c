@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "json-check.h"
 #include "jsonrpc.h"
 
@@ -90,17 +91,6 @@ static json_t *reals_to_ints(json_t *v)
 #define PUA_FIRST 0xE000u
 #define PUA_COUNT 0x1900u /* U+E000..U+F8FF */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Returns a private-use code point absent from buf (raw or escaped), or 0. */
 static unsigned pick_marker(const char *buf, size_t len)
 {
@@ -116,7 +106,7 @@ static unsigned pick_marker(const char *buf, size_t len)
 
 			cp = 0;
 			for (int j = 0; j < 4; j++) {
-				h[j] = hexval(buf[i + 2 + j]);
+				h[j] = unhexchar((unsigned char)buf[i + 2 + j]);
 				cp = cp << 4 | (unsigned)(h[j] < 0 ? 0 : h[j]);
 			}
 			if (h[0] < 0 || h[1] < 0 || h[2] < 0 || h[3] < 0)

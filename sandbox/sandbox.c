@@ -402,6 +402,15 @@ static unsigned rw_phase_above(const struct sandbox_plan *pl, const char *path)
 	return ph;
 }
 
+/* The masks of list v at depth d take the phase of the writable root above them. */
+static void mask_phases(const struct sandbox_plan *pl, size_t d, char *const *v, size_t n,
+			unsigned *ph)
+{
+	for (size_t i = 0; i < n; i++)
+		if (depth(v[i]) == d)
+			ph[i] = rw_phase_above(pl, v[i]);
+}
+
 static int plan_phases(struct sandbox_plan *pl)
 {
 	size_t n_rw = pl->n_rw ? pl->n_rw : 1;
@@ -461,18 +470,10 @@ static int plan_phases(struct sandbox_plan *pl)
 					pl->deny_reopen[k] = true;
 				}
 		}
-		for (size_t i = 0; i < pl->n_ro; i++)
-			if (depth(pl->ro[i]) == d)
-				pl->ro_phase[i] = rw_phase_above(pl, pl->ro[i]);
-		for (size_t i = 0; i < pl->n_synth; i++)
-			if (depth(pl->synth[i]) == d)
-				pl->synth_phase[i] = rw_phase_above(pl, pl->synth[i]);
-		for (size_t i = 0; i < pl->n_deny_dir; i++)
-			if (depth(pl->deny_dir[i]) == d)
-				pl->deny_dir_phase[i] = rw_phase_above(pl, pl->deny_dir[i]);
-		for (size_t i = 0; i < pl->n_deny_file; i++)
-			if (depth(pl->deny_file[i]) == d)
-				pl->deny_file_phase[i] = rw_phase_above(pl, pl->deny_file[i]);
+		mask_phases(pl, d, pl->ro, pl->n_ro, pl->ro_phase);
+		mask_phases(pl, d, pl->synth, pl->n_synth, pl->synth_phase);
+		mask_phases(pl, d, pl->deny_dir, pl->n_deny_dir, pl->deny_dir_phase);
+		mask_phases(pl, d, pl->deny_file, pl->n_deny_file, pl->deny_file_phase);
 	}
 	return 0;
 }
