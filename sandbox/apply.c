@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The child side of a sandbox plan: namespaces and mounts, capabilities,
+ * no_new_privs, Landlock and seccomp, applied between clone and exec.
+ * Everything here is async-signal-safe (the child may share the server's
+ * memory): no malloc, no stdio beyond snprintf into stack buffers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "landlock.h"
+#include "macro.h"
+#include "plan.h"
+#include "sandbox.h"
+
+#ifndef SECBIT_NOROOT
+#include <linux/securebits.h>
+#endif
+
+/*
+ * The private /dev of a sandbox holds only these host nodes (bind-mounted),
+ * a new devpts instance, the process's own terminal as /dev/console (as
+ * bubblewrap does), and a private /dev/shm: no disks, loop devices, other
+ * users' terminals or message queues.
+ */
+static const char *const dev_nodes[] = {
+	"null", "zero", "full", "random", "urandom", "tty",
+};
+
+static int set_ro(const char *path, unsigned flags)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
+
+	return mount_setattr(AT_FDCWD, path, flags, &a, sizeof(a)) < 0 ? -errno : 0;
+}
+
+static int bind_ro(const char *path)
+{
+	int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (move_mount(fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = -errno;
+	close(fd);
+	return r < 0 ? r : set_ro(path, AT_RECURSIVE);
+}
+
+/* Empty read-only files with mode 000 from one detached tmpfs, cloned over each path. */
+static int hide_files(char *const *paths, size_t n)
+{
+	int fs = -1, mnt = -1, f, r = 0;
+
+	if (n == 0)
+		return 0;
+	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	f = openat(mnt, "hidden", O_CREAT | O_WRONLY | O_CLOEXEC, 0);
+	if (f < 0 || fchmod(f, 0) < 0) {
+		r = -errno;
+		if (f >= 0)
+			close(f);
+		goto out;
+	}
+	close(f);
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		int t = open_tree(mnt, "hidden", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+
+		if (t < 0) {
+			r = -errno;
+			break;
+		}
+		if (move_mount(t, "", AT_FDCWD, paths[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+		close(t);
+		if (r >= 0)
+			r = set_ro(paths[i], 0);
+	}
+out:
+	if (mnt >= 0)
+		close(mnt);
+	close(fs);
+	return r;
+}
+
+/* An empty regular file to mount a device node on. */
+static int touch(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **step)
+{
+	int console = -1, r = 0, dev_fds[ELEMENTSOF(dev_nodes)];
+	char path[64];
+
+	/* Clones first: the tmpfs over /dev hides the host nodes. */
+	*step = "cloning device nodes";
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		dev_fds[i] = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	}
+	if (tty_fd >= 0) {
+		/*
+		 * By path, in this namespace: an fd opened before unshare still
+		 * points at the old namespace's mount, which cannot be cloned.
+		 */
+		char link[32], tty[64];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", tty_fd);
+		n = readlink(link, tty, sizeof(tty) - 1);
+		if (n < 0)
+			return -errno;
+		tty[n] = 0;
+		console = open_tree(AT_FDCWD, tty, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (console < 0)
+			return -errno;
+	}
+	*step = "mounting a private /dev";
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+		return -errno;
+	*step = "binding a device node";
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes) && r >= 0; i++) {
+		if (dev_fds[i] < 0)
+			continue; /* this host has no such node */
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		r = touch(path);
+		if (r >= 0 && move_mount(dev_fds[i], "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+		close(dev_fds[i]);
+	}
+	if (r >= 0 && console >= 0) {
+		*step = "binding the terminal as /dev/console";
+		r = touch("/dev/console");
+		if (r >= 0 && move_mount(console, "", AT_FDCWD, "/dev/console", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+	}
+	if (console >= 0)
+		close(console);
+	if (r < 0)
+		return r;
+	*step = "mounting a private devpts";
+	if (mkdir("/dev/pts", 0755) < 0 ||
+	    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0 ||
+	    symlink("pts/ptmx", "/dev/ptmx") < 0)
+		return -errno;
+	/*
+	 * Writable (POSIX semaphores, multiprocessing), shown 0755 like the
+	 * reference's (bubblewrap's --dev); the process is its owner, uid 0.
+	 */
+	*step = "mounting a private /dev/shm";
+	if (mkdir("/dev/shm", 0755) < 0 ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256m") < 0)
+		return -errno;
+	*step = "linking /dev/fd";
+	if (symlink("/proc/kcore", "/dev/core") < 0 || symlink("/proc/self/fd", "/dev/fd") < 0 ||
+	    symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
+	    symlink("/proc/self/fd/1", "/dev/stdout") < 0 ||
+	    symlink("/proc/self/fd/2", "/dev/stderr") < 0)
+		return -errno;
+	*step = "making /dev read-only";
+	return set_ro("/dev", 0);
+}
+
+/*
+ * Creates target's missing components below base, a denied directory's
+ * tmpfs (0755 directories as the reference's, an empty file when the
+ * writable root, whose clone is tree_fd, is a file). Components that exist
+ * are left alone.
+ */
+static int make_mount_point(const char *base, const char *target, int tree_fd)
+{
+	char path[PATH_MAX];
+	size_t bl = strlen(base), tl = strlen(target);
+	struct stat st;
+
+	if (tl >= sizeof(path) || strncmp(target, base, bl) != 0 || target[bl] != '/')
+		return -EINVAL;
+	if (lstat(target, &st) == 0)
+		return 0;
+	memcpy(path, target, tl + 1);
+	for (size_t i = bl + 1; i <= tl; i++) {
+		if (path[i] != '/' && path[i] != 0)
+			continue;
+		path[i] = 0;
+		if (i < tl) {
+			if (mkdir(path, 0755) < 0 && errno != EEXIST)
+				return -errno;
+		} else {
+			/* The last one: what the writable root is (its clone's type). */
+			if (lstat(path, &st) < 0) {
+				struct stat rst;
+				bool dir = fstat(tree_fd, &rst) < 0 || S_ISDIR(rst.st_mode);
+
+				if (dir ? mkdir(path, 0755) < 0 && errno != EEXIST
+					: mknodat(AT_FDCWD, path, S_IFREG | 0644, 0) < 0 && errno != EEXIST)
+					return -errno;
+			}
+		}
+		path[i] = i < tl ? '/' : 0;
+	}
+	return 0;
+}
+
+static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
+{
+	int r;
+
+	/* A private IPC namespace too: SysV shared memory and semaphores are host-wide. */
+	*step = "unshare(CLONE_NEWNS | CLONE_NEWIPC)";
+	if (unshare(CLONE_NEWNS | CLONE_NEWIPC) < 0)
+		return -errno;
+	*step = "making mounts private";
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return -errno;
+	*step = "cloning a writable root";
+	for (size_t i = 0; i < pl->n_rw; i++) {
+		pl->rw_fds[i] = open_tree(AT_FDCWD, pl->rw[i],
+					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+		if (pl->rw_fds[i] < 0)
+			return -errno;
+	}
+	*step = "making the tree read-only";
+	r = set_ro("/", AT_RECURSIVE);
+	if (r < 0)
+		return r;
+	for (unsigned ph = 0; ph <= pl->max_phase; ph++) {
+		*step = "mounting a writable root";
+		for (size_t i = 0; i < pl->n_rw; i++) {
+			if (pl->rw_phase[i] != ph)
+				continue;
+			if (pl->rw_mkbase[i] >= 0 &&
+			    (r = make_mount_point(pl->deny_dir[pl->rw_mkbase[i]], pl->rw[i],
+						  pl->rw_fds[i])) < 0) {
+				*step = "creating a mount point in a denied directory";
+				return r;
+			}
+			if (move_mount(pl->rw_fds[i], "", AT_FDCWD, pl->rw[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				return -errno;
+			close(pl->rw_fds[i]);
+		}
+		*step = "binding a read-only path";
+		for (size_t i = 0; i < pl->n_ro; i++)
+			if (pl->ro_phase[i] == ph && (r = bind_ro(pl->ro[i])) < 0)
+				return r;
+		*step = "mounting a protected empty directory";
+		for (size_t i = 0; i < pl->n_synth; i++)
+			if (pl->synth_phase[i] == ph &&
+			    mount("tmpfs", pl->synth[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "mode=0555,size=4k") < 0)
+				return -errno;
+		*step = "hiding a denied directory";
+		for (size_t i = 0; i < pl->n_deny_dir; i++) {
+			/*
+			 * With writable roots beneath: traversable (0111, as the
+			 * reference), writable until their mount points exist.
+			 */
+			bool reopen = pl->deny_reopen[i];
+
+			if (pl->deny_dir_phase[i] == ph &&
+			    mount("tmpfs", pl->deny_dir[i], "tmpfs",
+				  (reopen ? 0 : MS_RDONLY) | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  reopen ? "mode=0111,size=4k" : "mode=0000,size=4k") < 0)
+				return -errno;
+		}
+		*step = "hiding a denied file";
+		for (size_t i = 0; i < pl->n_deny_file; i++)
+			if (pl->deny_file_phase[i] == ph && (r = hide_files(&pl->deny_file[i], 1)) < 0)
+				return r;
+	}
+	*step = "making a denied directory read-only";
+	for (size_t i = 0; i < pl->n_deny_dir; i++)
+		if (pl->deny_reopen[i] && (r = set_ro(pl->deny_dir[i], 0)) < 0)
+			return r;
+	if (pl->private_dev && (r = private_dev(pl, tty_fd, step)) < 0)
+		return r;
+	return 0;
+}
+
+static int set_caps(uint64_t eff_perm, uint64_t inh)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	d[0].effective = d[0].permitted = (uint32_t)eff_perm;
+	d[1].effective = d[1].permitted = (uint32_t)(eff_perm >> 32);
+	d[0].inheritable = (uint32_t)inh;
+	d[1].inheritable = (uint32_t)(inh >> 32);
+	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+static int drop_capabilities(const struct sandbox_plan *pl, const char **step)
+{
+	unsigned long bits = SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED |
+			     SECBIT_KEEP_CAPS_LOCKED;
+
+	*step = "clearing ambient capabilities";
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	/*
+	 * For uid 0, exec grants exactly the bounding set: it is the one place
+	 * that decides what survives (all gone, or the file-access set that a
+	 * full-disk-write sandbox keeps).
+	 */
+	*step = "dropping the capability bounding set";
+	for (unsigned c = 0; c <= pl->cap_last_cap; c++)
+		if (!(pl->keep_caps & (1ULL << c)) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
+			return -errno;
+	/* Nothing kept: root gets nothing back at exec nor across setuid, ever. */
+	if (!pl->keep_caps)
+		bits |= SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+			SECBIT_NO_SETUID_FIXUP_LOCKED;
+	*step = "setting securebits";
+	if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+		return -errno;
+	*step = "clearing capabilities";
+	return set_caps(pl->keep_caps, 0);
+}
+
+static int apply_landlock(const struct sandbox_plan *pl, const char **step)
+{
+	struct ll_ruleset_attr attr = {
+		.handled_access_fs = pl->restrict_fs ? ll_fs_all(pl->landlock_abi) : 0,
+		.handled_access_net = pl->restrict_net ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0,
+		.scoped = LL_SCOPE_SIGNAL | (pl->restrict_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0),
+	};
+	int rs, r = 0;
+
+	*step = "creating the Landlock ruleset";
+	rs = ll_create_ruleset(&attr, sizeof(attr), 0);
+	if (rs < 0)
+		return -errno;
+	*step = "adding a Landlock rule";
+	for (size_t i = 0; i < pl->n_ll; i++) {
+		struct ll_path_beneath_attr pb;
+		int fd = open(pl->ll[i].path, O_PATH | O_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENOENT)
+				continue; /* e.g. no /dev/shm, a minimal root this system lacks */
+			r = -errno;
+			break;
+		}
+		pb.parent_fd = fd;
+		pb.allowed_access = pl->ll[i].access & attr.handled_access_fs;
+		/* Directory-only rights on a file are refused: keep what applies. */
+		if (ll_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0) {
+			pb.allowed_access &= LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE |
+					     LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
+			if (ll_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+				r = -errno;
+		}
+		close(fd);
+		if (r < 0)
+			break;
+	}
+	if (r >= 0) {
+		*step = "landlock_restrict_self";
+		if (ll_restrict_self(rs, 0) < 0)
+			r = -errno;
+	}
+	close(rs);
+	return r;
+}
+
+int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
+{
+	int r;
+
+	/*
+	 * Cloned into the listener guard's cgroup: a cgroup namespace rooted
+	 * there keeps it (and its children) from migrating out of the subtree
+	 * the connect filter is attached to.
+	 */
+	if (pl->cgroup_fd >= 0) {
+		*step = "unshare(CLONE_NEWCGROUP)";
+		if (unshare(CLONE_NEWCGROUP) < 0)
+			return -errno;
+		/* Full-disk write too needs a mount namespace for the step below. */
+		*step = "unshare(CLONE_NEWNS)";
+		if (!pl->restrict_fs &&
+		    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0))
+			return -errno;
+	}
+	if (pl->restrict_fs && (r = apply_mounts(pl, tty_fd, step)) < 0)
+		return r;
+	/*
+	 * Without nsdelegate the cgroup namespace is no boundary: root could
+	 * still write its pid into any cgroup.procs. Read-only cgroup2 mounts
+	 * stop that (clone3's CLONE_INTO_CGROUP is refused by seccomp).
+	 */
+	*step = "making cgroup2 read-only";
+	for (size_t i = 0; i < pl->n_cg_mounts; i++)
+		if ((r = set_ro(pl->cg_mounts[i], AT_RECURSIVE)) < 0 && r != -ENOENT)
+			return r;
+	/*
+	 * In its own PID namespace (the caller is its init): a /proc of that
+	 * namespace, read-only as the rest of the tree, so host processes are
+	 * not listed (their command lines are readable in the host's /proc).
+	 */
+	*step = "mounting /proc";
+	if (pl->pid_ns && mount("proc", "/proc", "proc",
+				MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+int sandbox_plan_apply_creds(const struct sandbox_plan *pl, const char **step)
+{
+	int r;
+
+	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
+		return r;
+	*step = "no_new_privs";
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	/* Full-disk write too: Landlock's scoping keeps signals and TCP in check. */
+	if ((r = apply_landlock(pl, step)) < 0)
+		return r;
+	*step = "seccomp";
+	return sandbox_seccomp_apply(pl->seccomp);
+}
+
+int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **step)
+{
+	int r = sandbox_plan_apply_mounts(pl, tty_fd, step);
+
+	return r < 0 ? r : sandbox_plan_apply_creds(pl, step);
+}
+
+bool sandbox_plan_pid_ns(const struct sandbox_plan *plan)
+{
+	return plan && plan->pid_ns;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The plan built in the parent (sandbox.c) and applied in the child
+ * (apply.c). Private to the sandbox module.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sock_fprog;
+
+struct ll_rule {
+	char *path;
+	uint64_t access;
+};
+
+struct sandbox_plan {
+	bool restrict_fs;
+	bool drop_caps;
+	uint64_t keep_caps;  /* capabilities kept when dropping (full-disk write) */
+	bool restrict_net;
+	int cgroup_fd;       /* the listener guard's cgroup (network access), or -1 */
+	bool pid_ns;         /* own PID namespace, with uexec's init as pid 1 (spawn.c) */
+	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
+	size_t n_cg_mounts;
+	const struct sock_fprog *seccomp;
+	int landlock_abi;
+	unsigned cap_last_cap;
+
+	char **rw;         /* writable roots (canonical, by depth) */
+	int *rw_fds;       /* child scratch: their clones */
+	size_t n_rw;
+	char **ro;         /* existing paths re-bound read-only */
+	size_t n_ro;
+	char **synth;      /* synthetic empty directories (registry entries) */
+	size_t n_synth;
+	char **deny_dir;
+	size_t n_deny_dir;
+	char **deny_file;
+	size_t n_deny_file;
+	bool private_dev;
+
+	/*
+	 * Mount phases (SANDBOX.md §3.3 precedence): a writable root beneath a
+	 * read-only, synthetic or denied path re-opens it, so it is mounted
+	 * after that mask, and masks beneath it after it. Phase of a writable
+	 * root: 0 without a mask above it, else 1 + the highest phase of those
+	 * masks; phase of a mask: that of the deepest writable root above it.
+	 */
+	unsigned *rw_phase, *ro_phase, *synth_phase, *deny_dir_phase, *deny_file_phase;
+	int *rw_mkbase;      /* deny dir (index) whose tmpfs gets the mount point, or -1 */
+	bool *deny_reopen;   /* a deny dir with writable roots beneath: tmpfs 0111, ro at the end */
+	unsigned max_phase;
+
+	struct ll_rule *ll;
+	size_t n_ll;
+};
