@@ -47,20 +47,7 @@
 
 static const size_t read_sizes[8] = { 1, 3, 16, 100, 1024, 4096, 16384, IO_BUF_SIZE };
 
-static const struct config default_cfg = {
-	/* uexec's defaults (main.c) */
-	.listen = "ws://127.0.0.1:0",
-	.resume_window_ms = 80000,
-	.max_sessions = 256,
-	.max_connections = 1024,
-	.max_processes = 1024,
-	.max_frame_bytes = 16u << 20,
-	.max_message_bytes = 64u << 20,
-	.max_json_depth = 128,
-	.max_queued_bytes = 8u << 20,
-	.ping_interval_ms = 30000,
-	.executor_version = "0.169.0",
-};
+static const struct config default_cfg = CONFIG_DEFAULTS;
 
 static const struct config small_cfg = {
 	/* limits a fuzzer can reach: backpressure, oversize frames, session limits */

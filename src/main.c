@@ -88,19 +88,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{}
 	};
-	struct config cfg = {
-		.listen = "ws://127.0.0.1:0",
-		.resume_window_ms = 80000,
-		.max_sessions = 256,
-		.max_connections = 1024,
-		.max_processes = 1024,
-		.max_frame_bytes = 16u << 20,
-		.max_message_bytes = 64u << 20,
-		.max_json_depth = 128,
-		.max_queued_bytes = 8u << 20,
-		.ping_interval_ms = 30000,
-		.executor_version = "0.169.0",
-	};
+	struct config cfg = CONFIG_DEFAULTS;
 	static struct server srv;
 	uint64_t v;
 	int c, r;

@@ -32,6 +32,16 @@ struct config {
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 };
 
+/* uexec's defaults (the command line changes them; the session fuzzer starts from them). */
+#define CONFIG_DEFAULTS                                                                        \
+	{                                                                                      \
+		.listen = "ws://127.0.0.1:0", .resume_window_ms = 80000, .max_sessions = 256,  \
+		.max_connections = 1024, .max_processes = 1024, .max_frame_bytes = 16u << 20,  \
+		.max_message_bytes = 64u << 20, .max_json_depth = 128,                         \
+		.max_queued_bytes = 8u << 20, .ping_interval_ms = 30000,                       \
+		.executor_version = "0.169.0",                                                 \
+	}
+
 /* Provided-buffer group ids. */
 enum {
 	BGID_IO = 1,
