@@ -115,48 +115,52 @@ static bool is_io_uring(int nr)
  */
 static int add_process_rules(scmp_filter_ctx ctx)
 {
-	const scmp_datum_t setid = S_ISUID | S_ISGID;
+	/* Calls that reach another process by the pid (or who) in argument `arg`. */
+	static const struct {
+		int nr;
+		unsigned arg;
+	} by_pid[] = {
+		{ SCMP_SYS(setpriority), 1 },      { SCMP_SYS(sched_setaffinity), 0 },
+		{ SCMP_SYS(sched_setscheduler), 0 }, { SCMP_SYS(sched_setparam), 0 },
+		{ SCMP_SYS(sched_setattr), 0 },    { SCMP_SYS(ioprio_set), 1 },
+	};
+	/*
+	 * Calls that set a file mode (argument `mode`), with O_CREAT in
+	 * argument `flags` when that is >= 0: each refused with either set-id
+	 * bit (mknod makes regular files without any capability too).
+	 */
+	static const struct {
+		int nr;
+		unsigned mode;
+		int flags;
+	} set_mode[] = {
+		{ SCMP_SYS(chmod), 1, -1 },  { SCMP_SYS(fchmod), 1, -1 }, { SCMP_SYS(fchmodat), 2, -1 },
+		{ SCMP_SYS(open), 2, 1 },    { SCMP_SYS(openat), 3, 2 },  { SCMP_SYS(creat), 1, -1 },
+		{ SCMP_SYS(mknod), 1, -1 },  { SCMP_SYS(mknodat), 2, -1 },
+	};
+	static const scmp_datum_t setid_bits[] = { S_ISUID, S_ISGID };
 	int r = 0;
 
 	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
 				  SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setpriority), 1,
-				  SCMP_A1(SCMP_CMP_NE, 0));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setaffinity), 1,
-				  SCMP_A0(SCMP_CMP_NE, 0));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setscheduler), 1,
-				  SCMP_A0(SCMP_CMP_NE, 0));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setparam), 1,
-				  SCMP_A0(SCMP_CMP_NE, 0));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sched_setattr), 1,
-				  SCMP_A0(SCMP_CMP_NE, 0));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioprio_set), 1,
-				  SCMP_A1(SCMP_CMP_NE, 0));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(chmod), 1,
-				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(chmod), 1,
-				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fchmod), 1,
-				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fchmod), 1,
-				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fchmodat), 1,
-				  SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fchmodat), 1,
-				  SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID));
-	/* open/openat/creat with O_CREAT: the mode could carry set-id bits too. */
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(open), 2,
-				  SCMP_A1(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT),
-				  SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(openat), 2,
-				  SCMP_A2(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT),
-				  SCMP_A3(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
-	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(creat), 1,
-				  SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+	for (size_t i = 0; i < ELEMENTSOF(by_pid) && r == 0; i++) {
+		struct scmp_arg_cmp c = { by_pid[i].arg, SCMP_CMP_NE, 0, 0 };
+
+		r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), by_pid[i].nr, 1, &c);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(set_mode) && r == 0; i++)
+		for (size_t b = 0; b < ELEMENTSOF(setid_bits) && r == 0; b++) {
+			struct scmp_arg_cmp c[2] = {
+				{ set_mode[i].mode, SCMP_CMP_MASKED_EQ, setid_bits[b], setid_bits[b] },
+				{ (unsigned)set_mode[i].flags, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT },
+			};
+
+			r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), set_mode[i].nr,
+						   set_mode[i].flags >= 0 ? 2 : 1, c);
+		}
 	/* openat2 and fchmodat2 pass modes the filter cannot check: ENOSYS -> libc falls back. */
 	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
 	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), NR_FCHMODAT2, 0);
-	(void)setid;
 	return r;
 }
 

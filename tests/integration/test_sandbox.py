@@ -1078,6 +1078,39 @@ def test_setuid_root_file_cannot_be_planted(sclient, uniq, area):
         "setuid-root file planted on the host: mode %o (%r)" % (st.st_mode, text(run))
 
 
+@pytest.mark.parametrize("call", ["open", "openat", "creat", "mknod"])
+def test_setid_file_cannot_be_created(sclient, uniq, area, call):
+    """The same at creation: open/openat/creat (O_CREAT) with a set-id mode, for
+    setuid and setgid alike (a setgid-root file is a group-0 shell)."""
+    code = r'''
+import os
+for bit, name in ((0o4000, "suid"), (0o2000, "sgid")):
+    path = "f-" + name
+    def mk():
+        if %r == "open":
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o755 | bit))
+        elif %r == "openat":
+            d = os.open(".", os.O_RDONLY)
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o755 | bit, dir_fd=d))
+        elif %r == "creat":
+            libc.creat.argtypes = (ctypes.c_char_p, ctypes.c_uint)
+            fd = libc.creat(path.encode(), 0o755 | bit)
+            if fd < 0:
+                raise OSError(ctypes.get_errno(), "creat")
+            os.close(fd)
+        else:
+            os.mknod(path, 0o100755 | bit)
+    t(name, mk)
+''' % (call, call, call)
+    run = py(sclient, uniq, code, area.ws, ws_policy(area.ws))
+    for name in ("f-suid", "f-sgid"):
+        p = os.path.join(area.ws, name)
+        if os.path.exists(p):
+            st = os.stat(p)
+            assert not (st.st_mode & (stat.S_ISUID | stat.S_ISGID)), \
+                "%s created with mode %o by %s (%r)" % (name, st.st_mode, call, text(run))
+
+
 def test_sysv_ipc_isolated(sclient, uniq, area):
     """SysV shared memory of the host is not reachable (the reference unshares IPC)."""
     libc = ctypes.CDLL(None, use_errno=True)
