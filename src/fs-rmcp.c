@@ -122,6 +122,31 @@ static int check_protected(struct tree_job *j, const struct stat *st)
 	return 0;
 }
 
+/* fdopendir() that closes fd when it fails; *ret_err gets -errno then. */
+static DIR *open_dir_fd(int fd, int *ret_err)
+{
+	DIR *d = fdopendir(fd);
+
+	if (!d) {
+		*ret_err = -errno;
+		safe_close(fd);
+	}
+	return d;
+}
+
+/* The next entry other than "." and "..": 1 and *ret, 0 at the end, or -errno. */
+static int next_entry(DIR *d, struct dirent **ret)
+{
+	for (;;) {
+		errno = 0;
+		*ret = readdir(d);
+		if (!*ret)
+			return -errno;
+		if (strcmp((*ret)->d_name, ".") != 0 && strcmp((*ret)->d_name, "..") != 0)
+			return 1;
+	}
+}
+
 /*
  * Removes the directory `name` in parent and everything below it without
  * following any symlink: each level is opened with O_NOFOLLOW relative to its
@@ -149,21 +174,10 @@ static int rm_tree(struct tree_job *j, int parent, const char *name)
 		safe_close(fd);
 		return r;
 	}
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		safe_close(fd);
+	d = open_dir_fd(fd, &r);
+	if (!d)
 		return r;
-	}
-	for (;;) {
-		errno = 0;
-		de = readdir(d);
-		if (!de) {
-			r = -errno;
-			break;
-		}
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
+	while ((r = next_entry(d, &de)) > 0) {
 		if (de->d_type == DT_DIR)
 			r = rm_tree(j, dirfd(d), de->d_name);
 		else if (unlinkat(dirfd(d), de->d_name, 0) == 0 || errno == ENOENT)
@@ -418,25 +432,14 @@ static int copy_tree(struct tree_job *j, int sfd, int ddir, const char *dname, u
 		safe_close(sfd);
 		return r;
 	}
-	d = fdopendir(sfd);
-	if (!d) {
-		r = -errno;
-		safe_close(sfd);
+	d = open_dir_fd(sfd, &r);
+	if (!d)
 		return r;
-	}
-	for (;;) {
+	while ((r = next_entry(d, &de)) > 0) {
 		unsigned char type;
 		struct stat st;
 		int cfd;
 
-		errno = 0;
-		de = readdir(d);
-		if (!de) {
-			r = -errno;
-			break;
-		}
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
 		type = de->d_type;
 		if (type == DT_UNKNOWN) {
 			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
