@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -223,6 +224,23 @@ static long spawn_phase(struct conn *cs, int n, long iters, double seconds, stru
 	}
 	*elapsed = (double)(now_ns() - t0) / 1e9;
 	return done;
+}
+
+/*
+ * Appends the decoded chunk of a process/output message to buf (*n bytes
+ * used of cap, one kept for a NUL). Returns false when it does not fit or
+ * the message has no chunk.
+ */
+static bool append_chunk(const char *m, size_t l, char *buf, size_t *n, size_t cap)
+{
+	const char *v;
+	long bn = jstr(m, l, "chunk", &v);
+
+	if (bn < 0 || (size_t)bn / 4 * 3 + *n >= cap)
+		return false;
+	*n += (size_t)b64_decode(v, (size_t)bn, (unsigned char *)buf + *n);
+	buf[*n] = 0;
+	return true;
 }
 
 static int cmd_spawn(int argc, char **argv)
@@ -491,12 +509,8 @@ static int cmd_echo(int argc, char **argv)
 						samples_add(&reply, t - t0);
 				}
 			} else if (jis(m, l, "process/output")) {
-				const char *v;
-				long bn = jstr(m, l, "chunk", &v);
-				if (bn < 0 || (size_t)bn / 4 * 3 + accn >= sizeof(acc))
+				if (!append_chunk(m, l, acc, &accn, sizeof(acc)))
 					die("echo: unexpected output");
-				long dn = b64_decode(v, (size_t)bn, (unsigned char *)acc + accn);
-				accn += (size_t)dn;
 				if (memmem(acc, accn, marker, strlen(marker))) {
 					have_echo = 1;
 					accn = 0;
@@ -564,11 +578,7 @@ static int cmd_exitlat(int argc, char **argv)
 			if (is_reply(m, l)) {
 				check_reply_ok(m, l);
 			} else if (jis(m, l, "process/output")) {
-				const char *v;
-				long bn = jstr(m, l, "chunk", &v);
-				if (bn > 0 && (size_t)bn / 4 * 3 + outn < sizeof(out) - 1) {
-					outn += (size_t)b64_decode(v, (size_t)bn, (unsigned char *)out + outn);
-					out[outn] = 0;
+				if (append_chunk(m, l, out, &outn, sizeof(out))) {
 					char *p = strstr(out, "T=");
 					if (p && strchr(p, '\n')) {
 						stamp = strtoull(p + 2, NULL, 10);
@@ -616,10 +626,7 @@ static int cmd_outlat(int argc, char **argv)
 			if (is_reply(m, l)) {
 				check_reply_ok(m, l);
 			} else if (jis(m, l, "process/output")) {
-				const char *v;
-				long bn = jstr(m, l, "chunk", &v);
-				if (bn > 0 && (size_t)bn / 4 * 3 + outn < sizeof(out)) {
-					outn += (size_t)b64_decode(v, (size_t)bn, (unsigned char *)out + outn);
+				if (append_chunk(m, l, out, &outn, sizeof(out))) {
 					size_t used = parse_stamps(out, outn, t, &lat);
 					memmove(out, out + used, outn - used);
 					outn -= used;
