@@ -12,18 +12,6 @@
 #include "file-uri.h"
 #include "fuzz.h"
 
-static void check_normal(const char *path)
-{
-	size_t n = strlen(path);
-
-	FUZZ_CHECK(path[0] == '/');
-	FUZZ_CHECK(strstr(path, "//") == NULL);
-	FUZZ_CHECK(strstr(path, "/./") == NULL && strstr(path, "/../") == NULL);
-	FUZZ_CHECK(n == 1 || path[n - 1] != '/');
-	FUZZ_CHECK(!(n >= 2 && strcmp(path + n - 2, "/.") == 0));
-	FUZZ_CHECK(!(n >= 3 && strcmp(path + n - 3, "/..") == 0));
-}
-
 static bool is_drive_letter_quirk(const char *path)
 {
 	char c = path[1];
@@ -57,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_CHECK(r == 0 && path && !msg);
-	check_normal(path);
+	fuzz_check_normal_path(path);
 
 	/*
 	 * path -> URI -> the same path. Except for a first segment that looks

@@ -13,25 +13,13 @@
 #include "fuzz.h"
 #include "policy.h"
 
-static void check_normal(const char *path)
-{
-	size_t n = strlen(path);
-
-	FUZZ_CHECK(path[0] == '/');
-	FUZZ_CHECK(strstr(path, "//") == NULL);
-	FUZZ_CHECK(strstr(path, "/./") == NULL && strstr(path, "/../") == NULL);
-	FUZZ_CHECK(n == 1 || path[n - 1] != '/');
-	FUZZ_CHECK(!(n >= 2 && strcmp(path + n - 2, "/.") == 0));
-	FUZZ_CHECK(!(n >= 3 && strcmp(path + n - 3, "/..") == 0));
-}
-
 static void check_policy(const struct sandbox_policy *p)
 {
 	FUZZ_CHECK(p->kind == SANDBOX_DISABLED || p->kind == SANDBOX_EXTERNAL ||
 		   p->kind == SANDBOX_MANAGED);
 	FUZZ_CHECK(p->n_rules == 0 || p->rules);
 	if (p->cwd)
-		check_normal(p->cwd);
+		fuzz_check_normal_path(p->cwd);
 	if (p->kind == SANDBOX_DISABLED)
 		FUZZ_CHECK(sandbox_policy_is_unrestricted(p));
 	if (p->full_write)
@@ -41,7 +29,7 @@ static void check_policy(const struct sandbox_policy *p)
 		enum sandbox_access want = r->access;
 
 		FUZZ_CHECK(r->path);
-		check_normal(r->path);
+		fuzz_check_normal_path(r->path);
 		FUZZ_CHECK(r->access == SANDBOX_READ || r->access == SANDBOX_WRITE ||
 			   r->access == SANDBOX_DENY);
 		/* A rule's own path gets the strongest access among the rules for that path. */
