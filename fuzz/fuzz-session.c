@@ -29,6 +29,8 @@
 
 #include "buf.h"
 #include "conn.h"
+#include "env.h"
+#include "exec.h"
 #include "fake-ring.h"
 #include "fuzz.h"
 #include "http.h"
@@ -359,6 +361,13 @@ static void expire_sessions(void)
 	} while (again);
 }
 
+/* The server's wiring (server.c) less the file methods, which are not linked. */
+static const struct conn_handlers fuzz_conn_handlers = {
+	.message = rpc_on_message,
+	.closed = exec_conn_closed,
+	.drained = exec_conn_drained,
+};
+
 static void server_reset(const struct config *cfg)
 {
 	srv.cfg = *cfg;
@@ -371,6 +380,7 @@ static void server_reset(const struct config *cfg)
 	srv.exit_code = 0;
 	srv.bufs = (struct uring_bufs){ .base = iobuf, .count = 1, .size = IO_BUF_SIZE,
 					.bgid = BGID_IO };
+	srv.conn_handlers = &fuzz_conn_handlers;
 }
 
 static void remove_codex_home(void)
@@ -420,6 +430,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	server_reset(&default_cfg);
 	the_server = &srv;
+	FUZZ_CHECK(exec_methods_register() == 0 && env_methods_register() == 0);
 	srv.login_shell = "/bin/sh";
 	(void)getrlimit(RLIMIT_NOFILE, &srv.nofile_orig);
 	srv.env_info = env_info_build(&srv);

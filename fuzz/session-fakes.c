@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Link-time fakes for the session fuzz target: the parts of the server that
- * touch the outside world (server.c's loop and buffer ring, spawn.c, proc.c,
- * the file methods, the kernel's random numbers) replaced by small stand-ins
+ * touch the outside world (server/state.c's buffer ring, spawn.c, proc.c,
+ * the sandbox plan, the kernel's random numbers) replaced by small stand-ins
  * that record what they were asked to do. src/ itself is compiled unchanged.
  */
 #include <errno.h>
@@ -12,14 +12,11 @@
 #include <sys/random.h>
 
 #include "conn.h"
-#include "fs-sandbox.h"
 #include "proc.h"
-#include "rpc-fs.h"
 #include "sandbox.h"
 #include "server.h"
 #include "session-fakes.h"
 #include "spawn.h"
-#include "watch.h"
 
 struct fake_stats fake_stats;
 
@@ -139,21 +136,6 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 		size_t len)
 {
 	UNREACHABLE();
-}
-
-/* ---- the file methods (rpc-fs.c and friends, watch.c) are not linked: they answer -32601 ---- */
-
-void fs_handles_release(struct conn *c)
-{
-}
-
-void fs_watch_conn_closed(struct conn *c)
-{
-}
-
-bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params)
-{
-	return false; /* no file method is linked: rpc.c answers -32601 */
 }
 
 /* ---- deterministic session ids ---- */

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "env.h"
 #include "file-uri.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -588,7 +589,7 @@ static json_t *host_name_json(void)
 	return json_string(s);
 }
 
-void rpc_environment_config_read(struct conn *c, json_t *id, json_t *params)
+void env_rpc_config_read(struct conn *c, json_t *id, json_t *params)
 {
 	json_t *f[_F_MAX], *cfg_layers = NULL, *req_layers = NULL, *res = NULL;
 	struct selectors cfg_sel = { 0 }, req_sel = { 0 };

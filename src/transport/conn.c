@@ -17,15 +17,24 @@
 #include "conn.h"
 #include "http.h"
 #include "jsonrpc.h"
-#include "rpc-fs.h"
 #include "log.h"
-#include "rpc.h"
-#include "session.h"
-#include "watch.h"
 
 #define HTTP_MAX_HEAD 16384
 
 static void conn_arm_read(struct conn *c);
+
+/* The layers above: the JSON-RPC message and the end of the connection. */
+static void conn_deliver(struct conn *c, const char *data, size_t len)
+{
+	if (c->srv->conn_handlers && c->srv->conn_handlers->message)
+		c->srv->conn_handlers->message(c, data, len);
+}
+
+static void conn_closed(struct conn *c)
+{
+	if (c->srv->conn_handlers && c->srv->conn_handlers->closed)
+		c->srv->conn_handlers->closed(c);
+}
 static void conn_flush(struct conn *c);
 static void conn_kill(struct conn *c);
 
@@ -37,7 +46,8 @@ static void conn_free(struct conn *c)
 {
 	struct outchunk *o, *n;
 
-	fs_handles_release(c);
+	if (c->srv->conn_handlers && c->srv->conn_handlers->freed)
+		c->srv->conn_handlers->freed(c);
 	list_del(&c->bufwait.link);
 	list_del(&c->link);
 	list_for_each_entry_safe(o, n, &c->outq, link)
@@ -250,8 +260,8 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 		c->read_blocked = false;
 		if (c->state == CONN_OPEN || c->state == CONN_HTTP)
 			conn_arm_read(c);
-		if (c->sess)
-			session_output_drained(c->sess);
+		if (c->srv->conn_handlers && c->srv->conn_handlers->drained)
+			c->srv->conn_handlers->drained(c);
 	}
 
 	if (list_empty(&c->outq)) {
@@ -292,12 +302,7 @@ static void conn_kill(struct conn *c)
 {
 	if (c->state == CONN_DEAD)
 		return;
-	if (c->sess) {
-		session_detach(c->sess, c);
-		c->sess = NULL;
-	}
-	rpc_cancel_pending(c);
-	fs_watch_conn_closed(c);
+	conn_closed(c);
 	c->state = CONN_DEAD;
 	uring_cancel(&c->srv->ring, &c->read_op);
 	uring_cancel(&c->srv->ring, &c->write_op);
@@ -327,12 +332,7 @@ void conn_close(struct conn *c, uint16_t ws_code, const char *why)
 
 		send_control(c, WS_OP_CLOSE, payload, 2);
 	}
-	if (c->sess) {
-		session_detach(c->sess, c);
-		c->sess = NULL;
-	}
-	rpc_cancel_pending(c);
-	fs_watch_conn_closed(c);
+	conn_closed(c);
 	if (!list_empty(&c->outq) &&
 	    (c->transport == CONN_STDIO || ws_code || c->state == CONN_HTTP)) {
 		c->state = CONN_CLOSING;
@@ -348,12 +348,10 @@ void conn_free_all(struct server *s)
 	struct conn *c, *n;
 
 	list_for_each_entry_safe(c, n, &s->conns, link) {
-		rpc_cancel_pending(c);
-		fs_watch_conn_closed(c);
+		conn_closed(c);
 		if (c->transport == CONN_WS)
 			safe_close(c->fd_in);
 		c->state = CONN_DEAD;
-		c->sess = NULL;
 		conn_free(c);
 	}
 	list_for_each_entry_safe(c, n, &s->dead_conns, link)
@@ -421,7 +419,7 @@ static void handle_ws(struct conn *c)
 				goto out;
 			break;
 		case WS_EV_MESSAGE:
-			rpc_on_message(c, (const char *)ev.data, ev.len);
+			conn_deliver(c, (const char *)ev.data, ev.len);
 			break;
 		case WS_EV_PING:
 			send_control(c, WS_OP_PONG, ev.data, ev.len);
@@ -453,7 +451,7 @@ static void handle_stdio(struct conn *c)
 			break;
 		n = (size_t)(nl - (c->in.data + off));
 		if (n > 0 && !(n == 1 && c->in.data[off] == '\r'))
-			rpc_on_message(c, (const char *)c->in.data + off, n);
+			conn_deliver(c, (const char *)c->in.data + off, n);
 		off += n + 1;
 	}
 	if (c->state == CONN_DEAD)

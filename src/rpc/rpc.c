@@ -9,87 +9,67 @@
 #include <string.h>
 
 #include "conn.h"
-#include "fs-sandbox.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "os-error.h"
 #include "rpc.h"
 
-struct method {
-	const char *name;
-	const char *family; /* for the gating messages; NULL for initialize */
-	void (*fn)(struct conn *c, json_t *id, json_t *params);
-};
-
-static const struct method methods[] = {
-	{ "initialize", NULL, rpc_initialize },
-	{ "environment/info", "environment info", rpc_environment_info },
-	{ "environment/status", "environment status", rpc_environment_status },
-	{ "environmentConfig/read", "environment config", rpc_environment_config_read },
-	{ "process/start", "exec", rpc_process_start },
-	{ "process/read", "exec", rpc_process_read },
-	{ "process/write", "exec", rpc_process_write },
-	{ "process/signal", "exec", rpc_process_signal },
-	{ "process/terminate", "exec", rpc_process_terminate },
-};
-
 /*
- * Methods the reference serves that uexec does not implement yet: gated by the
+ * Methods the reference serves that no module registered: gated by the
  * handshake like the others, then answered -32601 (so a client sees the same
- * lifecycle errors on either server).
+ * lifecycle errors on either server, and a build without a module, such as the
+ * session fuzzer's, still gates its methods).
  */
-static const struct method unimplemented[] = {
-	{ "http/request", "http", NULL },
-	{ "fs/readFile", "filesystem", NULL },
-	{ "fs/writeFile", "filesystem", NULL },
-	{ "fs/createDirectory", "filesystem", NULL },
-	{ "fs/getMetadata", "filesystem", NULL },
-	{ "fs/canonicalize", "filesystem", NULL },
-	{ "fs/readDirectory", "filesystem", NULL },
-	{ "fs/remove", "filesystem", NULL },
-	{ "fs/copy", "filesystem", NULL },
-	{ "fs/open", "filesystem", NULL },
-	{ "fs/readBlock", "filesystem", NULL },
-	{ "fs/writeBlock", "filesystem", NULL },
-	{ "fs/close", "filesystem", NULL },
-	{ "fs/walk", "filesystem", NULL },
-	{ "fs/watchMissing", "filesystem", NULL },
+static const struct rpc_method unimplemented[] = {
+	{ "http/request", "http", NULL, NULL },
+	{ "fs/readFile", "filesystem", NULL, NULL },
+	{ "fs/writeFile", "filesystem", NULL, NULL },
+	{ "fs/createDirectory", "filesystem", NULL, NULL },
+	{ "fs/getMetadata", "filesystem", NULL, NULL },
+	{ "fs/canonicalize", "filesystem", NULL, NULL },
+	{ "fs/readDirectory", "filesystem", NULL, NULL },
+	{ "fs/remove", "filesystem", NULL, NULL },
+	{ "fs/copy", "filesystem", NULL, NULL },
+	{ "fs/open", "filesystem", NULL, NULL },
+	{ "fs/readBlock", "filesystem", NULL, NULL },
+	{ "fs/writeBlock", "filesystem", NULL, NULL },
+	{ "fs/close", "filesystem", NULL, NULL },
+	{ "fs/walk", "filesystem", NULL, NULL },
+	{ "fs/watchMissing", "filesystem", NULL, NULL },
 };
 
-#define MAX_REGISTERED 64
-static struct method registered[MAX_REGISTERED];
-static size_t n_registered;
+/* The feature modules' tables (exec, fs, env), registered at start-up. */
+#define RPC_MAX_TABLES 16
+static struct {
+	const struct rpc_method *m;
+	size_t n;
+} tables[RPC_MAX_TABLES];
+static size_t n_tables;
 
-void rpc_method_register(const char *name, const char *family,
-			 void (*fn)(struct conn *c, json_t *id, json_t *params))
+int rpc_methods_register(const struct rpc_method *m, size_t n)
 {
-	if (n_registered == MAX_REGISTERED)
-		abort(); /* a build-time table overflowed: programming error */
-	registered[n_registered++] = (struct method){ name, family, fn };
+	for (size_t i = 0; i < n_tables; i++)
+		if (tables[i].m == m)
+			return 0;
+	if (n_tables == RPC_MAX_TABLES)
+		return -ENOSPC;
+	tables[n_tables].m = m;
+	tables[n_tables].n = n;
+	n_tables++;
+	return 0;
 }
 
-/* fs methods that take a sandbox and run in the sandboxed helper when it restricts. */
-static bool sandboxable(const char *method)
+void rpc_methods_reset(void)
 {
-	static const char *const names[] = {
-		"fs/readFile", "fs/writeFile", "fs/createDirectory", "fs/getMetadata",
-		"fs/canonicalize", "fs/readDirectory", "fs/remove", "fs/copy", "fs/walk",
-	};
-
-	for (size_t i = 0; i < ELEMENTSOF(names); i++)
-		if (strcmp(names[i], method) == 0)
-			return true;
-	return false;
+	n_tables = 0;
 }
 
-static const struct method *method_lookup(const char *name)
+static const struct rpc_method *method_lookup(const char *name)
 {
-	for (size_t i = 0; i < n_registered; i++)
-		if (strcmp(registered[i].name, name) == 0)
-			return &registered[i];
-	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
-		if (strcmp(methods[i].name, name) == 0)
-			return &methods[i];
+	for (size_t t = 0; t < n_tables; t++)
+		for (size_t i = 0; i < tables[t].n; i++)
+			if (strcmp(tables[t].m[i].name, name) == 0)
+				return &tables[t].m[i];
 	for (size_t i = 0; i < ELEMENTSOF(unimplemented); i++)
 		if (strcmp(unimplemented[i].name, name) == 0)
 			return &unimplemented[i];
@@ -267,7 +247,7 @@ static void parse_error(struct conn *c, const char *detail)
 void rpc_on_message(struct conn *c, const char *data, size_t len)
 {
 	struct jrpc_msg m;
-	const struct method *meth;
+	const struct rpc_method *meth;
 
 	if (jrpc_parse(data, len, c->srv->cfg.max_json_depth, &m) < 0) {
 		log_error("Out of memory parsing a message from %s", c->peer);
@@ -320,8 +300,7 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 					meth->family);
 			break;
 		}
-		if (meth->family && strcmp(meth->family, "filesystem") == 0 &&
-		    sandboxable(m.method) && fs_sandbox_forward(c, m.id, m.method, m.params))
+		if (meth->forward && meth->forward(c, m.id, m.method, m.params))
 			break;
 		if (!meth->fn) {
 			rpc_reply_error(c, m.id, RPC_METHOD_NOT_FOUND,

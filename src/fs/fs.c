@@ -9,6 +9,9 @@
 #include "file-uri.h"
 #include "fs.h"
 #include "log.h"
+#include "fs-sandbox.h"
+#include "macro.h"
+#include "rpc-fs.h"
 #include "rpc.h"
 
 int fs_param_path(struct conn *c, json_t *id, json_t *v, char **ret_path)
@@ -52,4 +55,27 @@ json_t *fs_uri_json(const char *path)
 
 	free(u);
 	return j;
+}
+
+/* Sandboxable methods (those that take a `sandbox`) go to the helper when it restricts. */
+static const struct rpc_method fs_methods[] = {
+	{ "fs/readFile", "filesystem", fs_rpc_read_file, fs_sandbox_forward },
+	{ "fs/writeFile", "filesystem", fs_rpc_write_file, fs_sandbox_forward },
+	{ "fs/createDirectory", "filesystem", fs_rpc_create_directory, fs_sandbox_forward },
+	{ "fs/getMetadata", "filesystem", fs_rpc_get_metadata, fs_sandbox_forward },
+	{ "fs/canonicalize", "filesystem", fs_rpc_canonicalize, fs_sandbox_forward },
+	{ "fs/readDirectory", "filesystem", fs_rpc_read_directory, fs_sandbox_forward },
+	{ "fs/remove", "filesystem", fs_rpc_remove, fs_sandbox_forward },
+	{ "fs/copy", "filesystem", fs_rpc_copy, fs_sandbox_forward },
+	{ "fs/open", "filesystem", fs_rpc_open, NULL },
+	{ "fs/readBlock", "filesystem", fs_rpc_read_block, NULL },
+	{ "fs/writeBlock", "filesystem", fs_rpc_write_block, NULL },
+	{ "fs/close", "filesystem", fs_rpc_close, NULL },
+	{ "fs/walk", "filesystem", fs_rpc_walk, fs_sandbox_forward },
+	{ "fs/watchMissing", "filesystem", fs_rpc_watch_missing, NULL },
+};
+
+int fs_methods_register(void)
+{
+	return rpc_methods_register(fs_methods, ELEMENTSOF(fs_methods));
 }

@@ -37,6 +37,7 @@
 #include "fs.h"
 #include "log.h"
 #include "params.h"
+#include "rpc-fs.h"
 #include "rpc.h"
 #include "server.h"
 #include "watch.h"
@@ -590,7 +591,7 @@ static void reply_watching(struct conn *c, json_t *id, bool watching)
 	rpc_reply(c, id, res);
 }
 
-static void rpc_fs_watch_missing(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{"watchId", P_U64, true, NULL},
@@ -696,7 +697,6 @@ static void rpc_fs_watch_missing(struct conn *c, json_t *id, json_t *params)
 	}
 	reply_watching(c, id, r == 0);
 }
-RPC_METHOD("fs/watchMissing", "filesystem", rpc_fs_watch_missing)
 
 void fs_watch_conn_closed(struct conn *c)
 {

@@ -35,6 +35,7 @@
 #include "fs.h"
 #include "macro.h"
 #include "params.h"
+#include "rpc-fs.h"
 #include "rpc.h"
 
 #define COPY_MAX_DEPTH 4096   /* a bind-mount loop must not recurse forever */
@@ -603,7 +604,7 @@ void fs_copy_run(struct tree_job *j)
 
 /* ---- requests ---- */
 
-static void rpc_fs_remove(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_remove(struct conn *c, json_t *id, json_t *params)
 {
 	/* Declaration order as the reference's (seen through positional params). */
 	static const struct pfield fields[] = {
@@ -641,9 +642,8 @@ static void rpc_fs_remove(struct conn *c, json_t *id, json_t *params)
 	}
 	fs_tree_job_submit(c, id, j);
 }
-RPC_METHOD("fs/remove", "filesystem", rpc_fs_remove)
 
-static void rpc_fs_copy(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "sourcePath", P_STRING, true, NULL },
@@ -669,4 +669,3 @@ static void rpc_fs_copy(struct conn *c, json_t *id, json_t *params)
 	j->recursive = params_bool(f[2], false);
 	fs_tree_job_submit(c, id, j);
 }
-RPC_METHOD("fs/copy", "filesystem", rpc_fs_copy)

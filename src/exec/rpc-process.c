@@ -14,6 +14,7 @@
 #include "base64.h"
 #include "conn.h"
 #include "environ.h"
+#include "exec.h"
 #include "file-uri.h"
 #include "log.h"
 #include "params.h"
@@ -117,7 +118,7 @@ static int variant_error(const char *got, const char *const *v, char *err)
  * §5.4), so that malformed input gets the reference's decoding error rather
  * than a policy refusal.
  */
-int rpc_check_sandbox_shape(json_t *sb, char *err)
+int exec_check_sandbox_shape(json_t *sb, char *err)
 {
 	static const struct pfield fields[] = {
 		{ "permissions", P_STRUCT, true, "internally tagged enum ExecPermissionProfile" },
@@ -208,7 +209,7 @@ static int check_nested(json_t *start[], char *err)
 					 ELEMENTSOF(mn), tmp, err, ERRSZ) < 0)
 			return -EINVAL;
 	}
-	if (start[F_SANDBOX] && rpc_check_sandbox_shape(start[F_SANDBOX], err) < 0)
+	if (start[F_SANDBOX] && exec_check_sandbox_shape(start[F_SANDBOX], err) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -254,7 +255,7 @@ static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd
 	return 0;
 }
 
-void rpc_process_start(struct conn *c, json_t *id, json_t *params)
+static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 {
 	struct session *ss = c->sess;
 	json_t *f[_F_START_MAX];
@@ -411,7 +412,7 @@ out:
 	strv_free(cands);
 }
 
-void rpc_process_read(struct conn *c, json_t *id, json_t *params)
+static void rpc_process_read(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "processId", P_STRING, true, NULL },
@@ -436,7 +437,7 @@ void rpc_process_read(struct conn *c, json_t *id, json_t *params)
 		  params_u64(f[3], 0));
 }
 
-void rpc_process_write(struct conn *c, json_t *id, json_t *params)
+static void rpc_process_write(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "processId", P_STRING, true, NULL },
@@ -481,7 +482,7 @@ void rpc_process_write(struct conn *c, json_t *id, json_t *params)
 	proc_write(p, c, id, json_string_value(f[2]), data, (size_t)n);
 }
 
-void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
+static void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "processId", P_STRING, true, NULL },
@@ -506,7 +507,7 @@ void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 	rpc_reply(c, id, json_object());
 }
 
-void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
+static void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "processId", P_STRING, true, NULL },
@@ -529,4 +530,18 @@ void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 	r = json_object();
 	json_object_set_new(r, "running", json_boolean(running));
 	rpc_reply(c, id, r);
+}
+
+static const struct rpc_method exec_methods[] = {
+	{ "initialize", NULL, exec_rpc_initialize, NULL },
+	{ "process/start", "exec", rpc_process_start, NULL },
+	{ "process/read", "exec", rpc_process_read, NULL },
+	{ "process/write", "exec", rpc_process_write, NULL },
+	{ "process/signal", "exec", rpc_process_signal, NULL },
+	{ "process/terminate", "exec", rpc_process_terminate, NULL },
+};
+
+int exec_methods_register(void)
+{
+	return rpc_methods_register(exec_methods, ELEMENTSOF(exec_methods));
 }

@@ -74,6 +74,21 @@ struct conn {
 	struct strmap fs_handles;
 };
 
+/*
+ * What the transport calls in the layers above it (set once in
+ * server->conn_handlers by the server; any member may be NULL).
+ */
+struct conn_handlers {
+	/* One complete message (text, not NUL-terminated). */
+	void (*message)(struct conn *c, const char *data, size_t len);
+	/* The connection ends: detach its session, cancel what it waits for. May run twice. */
+	void (*closed)(struct conn *c);
+	/* The output queue drained below the backpressure mark. */
+	void (*drained)(struct conn *c);
+	/* Just before the connection is freed. */
+	void (*freed)(struct conn *c);
+};
+
 /* Takes ownership of fd (a connected TCP socket). Returns 0 or -errno. */
 int conn_new_ws(struct server *s, int fd, const char *peer);
 /* Serves JSON-RPC on fds 0/1. */

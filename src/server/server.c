@@ -17,59 +17,20 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "env.h"
+#include "exec.h"
 #include "fs-sandbox.h"
 #include "log.h"
 #include "netguard.h"
+#include "rpc-fs.h"
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
 #include "spawn.h"
+#include "watch.h"
 #include "worker.h"
 
-struct server *the_server;
-
 static void arm_accept(struct server *s);
-
-void server_stop(struct server *s, int exit_code)
-{
-	if (!s->stopping)
-		s->exit_code = exit_code;
-	s->stopping = true;
-}
-
-void server_recycle_buf(struct server *s, unsigned bid)
-{
-	uring_bufs_recycle(&s->bufs, bid);
-}
-
-/*
- * Re-arms every reader that found the buffer ring empty. Runs between loop
- * iterations, when every buffer has been copied out and recycled, so each
- * waiter gets a fair chance; one that loses again simply queues again. (Waking
- * one waiter per recycled buffer is not enough: a woken read that ends in
- * EOF recycles nothing and the chain stops.)
- */
-static void rearm_buf_waiters(struct server *s)
-{
-	struct list_head todo;
-
-	if (list_empty(&s->buf_waiters))
-		return;
-	list_init(&todo);
-	list_splice_tail(&s->buf_waiters, &todo);
-	while (!list_empty(&todo)) {
-		struct buf_waiter *w = list_first_entry(&todo, struct buf_waiter, link);
-
-		list_del(&w->link);
-		w->rearm(w);
-	}
-}
-
-void server_wait_for_buf(struct server *s, struct buf_waiter *w)
-{
-	if (!list_linked(&w->link) || w->link.next == NULL)
-		list_add_tail(&w->link, &s->buf_waiters);
-}
 
 /* ---- listener ---- */
 
@@ -272,6 +233,34 @@ static void on_ping(struct uring_timer *t, bool fired)
 	uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
 }
 
+/* ---- wiring the modules ---- */
+
+/* The transport's calls into the layers above it (conn.h). */
+static void conn_on_closed(struct conn *c)
+{
+	exec_conn_closed(c);
+	fs_watch_conn_closed(c);
+}
+
+static const struct conn_handlers conn_handlers = {
+	.message = rpc_on_message,
+	.closed = conn_on_closed,
+	.drained = exec_conn_drained,
+	.freed = fs_handles_release,
+};
+
+static int register_methods(void)
+{
+	int r;
+
+	r = exec_methods_register();
+	if (r >= 0)
+		r = fs_methods_register();
+	if (r >= 0)
+		r = env_methods_register();
+	return r;
+}
+
 /* ---- lifecycle ---- */
 
 int server_init(struct server *s, const struct config *cfg)
@@ -287,7 +276,11 @@ int server_init(struct server *s, const struct config *cfg)
 	list_init(&s->dead_conns);
 	list_init(&s->sessions);
 	list_init(&s->buf_waiters);
+	s->conn_handlers = &conn_handlers;
 	the_server = s;
+	r = register_methods();
+	if (r < 0)
+		return log_error_errno(r, "Registering the JSON-RPC methods failed");
 
 	/*
 	 * Each process costs 3-4 fds: raise the soft fd limit to the hard one
@@ -357,7 +350,7 @@ int server_init(struct server *s, const struct config *cfg)
 			fs_helper_exe = strdup(exe);
 	}
 
-	s->login_shell = login_shell_lookup();
+	s->login_shell = env_login_shell_lookup();
 	s->env_info = env_info_build(s);
 	if (!s->login_shell || !s->env_info)
 		return log_error_errno(ENOMEM, "Building environment info failed");
@@ -384,7 +377,7 @@ int server_run(struct server *s)
 
 		if (r < 0)
 			return log_error_errno(r, "io_uring wait failed");
-		rearm_buf_waiters(s);
+		server_rearm_buf_waiters(s);
 		conn_reap(s);
 		session_reap(s);
 	}

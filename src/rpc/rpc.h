@@ -68,37 +68,24 @@ void rpc_pending_end(struct rpc_pending *p);
 void rpc_cancel_pending(struct conn *c);
 
 /*
- * Registers a method handler (before main runs; see RPC_METHOD). family names
- * the handshake-gating message ("client must call initialize before using
- * <family> methods"). Registered methods take precedence over rpc.c's tables.
+ * A method: name, family (names the handshake-gating message "client must
+ * call initialize before using <family> methods"; NULL for initialize), the
+ * handler (params may be NULL when absent; a NULL handler answers -32601
+ * after gating), and an optional forward() tried first, which returns true
+ * when it took the request (sandboxed fs requests go to the fs helper).
  */
-void rpc_method_register(const char *name, const char *family,
-			 void (*fn)(struct conn *c, json_t *id, json_t *params));
-
-#define RPC_METHOD(name, family, fn)                                              \
-	__attribute__((constructor)) static void rpc_register_##fn(void)          \
-	{                                                                         \
-		rpc_method_register(name, family, fn);                            \
-	}
+struct rpc_method {
+	const char *name;
+	const char *family;
+	void (*fn)(struct conn *c, json_t *id, json_t *params);
+	bool (*forward)(struct conn *c, json_t *id, const char *method, json_t *params);
+};
 
 /*
- * The serde decoding errors of a `sandbox` object's shape (rpc-process.c),
- * shared by process/start and the fs requests. err has room for 512 bytes.
- * Returns 0 or -EINVAL.
+ * Registers a module's table (kept by reference; registering it again is a
+ * no-op). Later lookups see every registered table before the built-in list
+ * of unimplemented methods. Returns 0 or -ENOSPC.
  */
-int rpc_check_sandbox_shape(json_t *sb, char *err);
-
-/* Method handlers (rpc-*.c). params may be NULL (absent). */
-void rpc_initialize(struct conn *c, json_t *id, json_t *params);
-void rpc_environment_info(struct conn *c, json_t *id, json_t *params);
-void rpc_environment_status(struct conn *c, json_t *id, json_t *params);
-void rpc_environment_config_read(struct conn *c, json_t *id, json_t *params);
-void rpc_process_start(struct conn *c, json_t *id, json_t *params);
-void rpc_process_read(struct conn *c, json_t *id, json_t *params);
-void rpc_process_write(struct conn *c, json_t *id, json_t *params);
-void rpc_process_signal(struct conn *c, json_t *id, json_t *params);
-void rpc_process_terminate(struct conn *c, json_t *id, json_t *params);
-
-/* rpc-env.c: environmentInfo (built once at start-up) and the login shell lookup. */
-json_t *env_info_build(struct server *s);
-char *login_shell_lookup(void);
+int rpc_methods_register(const struct rpc_method *m, size_t n);
+/* Forgets every registered table (tests and fuzzers). */
+void rpc_methods_reset(void);

@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "conn.h"
+#include "exec.h"
 #include "fs-sandbox.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -235,7 +236,7 @@ bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", e2);
 		return true;
 	}
-	if (rpc_check_sandbox_shape(sb, err) < 0) {
+	if (exec_check_sandbox_shape(sb, err) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return true;
 	}

@@ -16,6 +16,7 @@
 #include "ring.h"
 #include "sandbox.h"
 
+struct conn_handlers;
 struct config {
 	const char *listen;          /* "ws://IP:PORT" or "stdio" */
 	uint64_t resume_window_ms;   /* detached-session lifetime */
@@ -75,6 +76,7 @@ struct server {
 	struct worker_pool *workers;
 	struct sandbox_features sandbox; /* probed once at start */
 	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
+	const struct conn_handlers *conn_handlers; /* what the transport calls (transport/conn.h) */
 	bool stopping;
 	int exit_code;
 
@@ -100,3 +102,5 @@ struct buf_waiter {
 	void (*rearm)(struct buf_waiter *w);
 };
 void server_wait_for_buf(struct server *s, struct buf_waiter *w);
+/* Re-arms every waiting reader (the loop calls it between iterations). */
+void server_rearm_buf_waiters(struct server *s);

@@ -59,7 +59,7 @@ static void metadata_done(struct fs_req *r)
 	req_finish(r, res);
 }
 
-static void rpc_fs_get_metadata(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "path", P_STRING, true, NULL },
@@ -78,7 +78,6 @@ static void rpc_fs_get_metadata(struct conn *c, json_t *id, json_t *params)
 	sqe_statx(r, 0, AT_SYMLINK_NOFOLLOW, &r->stx[0], metadata_done);
 	sqe_statx(r, 1, 0, &r->stx[1], metadata_done);
 }
-RPC_METHOD("fs/getMetadata", "filesystem", rpc_fs_get_metadata)
 
 /* ---- fs/readFile ---- */
 
@@ -224,7 +223,7 @@ static void read_file_opened(struct fs_req *r)
 			    STATX_TYPE | STATX_SIZE, &r->stx[0]);
 }
 
-static void rpc_fs_read_file(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_read_file(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "path", P_STRING, true, NULL },
@@ -249,7 +248,6 @@ static void rpc_fs_read_file(struct conn *c, json_t *id, json_t *params)
 			     O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (r->follow ? 0 : O_NOFOLLOW),
 			     0);
 }
-RPC_METHOD("fs/readFile", "filesystem", rpc_fs_read_file)
 
 /* ---- fs/writeFile ---- */
 
@@ -297,7 +295,7 @@ static void write_file_opened(struct fs_req *r)
 	write_file_next(r);
 }
 
-static void rpc_fs_write_file(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "path", P_STRING, true, NULL },
@@ -344,7 +342,6 @@ static void rpc_fs_write_file(struct conn *c, json_t *id, json_t *params)
 				     (r->follow ? 0 : O_NOFOLLOW),
 			     0666);
 }
-RPC_METHOD("fs/writeFile", "filesystem", rpc_fs_write_file)
 
 /* ---- fs/createDirectory ---- */
 
@@ -396,7 +393,7 @@ static int split_prefixes(struct fs_req *r, bool recursive)
 	return 0;
 }
 
-static void rpc_fs_create_directory(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_create_directory(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "path", P_STRING, true, NULL },
@@ -439,5 +436,4 @@ static void rpc_fs_create_directory(struct conn *c, json_t *id, json_t *params)
 	sqe = req_sqe(r, r->n_prefixes, mkdir_done);
 	io_uring_prep_statx(sqe, AT_FDCWD, r->path, AT_STATX_SYNC_AS_STAT, STATX_TYPE, &r->stx[0]);
 }
-RPC_METHOD("fs/createDirectory", "filesystem", rpc_fs_create_directory)
 

@@ -18,6 +18,7 @@
 #include "fs.h"
 #include "macro.h"
 #include "params.h"
+#include "rpc-fs.h"
 #include "rpc.h"
 #include "utf8.h"
 #include "worker.h"
@@ -328,14 +329,12 @@ static void path_method(struct conn *c, json_t *id, json_t *params, const char *
 		fs_tree_job_submit(c, id, j);
 }
 
-static void rpc_fs_read_directory(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_read_directory(struct conn *c, json_t *id, json_t *params)
 {
 	path_method(c, id, params, "WireFsReadDirectoryParams", OP_READ_DIRECTORY);
 }
-RPC_METHOD("fs/readDirectory", "filesystem", rpc_fs_read_directory)
 
-static void rpc_fs_canonicalize(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_canonicalize(struct conn *c, json_t *id, json_t *params)
 {
 	path_method(c, id, params, "WireFsCanonicalizeParams", OP_CANONICALIZE);
 }
-RPC_METHOD("fs/canonicalize", "filesystem", rpc_fs_canonicalize)

@@ -132,7 +132,7 @@ static bool open_mode(struct conn *c, json_t *id, json_t *v, const char **ret)
 	return true;
 }
 
-static void rpc_fs_open(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "handleId", P_STRING, true, NULL },
@@ -184,7 +184,6 @@ static void rpc_fs_open(struct conn *c, json_t *id, json_t *params)
 					 : O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
 			     0666);
 }
-RPC_METHOD("fs/open", "filesystem", rpc_fs_open)
 
 static void block_read_done(struct fs_req *r)
 {
@@ -212,7 +211,7 @@ static void block_read_done(struct fs_req *r)
 	req_finish(r, out);
 }
 
-static void rpc_fs_read_block(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "handleId", P_STRING, true, NULL },
@@ -257,7 +256,6 @@ static void rpc_fs_read_block(struct conn *c, json_t *id, json_t *params)
 	sqe = req_sqe(r, 0, block_read_done);
 	io_uring_prep_read(sqe, h->fd, r->data, (unsigned)r->len, params_u64(f[1], 0));
 }
-RPC_METHOD("fs/readBlock", "filesystem", rpc_fs_read_block)
 
 static void block_write_next(struct fs_req *r);
 
@@ -292,7 +290,7 @@ static void block_write_next(struct fs_req *r)
 			    r->offset + r->off);
 }
 
-static void rpc_fs_write_block(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "handleId", P_STRING, true, NULL },
@@ -344,9 +342,8 @@ static void rpc_fs_write_block(struct conn *c, json_t *id, json_t *params)
 	r->offset = params_u64(f[1], 0);
 	block_write_next(r);
 }
-RPC_METHOD("fs/writeBlock", "filesystem", rpc_fs_write_block)
 
-static void rpc_fs_close(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_close(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "handleId", P_STRING, true, NULL },
@@ -366,7 +363,6 @@ static void rpc_fs_close(struct conn *c, json_t *id, json_t *params)
 	}
 	rpc_reply(c, id, json_object());
 }
-RPC_METHOD("fs/close", "filesystem", rpc_fs_close)
 
 static void unref_cb(void *value, void *ctx)
 {

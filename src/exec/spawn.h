@@ -45,6 +45,6 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 
 /*
  * Opens uexec-init (the PID-namespace init of sandboxed commands) next to
- * this binary; path receives where it was looked for. Returns 0 or -errno.
+ * this binary, else in libexecdir; path receives the last place looked at. Returns 0 or -errno.
  */
 int spawn_init(char *path, size_t size);

@@ -31,6 +31,7 @@
 #include "jsonrpc.h"
 #include "macro.h"
 #include "params.h"
+#include "rpc-fs.h"
 #include "rpc.h"
 
 #define WALK_MAX_DEPTH 64    /* the reference's fs/walk maximums */
@@ -547,7 +548,7 @@ static bool decode_options(struct conn *c, json_t *id, json_t *options, json_t *
 	return decode(c, id, *copy, "WalkOptions", fields, ELEMENTSOF(fields), o);
 }
 
-static void rpc_fs_walk(struct conn *c, json_t *id, json_t *params)
+void fs_rpc_walk(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "path", P_STRING, true, NULL },
@@ -602,4 +603,3 @@ static void rpc_fs_walk(struct conn *c, json_t *id, json_t *params)
 	j->prune_hidden = prune;
 	fs_tree_job_submit(c, id, j);
 }
-RPC_METHOD("fs/walk", "filesystem", rpc_fs_walk)

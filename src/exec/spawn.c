@@ -29,6 +29,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "macro.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -118,7 +119,11 @@ static _child_ int child_dup2(int fd, int target)
 	return 0;
 }
 
-/* uexec-init (uexec-init.c), opened next to this binary at start. */
+/*
+ * uexec-init (uexec-init.c), opened at start: next to this binary (a build
+ * tree), else in libexecdir (an installed uexec). Executed through the fd, so
+ * replacing the file later changes nothing.
+ */
 static int init_helper_fd = -1;
 
 int spawn_init(char *path, size_t size)
@@ -135,6 +140,11 @@ int spawn_init(char *path, size_t size)
 		return -ENOENT;
 	*slash = 0;
 	if ((size_t)snprintf(path, size, "%s/uexec-init", exe) >= size)
+		return -ENAMETOOLONG;
+	init_helper_fd = open(path, O_PATH | O_CLOEXEC);
+	if (init_helper_fd >= 0)
+		return 0;
+	if ((size_t)snprintf(path, size, "%s/uexec-init", UEXEC_LIBEXECDIR) >= size)
 		return -ENAMETOOLONG;
 	init_helper_fd = open(path, O_PATH | O_CLOEXEC);
 	return init_helper_fd < 0 ? -errno : 0;

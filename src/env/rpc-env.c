@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * initialize, environment/info, environment/status (PROTOCOL.md §6.1-§6.4),
- * and the environmentInfo object built once at start-up.
+ * environment/info, environment/status (PROTOCOL.md §6.2-§6.4), the
+ * environmentInfo object built once at start-up, and the env module's method table.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,8 +16,8 @@
 #include "file-uri.h"
 #include "log.h"
 #include "params.h"
+#include "env.h"
 #include "rpc.h"
-#include "session.h"
 
 static json_t *uri_or_null(const char *path)
 {
@@ -93,66 +93,12 @@ json_t *env_info_build(struct server *s)
 	return info;
 }
 
-char *login_shell_lookup(void)
+char *env_login_shell_lookup(void)
 {
 	struct passwd *pw = getpwuid(getuid());
 	const char *sh = pw && pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh";
 
 	return strdup(sh);
-}
-
-void rpc_initialize(struct conn *c, json_t *id, json_t *params)
-{
-	static const struct pfield fields[] = {
-		{ "clientName", P_STRING, true, NULL },
-		{ "resumeSessionId", P_STRING, false, NULL },
-	};
-	json_t *f[ELEMENTSOF(fields)], *res;
-	struct session *ss;
-	char err[512];
-	int r;
-
-	if (params_decode(params, "InitializeParams", fields, ELEMENTSOF(fields), f, err,
-			  sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return;
-	}
-	if (f[1]) {
-		const char *sid = json_string_value(f[1]);
-
-		ss = session_find(c->srv, sid);
-		if (!ss) {
-			rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "unknown session id ", f[1],
-					       "");
-			return;
-		}
-		if (ss->conn) {
-			rpc_reply_error(c, id, RPC_SESSION_ATTACHED,
-					"session %s is already attached to another connection", sid);
-			return;
-		}
-		session_attach(ss, c);
-		log_info("Session %s resumed by %s", ss->id, c->peer);
-	} else {
-		r = session_new(c->srv, c, &ss);
-		if (r == -EUSERS) {
-			log_warning("Refusing a session for %s: session limit (%u) reached", c->peer,
-				    c->srv->cfg.max_sessions);
-			rpc_reply_error(c, id, RPC_INVALID_REQUEST,
-					"session limit reached: at most %u sessions",
-					c->srv->cfg.max_sessions);
-			return;
-		}
-		if (r < 0) {
-			rpc_reply_errno_internal(c, id, r);
-			return;
-		}
-	}
-	c->initialize_done = true;
-	res = json_object();
-	json_object_set_new(res, "sessionId", json_string(ss->id));
-	json_object_set(res, "environmentInfo", c->srv->env_info);
-	rpc_reply(c, id, res);
 }
 
 /* Params must be absent, null or {} ("unit" in serde terms). */
@@ -174,13 +120,13 @@ static bool unit_params(struct conn *c, json_t *id, json_t *params)
 	return false;
 }
 
-void rpc_environment_info(struct conn *c, json_t *id, json_t *params)
+static void rpc_environment_info(struct conn *c, json_t *id, json_t *params)
 {
 	if (unit_params(c, id, params))
 		rpc_reply(c, id, json_incref(c->srv->env_info));
 }
 
-void rpc_environment_status(struct conn *c, json_t *id, json_t *params)
+static void rpc_environment_status(struct conn *c, json_t *id, json_t *params)
 {
 	json_t *r;
 
@@ -189,4 +135,15 @@ void rpc_environment_status(struct conn *c, json_t *id, json_t *params)
 	r = json_object();
 	json_object_set_new(r, "status", json_string("ready"));
 	rpc_reply(c, id, r);
+}
+
+static const struct rpc_method env_methods[] = {
+	{ "environment/info", "environment info", rpc_environment_info, NULL },
+	{ "environment/status", "environment status", rpc_environment_status, NULL },
+	{ "environmentConfig/read", "environment config", env_rpc_config_read, NULL },
+};
+
+int env_methods_register(void)
+{
+	return rpc_methods_register(env_methods, ELEMENTSOF(env_methods));
 }

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The env module: environment/info, environment/status and
+ * environmentConfig/read (PROTOCOL.md §6.2-§6.4).
+ */
+#pragma once
+
+#include <jansson.h>
+
+struct conn;
+struct server;
+
+/* Adds the module's methods to the dispatcher (rpc.h). Returns 0 or -errno. */
+int env_methods_register(void);
+
+/* environmentInfo, built once at start-up (reads /etc/machine-id once). */
+json_t *env_info_build(struct server *s);
+/* The server user's login shell from the user database (malloc'd; "/bin/sh" if unset). */
+char *env_login_shell_lookup(void);
+
+/* environmentConfig/read (rpc-config.c). */
+void env_rpc_config_read(struct conn *c, json_t *id, json_t *params);

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The exec module: initialize and sessions, process/start, read, write,
+ * signal and terminate (PROTOCOL.md §6.1, §6.5-§6.9).
+ */
+#pragma once
+
+#include <jansson.h>
+
+struct conn;
+
+/* Adds the module's methods to the dispatcher (rpc.h). Returns 0 or -errno. */
+int exec_methods_register(void);
+
+/*
+ * The serde decoding errors of a `sandbox` object's shape, shared by
+ * process/start and the fs requests. err has room for 512 bytes.
+ * Returns 0 or -EINVAL.
+ */
+int exec_check_sandbox_shape(json_t *sb, char *err);
+
+/* initialize (rpc-session.c). */
+void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params);
+
+/*
+ * For the transport's conn_handlers: a closing connection detaches its session
+ * and cancels its pending requests (idempotent); drained output resumes the
+ * session's readers.
+ */
+void exec_conn_closed(struct conn *c);
+void exec_conn_drained(struct conn *c);

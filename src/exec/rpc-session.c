@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * initialize (PROTOCOL.md §6.1): a new session, or resumeSessionId; and what
+ * a connection's end or drained output means for its session.
+ */
+#include <errno.h>
+
+#include "conn.h"
+#include "exec.h"
+#include "log.h"
+#include "params.h"
+#include "rpc.h"
+#include "session.h"
+
+void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "clientName", P_STRING, true, NULL },
+		{ "resumeSessionId", P_STRING, false, NULL },
+	};
+	json_t *f[ELEMENTSOF(fields)], *res;
+	struct session *ss;
+	char err[512];
+	int r;
+
+	if (params_decode(params, "InitializeParams", fields, ELEMENTSOF(fields), f, err,
+			  sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	if (f[1]) {
+		const char *sid = json_string_value(f[1]);
+
+		ss = session_find(c->srv, sid);
+		if (!ss) {
+			rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "unknown session id ", f[1],
+					       "");
+			return;
+		}
+		if (ss->conn) {
+			rpc_reply_error(c, id, RPC_SESSION_ATTACHED,
+					"session %s is already attached to another connection", sid);
+			return;
+		}
+		session_attach(ss, c);
+		log_info("Session %s resumed by %s", ss->id, c->peer);
+	} else {
+		r = session_new(c->srv, c, &ss);
+		if (r == -EUSERS) {
+			log_warning("Refusing a session for %s: session limit (%u) reached", c->peer,
+				    c->srv->cfg.max_sessions);
+			rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+					"session limit reached: at most %u sessions",
+					c->srv->cfg.max_sessions);
+			return;
+		}
+		if (r < 0) {
+			rpc_reply_errno_internal(c, id, r);
+			return;
+		}
+	}
+	c->initialize_done = true;
+	res = json_object();
+	json_object_set_new(res, "sessionId", json_string(ss->id));
+	json_object_set(res, "environmentInfo", c->srv->env_info);
+	rpc_reply(c, id, res);
+}
+
+void exec_conn_closed(struct conn *c)
+{
+	if (c->sess) {
+		session_detach(c->sess, c);
+		c->sess = NULL;
+	}
+	rpc_cancel_pending(c);
+}
+
+void exec_conn_drained(struct conn *c)
+{
+	if (c->sess)
+		session_output_drained(c->sess);
+}
