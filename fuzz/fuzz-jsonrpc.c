@@ -2,7 +2,7 @@
 /*
  * Fuzz target: JSON-RPC decoding (proto/jsonrpc.h over proto/json-check.h).
  * decode -> validate -> re-encode: whatever parses must re-encode (jrpc_dump)
- * to text that json_check accepts and that decodes to an equal tree with the
+ * to text that jcheck_validate accepts and that decodes to an equal tree with the
  * same classification, and a second encode gives the same bytes.
  */
 #include <errno.h>
@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 1 << 20)
 		return 0;
 
-	valid = json_check(buf, size, MAX_DEPTH, err, sizeof(err));
+	valid = jcheck_validate(buf, size, MAX_DEPTH, err, sizeof(err));
 	FUZZ_CHECK(valid == 0 || valid == -EBADMSG);
 	if (valid < 0)
 		FUZZ_CHECK(strstr(err, " at line ") != NULL);
@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dump = jrpc_dump(m.root, &dump_len);
 	FUZZ_CHECK(dump && strlen(dump) == dump_len);
 	/* What uexec writes is JSON that the reference's parser accepts. */
-	FUZZ_CHECK(json_check(dump, dump_len, MAX_DEPTH, err, sizeof(err)) == 0);
+	FUZZ_CHECK(jcheck_validate(dump, dump_len, MAX_DEPTH, err, sizeof(err)) == 0);
 
 	FUZZ_CHECK(jrpc_parse(dump, dump_len, MAX_DEPTH, &m2) == 0);
 	FUZZ_CHECK(m2.root && equal(m.root, m2.root));

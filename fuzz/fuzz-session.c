@@ -102,7 +102,7 @@ static void check_message(const uint8_t *p, size_t n)
 	json_error_t jerr;
 	json_t *msg, *e;
 
-	FUZZ_CHECK(json_check((const char *)p, n, 128, err, sizeof(err)) == 0);
+	FUZZ_CHECK(jcheck_validate((const char *)p, n, 128, err, sizeof(err)) == 0);
 	msg = json_loadb((const char *)p, n, JSON_ALLOW_NUL, &jerr);
 	FUZZ_CHECK(msg && json_is_object(msg));
 	if (json_object_get(msg, "method")) {
@@ -429,7 +429,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	setenv("TMPDIR", "/tmp", 1);
 
 	server_reset(&default_cfg);
-	the_server = &srv;
+	server_current = &srv;
 	FUZZ_CHECK(exec_methods_register() == 0 && env_methods_register() == 0);
 	srv.login_shell = "/bin/sh";
 	(void)getrlimit(RLIMIT_NOFILE, &srv.nofile_orig);

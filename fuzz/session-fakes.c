@@ -22,7 +22,7 @@ struct fake_stats fake_stats;
 
 /* ---- server.c ---- */
 
-struct server *the_server;
+struct server *server_current;
 
 void server_stop(struct server *s, int exit_code)
 {

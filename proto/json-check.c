@@ -526,7 +526,7 @@ after_value:
 	return jc_fail(s, JC_KEY_MUST_BE_STRING, i + 1);
 }
 
-int json_check(const char *buf, size_t len, unsigned max_depth, char *err, size_t errsz)
+int jcheck_validate(const char *buf, size_t len, unsigned max_depth, char *err, size_t errsz)
 {
 	struct jc s = {.p = (const uint8_t *)buf, .len = len};
 	size_t line = 1, line_start = 0;

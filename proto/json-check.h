@@ -20,4 +20,4 @@
  * max_depth-th nested array/object fails, so 128 accepts at most 127 levels.
  * err may be NULL when errsz is 0.
  */
-int json_check(const char *buf, size_t len, unsigned max_depth, char *err, size_t errsz);
+int jcheck_validate(const char *buf, size_t len, unsigned max_depth, char *err, size_t errsz);

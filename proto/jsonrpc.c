@@ -128,7 +128,7 @@ static unsigned pick_marker(const char *buf, size_t len)
 
 /*
  * Copies buf with "\u0000" escapes inside object keys replaced by the
- * escape of the marker. The text already passed json_check, so strings are
+ * escape of the marker. The text already passed jcheck_validate, so strings are
  * well formed. Returns NULL on OOM.
  */
 static char *mark_nul_keys(const char *buf, size_t len, unsigned marker)
@@ -305,7 +305,7 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 	ret->kind = JRPC_INVALID;
 
 	/* Syntax errors (and nesting) with serde_json's text and position. */
-	if (json_check(buf, len, max_depth, ret->error, sizeof(ret->error)) < 0)
+	if (jcheck_validate(buf, len, max_depth, ret->error, sizeof(ret->error)) < 0)
 		return 0;
 
 	root = load(buf, len, &jerr);

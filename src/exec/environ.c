@@ -21,7 +21,7 @@ struct envvec {
 	size_t n, cap;
 };
 
-void strv_free(char **v)
+void environ_strv_free(char **v)
 {
 	if (!v)
 		return;
@@ -229,7 +229,7 @@ int environ_build(json_t *env, json_t *env_policy, json_t *metadata, bool tty,
 	*ret_envp = e.v;
 	return 0;
 fail:
-	strv_free(e.v);
+	environ_strv_free(e.v);
 	return r;
 }
 
@@ -271,7 +271,7 @@ int environ_exec_candidates(const char *argv0, char *const *envp, char ***ret)
 		char *s = malloc(dl + alen + 3);
 
 		if (!s) {
-			strv_free(v);
+			environ_strv_free(v);
 			return -ENOMEM;
 		}
 		if (dl == 0)

@@ -23,4 +23,4 @@ int environ_build(json_t *env, json_t *env_policy, json_t *metadata, bool tty,
  */
 int environ_exec_candidates(const char *argv0, char *const *envp, char ***ret);
 
-void strv_free(char **v);
+void environ_strv_free(char **v);

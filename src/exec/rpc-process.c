@@ -408,8 +408,8 @@ out:
 	free(cwd);
 	free(uerr);
 	free(argv);
-	strv_free(envp);
-	strv_free(cands);
+	environ_strv_free(envp);
+	environ_strv_free(cands);
 }
 
 static void rpc_process_read(struct conn *c, json_t *id, json_t *params)

@@ -14,7 +14,7 @@
 #include "fs-req.h"
 #include "fs.h"
 
-void handle_unref(struct fs_handle *h)
+void fs_handle_unref(struct fs_handle *h)
 {
 	if (h && --h->refs == 0) {
 		safe_close(h->fd);
@@ -22,12 +22,12 @@ void handle_unref(struct fs_handle *h)
 	}
 }
 
-void req_free(struct fs_req *r)
+void fs_req_free(struct fs_req *r)
 {
 	for (unsigned i = 0; i < r->n_prefixes; i++)
 		free(r->prefixes[i]);
 	free(r->prefixes);
-	handle_unref(r->h);
+	fs_handle_unref(r->h);
 	json_decref(r->result);
 	safe_close(r->fd);
 	free(r->ops);
@@ -45,7 +45,7 @@ static void req_cancel(struct rpc_pending *p)
 	r->conn = NULL;
 }
 
-struct fs_req *req_new(struct conn *c, json_t *id, unsigned n_ops)
+struct fs_req *fs_req_new(struct conn *c, json_t *id, unsigned n_ops)
 {
 	struct fs_req *r = calloc(1, sizeof(*r));
 
@@ -67,7 +67,7 @@ struct fs_req *req_new(struct conn *c, json_t *id, unsigned n_ops)
 }
 
 /* Replies r->err (if set) or result, and frees the request. */
-void req_finish(struct fs_req *r, json_t *result)
+void fs_req_finish(struct fs_req *r, json_t *result)
 {
 	if (!r->orphaned) {
 		if (r->err)
@@ -78,10 +78,10 @@ void req_finish(struct fs_req *r, json_t *result)
 	} else {
 		json_decref(result);
 	}
-	req_free(r);
+	fs_req_free(r);
 }
 
-void req_finish_error(struct fs_req *r, int code, const char *fmt, ...)
+void fs_req_finish_error(struct fs_req *r, int code, const char *fmt, ...)
 {
 	char text[ERRSZ];
 	va_list ap;
@@ -93,7 +93,7 @@ void req_finish_error(struct fs_req *r, int code, const char *fmt, ...)
 		rpc_reply_error(r->conn, r->pend.id, code, "%s", text);
 		rpc_pending_end(&r->pend);
 	}
-	req_free(r);
+	fs_req_free(r);
 }
 
 static void on_op(struct uring_op *op, int res, uint32_t flags)
@@ -107,7 +107,7 @@ static void on_op(struct uring_op *op, int res, uint32_t flags)
 }
 
 /* An SQE for op slot i of r; when every submitted op has completed, next(r) runs. */
-struct io_uring_sqe *req_sqe(struct fs_req *r, unsigned i, void (*next)(struct fs_req *))
+struct io_uring_sqe *fs_req_sqe(struct fs_req *r, unsigned i, void (*next)(struct fs_req *))
 {
 	r->inflight++;
 	r->next = next;
@@ -115,10 +115,10 @@ struct io_uring_sqe *req_sqe(struct fs_req *r, unsigned i, void (*next)(struct f
 	return uring_get_sqe(&r->srv->ring, &r->ops[i].op, on_op);
 }
 
-void sqe_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
+void fs_req_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
 		      void (*next)(struct fs_req *))
 {
-	struct io_uring_sqe *sqe = req_sqe(r, i, next);
+	struct io_uring_sqe *sqe = fs_req_sqe(r, i, next);
 
 	io_uring_prep_statx(sqe, AT_FDCWD, r->path, flags | AT_STATX_SYNC_AS_STAT,
 			    STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_BTIME, stx);
@@ -127,7 +127,7 @@ void sqe_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
 /* Closes r->fd on the ring, then replies: the result waits in r->result. */
 static void finish_after_close(struct fs_req *r);
 
-void close_and_finish(struct fs_req *r)
+void fs_req_close_and_finish(struct fs_req *r)
 {
 	struct io_uring_sqe *sqe;
 
@@ -135,7 +135,7 @@ void close_and_finish(struct fs_req *r)
 		finish_after_close(r);
 		return;
 	}
-	sqe = req_sqe(r, 0, finish_after_close);
+	sqe = fs_req_sqe(r, 0, finish_after_close);
 	io_uring_prep_close(sqe, r->fd);
 	r->fd = -1;
 }
@@ -145,10 +145,10 @@ static void finish_after_close(struct fs_req *r)
 	json_t *res = r->result;
 
 	r->result = NULL;
-	req_finish(r, res);
+	fs_req_finish(r, res);
 }
 
-bool decode(struct conn *c, json_t *id, json_t *params, const char *name,
+bool fs_decode_params(struct conn *c, json_t *id, json_t *params, const char *name,
 		   const struct pfield *f, size_t n, json_t **out)
 {
 	char err[ERRSZ];
@@ -160,13 +160,13 @@ bool decode(struct conn *c, json_t *id, json_t *params, const char *name,
 	return true;
 }
 
-uint64_t ms_of(const struct statx_timestamp *t)
+uint64_t fs_ms_of(const struct statx_timestamp *t)
 {
 	return (uint64_t)t->tv_sec * 1000 + t->tv_nsec / 1000000;
 }
 
 /* Common start of a path-based request: decode path, refuse sandboxes. */
-struct fs_req *path_req(struct conn *c, json_t *id, json_t *path, json_t *sandbox,
+struct fs_req *fs_path_req(struct conn *c, json_t *id, json_t *path, json_t *sandbox,
 			       json_t *follow, unsigned n_ops)
 {
 	struct fs_req *r;
@@ -178,7 +178,7 @@ struct fs_req *path_req(struct conn *c, json_t *id, json_t *path, json_t *sandbo
 		free(native);
 		return NULL;
 	}
-	r = req_new(c, id, n_ops);
+	r = fs_req_new(c, id, n_ops);
 	if (!r) {
 		free(native);
 		return NULL;

@@ -70,26 +70,26 @@ struct fs_req {
 };
 
 /* Drops a reference; the last one closes the fd. */
-void handle_unref(struct fs_handle *h);
+void fs_handle_unref(struct fs_handle *h);
 
 /* A request with n_ops op slots, registered as pending on c. Replies ENOMEM and returns NULL on OOM. */
-struct fs_req *req_new(struct conn *c, json_t *id, unsigned n_ops);
-void req_free(struct fs_req *r);
+struct fs_req *fs_req_new(struct conn *c, json_t *id, unsigned n_ops);
+void fs_req_free(struct fs_req *r);
 /* Replies r->err (if set) or result (stolen; {} if NULL) unless orphaned, then frees r. */
-void req_finish(struct fs_req *r, json_t *result);
-void req_finish_error(struct fs_req *r, int code, const char *fmt, ...)
+void fs_req_finish(struct fs_req *r, json_t *result);
+void fs_req_finish_error(struct fs_req *r, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* An SQE for op slot i; when every submitted op has completed, next(r) runs. */
-struct io_uring_sqe *req_sqe(struct fs_req *r, unsigned i, void (*next)(struct fs_req *));
+struct io_uring_sqe *fs_req_sqe(struct fs_req *r, unsigned i, void (*next)(struct fs_req *));
 /* STATX of r->path into stx in slot i. */
-void sqe_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
+void fs_req_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
 	       void (*next)(struct fs_req *));
 /* Closes r->fd on the ring, then replies with r->result (or r->err). */
-void close_and_finish(struct fs_req *r);
+void fs_req_close_and_finish(struct fs_req *r);
 /* params_decode, replying -32602 on failure. */
-bool decode(struct conn *c, json_t *id, json_t *params, const char *name,
+bool fs_decode_params(struct conn *c, json_t *id, json_t *params, const char *name,
 	    const struct pfield *f, size_t n, json_t **out);
-uint64_t ms_of(const struct statx_timestamp *t);
+uint64_t fs_ms_of(const struct statx_timestamp *t);
 /* Decodes the path, refuses sandboxes, and creates the request (NULL: already replied). */
-struct fs_req *path_req(struct conn *c, json_t *id, json_t *path, json_t *sandbox, json_t *follow,
+struct fs_req *fs_path_req(struct conn *c, json_t *id, json_t *path, json_t *sandbox, json_t *follow,
 			unsigned n_ops);

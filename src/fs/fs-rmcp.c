@@ -619,7 +619,7 @@ void fs_rpc_remove(struct conn *c, json_t *id, json_t *params)
 	char cwd[PATH_MAX];
 	const char *home;
 
-	if (!decode(c, id, params, "WireFsRemoveParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "WireFsRemoveParams", fields, ELEMENTSOF(fields), f))
 		return;
 	j = fs_tree_path_job(c, id, OP_REMOVE, f[0], f[4]);
 	if (!j)
@@ -655,7 +655,7 @@ void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 	_cleanup_free_ char *dest = NULL;
 	struct tree_job *j;
 
-	if (!decode(c, id, params, "WireFsCopyParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "WireFsCopyParams", fields, ELEMENTSOF(fields), f))
 		return;
 	/* Source first, then destination: the order the reference reports URI errors in. */
 	j = fs_tree_path_job(c, id, OP_COPY, f[0], f[3]);

@@ -545,7 +545,7 @@ static bool decode_options(struct conn *c, json_t *id, json_t *options, json_t *
 		return false;
 	}
 	*copy = options_copy(options);
-	return decode(c, id, *copy, "WalkOptions", fields, ELEMENTSOF(fields), o);
+	return fs_decode_params(c, id, *copy, "WalkOptions", fields, ELEMENTSOF(fields), o);
 }
 
 void fs_rpc_walk(struct conn *c, json_t *id, json_t *params)
@@ -563,9 +563,9 @@ void fs_rpc_walk(struct conn *c, json_t *id, json_t *params)
 
 	if (options_first(params))
 		ok = decode_options(c, id, options_of(params), o, &copy) &&
-		     decode(c, id, params, "WireFsWalkParams", fields, ELEMENTSOF(fields), f);
+		     fs_decode_params(c, id, params, "WireFsWalkParams", fields, ELEMENTSOF(fields), f);
 	else
-		ok = decode(c, id, params, "WireFsWalkParams", fields, ELEMENTSOF(fields), f) &&
+		ok = fs_decode_params(c, id, params, "WireFsWalkParams", fields, ELEMENTSOF(fields), f) &&
 		     decode_options(c, id, f[1], o, &copy);
 	if (ok) {
 		/* o[] is borrowed from copy: read it before letting copy go. */

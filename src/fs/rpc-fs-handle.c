@@ -50,22 +50,22 @@ static void open_done(struct fs_req *r)
 		h->fd = safe_close(h->fd);
 		if (!r->orphaned) {
 			strmap_remove(&r->conn->fs_handles, h->id, h->id_len);
-			handle_unref(h);
+			fs_handle_unref(h);
 		}
-		req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
+		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
 		return;
 	}
 	h->ready = true;
 	res = json_object();
 	json_object_set_new(res, "handleId", json_stringn(h->id, h->id_len));
-	req_finish(r, res);
+	fs_req_finish(r, res);
 	return;
 fail:
 	if (!r->orphaned) {
 		strmap_remove(&r->conn->fs_handles, h->id, h->id_len);
-		handle_unref(h);
+		fs_handle_unref(h);
 	}
-	req_finish(r, NULL);
+	fs_req_finish(r, NULL);
 }
 
 static void open_opened(struct fs_req *r)
@@ -78,7 +78,7 @@ static void open_opened(struct fs_req *r)
 		return;
 	}
 	r->h->fd = r->ops[0].res;
-	sqe = req_sqe(r, 1, open_done);
+	sqe = fs_req_sqe(r, 1, open_done);
 	io_uring_prep_statx(sqe, r->h->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE,
 			    &r->stx[0]);
 }
@@ -146,7 +146,7 @@ void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	const char *mode;
 
-	if (!decode(c, id, params, "WireFsOpenParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "WireFsOpenParams", fields, ELEMENTSOF(fields), f))
 		return;
 	if (!open_mode(c, id, json_is_object(params) ? json_object_get(params, "mode") : f[2], &mode))
 		return;
@@ -162,14 +162,14 @@ void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 				"at most %d file handles may be open per connection", MAX_HANDLES);
 		return;
 	}
-	r = path_req(c, id, f[1], f[3], NULL, 2);
+	r = fs_path_req(c, id, f[1], f[3], NULL, 2);
 	if (!r)
 		return;
 	h = calloc(1, sizeof(*h));
 	if (!h || strmap_put(&c->fs_handles, json_string_value(f[0]), json_string_length(f[0]), h) < 0) {
 		free(h);
 		r->err = -ENOMEM;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	h->fd = -1;
@@ -178,7 +178,7 @@ void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 	h->id_len = json_string_length(f[0]);
 	memcpy(h->id, json_string_value(f[0]), h->id_len);
 	r->h = h;
-	sqe = req_sqe(r, 0, open_opened);
+	sqe = fs_req_sqe(r, 0, open_opened);
 	io_uring_prep_openat(sqe, AT_FDCWD, r->path,
 			     h->writable ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK
 					 : O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
@@ -193,13 +193,13 @@ static void block_read_done(struct fs_req *r)
 
 	if (res < 0) {
 		r->err = res;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	b = malloc(base64_encoded_len((size_t)res) + 1);
 	if (!b) {
 		r->err = -ENOMEM;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	b[base64_encode(r->data, (size_t)res, b)] = 0;
@@ -208,7 +208,7 @@ static void block_read_done(struct fs_req *r)
 	/* A short read means the end of the file was reached. */
 	json_object_set_new(out, "eof", json_boolean((size_t)res < r->len));
 	free(b);
-	req_finish(r, out);
+	fs_req_finish(r, out);
 }
 
 void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
@@ -224,7 +224,7 @@ void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	uint64_t len;
 
-	if (!decode(c, id, params, "FsReadBlockParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "FsReadBlockParams", fields, ELEMENTSOF(fields), f))
 		return;
 	len = params_u64(f[2], 0);
 	if (len < 1 || len > BLOCK_LIMIT) {
@@ -241,7 +241,7 @@ void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_errno(c, id, -EBADF);
 		return;
 	}
-	r = req_new(c, id, 1);
+	r = fs_req_new(c, id, 1);
 	if (!r)
 		return;
 	r->h = h;
@@ -250,10 +250,10 @@ void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 	r->data = malloc(r->len);
 	if (!r->data) {
 		r->err = -ENOMEM;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
-	sqe = req_sqe(r, 0, block_read_done);
+	sqe = fs_req_sqe(r, 0, block_read_done);
 	io_uring_prep_read(sqe, h->fd, r->data, (unsigned)r->len, params_u64(f[1], 0));
 }
 
@@ -265,13 +265,13 @@ static void block_write_done(struct fs_req *r)
 
 	if (res < 0) {
 		r->err = res;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	r->off += (size_t)res;
 	if (res == 0 && r->off < r->len) {
 		r->err = -EIO;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	block_write_next(r);
@@ -282,10 +282,10 @@ static void block_write_next(struct fs_req *r)
 	struct io_uring_sqe *sqe;
 
 	if (r->off == r->len) {
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
-	sqe = req_sqe(r, 0, block_write_done);
+	sqe = fs_req_sqe(r, 0, block_write_done);
 	io_uring_prep_write(sqe, r->h->fd, r->data + r->off, (unsigned)(r->len - r->off),
 			    r->offset + r->off);
 }
@@ -304,7 +304,7 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	uint8_t *data;
 	ssize_t n = 0;
 
-	if (!decode(c, id, params, "FsWriteBlockParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "FsWriteBlockParams", fields, ELEMENTSOF(fields), f))
 		return;
 	data = malloc(base64_decoded_max(f[2] ? json_string_length(f[2]) : 0) + 1);
 	if (!data) {
@@ -330,7 +330,7 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_errno(c, id, -EBADF);
 		return;
 	}
-	r = req_new(c, id, 1);
+	r = fs_req_new(c, id, 1);
 	if (!r) {
 		free(data);
 		return;
@@ -351,7 +351,7 @@ void fs_rpc_close(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_handle *h;
 
-	if (!decode(c, id, params, "FsCloseParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "FsCloseParams", fields, ELEMENTSOF(fields), f))
 		return;
 	if (!handle_id_ok(c, id, f[0]))
 		return;
@@ -359,14 +359,14 @@ void fs_rpc_close(struct conn *c, json_t *id, json_t *params)
 	if (h && h->ready) {
 		strmap_remove(&c->fs_handles, json_string_value(f[0]), json_string_length(f[0]));
 		/* The fd closes when the last request using it completes. */
-		handle_unref(h);
+		fs_handle_unref(h);
 	}
 	rpc_reply(c, id, json_object());
 }
 
 static void unref_cb(void *value, void *ctx)
 {
-	handle_unref(value);
+	fs_handle_unref(value);
 }
 
 void fs_handles_release(struct conn *c)

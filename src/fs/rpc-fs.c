@@ -33,17 +33,17 @@ static void metadata_done(struct fs_req *r)
 
 	if (r->ops[0].res < 0) {
 		r->err = r->ops[0].res;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	is_link = S_ISLNK(l->stx_mode);
 	if (is_link && !r->follow) {
-		req_finish_error(r, RPC_INVALID_REQUEST, "path contains a symbolic link");
+		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path contains a symbolic link");
 		return;
 	}
 	if (r->ops[1].res < 0) {
 		r->err = r->ops[1].res; /* a dangling link: ENOENT */
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	res = json_object();
@@ -53,10 +53,10 @@ static void metadata_done(struct fs_req *r)
 	json_object_set_new(res, "size", json_integer((json_int_t)t->stx_size));
 	/* The reference always says 0 here; a real birth time is tolerated and more useful. */
 	json_object_set_new(res, "createdAtMs",
-			    json_integer((t->stx_mask & STATX_BTIME) ? (json_int_t)ms_of(&t->stx_btime)
+			    json_integer((t->stx_mask & STATX_BTIME) ? (json_int_t)fs_ms_of(&t->stx_btime)
 								     : 0));
-	json_object_set_new(res, "modifiedAtMs", json_integer((json_int_t)ms_of(&t->stx_mtime)));
-	req_finish(r, res);
+	json_object_set_new(res, "modifiedAtMs", json_integer((json_int_t)fs_ms_of(&t->stx_mtime)));
+	fs_req_finish(r, res);
 }
 
 void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
@@ -69,14 +69,14 @@ void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_req *r;
 
-	if (!decode(c, id, params, "WireFsGetMetadataParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "WireFsGetMetadataParams", fields, ELEMENTSOF(fields), f))
 		return;
-	r = path_req(c, id, f[0], f[1], f[2], 2);
+	r = fs_path_req(c, id, f[0], f[1], f[2], 2);
 	if (!r)
 		return;
 	/* lstat and stat in one round trip: isSymlink is about the path itself. */
-	sqe_statx(r, 0, AT_SYMLINK_NOFOLLOW, &r->stx[0], metadata_done);
-	sqe_statx(r, 1, 0, &r->stx[1], metadata_done);
+	fs_req_statx(r, 0, AT_SYMLINK_NOFOLLOW, &r->stx[0], metadata_done);
+	fs_req_statx(r, 1, 0, &r->stx[1], metadata_done);
 }
 
 /* ---- fs/readFile ---- */
@@ -93,7 +93,7 @@ static void read_file_reply(struct fs_req *r)
 	uint8_t *w;
 
 	if (r->orphaned) {
-		close_and_finish(r);
+		fs_req_close_and_finish(r);
 		return;
 	}
 	/*
@@ -107,7 +107,7 @@ static void read_file_reply(struct fs_req *r)
 	if (!o) {
 		free(ids);
 		r->err = -ENOMEM;
-		close_and_finish(r);
+		fs_req_close_and_finish(r);
 		return;
 	}
 	memcpy(w, pre, sizeof(pre) - 1);
@@ -124,7 +124,7 @@ static void read_file_reply(struct fs_req *r)
 	conn_commit(r->conn, o);
 	rpc_pending_end(&r->pend);
 	r->orphaned = true; /* replied: finishing must not reply again */
-	close_and_finish(r);
+	fs_req_close_and_finish(r);
 }
 
 static void read_file_chunk_done(struct fs_req *r)
@@ -133,7 +133,7 @@ static void read_file_chunk_done(struct fs_req *r)
 
 	if (res < 0) {
 		r->err = res;
-		close_and_finish(r);
+		fs_req_close_and_finish(r);
 		return;
 	}
 	if (res == 0) {
@@ -156,7 +156,7 @@ static void read_file_next(struct fs_req *r)
 		if (r->cap >= READ_FILE_LIMIT) {
 			safe_close(r->fd);
 			r->fd = -1;
-			req_finish_error(r, RPC_INVALID_REQUEST,
+			fs_req_finish_error(r, RPC_INVALID_REQUEST,
 					 "file is too large to read: limit is %llu bytes",
 					 (unsigned long long)READ_FILE_LIMIT);
 			return;
@@ -165,13 +165,13 @@ static void read_file_next(struct fs_req *r)
 		p = realloc(r->data, cap);
 		if (!p) {
 			r->err = -ENOMEM;
-			close_and_finish(r);
+			fs_req_close_and_finish(r);
 			return;
 		}
 		r->data = p;
 		r->cap = cap;
 	}
-	sqe = req_sqe(r, 0, read_file_chunk_done);
+	sqe = fs_req_sqe(r, 0, read_file_chunk_done);
 	io_uring_prep_read(sqe, r->fd, r->data + r->len, (unsigned)MIN(r->cap - r->len, IO_CHUNK),
 			   r->len);
 }
@@ -182,18 +182,18 @@ static void read_file_stat_done(struct fs_req *r)
 
 	if (r->ops[0].res < 0) {
 		r->err = r->ops[0].res;
-		close_and_finish(r);
+		fs_req_close_and_finish(r);
 		return;
 	}
 	/* Checked on the opened file: nothing can be swapped in after the check. */
 	if (!S_ISREG(st->stx_mode)) {
 		r->fd = safe_close(r->fd);
-		req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
+		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
 		return;
 	}
 	if (st->stx_size > READ_FILE_LIMIT) {
 		r->fd = safe_close(r->fd);
-		req_finish_error(r, RPC_INVALID_REQUEST, "file is too large to read: limit is %llu bytes",
+		fs_req_finish_error(r, RPC_INVALID_REQUEST, "file is too large to read: limit is %llu bytes",
 				 (unsigned long long)READ_FILE_LIMIT);
 		return;
 	}
@@ -202,7 +202,7 @@ static void read_file_stat_done(struct fs_req *r)
 	r->data = malloc(r->cap);
 	if (!r->data) {
 		r->err = -ENOMEM;
-		close_and_finish(r);
+		fs_req_close_and_finish(r);
 		return;
 	}
 	read_file_next(r);
@@ -214,11 +214,11 @@ static void read_file_opened(struct fs_req *r)
 
 	if (r->ops[0].res < 0) {
 		r->err = r->ops[0].res;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	r->fd = r->ops[0].res;
-	sqe = req_sqe(r, 0, read_file_stat_done);
+	sqe = fs_req_sqe(r, 0, read_file_stat_done);
 	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
 			    STATX_TYPE | STATX_SIZE, &r->stx[0]);
 }
@@ -234,16 +234,16 @@ void fs_rpc_read_file(struct conn *c, json_t *id, json_t *params)
 	struct io_uring_sqe *sqe;
 	struct fs_req *r;
 
-	if (!decode(c, id, params, "WireFsReadFileParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "WireFsReadFileParams", fields, ELEMENTSOF(fields), f))
 		return;
-	r = path_req(c, id, f[0], f[1], f[2], 1);
+	r = fs_path_req(c, id, f[0], f[1], f[2], 1);
 	if (!r)
 		return;
 	/*
 	 * O_NONBLOCK: a FIFO opens without waiting for a writer and is then
 	 * refused as "not a file"; O_NOFOLLOW gives the reference's ELOOP.
 	 */
-	sqe = req_sqe(r, 0, read_file_opened);
+	sqe = fs_req_sqe(r, 0, read_file_opened);
 	io_uring_prep_openat(sqe, AT_FDCWD, r->path,
 			     O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (r->follow ? 0 : O_NOFOLLOW),
 			     0);
@@ -259,13 +259,13 @@ static void write_file_chunk_done(struct fs_req *r)
 
 	if (res < 0) {
 		r->err = res;
-		close_and_finish(r);
+		fs_req_close_and_finish(r);
 		return;
 	}
 	r->off += (size_t)res;
 	if (res == 0 && r->off < r->len) {
 		r->err = -EIO;
-		close_and_finish(r);
+		fs_req_close_and_finish(r);
 		return;
 	}
 	write_file_next(r);
@@ -276,10 +276,10 @@ static void write_file_next(struct fs_req *r)
 	struct io_uring_sqe *sqe;
 
 	if (r->off == r->len) {
-		close_and_finish(r);
+		fs_req_close_and_finish(r);
 		return;
 	}
-	sqe = req_sqe(r, 0, write_file_chunk_done);
+	sqe = fs_req_sqe(r, 0, write_file_chunk_done);
 	io_uring_prep_write(sqe, r->fd, r->data + r->off, (unsigned)MIN(r->len - r->off, IO_CHUNK),
 			    r->off);
 }
@@ -288,7 +288,7 @@ static void write_file_opened(struct fs_req *r)
 {
 	if (r->ops[0].res < 0) {
 		r->err = r->ops[0].res;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	r->fd = r->ops[0].res;
@@ -310,7 +310,7 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 	uint8_t *data;
 	ssize_t n;
 
-	if (!decode(c, id, params, "WireFsWriteFileParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "WireFsWriteFileParams", fields, ELEMENTSOF(fields), f))
 		return;
 	data = malloc(base64_decoded_max(json_string_length(f[1])) + 1);
 	if (!data) {
@@ -324,7 +324,7 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 				"fs/writeFile requires valid base64 dataBase64: %s", err);
 		return;
 	}
-	r = path_req(c, id, f[0], f[2], f[3], 1);
+	r = fs_path_req(c, id, f[0], f[2], f[3], 1);
 	if (!r) {
 		free(data);
 		return;
@@ -336,7 +336,7 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 	 * the mode stays), as the reference does. A dangling symlink is followed
 	 * and its target created. O_NONBLOCK: a FIFO without reader fails at once.
 	 */
-	sqe = req_sqe(r, 0, write_file_opened);
+	sqe = fs_req_sqe(r, 0, write_file_opened);
 	io_uring_prep_openat(sqe, AT_FDCWD, r->path,
 			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
 				     (r->follow ? 0 : O_NOFOLLOW),
@@ -353,19 +353,19 @@ static void mkdir_done(struct fs_req *r)
 	for (unsigned i = 0; i < last; i++) {
 		if (r->ops[i].res < 0 && r->ops[i].res != -EEXIST) {
 			r->err = r->ops[i].res;
-			req_finish(r, NULL);
+			fs_req_finish(r, NULL);
 			return;
 		}
 	}
 	if (r->ops[last].res == -EEXIST && r->recursive) {
 		/* create_dir_all: an existing directory (or a link to one) is success. */
 		if (r->ops[last + 1].res == 0 && S_ISDIR(r->stx[0].stx_mode)) {
-			req_finish(r, NULL);
+			fs_req_finish(r, NULL);
 			return;
 		}
 	}
 	r->err = r->ops[last].res < 0 ? r->ops[last].res : 0;
-	req_finish(r, NULL);
+	fs_req_finish(r, NULL);
 }
 
 static int split_prefixes(struct fs_req *r, bool recursive)
@@ -406,21 +406,21 @@ void fs_rpc_create_directory(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	int err;
 
-	if (!decode(c, id, params, "WireFsCreateDirectoryParams", fields, ELEMENTSOF(fields), f))
+	if (!fs_decode_params(c, id, params, "WireFsCreateDirectoryParams", fields, ELEMENTSOF(fields), f))
 		return;
-	r = path_req(c, id, f[0], f[2], f[3], MKDIR_MAX_DEPTH + 1);
+	r = fs_path_req(c, id, f[0], f[2], f[3], MKDIR_MAX_DEPTH + 1);
 	if (!r)
 		return;
 	r->recursive = params_bool(f[1], true);
 	if (strcmp(r->path, "/") == 0) {
 		r->err = r->recursive ? 0 : -EEXIST;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	err = split_prefixes(r, r->recursive);
 	if (err < 0) {
 		r->err = err;
-		req_finish(r, NULL);
+		fs_req_finish(r, NULL);
 		return;
 	}
 	/*
@@ -429,11 +429,11 @@ void fs_rpc_create_directory(struct conn *c, json_t *id, json_t *params)
 	 * not cut the chain.
 	 */
 	for (unsigned i = 0; i < r->n_prefixes; i++) {
-		sqe = req_sqe(r, i, mkdir_done);
+		sqe = fs_req_sqe(r, i, mkdir_done);
 		io_uring_prep_mkdirat(sqe, AT_FDCWD, r->prefixes[i], 0777);
 		sqe->flags |= IOSQE_IO_HARDLINK;
 	}
-	sqe = req_sqe(r, r->n_prefixes, mkdir_done);
+	sqe = fs_req_sqe(r, r->n_prefixes, mkdir_done);
 	io_uring_prep_statx(sqe, AT_FDCWD, r->path, AT_STATX_SYNC_AS_STAT, STATX_TYPE, &r->stx[0]);
 }
 

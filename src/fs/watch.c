@@ -112,7 +112,7 @@ struct fs_watch {
 
 /*
  * The inotify instance. Static because the server is a process singleton
- * (the_server); everything here belongs to it.
+ * (server_current); everything here belongs to it.
  */
 static struct {
 	struct server *srv;

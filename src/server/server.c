@@ -277,7 +277,7 @@ int server_init(struct server *s, const struct config *cfg)
 	list_init(&s->sessions);
 	list_init(&s->buf_waiters);
 	s->conn_handlers = &conn_handlers;
-	the_server = s;
+	server_current = s;
 	r = register_methods();
 	if (r < 0)
 		return log_error_errno(r, "Registering the JSON-RPC methods failed");

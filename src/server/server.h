@@ -84,7 +84,7 @@ struct server {
 	json_t *env_info;    /* environmentInfo, built once at start */
 };
 
-extern struct server *the_server;
+extern struct server *server_current;
 
 int server_init(struct server *s, const struct config *cfg);
 int server_run(struct server *s);

@@ -6,7 +6,7 @@
  */
 #include "server.h"
 
-struct server *the_server;
+struct server *server_current;
 
 void server_stop(struct server *s, int exit_code)
 {

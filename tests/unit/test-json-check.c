@@ -18,7 +18,7 @@ static const char *chk_depth(const char *s, size_t n, unsigned depth)
 	int r;
 
 	snprintf(errbuf, sizeof(errbuf), "(unset)");
-	r = json_check(s, n, depth, errbuf, sizeof(errbuf));
+	r = jcheck_validate(s, n, depth, errbuf, sizeof(errbuf));
 	if (r == 0)
 		return "OK";
 	if (r != -EBADMSG)
@@ -411,11 +411,11 @@ TEST(error_buffer)
 {
 	char small[8];
 
-	ASSERT_EQ(-EBADMSG, json_check("{x", 2, 128, small, sizeof(small)));
+	ASSERT_EQ(-EBADMSG, jcheck_validate("{x", 2, 128, small, sizeof(small)));
 	ASSERT_STREQ("key mus", small);
-	ASSERT_EQ(-EBADMSG, json_check("{x", 2, 128, NULL, 0));
-	ASSERT_EQ(0, json_check("{}", 2, 128, NULL, 0));
-	ASSERT_EQ(-EBADMSG, json_check(NULL, 0, 128, NULL, 0));
+	ASSERT_EQ(-EBADMSG, jcheck_validate("{x", 2, 128, NULL, 0));
+	ASSERT_EQ(0, jcheck_validate("{}", 2, 128, NULL, 0));
+	ASSERT_EQ(-EBADMSG, jcheck_validate(NULL, 0, 128, NULL, 0));
 }
 
 /* Expected position for an EOF error on buf[0..n): serde_json reports len. */
