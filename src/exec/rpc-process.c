@@ -255,18 +255,119 @@ static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd
 	return 0;
 }
 
+/* The cwd parameter as a native path (*ret stays NULL when absent), or replies and returns < 0. */
+static int decode_cwd(struct conn *c, json_t *id, json_t *v, char **ret)
+{
+	char *uerr = NULL;
+	int r;
+
+	*ret = NULL;
+	if (!v)
+		return 0;
+	r = file_uri_to_path(json_string_value(v), true, ret, &uerr);
+	if (r == -EREMOTE)
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+				"cwd URI `%s` is not valid on this exec-server host: %s",
+				json_string_value(v), uerr);
+	else if (r == -ENOMEM)
+		rpc_reply_errno_internal(c, id, ENOMEM);
+	else if (r < 0)
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", uerr);
+	free(uerr);
+	return r;
+}
+
+/*
+ * argv with arg0 in place of argv[0] when given; the strings are borrowed
+ * from the request. Returns 0, -ENOMEM, or -EILSEQ for a string holding NUL.
+ */
+static int build_argv(json_t **f, char ***ret)
+{
+	size_t argc = json_array_size(f[F_ARGV]), i;
+	char **argv = calloc(argc + 1, sizeof(char *));
+	json_t *a;
+
+	if (!argv)
+		return -ENOMEM;
+	json_array_foreach(f[F_ARGV], i, a) {
+		const char *s = json_string_value(a);
+
+		if (i == 0 && f[F_ARG0])
+			s = json_string_value(f[F_ARG0]);
+		if (memchr(json_string_value(a), 0, json_string_length(a)) ||
+		    (i == 0 && f[F_ARG0] && memchr(s, 0, json_string_length(f[F_ARG0])))) {
+			free(argv);
+			return -EILSEQ;
+		}
+		argv[i] = (char *)s;
+	}
+	*ret = argv;
+	return 0;
+}
+
+/*
+ * Makes a struct proc of a spawned child and files it in the session (taking
+ * *plan). On failure the child is killed and reaped: no orphan is left.
+ */
+static int track_process(struct session *ss, json_t *process_id, const struct spawn_result *res,
+			 const struct spawn_args *sa, bool sandboxed, struct sandbox_plan **plan,
+			 struct proc **ret)
+{
+	struct proc *p = NULL;
+	int r;
+
+	r = proc_new(ss, json_string_value(process_id), json_string_length(process_id), res,
+		     sa->tty, sa->pipe_stdin, sandboxed, *plan, &p);
+	if (r >= 0)
+		*plan = NULL; /* owned by p now */
+	if (r >= 0)
+		r = strmap_put(&ss->procs, p->id, p->id_len, p);
+	if (r < 0) {
+		kill(-res->pid, SIGKILL);
+		if (p) {
+			proc_free(p);
+		} else {
+			siginfo_t si;
+
+			(void)waitid((idtype_t)P_PIDFD, (id_t)res->pidfd, &si, WEXITED);
+			safe_close(res->pidfd);
+			safe_close(res->stdin_fd);
+			safe_close(res->out_fd);
+			safe_close(res->err_fd);
+		}
+		return r;
+	}
+	list_add_tail(&p->link, &ss->procs_list);
+	ss->n_live++;
+	*ret = p;
+	return 0;
+}
+
+/* Replies to a failed spawn_process(): a sandbox step that failed in the child, or exec's errno. */
+static void reply_spawn_error(struct conn *c, json_t *id, json_t *argv0, int r, const char *step)
+{
+	if (step) {
+		/* The sandbox could not be set up in the child: fail closed, say where. */
+		log_error_errno(r, "Session %s: sandbox setup failed at %s", c->sess->id, step);
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "sandbox setup failed at %s: %s (os error %d)",
+				step, os_error_text(-r), -r);
+		return;
+	}
+	log_info("Session %s: spawning '%s' failed: %s", c->sess->id, json_string_value(argv0),
+		 strerror(-r));
+	rpc_reply_errno_internal(c, id, r);
+}
+
 static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 {
 	struct session *ss = c->sess;
-	json_t *f[_F_START_MAX];
-	char err[ERRSZ], *cwd = NULL, *uerr = NULL, **envp = NULL, **cands = NULL, **argv = NULL;
+	json_t *f[_F_START_MAX], *argv0, *result;
+	char err[ERRSZ], *cwd = NULL, **envp = NULL, **cands = NULL, **argv = NULL;
 	struct spawn_result res;
 	struct spawn_args sa = { 0 };
 	struct sandbox_plan *plan = NULL;
 	const char *step = NULL;
 	struct proc *p = NULL;
-	size_t argc, i;
-	json_t *a, *result;
 	int r;
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
@@ -278,22 +379,9 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "argv must not be empty");
 		return;
 	}
-	if (f[F_CWD]) {
-		r = file_uri_to_path(json_string_value(f[F_CWD]), true, &cwd, &uerr);
-		if (r == -EREMOTE) {
-			rpc_reply_error(c, id, RPC_INVALID_PARAMS,
-					"cwd URI `%s` is not valid on this exec-server host: %s",
-					json_string_value(f[F_CWD]), uerr);
-			goto out;
-		}
-		if (r < 0) {
-			if (r == -ENOMEM)
-				rpc_reply_errno_internal(c, id, ENOMEM);
-			else
-				rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", uerr);
-			goto out;
-		}
-	}
+	argv0 = json_array_get(f[F_ARGV], 0);
+	if (decode_cwd(c, id, f[F_CWD], &cwd) < 0)
+		goto out;
 	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, &plan) < 0)
 		goto out;
 	if (lookup(c, f[F_PROCESS_ID])) {
@@ -312,37 +400,19 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 
 	r = environ_build(f[F_ENV], f[F_ENV_POLICY], f[F_METADATA], params_bool(f[F_TTY], false),
 			  c->srv->login_shell, &envp);
+	if (r >= 0)
+		r = build_argv(f, &argv);
 	if (r == -EILSEQ) {
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
 		goto out;
 	}
-	if (r < 0)
-		goto fail;
-
-	argc = json_array_size(f[F_ARGV]);
-	argv = calloc(argc + 1, sizeof(char *));
-	if (!argv) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	json_array_foreach(f[F_ARGV], i, a) {
-		const char *s = json_string_value(a);
-
-		if (i == 0 && f[F_ARG0])
-			s = json_string_value(f[F_ARG0]);
-		if (memchr(json_string_value(a), 0, json_string_length(a)) ||
-		    (i == 0 && f[F_ARG0] && memchr(s, 0, json_string_length(f[F_ARG0])))) {
-			rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
-			goto out;
-		}
-		argv[i] = (char *)s;
-	}
-	r = environ_exec_candidates(json_string_value(json_array_get(f[F_ARGV], 0)), envp, &cands);
+	if (r >= 0)
+		r = environ_exec_candidates(json_string_value(argv0), envp, &cands);
 	if (r < 0)
 		goto fail;
 
 	sa.candidates = (const char *const *)cands;
-	sa.explicit_path = strchr(json_string_value(json_array_get(f[F_ARGV], 0)), '/') != NULL;
+	sa.explicit_path = strchr(json_string_value(argv0), '/') != NULL;
 	sa.argv = argv;
 	sa.envp = envp;
 	sa.cwd = cwd;
@@ -354,43 +424,13 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.rows = 24;
 	sa.cols = 80;
 	r = spawn_process(&sa, &res, &step);
-	if (r < 0 && step) {
-		/* The sandbox could not be set up in the child: fail closed, say where. */
-		log_error_errno(r, "Session %s: sandbox setup failed at %s", ss->id, step);
-		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "sandbox setup failed at %s: %s (os error %d)",
-				step, os_error_text(-r), -r);
+	if (r < 0) {
+		reply_spawn_error(c, id, argv0, r, step);
 		goto out;
 	}
-	if (r < 0) {
-		log_info("Session %s: spawning '%s' failed: %s", ss->id,
-			 json_string_value(json_array_get(f[F_ARGV], 0)), strerror(-r));
-		rpc_reply_errno_internal(c, id, r);
-		goto out;
-	}
-
-	r = proc_new(ss, json_string_value(f[F_PROCESS_ID]), json_string_length(f[F_PROCESS_ID]),
-		     &res, sa.tty, sa.pipe_stdin, f[F_SANDBOX] != NULL, plan, &p);
-	if (r >= 0)
-		plan = NULL; /* owned by p now */
-	if (r >= 0)
-		r = strmap_put(&ss->procs, p->id, p->id_len, p);
-	if (r < 0) {
-		/* Could not track it: do not leave an orphan behind. */
-		kill(-res.pid, SIGKILL);
-		if (p) {
-			proc_free(p);
-		} else {
-			siginfo_t si;
-			(void)waitid((idtype_t)P_PIDFD, (id_t)res.pidfd, &si, WEXITED);
-			safe_close(res.pidfd);
-			safe_close(res.stdin_fd);
-			safe_close(res.out_fd);
-			safe_close(res.err_fd);
-		}
+	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, &plan, &p);
+	if (r < 0)
 		goto fail;
-	}
-	list_add_tail(&p->link, &ss->procs_list);
-	ss->n_live++;
 	log_debug("Session %s: started '%s' as pid %d (%s)", ss->id, p->id, (int)p->pid,
 		  sa.tty ? "pty" : "pipes");
 
@@ -406,7 +446,6 @@ fail:
 out:
 	sandbox_plan_free(plan);
 	free(cwd);
-	free(uerr);
 	free(argv);
 	environ_strv_free(envp);
 	environ_strv_free(cands);
