@@ -49,30 +49,238 @@ unsigned jrpc_nesting_depth(const char *buf, size_t len, unsigned limit, size_t 
 	return max;
 }
 
-/* Replaces reals that hold exact integers below 2^53 by integers, recursively. */
-static json_t *reals_to_ints(json_t *v)
+/*
+ * Integers beyond 63 bits.
+ *
+ * serde_json reads a non-negative integer below 2^64 as a u64, and any other
+ * integer that does not fit 64 bits as an f64; jansson's integers are
+ * long long and it refuses the whole text on an overflow. So, when it does,
+ * the text is rewritten: an integer in [2^63, 2^64) becomes the negative
+ * literal of its two's-complement value (its bits, read as a long long),
+ * and is remembered; any other oversized integer gets a ".0" and is read as
+ * the double serde reads. After parsing, the json_t of each remembered value
+ * is registered, so that jrpc_u64() gives its exact value while the message
+ * lives. A value that also appears in the text as a genuine negative literal
+ * is not rewritten that way (it becomes a double): the registry stays exact.
+ */
+#define BIG_MAX 64
+
+static struct {
+	const json_t *v[BIG_MAX];
+	size_t n;
+} big_registry;
+
+/*
+ * Reads the integer token digits[0..n) (no sign). Returns 0 when it fits in a
+ * u64 (*ret set), 1 when larger.
+ */
+static int digits_u64(const char *d, size_t n, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned x = (unsigned)(d[i] - '0');
+
+		if (v > (UINT64_MAX - x) / 10)
+			return 1;
+		v = v * 10 + x;
+	}
+	*ret = v;
+	return 0;
+}
+
+struct num_tok {
+	size_t start, end; /* [start, end) in the text, sign included */
+	bool neg, integer;
+};
+
+/* Next number token outside strings at or after *pos; false at the end. */
+static bool next_number(const char *buf, size_t len, size_t *pos, struct num_tok *t)
+{
+	size_t i = *pos;
+
+	while (i < len) {
+		if (buf[i] == '"') {
+			for (i++; i < len && buf[i] != '"'; i += buf[i] == '\\' ? 2 : 1)
+				;
+			i++;
+			continue;
+		}
+		if (buf[i] == '-' || (buf[i] >= '0' && buf[i] <= '9')) {
+			t->start = i;
+			t->neg = buf[i] == '-';
+			t->integer = true;
+			if (t->neg)
+				i++;
+			while (i < len && ((buf[i] >= '0' && buf[i] <= '9') || buf[i] == '.' || buf[i] == 'e' ||
+					   buf[i] == 'E' || buf[i] == '+' || buf[i] == '-')) {
+				if (buf[i] == '.' || buf[i] == 'e' || buf[i] == 'E')
+					t->integer = false;
+				i++;
+			}
+			t->end = i;
+			*pos = i;
+			return true;
+		}
+		i++;
+	}
+	*pos = len;
+	return false;
+}
+
+/* The two's-complement value of a token, if it is an integer in [2^63, 2^64). */
+static bool token_is_big_u64(const char *buf, const struct num_tok *t, uint64_t *ret)
+{
+	uint64_t v;
+
+	if (t->neg || !t->integer || digits_u64(buf + t->start, t->end - t->start, &v) != 0)
+		return false;
+	if (v <= (uint64_t)INT64_MAX)
+		return false;
+	*ret = v;
+	return true;
+}
+
+/* Whether "-<magnitude>" appears as a genuine negative integer token of the text. */
+static bool negative_literal_present(const char *buf, size_t len, uint64_t magnitude)
+{
+	struct num_tok t;
+	size_t pos = 0;
+	uint64_t v;
+
+	while (next_number(buf, len, &pos, &t))
+		if (t.neg && t.integer &&
+		    digits_u64(buf + t.start + 1, t.end - t.start - 1, &v) == 0 && v == magnitude)
+			return true;
+	return false;
+}
+
+/* The rewritten text (see above), NUL-terminated, with its length; NULL on OOM. */
+static char *rewrite_big_integers(const char *buf, size_t len, size_t *ret_len, uint64_t *bigs,
+				  size_t *n_bigs)
+{
+	size_t cap = len + 1, o = 0, pos = 0, copied = 0;
+	char *out = malloc(cap);
+	struct num_tok t;
+
+	*n_bigs = 0;
+	while (out && next_number(buf, len, &pos, &t)) {
+		uint64_t v = 0, mag = 0;
+		char rep[32];
+		size_t rl = 0;
+		int over = 0;
+
+		if (!t.integer)
+			continue;
+		if (token_is_big_u64(buf, &t, &v)) {
+			mag = (uint64_t)0 - v; /* 2^64 - v: the magnitude of its long long */
+			if (*n_bigs < BIG_MAX && !negative_literal_present(buf, len, mag)) {
+				bigs[(*n_bigs)++] = v;
+				rl = (size_t)snprintf(rep, sizeof(rep), "-%llu", (unsigned long long)mag);
+			} else {
+				over = 1;
+			}
+		} else {
+			size_t ds = t.start + (t.neg ? 1 : 0);
+
+			over = digits_u64(buf + ds, t.end - ds, &mag);
+			if (!over && t.neg && mag > (uint64_t)INT64_MAX + 1)
+				over = 1;
+			if (!over && !t.neg && mag > (uint64_t)INT64_MAX)
+				over = 1; /* already handled above unless the registry is full */
+		}
+		if (!rl && !over)
+			continue;
+		/* Copy what precedes the token, then the replacement. */
+		if (o + (t.start - copied) + (t.end - t.start) + 32 > cap) {
+			char *n;
+
+			cap = (o + (t.start - copied) + (t.end - t.start) + 32) * 2;
+			n = realloc(out, cap);
+			if (!n) {
+				free(out);
+				return NULL;
+			}
+			out = n;
+		}
+		memcpy(out + o, buf + copied, t.start - copied);
+		o += t.start - copied;
+		if (rl) {
+			memcpy(out + o, rep, rl);
+			o += rl;
+		} else {
+			memcpy(out + o, buf + t.start, t.end - t.start);
+			o += t.end - t.start;
+			memcpy(out + o, ".0", 2);
+			o += 2;
+		}
+		copied = t.end;
+	}
+	if (!out)
+		return NULL;
+	if (o + (len - copied) + 1 > cap) {
+		char *n = realloc(out, o + (len - copied) + 1);
+
+		if (!n) {
+			free(out);
+			return NULL;
+		}
+		out = n;
+	}
+	memcpy(out + o, buf + copied, len - copied);
+	o += len - copied;
+	out[o] = 0;
+	*ret_len = o;
+	return out;
+}
+
+/* Registers every integer of the tree whose bits are a remembered big u64. */
+static void register_bigs(const json_t *v, const uint64_t *bigs, size_t n_bigs)
 {
 	const char *k;
 	json_t *e;
 	size_t i;
 
-	if (json_is_real(v)) {
-		double d = json_real_value(v);
+	if (json_is_integer(v)) {
+		uint64_t bits = (uint64_t)json_integer_value(v);
 
-		/* Range first: casting an out-of-range double is undefined behaviour. */
-		if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(json_int_t)d) {
-			json_decref(v);
-			return json_integer((json_int_t)d);
-		}
-		return v;
-	}
-	if (json_is_array(v)) {
-		json_array_foreach(v, i, e) json_array_set_new(v, i, reals_to_ints(json_incref(e)));
+		for (i = 0; i < n_bigs; i++)
+			if (bits == bigs[i] && big_registry.n < BIG_MAX) {
+				big_registry.v[big_registry.n++] = v;
+				break;
+			}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, e) register_bigs(e, bigs, n_bigs);
 	} else if (json_is_object(v)) {
-		json_object_keylen_foreach(v, k, i, e)
-			json_object_setn_new_nocheck(v, k, i, reals_to_ints(json_incref(e)));
+		json_object_foreach((json_t *)v, k, e) register_bigs(e, bigs, n_bigs);
 	}
-	return v;
+}
+
+static bool is_registered_big(const json_t *v)
+{
+	for (size_t i = 0; i < big_registry.n; i++)
+		if (big_registry.v[i] == v)
+			return true;
+	return false;
+}
+
+int jrpc_u64(const json_t *v, uint64_t *ret)
+{
+	if (!json_is_integer(v))
+		return -EINVAL;
+	if (json_integer_value(v) >= 0 || is_registered_big(v)) {
+		*ret = (uint64_t)json_integer_value(v);
+		return 0;
+	}
+	return -ERANGE;
+}
+
+void jrpc_integer_text(const json_t *v, char *buf, size_t size)
+{
+	if (is_registered_big(v))
+		snprintf(buf, size, "%llu", (unsigned long long)(uint64_t)json_integer_value(v));
+	else
+		snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 }
 
 /*
@@ -133,7 +341,7 @@ static unsigned pick_marker(const char *buf, size_t len)
  */
 static char *mark_nul_keys(const char *buf, size_t len, unsigned marker)
 {
-	char *out = malloc(len + 1), esc[7];
+	char *out = malloc(len + 1), esc[16];
 	size_t i = 0;
 
 	if (!out)
@@ -248,33 +456,39 @@ static json_t *load_marked(const char *buf, size_t len, size_t flags, json_error
 	return root ? unmark_nul_keys(root, mark) : NULL;
 }
 
+static json_t *load_text(const char *buf, size_t len, bool nul_keys, json_error_t *jerr)
+{
+	const size_t flags = JSON_DECODE_ANY | JSON_ALLOW_NUL;
+
+	return nul_keys ? load_marked(buf, len, flags, jerr) : json_loadb(buf, len, flags, jerr);
+}
+
 static json_t *load(const char *buf, size_t len, json_error_t *jerr)
 {
-	size_t flags = JSON_DECODE_ANY | JSON_ALLOW_NUL;
+	uint64_t bigs[BIG_MAX];
+	size_t n_bigs = 0, rlen;
+	char *rewritten = NULL;
 	json_t *root = NULL;
 	bool nul_keys = false;
 
 	for (int attempt = 0; attempt < 3 && !root; attempt++) {
-		root = nul_keys ? load_marked(buf, len, flags, jerr) : json_loadb(buf, len, flags, jerr);
+		root = rewritten ? load_text(rewritten, rlen, nul_keys, jerr)
+				 : load_text(buf, len, nul_keys, jerr);
 		if (root)
 			break;
-		if (json_error_code(jerr) == json_error_null_byte_in_key && !nul_keys)
+		if (json_error_code(jerr) == json_error_null_byte_in_key && !nul_keys) {
 			nul_keys = true;
-		else if (json_error_code(jerr) == json_error_numeric_overflow &&
-			 !(flags & JSON_DECODE_INT_AS_REAL))
-			/*
-			 * serde_json reads an integer beyond 64 bits as a float;
-			 * jansson refuses the whole text. Re-read with every number
-			 * as a real and turn exact small ones back into integers, so
-			 * the message is still answered (with the type error serde
-			 * would give for that field).
-			 */
-			flags |= JSON_DECODE_INT_AS_REAL;
-		else
+		} else if (json_error_code(jerr) == json_error_numeric_overflow && !rewritten) {
+			rewritten = rewrite_big_integers(buf, len, &rlen, bigs, &n_bigs);
+			if (!rewritten)
+				break;
+		} else {
 			break;
+		}
 	}
-	if (root && (flags & JSON_DECODE_INT_AS_REAL))
-		root = reals_to_ints(root);
+	free(rewritten);
+	if (root && n_bigs)
+		register_bigs(root, bigs, n_bigs);
 	return root;
 }
 
@@ -292,8 +506,8 @@ bool jrpc_key_is(const char *key, const char *name)
 
 static bool id_is_valid(const json_t *id)
 {
-	/* jansson refuses integers beyond int64 at parse time, like serde's i64. */
-	return json_is_integer(id) || json_is_string(id);
+	/* RequestId is i64 or a string: an integer from 2^63 up is neither. */
+	return (json_is_integer(id) && !is_registered_big(id)) || json_is_string(id);
 }
 
 int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg *ret)
@@ -303,6 +517,7 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 
 	memset(ret, 0, sizeof(*ret));
 	ret->kind = JRPC_INVALID;
+	big_registry.n = 0;
 
 	/* Syntax errors (and nesting) with serde_json's text and position. */
 	if (jcheck_validate(buf, len, max_depth, ret->error, sizeof(ret->error)) < 0)
@@ -360,6 +575,7 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 
 void jrpc_msg_done(struct jrpc_msg *m)
 {
+	big_registry.n = 0;
 	json_decref(m->root);
 	m->root = NULL;
 }

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum jrpc_kind {
 	JRPC_INVALID,      /* unparsable: answer id -1, -32600, with .error */
@@ -39,6 +40,16 @@ void jrpc_msg_done(struct jrpc_msg *m);
  * jrpc_key_len() takes only keys returned by jansson's object iteration.
  */
 size_t jrpc_key_len(const char *key);
+
+/*
+ * An integer as serde reads a u64: non-negative, or one of the last parsed
+ * message's integers in [2^63, 2^64) (stored as their two's-complement bits;
+ * valid until jrpc_msg_done or the next jrpc_parse). Returns 0 with *ret,
+ * -ERANGE for a negative integer, -EINVAL for a non-integer.
+ */
+int jrpc_u64(const json_t *v, uint64_t *ret);
+/* An integer's decimal text as the client wrote it (big u64s unsigned). */
+void jrpc_integer_text(const json_t *v, char *buf, size_t size);
 bool jrpc_key_is(const char *key, const char *name);
 
 /*

@@ -566,22 +566,6 @@ static int watch_install(struct server *s, struct missing_watch *w)
 	return 0;
 }
 
-/*
- * serde reads a watchId above i64::MAX as a u64; jansson cannot hold it, so
- * the envelope parser hands it over as a real. An integral real in
- * [2^63, 2^64] is taken as that u64: exact for u64::MAX (the value in p09),
- * rounded to a double's precision otherwise.
- */
-static bool big_u64(const json_t *v, uint64_t *ret)
-{
-	double d = json_is_real(v) ? json_real_value(v) : 0;
-
-	if (!(d >= 9223372036854775808.0 && d <= 18446744073709551616.0))
-		return false;
-	*ret = d >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)d;
-	return true;
-}
-
 static void reply_watching(struct conn *c, json_t *id, bool watching)
 {
 	json_t *res = json_object();
@@ -599,36 +583,22 @@ void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 		{"present", P_STRING, false, NULL},
 	};
 	_cleanup_(watch_freep) struct missing_watch *w = NULL;
-	json_t *f[ELEMENTSOF(fields)], *copy = NULL;
+	json_t *f[ELEMENTSOF(fields)];
 	size_t n_missing;
-	uint64_t watch_id, big = 0;
-	bool is_big = false;
+	uint64_t watch_id;
 	struct fs_watch *st;
 	char err[512];
 	int r;
 
-	/* Decode a big watchId as a placeholder integer, keeping serde's error order. */
-	if (json_is_object(params) && big_u64(json_object_get(params, "watchId"), &big)) {
-		copy = json_copy(params);
-		if (!copy || json_object_set_new(copy, "watchId", json_integer(0)) < 0) {
-			json_decref(copy);
-			rpc_reply_errno_internal(c, id, ENOMEM);
-			return;
-		}
-		params = copy;
-		is_big = true;
-	}
 	r = params_decode(params, "FsWatchMissingParams", fields, ELEMENTSOF(fields), f, err,
 			  sizeof(err));
 	if (r < 0) {
-		json_decref(copy);
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
-	watch_id = is_big ? big : params_u64(f[0], 0);
+	watch_id = params_u64(f[0], 0);
 	n_missing = f[1] ? json_array_size(f[1]) : 0;
 	if (n_missing > WATCH_MAX_PATHS) {
-		json_decref(copy);
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
 				"fs/watchMissing accepts at most %d missing paths, got %zu",
 				WATCH_MAX_PATHS, n_missing);
@@ -637,7 +607,6 @@ void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 
 	w = calloc(1, sizeof(*w) + (n_missing + 2) * sizeof(struct target));
 	if (!w) {
-		json_decref(copy);
 		rpc_reply_errno_internal(c, id, ENOMEM);
 		return;
 	}
@@ -652,7 +621,6 @@ void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 	}
 	if (r == 0 && f[2])
 		r = fs_param_path(c, id, f[2], &w->present);
-	json_decref(copy);
 	if (r < 0)
 		return; /* fs_param_path() replied */
 	/* "/" cannot go away: it needs no watch. */

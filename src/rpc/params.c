@@ -87,9 +87,13 @@ static void type_error(const json_t *v, const char *what, bool plain_numbers, ch
 	case JSON_FALSE:
 		snprintf(u, sizeof(u), "boolean `false`");
 		break;
-	case JSON_INTEGER:
-		snprintf(u, sizeof(u), "integer `%" JSON_INTEGER_FORMAT "`", json_integer_value(v));
+	case JSON_INTEGER: {
+		char n[32];
+
+		jrpc_integer_text(v, n, sizeof(n));
+		snprintf(u, sizeof(u), "integer `%s`", n);
 		break;
+	}
 	case JSON_REAL: {
 		char f[64];
 
@@ -121,8 +125,10 @@ void params_type_error(const json_t *v, const char *what, char *err, size_t errs
 
 static int check_u64(const json_t *v, const char *what, bool top, char *err, size_t errsz)
 {
+	uint64_t u;
+
 	if (json_is_integer(v)) {
-		if (json_integer_value(v) < 0) {
+		if (jrpc_u64(v, &u) < 0) {
 			snprintf(err, errsz, "invalid number");
 			return -EINVAL;
 		}
@@ -274,7 +280,9 @@ int params_decode_nested(json_t *obj, const char *struct_name, const struct pfie
 
 uint64_t params_u64(const json_t *v, uint64_t def)
 {
-	return v ? (uint64_t)json_integer_value(v) : def;
+	uint64_t u;
+
+	return v && jrpc_u64(v, &u) == 0 ? u : def;
 }
 
 bool params_bool(const json_t *v, bool def)
