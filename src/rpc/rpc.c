@@ -59,11 +59,6 @@ int rpc_methods_register(const struct rpc_method *m, size_t n)
 	return 0;
 }
 
-void rpc_methods_reset(void)
-{
-	n_tables = 0;
-}
-
 static const struct rpc_method *method_lookup(const char *name)
 {
 	for (size_t t = 0; t < n_tables; t++)
@@ -250,7 +245,7 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 	const struct rpc_method *meth;
 
 	if (jrpc_parse(data, len, c->srv->cfg.max_json_depth, &m) < 0) {
-		log_error("Out of memory parsing a message from %s", c->peer);
+		log_error_ratelimited("Out of memory parsing a message from %s", c->peer);
 		conn_close(c, WS_CLOSE_INTERNAL, "out of memory");
 		return;
 	}
@@ -263,7 +258,7 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 
 	case JRPC_RESPONSE:
 		/* The direct listener never asks the client anything (PROTOCOL.md §3). */
-		log_info("Closing connection %s: unexpected JSON-RPC response", c->peer);
+		log_info_ratelimited("Closing connection %s: unexpected JSON-RPC response", c->peer);
 		conn_close(c, WS_CLOSE_PROTOCOL, "unexpected response");
 		break;
 
@@ -272,7 +267,8 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 			c->initialized = true;
 			break;
 		}
-		log_info("Closing connection %s: unexpected notification '%s'", c->peer, m.method);
+		log_info_ratelimited("Closing connection %s: unexpected notification '%s'", c->peer,
+				     m.method);
 		conn_close(c, WS_CLOSE_PROTOCOL, "unexpected notification");
 		break;
 

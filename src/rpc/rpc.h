@@ -87,5 +87,3 @@ struct rpc_method {
  * of unimplemented methods. Returns 0 or -ENOSPC.
  */
 int rpc_methods_register(const struct rpc_method *m, size_t n);
-/* Forgets every registered table (tests and fuzzers). */
-void rpc_methods_reset(void);
