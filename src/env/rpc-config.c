@@ -589,14 +589,67 @@ static json_t *host_name_json(void)
 	return json_string(s);
 }
 
+/*
+ * The config layers (system, then user) and the requirements layer, loaded in
+ * the reference's order so that the first broken file is the one reported.
+ * Returns the number of system config layers kept (0 or 1), -ENOMEM, or
+ * another error with *msg set.
+ */
+static int load_layers(const char *codex_home, struct selectors *cfg_sel,
+		       struct selectors *req_sel, json_t *cfg_layers, json_t *req_layers, char **msg)
+{
+	char *user_file = NULL, *user_source = NULL;
+	int r, sys_kept;
+
+	if (asprintf(&user_file, "%s/config.toml", strcmp(codex_home, "/") ? codex_home : "") < 0)
+		return -ENOMEM;
+	if (asprintf(&user_source, "user (%s)", user_file) < 0) {
+		free(user_file);
+		return -ENOMEM;
+	}
+	sys_kept = r = add_layer(cfg_layers, "system (" SYSTEM_DIR "/config.toml)",
+				 SYSTEM_DIR "/config.toml", SYSTEM_DIR, "config", cfg_sel, msg);
+	if (r >= 0)
+		r = add_layer(cfg_layers, user_source, user_file, codex_home, "config", cfg_sel, msg);
+	if (r >= 0)
+		r = add_layer(req_layers, SYSTEM_DIR "/requirements.toml",
+			      SYSTEM_DIR "/requirements.toml", SYSTEM_DIR, "requirements", req_sel,
+			      msg);
+	free(user_file);
+	free(user_source);
+	return r < 0 ? r : (sys_kept > 0 ? 1 : 0);
+}
+
+/* The result object; takes the layer arrays. NULL on OOM. */
+static json_t *config_result(const char *codex_home, json_t *cfg_layers, json_t *req_layers,
+			     int sys_kept)
+{
+	char *home = home_dir();
+	json_t *res = json_object();
+
+	if (!res) {
+		free(home);
+		json_decref(cfg_layers);
+		json_decref(req_layers);
+		return NULL;
+	}
+	json_object_set_new(res, "userHomeDir", uri_json(home));
+	json_object_set_new(res, "codexHomeDir", uri_json(codex_home));
+	json_object_set_new(res, "hostname", host_name_json());
+	json_object_set_new(res, "config", stack_json(cfg_layers, sys_kept));
+	json_object_set_new(res, "requirements",
+			    stack_json(req_layers, json_array_size(req_layers) > 0 ? 1 : 0));
+	free(home);
+	return res;
+}
+
 void env_rpc_config_read(struct conn *c, json_t *id, json_t *params)
 {
 	json_t *f[_F_MAX], *cfg_layers = NULL, *req_layers = NULL, *res = NULL;
 	struct selectors cfg_sel = { 0 }, req_sel = { 0 };
-	char err[ERRSZ], *deferred = NULL, *codex_home = NULL, *home = NULL, *msg = NULL;
-	char *user_file = NULL, *user_source = NULL;
+	char err[ERRSZ], *deferred = NULL, *codex_home = NULL, *msg = NULL;
 	const char *verr;
-	int r, sys_kept;
+	int r;
 	size_t size;
 
 	r = decode(params, f, &deferred, err);
@@ -626,29 +679,12 @@ void env_rpc_config_read(struct conn *c, json_t *id, json_t *params)
 	if (selectors_init(&cfg_sel, f[F_CONFIG_PATHS]) < 0 ||
 	    selectors_init(&req_sel, f[F_REQUIREMENTS_PATHS]) < 0)
 		goto nomem;
-	if (asprintf(&user_file, "%s/config.toml", strcmp(codex_home, "/") ? codex_home : "") < 0) {
-		user_file = NULL;
-		goto nomem;
-	}
-	if (asprintf(&user_source, "user (%s)", user_file) < 0) {
-		user_source = NULL;
-		goto nomem;
-	}
 
 	cfg_layers = json_array();
 	req_layers = json_array();
 	if (!cfg_layers || !req_layers)
 		goto nomem;
-	/* Loaded in the reference's order, so the first broken file is the one reported. */
-	sys_kept = r = add_layer(cfg_layers, "system (" SYSTEM_DIR "/config.toml)",
-				 SYSTEM_DIR "/config.toml", SYSTEM_DIR, "config", &cfg_sel, &msg);
-	if (r >= 0)
-		r = add_layer(cfg_layers, user_source, user_file, codex_home, "config", &cfg_sel,
-			      &msg);
-	if (r >= 0)
-		r = add_layer(req_layers, SYSTEM_DIR "/requirements.toml",
-			      SYSTEM_DIR "/requirements.toml", SYSTEM_DIR, "requirements", &req_sel,
-			      &msg);
+	r = load_layers(codex_home, &cfg_sel, &req_sel, cfg_layers, req_layers, &msg);
 	if (r == -ENOMEM)
 		goto nomem;
 	if (r < 0) {
@@ -656,19 +692,10 @@ void env_rpc_config_read(struct conn *c, json_t *id, json_t *params)
 				"failed to load executor-local config: %s", msg);
 		goto out;
 	}
-
-	home = home_dir();
-	res = json_object();
+	res = config_result(codex_home, cfg_layers, req_layers, r);
+	cfg_layers = req_layers = NULL;
 	if (!res)
 		goto nomem;
-	json_object_set_new(res, "userHomeDir", uri_json(home));
-	json_object_set_new(res, "codexHomeDir", uri_json(codex_home));
-	json_object_set_new(res, "hostname", host_name_json());
-	json_object_set_new(res, "config", stack_json(cfg_layers, sys_kept > 0 ? 1 : 0));
-	cfg_layers = NULL;
-	json_object_set_new(res, "requirements",
-			    stack_json(req_layers, json_array_size(req_layers) > 0 ? 1 : 0));
-	req_layers = NULL;
 
 	size = json_dumpb(res, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	if (size > MAX_RESPONSE_BYTES) {
@@ -691,8 +718,5 @@ out:
 	selectors_done(&req_sel);
 	free(deferred);
 	free(codex_home);
-	free(home);
 	free(msg);
-	free(user_file);
-	free(user_source);
 }
