@@ -356,68 +356,88 @@ static int native_to_path(const char *uri, char **ret_path)
 	return 0;
 }
 
+/* WHATWG pre-processing: trim C0/space at both ends, drop every tab and newline. */
+static int preprocess(const char *uri, struct sbuf *in)
+{
+	const char *s = uri, *e = uri + strlen(uri);
+	int r;
+
+	while (s < e && is_c0_or_space((unsigned char)*s))
+		s++;
+	while (e > s && is_c0_or_space((unsigned char)e[-1]))
+		e--;
+	r = sbuf_reserve(in, (size_t)(e - s));
+	if (r < 0)
+		return r;
+	for (; s < e; s++)
+		if (*s != '\t' && *s != '\n' && *s != '\r')
+			in->p[in->len++] = *s;
+	in->p[in->len] = '\0';
+	return 0;
+}
+
+/*
+ * scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":", lowercased into
+ * *ret_scheme. Returns 0, -ENOMEM, or -EINVAL (no scheme: a relative URL).
+ */
+static int parse_scheme(const struct sbuf *in, char **ret_scheme, char **reterr_msg)
+{
+	size_t slen = 0;
+	char *scheme;
+
+	if (in->len > 0 && is_alpha(in->p[0])) {
+		slen = 1;
+		while (slen < in->len && (is_alpha(in->p[slen]) || (in->p[slen] >= '0' && in->p[slen] <= '9') ||
+					  in->p[slen] == '+' || in->p[slen] == '-' || in->p[slen] == '.'))
+			slen++;
+		if (slen >= in->len || in->p[slen] != ':')
+			slen = 0;
+	}
+	if (slen == 0)
+		return set_err(reterr_msg, -EINVAL, "invalid URI: relative URL without a base");
+	scheme = strndup(in->p, slen);
+	if (!scheme)
+		return -ENOMEM;
+	for (char *c = scheme; *c; c++)
+		*c = ascii_lower(*c);
+	*ret_scheme = scheme;
+	return 0;
+}
+
+/* The error for a scheme other than file:, in the url crate's order. */
+static int refuse_scheme(const char *scheme, const char *rest, char **reterr_msg)
+{
+	if (is_special_scheme(scheme)) {
+		/* special schemes need a non-empty host; the url crate fails before our scheme check */
+		const char *h = rest;
+
+		while (*h == '/' || *h == '\\')
+			h++;
+		if (*h == '\0' || *h == '?' || *h == '#')
+			return set_err(reterr_msg, -EINVAL, "invalid URI: empty host");
+	}
+	return set_err(reterr_msg, -EINVAL, "unsupported path URI scheme `%s`", scheme);
+}
+
 int file_uri_to_path(const char *uri, bool allow_native, char **ret_path, char **reterr_msg)
 {
 	struct sbuf in = {}, sp = {};
 	char *host = NULL, *path = NULL, *scheme = NULL;
-	const char *s, *e, *rest, *hier_end, *q, *f, *path_start;
-	size_t slen;
+	const char *rest, *hier_end, *q, *f, *path_start;
 	int r, has_nul;
 
 	if (allow_native && uri[0] == '/' && uri[1] != '/')
 		return native_to_path(uri, ret_path);
 
-	/* WHATWG pre-processing: trim C0/space at both ends, drop every tab and newline. */
-	s = uri;
-	e = uri + strlen(uri);
-	while (s < e && is_c0_or_space((unsigned char)*s))
-		s++;
-	while (e > s && is_c0_or_space((unsigned char)e[-1]))
-		e--;
-	r = sbuf_reserve(&in, (size_t)(e - s));
+	r = preprocess(uri, &in);
 	if (r < 0)
 		goto out;
-	for (; s < e; s++)
-		if (*s != '\t' && *s != '\n' && *s != '\r')
-			in.p[in.len++] = *s;
-	in.p[in.len] = '\0';
-
-	/* scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":" */
-	slen = 0;
-	if (in.len > 0 && is_alpha(in.p[0])) {
-		slen = 1;
-		while (slen < in.len && (is_alpha(in.p[slen]) || (in.p[slen] >= '0' && in.p[slen] <= '9') ||
-					 in.p[slen] == '+' || in.p[slen] == '-' || in.p[slen] == '.'))
-			slen++;
-		if (slen >= in.len || in.p[slen] != ':')
-			slen = 0;
-	}
-	if (slen == 0) {
-		r = set_err(reterr_msg, -EINVAL, "invalid URI: relative URL without a base");
+	r = parse_scheme(&in, &scheme, reterr_msg);
+	if (r < 0)
 		goto out;
-	}
-	scheme = strndup(in.p, slen);
-	if (!scheme) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (char *c = scheme; *c; c++)
-		*c = ascii_lower(*c);
-	rest = in.p + slen + 1;
-
+	rest = in.p + strlen(scheme) + 1;
 	if (strcmp(scheme, "file") != 0) {
-		if (is_special_scheme(scheme)) {
-			/* special schemes need a non-empty host; the url crate fails before our scheme check */
-			const char *h = rest;
-
-			while (*h == '/' || *h == '\\')
-				h++;
-			if (*h == '\0' || *h == '?' || *h == '#') {
-				r = set_err(reterr_msg, -EINVAL, "invalid URI: empty host");
-				goto out;
-			}
-		}
-		r = set_err(reterr_msg, -EINVAL, "unsupported path URI scheme `%s`", scheme);
+		r = refuse_scheme(scheme, rest, reterr_msg);
 		goto out;
 	}
 
