@@ -3,14 +3,16 @@
  * Ring setup, probing, submission and completion dispatch.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "ring.h"
 
-
 #define CQE_BATCH 128
+/* Submit attempts on -EBUSY/-EAGAIN, each after reaping at least one CQE. */
+#define SUBMIT_TRIES 8
 
 int uring_init(struct uring *u, unsigned entries)
 {
@@ -52,17 +54,121 @@ int uring_init(struct uring *u, unsigned entries)
 void uring_done(struct uring *u)
 {
 	io_uring_queue_exit(&u->ring);
+	free(u->_done);
+	u->_done = NULL;
+	u->_done_head = u->_done_len = u->_done_cap = 0;
+}
+
+/* Makes room for n more reaped completions at the tail of the deferred list. */
+static int done_reserve(struct uring *u, unsigned n)
+{
+	struct uring_cqe_copy *d;
+	size_t cap;
+
+	if (u->_done_head > 0 && u->_done_cap - u->_done_len < n) {
+		memmove(u->_done, u->_done + u->_done_head,
+			(size_t)(u->_done_len - u->_done_head) * sizeof(*u->_done));
+		u->_done_len -= u->_done_head;
+		u->_done_head = 0;
+	}
+	if (u->_done_cap - u->_done_len >= n)
+		return 0;
+	cap = u->_done_cap ? u->_done_cap : CQE_BATCH;
+	while (cap - u->_done_len < n)
+		cap *= 2;
+	if (cap > UINT_MAX)
+		return -ENOMEM;
+	d = reallocarray(u->_done, cap, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	u->_done = d;
+	u->_done_cap = (unsigned)cap;
+	return 0;
+}
+
+/*
+ * Moves up to max ready CQEs to the tail of the deferred list, so the kernel
+ * has CQ room again. Handlers run only from uring_run_once(). Returns the
+ * number of CQEs consumed or -ENOMEM.
+ */
+static int reap(struct uring *u, unsigned max)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0, ready = io_uring_cq_ready(&u->ring);
+	int r;
+
+	if (ready > max)
+		ready = max;
+	if (ready == 0)
+		return 0;
+	r = done_reserve(u, ready);
+	if (r < 0)
+		return r;
+	io_uring_for_each_cqe(&u->ring, head, cqe)
+	{
+		struct uring_op *op = io_uring_cqe_get_data(cqe);
+
+		if (n == ready)
+			break;
+		n++;
+		if (op)
+			u->_done[u->_done_len++] = (struct uring_cqe_copy){
+				.op = op, .res = cqe->res, .flags = cqe->flags
+			};
+	}
+	io_uring_cq_advance(&u->ring, n);
+	return (int)n;
+}
+
+/*
+ * Submits the SQ, waiting for wait_nr completions. -EBUSY (old kernels: CQ
+ * overflow backlog) and -EAGAIN (no memory for requests) mean the kernel
+ * needs completions consumed before it can go on: reap what is there and
+ * retry, but only while that reaps something and at most SUBMIT_TRIES times,
+ * so a kernel that cannot make progress gets its error back instead of a
+ * busy loop. Returns what the last submit returned, or -ENOMEM.
+ */
+static int submit(struct uring *u, unsigned wait_nr)
+{
+	int r;
+
+	for (unsigned i = 1;; i++) {
+		int k;
+
+		r = wait_nr ? io_uring_submit_and_wait(&u->ring, wait_nr) : io_uring_submit(&u->ring);
+		if (r == -EINTR && wait_nr == 0 && i < SUBMIT_TRIES)
+			continue; /* a wait's -EINTR goes to the caller: it has a signal to handle */
+		if ((r != -EBUSY && r != -EAGAIN) || i == SUBMIT_TRIES)
+			break;
+		k = reap(u, UINT_MAX);
+		if (k < 0)
+			r = k;
+		if (k <= 0)
+			break;
+		wait_nr = 0; /* there are completions to dispatch: do not block */
+	}
+	u->pending = io_uring_sq_ready(&u->ring);
+	return r;
 }
 
 static struct io_uring_sqe *get_sqe_raw(struct uring *u)
 {
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe *sqe = NULL;
 
-	while (!(sqe = io_uring_get_sqe(&u->ring))) {
-		int r = io_uring_submit(&u->ring);
-		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
-			abort(); /* the ring is unusable: nothing sane left to do */
-		u->pending = 0;
+	if (u->_error == 0) {
+		sqe = io_uring_get_sqe(&u->ring);
+		if (!sqe) {
+			int r = submit(u, 0);
+
+			sqe = io_uring_get_sqe(&u->ring);
+			if (!sqe)
+				u->_error = r < 0 ? r : -EBUSY;
+		}
+	}
+	if (!sqe) {
+		/* The ring failed: callers still get somewhere to write, uring_run_once() reports it. */
+		memset(&u->_scratch, 0, sizeof(u->_scratch));
+		return &u->_scratch;
 	}
 	u->pending++;
 	return sqe;
@@ -73,7 +179,7 @@ struct io_uring_sqe *uring_get_sqe(struct uring *u, struct uring_op *op, uring_o
 	struct io_uring_sqe *sqe = get_sqe_raw(u);
 
 	op->fn = fn;
-	op->busy = true;
+	op->busy = sqe != &u->_scratch; /* no CQE will ever come for the scratch SQE */
 	io_uring_sqe_set_data(sqe, op);
 	return sqe;
 }
@@ -88,42 +194,37 @@ struct io_uring_sqe *uring_get_sqe_nocb(struct uring *u)
 
 int uring_run_once(struct uring *u)
 {
-	struct {
-		struct uring_op *op;
-		int res;
-		uint32_t flags;
-	} done[CQE_BATCH];
-	struct io_uring_cqe *cqe;
-	unsigned head, n = 0;
-	int r;
+	unsigned n;
+	int r, k;
 
-	r = io_uring_submit_and_wait(&u->ring, 1);
-	u->pending = 0;
-	if (r < 0 && r != -EINTR && r != -ETIME && r != -EBUSY && r != -EAGAIN)
+	if (u->_error)
+		return u->_error;
+
+	/* Completions reaped by uring_get_sqe() are waiting: submit without blocking. */
+	r = submit(u, u->_done_len > u->_done_head ? 0 : 1);
+	if (r < 0 && r != -EINTR && r != -EBUSY && r != -EAGAIN)
 		return r;
 
-	/* Collect first, dispatch after the walk: handlers may submit and reap nothing. */
-	io_uring_for_each_cqe(&u->ring, head, cqe)
-	{
-		struct uring_op *op = io_uring_cqe_get_data(cqe);
-
-		if (n == CQE_BATCH)
-			break;
-		if (op) {
-			done[n].op = op;
-			done[n].res = cqe->res;
-			done[n].flags = cqe->flags;
-			n++;
-		}
-		io_uring_cq_advance(&u->ring, 1);
-	}
+	/*
+	 * Collect first, dispatch after the walk, in completion order: the
+	 * deferred list holds older completions than the CQ. Handlers may get
+	 * SQEs and so reap more: those go to the tail and wait for the next call.
+	 */
+	k = reap(u, CQE_BATCH);
+	n = u->_done_len - u->_done_head;
+	if (n == 0 && k < 0)
+		return k;
+	if (n == 0 && (r == -EBUSY || r == -EAGAIN))
+		return r; /* nothing to reap and submit() already retried: no progress */
 
 	for (unsigned i = 0; i < n; i++) {
-		struct uring_op *op = done[i].op;
+		struct uring_cqe_copy c = u->_done[u->_done_head++];
 
-		if (!(done[i].flags & IORING_CQE_F_MORE))
-			op->busy = false;
-		op->fn(op, done[i].res, done[i].flags);
+		if (u->_done_head == u->_done_len)
+			u->_done_head = u->_done_len = 0;
+		if (!(c.flags & IORING_CQE_F_MORE))
+			c.op->busy = false;
+		c.op->fn(c.op, c.res, c.flags);
 	}
 	return (int)n;
 }

@@ -56,29 +56,61 @@ struct uring_bufs {
 	unsigned short bgid;
 };
 
+/* A reaped completion waiting for dispatch. */
+struct uring_cqe_copy {
+	struct uring_op *op;
+	int32_t res;
+	uint32_t flags;
+};
+
 struct uring {
 	struct io_uring ring;
 	bool has_waitid;    /* IORING_OP_WAITID (6.7+) */
 	bool has_read_mshot;
 	unsigned pending;   /* SQEs prepared but not submitted */
+	int _error;         /* first submission failure that lost an SQE (sticky), or 0 */
+	/* Completions reaped but not dispatched yet, oldest first: _done[_done_head.._done_len). */
+	struct uring_cqe_copy *_done;
+	unsigned _done_head, _done_len, _done_cap;
+	struct io_uring_sqe _scratch; /* handed out after a failure, never submitted */
 };
 
 /* Sets the ring up (entries SQ slots) and probes optional opcodes. Returns 0 or -errno. */
 int uring_init(struct uring *u, unsigned entries);
 void uring_done(struct uring *u);
 
-/* Returns a fresh SQE bound to op (user_data = op, op->busy set). Never NULL: submits when full. */
+/*
+ * Returns a fresh SQE bound to op (user_data = op, op->busy set). Never NULL:
+ * when the SQ is full it submits it. If the kernel is out of CQ room or
+ * request memory (-EBUSY, -EAGAIN), the ready CQEs are reaped first (their
+ * handlers run from the next uring_run_once(), never from here) and the
+ * submission is retried a bounded number of times. If that still fails, or
+ * on any other error, the ring is marked failed: this and every later call
+ * return a scratch SQE that is never submitted (op stays idle and its handler
+ * never runs), uring_error() reports the error and uring_run_once() returns it.
+ */
 struct io_uring_sqe *uring_get_sqe(struct uring *u, struct uring_op *op, uring_op_fn fn);
 
-/* Returns an SQE whose completion is ignored (user_data 0), e.g. for cancel requests. */
+/* Returns an SQE whose completion is ignored (user_data 0), e.g. for cancel requests. As above. */
 struct io_uring_sqe *uring_get_sqe_nocb(struct uring *u);
 
 /*
- * Submits pending SQEs, waits for at least one CQE, reaps every available CQE and
- * dispatches their handlers after the walk. Returns number dispatched or -errno
- * (-EINTR is returned as 0).
+ * Submits pending SQEs, waits for at least one CQE (not when completions reaped
+ * by uring_get_sqe() are waiting), reaps the available CQEs and dispatches their
+ * handlers after the walk, in completion order. Returns the number dispatched or
+ * -errno: the error that failed the ring (uring_error()), a submit or wait error
+ * (-EBUSY/-EAGAIN only when retrying made no progress), -ENOMEM. -EINTR is
+ * returned as 0. While uring_error() is 0, -EBUSY, -EAGAIN and -ENOMEM leave
+ * the ring usable (a later call retries); after any other error, or once
+ * uring_error() is set, only uring_done() is left to call.
  */
 int uring_run_once(struct uring *u);
+
+/* 0, or the -errno that made uring_get_sqe() hand out an SQE that will never be submitted. */
+static inline int uring_error(const struct uring *u)
+{
+	return u->_error;
+}
 
 /* Submits a cancel for an in-flight op (its CQE will arrive with -ECANCELED or its result). */
 void uring_cancel(struct uring *u, struct uring_op *op);
