@@ -62,6 +62,8 @@ static const struct config small_cfg = {
 	.max_message_bytes = 2048,
 	.max_json_depth = 16,
 	.max_queued_bytes = 512,
+	.max_inflight_bytes_per_conn = 1024,
+	.max_inflight_bytes = 4096,
 	.ping_interval_ms = 30000,
 	.executor_version = "0.169.0",
 };
@@ -308,6 +310,11 @@ static void run_connection(const uint8_t *data, size_t len, const struct mode *m
 		int i;
 
 		kernel_run(c, &o, m);
+		if (srv.mem_dirty) {
+			/* As server.c between loop iterations: budgets, paused input. */
+			conn_mem_run(&srv);
+			continue;
+		}
 		if (rearm_buf_waiters())
 			continue;
 		i = fake_ring_find(&c->read_op);
@@ -373,6 +380,8 @@ static void server_reset(const struct config *cfg)
 	srv.cfg = *cfg;
 	list_init(&srv.conns);
 	list_init(&srv.dead_conns);
+	list_init(&srv.handshaking);
+	list_init(&srv.uninitialized);
 	list_init(&srv.sessions);
 	list_init(&srv.buf_waiters);
 	srv.n_conns = srv.n_sessions = 0;

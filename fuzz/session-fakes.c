@@ -64,6 +64,11 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	return -ENOENT;
 }
 
+const char *spawn_self_path(void)
+{
+	return NULL;
+}
+
 /*
  * ---- sandbox.c: a host that cannot enforce any policy ----
  * sandbox_policy_parse() (sandbox/policy.c, no I/O) is the real one; building
@@ -72,7 +77,7 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
  */
 
 int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
-		     const char *helper_exe, struct sandbox_plan **ret, char *err, size_t errsz)
+		     int fs_helper_fd, struct sandbox_plan **ret, char *err, size_t errsz)
 {
 	if (!p || p->kind == SANDBOX_DISABLED)
 		abort(); /* rpc-process.c builds plans for restricting policies only */
@@ -85,6 +90,13 @@ void sandbox_plan_free(struct sandbox_plan *plan)
 {
 	if (plan)
 		abort(); /* no plan is ever made */
+}
+
+const char *sandbox_plan_writable_root(const struct sandbox_plan *plan, const char *path)
+{
+	if (plan)
+		abort();
+	return NULL;
 }
 
 /* ---- proc.c: unreachable, as no spawn succeeds ---- */

@@ -167,8 +167,7 @@ static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **s
 		return r;
 	*step = "mounting a private devpts";
 	if (mkdir("/dev/pts", 0755) < 0 ||
-	    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		  "newinstance,ptmxmode=0666,mode=0620") < 0 ||
+	    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, pl->devpts_opts) < 0 ||
 	    symlink("pts/ptmx", "/dev/ptmx") < 0)
 		return -errno;
 	/*
@@ -381,6 +380,20 @@ static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 		close(fd);
 		if (r < 0)
 			break;
+	}
+	/*
+	 * The fs helper's binary, by the fd it is executed through: the path may
+	 * hold another file by now (that one is not granted).
+	 */
+	if (r >= 0 && pl->exe_fd >= 0 && attr.handled_access_fs) {
+		struct ll_path_beneath_attr pb = {
+			.allowed_access = LL_FS_EXECUTE | LL_FS_READ_FILE,
+			.parent_fd = pl->exe_fd,
+		};
+
+		*step = "adding the Landlock rule of the fs helper";
+		if (ll_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+			r = -errno;
 	}
 	if (r >= 0) {
 		*step = "landlock_restrict_self";

@@ -41,6 +41,8 @@ struct sandbox_plan {
 	char **deny_file;
 	size_t n_deny_file;
 	bool private_dev;
+	char devpts_opts[80]; /* the private devpts's mount options (max= from the features) */
+	int exe_fd;           /* the fs helper's binary (borrowed), granted by fd; or -1 */
 
 	/*
 	 * Mount phases (SANDBOX.md §3.3 precedence): a writable root beneath a

@@ -423,14 +423,44 @@ int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan)
 	return plan ? plan->cgroup_fd : -1;
 }
 
-bool sandbox_plan_restricts_fs(const struct sandbox_plan *plan)
+/* The deepest of v[0..n) at or above path: its number of components + 1 ("/": 1), or 0. */
+static size_t deepest_at_or_above(const char *path, char *const *v, size_t n)
 {
-	return plan && plan->restrict_fs;
+	size_t best = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(path, v[i]) == 0 || beneath(path, v[i]))
+			best = MAX(best, strcmp(v[i], "/") ? depth(v[i]) + 1 : 1);
+	return best;
+}
+
+const char *sandbox_plan_writable_root(const struct sandbox_plan *plan, const char *path)
+{
+	size_t masked, best = 0;
+	const char *root = NULL;
+
+	if (!plan || !plan->restrict_fs || !path)
+		return NULL;
+	for (size_t i = 0; i < plan->n_rw; i++) {
+		size_t d = deepest_at_or_above(path, &plan->rw[i], 1);
+
+		if (d > best) {
+			best = d;
+			root = plan->rw[i];
+		}
+	}
+	/* A mount at least as deep as that root covers path: read-only there. */
+	masked = MAX(deepest_at_or_above(path, plan->ro, plan->n_ro),
+		     deepest_at_or_above(path, plan->synth, plan->n_synth));
+	masked = MAX(masked, deepest_at_or_above(path, plan->deny_dir, plan->n_deny_dir));
+	masked = MAX(masked, deepest_at_or_above(path, plan->deny_file, plan->n_deny_file));
+	return root && masked < best ? root : NULL;
 }
 
 int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
-		     const char *fs_helper_exe, struct sandbox_plan **ret, char *err, size_t errsz)
+		     int fs_helper_fd, struct sandbox_plan **ret, char *err, size_t errsz)
 {
+	bool fs_helper = fs_helper_fd >= 0;
 	struct sandbox_plan *pl;
 	char canon[PATH_MAX];
 	struct stat st;
@@ -449,13 +479,14 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;
-	pl->restrict_net = !p->network || fs_helper_exe;
+	pl->exe_fd = fs_helper_fd;
+	pl->restrict_net = !p->network || fs_helper;
 	pl->cgroup_fd = pl->restrict_net || !f->mount_ns ? -1 : netguard_cgroup_fd(f->guard);
 	if (pl->cgroup_fd >= 0 && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
 		snprintf(err, errsz, "listing cgroup2 mounts: %s", strerror(-r));
 		goto fail;
 	}
-	pl->seccomp = fs_helper_exe    ? &f->filters.fs_helper
+	pl->seccomp = fs_helper        ? &f->filters.fs_helper
 		      : pl->restrict_net ? &f->filters.restricted
 					 : &f->filters.open_net;
 	pl->landlock_abi = f->landlock_abi;
@@ -485,7 +516,7 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->restrict_fs = true;
 	pl->drop_caps = true;
 	/* Not for the fs helper: one short request, nothing to hide from it. */
-	pl->pid_ns = f->pid_ns && !fs_helper_exe;
+	pl->pid_ns = f->pid_ns && !fs_helper;
 
 	/* Writable roots: existing ones, canonical (a symlinked root binds its target). */
 	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {
@@ -557,6 +588,13 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	if (r < 0)
 		goto fail;
 	pl->private_dev = stat("/dev", &st) == 0 && S_ISDIR(st.st_mode);
+	/* max=: one sandbox must not drain the host's PTY pool (kernel.pty.max). */
+	if (f->max_ptys)
+		snprintf(pl->devpts_opts, sizeof(pl->devpts_opts),
+			 "newinstance,ptmxmode=0666,mode=0620,max=%u", f->max_ptys);
+	else
+		snprintf(pl->devpts_opts, sizeof(pl->devpts_opts),
+			 "newinstance,ptmxmode=0666,mode=0620");
 
 	/* Landlock: read where the policy reads, everything under writable roots, devices. */
 	if (p->full_read) {
@@ -566,12 +604,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			if (p->rules[i].access == SANDBOX_READ)
 				r = ll_push(pl, p->rules[i].path, LL_FS_READ);
 		/* The helper must load itself and its libraries whatever the policy reads. */
-		for (size_t i = 0; (p->minimal_read || fs_helper_exe) && i < ELEMENTSOF(minimal_roots) &&
+		for (size_t i = 0; (p->minimal_read || fs_helper) && i < ELEMENTSOF(minimal_roots) &&
 				   r >= 0;
 		     i++)
 			r = ll_push(pl, minimal_roots[i], LL_FS_READ);
-		if (fs_helper_exe && r >= 0)
-			r = ll_push(pl, fs_helper_exe, LL_FS_EXECUTE | LL_FS_READ_FILE);
+		/* The helper's binary itself: granted through exe_fd in the child (apply.c). */
 	}
 	for (size_t w = 0; w < pl->n_rw && r >= 0; w++)
 		r = ll_push(pl, pl->rw[w], ll_fs_all(pl->landlock_abi));

@@ -33,6 +33,8 @@ struct sandbox_features {
 	const struct netguard *guard;
 	/* Set by the server: uexec-init was found, so restricted plans get a PID namespace. */
 	bool pid_ns;
+	/* Set by the server: PTYs per private devpts (its max=; 0: the kernel's limit). */
+	unsigned max_ptys;
 	char missing[160];    /* why sandboxing is unavailable (empty when it is) */
 };
 
@@ -46,10 +48,13 @@ void sandbox_features_done(struct sandbox_features *f);
 struct sandbox_plan;
 
 /*
- * Builds what the child will apply for policy p. fs_helper_exe: NULL for a
- * client's process; for uexec's own fs helper, the path of the uexec binary
- * (kept executable whatever the policy reads; the helper's seccomp variant
- * lets it use io_uring, and its network is always off). Returns 0 and *ret, or:
+ * Builds what the child will apply for policy p. fs_helper_fd: -1 for a
+ * client's process; for uexec's own fs helper, an O_PATH fd of the uexec
+ * binary, which the helper is executed through (kept executable whatever
+ * the policy reads, granted by that fd, not by a path that may have been
+ * written over since; the helper's seccomp variant lets it use io_uring, and
+ * its network is always off). The fd must stay open while the plan lives.
+ * Returns 0 and *ret, or:
  *   -EOPNOTSUPP  the kernel or the server's privileges cannot enforce p (err names what is missing)
  *   -EINVAL      p cannot be expressed (err says why: deny globs, a protected path crossing a
  *                writable symlink, ...)
@@ -57,7 +62,7 @@ struct sandbox_plan;
  * p is not referenced after the call.
  */
 int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
-		     const char *fs_helper_exe, struct sandbox_plan **ret, char *err, size_t errsz);
+		     int fs_helper_fd, struct sandbox_plan **ret, char *err, size_t errsz);
 
 /*
  * Child side, between fork and exec, async-signal-safe. tty_fd: the child's
@@ -89,8 +94,13 @@ void sandbox_plan_free(struct sandbox_plan *plan);
  */
 int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan);
 
-/* True when the plan restricts the filesystem (mount namespace + Landlock). */
-bool sandbox_plan_restricts_fs(const struct sandbox_plan *plan);
+/*
+ * For a plan that restricts the filesystem: the writable root through which
+ * the process could write, replace or remove path (a canonical path at or
+ * beneath that root, with no read-only, protected or denied mount nearer to
+ * it), or NULL. Full-disk-write plans have no roots (they may write anywhere).
+ */
+const char *sandbox_plan_writable_root(const struct sandbox_plan *plan, const char *path);
 
 /*
  * The reference's denial heuristic (SANDBOX.md §1) for a sandboxed process

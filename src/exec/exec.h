@@ -19,6 +19,15 @@ int exec_methods_register(void);
  */
 int exec_check_sandbox_shape(json_t *sb, char *err);
 
+struct sandbox_plan;
+
+/*
+ * Warns (once per server) when a request's plan can write uexec's own binary
+ * (spawn_self_path()): a sandbox could leave a program there for the next
+ * start. what names the request. Shared by process/start and the fs requests.
+ */
+void exec_warn_self_writable(const struct sandbox_plan *plan, const char *what);
+
 /* initialize (rpc-session.c). */
 void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params);
 

@@ -81,7 +81,7 @@ static void notify_output(struct proc *p, struct conn *c, uint64_t seq, uint8_t 
 
 	o = conn_alloc_msg(c, total, &w);
 	if (!o) {
-		log_error("Out of memory sending output of process '%s'", p->id);
+		log_error_ratelimited("Out of memory sending output of process '%s'", p->id);
 		return;
 	}
 	memcpy(w, pre, sizeof(pre) - 1);
@@ -130,7 +130,7 @@ static void retain(struct proc *p, uint64_t seq, uint8_t stream, const uint8_t *
 	struct proc_chunk *ch = malloc(sizeof(*ch) + len);
 
 	if (!ch) {
-		log_error("Out of memory retaining output of process '%s'", p->id);
+		log_error_ratelimited("Out of memory retaining output of process '%s'", p->id);
 		return;
 	}
 	ch->seq = seq;
@@ -181,7 +181,10 @@ static void stream_eof(struct proc_stream *st)
 	if (st->eof)
 		return;
 	st->eof = true;
-	st->fd = safe_close(st->fd);
+	/* A PTY master is the process's stdin too: that one closes it (stdin_close_if_idle). */
+	if (st->fd != p->stdin_fd)
+		safe_close(st->fd);
+	st->fd = -1;
 	/* A sandboxed exit waiting for late output: no more output can come now. */
 	if (p->reaped && !p->exited && all_streams_eof(p)) {
 		uring_timer_cancel(&p->grace);
@@ -392,7 +395,8 @@ static void on_waitid(struct uring_op *op, int res, uint32_t flags)
 			arm_exit(p);
 			return;
 		}
-		log_warning_errno(res, "waitid on process '%s' (pid %d) failed", p->id, (int)p->pid);
+		log_warning_errno_ratelimited(res, "waitid on process '%s' (pid %d) failed", p->id,
+					      (int)p->pid);
 		p->siginfo.si_code = CLD_KILLED;
 		p->siginfo.si_status = SIGKILL;
 	}
@@ -406,7 +410,8 @@ static void on_exit_ready(struct uring_op *op, int res, uint32_t flags)
 	siginfo_t si = { 0 };
 
 	if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG) < 0) {
-		log_warning("waitid on process '%s' (pid %d) failed: %m", p->id, (int)p->pid);
+		log_warning_ratelimited("waitid on process '%s' (pid %d) failed: %m", p->id,
+					(int)p->pid);
 		si.si_code = CLD_KILLED;
 		si.si_status = SIGKILL;
 		si.si_pid = p->pid;
@@ -428,10 +433,11 @@ static void arm_exit(struct proc *p)
 		 * IORING_OP_WAITID (6.7+) reaps in the kernel: one completion, no
 		 * extra syscall. liburing 2.3 has no prep helper, so fill the SQE as
 		 * the kernel ABI defines it: fd = id, len = idtype, file_index =
-		 * options, addr2 = siginfo.
+		 * options, addr2 = siginfo. By pid, not pidfd: a child's pid cannot
+		 * be reused before it is reaped, so no descriptor is held for it.
 		 */
 		sqe = uring_get_sqe(&s->ring, &p->exit_op, on_waitid);
-		io_uring_prep_rw(UEXEC_IORING_OP_WAITID, sqe, p->pidfd, NULL, P_PIDFD, 0);
+		io_uring_prep_rw(UEXEC_IORING_OP_WAITID, sqe, p->pid, NULL, P_PID, 0);
 		sqe->file_index = WEXITED;
 		sqe->addr2 = (uint64_t)(uintptr_t)&p->siginfo;
 		return;
@@ -508,12 +514,14 @@ int proc_new(struct session *sess, const char *id, size_t id_len, const struct s
 	p->id_json_len = strlen(p->id_json);
 
 	p->pid = res->pid;
-	p->pidfd = res->pidfd;
+	/* Only the poll fallback of arm_exit() needs the pidfd. */
+	p->pidfd = sess->srv->ring.has_waitid ? safe_close(res->pidfd) : res->pidfd;
 	p->tty = tty;
 	p->pipe_stdin = pipe_stdin;
 	p->sandboxed = sandboxed;
 	p->plan = plan;
-	p->stdin_fd = res->stdin_fd;
+	/* A PTY's stdin is its master, also the output stream's fd (stream_eof()). */
+	p->stdin_fd = tty ? res->out_fd : res->stdin_fd;
 	p->next_seq = 1;
 	list_init(&p->chunks);
 	list_init(&p->waiters);
@@ -575,7 +583,8 @@ void proc_free(struct proc *p)
 		free(ch);
 	for (unsigned i = 0; i < p->n_streams; i++) {
 		list_del(&p->streams[i].bufwait.link);
-		safe_close(p->streams[i].fd);
+		if (p->streams[i].fd != p->stdin_fd)
+			safe_close(p->streams[i].fd);
 	}
 	safe_close(p->pidfd);
 	safe_close(p->stdin_fd);

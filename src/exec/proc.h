@@ -2,7 +2,8 @@
 /*
  * A managed process: its output streams read through the ring, the shared seq
  * counter for output/exited/closed (PROTOCOL.md §9), retained output for
- * process/read, exit through the pidfd, long-poll readers and stdin writes.
+ * process/read, exit through IORING_OP_WAITID (or the pidfd), long-poll readers
+ * and stdin writes.
  */
 #pragma once
 
@@ -60,7 +61,7 @@ struct proc {
 	size_t id_json_len;
 
 	pid_t pid;
-	int pidfd;
+	int pidfd;             /* -1 with IORING_OP_WAITID, which waits by pid */
 	struct uring_op exit_op;
 	siginfo_t siginfo;     /* filled by IORING_OP_WAITID */
 	bool tty;
@@ -88,7 +89,7 @@ struct proc {
 	struct list_head waiters; /* struct proc_waiter */
 
 	/* stdin */
-	int stdin_fd;
+	int stdin_fd;             /* pipe write end, or the PTY master (streams[0].fd too) */
 	struct list_head writes;  /* struct proc_write, head in flight */
 	struct uring_op write_op;
 	struct strmap write_ids;

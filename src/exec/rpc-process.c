@@ -214,6 +214,21 @@ static int check_nested(json_t *start[], char *err)
 	return 0;
 }
 
+void exec_warn_self_writable(const struct sandbox_plan *plan, const char *what)
+{
+	static bool warned;
+	const char *exe = spawn_self_path(), *root = sandbox_plan_writable_root(plan, exe);
+
+	if (!root || warned)
+		return;
+	warned = true;
+	log_warning("A sandboxed %s can write the uexec binary %s (writable root %s): a file put "
+		    "there would run as the server at its next start (the fs helper is executed "
+		    "through a descriptor and is not affected); install uexec outside the roots "
+		    "clients make writable (logged once)",
+		    what, exe, root);
+}
+
 /*
  * Turns the request's sandbox object into a plan. Returns 0 with *ret (NULL
  * when nothing is restricted: "disabled"), or replies and returns < 0. Fails
@@ -243,15 +258,16 @@ static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd
 		sandbox_policy_free(pol);
 		return 0;
 	}
-	r = sandbox_plan_new(pol, &c->srv->sandbox, NULL, ret, err, sizeof(err));
+	r = sandbox_plan_new(pol, &c->srv->sandbox, -1, ret, err, sizeof(err));
 	sandbox_policy_free(pol);
 	if (r < 0) {
-		log_warning("Session %s: refusing a sandboxed process/start: %s", c->sess->id,
+		log_warning_ratelimited("Session %s: refusing a sandboxed process/start: %s", c->sess->id,
 			    err[0] ? err : strerror(-r));
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
 				"sandbox intent cannot be enforced on this executor");
 		return r;
 	}
+	exec_warn_self_writable(*ret, "process/start");
 	return 0;
 }
 
@@ -348,13 +364,14 @@ static void reply_spawn_error(struct conn *c, json_t *id, json_t *argv0, int r, 
 {
 	if (step) {
 		/* The sandbox could not be set up in the child: fail closed, say where. */
-		log_error_errno(r, "Session %s: sandbox setup failed at %s", c->sess->id, step);
+		log_error_errno_ratelimited(r, "Session %s: sandbox setup failed at %s", c->sess->id,
+					    step);
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "sandbox setup failed at %s: %s (os error %d)",
 				step, os_error_text(-r), -r);
 		return;
 	}
-	log_info("Session %s: spawning '%s' failed: %s", c->sess->id, json_string_value(argv0),
-		 strerror(-r));
+	log_info_ratelimited("Session %s: spawning '%s' failed: %s", c->sess->id,
+			     json_string_value(argv0), strerror(-r));
 	rpc_reply_errno_internal(c, id, r);
 }
 
@@ -390,8 +407,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		goto out;
 	}
 	if (ss->n_live >= c->srv->cfg.max_processes) {
-		log_warning("Session %s: process limit (%u) reached", ss->id,
-			    c->srv->cfg.max_processes);
+		log_warning_ratelimited("Session %s: process limit (%u) reached", ss->id,
+					c->srv->cfg.max_processes);
 		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
 				"process limit reached: at most %u running processes per session",
 				c->srv->cfg.max_processes);

@@ -43,12 +43,12 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 			return;
 		}
 		session_attach(ss, c);
-		log_info("Session %s resumed by %s", ss->id, c->peer);
+		log_info_ratelimited("Session %s resumed by %s", ss->id, c->peer);
 	} else {
 		r = session_new(c->srv, c, &ss);
 		if (r == -EUSERS) {
-			log_warning("Refusing a session for %s: session limit (%u) reached", c->peer,
-				    c->srv->cfg.max_sessions);
+			log_warning_ratelimited("Refusing a session for %s: session limit (%u) reached",
+						c->peer, c->srv->cfg.max_sessions);
 			rpc_reply_error(c, id, RPC_INVALID_REQUEST,
 					"session limit reached: at most %u sessions",
 					c->srv->cfg.max_sessions);
@@ -59,7 +59,7 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 			return;
 		}
 	}
-	c->initialize_done = true;
+	conn_initialize_done(c);
 	res = json_object();
 	json_object_set_new(res, "sessionId", json_string(ss->id));
 	json_object_set(res, "environmentInfo", c->srv->env_info);

@@ -52,7 +52,7 @@ int session_new(struct server *s, struct conn *c, struct session **ret)
 	list_add_tail(&ss->link, &s->sessions);
 	s->n_sessions++;
 	session_attach(ss, c);
-	log_info("Session %s opened for %s", ss->id, c->peer);
+	log_info_ratelimited("Session %s opened for %s", ss->id, c->peer);
 	*ret = ss;
 	return 0;
 }
@@ -86,8 +86,9 @@ static void on_expiry(struct uring_timer *t, bool fired)
 
 	if (!fired || ss->conn)
 		return;
-	log_info("Session %s expired after %llu ms detached: killing %u running process(es)",
-		 ss->id, (unsigned long long)ss->srv->cfg.resume_window_ms, ss->n_live);
+	log_info_ratelimited("Session %s expired after %llu ms detached: killing %u running "
+			     "process(es)", ss->id, (unsigned long long)ss->srv->cfg.resume_window_ms,
+			     ss->n_live);
 	ss->expired = true;
 	list_for_each_entry(p, &ss->procs_list, link)
 		proc_kill_group(p, SIGKILL);
@@ -98,8 +99,8 @@ void session_detach(struct session *ss, struct conn *c)
 	if (ss->conn != c)
 		return;
 	ss->conn = NULL;
-	log_info("Session %s detached from %s; resumable for %llu ms", ss->id, c->peer,
-		 (unsigned long long)ss->srv->cfg.resume_window_ms);
+	log_info_ratelimited("Session %s detached from %s; resumable for %llu ms", ss->id, c->peer,
+			     (unsigned long long)ss->srv->cfg.resume_window_ms);
 	uring_timer_arm(&ss->srv->ring, &ss->expiry, ss->srv->cfg.resume_window_ms, on_expiry);
 }
 
@@ -128,6 +129,9 @@ static void session_free(struct session *ss)
 	strmap_done(&ss->procs);
 	list_del(&ss->link);
 	ss->srv->n_sessions--;
+	/* At shutdown a connection may still be attached (e.g. one paused over its budget). */
+	if (ss->conn)
+		ss->conn->sess = NULL;
 	free(ss);
 }
 
@@ -161,12 +165,12 @@ void session_destroy_all(struct server *s)
 		list_for_each_entry(p, &ss->procs_list, link)
 			if (!p->closed)
 				proc_kill_group(p, SIGKILL);
-	/* Reap every child we still hold a pidfd for; SIGKILL cannot be refused. */
+	/* Reap every child not reaped yet (the pid stays ours until then); SIGKILL cannot be refused. */
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)
-			if (p->pidfd >= 0) {
+			if (!p->reaped) {
 				siginfo_t si;
-				(void)waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED);
+				(void)waitid(P_PID, (id_t)p->pid, &si, WEXITED);
 			}
 	list_for_each_entry_safe(ss, n, &s->sessions, link)
 		session_free(ss);

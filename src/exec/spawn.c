@@ -150,6 +150,42 @@ int spawn_init(char *path, size_t size)
 	return init_helper_fd < 0 ? -errno : 0;
 }
 
+/*
+ * This binary, for the sandboxed fs helper. A sandbox that can write the
+ * binary's directory could put a file of its own at that path; the fd keeps
+ * the inode the server was started from (CLOEXEC is fine: execveat with
+ * AT_EMPTY_PATH only needs /proc/self/fd for scripts, and uexec is ELF).
+ */
+static int self_fd = -1;
+static char self_path[PATH_MAX];
+
+int spawn_self_init(void)
+{
+	if (self_fd >= 0)
+		return 0;
+	self_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+	if (self_fd < 0)
+		return -errno;
+	/* Where it was at start: for the exposure warnings only, never executed. */
+	if (!realpath("/proc/self/exe", self_path)) {
+		int r = -errno;
+
+		self_fd = safe_close(self_fd);
+		return r;
+	}
+	return 0;
+}
+
+int spawn_self_fd(void)
+{
+	return self_fd;
+}
+
+const char *spawn_self_path(void)
+{
+	return self_fd >= 0 ? self_path : NULL;
+}
+
 struct command_ctx {
 	const struct spawn_args *a;
 	struct child_fds *f;
@@ -285,6 +321,10 @@ static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct chi
 	sigemptyset(&all);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
 
+	if (a->exec_self) {
+		syscall(SYS_execveat, self_fd, "", a->argv, a->envp, AT_EMPTY_PATH);
+		child_fail(f->errpipe, errno);
+	}
 	for (const char *const *c = a->candidates; *c; c++) {
 		execve(*c, a->argv, a->envp);
 		if (a->explicit_path)
@@ -352,80 +392,93 @@ static void *child_stack_top(void)
 	return stack + CHILD_STACK_SIZE;
 }
 
-int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
+/* Checks what the spawn needs up front; allocates the command's stack on first use. */
+static int spawn_prepare(const struct spawn_args *a)
 {
-	_cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
-	_cleanup_close_ int master = -1, slave = -1, ep_r = -1, ep_w = -1, pidfd = -1, stdin_dup = -1;
-	struct child_err ce = { 0 };
-	struct child_ctx ctx = { .a = a };
-	struct child_fds cf;
-	sigset_t all, old;
-	void *stack;
-	int p[2], r;
-	long pid;
-	ssize_t n;
-
 	if (n_changed_signals < 0)
 		find_changed_signals();
-	stack = child_stack_top();
-	if (!stack)
-		return -ENOMEM;
-	if (sandbox_plan_pid_ns(a->sandbox)) {
-		if (init_helper_fd < 0)
-			return -ENOEXEC; /* the plan asks only when spawn_init() found the helper */
-		if (!command_stack) {
-			command_stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
-					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_GROWSDOWN,
-					     -1, 0);
-			if (command_stack == MAP_FAILED) {
-				command_stack = NULL;
-				return -ENOMEM;
-			}
+	if (a->exec_self && self_fd < 0)
+		return -ENOEXEC; /* spawn_self_init() failed or was not called */
+	if (!sandbox_plan_pid_ns(a->sandbox))
+		return 0;
+	if (init_helper_fd < 0)
+		return -ENOEXEC; /* the plan asks only when spawn_init() found the helper */
+	if (!command_stack) {
+		command_stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_GROWSDOWN, -1, 0);
+		if (command_stack == MAP_FAILED) {
+			command_stack = NULL;
+			return -ENOMEM;
 		}
 	}
+	return 0;
+}
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	ep_r = p[0];
-	ep_w = p[1];
+/* The parent's and the child's ends of the child's stdio. */
+struct stdio_fds {
+	int in_r, in_w, out_r, out_w, err_r, err_w, master, slave;
+};
+
+static void stdio_fds_close(struct stdio_fds *f)
+{
+	safe_close(f->in_r);
+	safe_close(f->in_w);
+	safe_close(f->out_r);
+	safe_close(f->out_w);
+	safe_close(f->err_r);
+	safe_close(f->err_w);
+	safe_close(f->master);
+	safe_close(f->slave);
+}
+
+/* A PTY, or pipes (stdin a pipe or /dev/null; stderr a pipe or the caller's fd). */
+static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct child_fds *cf)
+{
+	int p[2], r;
 
 	if (a->tty) {
-		r = open_pty(a->rows, a->cols, &master, &slave);
+		r = open_pty(a->rows, a->cols, &f->master, &f->slave);
 		if (r < 0)
 			return r;
-		stdin_dup = fcntl(master, F_DUPFD_CLOEXEC, 3);
-		if (stdin_dup < 0)
-			return -errno;
-		cf = (struct child_fds){ .in = slave, .out = slave, .err = slave, .ctty = slave };
-	} else {
-		if (a->pipe_stdin) {
-			if (pipe2(p, O_CLOEXEC) < 0)
-				return -errno;
-			in_r = p[0];
-			in_w = p[1];
-		} else {
-			in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
-			if (in_r < 0)
-				return -errno;
-		}
+		*cf = (struct child_fds){ .in = f->slave, .out = f->slave, .err = f->slave,
+					  .ctty = f->slave };
+		return 0;
+	}
+	if (a->pipe_stdin) {
 		if (pipe2(p, O_CLOEXEC) < 0)
 			return -errno;
-		out_r = p[0];
-		out_w = p[1];
-		if (a->stderr_fd >= 0) {
-			err_w = fcntl(a->stderr_fd, F_DUPFD_CLOEXEC, 3);
-			if (err_w < 0)
-				return -errno;
-		} else {
-			if (pipe2(p, O_CLOEXEC) < 0)
-				return -errno;
-			err_r = p[0];
-			err_w = p[1];
-		}
-		cf = (struct child_fds){ .in = in_r, .out = out_w, .err = err_w, .ctty = -1 };
+		f->in_r = p[0];
+		f->in_w = p[1];
+	} else {
+		f->in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (f->in_r < 0)
+			return -errno;
 	}
-	cf.errpipe = ep_w;
-	ctx.cf = cf;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	f->out_r = p[0];
+	f->out_w = p[1];
+	if (a->stderr_fd >= 0) {
+		f->err_w = fcntl(a->stderr_fd, F_DUPFD_CLOEXEC, 3);
+		if (f->err_w < 0)
+			return -errno;
+	} else {
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -errno;
+		f->err_r = p[0];
+		f->err_w = p[1];
+	}
+	*cf = (struct child_fds){ .in = f->in_r, .out = f->out_w, .err = f->err_w, .ctty = -1 };
+	return 0;
+}
+
+/* Clones the child with every signal blocked. Returns its pid or -errno. */
+static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struct child_fds *cf,
+			void *stack, int *pidfd)
+{
+	sigset_t all, old;
+	long pid;
+	int err;
 
 	/* No signal handler may run in the child before it resets them. */
 	sigfillset(&all);
@@ -440,26 +493,59 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 		struct clone3_args ca = {
 			.flags = CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP |
 				 (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0),
-			.pidfd = (uint64_t)(uintptr_t)&pidfd,
+			.pidfd = (uint64_t)(uintptr_t)pidfd,
 			.exit_signal = SIGCHLD,
 			.cgroup = (uint64_t)sandbox_plan_cgroup_fd(a->sandbox),
 		};
 
 		pid = syscall(SYS_clone3, &ca, sizeof(ca));
 		if (pid == 0)
-			child_main(a, &cf);
+			child_main(a, cf);
 	} else {
 		/* With its own PID namespace, the child is its init (pid1_spawn_command). */
 		pid = clone(child_entry, stack,
 			    SPAWN_CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD |
 				    (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0),
-			    &ctx, &pidfd);
+			    ctx, pidfd);
 	}
-	r = pid < 0 ? -errno : 0;
+	err = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	return pid < 0 ? -err : pid;
+}
+
+int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
+{
+	_cleanup_close_ int ep_r = -1, ep_w = -1, pidfd = -1;
+	struct stdio_fds f = { -1, -1, -1, -1, -1, -1, -1, -1 };
+	struct child_err ce = { 0 };
+	struct child_ctx ctx = { .a = a };
+	struct child_fds cf;
+	void *stack;
+	int p[2], r;
+	long pid;
+	ssize_t n;
+
+	r = spawn_prepare(a);
 	if (r < 0)
 		return r;
+	stack = child_stack_top();
+	if (!stack)
+		return -ENOMEM;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	ep_r = p[0];
+	ep_w = p[1];
+	r = open_stdio(a, &f, &cf);
+	if (r < 0)
+		goto out;
+	cf.errpipe = ep_w;
+	ctx.cf = cf;
 
+	pid = clone_child(a, &ctx, &cf, stack, &pidfd);
+	if (pid < 0) {
+		r = (int)pid;
+		goto out;
+	}
 	ep_w = safe_close(ep_w);
 	do
 		n = read(ep_r, &ce, sizeof(ce));
@@ -471,19 +557,23 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 		(void)waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED);
 		if (ret_step)
 			*ret_step = ce.step;
-		return -ce.err;
+		r = -ce.err;
+		goto out;
 	}
 
 	ret->pid = (pid_t)pid;
 	ret->pidfd = TAKE_FD(pidfd);
 	if (a->tty) {
-		ret->stdin_fd = TAKE_FD(stdin_dup);
-		ret->out_fd = TAKE_FD(master);
+		ret->stdin_fd = -1; /* the master (out_fd) takes stdin too */
+		ret->out_fd = TAKE_FD(f.master);
 		ret->err_fd = -1;
 	} else {
-		ret->stdin_fd = TAKE_FD(in_w);
-		ret->out_fd = TAKE_FD(out_r);
-		ret->err_fd = TAKE_FD(err_r);
+		ret->stdin_fd = TAKE_FD(f.in_w);
+		ret->out_fd = TAKE_FD(f.out_r);
+		ret->err_fd = TAKE_FD(f.err_r);
 	}
-	return 0;
+	r = 0;
+out:
+	stdio_fds_close(&f);
+	return r;
 }

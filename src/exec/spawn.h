@@ -22,12 +22,13 @@ struct spawn_args {
 	const struct rlimit *nofile;   /* RLIMIT_NOFILE for the child, or NULL to inherit */
 	const struct sandbox_plan *sandbox; /* applied in the child before chdir/exec, or NULL */
 	int stderr_fd;                 /* pipes mode: the child's stderr (dup'd), or -1 for a pipe */
+	bool exec_self;                /* run uexec via spawn_self_init()'s fd, not candidates */
 };
 
 struct spawn_result {
 	pid_t pid;
 	int pidfd;
-	int stdin_fd; /* pipe write end (pipe_stdin), PTY master dup (tty), else -1 */
+	int stdin_fd; /* pipe write end (pipe_stdin), else -1 (with a PTY, write to out_fd) */
 	int out_fd;   /* stdout pipe read end, or the PTY master (O_NONBLOCK) */
 	int err_fd;   /* stderr pipe read end, or -1 (PTY, or stderr_fd given) */
 };
@@ -48,3 +49,13 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
  * this binary, else in libexecdir; path receives the last place looked at. Returns 0 or -errno.
  */
 int spawn_init(char *path, size_t size);
+
+/*
+ * Opens uexec's own binary (O_PATH, through /proc/self/exe) for spawn_args.
+ * exec_self, which executes that fd: whatever is later written over the
+ * path, the helper runs the file the server started from. Returns 0 or -errno.
+ */
+int spawn_self_init(void);
+/* That fd (-1 before spawn_self_init) and the binary's canonical path at start (NULL). */
+int spawn_self_fd(void);
+const char *spawn_self_path(void);

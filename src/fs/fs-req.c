@@ -22,12 +22,14 @@ void fs_handle_unref(struct fs_handle *h)
 	}
 }
 
-void fs_req_free(struct fs_req *r)
+static void fs_req_free(struct fs_req *r)
 {
 	for (unsigned i = 0; i < r->n_prefixes; i++)
 		free(r->prefixes[i]);
 	free(r->prefixes);
 	fs_handle_unref(r->h);
+	conn_mem_done(&r->mem);
+	free(r->msg);
 	json_decref(r->result);
 	safe_close(r->fd);
 	free(r->ops);
@@ -62,6 +64,7 @@ struct fs_req *fs_req_new(struct conn *c, json_t *id, unsigned n_ops)
 	r->conn = c;
 	r->srv = c->srv;
 	r->fd = -1;
+	conn_mem_init(&r->mem, c);
 	rpc_pending_start(&r->pend, c, id, req_cancel);
 	return r;
 }

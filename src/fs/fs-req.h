@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "conn-mem.h"
 #include "params.h"
 #include "ring.h"
 #include "rpc.h"
@@ -23,8 +24,10 @@
 #define MAX_HANDLE_ID 32               /* bytes */
 #define MKDIR_MAX_DEPTH 256            /* path components fs/createDirectory creates */
 #define IO_CHUNK (1u << 30)            /* largest single READ/WRITE submitted */
+#define FS_ESTIMATE (1u << 20)         /* charged for a reply of unknown size until it is known */
 
 struct conn;
+struct outchunk;
 struct server;
 
 struct fs_handle {
@@ -67,6 +70,13 @@ struct fs_req {
 	uint64_t offset;
 	struct fs_handle *h;
 	json_t *result;    /* reply once the fd is closed */
+	struct conn_mem mem; /* bytes held against the in-flight budgets (conn-mem.h) */
+	struct outchunk *msg; /* fs/readFile: the reply frame, base64 written in as read */
+	uint8_t *msg_payload;
+	size_t msg_cap;    /* base64 bytes the frame has room for */
+	size_t msg_b64;    /* base64 bytes written */
+	size_t msg_head;   /* bytes of the payload before the base64 */
+	bool msg_eof;      /* the file's end was read */
 };
 
 /* Drops a reference; the last one closes the fd. */
@@ -74,7 +84,6 @@ void fs_handle_unref(struct fs_handle *h);
 
 /* A request with n_ops op slots, registered as pending on c. Replies ENOMEM and returns NULL on OOM. */
 struct fs_req *fs_req_new(struct conn *c, json_t *id, unsigned n_ops);
-void fs_req_free(struct fs_req *r);
 /* Replies r->err (if set) or result (stolen; {} if NULL) unless orphaned, then frees r. */
 void fs_req_finish(struct fs_req *r, json_t *result);
 void fs_req_finish_error(struct fs_req *r, int code, const char *fmt, ...)

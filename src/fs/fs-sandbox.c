@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "conn.h"
 #include "exec.h"
 #include "fs-sandbox.h"
+#include "json-check.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "params.h"
@@ -32,8 +34,9 @@
 
 #define HELPER_OUTPUT_LIMIT (1024ull << 20) /* a 512 MiB file as base64 JSON fits */
 #define HELPER_READ_CHUNK (256u << 10)
-
-char *fs_helper_exe;
+#define HELPER_ESTIMATE (1u << 20)    /* charged on arrival, until the output is read */
+#define HELPER_SMALL_LINE (1u << 20)  /* longer lines can only be results */
+#define RELAY_SLICE (16u << 20)
 
 struct helper_job {
 	struct rpc_pending pend;
@@ -50,6 +53,7 @@ struct helper_job {
 	int status;
 	siginfo_t si;
 	struct uring_op wop, rop, xop;
+	struct conn_mem mem; /* the output collected, against the in-flight budgets (conn-mem.h) */
 };
 
 static void job_free(struct helper_job *j)
@@ -58,6 +62,7 @@ static void job_free(struct helper_job *j)
 	safe_close(j->in_fd);
 	safe_close(j->out_fd);
 	sandbox_plan_free(j->plan);
+	conn_mem_done(&j->mem);
 	buf_done(&j->out);
 	free(j->req);
 	free(j);
@@ -71,17 +76,76 @@ static void job_cancel(struct rpc_pending *p)
 	j->orphaned = true;
 }
 
+/*
+ * Relays res[0..n), a result text inside j->out, as the reply: copied into
+ * the frame slice by slice, each slice's pages of j->out going back to the
+ * kernel at once, so that a 700 MB fs/readFile result is never held twice.
+ */
+static void relay_result(struct helper_job *j, const char *res, size_t n)
+{
+	static const char pre[] = "{\"id\":", mid[] = ",\"result\":";
+	char *ids = json_dumps(j->pend.id, JSON_COMPACT | JSON_ENCODE_ANY);
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), given = 0;
+	size_t il = ids ? strlen(ids) : 0, done = 0;
+	struct outchunk *o;
+	uint8_t *w;
+
+	o = ids ? conn_alloc_msg(j->pend.conn, sizeof(pre) - 1 + il + sizeof(mid) - 1 + n + 1, &w)
+		: NULL;
+	if (!o) {
+		free(ids);
+		rpc_reply_errno_internal(j->pend.conn, j->pend.id, ENOMEM);
+		return;
+	}
+	memcpy(w, pre, sizeof(pre) - 1);
+	w += sizeof(pre) - 1;
+	memcpy(w, ids, il);
+	w += il;
+	memcpy(w, mid, sizeof(mid) - 1);
+	w += sizeof(mid) - 1;
+	free(ids);
+	given = ((uintptr_t)res + page - 1) & ~(page - 1);
+	while (done < n) {
+		size_t k = MIN(n - done, (size_t)RELAY_SLICE);
+		uintptr_t upto;
+
+		memcpy(w + done, res + done, k);
+		done += k;
+		/* Whole pages of res[0..done) only: the rest of the block is malloc's. */
+		upto = ((uintptr_t)res + done) & ~(page - 1);
+		if (upto > given) {
+			(void)madvise((void *)given, upto - given, MADV_DONTNEED);
+			given = upto;
+		}
+	}
+	w[n] = '}';
+	conn_commit(j->pend.conn, o);
+}
+
 /* All ops done: find the helper's answer to id 2 and relay it. */
 static void job_finish(struct helper_job *j)
 {
-	char *line = (char *)j->out.data, *end = line + j->out.len;
+	static const char ok[] = "{\"id\":2,\"result\":";
+	char *line = (char *)j->out.data, *end = line + j->out.len, *res = NULL;
 	json_t *found = NULL;
+	size_t res_len = 0;
 
-	while (line < end && !found) {
+	while (line < end && !found && !res) {
 		char *nl = memchr(line, '\n', (size_t)(end - line));
 		size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
-		json_t *m = json_loadb(line, n, 0, NULL);
+		json_t *m;
 
+		/*
+		 * A result (uexec's own compact output) is relayed as text, checked
+		 * without building it: an fs/readFile result is the whole file.
+		 */
+		if (nl && n > sizeof(ok) && memcmp(line, ok, sizeof(ok) - 1) == 0 && line[n - 1] == '}' &&
+		    jcheck_validate(line, n, JSON_CHECK_DEPTH_MAX, NULL, 0) == 0) {
+			res = line + sizeof(ok) - 1;
+			res_len = n - (sizeof(ok) - 1) - 1;
+			break;
+		}
+		m = n <= HELPER_SMALL_LINE ? json_loadb(line, n, 0, NULL) : NULL;
 		if (m && json_integer_value(json_object_get(m, "id")) == 2 &&
 		    (json_object_get(m, "result") || json_object_get(m, "error")))
 			found = m;
@@ -90,7 +154,9 @@ static void job_finish(struct helper_job *j)
 		line += n + 1;
 	}
 	if (!j->orphaned) {
-		if (found && json_object_get(found, "result")) {
+		if (res) {
+			relay_result(j, res, res_len);
+		} else if (found && json_object_get(found, "result")) {
 			rpc_reply(j->pend.conn, j->pend.id, json_incref(json_object_get(found, "result")));
 		} else if (found) {
 			json_t *e = json_object_get(found, "error");
@@ -147,7 +213,8 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 	struct helper_job *j = container_of(op, struct helper_job, rop);
 
 	if (res > 0) {
-		j->out.len += (size_t)res;
+		/* Nobody to answer: drain the helper so that it can exit, keep nothing. */
+		j->out.len = j->orphaned ? 0 : j->out.len + (size_t)res;
 		if (j->out.len < HELPER_OUTPUT_LIMIT) {
 			arm_read(j);
 			return;
@@ -160,7 +227,7 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 	job_op_done(j);
 }
 
-static void arm_read(struct helper_job *j)
+static void arm_read_now(struct helper_job *j)
 {
 	struct io_uring_sqe *sqe;
 
@@ -174,6 +241,30 @@ static void arm_read(struct helper_job *j)
 	io_uring_prep_read(sqe, j->out_fd, j->out.data + j->out.len, HELPER_READ_CHUNK, (__u64)-1);
 }
 
+static void read_admitted(struct conn_mem *m)
+{
+	arm_read_now(container_of(m, struct helper_job, mem));
+}
+
+/*
+ * The next read's room is charged first; while the budgets have none, the
+ * helper waits on its full pipe.
+ */
+static void arm_read(struct helper_job *j)
+{
+	int k = conn_mem_acquire(&j->mem, j->out.len + HELPER_READ_CHUNK, read_admitted);
+
+	if (k < 0) {
+		log_error("The sandboxed filesystem helper's output would exceed %zu bytes, stopping it",
+			  conn_mem_limit(j->srv));
+		kill(j->pid, SIGKILL);
+		j->out_fd = safe_close(j->out_fd);
+		job_op_done(j);
+	} else if (k > 0) {
+		arm_read_now(j);
+	}
+}
+
 static void on_helper_exit(struct uring_op *op, int res, uint32_t flags)
 {
 	struct helper_job *j = container_of(op, struct helper_job, xop);
@@ -182,6 +273,42 @@ static void on_helper_exit(struct uring_op *op, int res, uint32_t flags)
 		(void)waitid((idtype_t)P_PIDFD, (id_t)j->pidfd, &j->si, WEXITED);
 	j->status = res < 0 ? res : j->si.si_status;
 	job_op_done(j);
+}
+
+/* path is dir or lies beneath it (both canonical). */
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/' || dir[n - 1] == '/');
+}
+
+void fs_sandbox_init(struct server *s)
+{
+	const char *tmps[] = { "/tmp", getenv("TMPDIR") }, *exe;
+	int r = spawn_self_init();
+
+	if (r < 0) {
+		log_warning_errno(r, "Cannot open uexec's own binary: sandboxed filesystem "
+				     "requests will be refused");
+		return;
+	}
+	if (s->sandbox.missing[0])
+		return; /* no sandboxes at all */
+	exe = spawn_self_path();
+	for (size_t i = 0; i < ELEMENTSOF(tmps); i++) {
+		char root[PATH_MAX];
+
+		if (!tmps[i] || tmps[i][0] != '/' || !realpath(tmps[i], root) ||
+		    !path_under(exe, root))
+			continue;
+		log_warning("The uexec binary %s lies under %s, which workspace-write sandbox "
+			    "policies make writable (/tmp, $TMPDIR): a sandboxed process could "
+			    "replace it, and the replacement would run as the server at its next "
+			    "start; install uexec elsewhere",
+			    exe, tmps[i]);
+		break;
+	}
 }
 
 static char *build_request(const char *method, json_t *params, size_t *ret_len)
@@ -212,75 +339,59 @@ static char *build_request(const char *method, json_t *params, size_t *ret_len)
 	return all;
 }
 
-bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params)
+/*
+ * The request's `sandbox` as a policy. Returns 1 with *ret when it restricts,
+ * 0 when the request runs in the server (absent, null or disabled), or -1
+ * after replying with the error.
+ */
+static int helper_policy(struct conn *c, json_t *id, json_t *sb, struct sandbox_policy **ret)
 {
-	json_t *sb = json_is_object(params) ? json_object_get(params, "sandbox") : NULL;
 	struct sandbox_context ctx = { .tmpdir = getenv("TMPDIR") };
-	const char *cand[2] = { fs_helper_exe, NULL };
-	char *argv[] = { "uexec", "--fs-helper", NULL };
-	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
 	struct sandbox_policy *pol = NULL;
-	struct spawn_args sa = { 0 };
-	struct spawn_result res;
-	struct helper_job *j;
-	const char *step = NULL;
 	char err[512];
 	int r;
 
 	if (!sb || json_is_null(sb))
-		return false;
+		return 0;
 	if (!json_is_object(sb)) {
-		char e2[256];
-
-		params_type_error(sb, "struct WireFileSystemSandboxContext", e2, sizeof(e2));
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", e2);
-		return true;
+		params_type_error(sb, "struct WireFileSystemSandboxContext", err, sizeof(err));
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return -1;
 	}
 	if (exec_check_sandbox_shape(sb, err) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return true;
+		return -1;
 	}
 	r = sandbox_policy_parse(sb, &ctx, &pol, err, sizeof(err));
 	if (r < 0) {
 		rpc_reply_error(c, id, r == -ENOMEM ? RPC_INTERNAL_ERROR : RPC_INVALID_PARAMS, "%s",
 				r == -ENOMEM ? "out of memory" : err);
-		return true;
+		return -1;
 	}
 	if (pol->kind == SANDBOX_DISABLED) {
 		sandbox_policy_free(pol);
-		return false;
+		return 0;
 	}
 	if (!json_is_string(json_object_get(sb, "cwd"))) {
 		sandbox_policy_free(pol);
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
 				"file system sandbox context with dynamic permissions requires cwd");
-		return true;
+		return -1;
 	}
-	j = calloc(1, sizeof(*j));
-	if (!j || !fs_helper_exe) {
-		free(j);
-		sandbox_policy_free(pol);
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
-		return true;
-	}
-	j->srv = c->srv;
-	j->pidfd = j->in_fd = j->out_fd = -1;
-	r = sandbox_plan_new(pol, &c->srv->sandbox, fs_helper_exe, &j->plan, err, sizeof(err));
-	sandbox_policy_free(pol);
-	if (r < 0) {
-		log_warning("Refusing a sandboxed %s: %s", method, err[0] ? err : strerror(-r));
-		job_free(j);
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
-		return true;
-	}
-	j->req = build_request(method, params, &j->req_len);
-	if (!j->req) {
-		job_free(j);
-		rpc_reply_errno_internal(c, id, ENOMEM);
-		return true;
-	}
+	*ret = pol;
+	return 1;
+}
 
-	sa.candidates = cand;
+/* Spawns the helper under j->plan. */
+static int helper_spawn(struct helper_job *j, struct conn *c, const char **step)
+{
+	char *argv[] = { "uexec", "--fs-helper", NULL };
+	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	struct spawn_args sa = { 0 };
+	struct spawn_result res;
+	int r;
+
+	sa.exec_self = true; /* the binary opened at start, whatever the path holds now */
 	sa.explicit_path = true;
 	sa.argv = argv;
 	sa.envp = envp;
@@ -289,7 +400,73 @@ bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *
 	sa.sandbox = j->plan;
 	sa.nofile = &c->srv->nofile_orig;
 	sa.stderr_fd = STDERR_FILENO; /* the helper's rare log lines join ours */
-	r = spawn_process(&sa, &res, &step);
+	r = spawn_process(&sa, &res, step);
+	if (r < 0)
+		return r;
+	j->pid = res.pid;
+	j->pidfd = res.pidfd;
+	j->in_fd = res.stdin_fd;
+	j->out_fd = res.out_fd;
+	return 0;
+}
+
+/* Arms the helper's stdin write, output read and exit ops. */
+static void helper_arm(struct helper_job *j)
+{
+	struct io_uring_sqe *sqe;
+
+	j->inflight = 3;
+	arm_write(j);
+	arm_read(j);
+	sqe = uring_get_sqe(&j->srv->ring, &j->xop, on_helper_exit);
+	if (j->srv->ring.has_waitid) {
+		io_uring_prep_rw(UEXEC_IORING_OP_WAITID, sqe, j->pidfd, NULL, P_PIDFD, 0);
+		sqe->file_index = WEXITED;
+		sqe->addr2 = (uint64_t)(uintptr_t)&j->si;
+	} else {
+		/* Without WAITID: the helper exits right after its output EOF; poll then reap. */
+		io_uring_prep_poll_add(sqe, j->pidfd, POLLIN);
+	}
+}
+
+bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params)
+{
+	json_t *sb = json_is_object(params) ? json_object_get(params, "sandbox") : NULL;
+	struct sandbox_policy *pol = NULL;
+	struct helper_job *j;
+	const char *step = NULL;
+	char err[512];
+	int r;
+
+	r = helper_policy(c, id, sb, &pol);
+	if (r <= 0)
+		return r < 0;
+	j = calloc(1, sizeof(*j));
+	if (!j || spawn_self_fd() < 0) {
+		free(j);
+		sandbox_policy_free(pol);
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
+		return true;
+	}
+	j->srv = c->srv;
+	conn_mem_init(&j->mem, c);
+	j->pidfd = j->in_fd = j->out_fd = -1;
+	r = sandbox_plan_new(pol, &c->srv->sandbox, spawn_self_fd(), &j->plan, err, sizeof(err));
+	sandbox_policy_free(pol);
+	if (r < 0) {
+		log_warning("Refusing a sandboxed %s: %s", method, err[0] ? err : strerror(-r));
+		job_free(j);
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
+		return true;
+	}
+	exec_warn_self_writable(j->plan, method);
+	j->req = build_request(method, params, &j->req_len);
+	if (!j->req) {
+		job_free(j);
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return true;
+	}
+	r = helper_spawn(j, c, &step);
 	if (r < 0) {
 		log_error_errno(r, "Starting the sandboxed filesystem helper failed%s%s",
 				step ? " at " : "", step ? step : "");
@@ -297,26 +474,8 @@ bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "sandboxed filesystem helper failed to start");
 		return true;
 	}
-	j->pid = res.pid;
-	j->pidfd = res.pidfd;
-	j->in_fd = res.stdin_fd;
-	j->out_fd = res.out_fd;
 	rpc_pending_start(&j->pend, c, id, job_cancel);
-
-	j->inflight = 3;
-	arm_write(j);
-	arm_read(j);
-	{
-		struct io_uring_sqe *sqe = uring_get_sqe(&j->srv->ring, &j->xop, on_helper_exit);
-
-		if (j->srv->ring.has_waitid) {
-			io_uring_prep_rw(UEXEC_IORING_OP_WAITID, sqe, j->pidfd, NULL, P_PIDFD, 0);
-			sqe->file_index = WEXITED;
-			sqe->addr2 = (uint64_t)(uintptr_t)&j->si;
-		} else {
-			/* Without WAITID: the helper exits right after its output EOF; poll then reap. */
-			io_uring_prep_poll_add(sqe, j->pidfd, POLLIN);
-		}
-	}
+	conn_mem_set(&j->mem, HELPER_ESTIMATE);
+	helper_arm(j);
 	return true;
 }

@@ -19,5 +19,13 @@ struct conn;
  */
 bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params);
 
-/* The path of uexec's own binary (resolved at start-up), or NULL. */
-extern char *fs_helper_exe;
+struct server;
+
+/*
+ * At start: opens uexec's own binary for the helper (spawn_self_init) and
+ * warns when it lies under /tmp or $TMPDIR, which the usual workspace-write
+ * policies make writable: a sandbox could leave a program there that would
+ * run as the server at its next start. Without it, sandboxed fs requests are
+ * refused.
+ */
+void fs_sandbox_init(struct server *s);

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "conn-mem.h"
 #include "rpc.h"
 #include "worker.h"
 
@@ -47,6 +48,7 @@ struct walk_error {
 struct tree_job {
 	struct work work;
 	struct rpc_pending pend;
+	struct conn_mem mem; /* the reply's bytes against the in-flight budgets (conn-mem.h) */
 	bool orphaned; /* the connection went away: free in done(), reply to nobody */
 	bool ran;      /* run() executed (the pool may complete unstarted jobs at shutdown) */
 	enum tree_op op;

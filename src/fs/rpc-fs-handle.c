@@ -247,6 +247,8 @@ void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 	r->h = h;
 	h->refs++;
 	r->len = (size_t)len;
+	/* The block and its base64 (pipelined reads pause the connection, conn-mem.h). */
+	conn_mem_set(&r->mem, r->len + base64_encoded_len(r->len));
 	r->data = malloc(r->len);
 	if (!r->data) {
 		r->err = -ENOMEM;
@@ -339,6 +341,7 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	h->refs++;
 	r->data = data;
 	r->len = (size_t)n;
+	conn_mem_set(&r->mem, r->len); /* held until written */
 	r->offset = params_u64(f[1], 0);
 	block_write_next(r);
 }

@@ -24,6 +24,7 @@
 #include "worker.h"
 
 #define MAX_PENDING_JOBS 256 /* worker jobs queued or running, server-wide */
+#define FS_TREE_ESTIMATE (1u << 20) /* charged for a listing or walk until it is serialised */
 
 /* ---- fs/readDirectory ---- */
 
@@ -182,6 +183,7 @@ void fs_tree_job_free(struct tree_job *j)
 {
 	if (!j)
 		return;
+	conn_mem_done(&j->mem);
 	for (size_t i = 0; i < j->n_errs; i++)
 		free(j->errs[i].path);
 	free(j->errs);
@@ -284,11 +286,19 @@ struct tree_job *fs_tree_job_new(struct conn *c, json_t *id, enum tree_op op)
 	j->op = op;
 	j->work.run = job_run;
 	j->work.done = job_done;
+	conn_mem_init(&j->mem, c);
 	return j;
 }
 
 void fs_tree_job_submit(struct conn *c, json_t *id, struct tree_job *j)
 {
+	/*
+	 * Listings and walks answer with what they find, serialised by the worker:
+	 * an estimate until the reply is queued (then it counts as queued output),
+	 * so that pipelined requests pause the connection.
+	 */
+	if (j->op == OP_READ_DIRECTORY || j->op == OP_WALK)
+		conn_mem_set(&j->mem, FS_TREE_ESTIMATE);
 	rpc_pending_start(&j->pend, c, id, job_cancel);
 	worker_submit(c->srv, &j->work);
 }

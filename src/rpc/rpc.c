@@ -245,7 +245,7 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 	const struct rpc_method *meth;
 
 	if (jrpc_parse(data, len, c->srv->cfg.max_json_depth, &m) < 0) {
-		log_error("Out of memory parsing a message from %s", c->peer);
+		log_error_ratelimited("Out of memory parsing a message from %s", c->peer);
 		conn_close(c, WS_CLOSE_INTERNAL, "out of memory");
 		return;
 	}
@@ -258,7 +258,7 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 
 	case JRPC_RESPONSE:
 		/* The direct listener never asks the client anything (PROTOCOL.md §3). */
-		log_info("Closing connection %s: unexpected JSON-RPC response", c->peer);
+		log_info_ratelimited("Closing connection %s: unexpected JSON-RPC response", c->peer);
 		conn_close(c, WS_CLOSE_PROTOCOL, "unexpected response");
 		break;
 
@@ -267,7 +267,8 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 			c->initialized = true;
 			break;
 		}
-		log_info("Closing connection %s: unexpected notification '%s'", c->peer, m.method);
+		log_info_ratelimited("Closing connection %s: unexpected notification '%s'", c->peer,
+				     m.method);
 		conn_close(c, WS_CLOSE_PROTOCOL, "unexpected notification");
 		break;
 

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "macro.h"
 #include "server.h"
 
 static void help(void)
@@ -27,23 +28,79 @@ static void help(void)
 	       "                            (default: ws://127.0.0.1:0)\n"
 	       "  --resume-window-ms N      how long a detached session keeps its processes\n"
 	       "                            for initialize{resumeSessionId} (default: 80000)\n"
-	       "  --max-sessions N          sessions alive at once (default: 256)\n"
-	       "  --max-connections N       client connections at once (default: 1024)\n"
-	       "  --max-processes N         running processes per session (default: 1024)\n"
-	       "  --max-frame-bytes N       largest WebSocket frame accepted (default: 16777216)\n"
+	       "  --max-sessions N          sessions alive at once (default: derived, below)\n"
+	       "  --max-connections N       client connections at once; at the limit the oldest\n"
+	       "                            one without a WebSocket upgrade, else without\n"
+	       "                            initialize, is closed for the new one (default:\n"
+	       "                            derived, below)\n"
+	       "  --max-processes N         running processes per session (default: derived)\n"
+	       "  --max-frame-bytes N       largest WebSocket frame accepted; clamped to\n"
+	       "                            --max-message-bytes (default: 16777216)\n"
 	       "  --max-message-bytes N     largest message accepted (default: 67108864)\n"
 	       "  --max-json-depth N        deepest JSON nesting accepted (default: 128)\n"
 	       "  --max-queued-bytes N      output queued per connection before process output\n"
 	       "                            and request reading pause (default: 8388608)\n"
-	       "  --ping-interval-ms N      WebSocket ping interval (default: 30000)\n"
+	       "  --max-inflight-bytes-per-conn N\n"
+	       "                            reply bytes in flight per connection (files being\n"
+	       "                            read, replies being built, sandboxed fs helper\n"
+	       "                            output, queued output) above which its further\n"
+	       "                            requests wait unread until it drains below half\n"
+	       "                            (default: 67108864). One larger reply (fs/readFile\n"
+	       "                            up to 512 MiB) runs alone on its connection\n"
+	       "  --max-inflight-bytes N    the same for the whole server (default: 2147483648):\n"
+	       "                            large allocations wait for it, replies larger than\n"
+	       "                            the per-connection budget may use half of it. RSS\n"
+	       "                            stays within about this much above the idle size,\n"
+	       "                            plus messages being received (--max-message-bytes\n"
+	       "                            per connection) and process output retention\n"
+	       "  --ping-interval-ms N      WebSocket ping interval; a connection that sends\n"
+	       "                            nothing in answer to 2 pings is closed (default:\n"
+	       "                            30000)\n"
+	       "  --handshake-timeout-ms N  close connections that have not completed the\n"
+	       "                            WebSocket upgrade N ms after accept; 0: never\n"
+	       "                            (default: 10000)\n"
 	       "  --executor-version STR    executorVersion reported to clients (default: 0.169.0,\n"
 	       "                            the protocol revision uexec implements)\n"
 	       "  --no-sandbox              refuse every process or filesystem request whose\n"
 	       "                            sandbox asks for restrictions (fail closed), e.g.\n"
 	       "                            where the operator does not want mount namespaces\n"
+	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
+	       "                            private devpts's max=; default: 64)\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
 	       "  -h, --help                show this help and exit\n"
-	       "  --version                 show the version and exit\n");
+	       "  --version                 show the version and exit\n"
+	       "\n"
+	       "Derived defaults (logged at start-up). The soft RLIMIT_NOFILE is raised to\n"
+	       "the hard limit H; F is the number of fds open once set up (ring, listener,\n"
+	       "signalfd, ...):\n"
+	       "  --max-connections  H - F: a connection holds one fd, so every fd left can\n"
+	       "                     hold one, as on the reference (no limit, but a soft fd\n"
+	       "                     limit of at most H and fds of its own)\n"
+	       "  --max-sessions     2 x max-connections (detached sessions, waiting to be\n"
+	       "                     resumed, hold no fd)\n"
+	       "  --max-processes    (H - F - 64) / 2, at most RAM / 1 MiB: a process holds\n"
+	       "                     2 fds (stdout and stderr pipes; 3 with pipeStdin, 1 with\n"
+	       "                     a PTY; 1 more without IORING_OP_WAITID, kernel < 6.7,\n"
+	       "                     where the divisor is 3), 64 fds stay for spawning and\n"
+	       "                     filesystem requests, and a process retains up to 1 MiB\n"
+	       "                     of output\n"
+	       "\n"
+	       "Requirements: Linux with io_uring (5.19 or newer for provided-buffer rings).\n"
+	       "Sandboxed requests need uexec to run as root (mount and PID namespaces, the\n"
+	       "listener guard's cgroup) on a kernel with Landlock ABI 6 or newer and\n"
+	       "seccomp; elsewhere they are refused and the reason is logged at start-up.\n"
+	       "Sandboxed commands get their own PID namespace when uexec-init is found next\n"
+	       "to the uexec binary or in " UEXEC_LIBEXECDIR ".\n"
+	       "\n"
+	       "Environment: HOME (userHomeDir, the Codex config layers), CODEX_HOME\n"
+	       "(environmentConfig/read; default $HOME/.codex), TMPDIR (tempDir and the\n"
+	       "writable roots of workspace-write sandboxes), PATH (program lookup when a\n"
+	       "request's environment has none). Processes inherit the server's environment\n"
+	       "as their request's envPolicy says; give the server a clean one.\n"
+	       "\n"
+	       "Exit status: 0 after SIGINT or SIGTERM, or at the end of stdio input; 1 when\n"
+	       "start-up fails (listen address, io_uring, provided buffers) or the ring fails;\n"
+	       "2 for a usage error.\n");
 }
 
 static int parse_u64(const char *name, const char *s, uint64_t min, uint64_t max, uint64_t *ret)
@@ -62,109 +119,101 @@ static int parse_u64(const char *name, const char *s, uint64_t min, uint64_t max
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* A numeric option: its bounds and where it goes in struct config (a u64 or an unsigned). */
+struct num_opt {
+	const char *name;
+	uint64_t min, max;
+	uint64_t *u64;
+	unsigned *uint;
+};
+
+static int set_log_level(const char *level)
+{
+	static const struct {
+		const char *name;
+		int level;
+	} levels[] = {
+		{ "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "warning", LOG_WARNING }, { "error", LOG_ERR },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(levels); i++)
+		if (strcmp(level, levels[i].name) == 0) {
+			log_set_max_level(levels[i].level);
+			return 0;
+		}
+	fprintf(stderr, "uexec: unknown --log-level '%s'\n", level);
+	return -EINVAL;
+}
+
+/* Fills cfg from the command line. Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum {
-		ARG_LISTEN = 0x100, ARG_RESUME, ARG_MAX_SESSIONS, ARG_MAX_CONNS, ARG_MAX_PROCS,
-		ARG_MAX_FRAME, ARG_MAX_MSG, ARG_MAX_DEPTH, ARG_MAX_QUEUED, ARG_PING, ARG_EXEC_VERSION,
-		ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX, ARG_FS_HELPER,
+		ARG_NUM = 0x100, /* + index into nums[] */
+		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
+		ARG_FS_HELPER,
 	};
-	static const struct option opts[] = {
+	const struct num_opt nums[] = {
+		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
+		{ "max-sessions", 1, 1u << 20, NULL, &cfg->max_sessions },
+		{ "max-connections", 1, 1u << 20, NULL, &cfg->max_connections },
+		{ "max-processes", 1, 1u << 20, NULL, &cfg->max_processes },
+		{ "max-frame-bytes", 1024, 1ull << 32, &cfg->max_frame_bytes, NULL },
+		{ "max-message-bytes", 1024, 1ull << 32, &cfg->max_message_bytes, NULL },
+		{ "max-json-depth", 8, 4096, NULL, &cfg->max_json_depth },
+		{ "max-queued-bytes", 65536, 1ull << 34, &cfg->max_queued_bytes, NULL },
+		{ "max-inflight-bytes-per-conn", 1u << 20, 1ull << 40, &cfg->max_inflight_bytes_per_conn,
+		  NULL },
+		{ "max-inflight-bytes", 1u << 20, 1ull << 44, &cfg->max_inflight_bytes, NULL },
+		{ "ping-interval-ms", 10, UINT32_MAX, &cfg->ping_interval_ms, NULL },
+		{ "handshake-timeout-ms", 0, UINT32_MAX, &cfg->handshake_timeout_ms, NULL },
+		/* devpts's own bounds; max=0 would mean no limit to the kernel. */
+		{ "sandbox-max-ptys", 1, 1u << 20, NULL, &cfg->sandbox_max_ptys },
+	};
+	struct option opts[ELEMENTSOF(nums) + 8] = {
 		{ "listen", required_argument, NULL, ARG_LISTEN },
-		{ "resume-window-ms", required_argument, NULL, ARG_RESUME },
-		{ "max-sessions", required_argument, NULL, ARG_MAX_SESSIONS },
-		{ "max-connections", required_argument, NULL, ARG_MAX_CONNS },
-		{ "max-processes", required_argument, NULL, ARG_MAX_PROCS },
-		{ "max-frame-bytes", required_argument, NULL, ARG_MAX_FRAME },
-		{ "max-message-bytes", required_argument, NULL, ARG_MAX_MSG },
-		{ "max-json-depth", required_argument, NULL, ARG_MAX_DEPTH },
-		{ "max-queued-bytes", required_argument, NULL, ARG_MAX_QUEUED },
-		{ "ping-interval-ms", required_argument, NULL, ARG_PING },
 		{ "executor-version", required_argument, NULL, ARG_EXEC_VERSION },
 		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
 		{ "no-sandbox", no_argument, NULL, ARG_NO_SANDBOX },
 		{ "fs-helper", no_argument, NULL, ARG_FS_HELPER }, /* internal, not in --help */
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
-		{}
 	};
-	struct config cfg = CONFIG_DEFAULTS;
-	static struct server srv;
 	uint64_t v;
 	int c, r;
 
+	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
+		opts[7 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
 		r = 0;
-		switch (c) {
-		case 'h':
+		if (c >= ARG_NUM && c < ARG_NUM + (int)ELEMENTSOF(nums)) {
+			const struct num_opt *n = &nums[c - ARG_NUM];
+
+			r = parse_u64(n->name, optarg, n->min, n->max, &v);
+			if (r >= 0 && n->u64)
+				*n->u64 = v;
+			else if (r >= 0)
+				*n->uint = (unsigned)v;
+		} else if (c == 'h') {
 			help();
 			return 0;
-		case ARG_VERSION:
+		} else if (c == ARG_VERSION) {
 			printf("uexec %s\n", UEXEC_VERSION);
 			return 0;
-		case ARG_LISTEN:
-			cfg.listen = optarg;
-			break;
-		case ARG_RESUME:
-			r = parse_u64("resume-window-ms", optarg, 0, UINT32_MAX, &cfg.resume_window_ms);
-			break;
-		case ARG_MAX_SESSIONS:
-			r = parse_u64("max-sessions", optarg, 1, 1u << 20, &v);
-			cfg.max_sessions = (unsigned)v;
-			break;
-		case ARG_MAX_CONNS:
-			r = parse_u64("max-connections", optarg, 1, 1u << 20, &v);
-			cfg.max_connections = (unsigned)v;
-			break;
-		case ARG_MAX_PROCS:
-			r = parse_u64("max-processes", optarg, 1, 1u << 20, &v);
-			cfg.max_processes = (unsigned)v;
-			break;
-		case ARG_MAX_FRAME:
-			r = parse_u64("max-frame-bytes", optarg, 1024, 1ull << 32, &cfg.max_frame_bytes);
-			break;
-		case ARG_MAX_MSG:
-			r = parse_u64("max-message-bytes", optarg, 1024, 1ull << 32,
-				      &cfg.max_message_bytes);
-			break;
-		case ARG_MAX_DEPTH:
-			r = parse_u64("max-json-depth", optarg, 8, 4096, &v);
-			cfg.max_json_depth = (unsigned)v;
-			break;
-		case ARG_MAX_QUEUED:
-			r = parse_u64("max-queued-bytes", optarg, 65536, 1ull << 34,
-				      &cfg.max_queued_bytes);
-			break;
-		case ARG_PING:
-			r = parse_u64("ping-interval-ms", optarg, 10, UINT32_MAX, &cfg.ping_interval_ms);
-			break;
-		case ARG_NO_SANDBOX:
-			cfg.no_sandbox = true;
-			break;
-		case ARG_FS_HELPER:
+		} else if (c == ARG_LISTEN) {
+			cfg->listen = optarg;
+		} else if (c == ARG_EXEC_VERSION) {
+			cfg->executor_version = optarg;
+		} else if (c == ARG_LOG_LEVEL) {
+			r = set_log_level(optarg);
+		} else if (c == ARG_NO_SANDBOX) {
+			cfg->no_sandbox = true;
+		} else if (c == ARG_FS_HELPER) {
 			/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
-			cfg.fs_helper = true;
-			cfg.listen = "stdio";
+			cfg->fs_helper = true;
+			cfg->listen = "stdio";
 			log_set_max_level(LOG_WARNING);
-			break;
-		case ARG_EXEC_VERSION:
-			cfg.executor_version = optarg;
-			break;
-		case ARG_LOG_LEVEL:
-			if (strcmp(optarg, "debug") == 0)
-				log_set_max_level(LOG_DEBUG);
-			else if (strcmp(optarg, "info") == 0)
-				log_set_max_level(LOG_INFO);
-			else if (strcmp(optarg, "warning") == 0)
-				log_set_max_level(LOG_WARNING);
-			else if (strcmp(optarg, "error") == 0)
-				log_set_max_level(LOG_ERR);
-			else {
-				fprintf(stderr, "uexec: unknown --log-level '%s'\n", optarg);
-				r = -EINVAL;
-			}
-			break;
-		default:
+		} else {
 			fprintf(stderr, "Try 'uexec --help'.\n");
 			return 2;
 		}
@@ -175,9 +224,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uexec: unexpected argument '%s'\nTry 'uexec --help'.\n", argv[optind]);
 		return 2;
 	}
-	if (cfg.max_frame_bytes > cfg.max_message_bytes)
-		cfg.max_frame_bytes = cfg.max_message_bytes;
+	if (cfg->max_inflight_bytes_per_conn > cfg->max_inflight_bytes)
+		cfg->max_inflight_bytes_per_conn = cfg->max_inflight_bytes;
+	if (cfg->max_frame_bytes > cfg->max_message_bytes)
+		cfg->max_frame_bytes = cfg->max_message_bytes;
+	return -1;
+}
 
+int main(int argc, char **argv)
+{
+	struct config cfg = CONFIG_DEFAULTS;
+	static struct server srv;
+	int r;
+
+	/* 0: derived from the fd budget at start-up (server_init) unless given. */
+	cfg.max_sessions = cfg.max_connections = cfg.max_processes = 0;
+	r = parse_args(argc, argv, &cfg);
+	if (r >= 0)
+		return r;
 	r = server_init(&srv, &cfg);
 	if (r >= 0)
 		r = server_run(&srv);

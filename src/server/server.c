@@ -4,6 +4,7 @@
  * the ring, the ping timer, the loop, and shutdown.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -22,6 +23,7 @@
 #include "fs-sandbox.h"
 #include "log.h"
 #include "netguard.h"
+#include "proc.h"
 #include "rpc-fs.h"
 #include "rpc.h"
 #include "server.h"
@@ -31,6 +33,13 @@
 #include "worker.h"
 
 static void arm_accept(struct server *s);
+static void on_accept_timer(struct uring_timer *t, bool fired);
+
+/*
+ * How long accepting pauses when there is no descriptor (or kernel memory)
+ * for a waiting connection, unless a connection ends first (server_run).
+ */
+#define ACCEPT_PAUSE_MS 100
 
 /* ---- listener ---- */
 
@@ -105,9 +114,11 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 	char name[80];
 
 	if (res >= 0) {
-		if (s->stopping || s->n_conns >= s->cfg.max_connections) {
-			log_warning("Refusing connection: %u connections open (limit %u)", s->n_conns,
-				    s->cfg.max_connections);
+		if (s->stopping) {
+			safe_close(res);
+		} else if (s->n_conns >= s->cfg.max_connections && !conn_evict_one(s)) {
+			log_warning_ratelimited("Refusing connection: %u connections open (limit %u), "
+						"all initialized", s->n_conns, s->cfg.max_connections);
 			safe_close(res);
 		} else {
 			if (getpeername(res, (struct sockaddr *)&peer, &plen) == 0)
@@ -115,13 +126,51 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 			else
 				snprintf(name, sizeof(name), "unknown");
 			if (conn_new_ws(s, res, name) < 0)
-				log_error("Out of memory accepting %s", name);
+				log_error_ratelimited("Out of memory accepting %s", name);
+		}
+	} else if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM) {
+		/*
+		 * Retrying at once would fail at once, for as long as the peer
+		 * waits (a busy loop). Make room by closing a connection that
+		 * has not initialized yet, else pause: the peers wait in the
+		 * backlog until a connection ends or ACCEPT_PAUSE_MS pass.
+		 */
+		if ((res == -EMFILE || res == -ENFILE) && conn_evict_one(s)) {
+			log_warning_errno_ratelimited(res, "Accepting a connection failed, closed one "
+							   "not initialized to make room");
+		} else {
+			log_warning_errno_ratelimited(res, "Accepting a connection failed, pausing "
+							   "for %d ms or until a connection ends",
+						      ACCEPT_PAUSE_MS);
+			s->accept_paused = true;
+			s->accept_paused_conns = s->n_conns;
+			if (flags & IORING_CQE_F_MORE) /* errors end a multishot accept; in case not */
+				uring_cancel(&s->ring, &s->accept_op);
+			if (!s->accept_timer.armed)
+				uring_timer_arm(&s->ring, &s->accept_timer, ACCEPT_PAUSE_MS,
+						on_accept_timer);
 		}
 	} else if (res != -ECANCELED) {
-		log_warning_errno(res, "accept failed, continuing");
+		log_warning_errno_ratelimited(res, "accept failed, continuing");
 	}
-	if (!(flags & IORING_CQE_F_MORE) && !s->stopping)
+	if (!(flags & IORING_CQE_F_MORE) && !s->stopping && !s->accept_paused)
 		arm_accept(s);
+}
+
+/* Ends a pause of accept (on_accept): the timer, or a connection that ended. */
+static void accept_resume(struct server *s)
+{
+	s->accept_paused = false;
+	if (!s->stopping && !s->accept_op.busy)
+		arm_accept(s);
+}
+
+static void on_accept_timer(struct uring_timer *t, bool fired)
+{
+	struct server *s = container_of(t, struct server, accept_timer);
+
+	if (fired && s->accept_paused)
+		accept_resume(s);
 }
 
 static void arm_accept(struct server *s)
@@ -263,37 +312,91 @@ static int register_methods(void)
 
 /* ---- lifecycle ---- */
 
-int server_init(struct server *s, const struct config *cfg)
+/* Kept for what the server opens for a moment: spawn pipes, fs requests, helpers. */
+#define FD_RESERVE 64
+/* The count limits' ceiling (as on the command line). */
+#define LIMIT_MAX (1u << 20)
+
+static unsigned open_fd_count(void)
 {
-	struct sigaction sa = { .sa_handler = SIG_IGN };
-	sigset_t mask;
-	int r;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	unsigned n = 0;
 
-	memset(s, 0, sizeof(*s));
-	s->cfg = *cfg;
-	s->listen_fd = s->signal_fd = -1;
-	list_init(&s->conns);
-	list_init(&s->dead_conns);
-	list_init(&s->sessions);
-	list_init(&s->buf_waiters);
-	s->conn_handlers = &conn_handlers;
-	server_current = s;
-	r = register_methods();
-	if (r < 0)
-		return log_error_errno(r, "Registering the JSON-RPC methods failed");
+	if (!d)
+		return 32; /* a generous guess */
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n > 0 ? n - 1 : 0; /* not the directory's own fd */
+}
 
-	/*
-	 * Each process costs 3-4 fds: raise the soft fd limit to the hard one
-	 * (children get the original soft limit back, spawn.c), as systemd does.
-	 */
+static unsigned clamp_limit(uint64_t v)
+{
+	return v < 1 ? 1 : v > LIMIT_MAX ? LIMIT_MAX : (unsigned)v;
+}
+
+/*
+ * Defaults of the limits not given on the command line (0 in cfg), from the
+ * fd budget at start-up (see --help): H is RLIMIT_NOFILE (raised to the hard
+ * limit), F the fds open now. Every fd left can hold a connection, which is
+ * at least what the reference can hold (its soft limit is at most H and it
+ * holds fds at start too); processes get what is left after the reserve, at
+ * their cheapest (2 fds: stdout and stderr pipes; one more for the pidfd
+ * without IORING_OP_WAITID), and at most RAM / 1 MiB (the output each may
+ * retain).
+ */
+static void derive_limits(struct server *s)
+{
+	struct rlimit rl = { 1024, 1024 };
+	uint64_t nofile, budget, procs, mem = 0;
+	unsigned used = open_fd_count(), proc_fds = s->ring.has_waitid ? 2 : 3;
+	long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+
+	(void)getrlimit(RLIMIT_NOFILE, &rl);
+	nofile = rl.rlim_cur == RLIM_INFINITY ? LIMIT_MAX : (uint64_t)rl.rlim_cur;
+	budget = nofile > used ? nofile - used : 1;
+	if (pages > 0 && page_size > 0)
+		mem = (uint64_t)pages * (uint64_t)page_size;
+
+	if (!s->cfg.max_connections)
+		s->cfg.max_connections = clamp_limit(budget);
+	if (!s->cfg.max_sessions)
+		s->cfg.max_sessions = clamp_limit(2 * (uint64_t)s->cfg.max_connections);
+	if (!s->cfg.max_processes) {
+		procs = budget > FD_RESERVE ? (budget - FD_RESERVE) / proc_fds : 1;
+		if (mem && procs > mem / PROC_RETAINED_BYTES)
+			procs = mem / PROC_RETAINED_BYTES;
+		s->cfg.max_processes = clamp_limit(procs);
+	}
+	log_info("Limits: %u connections, %u sessions, %u running processes per session "
+		 "(RLIMIT_NOFILE %" PRIu64 ", %u fds open at start, %u fds per process, %" PRIu64
+		 " MiB of memory)",
+		 s->cfg.max_connections, s->cfg.max_sessions, s->cfg.max_processes, nofile, used,
+		 proc_fds, mem >> 20);
+}
+
+/*
+ * Each process costs fds: raise the soft fd limit to the hard one (children
+ * get the original soft limit back, spawn.c), as systemd does.
+ */
+static void raise_fd_limit(struct server *s)
+{
 	if (getrlimit(RLIMIT_NOFILE, &s->nofile_orig) == 0 && s->nofile_orig.rlim_cur < s->nofile_orig.rlim_max) {
 		struct rlimit rl = { s->nofile_orig.rlim_max, s->nofile_orig.rlim_max };
 
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			log_warning("Raising the fd limit failed: %m, continuing");
 	}
+}
 
-	/* EPIPE instead of death when a peer or a child's stdin goes away. */
+/* SIGPIPE ignored (EPIPE instead of death when a peer or a child's stdin goes away); SIGINT and SIGTERM through a signalfd. */
+static int setup_signals(struct server *s)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	sigset_t mask;
+
 	sigaction(SIGPIPE, &sa, NULL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -302,7 +405,66 @@ int server_init(struct server *s, const struct config *cfg)
 	s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s->signal_fd < 0)
 		return log_error_errno(errno, "signalfd failed");
+	return 0;
+}
 
+/* Probes the host once and tells the operator what sandboxed requests will get. */
+static void setup_sandbox(struct server *s)
+{
+	char path[PATH_MAX] = "uexec-init";
+	int r;
+
+	if (s->cfg.fs_helper) {
+		/* Inside a sandbox already: nothing to probe or announce. */
+		s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
+		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing), "nested sandboxes");
+		return;
+	}
+	sandbox_probe(&s->sandbox);
+	s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
+	if (s->cfg.no_sandbox)
+		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing),
+			 "sandbox support (disabled by --no-sandbox)");
+	if (s->sandbox.missing[0]) {
+		log_warning("Sandboxed processes will be refused: this host lacks %s",
+			    s->sandbox.missing);
+		return;
+	}
+	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp",
+		 s->sandbox.landlock_abi);
+	r = spawn_init(path, sizeof(path));
+	s->sandbox.pid_ns = r >= 0;
+	if (r < 0)
+		log_warning_errno(r, "Cannot open %s: sandboxed processes will share the host's "
+				     "PID namespace",
+				  path);
+}
+
+int server_init(struct server *s, const struct config *cfg)
+{
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	s->listen_fd = s->signal_fd = -1;
+	list_init(&s->conns);
+	list_init(&s->dead_conns);
+	list_init(&s->handshaking);
+	list_init(&s->uninitialized);
+	list_init(&s->sessions);
+	list_init(&s->buf_waiters);
+	list_init(&s->mem_waiters);
+	list_init(&s->mem_paused);
+	s->conn_handlers = &conn_handlers;
+	server_current = s;
+	r = register_methods();
+	if (r < 0)
+		return log_error_errno(r, "Registering the JSON-RPC methods failed");
+
+	raise_fd_limit(s);
+	r = setup_signals(s);
+	if (r < 0)
+		return r;
 	r = uring_init(&s->ring, 1024);
 	if (r < 0)
 		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
@@ -311,44 +473,15 @@ int server_init(struct server *s, const struct config *cfg)
 	if (r < 0)
 		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
-
-	if (!s->cfg.fs_helper)
-		sandbox_probe(&s->sandbox);
-	if (s->cfg.fs_helper)
-		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing), "nested sandboxes");
-	else if (s->cfg.no_sandbox)
-		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing),
-			 "sandbox support (disabled by --no-sandbox)");
-	if (s->cfg.fs_helper)
-		; /* inside a sandbox already: nothing to probe or announce */
-	else if (s->sandbox.missing[0])
-		log_warning("Sandboxed processes will be refused: this host lacks %s",
-			    s->sandbox.missing);
-	else
-		log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp",
-			 s->sandbox.landlock_abi);
-	if (!s->cfg.fs_helper && !s->sandbox.missing[0]) {
-		char path[PATH_MAX] = "uexec-init";
-
-		r = spawn_init(path, sizeof(path));
-		s->sandbox.pid_ns = r >= 0;
-		if (r < 0)
-			log_warning_errno(r, "Cannot open %s: sandboxed processes will share the host's "
-					     "PID namespace",
-					  path);
-	}
+	setup_sandbox(s);
 
 	r = worker_pool_init(s, 2);
 	if (r < 0)
 		return log_error_errno(r, "Starting the filesystem worker threads failed");
 
-	if (!s->cfg.fs_helper) {
-		char exe[PATH_MAX];
-
-		/* The sandboxed fs helper is this binary, re-executed. */
-		if (realpath("/proc/self/exe", exe))
-			fs_helper_exe = strdup(exe);
-	}
+	/* The sandboxed fs helper is this binary, re-executed through an fd opened now. */
+	if (!s->cfg.fs_helper)
+		fs_sandbox_init(s);
 
 	s->login_shell = env_login_shell_lookup();
 	s->env_info = env_info_build(s);
@@ -366,6 +499,7 @@ int server_init(struct server *s, const struct config *cfg)
 		arm_accept(s);
 		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
 	}
+	derive_limits(s);
 	arm_signal(s);
 	return 0;
 }
@@ -378,8 +512,12 @@ int server_run(struct server *s)
 		if (r < 0)
 			return log_error_errno(r, "io_uring wait failed");
 		server_rearm_buf_waiters(s);
+		conn_mem_run(s);
 		conn_reap(s);
 		session_reap(s);
+		/* A connection ended: its fd may take a waiting peer. */
+		if (s->accept_paused && s->n_conns < s->accept_paused_conns)
+			accept_resume(s);
 	}
 	return s->exit_code;
 }
@@ -415,6 +553,4 @@ void server_done(struct server *s)
 	sandbox_features_done(&s->sandbox);
 	netguard_free(s->guard); /* after the processes: it kills what is left in the cgroup */
 	s->guard = NULL;
-	free(fs_helper_exe);
-	fs_helper_exe = NULL;
 }

@@ -27,20 +27,30 @@ struct config {
 	uint64_t max_message_bytes;
 	unsigned max_json_depth;
 	uint64_t max_queued_bytes;   /* per-connection output queue before backpressure */
+	uint64_t max_inflight_bytes_per_conn; /* reply bytes in flight per connection (conn-mem.h) */
+	uint64_t max_inflight_bytes; /* the same for the whole server */
 	uint64_t ping_interval_ms;
+	uint64_t handshake_timeout_ms; /* accept to WebSocket upgrade; 0: no deadline */
 	const char *executor_version;
 	bool no_sandbox;             /* refuse every restricting sandbox */
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
+	unsigned sandbox_max_ptys;   /* PTYs per sandbox (its devpts's max=) */
 };
 
-/* uexec's defaults (the command line changes them; the session fuzzer starts from them). */
+/*
+ * uexec's defaults (the command line changes them; the session fuzzer starts
+ * from them). main() passes 0 for max_sessions, max_connections and
+ * max_processes unless given: server_init() derives them from the fd budget.
+ */
 #define CONFIG_DEFAULTS                                                                        \
 	{                                                                                      \
 		.listen = "ws://127.0.0.1:0", .resume_window_ms = 80000, .max_sessions = 256,  \
 		.max_connections = 1024, .max_processes = 1024, .max_frame_bytes = 16u << 20,  \
 		.max_message_bytes = 64u << 20, .max_json_depth = 128,                         \
 		.max_queued_bytes = 8u << 20, .ping_interval_ms = 30000,                       \
-		.executor_version = "0.169.0",                                                 \
+		.max_inflight_bytes_per_conn = 64u << 20, .max_inflight_bytes = 2ull << 30,    \
+		.handshake_timeout_ms = 10000,                                                 \
+		.executor_version = "0.169.0", .sandbox_max_ptys = 64,                         \
 	}
 
 /* Provided-buffer group ids. */
@@ -58,6 +68,9 @@ struct server {
 
 	int listen_fd;
 	struct uring_op accept_op;
+	struct uring_timer accept_timer; /* re-arms accept after EMFILE/ENFILE */
+	unsigned accept_paused_conns;    /* n_conns when accept paused for lack of fds */
+	bool accept_paused;
 	int signal_fd;
 	struct uring_op signal_op;
 	uint8_t siginfo[128];
@@ -65,12 +78,22 @@ struct server {
 
 	struct list_head conns;
 	struct list_head dead_conns;
+	struct list_head handshaking;   /* struct conn before the upgrade, oldest first */
+	struct list_head uninitialized; /* struct conn upgraded, not initialized, oldest first */
+	struct uring_timer handshake_timer;
 	struct list_head sessions;
-	unsigned n_conns;
+	unsigned n_conns;               /* connections not dead (dead ones hold no fd) */
 	unsigned n_sessions;
 
 	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */
 	struct list_head buf_waiters;
+
+	/* In-flight memory (transport/conn-mem.h) */
+	size_t mem_total;            /* queued output + charges, every connection */
+	struct list_head mem_waiters; /* struct conn_mem waiting for admission, oldest first */
+	struct list_head mem_paused; /* struct conn paused over its budget */
+	bool mem_dirty;              /* something was released: conn_mem_run() has work */
+	unsigned mem_pass;
 
 	struct rlimit nofile_orig; /* RLIMIT_NOFILE at start, restored in children */
 	struct worker_pool *workers;

@@ -34,6 +34,7 @@ static void conn_closed(struct conn *c)
 {
 	if (c->srv->conn_handlers && c->srv->conn_handlers->closed)
 		c->srv->conn_handlers->closed(c);
+	c->srv->mem_dirty = true; /* its requests waiting for budget must wind up (conn-mem.c) */
 }
 static void conn_flush(struct conn *c);
 static void conn_kill(struct conn *c);
@@ -49,12 +50,13 @@ static void conn_free(struct conn *c)
 	if (c->srv->conn_handlers && c->srv->conn_handlers->freed)
 		c->srv->conn_handlers->freed(c);
 	list_del(&c->bufwait.link);
+	list_del(&c->slot_link);
 	list_del(&c->link);
 	list_for_each_entry_safe(o, n, &c->outq, link)
 		free(o);
+	conn_mem_conn_freed(c);
 	buf_done(&c->in);
 	ws_parser_done(&c->ws);
-	c->srv->n_conns--;
 	free(c);
 }
 
@@ -85,12 +87,48 @@ static struct conn *conn_alloc(struct server *s, enum conn_transport t)
 	c->fd_in = c->fd_out = -1;
 	list_init(&c->outq);
 	list_init(&c->pending);
+	list_init(&c->mem_charges);
 	c->bufwait.rearm = on_bufs_available;
 	c->ws.limits.max_frame_bytes = s->cfg.max_frame_bytes;
 	c->ws.limits.max_message_bytes = s->cfg.max_message_bytes;
 	list_add_tail(&c->link, &s->conns);
 	s->n_conns++;
 	return c;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * The handshake deadline: connections that have not upgraded within
+ * --handshake-timeout-ms of their accept are closed. They sit in
+ * s->handshaking in accept order, so the head has the earliest deadline and
+ * one timer, armed for it, serves them all.
+ */
+static void on_handshake_deadline(struct uring_timer *t, bool fired)
+{
+	struct server *s = container_of(t, struct server, handshake_timer);
+	uint64_t now = now_ms();
+
+	if (!fired || s->stopping)
+		return;
+	while (!list_empty(&s->handshaking)) {
+		struct conn *c = list_first_entry(&s->handshaking, struct conn, slot_link);
+		uint64_t deadline = c->accepted_ms + s->cfg.handshake_timeout_ms;
+
+		if (deadline > now) {
+			uring_timer_arm(&s->ring, t, deadline - now, on_handshake_deadline);
+			return;
+		}
+		log_info_ratelimited("Closing connection %s: no WebSocket upgrade within %" PRIu64
+				     " ms", c->peer, s->cfg.handshake_timeout_ms);
+		conn_kill(c); /* unlinks it */
+	}
 }
 
 int conn_new_ws(struct server *s, int fd, const char *peer)
@@ -108,6 +146,11 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	c->fd_in = c->fd_out = fd;
 	c->state = CONN_HTTP;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->accepted_ms = now_ms();
+	list_add_tail(&c->slot_link, &s->handshaking);
+	if (s->cfg.handshake_timeout_ms && !s->handshake_timer.armed)
+		uring_timer_arm(&s->ring, &s->handshake_timer, s->cfg.handshake_timeout_ms,
+				on_handshake_deadline);
 	conn_arm_read(c);
 	return 0;
 }
@@ -137,6 +180,8 @@ static void conn_queue(struct conn *c, struct outchunk *o)
 {
 	list_add_tail(&o->link, &c->outq);
 	c->out_bytes += o->len;
+	c->out_alloc += o->len;
+	conn_mem_out(c, (long long)o->len);
 	if (!c->read_blocked && conn_congested(c))
 		c->read_blocked = true;
 	conn_flush(c);
@@ -147,7 +192,7 @@ static void conn_send_raw(struct conn *c, const void *p, size_t n)
 	struct outchunk *o = malloc(sizeof(*o) + n);
 
 	if (!o) {
-		log_error("Out of memory queueing %zu bytes for %s, closing", n, c->peer);
+		log_error_ratelimited("Out of memory queueing %zu bytes for %s, closing", n, c->peer);
 		conn_kill(c);
 		return;
 	}
@@ -176,6 +221,50 @@ struct outchunk *conn_alloc_msg(struct conn *c, size_t payload_len, uint8_t **re
 	return o;
 }
 
+/* The frame header length of a message from conn_alloc_msg() with this payload. */
+static size_t msg_hdr_len(const struct conn *c, size_t payload_len)
+{
+	if (c->transport != CONN_WS)
+		return 0;
+	return payload_len < 126 ? 2 : payload_len <= 0xffff ? 4 : 10;
+}
+
+struct outchunk *conn_realloc_msg(struct conn *c, struct outchunk *o, size_t payload_len,
+				  uint8_t **ret_payload)
+{
+	size_t trailer = c->transport == CONN_STDIO ? 1 : 0, old_hdr = 0, hdr, old_len, keep;
+	struct outchunk *n;
+
+	if (c->transport == CONN_WS) {
+		uint8_t code = o->data[1] & 0x7f;
+
+		old_hdr = code == 127 ? 10 : code == 126 ? 4 : 2;
+	}
+	old_len = o->len - old_hdr - trailer;
+	hdr = msg_hdr_len(c, payload_len);
+	keep = MIN(old_len, payload_len);
+	/* A shorter header: move the payload down while the block is still large enough. */
+	if (hdr < old_hdr)
+		memmove(o->data + hdr, o->data + old_hdr, keep);
+	n = realloc(o, sizeof(*o) + hdr + payload_len + trailer);
+	if (!n) {
+		if (hdr < old_hdr) {
+			memmove(o->data + old_hdr, o->data + hdr, keep);
+			ws_frame_hdr_encode(o->data, WS_OP_TEXT, old_len);
+		}
+		return NULL;
+	}
+	if (hdr > old_hdr)
+		memmove(n->data + hdr, n->data + old_hdr, keep);
+	n->len = hdr + payload_len + trailer;
+	if (c->transport == CONN_WS)
+		ws_frame_hdr_encode(n->data, WS_OP_TEXT, payload_len);
+	else
+		n->data[payload_len] = '\n';
+	*ret_payload = n->data + hdr;
+	return n;
+}
+
 void conn_commit(struct conn *c, struct outchunk *o)
 {
 	if (c->state != CONN_OPEN) {
@@ -194,8 +283,8 @@ void conn_send_text(struct conn *c, const char *json, size_t len)
 		return;
 	o = conn_alloc_msg(c, len, &p);
 	if (!o) {
-		log_error("Out of memory queueing a %zu byte message for %s, closing", len,
-			  c->peer);
+		log_error_ratelimited("Out of memory queueing a %zu byte message for %s, closing",
+				      len, c->peer);
 		conn_kill(c);
 		return;
 	}
@@ -209,7 +298,7 @@ void conn_send_json(struct conn *c, const json_t *msg)
 	char *s = jrpc_dump(msg, &len);
 
 	if (!s) {
-		log_error("Out of memory serialising a message for %s, closing", c->peer);
+		log_error_ratelimited("Out of memory serialising a message for %s, closing", c->peer);
 		conn_kill(c);
 		return;
 	}
@@ -251,6 +340,9 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 		o->off += n;
 		left -= n;
 		if (o->off == o->len) {
+			/* The budget counts a chunk's memory until it is freed, not what is unsent. */
+			c->out_alloc -= o->len;
+			conn_mem_out(c, -(long long)o->len);
 			list_del(&o->link);
 			free(o);
 		}
@@ -304,6 +396,8 @@ static void conn_kill(struct conn *c)
 		return;
 	conn_closed(c);
 	c->state = CONN_DEAD;
+	c->srv->n_conns--;
+	list_del(&c->slot_link);
 	uring_cancel(&c->srv->ring, &c->read_op);
 	uring_cancel(&c->srv->ring, &c->write_op);
 	if (c->transport == CONN_WS)
@@ -336,6 +430,7 @@ void conn_close(struct conn *c, uint16_t ws_code, const char *why)
 	if (!list_empty(&c->outq) &&
 	    (c->transport == CONN_STDIO || ws_code || c->state == CONN_HTTP)) {
 		c->state = CONN_CLOSING;
+		list_del(&c->slot_link);
 		uring_cancel(&c->srv->ring, &c->read_op);
 		conn_flush(c);
 		return;
@@ -352,6 +447,7 @@ void conn_free_all(struct server *s)
 		if (c->transport == CONN_WS)
 			safe_close(c->fd_in);
 		c->state = CONN_DEAD;
+		s->n_conns--;
 		conn_free(c);
 	}
 	list_for_each_entry_safe(c, n, &s->dead_conns, link)
@@ -395,6 +491,8 @@ static void handle_http(struct conn *c)
 		return;
 	}
 	c->state = CONN_OPEN;
+	list_del(&c->slot_link);
+	list_add_tail(&c->slot_link, &c->srv->uninitialized);
 	log_debug("WebSocket connection from %s", c->peer);
 }
 
@@ -404,11 +502,15 @@ static void handle_ws(struct conn *c)
 
 	while (c->state == CONN_OPEN && off < c->in.len) {
 		struct ws_event ev = { 0 };
-		int r = ws_parser_feed(&c->ws, c->in.data + off, c->in.len - off, &ev);
+		int r;
 
+		/* Over its in-flight budget: the rest waits in c->in (conn-mem.h). */
+		if (conn_mem_pause_check(c))
+			break;
+		r = ws_parser_feed(&c->ws, c->in.data + off, c->in.len - off, &ev);
 		if (r < 0) {
-			log_info("Closing connection %s: WebSocket protocol error (%s)", c->peer,
-				 strerror(-r));
+			log_info_ratelimited("Closing connection %s: WebSocket protocol error (%s)",
+					     c->peer, strerror(-r));
 			conn_close(c, ws_close_code_for_error(r), "protocol error");
 			return;
 		}
@@ -447,7 +549,7 @@ static void handle_stdio(struct conn *c)
 		uint8_t *nl = memchr(c->in.data + off, '\n', c->in.len - off);
 		size_t n;
 
-		if (!nl)
+		if (!nl || conn_mem_pause_check(c))
 			break;
 		n = (size_t)(nl - (c->in.data + off));
 		if (n > 0 && !(n == 1 && c->in.data[off] == '\r'))
@@ -457,7 +559,7 @@ static void handle_stdio(struct conn *c)
 	if (c->state == CONN_DEAD)
 		return;
 	buf_consume(&c->in, off);
-	if (c->in.len > c->srv->cfg.max_message_bytes) {
+	if (!c->mem_paused && c->in.len > c->srv->cfg.max_message_bytes) {
 		log_error("stdio message larger than %" PRIu64 " bytes, closing",
 			  c->srv->cfg.max_message_bytes);
 		conn_kill(c);
@@ -494,9 +596,10 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 		return;
 	}
 
+	c->pings_unanswered = 0; /* anything from the peer shows it is there */
 	if (buf_append(&c->in, uring_bufs_get(&c->srv->bufs, bid), (size_t)res) < 0) {
 		server_recycle_buf(c->srv, bid);
-		log_error("Out of memory buffering input from %s, closing", c->peer);
+		log_error_ratelimited("Out of memory buffering input from %s, closing", c->peer);
 		conn_kill(c);
 		return;
 	}
@@ -504,6 +607,12 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 
 	if (c->state == CONN_HTTP)
 		handle_http(c);
+	conn_input_resume(c);
+}
+
+/* Also where a connection paused over its in-flight budget picks up again (conn-mem.c). */
+void conn_input_resume(struct conn *c)
+{
 	if (c->state == CONN_OPEN) {
 		if (c->transport == CONN_WS)
 			handle_ws(c);
@@ -522,7 +631,7 @@ static void conn_arm_read(struct conn *c)
 {
 	struct io_uring_sqe *sqe;
 
-	if (c->read_op.busy || c->read_blocked || c->fd_in < 0 ||
+	if (c->read_op.busy || c->read_blocked || c->mem_paused || c->fd_in < 0 ||
 	    (c->state != CONN_OPEN && c->state != CONN_HTTP))
 		return;
 	sqe = uring_get_sqe(&c->srv->ring, &c->read_op, on_read);
@@ -537,9 +646,50 @@ static void conn_arm_read(struct conn *c)
 
 void conn_send_ping_all(struct server *s)
 {
-	struct conn *c;
+	struct conn *c, *n;
 
-	list_for_each_entry(c, &s->conns, link)
-		if (c->transport == CONN_WS && c->state == CONN_OPEN)
-			send_control(c, WS_OP_PING, NULL, 0);
+	list_for_each_entry_safe(c, n, &s->conns, link) {
+		if (c->transport != CONN_WS || c->state != CONN_OPEN)
+			continue;
+		if (c->pings_unanswered >= CONN_MAX_MISSED_PINGS) {
+			/* A plain TCP close, as every server-side close of the reference's. */
+			log_info_ratelimited("Closing connection %s: nothing received in answer to %u "
+					     "pings", c->peer, c->pings_unanswered);
+			conn_kill(c);
+			continue;
+		}
+		/*
+		 * A ping queued behind output, or whose answer is not read (no read
+		 * pending: backpressure, the memory budget, no buffer), may not count.
+		 */
+		if (c->out_bytes == 0 && c->read_op.busy)
+			c->pings_unanswered++;
+		send_control(c, WS_OP_PING, NULL, 0);
+	}
+}
+
+void conn_initialize_done(struct conn *c)
+{
+	c->initialize_done = true;
+	list_del(&c->slot_link);
+}
+
+bool conn_evict_one(struct server *s)
+{
+	struct conn *c;
+	const char *why;
+
+	if (!list_empty(&s->handshaking)) {
+		c = list_first_entry(&s->handshaking, struct conn, slot_link);
+		why = "the oldest without a WebSocket upgrade";
+	} else if (!list_empty(&s->uninitialized)) {
+		c = list_first_entry(&s->uninitialized, struct conn, slot_link);
+		why = "the oldest without initialize";
+	} else {
+		return false;
+	}
+	log_info_ratelimited("Closing connection %s to make room for a new one (%u connections, "
+			     "%s)", c->peer, s->n_conns, why);
+	conn_kill(c);
+	return true;
 }

@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "buf.h"
+#include "conn-mem.h"
 #include "list.h"
 #include "ring.h"
 #include "server.h"
@@ -48,6 +49,14 @@ struct conn {
 	enum conn_state state;
 	int fd_in, fd_out;
 	char peer[64];
+	/*
+	 * WebSocket slot keeping: in server->handshaking from accept until the
+	 * upgrade, then in server->uninitialized until initialize succeeds
+	 * (both oldest first: eviction and the handshake deadline take the head).
+	 */
+	struct list_head slot_link;
+	uint64_t accepted_ms;      /* CLOCK_MONOTONIC at accept: the handshake deadline runs from it */
+	unsigned pings_unanswered; /* pings sent since the peer last sent anything */
 
 	struct buf in;
 	struct ws_parser ws;
@@ -58,10 +67,20 @@ struct conn {
 	bool input_eof;    /* stdio: input ended while requests were in flight */
 
 	struct list_head outq;
-	size_t out_bytes;
+	size_t out_bytes;  /* queued and not yet written (backpressure) */
+	size_t out_alloc;  /* held by queued chunks until freed (the memory budget) */
 	struct uring_op write_op;
 	struct iovec iov[CONN_MAX_IOV];
 	unsigned n_iov;
+
+	/* In-flight memory (conn-mem.h) */
+	struct list_head mem_charges;     /* struct conn_mem held by this connection's requests */
+	size_t mem_charged;               /* their bytes */
+	size_t mem_waiting;               /* bytes of those waiting for admission */
+	unsigned mem_n_waiting;
+	unsigned mem_pass;                /* admission pass that skipped a waiter of c */
+	bool mem_paused;                  /* over budget: requests wait unparsed in c->in */
+	struct list_head mem_paused_link; /* server->mem_paused while paused */
 
 	/* JSON-RPC state */
 	bool initialize_done;
@@ -104,7 +123,17 @@ void conn_send_json(struct conn *c, const json_t *msg);
  * to write it; the message is queued by conn_commit(). Returns NULL on OOM.
  */
 struct outchunk *conn_alloc_msg(struct conn *c, size_t payload_len, uint8_t **ret_payload);
+/*
+ * Resizes a message from conn_alloc_msg() that is not committed yet to
+ * payload_len bytes, keeping its payload (up to the shorter length). Returns
+ * the new chunk, or NULL on OOM (o is then unchanged and still owned).
+ */
+struct outchunk *conn_realloc_msg(struct conn *c, struct outchunk *o, size_t payload_len,
+				  uint8_t **ret_payload);
 void conn_commit(struct conn *c, struct outchunk *o);
+
+/* Parses and dispatches what waits in c's input buffer, then reads on (for conn-mem.c). */
+void conn_input_resume(struct conn *c);
 
 /* True while the output queue is above the backpressure limit. */
 bool conn_congested(const struct conn *c);
@@ -116,8 +145,24 @@ bool conn_congested(const struct conn *c);
  */
 void conn_close(struct conn *c, uint16_t ws_code, const char *why);
 
-/* Sends an empty Ping to every open WebSocket connection. */
+/*
+ * Sends an empty Ping to every open WebSocket connection, after closing those
+ * that sent nothing since the last CONN_MAX_MISSED_PINGS pings (only pings
+ * that could reach the peer count: none while its output queue is not empty
+ * or no read is pending on it).
+ */
+#define CONN_MAX_MISSED_PINGS 2
 void conn_send_ping_all(struct server *s);
+
+/* initialize succeeded on c: it is no longer a candidate for eviction. */
+void conn_initialize_done(struct conn *c);
+
+/*
+ * Makes room at --max-connections: closes the oldest WebSocket connection
+ * still before its HTTP upgrade, else the oldest that has not initialized.
+ * Returns false when every connection is initialized (nothing is closed).
+ */
+bool conn_evict_one(struct server *s);
 
 /* Frees dead connections whose ops have completed (called between loop iterations). */
 void conn_reap(struct server *s);

@@ -40,10 +40,32 @@ void tests_skip(const char *why)
 	longjmp(fail_jmp, 2);
 }
 
+/*
+ * A run that executes no test is a failure, never a silent pass: a binary
+ * with no registered tests (broken registration), or a name filter (argv[1])
+ * that matches no test (a typo, a renamed test). TAP "Bail out!" makes meson
+ * report the binary as an error.
+ */
+static int bail_out(const char *why, const char *what)
+{
+	printf("TAP version 13\n# %s%s\nBail out! %s%s\n", why, what, why, what);
+	fflush(stdout);
+	return 1;
+}
+
 int tests_run(int argc, char **argv)
 {
 	volatile size_t failed = 0, skipped = 0;
 	const char *only = argc > 1 ? argv[1] : NULL;
+	size_t selected = 0;
+
+	for (size_t i = 0; i < n_cases; i++)
+		if (!only || strcmp(only, cases[i].name) == 0)
+			selected++;
+	if (n_cases == 0)
+		return bail_out("no tests registered", "");
+	if (selected == 0)
+		return bail_out("no test matches ", only);
 
 	printf("TAP version 13\n1..%zu\n", n_cases);
 	for (size_t i = 0; i < n_cases; i++) {
@@ -67,7 +89,7 @@ int tests_run(int argc, char **argv)
 		}
 		fflush(stdout);
 	}
-	if (n_cases > 0 && skipped == n_cases)
-		return 77;
+	if (skipped == selected)
+		return 77; /* every test that ran skipped: nothing was asserted */
 	return failed ? 1 : 0;
 }

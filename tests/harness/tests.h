@@ -2,7 +2,10 @@
 /*
  * Minimal TAP test harness. TEST(name) { ... } registers a test; ASSERT_*
  * print expected and actual and abort the current test. A test binary's
- * main is TEST_MAIN(). Exit 0 all passed, 1 some failed, 77 skipped (whole binary).
+ * main is TEST_MAIN(). `test-x NAME` runs only the test called NAME (the others
+ * are reported as "# SKIP not selected"). Exit 0 all passed, 1 some failed,
+ * 77 every test that ran skipped; 1 with "Bail out!" when no test ran at all:
+ * NAME matches no test, or the binary registered none.
  */
 #pragma once
 

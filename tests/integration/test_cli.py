@@ -10,9 +10,13 @@ import pytest
 from conftest import UEXEC_BIN, SANITIZER_MARKERS
 from wsclient import RpcClient, StdioTransport, unb64
 
+# a uexec that serves (not only parses its command line) needs io_uring
+needs_server = pytest.mark.needs("io_uring")
+runs_sh = pytest.mark.needs_programs("/bin/sh", "/bin/cat")
+
 FLAGS = ["--listen", "--resume-window-ms", "--max-sessions", "--max-processes",
          "--max-message-bytes", "--max-frame-bytes", "--max-json-depth", "--ping-interval-ms",
-         "--log-level"]
+         "--log-level", "--sandbox-max-ptys"]
 
 
 def run_bin(*args, timeout=20, input=None):
@@ -61,6 +65,8 @@ def _stdio_server(tmp_path, listen="stdio"):
     return proc, err
 
 
+@needs_server
+@runs_sh
 @pytest.mark.parametrize("listen", ["stdio", "stdio://"])
 def test_stdio_round_trip_and_exit_on_eof(tmp_path, listen):
     """§1.1: --listen stdio speaks newline-delimited JSON; exits 0 at stdin EOF."""
@@ -92,6 +98,8 @@ def test_stdio_round_trip_and_exit_on_eof(tmp_path, listen):
     assert not any(m in stderr for m in SANITIZER_MARKERS), stderr[-2000:]
 
 
+@needs_server
+@runs_sh
 def test_stdio_stdout_is_only_json(tmp_path):
     """§1.1: in stdio mode every stdout line is one JSON message (logs go to stderr)."""
     if not os.access(UEXEC_BIN, os.X_OK):
@@ -116,6 +124,8 @@ def test_stdio_stdout_is_only_json(tmp_path):
     assert [m.get("id") for m in c.log] == [1, 2]
 
 
+@needs_server
+@runs_sh
 def test_stdio_input_before_eof_is_processed(tmp_path):
     """§1.1: lines already received when stdin reaches EOF are still answered before exit 0."""
     if not os.access(UEXEC_BIN, os.X_OK):
@@ -132,6 +142,8 @@ def test_stdio_input_before_eof_is_processed(tmp_path):
     assert msgs[1] == {"id": 2, "result": {"status": "ready"}}
 
 
+@needs_server
+@runs_sh
 def test_stdio_process_output_before_eof(tmp_path):
     """§1.1: notifications are streamed on stdout in stdio mode."""
     if not os.access(UEXEC_BIN, os.X_OK):

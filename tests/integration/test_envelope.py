@@ -8,6 +8,9 @@ import pytest
 
 from wsclient import ConnectionClosed
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/true")
+
 PARSE_PREFIX = "failed to parse websocket JSON-RPC message from exec-server websocket %s: "
 
 

@@ -203,6 +203,7 @@ def sandbox_dirs():
     shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.needs("sandbox")  # served by the sandboxed fs helper
 def test_sandboxed_write_inside_and_read_back(sclient, sandbox_dirs):
     """issue 5: a sandboxed fs/writeFile inside the workspace succeeds (helper process)."""
     w = sandbox_dirs / "work"
@@ -214,6 +215,7 @@ def test_sandboxed_write_inside_and_read_back(sclient, sandbox_dirs):
                  ["dataBase64"]) == b"inside"
 
 
+@pytest.mark.needs("sandbox")  # served by the sandboxed fs helper
 def test_sandboxed_write_outside_is_read_only(sclient, sandbox_dirs):
     """§6.11: a sandboxed write outside the writable set -> -32603 EROFS; nothing written."""
     sb = _ws_sandbox(sandbox_dirs / "work")
@@ -224,6 +226,7 @@ def test_sandboxed_write_outside_is_read_only(sclient, sandbox_dirs):
     assert not target.exists()
 
 
+@pytest.mark.needs("sandbox")  # served by the sandboxed fs helper
 def test_sandboxed_write_into_git_is_read_only(sclient, sandbox_dirs):
     """issue 5: .git under a writable root stays read-only for sandboxed fs writes."""
     w = sandbox_dirs / "work"

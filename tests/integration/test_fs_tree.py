@@ -32,8 +32,10 @@ import conftest
 import wsclient
 from wsclient import file_uri as U
 
-NOBODY = 65534
-SETPRIV = shutil.which("setpriv")
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/sh")
+
+NOBODY = conftest.NOBODY
 ENOENT_ERR = {"code": -32004, "message": "No such file or directory (os error 2)"}
 EACCES_ERR = {"code": -32600, "message": "Permission denied (os error 13)"}
 ENOTDIR_ERR = {"code": -32603, "message": "Not a directory (os error 20)"}
@@ -132,14 +134,14 @@ def entry_names(res):
 def nobody_server(server_factory, monkeypatch):
     """A uexec running as nobody (for EACCES), with a scratch dir nobody can reach.
     tmp_path lives under a 0700 directory, so the scratch dir is a separate one."""
-    if os.geteuid() != 0 or not SETPRIV:
-        pytest.skip("needs root and setpriv to run a server as nobody")
+    conftest.HOST.require("unprivileged-server")
     scratch = tempfile.mkdtemp(prefix="uexec-fs-tree-")
     os.chmod(scratch, 0o755)
     wrapper = os.path.join(scratch, "uexec-as-nobody")
     with open(wrapper, "w") as f:
         f.write("#!/bin/sh\nexec %s --reuid=%d --regid=%d --clear-groups %s \"$@\"\n"
-                % (SETPRIV, NOBODY, NOBODY, os.path.abspath(conftest.UEXEC_BIN)))
+                % (conftest.HOST.program("setpriv"), NOBODY, NOBODY,
+                   os.path.abspath(conftest.UEXEC_BIN)))
     os.chmod(wrapper, 0o755)
     monkeypatch.setattr(conftest, "UEXEC_BIN", wrapper)
     work = os.path.join(scratch, "work")
@@ -147,7 +149,8 @@ def nobody_server(server_factory, monkeypatch):
     os.chown(work, NOBODY, NOBODY)
     srv = server_factory(cwd=work)
     yield srv, scratch
-    subprocess.run(["chattr", "-R", "-i", scratch], stderr=subprocess.DEVNULL)
+    if conftest.HOST.program("chattr"):
+        subprocess.run(["chattr", "-R", "-i", scratch], stderr=subprocess.DEVNULL)
     shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -246,6 +249,7 @@ def test_copy_uri_errors_source_first(sclient):
 
 @pytest.mark.parametrize("method", ["fs/readDirectory", "fs/canonicalize", "fs/remove",
                                     "fs/copy", "fs/walk"])
+@pytest.mark.needs("sandbox")  # served by the sandboxed fs helper
 def test_sandboxed_request(sclient, tmp_path, method):
     """§6.11: with a sandbox granting only reads, reads succeed and fs/remove / fs/copy fail
     with -32603 'Read-only file system (os error 30)' as on the reference; nothing changes."""
@@ -660,12 +664,15 @@ def test_remove_follow_symlinks_false(sclient, tmp_path):
     assert not os.path.lexists(tmp_path / "link") and os.path.exists(tmp_path / "real" / "x")
 
 
+@pytest.mark.needs("root")  # CAP_LINUX_IMMUTABLE
+@pytest.mark.needs_programs("chattr")
 def test_remove_immutable_eperm(sclient, tmp_path):
     """§6.18/§4: EPERM (immutable file) -> -32600 even with force (p07)."""
     write(tmp_path / "imm")
-    if subprocess.run(["chattr", "+i", str(tmp_path / "imm")],
-                      stderr=subprocess.DEVNULL).returncode != 0:
-        pytest.skip("chattr +i not supported here")
+    p = subprocess.run(["chattr", "+i", str(tmp_path / "imm")], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip("needs a file system with the immutable flag at %s: chattr +i: %s"
+                    % (tmp_path, p.stderr.strip()))
     try:
         assert err(sclient, "fs/remove", {"path": U(tmp_path / "imm"), "force": True}) == {
             "code": -32600, "message": "Operation not permitted (os error 1)"}
@@ -939,8 +946,7 @@ def test_copy_symlinks_and_special_files(sclient, tmp_path):
 def test_copy_mode_bits(sclient, tmp_path):
     """§6.19: permission and sticky bits follow the source; uexec drops set-user-ID when the
     copy changes owner (the reference keeps it), keeps it when the owner is the same."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create files owned by someone else")
+    conftest.HOST.require("root")  # to create files owned by someone else
     write(tmp_path / "mine", b"s", 0o4755)
     write(tmp_path / "sticky", b"s", 0o1644)
     write(tmp_path / "theirs", b"s")
@@ -1025,15 +1031,17 @@ def test_connection_closed_while_jobs_run(server, tmp_path):
 
 def test_busy_when_too_many_jobs(server, tmp_path):
     """uexec: more than 256 filesystem jobs queued -> -32603 'server busy: too many
-    filesystem operations in progress'; the others complete and the server recovers."""
+    filesystem operations in progress'; the others complete and the server recovers.
+    Six connections: one alone pauses at its in-flight budget (each walk is charged
+    1 MiB until it is serialised, 64 MiB per connection) and never reaches 256."""
     # each walk reads 10 000 names but returns one: slow jobs, small replies
     root = tmp_path / "t"
     touch_many(root, ("f%05d" % k for k in range(10000)))
-    c = server.connect()
-    ids = [c.request("fs/walk", {"path": U(root), "options": opts(maxEntries=1)})
-           for _ in range(320)]
+    conns = [server.connect() for _ in range(6)]
+    ids = [(c, c.request("fs/walk", {"path": U(root), "options": opts(maxEntries=1)}))
+           for c in conns for _ in range(60)]
     busy = done = 0
-    for i in ids:
+    for c, i in ids:
         r = c.wait_reply(i, timeout=120)
         if "error" in r:
             assert r["error"] == {"code": -32603, "message":
@@ -1044,8 +1052,9 @@ def test_busy_when_too_many_jobs(server, tmp_path):
             assert r["result"]["truncated"] is True
             done += 1
     assert done >= 257 and busy >= 1, (done, busy)
-    assert ok(c, "fs/canonicalize", {"path": U(root)}) == {"path": U(root)}
-    c.ws.abort()
+    assert ok(conns[0], "fs/canonicalize", {"path": U(root)}) == {"path": U(root)}
+    for c in conns:
+        c.ws.abort()
 
 
 def test_walk_100k_tree_does_not_stall_long_poll(server, tmp_path):

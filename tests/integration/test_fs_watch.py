@@ -17,8 +17,12 @@ import time
 import pytest
 
 import wsclient
-from conftest import UEXEC_BIN, SANITIZER_MARKERS, wait_until
+import conftest
+from conftest import SANITIZER_MARKERS, wait_until
 from wsclient import file_uri
+
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/sh")
 
 FIRE_TIMEOUT = 10.0   # the reference fires within ~45 ms; be generous under ASan/load
 QUIET = 0.5           # bounded wait for "nothing more arrives"
@@ -630,14 +634,13 @@ def test_gating(server):
 # ---- permissions (p08): needs a server that is not root
 
 def _start_unprivileged(logdir):
-    setpriv = shutil.which("setpriv")
-    if os.geteuid() != 0 or not setpriv:
-        pytest.skip("needs root and setpriv to run the server as an unprivileged user")
+    conftest.HOST.require("unprivileged-server")
+    setpriv = conftest.HOST.program("setpriv")
     out = open(os.path.join(logdir, "nobody.stdout"), "wb")
     err_path = os.path.join(logdir, "nobody.stderr")
     err = open(err_path, "wb")
     proc = subprocess.Popen([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-                             UEXEC_BIN, "--listen", "ws://127.0.0.1:0"],
+                             conftest.UEXEC_BIN, "--listen", "ws://127.0.0.1:0"],
                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd="/",
                             start_new_session=True)
     url = None
@@ -650,7 +653,8 @@ def _start_unprivileged(logdir):
         elif proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             with open(err_path, "rb") as f:
-                pytest.skip("the unprivileged server did not start: %r" % f.read()[-500:])
+                # the unprivileged-server probe said it can start here
+                pytest.fail("the unprivileged server did not start: %r" % f.read()[-500:])
         else:
             time.sleep(0.01)
     return proc, url, err_path, (out, err)

@@ -2,11 +2,11 @@
 """Connection lifecycle, initialize and environment/* (PROTOCOL.md §2.1, §6.1-§6.4)."""
 
 import os
-import pwd
 import re
 
 import pytest
 
+from conftest import login_shell
 from wsclient import file_uri
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -225,9 +225,9 @@ def test_environment_info_reflects_server_environment(server_factory, tmp_path):
     assert info["userHomeDir"].endswith("/home%20dir")
     assert info["temporaryDirectories"] == [file_uri(str(tmpd))]
     assert info["tempDir"] == file_uri(str(tmpd))
-    login_shell = pwd.getpwuid(os.getuid()).pw_shell
-    assert info["shell"]["path"] == login_shell
-    assert info["shell"]["name"] == os.path.basename(login_shell)
+    shell = login_shell()
+    assert info["shell"]["path"] == shell
+    assert info["shell"]["name"] == os.path.basename(shell)
     c.ws.abort()
 
 

@@ -8,6 +8,9 @@ import pytest
 
 from conftest import children_of, fd_count, wait_until
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/cat", "/bin/sh", "/bin/sleep", "/bin/true")
+
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 
 

@@ -2,16 +2,18 @@
 """process/start basics, notifications, PTY and process model
 (PROTOCOL.md §6.6, §7, §8.2, §8.4, §8.5, §9)."""
 
-import os
-import pwd
 import re
 
 import pytest
 
+from conftest import login_shell
 from wsclient import file_uri, unb64
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/bash", "/bin/cat", "/bin/ls", "/bin/sh", "/bin/true",
+                                        "/usr/bin/env", "/usr/bin/tty", "stty", "readlink")
+
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
-LOGIN_SHELL = pwd.getpwuid(os.getuid()).pw_shell
 READ_KEYS = ["chunks", "nextSeq", "exited", "exitCode", "closed", "failure", "sandboxDenied"]
 
 
@@ -158,7 +160,7 @@ def test_pty_env_gets_login_shell(sclient):
     """§8.1/§8.2: PTY children get SHELL=<login shell> when env has no SHELL; no TERM."""
     run = sclient.run("pe", ["/usr/bin/env"], env={"FOO": "bar"}, tty=True)
     lines = set(run.pty.decode().split("\r\n")) - {""}
-    assert lines == {"FOO=bar", "SHELL=%s" % LOGIN_SHELL}
+    assert lines == {"FOO=bar", "SHELL=%s" % login_shell()}
 
 
 def test_pty_env_shell_from_env_wins(sclient):

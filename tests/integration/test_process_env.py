@@ -7,6 +7,9 @@ import pytest
 
 from conftest import Server
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/usr/bin/env")
+
 # The server runs with exactly this environment (mirrors p17_envpolicy.out).
 SERVER_ENV = {
     "API_KEY": "k", "AWS_SECRET_ACCESS_KEY": "s", "CODEX_PERMISSION_PROFILE": "prof",

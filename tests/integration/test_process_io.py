@@ -9,6 +9,9 @@ import pytest
 from conftest import pid_alive, wait_until
 from wsclient import b64, unb64
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/bash", "/bin/cat", "/bin/sh", "/bin/sleep", "/bin/true")
+
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 
 

@@ -9,6 +9,9 @@ import pytest
 
 from wsclient import file_uri
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/echo", "/bin/pwd", "/bin/sh", "/bin/sleep", "/bin/true")
+
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 ENOENT = {"code": -32603, "message": "No such file or directory (os error 2)"}
 EACCES = {"code": -32603, "message": "Permission denied (os error 13)"}

@@ -9,6 +9,10 @@ import pytest
 from conftest import pid_alive
 from wsclient import ProcRun, unb64
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/cat", "/bin/echo", "/bin/sh", "/bin/sleep", "/bin/true",
+                                        "head", "tr")
+
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 MiB = 1024 * 1024
 

@@ -8,6 +8,9 @@ import pytest
 from conftest import pid_alive, wait_until
 from wsclient import unb64
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/cat", "/bin/echo", "/bin/sh", "/bin/sleep")
+
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 
 

@@ -8,6 +8,9 @@ import json
 
 import pytest
 
+# the programs this module's processes run (skipped, with the names, where missing)
+pytestmark = pytest.mark.needs_programs("/bin/sh")
+
 websockets = pytest.importorskip("websockets")
 
 
