@@ -275,6 +275,35 @@ int jrpc_u64(const json_t *v, uint64_t *ret)
 	return -ERANGE;
 }
 
+json_t *jrpc_copy_clamped(const json_t *v)
+{
+	const char *k;
+	size_t i, klen;
+	json_t *e, *c;
+
+	if (json_is_integer(v) && is_registered_big(v))
+		return json_integer(INT64_MAX);
+	if (json_is_array(v)) {
+		c = json_array();
+		json_array_foreach((json_t *)v, i, e)
+			if (!c || json_array_append_new(c, jrpc_copy_clamped(e)) < 0) {
+				json_decref(c);
+				return NULL;
+			}
+		return c;
+	}
+	if (json_is_object(v)) {
+		c = json_object();
+		json_object_keylen_foreach((json_t *)v, k, klen, e)
+			if (!c || json_object_setn_new_nocheck(c, k, klen, jrpc_copy_clamped(e)) < 0) {
+				json_decref(c);
+				return NULL;
+			}
+		return c;
+	}
+	return json_deep_copy(v);
+}
+
 void jrpc_integer_text(const json_t *v, char *buf, size_t size)
 {
 	if (is_registered_big(v))

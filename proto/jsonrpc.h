@@ -48,6 +48,12 @@ size_t jrpc_key_len(const char *key);
  * -ERANGE for a negative integer, -EINVAL for a non-integer.
  */
 int jrpc_u64(const json_t *v, uint64_t *ret);
+/*
+ * A deep copy in which each big u64 of the message being dispatched becomes
+ * i64::MAX (jansson can hold it, and any JSON reader reads it back), e.g. for
+ * params forwarded to another process. NULL on OOM.
+ */
+json_t *jrpc_copy_clamped(const json_t *v);
 /* An integer's decimal text as the client wrote it (big u64s unsigned). */
 void jrpc_integer_text(const json_t *v, char *buf, size_t size);
 bool jrpc_key_is(const char *key, const char *name);

@@ -83,27 +83,14 @@ static void job_cancel(struct rpc_pending *p)
  */
 static void relay_result(struct helper_job *j, const char *res, size_t n)
 {
-	static const char pre[] = "{\"id\":", mid[] = ",\"result\":";
-	char *ids = json_dumps(j->pend.id, JSON_COMPACT | JSON_ENCODE_ANY);
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), given = 0;
-	size_t il = ids ? strlen(ids) : 0, done = 0;
+	size_t done = 0;
 	struct outchunk *o;
 	uint8_t *w;
 
-	o = ids ? conn_alloc_msg(j->pend.conn, sizeof(pre) - 1 + il + sizeof(mid) - 1 + n + 1, &w)
-		: NULL;
-	if (!o) {
-		free(ids);
-		rpc_reply_errno_internal(j->pend.conn, j->pend.id, ENOMEM);
+	o = rpc_reply_begin(j->pend.conn, j->pend.id, n, &w);
+	if (!o)
 		return;
-	}
-	memcpy(w, pre, sizeof(pre) - 1);
-	w += sizeof(pre) - 1;
-	memcpy(w, ids, il);
-	w += il;
-	memcpy(w, mid, sizeof(mid) - 1);
-	w += sizeof(mid) - 1;
-	free(ids);
 	given = ((uintptr_t)res + page - 1) & ~(page - 1);
 	while (done < n) {
 		size_t k = MIN(n - done, (size_t)RELAY_SLICE);
@@ -118,7 +105,6 @@ static void relay_result(struct helper_job *j, const char *res, size_t n)
 			given = upto;
 		}
 	}
-	w[n] = '}';
 	conn_commit(j->pend.conn, o);
 }
 
@@ -313,7 +299,8 @@ void fs_sandbox_init(struct server *s)
 
 static char *build_request(const char *method, json_t *params, size_t *ret_len)
 {
-	json_t *p = json_deep_copy(params), *req;
+	/* u64 limits from 2^63 up (fs/walk's) are forwarded as i64::MAX: as unbounded. */
+	json_t *p = jrpc_copy_clamped(params), *req;
 	char *s, *all = NULL;
 	size_t n;
 

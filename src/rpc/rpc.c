@@ -85,7 +85,7 @@ void rpc_reply(struct conn *c, json_t *id, json_t *result)
 	json_decref(msg);
 }
 
-void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t len)
+struct outchunk *rpc_reply_begin(struct conn *c, json_t *id, size_t len, uint8_t **ret_result)
 {
 	static const char pre[] = "{\"id\":", mid[] = ",\"result\":";
 	char *ids = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -97,7 +97,7 @@ void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t
 	if (!o) {
 		free(ids);
 		rpc_reply_errno_internal(c, id, ENOMEM);
-		return;
+		return NULL;
 	}
 	memcpy(w, pre, sizeof(pre) - 1);
 	w += sizeof(pre) - 1;
@@ -105,9 +105,20 @@ void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t
 	w += il;
 	memcpy(w, mid, sizeof(mid) - 1);
 	w += sizeof(mid) - 1;
-	memcpy(w, result, len);
 	w[len] = '}';
 	free(ids);
+	*ret_result = w;
+	return o;
+}
+
+void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t len)
+{
+	uint8_t *w;
+	struct outchunk *o = rpc_reply_begin(c, id, len, &w);
+
+	if (!o)
+		return;
+	memcpy(w, result, len);
 	conn_commit(c, o);
 }
 

@@ -9,12 +9,14 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "list.h"
 
 struct server;
 
 struct conn;
+struct outchunk;
 
 /* JSON-RPC error codes used by the reference (PROTOCOL.md §4). */
 enum {
@@ -33,6 +35,12 @@ void rpc_on_message(struct conn *c, const char *data, size_t len);
 void rpc_reply(struct conn *c, json_t *id, json_t *result);
 /* A result already serialised as compact JSON (result[0..len)), e.g. by a worker thread. */
 void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t len);
+/*
+ * A reply whose result (len bytes of compact JSON) the caller writes at
+ * *ret_result, then queues with conn_commit(). Replies ENOMEM and returns NULL
+ * when it cannot be allocated.
+ */
+struct outchunk *rpc_reply_begin(struct conn *c, json_t *id, size_t len, uint8_t **ret_result);
 void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* An error whose message is prefix + the client's string str (NULs kept) + suffix. */

@@ -1,6 +1,11 @@
 """Integers in params as serde reads them: u64 up to 2^64 - 1, f64 beyond (issue 11)."""
 import json
 
+import pytest
+
+import conftest
+from wsclient import file_uri
+
 
 
 def raw_reply(c, text):
@@ -73,3 +78,29 @@ def test_negative_and_big_in_one_message_stay_apart(sclient, uniq):
 def test_big_request_id_is_refused(sclient):
     msg = raw_reply(sclient, '{"id":9223372036854775808,"method":"environment/status"}')
     assert msg["id"] == -1 and msg["error"]["code"] == -32600, msg
+
+
+WALK_SANDBOX = {
+    "permissions": {"type": "managed", "file_system": {"type": "restricted", "entries": [
+        {"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"}]},
+        "network": "restricted"},
+    "cwd": "file:///tmp", "windowsSandboxLevel": "disabled"}
+
+
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["direct", "fs-helper"])
+def test_walk_limits_beyond_i64(sclient, tmp_path, sandboxed):
+    """fs/walk limits of 2^64 - 1 are valid usizes, refused only by the walk's own
+    maximums; also when the request is forwarded to the sandboxed fs helper (which
+    gets them as i64::MAX), not as a decoding error."""
+    if sandboxed:
+        conftest.HOST.require("sandbox")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_bytes(b"x")
+    top = 2**64 - 1
+    sb = ',"sandbox":%s' % json.dumps(WALK_SANDBOX) if sandboxed else ""
+    msg = raw_reply(sclient, '{"id":12,"method":"fs/walk","params":{"path":%s,"options":'
+                             '{"maxDepth":%d,"maxDirectories":%d,"maxEntries":%d,'
+                             '"followDirectorySymlinks":false}%s}}'
+                    % (json.dumps(file_uri(str(tmp_path))), top, top, top, sb))
+    assert msg["error"] == {"code": -32600, "message": "filesystem walk limits exceed maximums: "
+                                                       "depth=64, directories=10000, entries=50000"}
