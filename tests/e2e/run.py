@@ -276,19 +276,21 @@ def main():
     outroot = os.path.join(args.out, args.server)
     os.makedirs(outroot, exist_ok=True)
 
+    # Commands inherit the server's environment and run as `bash -lc`: a clean HOME keeps
+    # this machine's login profile (e.g. a slow pyenv init) out of the results.
+    shome = os.path.join(outroot, "server-home")
+    os.makedirs(shome, exist_ok=True)
     if args.url:
         srv, url = None, args.url
     elif args.server == "ref":
-        shome = os.path.join(outroot, "server-home")
-        os.makedirs(shome, exist_ok=True)
-        senv = dict(os.environ, CODEX_HOME=shome)
+        senv = dict(os.environ, CODEX_HOME=shome, HOME=shome)
         sargv = [codex, "exec-server", "--listen", "ws://127.0.0.1:0"]
     else:
         ubin = os.environ.get("UEXEC_BIN", os.path.join(ROOT, "build", "src", "uexec"))
         if not (os.path.isfile(ubin) and os.access(ubin, os.X_OK)):
             print("SKIP: uexec binary not found at %s (build it or set UEXEC_BIN)" % ubin)
             return SKIP
-        senv = os.environ.copy()
+        senv = dict(os.environ, HOME=shome)
         sargv = [ubin, "--listen", "ws://127.0.0.1:0"]
     if not args.url:
         srv, url = start_listening(sargv, senv, outroot, os.path.join(outroot, "server.err"),
