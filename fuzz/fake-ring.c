@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fake-ring.h"
+#include "session-fakes.h"
 
 static struct fake_sqe *q;
 static unsigned q_len, q_cap;
@@ -119,5 +120,8 @@ void uring_bufs_done(struct uring *u, struct uring_bufs *b)
 
 void uring_bufs_recycle(struct uring_bufs *b, unsigned bid)
 {
-	abort(); /* server_recycle_buf is faked one level up */
+	/* One provided buffer (bid 0); it must come back exactly once per read. */
+	if (bid != 0 || !fake_stats.buf_lent)
+		abort();
+	fake_stats.buf_lent = false;
 }

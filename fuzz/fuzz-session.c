@@ -263,21 +263,12 @@ static void kernel_run(struct conn *c, struct out *o, const struct mode *m)
 	} while (progress);
 }
 
-/* server.c re-arms readers waiting for buffers between loop iterations. */
+/* The loop re-arms readers waiting for buffers between iterations (server/state.c). */
 static bool rearm_buf_waiters(void)
 {
-	struct list_head todo;
-
 	if (list_empty(&srv.buf_waiters))
 		return false;
-	list_init(&todo);
-	list_splice_tail(&srv.buf_waiters, &todo);
-	while (!list_empty(&todo)) {
-		struct buf_waiter *w = list_first_entry(&todo, struct buf_waiter, link);
-
-		list_del(&w->link);
-		w->rearm(w);
-	}
+	server_rearm_buf_waiters(&srv);
 	return true;
 }
 

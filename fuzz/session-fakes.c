@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Link-time fakes for the session fuzz target: the parts of the server that
- * touch the outside world (server/state.c's buffer ring, spawn.c, proc.c,
+ * touch the outside world (spawn.c, proc.c,
  * the sandbox plan, the kernel's random numbers) replaced by small stand-ins
  * that record what they were asked to do. src/ itself is compiled unchanged.
  */
@@ -19,31 +19,6 @@
 #include "spawn.h"
 
 struct fake_stats fake_stats;
-
-/* ---- server.c ---- */
-
-struct server *server_current;
-
-void server_stop(struct server *s, int exit_code)
-{
-	if (!s->stopping)
-		s->exit_code = exit_code;
-	s->stopping = true;
-}
-
-void server_recycle_buf(struct server *s, unsigned bid)
-{
-	/* One provided buffer (bid 0); it must come back exactly once per read. */
-	if (bid != 0 || !fake_stats.buf_lent)
-		abort();
-	fake_stats.buf_lent = false;
-}
-
-void server_wait_for_buf(struct server *s, struct buf_waiter *w)
-{
-	if (!list_linked(&w->link) || w->link.next == NULL)
-		list_add_tail(&w->link, &s->buf_waiters);
-}
 
 /* ---- spawn.c: no process is ever started ---- */
 
