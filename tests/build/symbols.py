@@ -6,8 +6,9 @@ uexec links libsodium, protobuf-c, libbpf, jansson, OpenSSL and toml++ (or will)
 an exported name such as `decode` or `json_check` can clash with one of them,
 silently, at link time. Every global symbol that the tree defines must start
 with the prefix of a module listed below (ARCHITECTURE.md, "Naming"). Weak and
-unique symbols (C++ template instances from toml++'s headers) and the C
-runtime's own symbols are not ours and are skipped.
+unique symbols (C++ template instances from toml++'s headers), the C runtime's
+own symbols and reserved `__` names (sanitizer instrumentation) are not ours
+and are skipped.
 
 usage: symbols.py FILE...   (ELF executables or static archives)
 """
@@ -46,7 +47,9 @@ def main(paths):
         for sym in exported(path):
             checked += 1
             name = sym.split("@", 1)[0]
-            if name in RUNTIME or "@" in sym:
+            # Reserved names (`__`) belong to the compiler and its sanitizer runtimes
+            # (__odr_asan.*, __asan_*, __local_asan_preinit under -fsanitize=address).
+            if name in RUNTIME or "@" in sym or name.startswith("__"):
                 continue
             if not name.startswith(PREFIXES):
                 bad.append(f"{path}: {name}")
