@@ -57,7 +57,7 @@ int tests_run(int argc, char **argv)
 {
 	volatile size_t failed = 0, skipped = 0;
 	const char *only = argc > 1 ? argv[1] : NULL;
-	size_t selected = 0;
+	volatile size_t selected = 0; /* read after longjmp */
 
 	for (size_t i = 0; i < n_cases; i++)
 		if (!only || strcmp(only, cases[i].name) == 0)
