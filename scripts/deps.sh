@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages uexec needs to build and test (idempotent).
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc g++ liburing-dev libjansson-dev libssl-dev libseccomp-dev
-      libtomlplusplus-dev
+      libtomlplusplus-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
       python3 python3-pytest python3-websockets)
 missing=()
 for p in "${pkgs[@]}"; do
