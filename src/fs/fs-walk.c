@@ -473,29 +473,8 @@ static json_t *options_of(json_t *params)
 }
 
 /*
- * A limit as serde_json would see it. The JSON layer hands integers of
- * 2^63..2^64 over as reals: those are valid usizes, only too large (u64::MAX
- * as "unlimited" is a likely client value; a double cannot tell it from
- * 2^64). Any other real is serde's "invalid number", which params.c prints
- * for -1.
- */
-static json_t *limit_value(json_t *v)
-{
-	double d;
-
-	if (!json_is_real(v))
-		return json_incref(v);
-	d = json_real_value(v);
-	/* Doubles this large are all integers. */
-	if (d >= 9223372036854775808.0 && d <= 18446744073709551616.0)
-		return json_integer(INT64_MAX);
-	return json_integer(-1);
-}
-
-/*
  * A shallow copy of options that params_decode reads as serde reads
- * WalkOptions: limits through limit_value(), and pruneHiddenDirectories
- * filled in when absent. It is `#[serde(default)] bool`, not Option<bool>:
+ * WalkOptions: pruneHiddenDirectories filled in when absent. It is `#[serde(default)] bool`, not Option<bool>:
  * absent means false but null is a type error, which params.c expresses with
  * a required field.
  */
@@ -508,19 +487,14 @@ static json_t *options_copy(json_t *o)
 	if (json_is_array(o)) {
 		copy = json_array();
 		json_array_foreach(o, i, v)
-			json_array_append_new(copy, i < 3 ? limit_value(v) : json_incref(v));
+			json_array_append_new(copy, json_incref(v));
 		if (json_array_size(copy) == 4)
 			json_array_append_new(copy, json_false());
 		return copy;
 	}
 	copy = json_object();
-	json_object_foreach(o, k, v) {
-		bool limit = jrpc_key_is(k, "maxDepth") || jrpc_key_is(k, "maxDirectories") ||
-			     jrpc_key_is(k, "maxEntries");
-
-		json_object_setn_new_nocheck(copy, k, jrpc_key_len(k),
-					     limit ? limit_value(v) : json_incref(v));
-	}
+	json_object_foreach(o, k, v)
+		json_object_setn_new_nocheck(copy, k, jrpc_key_len(k), json_incref(v));
 	if (!json_object_get(copy, "pruneHiddenDirectories"))
 		json_object_set_new(copy, "pruneHiddenDirectories", json_false());
 	return copy;

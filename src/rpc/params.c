@@ -127,7 +127,11 @@ static int check_u64(const json_t *v, const char *what, bool top, char *err, siz
 {
 	uint64_t u;
 
-	if (json_is_integer(v)) {
+	/*
+	 * The reference answers "invalid number" for every JSON number that is
+	 * no u64: negative, fractional, or beyond 2^64 (read as a double).
+	 */
+	if (json_is_number(v)) {
 		if (jrpc_u64(v, &u) < 0) {
 			snprintf(err, errsz, "invalid number");
 			return -EINVAL;

@@ -104,3 +104,22 @@ def test_walk_limits_beyond_i64(sclient, tmp_path, sandboxed):
                     % (json.dumps(file_uri(str(tmp_path))), top, top, top, sb))
     assert msg["error"] == {"code": -32600, "message": "filesystem walk limits exceed maximums: "
                                                        "depth=64, directories=10000, entries=50000"}
+
+
+@pytest.mark.parametrize("text", ["1.5", "-1", "1e3", "18446744073709551616", "-9223372036854775809"])
+def test_numbers_that_are_no_u64(sclient, uniq, text):
+    """As probed on the reference: every JSON number that is no u64 (negative, fractional,
+    exponent form, beyond 2^64) gets -32602 "invalid number" for a u64 field."""
+    pid = uniq()
+    sclient.start(pid, ["/bin/true"])
+    msg = raw_reply(sclient, '{"id":13,"method":"process/read","params":{"processId":"%s",'
+                             '"afterSeq":%s}}' % (pid, text))
+    assert msg["error"] == {"code": -32602, "message": "invalid number"}, msg
+
+
+def test_walk_limit_beyond_u64_is_invalid_number(sclient, tmp_path):
+    msg = raw_reply(sclient, '{"id":14,"method":"fs/walk","params":{"path":%s,"options":'
+                             '{"maxDepth":18446744073709551616,"maxDirectories":1,'
+                             '"maxEntries":1,"followDirectorySymlinks":false}}}'
+                    % json.dumps(file_uri(str(tmp_path))))
+    assert msg["error"] == {"code": -32602, "message": "invalid number"}, msg
