@@ -23,6 +23,11 @@ PREFIXES = (
     # src/server, transport, rpc, exec, fs, env
     "server_", "worker_", "conn_", "rpc_", "params_", "os_error_", "exec_", "session_",
     "proc_", "spawn_", "environ_", "fs_", "env_", "toml_filter",
+    # proto/relay-frame.c, and the code protoc-c generates from proto/relay.v1.proto
+    # (its package codex.exec_server.relay.v1 becomes the prefix of every name).
+    "relay_frame_", "codex__exec_server__relay__v1__",
+    # src/relay
+    "mlkem768_", "noise_",
 )
 # Defined by the C runtime and the linker in every executable.
 RUNTIME = {"main", "_start", "_init", "_fini", "_edata", "_end", "__bss_start", "__data_start",

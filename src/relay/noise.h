@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The relay's Noise channel (spec/RELAY.md §6):
+ * Noise_hybridIK_25519+MLKEM768_AESGCM_SHA256, as the clatter crate's
+ * hybrid handshake builds it. Every static and ephemeral key is a pair, an
+ * X25519 key and an ML-KEM-768 key (DH first, then KEM):
+ *
+ *     <- s
+ *     ...
+ *     -> skem, e, es, s, ss          (msg1: harness = initiator)
+ *     <- ekem, skem, e, ee, se       (msg2: executor = responder)
+ *
+ * The order of msg2's tokens is marked unconfirmed in RELAY.md §6.1
+ * (clatter 2.1.0-rc.1 sent `e, ee, se, ekem, skem`), so it is a parameter
+ * until it is settled against the real harness.
+ *
+ * No I/O: callers hand in and take out whole Noise messages. Every secret is
+ * wiped with sodium_memzero when it is no longer needed and when an object
+ * is freed.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlkem768.h"
+
+#define NOISE_PROTOCOL_NAME "Noise_hybridIK_25519+MLKEM768_AESGCM_SHA256"
+#define NOISE_DH_BYTES 32
+#define NOISE_TAG_BYTES 16
+#define NOISE_MAX_MESSAGE 65535 /* clatter's MAX_MESSAGE_LEN: handshake messages and records */
+/* msg1 without its payload, msg2 with its empty payload (RELAY.md §6.2). */
+#define NOISE_MSG1_OVERHEAD 3568
+#define NOISE_MSG2_BYTES 3424
+/* Transport records per direction (u32::MAX, RELAY.md §6.6). */
+#define NOISE_MAX_RECORDS 0xffffffffu
+
+/* A static or ephemeral identity: an X25519 pair and an ML-KEM-768 pair. */
+struct noise_keypair {
+	uint8_t dh_pk[NOISE_DH_BYTES];
+	uint8_t dh_sk[NOISE_DH_BYTES];
+	uint8_t kem_pk[MLKEM768_EK_BYTES];
+	uint8_t kem_sk[MLKEM768_DK_BYTES];
+};
+
+/* The public half of an identity. */
+struct noise_public {
+	uint8_t dh_pk[NOISE_DH_BYTES];
+	uint8_t kem_pk[MLKEM768_EK_BYTES];
+};
+
+enum noise_role {
+	NOISE_INITIATOR, /* the harness */
+	NOISE_RESPONDER, /* the executor */
+};
+
+enum noise_msg2_order {
+	NOISE_MSG2_KEM_FIRST, /* ekem, skem, e, ee, se (clatter's newest token-order rule) */
+	NOISE_MSG2_KEM_LAST,  /* e, ee, se, ekem, skem (clatter 2.1.0-rc.1) */
+};
+
+struct noise_handshake;
+
+/* One direction of the transport: its key and its record counter. */
+struct noise_cipher {
+	uint8_t key[32];
+	uint64_t n;
+	bool has_key;
+};
+
+struct noise_transport {
+	struct noise_cipher send, recv;
+	uint8_t handshake_hash[32]; /* h after the handshake (channel binding) */
+};
+
+/* A fresh identity from the kernel's random numbers. Returns 0 or -errno. */
+int noise_keypair_generate(struct noise_keypair *kp);
+void noise_keypair_public(const struct noise_keypair *kp, struct noise_public *ret);
+void noise_keypair_wipe(struct noise_keypair *kp);
+
+/*
+ * Starts a handshake. s is our static identity (copied). The initiator passes
+ * the responder's static public key rs (pinned from the registry); the
+ * responder passes NULL and learns the initiator's from msg1. The prologue
+ * binds the handshake to a registration and a stream (RELAY.md §6.4).
+ * Returns 0 or -ENOMEM / -EINVAL.
+ */
+int noise_handshake_new(struct noise_handshake **ret, enum noise_role role,
+			const struct noise_keypair *s, const struct noise_public *rs,
+			const uint8_t *prologue, size_t prologue_len, enum noise_msg2_order order);
+void noise_handshake_free(struct noise_handshake *hs);
+
+/*
+ * Writes the next handshake message with payload into out (cap bytes).
+ * Returns its length, -EMSGSIZE when it would not fit cap or
+ * NOISE_MAX_MESSAGE, -EPROTO when it is not our turn, or another -errno.
+ */
+ssize_t noise_handshake_write(struct noise_handshake *hs, const uint8_t *payload, size_t payload_len,
+			      uint8_t *out, size_t cap);
+
+/*
+ * Reads the peer's next handshake message; its payload goes to payload (cap
+ * bytes). Returns the payload length, -EBADMSG for a message that fails to
+ * authenticate or has the wrong length, -EPROTO when it is not the peer's
+ * turn, -EMSGSIZE when the payload does not fit. A failed handshake cannot
+ * go on: every later call returns -EPROTO.
+ */
+ssize_t noise_handshake_read(struct noise_handshake *hs, const uint8_t *in, size_t len,
+			     uint8_t *payload, size_t cap);
+
+/* True once both messages are through. */
+bool noise_handshake_done(const struct noise_handshake *hs);
+/* The peer's static public key: the initiator's after msg1 (responder), or the pinned one. */
+const struct noise_public *noise_handshake_remote(const struct noise_handshake *hs);
+
+/*
+ * After the handshake: the two transport ciphers for our role. Wipes the
+ * handshake's chaining key. Returns 0 or -EPROTO before the end.
+ */
+int noise_handshake_split(struct noise_handshake *hs, struct noise_transport *ret);
+
+/*
+ * One transport record: AES-256-GCM, nonce = 4 zero bytes || the 64-bit
+ * big-endian record counter, no associated data. encrypt writes len + 16
+ * bytes; decrypt writes len - 16. Both refuse records beyond
+ * NOISE_MAX_MESSAGE (-EMSGSIZE) and counters at NOISE_MAX_RECORDS (-ERANGE);
+ * decrypt returns -EBADMSG for a record that does not authenticate (the
+ * counter does not move, so a tampered, replayed or reordered record fails).
+ */
+ssize_t noise_encrypt(struct noise_transport *t, const uint8_t *pt, size_t len, uint8_t *out,
+		      size_t cap);
+ssize_t noise_decrypt(struct noise_transport *t, const uint8_t *ct, size_t len, uint8_t *out,
+		      size_t cap);
+void noise_transport_wipe(struct noise_transport *t);
+
+/* Which AES-256-GCM implementation runs: "libsodium (AES-NI)" or "OpenSSL EVP". */
+const char *noise_aead_impl(void);
