@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "channel.h"
 #include "macro.h"
 #include "noise.h"
 #include "tests.h"
@@ -338,6 +339,85 @@ TEST(aes256gcm_known_answers)
 	unhex("cea7403d4d606b6e074ec5d3baf39d18d0d1c8a799996bf0265b98b5d48ab919", want);
 	ASSERT_MEMEQ(want, ct, 32);
 	printf("# AES-256-GCM: %s\n", noise_aead_impl());
+}
+
+TEST(public_key_json_round_trip)
+{
+	struct noise_keypair kp;
+	struct noise_public pub, back;
+	char err[128];
+	json_t *j;
+
+	ASSERT_EQ(0, noise_keypair_generate(&kp));
+	noise_keypair_public(&kp, &pub);
+	j = channel_public_key_json(&pub);
+	ASSERT_TRUE(j != NULL);
+	ASSERT_STREQ(CHANNEL_SUITE, json_string_value(json_object_get(j, "suite")));
+	/* Padded standard base64: 44 characters for 32 bytes, 1580 for 1184. */
+	ASSERT_EQ(44, (int)json_string_length(json_object_get(j, "x25519_public_key")));
+	ASSERT_EQ(1580, (int)json_string_length(json_object_get(j, "mlkem768_public_key")));
+	ASSERT_EQ(0, channel_public_key_parse(j, &back, err, sizeof(err)));
+	ASSERT_MEMEQ(&pub, &back, sizeof(pub));
+	json_decref(j);
+	noise_keypair_wipe(&kp);
+}
+
+static int parse_mutated(const char *member, json_t *value, char *err, size_t n)
+{
+	struct noise_keypair kp;
+	struct noise_public pub;
+	json_t *j;
+	int r;
+
+	ASSERT_EQ(0, noise_keypair_generate(&kp));
+	noise_keypair_public(&kp, &pub);
+	j = channel_public_key_json(&pub);
+	if (value)
+		json_object_set_new(j, member, value);
+	else
+		json_object_del(j, member);
+	r = channel_public_key_parse(j, &pub, err, n);
+	json_decref(j);
+	noise_keypair_wipe(&kp);
+	return r;
+}
+
+TEST(public_key_json_rejections)
+{
+	char err[128];
+
+	ASSERT_EQ(-EINVAL, parse_mutated("suite", json_string("Noise_IK_25519_AESGCM_SHA256"), err,
+					  sizeof(err)));
+	ASSERT_EQ(-EINVAL, parse_mutated("suite", NULL, err, sizeof(err)));
+	ASSERT_EQ(-EINVAL, parse_mutated("extra", json_true(), err, sizeof(err)));
+	ASSERT_STREQ("unknown field in public key", err);
+	ASSERT_EQ(-EINVAL, parse_mutated("x25519_public_key", json_string("AAAA"), err, sizeof(err)));
+	ASSERT_EQ(-EINVAL, parse_mutated("x25519_public_key", json_string("not base64!"), err,
+					  sizeof(err)));
+	ASSERT_EQ(-EINVAL, parse_mutated("x25519_public_key", json_integer(1), err, sizeof(err)));
+	ASSERT_EQ(-EINVAL, parse_mutated("mlkem768_public_key", NULL, err, sizeof(err)));
+	/* Unpadded base64 of 32 bytes is refused (standard, padded). */
+	ASSERT_EQ(-EINVAL, parse_mutated("x25519_public_key",
+					  json_string("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), err,
+					  sizeof(err)));
+	ASSERT_EQ(0, parse_mutated("x25519_public_key",
+				   json_string("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="), err,
+				   sizeof(err)));
+}
+
+TEST(prologue_bytes)
+{
+	static const uint8_t want[] = "\x00\x00\x00\x20" "codex-exec-server-relay-noise/v1"
+				      "\x00\x00\x00\x03" "env"
+				      "\x00\x00\x00\x00"
+				      "\x00\x00\x00\x02" "s1";
+	size_t n;
+	uint8_t *p = channel_prologue("env", "", "s1", &n);
+
+	ASSERT_TRUE(p != NULL);
+	ASSERT_EQ(sizeof(want) - 1, n);
+	ASSERT_MEMEQ(want, p, n);
+	free(p);
 }
 
 TEST_MAIN()
