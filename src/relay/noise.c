@@ -81,7 +81,7 @@ static int aead_seal(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_
 {
 	uint8_t nonce[12];
 	EVP_CIPHER_CTX *ctx;
-	int ok, l1 = 0, l2 = 0;
+	int ok, la = 0, l1 = 0, l2 = 0;
 
 	nonce_of(n, nonce);
 	if (aesni()) {
@@ -95,7 +95,7 @@ static int aead_seal(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_
 	if (!ctx)
 		return -ENOMEM;
 	ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, nonce) == 1 &&
-	     (adlen == 0 || EVP_EncryptUpdate(ctx, NULL, &l1, ad, (int)adlen) == 1) &&
+	     (adlen == 0 || EVP_EncryptUpdate(ctx, NULL, &la, ad, (int)adlen) == 1) &&
 	     (len == 0 || EVP_EncryptUpdate(ctx, out, &l1, pt, (int)len) == 1) &&
 	     EVP_EncryptFinal_ex(ctx, out + l1, &l2) == 1 &&
 	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, out + len) == 1;
@@ -110,7 +110,7 @@ static int aead_open(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_
 	uint8_t nonce[12], tag[16];
 	EVP_CIPHER_CTX *ctx;
 	size_t plen = len - 16;
-	int ok, l1 = 0, l2 = 0;
+	int ok, la = 0, l1 = 0, l2 = 0;
 
 	nonce_of(n, nonce);
 	if (aesni()) {
@@ -125,7 +125,7 @@ static int aead_open(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_
 	if (!ctx)
 		return -ENOMEM;
 	ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, nonce) == 1 &&
-	     (adlen == 0 || EVP_DecryptUpdate(ctx, NULL, &l1, ad, (int)adlen) == 1) &&
+	     (adlen == 0 || EVP_DecryptUpdate(ctx, NULL, &la, ad, (int)adlen) == 1) &&
 	     (plen == 0 || EVP_DecryptUpdate(ctx, out, &l1, ct, (int)plen) == 1) &&
 	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, tag) == 1 &&
 	     EVP_DecryptFinal_ex(ctx, out + l1, &l2) == 1;
@@ -289,7 +289,8 @@ int noise_handshake_new(struct noise_handshake **ret, enum noise_role role,
 {
 	struct noise_handshake *hs;
 
-	if ((role == NOISE_INITIATOR) != (rs != NULL) || sodium_init() < 0)
+	if (!s || (role == NOISE_INITIATOR) != (rs != NULL) ||
+	    (order != NOISE_MSG2_KEM_FIRST && order != NOISE_MSG2_KEM_LAST) || sodium_init() < 0)
 		return -EINVAL;
 	hs = sodium_malloc(sizeof(*hs));
 	if (!hs)
@@ -328,11 +329,14 @@ void noise_handshake_free(struct noise_handshake *hs)
 
 bool noise_handshake_done(const struct noise_handshake *hs)
 {
-	return hs->step == 2;
+	return hs->step >= 2;
 }
 
 const struct noise_public *noise_handshake_remote(const struct noise_handshake *hs)
 {
+	/* The responder learns it from msg1; nothing is known after a failure. */
+	if (hs->step < 0 || (hs->role == NOISE_RESPONDER && hs->step < 1))
+		return NULL;
 	return &hs->rs;
 }
 
@@ -504,6 +508,13 @@ ssize_t noise_handshake_write(struct noise_handshake *hs, const uint8_t *payload
 		return -EPROTO;
 	if (cap > NOISE_MAX_MESSAGE)
 		cap = NOISE_MAX_MESSAGE;
+	/* The whole size first, so that a small buffer changes no state (and nothing wraps). */
+	{
+		size_t fixed = hs->step == 0 ? NOISE_MSG1_OVERHEAD : NOISE_MSG2_BYTES;
+
+		if (payload_len > cap || cap - payload_len < fixed)
+			return -EMSGSIZE;
+	}
 	for (const enum token *t = tokens_of(hs); *t != T_END; t++) {
 		r = write_token(hs, *t, out, cap, &pos);
 		if (r < 0)
@@ -552,6 +563,7 @@ int noise_handshake_split(struct noise_handshake *hs, struct noise_transport *re
 
 	if (hs->step != 2)
 		return -EPROTO;
+	hs->step = 3; /* once: a second split would derive keys from the wiped ck */
 	hkdf(hs->ck, NULL, 0, k1, k2, NULL);
 	memset(ret, 0, sizeof(*ret));
 	memcpy(ret->send.key, hs->role == NOISE_INITIATOR ? k1 : k2, 32);
@@ -573,7 +585,8 @@ ssize_t noise_encrypt(struct noise_transport *t, const uint8_t *pt, size_t len, 
 {
 	int r;
 
-	if (len + NOISE_TAG_BYTES > NOISE_MAX_MESSAGE || len + NOISE_TAG_BYTES > cap)
+	if (len > NOISE_MAX_MESSAGE - NOISE_TAG_BYTES || cap < NOISE_TAG_BYTES ||
+	    len > cap - NOISE_TAG_BYTES)
 		return -EMSGSIZE;
 	if (!t->send.has_key || t->send.n >= NOISE_MAX_RECORDS)
 		return -ERANGE;

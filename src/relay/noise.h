@@ -60,6 +60,14 @@ enum noise_msg2_order {
 	NOISE_MSG2_KEM_LAST,  /* e, ee, se, ekem, skem (clatter 2.1.0-rc.1) */
 };
 
+/*
+ * What the relay uses: newer clatter sources validate "ekem precedes skem
+ * precedes public keys" and panic on the older order, so a release that the
+ * harness (clatter 2.2.0) can run is very likely KEM-first. Still to be
+ * confirmed against the real harness (RELAY.md §6.1).
+ */
+#define NOISE_MSG2_DEFAULT NOISE_MSG2_KEM_FIRST
+
 struct noise_handshake;
 
 /* One direction of the transport: its key and its record counter. */
@@ -94,14 +102,16 @@ void noise_handshake_free(struct noise_handshake *hs);
 /*
  * Writes the next handshake message with payload into out (cap bytes).
  * Returns its length, -EMSGSIZE when it would not fit cap or
- * NOISE_MAX_MESSAGE, -EPROTO when it is not our turn, or another -errno.
+ * NOISE_MAX_MESSAGE (checked before any state changes), -EPROTO when it is
+ * not our turn, or another -errno.
  */
 ssize_t noise_handshake_write(struct noise_handshake *hs, const uint8_t *payload, size_t payload_len,
 			      uint8_t *out, size_t cap);
 
 /*
  * Reads the peer's next handshake message; its payload goes to payload (cap
- * bytes). Returns the payload length, -EBADMSG for a message that fails to
+ * bytes; trailing bytes are payload: the caller refuses a non-empty msg2
+ * payload, RELAY.md §6.5). Returns the payload length, -EBADMSG for a message that fails to
  * authenticate or has the wrong length, -EPROTO when it is not the peer's
  * turn, -EMSGSIZE when the payload does not fit. A failed handshake cannot
  * go on: every later call returns -EPROTO.
@@ -111,12 +121,16 @@ ssize_t noise_handshake_read(struct noise_handshake *hs, const uint8_t *in, size
 
 /* True once both messages are through. */
 bool noise_handshake_done(const struct noise_handshake *hs);
-/* The peer's static public key: the initiator's after msg1 (responder), or the pinned one. */
+/*
+ * The peer's static public key: the initiator's after msg1 (responder), or
+ * the pinned one; NULL before msg1 on the responder and after a failure.
+ */
 const struct noise_public *noise_handshake_remote(const struct noise_handshake *hs);
 
 /*
  * After the handshake: the two transport ciphers for our role. Wipes the
- * handshake's chaining key. Returns 0 or -EPROTO before the end.
+ * handshake's chaining key. Once only: returns -EPROTO before the end and
+ * on a second call. Free the handshake next (its static key copy is wiped then).
  */
 int noise_handshake_split(struct noise_handshake *hs, struct noise_transport *ret);
 

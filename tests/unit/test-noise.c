@@ -82,6 +82,13 @@ static void check_transport(struct pair *p)
 	ASSERT_EQ(0, noise_handshake_split(p->init, &ti));
 	ASSERT_EQ(0, noise_handshake_split(p->resp, &tr));
 	ASSERT_MEMEQ(ti.handshake_hash, tr.handshake_hash, 32);
+	{
+		/* Once only: a second split would derive keys from the wiped chaining key. */
+		struct noise_transport again;
+
+		ASSERT_EQ(-EPROTO, noise_handshake_split(p->init, &again));
+		ASSERT_EQ(-EPROTO, noise_handshake_split(p->resp, &again));
+	}
 	for (int i = 0; i < 3; i++) {
 		n = noise_encrypt(&ti, (const uint8_t *)"ping", 4, ct, sizeof(ct));
 		ASSERT_EQ(20, n);
@@ -101,6 +108,7 @@ TEST(handshake_kem_first)
 	struct pair p;
 
 	pair_start(&p, NOISE_MSG2_KEM_FIRST, NOISE_MSG2_KEM_FIRST, prologue, sizeof(prologue));
+	ASSERT_TRUE(noise_handshake_remote(p.resp) == NULL);
 	ASSERT_EQ((ssize_t)strlen(auth), exchange1(&p));
 	/* The responder learnt the initiator's static key from msg1. */
 	ASSERT_MEMEQ(p.is.dh_pk, noise_handshake_remote(p.resp)->dh_pk, 32);
@@ -247,11 +255,16 @@ TEST(turns_are_enforced)
 TEST(handshake_payload_too_large)
 {
 	struct pair p;
-	static uint8_t big[NOISE_MAX_MESSAGE];
+	static uint8_t big[NOISE_MAX_MESSAGE], out[NOISE_MAX_MESSAGE];
 
 	pair_start(&p, NOISE_MSG2_KEM_FIRST, NOISE_MSG2_KEM_FIRST, prologue, sizeof(prologue));
 	ASSERT_EQ(-EMSGSIZE, noise_handshake_write(p.init, big, NOISE_MAX_MESSAGE - NOISE_MSG1_OVERHEAD + 1,
-						   big, sizeof(big)));
+						   out, sizeof(out)));
+	ASSERT_EQ(-EMSGSIZE, noise_handshake_write(p.init, big, SIZE_MAX - 8, out, sizeof(out)));
+	/* Too small a buffer changes nothing: the same handshake still completes. */
+	ASSERT_EQ(-EMSGSIZE, noise_handshake_write(p.init, NULL, 0, out, NOISE_MSG1_OVERHEAD - 1));
+	ASSERT_EQ((ssize_t)strlen(auth), exchange1(&p));
+	ASSERT_EQ(0, exchange2(&p));
 	pair_done(&p);
 }
 
@@ -303,6 +316,8 @@ TEST(record_limits)
 		  noise_encrypt(&ti, pt, NOISE_MAX_MESSAGE - 16, ct, sizeof(ct)));
 	ASSERT_EQ((ssize_t)NOISE_MAX_MESSAGE - 16, noise_decrypt(&tr, ct, NOISE_MAX_MESSAGE, pt, sizeof(pt)));
 	ASSERT_EQ(-EMSGSIZE, noise_encrypt(&ti, pt, NOISE_MAX_MESSAGE - 15, ct, sizeof(ct)));
+	ASSERT_EQ(-EMSGSIZE, noise_encrypt(&ti, pt, SIZE_MAX - 8, ct, sizeof(ct)));
+	ASSERT_EQ(-EMSGSIZE, noise_encrypt(&ti, pt, 1, ct, 16));
 	ASSERT_EQ(-EMSGSIZE, noise_decrypt(&tr, ct, NOISE_MAX_MESSAGE + 1, pt, sizeof(pt)));
 	/* The counters stop at u32::MAX records per direction. */
 	ti.send.n = NOISE_MAX_RECORDS;
