@@ -27,7 +27,7 @@ PREFIXES = (
     # (its package codex.exec_server.relay.v1 becomes the prefix of every name).
     "relay_frame_", "codex__exec_server__relay__v1__",
     # src/relay
-    "mlkem768_", "noise_", "channel_",
+    "mlkem768_", "noise_", "channel_", "relay_msg_", "relay_seq_", "relay_order_",
 )
 # Defined by the C runtime and the linker in every executable.
 RUNTIME = {"main", "_start", "_init", "_fini", "_edata", "_end", "__bss_start", "__data_start",
