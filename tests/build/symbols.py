@@ -28,6 +28,7 @@ PREFIXES = (
     "relay_frame_", "codex__exec_server__relay__v1__",
     # src/relay
     "mlkem768_", "noise_", "channel_", "relay_msg_", "relay_seq_", "relay_order_",
+    "registry_",
 )
 # Defined by the C runtime and the linker in every executable.
 RUNTIME = {"main", "_start", "_init", "_fini", "_edata", "_end", "__bss_start", "__data_start",

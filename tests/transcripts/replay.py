@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixtures  # noqa: E402
 
 SPEC = os.environ.get("UEXEC_SPEC", "/work/shared/spec/reference")
-UEXEC_BIN = os.environ.get("UEXEC_BIN", "/work/main/build/src/uexec")
+UEXEC_BIN = os.environ.get("UEXEC_BIN", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "src", "uexec"))
 # Validation of the replayer/fixtures against another server (e.g. the reference:
 # REPLAY_SERVER_CMD="/opt/uexec-ref/codex exec-server", CODEX_HOME outside /tmp).
 SERVER_CMD = os.environ.get("REPLAY_SERVER_CMD")
