@@ -153,7 +153,7 @@ int registry_parse_validation(const char *body, size_t len, const char **reason)
 struct registry_error {
 	int status;
 	char code[64];                            /* "" when none; cut at 63 bytes */
-	char message[4 * REGISTRY_ERROR_PREVIEW + 1]; /* UTF-8, never empty */
+	char message[4 * REGISTRY_ERROR_PREVIEW + 1]; /* UTF-8; "" only when the registry sent "" */
 	bool auth;                                /* 401 or 403 */
 };
 
