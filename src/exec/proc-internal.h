@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* What proc.c and proc-rw.c share (not part of proc.h). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "proc.h"
+#include "rpc.h"
+#include "session.h"
+
+struct proc_waiter {
+	struct rpc_pending pend;
+	struct list_head plink; /* proc->waiters */
+	struct proc *p;
+	uint64_t after_seq, max_bytes;
+	bool has_max;
+	struct uring_timer timer;
+};
+
+struct proc_write {
+	struct rpc_pending pend;
+	struct list_head plink; /* proc->writes */
+	struct proc *p;
+	bool orphaned;          /* connection gone: finish the write, reply to nobody */
+	size_t len, off;
+	uint8_t *data;
+};
+
+static inline const char *proc_stream_name(uint8_t k)
+{
+	return k == STREAM_STDOUT ? "stdout" : k == STREAM_STDERR ? "stderr" : "pty";
+}
+
+static inline struct server *proc_srv(const struct proc *p)
+{
+	return p->sess->srv;
+}
+
+/* Answers every long poll of p that can be answered now (proc-rw.c). */
+void proc_wake_waiters(struct proc *p);
+/* Starts the next queued stdin write, if any (proc-rw.c). */
+void proc_write_next(struct proc *p);
+void proc_waiter_free(struct proc_waiter *w);
+void proc_write_free(struct proc_write *w);
+/* {"status": status} as process/write's reply. */
+void proc_reply_status(struct conn *c, json_t *id, const char *status);

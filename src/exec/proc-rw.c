@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * process/read (long polls over the retained output) and process/write
+ * (stdin writes with writeId de-duplication) of a managed process.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "conn.h"
+#include "log.h"
+#include "proc-internal.h"
+#include "proc.h"
+#include "rpc.h"
+#include "session.h"
+#include "sandbox.h"
+#include "spawn.h"
+
+/* ---- process/read ---- */
+
+static json_t *read_result(struct proc *p, uint64_t after_seq, bool has_max, uint64_t max_bytes)
+{
+	json_t *res = json_object(), *chunks = json_array();
+	struct proc_chunk *ch, *last = NULL;
+	uint64_t total = 0;
+	size_t n = 0;
+
+	if (!res || !chunks)
+		goto oom;
+	list_for_each_entry(ch, &p->chunks, link) {
+		json_t *o;
+		char *b;
+
+		if (ch->seq <= after_seq)
+			continue;
+		if (has_max && n > 0 && total + ch->len > max_bytes)
+			break;
+		b = malloc(base64_encoded_len(ch->len) + 1);
+		o = json_object();
+		if (!b || !o) {
+			free(b);
+			json_decref(o);
+			goto oom;
+		}
+		b[base64_encode(ch->data, ch->len, b)] = 0;
+		json_object_set_new(o, "seq", json_integer((json_int_t)ch->seq));
+		json_object_set_new(o, "stream", json_string(proc_stream_name(ch->stream)));
+		json_object_set_new(o, "chunk", json_string_nocheck(b));
+		free(b);
+		json_array_append_new(chunks, o);
+		total += ch->len;
+		n++;
+		last = ch;
+	}
+	json_object_set_new(res, "chunks", chunks);
+	json_object_set_new(res, "nextSeq", json_integer((json_int_t)(has_max && last ? last->seq + 1
+										  : p->next_seq)));
+	json_object_set_new(res, "exited", json_boolean(p->exited));
+	json_object_set_new(res, "exitCode", p->exited ? json_integer(p->exit_code) : json_null());
+	json_object_set_new(res, "closed", json_boolean(p->closed));
+	json_object_set_new(res, "failure", json_null());
+	json_object_set_new(res, "sandboxDenied", json_boolean(p->sandbox_denied));
+	return res;
+oom:
+	json_decref(chunks);
+	json_decref(res);
+	return NULL;
+}
+
+static bool read_ready(const struct proc *p, uint64_t after_seq)
+{
+	if (p->closed || (p->exited && p->exit_seq > after_seq))
+		return true;
+	if (!list_empty(&p->chunks)) {
+		struct proc_chunk *last = list_entry(p->chunks.prev, struct proc_chunk, link);
+		return last->seq > after_seq;
+	}
+	return false;
+}
+
+void proc_waiter_free(struct proc_waiter *w)
+{
+	free(w);
+}
+
+static void waiter_on_timer(struct uring_timer *t, bool fired)
+{
+	struct proc_waiter *w = container_of(t, struct proc_waiter, timer);
+
+	if (fired) {
+		/* waitMs elapsed: answer with whatever there is. */
+		rpc_reply(w->pend.conn, w->pend.id,
+			  read_result(w->p, w->after_seq, w->has_max, w->max_bytes));
+		rpc_pending_end(&w->pend);
+		list_del(&w->plink);
+	}
+	proc_waiter_free(w);
+}
+
+/* Ends a waiter that has been replied to or cancelled. */
+static void waiter_finish(struct proc_waiter *w)
+{
+	rpc_pending_end(&w->pend);
+	list_del(&w->plink);
+	if (w->timer.op.busy && !proc_srv(w->p)->stopping)
+		uring_timer_cancel(&w->timer); /* freed by waiter_on_timer(fired = false) */
+	else
+		proc_waiter_free(w);
+}
+
+static void waiter_cancel(struct rpc_pending *pend)
+{
+	waiter_finish(container_of(pend, struct proc_waiter, pend));
+}
+
+void proc_wake_waiters(struct proc *p)
+{
+	struct proc_waiter *w, *n;
+
+	list_for_each_entry_safe(w, n, &p->waiters, plink) {
+		if (!read_ready(p, w->after_seq))
+			continue;
+		rpc_reply(w->pend.conn, w->pend.id,
+			  read_result(p, w->after_seq, w->has_max, w->max_bytes));
+		waiter_finish(w);
+	}
+}
+
+void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,
+	       uint64_t max_bytes, uint64_t wait_ms)
+{
+	struct proc_waiter *w;
+
+	if (wait_ms == 0 || read_ready(p, after_seq)) {
+		rpc_reply(c, id, read_result(p, after_seq, has_max, max_bytes));
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return;
+	}
+	w->p = p;
+	w->after_seq = after_seq;
+	w->has_max = has_max;
+	w->max_bytes = max_bytes;
+	rpc_pending_start(&w->pend, c, id, waiter_cancel);
+	list_add_tail(&w->plink, &p->waiters);
+	uring_timer_arm(&proc_srv(p)->ring, &w->timer, wait_ms, waiter_on_timer);
+}
+
+/* ---- process/write ---- */
+
+void proc_write_free(struct proc_write *w)
+{
+	free(w->data);
+	free(w);
+}
+
+static void write_cancel(struct rpc_pending *pend)
+{
+	struct proc_write *w = container_of(pend, struct proc_write, pend);
+
+	/* Keep writing (the bytes were accepted for delivery); just do not reply. */
+	rpc_pending_end(&w->pend);
+	w->orphaned = true;
+}
+
+static bool remember_write_id(struct proc *p, const char *wid)
+{
+	char *copy;
+
+	if (!p->write_id_ring) {
+		p->write_id_ring = calloc(PROC_WRITE_IDS, sizeof(char *));
+		if (!p->write_id_ring)
+			return true;
+	}
+	copy = strdup(wid);
+	if (!copy || strmap_put(&p->write_ids, wid, strlen(wid), copy) < 0) {
+		free(copy);
+		return true;
+	}
+	if (p->write_id_count == PROC_WRITE_IDS) {
+		char *old = p->write_id_ring[p->write_id_head];
+
+		strmap_remove(&p->write_ids, old, strlen(old));
+		free(old);
+		p->write_id_ring[p->write_id_head] = copy;
+		p->write_id_head = (p->write_id_head + 1) % PROC_WRITE_IDS;
+	} else {
+		p->write_id_ring[(p->write_id_head + p->write_id_count) % PROC_WRITE_IDS] = copy;
+		p->write_id_count++;
+	}
+	return true;
+}
+
+static void write_done(struct proc *p, bool ok)
+{
+	struct proc_write *w = list_first_entry(&p->writes, struct proc_write, plink);
+
+	list_del(&w->plink);
+	if (!w->orphaned) {
+		if (ok) {
+			proc_reply_status(w->pend.conn, w->pend.id, "accepted");
+		} else {
+			rpc_reply_error(w->pend.conn, w->pend.id, RPC_INTERNAL_ERROR,
+					"failed to write to process stdin");
+		}
+		rpc_pending_end(&w->pend);
+	}
+	proc_write_free(w);
+	if (list_empty(&p->writes) && ((p->exited && !p->tty) || p->closed))
+		p->stdin_fd = safe_close(p->stdin_fd);
+	proc_write_next(p);
+}
+
+static void on_write_complete(struct uring_op *op, int res, uint32_t flags);
+
+static void on_write_ready(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc *p = container_of(op, struct proc, write_op);
+
+	if (res < 0) {
+		write_done(p, p->tty);
+		return;
+	}
+	proc_write_next(p);
+}
+
+static void on_write_complete(struct uring_op *op, int res, uint32_t flags)
+{
+	struct proc *p = container_of(op, struct proc, write_op);
+	struct proc_write *w = list_first_entry(&p->writes, struct proc_write, plink);
+	struct io_uring_sqe *sqe;
+
+	if (res == -EAGAIN || res == -EINTR) {
+		/* A non-blocking PTY master is full: wait until it can take more. */
+		sqe = uring_get_sqe(&proc_srv(p)->ring, &p->write_op, on_write_ready);
+		io_uring_prep_poll_add(sqe, p->stdin_fd, POLLOUT);
+		return;
+	}
+	if (res < 0) {
+		/*
+		 * PTY writes are accepted even after the child is gone (§8.2). A
+		 * pipe whose reader closed while the child runs: data discarded,
+		 * accepted; once the child exited: the reference's error.
+		 */
+		write_done(p, p->tty || !p->exited);
+		return;
+	}
+	w->off += (size_t)res;
+	if (w->off < w->len) {
+		proc_write_next(p);
+		return;
+	}
+	write_done(p, true);
+}
+
+void proc_write_next(struct proc *p)
+{
+	struct proc_write *w;
+	struct io_uring_sqe *sqe;
+
+	if (p->write_op.busy || list_empty(&p->writes))
+		return;
+	w = list_first_entry(&p->writes, struct proc_write, plink);
+	if (w->off == w->len || p->stdin_fd < 0) {
+		write_done(p, w->off == w->len || p->tty);
+		return;
+	}
+	sqe = uring_get_sqe(&proc_srv(p)->ring, &p->write_op, on_write_complete);
+	io_uring_prep_write(sqe, p->stdin_fd, w->data + w->off, (unsigned)MIN(w->len - w->off, 1u << 30),
+			    (__u64)-1);
+}
+
+void proc_reply_status(struct conn *c, json_t *id, const char *status)
+{
+	json_t *r = json_object();
+
+	json_object_set_new(r, "status", json_string(status));
+	rpc_reply(c, id, r);
+}
+
+void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id,
+		uint8_t *data, size_t len)
+{
+	struct proc_write *w;
+
+	if (!p->tty && !p->pipe_stdin) {
+		proc_reply_status(c, id, "stdinClosed");
+		free(data);
+		return;
+	}
+	if (strmap_get(&p->write_ids, write_id, strlen(write_id))) {
+		/* Retried writeId: acknowledged, not written again (§6.8). */
+		proc_reply_status(c, id, "accepted");
+		free(data);
+		return;
+	}
+	if (!p->tty && (p->exited || p->stdin_fd < 0)) {
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "failed to write to process stdin");
+		free(data);
+		return;
+	}
+	(void)remember_write_id(p, write_id);
+	if (len == 0 || p->stdin_fd < 0) {
+		/* Nothing to write, or a PTY whose child is gone: accepted (§8.2). */
+		proc_reply_status(c, id, "accepted");
+		free(data);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		free(data);
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return;
+	}
+	w->p = p;
+	w->data = data;
+	w->len = len;
+	rpc_pending_start(&w->pend, c, id, write_cancel);
+	list_add_tail(&w->plink, &p->writes);
+	proc_write_next(p);
+}
