@@ -141,29 +141,45 @@ static bool token_is_big_u64(const char *buf, const struct num_tok *t, uint64_t 
 	return true;
 }
 
-/* Whether "-<magnitude>" appears as a genuine negative integer token of the text. */
-static bool negative_literal_present(const char *buf, size_t len, uint64_t magnitude)
+/*
+ * The first BIG_MAX integers in [2^63, 2^64) of the text, and for each
+ * whether its long long also stands in the text as a genuine negative
+ * literal (then it is read as a double instead). Two linear passes, whatever
+ * the number of tokens.
+ */
+static size_t find_bigs(const char *buf, size_t len, uint64_t *vals, bool *collides)
 {
 	struct num_tok t;
-	size_t pos = 0;
+	size_t pos = 0, n = 0;
 	uint64_t v;
 
-	while (next_number(buf, len, &pos, &t))
-		if (t.neg && t.integer &&
-		    digits_u64(buf + t.start + 1, t.end - t.start - 1, &v) == 0 && v == magnitude)
-			return true;
-	return false;
+	while (n < BIG_MAX && next_number(buf, len, &pos, &t))
+		if (token_is_big_u64(buf, &t, &v)) {
+			collides[n] = false;
+			vals[n++] = v;
+		}
+	for (pos = 0; n && next_number(buf, len, &pos, &t);) {
+		if (!t.neg || !t.integer || digits_u64(buf + t.start + 1, t.end - t.start - 1, &v) != 0)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if ((uint64_t)0 - vals[i] == v)
+				collides[i] = true;
+	}
+	return n;
 }
 
 /* The rewritten text (see above), NUL-terminated, with its length; NULL on OOM. */
 static char *rewrite_big_integers(const char *buf, size_t len, size_t *ret_len, uint64_t *bigs,
 				  size_t *n_bigs)
 {
-	size_t cap = len + 1, o = 0, pos = 0, copied = 0;
+	size_t cap = len + 1, o = 0, pos = 0, copied = 0, n_found, next_big = 0;
 	char *out = malloc(cap);
+	uint64_t found[BIG_MAX];
+	bool collides[BIG_MAX];
 	struct num_tok t;
 
 	*n_bigs = 0;
+	n_found = find_bigs(buf, len, found, collides);
 	while (out && next_number(buf, len, &pos, &t)) {
 		uint64_t v = 0, mag = 0;
 		char rep[32];
@@ -174,7 +190,8 @@ static char *rewrite_big_integers(const char *buf, size_t len, size_t *ret_len, 
 			continue;
 		if (token_is_big_u64(buf, &t, &v)) {
 			mag = (uint64_t)0 - v; /* 2^64 - v: the magnitude of its long long */
-			if (*n_bigs < BIG_MAX && !negative_literal_present(buf, len, mag)) {
+			/* The i-th big literal of the text is found[i] (find_bigs). */
+			if (next_big < n_found && !collides[next_big++]) {
 				bigs[(*n_bigs)++] = v;
 				rl = (size_t)snprintf(rep, sizeof(rep), "-%llu", (unsigned long long)mag);
 			} else {
