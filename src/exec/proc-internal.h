@@ -41,9 +41,5 @@ static inline struct server *proc_srv(const struct proc *p)
 
 /* Answers every long poll of p that can be answered now (proc-rw.c). */
 void proc_wake_waiters(struct proc *p);
-/* Starts the next queued stdin write, if any (proc-rw.c). */
-void proc_write_next(struct proc *p);
-void proc_waiter_free(struct proc_waiter *w);
+/* Frees a queued stdin write (proc-rw.c); proc_free drops those left. */
 void proc_write_free(struct proc_write *w);
-/* {"status": status} as process/write's reply. */
-void proc_reply_status(struct conn *c, json_t *id, const char *status);

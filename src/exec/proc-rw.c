@@ -24,6 +24,10 @@
 #include "sandbox.h"
 #include "spawn.h"
 
+static void proc_reply_status(struct conn *c, json_t *id, const char *status);
+static void proc_waiter_free(struct proc_waiter *w);
+static void proc_write_next(struct proc *p);
+
 /* ---- process/read ---- */
 
 static json_t *read_result(struct proc *p, uint64_t after_seq, bool has_max, uint64_t max_bytes)
@@ -86,7 +90,7 @@ static bool read_ready(const struct proc *p, uint64_t after_seq)
 	return false;
 }
 
-void proc_waiter_free(struct proc_waiter *w)
+static void proc_waiter_free(struct proc_waiter *w)
 {
 	free(w);
 }
@@ -264,7 +268,7 @@ static void on_write_complete(struct uring_op *op, int res, uint32_t flags)
 	write_done(p, true);
 }
 
-void proc_write_next(struct proc *p)
+static void proc_write_next(struct proc *p)
 {
 	struct proc_write *w;
 	struct io_uring_sqe *sqe;
@@ -281,7 +285,7 @@ void proc_write_next(struct proc *p)
 			    (__u64)-1);
 }
 
-void proc_reply_status(struct conn *c, json_t *id, const char *status)
+static void proc_reply_status(struct conn *c, json_t *id, const char *status)
 {
 	json_t *r = json_object();
 
