@@ -96,23 +96,22 @@ int channel_public_key_parse(const json_t *v, struct noise_public *ret, char *er
 	return r;
 }
 
+/* part(x) = u64_be(len(x)) || x: upstream writes (x.len() as u64).to_be_bytes(). */
 static uint8_t *put_part(uint8_t *w, const char *s)
 {
-	size_t n = strlen(s);
+	uint64_t n = strlen(s);
 
-	w[0] = (uint8_t)(n >> 24);
-	w[1] = (uint8_t)(n >> 16);
-	w[2] = (uint8_t)(n >> 8);
-	w[3] = (uint8_t)n;
-	memcpy(w + 4, s, n);
-	return w + 4 + n;
+	for (int i = 0; i < 8; i++)
+		w[i] = (uint8_t)(n >> (56 - 8 * i));
+	memcpy(w + 8, s, n);
+	return w + 8 + n;
 }
 
 uint8_t *channel_prologue(const char *environment_id, const char *registration_id,
 			  const char *stream_id, size_t *ret_len)
 {
 	static const char label[] = "codex-exec-server-relay-noise/v1";
-	size_t n = 16 + strlen(label) + strlen(environment_id) + strlen(registration_id) +
+	size_t n = 32 + strlen(label) + strlen(environment_id) + strlen(registration_id) +
 		   strlen(stream_id);
 	uint8_t *p = malloc(n), *w;
 

@@ -27,7 +27,8 @@ int channel_public_key_parse(const json_t *v, struct noise_public *ret, char *er
 
 /*
  * part("codex-exec-server-relay-noise/v1") || part(environment_id) ||
- * part(registration_id) || part(stream_id), part(x) = u32_be(len(x)) || x.
+ * part(registration_id) || part(stream_id), part(x) = u64_be(len(x)) || x (as the
+ * reference executor checks it; RELAY.md §6.4 says u32).
  * Returns a malloc'd buffer with its length in *ret_len, or NULL on OOM.
  */
 uint8_t *channel_prologue(const char *environment_id, const char *registration_id,

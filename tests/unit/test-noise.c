@@ -422,10 +422,11 @@ TEST(public_key_json_rejections)
 
 TEST(prologue_bytes)
 {
-	static const uint8_t want[] = "\x00\x00\x00\x20" "codex-exec-server-relay-noise/v1"
-				      "\x00\x00\x00\x03" "env"
-				      "\x00\x00\x00\x00"
-				      "\x00\x00\x00\x02" "s1";
+	/* u64 lengths: what the reference executor accepts (RELAY.md §6.4 says u32). */
+	static const uint8_t want[] = "\x00\x00\x00\x00\x00\x00\x00\x20" "codex-exec-server-relay-noise/v1"
+				      "\x00\x00\x00\x00\x00\x00\x00\x03" "env"
+				      "\x00\x00\x00\x00\x00\x00\x00\x00"
+				      "\x00\x00\x00\x00\x00\x00\x00\x02" "s1";
 	size_t n;
 	uint8_t *p = channel_prologue("env", "", "s1", &n);
 
