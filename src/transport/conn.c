@@ -26,6 +26,11 @@ static void conn_arm_read(struct conn *c);
 /* The layers above: the JSON-RPC message and the end of the connection. */
 static void conn_deliver(struct conn *c, const char *data, size_t len)
 {
+	if (c->transport == CONN_CARRIED && c->carrier->message) {
+		if (c->carrier_owner)
+			c->carrier->message(c, data, len);
+		return;
+	}
 	if (c->srv->conn_handlers && c->srv->conn_handlers->message)
 		c->srv->conn_handlers->message(c, data, len);
 }
@@ -155,6 +160,21 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	return 0;
 }
 
+int conn_new_carried(struct server *s, const char *peer, const struct conn_carrier *cr,
+		     void *owner, struct conn **ret)
+{
+	struct conn *c = conn_alloc(s, CONN_CARRIED);
+
+	if (!c)
+		return -ENOMEM;
+	c->state = CONN_OPEN;
+	c->carrier = cr;
+	c->carrier_owner = owner;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	*ret = c;
+	return 0;
+}
+
 int conn_new_stdio(struct server *s)
 {
 	struct conn *c = conn_alloc(s, CONN_STDIO);
@@ -202,10 +222,38 @@ static void conn_send_raw(struct conn *c, const void *p, size_t n)
 	conn_queue(c, o);
 }
 
+/* The frame header length of a message from conn_alloc_msg() with this payload. */
+static size_t msg_hdr_len(const struct conn *c, size_t payload_len)
+{
+	if (c->transport == CONN_CARRIED)
+		return 4;
+	if (c->transport != CONN_WS)
+		return 0;
+	return payload_len < 126 ? 2 : payload_len <= 0xffff ? 4 : 10;
+}
+
+/* Writes a message's header (and stdio's newline) around payload_len bytes at o->data. */
+static void msg_frame(const struct conn *c, struct outchunk *o, size_t payload_len)
+{
+	switch (c->transport) {
+	case CONN_WS:
+		ws_frame_hdr_encode(o->data, WS_OP_TEXT, payload_len);
+		break;
+	case CONN_STDIO:
+		o->data[payload_len] = '\n';
+		break;
+	case CONN_CARRIED:
+		o->data[0] = (uint8_t)(payload_len >> 24);
+		o->data[1] = (uint8_t)(payload_len >> 16);
+		o->data[2] = (uint8_t)(payload_len >> 8);
+		o->data[3] = (uint8_t)payload_len;
+		break;
+	}
+}
+
 struct outchunk *conn_alloc_msg(struct conn *c, size_t payload_len, uint8_t **ret_payload)
 {
-	size_t hdr = c->transport == CONN_WS ? (payload_len < 126 ? 2 : payload_len <= 0xffff ? 4 : 10)
-					     : 0;
+	size_t hdr = msg_hdr_len(c, payload_len);
 	size_t trailer = c->transport == CONN_STDIO ? 1 : 0;
 	struct outchunk *o = malloc(sizeof(*o) + hdr + payload_len + trailer);
 
@@ -213,20 +261,9 @@ struct outchunk *conn_alloc_msg(struct conn *c, size_t payload_len, uint8_t **re
 		return NULL;
 	o->off = 0;
 	o->len = hdr + payload_len + trailer;
-	if (c->transport == CONN_WS)
-		ws_frame_hdr_encode(o->data, WS_OP_TEXT, payload_len);
-	else
-		o->data[payload_len] = '\n';
+	msg_frame(c, o, payload_len);
 	*ret_payload = o->data + hdr;
 	return o;
-}
-
-/* The frame header length of a message from conn_alloc_msg() with this payload. */
-static size_t msg_hdr_len(const struct conn *c, size_t payload_len)
-{
-	if (c->transport != CONN_WS)
-		return 0;
-	return payload_len < 126 ? 2 : payload_len <= 0xffff ? 4 : 10;
 }
 
 struct outchunk *conn_realloc_msg(struct conn *c, struct outchunk *o, size_t payload_len,
@@ -239,6 +276,8 @@ struct outchunk *conn_realloc_msg(struct conn *c, struct outchunk *o, size_t pay
 		uint8_t code = o->data[1] & 0x7f;
 
 		old_hdr = code == 127 ? 10 : code == 126 ? 4 : 2;
+	} else if (c->transport == CONN_CARRIED) {
+		old_hdr = 4;
 	}
 	old_len = o->len - old_hdr - trailer;
 	hdr = msg_hdr_len(c, payload_len);
@@ -250,17 +289,14 @@ struct outchunk *conn_realloc_msg(struct conn *c, struct outchunk *o, size_t pay
 	if (!n) {
 		if (hdr < old_hdr) {
 			memmove(o->data + old_hdr, o->data + hdr, keep);
-			ws_frame_hdr_encode(o->data, WS_OP_TEXT, old_len);
+			msg_frame(c, o, old_len);
 		}
 		return NULL;
 	}
 	if (hdr > old_hdr)
 		memmove(n->data + hdr, n->data + old_hdr, keep);
 	n->len = hdr + payload_len + trailer;
-	if (c->transport == CONN_WS)
-		ws_frame_hdr_encode(n->data, WS_OP_TEXT, payload_len);
-	else
-		n->data[payload_len] = '\n';
+	msg_frame(c, n, payload_len);
 	*ret_payload = n->data + hdr;
 	return n;
 }
@@ -319,19 +355,13 @@ static void send_control(struct conn *c, enum ws_opcode op, const void *payload,
 	conn_send_raw(c, frame, h + n);
 }
 
-static void on_write(struct uring_op *op, int res, uint32_t flags)
+/*
+ * n bytes of the output queue went out: free what is done, lift the
+ * backpressure below half the mark, finish a closing connection. Returns
+ * false when the connection is gone or closed.
+ */
+static bool out_written(struct conn *c, size_t left)
 {
-	struct conn *c = container_of(op, struct conn, write_op);
-	size_t left;
-
-	if (c->state == CONN_DEAD)
-		return;
-	if (res < 0) {
-		log_debug_errno(res, "Write to %s failed", c->peer);
-		conn_kill(c);
-		return;
-	}
-	left = (size_t)res;
 	c->out_bytes -= left;
 	while (left > 0 && !list_empty(&c->outq)) {
 		struct outchunk *o = list_first_entry(&c->outq, struct outchunk, link);
@@ -354,6 +384,13 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 			conn_arm_read(c);
 		if (c->srv->conn_handlers && c->srv->conn_handlers->drained)
 			c->srv->conn_handlers->drained(c);
+		if (c->transport == CONN_CARRIED && c->carrier_owner && c->carrier->drained)
+			c->carrier->drained(c);
+		/* A carried connection's requests waited in c->in meanwhile. */
+		if (c->transport == CONN_CARRIED && c->state == CONN_OPEN)
+			conn_input_resume(c);
+		if (c->state == CONN_DEAD)
+			return false;
 	}
 
 	if (list_empty(&c->outq)) {
@@ -363,9 +400,44 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 				(void)shutdown(c->fd_out, SHUT_WR);
 			conn_kill(c);
 		}
+		return false;
+	}
+	return c->state != CONN_DEAD;
+}
+
+static void on_write(struct uring_op *op, int res, uint32_t flags)
+{
+	struct conn *c = container_of(op, struct conn, write_op);
+
+	if (c->state == CONN_DEAD)
+		return;
+	if (res < 0) {
+		log_debug_errno(res, "Write to %s failed", c->peer);
+		conn_kill(c);
 		return;
 	}
-	conn_flush(c);
+	if (out_written(c, (size_t)res))
+		conn_flush(c);
+}
+
+size_t conn_out_peek(struct conn *c, const uint8_t **ret, size_t max)
+{
+	struct outchunk *o;
+	size_t n;
+
+	if (c->state == CONN_DEAD || list_empty(&c->outq))
+		return 0;
+	o = list_first_entry(&c->outq, struct outchunk, link);
+	n = MIN(max, o->len - o->off);
+	*ret = o->data + o->off;
+	return n;
+}
+
+void conn_out_advance(struct conn *c, size_t n)
+{
+	if (c->state == CONN_DEAD || n == 0)
+		return;
+	(void)out_written(c, n);
 }
 
 static void conn_flush(struct conn *c)
@@ -374,6 +446,11 @@ static void conn_flush(struct conn *c)
 	struct outchunk *o;
 	unsigned n = 0;
 
+	if (c->transport == CONN_CARRIED) {
+		if (c->carrier_owner && c->carrier->flush && !list_empty(&c->outq))
+			c->carrier->flush(c);
+		return;
+	}
 	if (c->write_op.busy || list_empty(&c->outq) || c->fd_out < 0)
 		return;
 	list_for_each_entry(o, &c->outq, link) {
@@ -390,6 +467,16 @@ static void conn_flush(struct conn *c)
 
 /* ---- closing ---- */
 
+/* Tells a carried connection's owner, once, that it ended. */
+static void carrier_ended(struct conn *c)
+{
+	if (c->transport == CONN_CARRIED && c->carrier_owner) {
+		c->carrier_owner = NULL;
+		if (c->carrier->ended)
+			c->carrier->ended(c);
+	}
+}
+
 static void conn_kill(struct conn *c)
 {
 	if (c->state == CONN_DEAD)
@@ -403,6 +490,7 @@ static void conn_kill(struct conn *c)
 	if (c->transport == CONN_WS)
 		safe_close(c->fd_in);
 	c->fd_in = c->fd_out = -1;
+	carrier_ended(c);
 	if (c->transport == CONN_STDIO) {
 		/* The stdio transport is the whole server: end it like the reference (exit 0). */
 		server_stop(c->srv, 0);
@@ -444,6 +532,7 @@ void conn_free_all(struct server *s)
 
 	list_for_each_entry_safe(c, n, &s->conns, link) {
 		conn_closed(c);
+		carrier_ended(c);
 		if (c->transport == CONN_WS)
 			safe_close(c->fd_in);
 		c->state = CONN_DEAD;
@@ -566,6 +655,46 @@ static void handle_stdio(struct conn *c)
 	}
 }
 
+/*
+ * A carried connection's input: 4-byte big-endian lengths and messages. Waits
+ * (leaving the bytes in c->in) while the output is over the backpressure
+ * mark, as a socket's requests wait unread in the kernel.
+ */
+static void handle_carried(struct conn *c)
+{
+	size_t off = 0;
+
+	while (c->state == CONN_OPEN && !c->read_blocked && c->in.len - off >= 4) {
+		const uint8_t *p = c->in.data + off;
+		uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+
+		if (n == 0 || n > c->srv->cfg.max_message_bytes) {
+			log_info_ratelimited("Closing connection %s: message length %" PRIu32
+					     " out of range", c->peer, n);
+			conn_close(c, 0, "bad message length");
+			return;
+		}
+		if (c->in.len - off - 4 < n || conn_mem_pause_check(c))
+			break;
+		conn_deliver(c, (const char *)p + 4, n);
+		off += 4 + (size_t)n;
+	}
+	if (c->state != CONN_DEAD)
+		buf_consume(&c->in, off);
+}
+
+int conn_carried_input(struct conn *c, const uint8_t *p, size_t n)
+{
+	if (c->state != CONN_OPEN)
+		return 0; /* closing: what arrives now has no one to answer it */
+	if (c->in.len + n > c->srv->cfg.max_message_bytes + 4 + CONN_CARRIED_SLACK)
+		return -ENOBUFS;
+	if (buf_append(&c->in, p, n) < 0)
+		return -ENOMEM;
+	conn_input_resume(c);
+	return 0;
+}
+
 static void on_read(struct uring_op *op, int res, uint32_t flags)
 {
 	struct conn *c = container_of(op, struct conn, read_op);
@@ -616,6 +745,8 @@ void conn_input_resume(struct conn *c)
 	if (c->state == CONN_OPEN) {
 		if (c->transport == CONN_WS)
 			handle_ws(c);
+		else if (c->transport == CONN_CARRIED)
+			handle_carried(c);
 		else
 			handle_stdio(c);
 	}

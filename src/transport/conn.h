@@ -23,6 +23,26 @@
 enum conn_transport {
 	CONN_WS,
 	CONN_STDIO,
+	CONN_CARRIED, /* bytes moved by an owner above the transport (a relay stream) */
+};
+
+struct conn;
+
+/*
+ * The owner of a carried connection (a remote relay stream): it feeds the
+ * application byte stream in with conn_carried_input() and takes the output
+ * with conn_out_peek() / conn_out_advance(). Messages travel as a 4-byte
+ * big-endian length and the JSON text (RELAY.md §4.3).
+ */
+struct conn_carrier {
+	/* Output was queued: pull it now or when the carrier has room again. */
+	void (*flush)(struct conn *c);
+	/* The connection ended (from either side); runs once, the owner forgets c. */
+	void (*ended)(struct conn *c);
+	/* Optional: messages go here instead of the JSON-RPC layer (forward mode). */
+	void (*message)(struct conn *c, const char *data, size_t len);
+	/* Optional: the output queue drained below the backpressure mark. */
+	void (*drained)(struct conn *c);
 };
 
 enum conn_state {
@@ -91,6 +111,10 @@ struct conn {
 
 	/* fs/open handles of this connection (rpc-fs.c) */
 	struct strmap fs_handles;
+
+	/* CONN_CARRIED: the owner and its calls (NULL once it let go). */
+	const struct conn_carrier *carrier;
+	void *carrier_owner;
 };
 
 /*
@@ -112,6 +136,33 @@ struct conn_handlers {
 int conn_new_ws(struct server *s, int fd, const char *peer);
 /* Serves JSON-RPC on fds 0/1. */
 int conn_new_stdio(struct server *s);
+
+/*
+ * A connection without fds whose bytes an owner carries (a relay stream).
+ * Returns 0 or -ENOMEM; *ret is the open connection.
+ */
+int conn_new_carried(struct server *s, const char *peer, const struct conn_carrier *cr,
+		     void *owner, struct conn **ret);
+/*
+ * Received bytes of a carried connection's application stream (any cut).
+ * Complete messages are dispatched unless the connection is paused (its
+ * in-flight budget or its output backpressure); the rest waits. Returns 0,
+ * -EBADMSG for a length of 0 or over --max-message-bytes, -ENOBUFS when
+ * input waiting to be dispatched would pass --max-message-bytes + 4 plus
+ * CONN_CARRIED_SLACK (the owner resets the stream: a peer that does not wait
+ * for answers must not grow memory without bound), -ENOMEM. After an error
+ * the connection is still open: the owner closes it.
+ */
+#define CONN_CARRIED_SLACK (8u << 20)
+int conn_carried_input(struct conn *c, const uint8_t *p, size_t n);
+/*
+ * The next output of a carried connection: up to max bytes of the first
+ * queued message, never bytes of two messages (upstream senders cut each
+ * message on its own). Returns the length (0: nothing queued).
+ */
+size_t conn_out_peek(struct conn *c, const uint8_t **ret, size_t max);
+/* n bytes of what conn_out_peek() gave are sent (or handed on): drop them. */
+void conn_out_advance(struct conn *c, size_t n);
 
 /* Queues one JSON-RPC message (text). Copies the bytes. */
 void conn_send_text(struct conn *c, const char *json, size_t len);
