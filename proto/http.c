@@ -14,11 +14,12 @@
 
 #include "base64.h"
 #include "http.h"
+#include "http-internal.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 /* RFC 9110 tchar */
-static bool is_tchar(unsigned char c)
+bool http_is_tchar(unsigned char c)
 {
 	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
 		return true;
@@ -26,7 +27,7 @@ static bool is_tchar(unsigned char c)
 }
 
 /* Header value octets: HTAB, SP, VCHAR, obs-text. */
-static bool is_value_char(unsigned char c)
+bool http_is_value_char(unsigned char c)
 {
 	return c == '\t' || (c >= 0x20 && c != 0x7F);
 }
@@ -51,12 +52,13 @@ static ssize_t find_eol(const char *buf, size_t p, size_t n)
 	return -1;
 }
 
-static int parse_request_line(const char *l, size_t n, struct http_request *ret)
+static int parse_request_line(const char *l, size_t n, void *userdata)
 {
+	struct http_request *ret = userdata;
 	size_t i = 0, s;
 
 	s = i;
-	while (i < n && is_tchar((unsigned char)l[i]))
+	while (i < n && http_is_tchar((unsigned char)l[i]))
 		i++;
 	if (i == s || i >= n || l[i] != ' ')
 		return -EBADMSG;
@@ -81,17 +83,26 @@ static int parse_request_line(const char *l, size_t n, struct http_request *ret)
 	return 0;
 }
 
-static int parse_header_line(const char *l, size_t n, struct http_request *ret)
+/* Refuse non-HTTP garbage (e.g. a TLS hello) before the request line completes. */
+static bool request_line_start_ok(const char *l, size_t n)
+{
+	for (size_t i = 0; i < n && l[i] != ' '; i++)
+		if (!http_is_tchar((unsigned char)l[i]))
+			return false;
+	return true;
+}
+
+static int parse_header_line(const char *l, size_t n, struct http_header *hdrs, size_t *n_hdrs)
 {
 	struct http_header *h;
 	size_t i = 0, vs, ve;
 
-	while (i < n && is_tchar((unsigned char)l[i]))
+	while (i < n && http_is_tchar((unsigned char)l[i]))
 		i++;
 	/* empty name, obs-fold continuation, or whitespace before the colon */
 	if (i == 0 || i >= n || l[i] != ':')
 		return -EBADMSG;
-	if (ret->n_headers >= HTTP_MAX_HEADERS)
+	if (*n_hdrs >= HTTP_MAX_HEADERS)
 		return -E2BIG;
 	vs = i + 1;
 	ve = n;
@@ -100,10 +111,10 @@ static int parse_header_line(const char *l, size_t n, struct http_request *ret)
 	while (ve > vs && is_ws(l[ve - 1]))
 		ve--;
 	for (size_t k = vs; k < ve; k++)
-		if (!is_value_char((unsigned char)l[k]))
+		if (!http_is_value_char((unsigned char)l[k]))
 			return -EBADMSG;
 
-	h = &ret->headers[ret->n_headers++];
+	h = &hdrs[(*n_hdrs)++];
 	h->name = l;
 	h->name_len = i;
 	h->value = l + vs;
@@ -111,13 +122,13 @@ static int parse_header_line(const char *l, size_t n, struct http_request *ret)
 	return 0;
 }
 
-static int parse_head(const char *buf, size_t n, struct http_request *ret)
+static int parse_head(const char *buf, size_t n, const struct http_head_parser *hp)
 {
 	size_t p = 0;
 	bool first = true;
 	int r;
 
-	/* RFC 9112 §2.2: ignore empty lines received before the request line. */
+	/* RFC 9112 §2.2: ignore empty lines received before the first line. */
 	while (p < n && (buf[p] == '\r' || buf[p] == '\n')) {
 		if (buf[p] == '\r') {
 			if (p + 1 >= n)
@@ -136,23 +147,20 @@ static int parse_head(const char *buf, size_t n, struct http_request *ret)
 		if (eol == -2)
 			return -EBADMSG;
 		if (eol < 0) {
-			/* Refuse non-HTTP garbage (e.g. a TLS hello) before the line completes. */
-			if (first)
-				for (size_t i = p; i < n && buf[i] != ' '; i++)
-					if (!is_tchar((unsigned char)buf[i]))
-						return -EBADMSG;
+			if (first && !hp->first_line_start_ok(buf + p, n - p))
+				return -EBADMSG;
 			return -EAGAIN;
 		}
 		le = (size_t)eol;
 		if (le > p && buf[le - 1] == '\r')
 			le--;
 		if (first) {
-			r = parse_request_line(buf + p, le - p, ret);
+			r = hp->first_line(buf + p, le - p, hp->userdata);
 			first = false;
 		} else if (le == p) {
 			return (int)(eol + 1);
 		} else {
-			r = parse_header_line(buf + p, le - p, ret);
+			r = parse_header_line(buf + p, le - p, hp->headers, hp->n_headers);
 		}
 		if (r < 0)
 			return r;
@@ -160,21 +168,35 @@ static int parse_head(const char *buf, size_t n, struct http_request *ret)
 	}
 }
 
-int http_request_parse(const char *buf, size_t len, size_t max_bytes, struct http_request *ret)
+int http_head_parse(const char *buf, size_t len, size_t max_bytes, const struct http_head_parser *hp)
 {
 	size_t lim = len < max_bytes ? len : max_bytes;
 	int r;
 
 	if (lim > INT_MAX)
 		lim = INT_MAX;
-	memset(ret, 0, sizeof(*ret));
-	r = parse_head(buf, lim, ret);
+	*hp->n_headers = 0;
+	r = parse_head(buf, lim, hp);
 	if (r == -EAGAIN && len >= max_bytes)
 		return -E2BIG;
 	return r;
 }
 
-static bool mem_eq_nocase(const char *a, size_t an, const char *b, size_t bn)
+int http_request_parse(const char *buf, size_t len, size_t max_bytes, struct http_request *ret)
+{
+	const struct http_head_parser hp = {
+		.first_line = parse_request_line,
+		.first_line_start_ok = request_line_start_ok,
+		.userdata = ret,
+		.headers = ret->headers,
+		.n_headers = &ret->n_headers,
+	};
+
+	memset(ret, 0, sizeof(*ret));
+	return http_head_parse(buf, len, max_bytes, &hp);
+}
+
+bool http_mem_eq_nocase(const char *a, size_t an, const char *b, size_t bn)
 {
 	if (an != bn)
 		return false;
@@ -196,7 +218,7 @@ const struct http_header *http_request_header(const struct http_request *req, co
 	size_t n = strlen(name);
 
 	for (size_t i = 0; i < req->n_headers; i++)
-		if (mem_eq_nocase(req->headers[i].name, req->headers[i].name_len, name, n))
+		if (http_mem_eq_nocase(req->headers[i].name, req->headers[i].name_len, name, n))
 			return &req->headers[i];
 	return NULL;
 }
@@ -207,14 +229,14 @@ static bool value_contains_nocase(const struct http_header *h, const char *needl
 	size_t nl = strlen(needle);
 
 	for (size_t i = 0; h && i + nl <= h->value_len; i++)
-		if (mem_eq_nocase(h->value + i, nl, needle, nl))
+		if (http_mem_eq_nocase(h->value + i, nl, needle, nl))
 			return true;
 	return false;
 }
 
 static bool value_eq_nocase(const struct http_header *h, const char *v)
 {
-	return h && mem_eq_nocase(h->value, h->value_len, v, strlen(v));
+	return h && http_mem_eq_nocase(h->value, h->value_len, v, strlen(v));
 }
 
 static bool method_is(const struct http_request *req, const char *m)
@@ -230,12 +252,30 @@ static int respond(struct http_upgrade *ret, int status, const char *body)
 	return 0;
 }
 
+int http_ws_accept(const char *key, size_t key_len, char out[29])
+{
+	unsigned char digest[SHA_DIGEST_LENGTH];
+	char stack[256], *cat = stack;
+	size_t cat_len = key_len + strlen(WS_GUID);
+
+	if (cat_len > sizeof(stack)) {
+		cat = malloc(cat_len);
+		if (!cat)
+			return -ENOMEM;
+	}
+	memcpy(cat, key, key_len);
+	memcpy(cat + key_len, WS_GUID, strlen(WS_GUID));
+	SHA1((const unsigned char *)cat, cat_len, digest);
+	if (cat != stack)
+		free(cat);
+	out[base64_encode(digest, sizeof(digest), out)] = '\0';
+	return 0;
+}
+
 int http_upgrade_check(const struct http_request *req, struct http_upgrade *ret)
 {
 	const struct http_header *key;
-	unsigned char digest[SHA_DIGEST_LENGTH];
-	char stack[256], *cat = stack;
-	size_t plen = 0, cat_len;
+	size_t plen = 0;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->verdict = HTTP_VERDICT_RESPOND;
@@ -272,22 +312,11 @@ int http_upgrade_check(const struct http_request *req, struct http_upgrade *ret)
 		return respond(ret, 426,
 			       "WebSocket request couldn't be upgraded since no upgrade state was present");
 
-	cat_len = key->value_len + strlen(WS_GUID);
-	if (cat_len > sizeof(stack)) {
-		cat = malloc(cat_len);
-		if (!cat) {
-			/* still a safe verdict for callers that ignore the return value */
-			(void)respond(ret, 500, "");
-			return -ENOMEM;
-		}
+	if (http_ws_accept(key->value, key->value_len, ret->accept) < 0) {
+		/* still a safe verdict for callers that ignore the return value */
+		(void)respond(ret, 500, "");
+		return -ENOMEM;
 	}
-	memcpy(cat, key->value, key->value_len);
-	memcpy(cat + key->value_len, WS_GUID, strlen(WS_GUID));
-	SHA1((const unsigned char *)cat, cat_len, digest);
-	if (cat != stack)
-		free(cat);
-
-	ret->accept[base64_encode(digest, sizeof(digest), ret->accept)] = '\0';
 	ret->verdict = HTTP_VERDICT_UPGRADE;
 	ret->status = 101;
 	return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RFC 6455 server-side framing: header codec, unmasking, and a message parser
- * that enforces masking, RSV/opcode rules, control-frame rules, size limits
+ * RFC 6455 framing: header codec (server and client frames), unmasking, and a
+ * message parser for either end that enforces the masking rule of its side, RSV/opcode rules, control-frame rules, size limits
  * and UTF-8 validity of text messages and close reasons.
  */
 #include <errno.h>
@@ -103,6 +103,16 @@ size_t ws_frame_hdr_encode(uint8_t *dst, enum ws_opcode op, uint64_t payload_len
 	return 10;
 }
 
+size_t ws_frame_hdr_encode_masked(uint8_t *dst, enum ws_opcode op, uint64_t payload_len,
+				  const uint8_t mask[4])
+{
+	size_t n = ws_frame_hdr_encode(dst, op, payload_len);
+
+	dst[1] |= 0x80;
+	memcpy(dst + n, mask, 4);
+	return n + 4;
+}
+
 uint64_t ws_parser_frame_need(const uint8_t *buf, size_t len)
 {
 	struct ws_frame_hdr h;
@@ -141,8 +151,9 @@ static int check_bits(const struct ws_parser *p, uint8_t b0, uint8_t b1)
 	default:
 		return -EPROTO;
 	}
-	if (!(b1 & 0x80))
-		return -EPROTO; /* client frames must be masked */
+	/* RFC 6455 §5.1: client frames are masked, server frames are not. */
+	if (!(b1 & 0x80) != p->client)
+		return -EPROTO;
 	if (is_control(op))
 		return (b0 & 0x80) && (b1 & 0x7F) <= 125 ? 0 : -EPROTO;
 	if (op == WS_OP_CONT && !p->_in_message)
@@ -250,7 +261,8 @@ int ws_parser_feed(struct ws_parser *p, uint8_t *buf, size_t len, struct ws_even
 	n = (size_t)h.payload_len;
 	total = h.header_len + n;
 	pl = buf + h.header_len;
-	ws_unmask(pl, n, h.mask, 0);
+	if (h.masked)
+		ws_unmask(pl, n, h.mask, 0);
 
 	switch (h.opcode) {
 	case WS_OP_PING:

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * WebSocket (RFC 6455) server-side framing: frame header codec and a stateful
- * message parser (unmasking, fragmentation, control frames, UTF-8 checks,
- * size limits). No I/O: the caller feeds bytes and acts on events.
+ * WebSocket (RFC 6455) framing for both ends: frame header codec (unmasked
+ * server frames, masked client frames) and a stateful message parser
+ * (unmasking, fragmentation, control frames, UTF-8 checks, size limits) that
+ * reads either a client's stream (the server, default) or a server's stream
+ * (.client = true). No I/O: the caller feeds bytes and acts on events.
  */
 #pragma once
 
@@ -44,7 +46,10 @@ struct ws_frame_hdr {
  */
 int ws_frame_hdr_parse(const uint8_t *buf, size_t len, struct ws_frame_hdr *ret);
 
-/* XORs p[0..n) with mask, starting at mask position `offset` (mod 4). */
+/*
+ * XORs p[0..n) with mask, starting at mask position `offset` (mod 4). Masking
+ * and unmasking are the same operation: a client masks its payload with this.
+ */
 void ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset);
 
 /* Max header size of a server frame. */
@@ -52,6 +57,18 @@ void ws_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t offset);
 
 /* Writes an unmasked server frame header (FIN set) into dst; returns its length (2, 4 or 10). */
 size_t ws_frame_hdr_encode(uint8_t *dst, enum ws_opcode op, uint64_t payload_len);
+
+/* Max header size of a client frame (masked). */
+#define WS_MAX_CLIENT_HDR 14
+
+/*
+ * Writes a masked client frame header (FIN set, MASK bit, the 4-byte key after
+ * the length) into dst; returns its length (6, 8 or 14). The caller masks the
+ * payload with ws_unmask(payload, n, mask, 0). RFC 6455 §5.3: the key must be
+ * fresh and unpredictable for every frame (the caller supplies it: no I/O here).
+ */
+size_t ws_frame_hdr_encode_masked(uint8_t *dst, enum ws_opcode op, uint64_t payload_len,
+				  const uint8_t mask[4]);
 
 struct ws_limits {
 	uint64_t max_frame_bytes;   /* a single frame's payload */
@@ -74,9 +91,14 @@ struct ws_event {
 	uint16_t close_code;  /* WS_EV_CLOSE: 1005 when the frame had no code */
 };
 
-/* Message parser. Zero-fill, then set .limits before use. */
+/*
+ * Message parser. Zero-fill, then set .limits (and .client) before use.
+ * Server mode (client = false) reads a client's frames, which must be masked;
+ * client mode reads a server's frames, which must not be (RFC 6455 §5.1).
+ */
 struct ws_parser {
 	struct ws_limits limits;
+	bool client;
 	/* private */
 	uint8_t *_msg;        /* reassembly buffer for fragmented messages */
 	size_t _msg_len, _msg_cap;
@@ -89,7 +111,8 @@ struct ws_parser {
  * unmasked in place). Processes at most one complete frame per call.
  * Returns bytes consumed (>= 0; 0 with WS_EV_NONE means "need more bytes") and
  * fills *ev, or a negative error meaning "close the connection":
- *   -EPROTO  protocol violation (unmasked frame, RSV bits, unknown opcode,
+ *   -EPROTO  protocol violation (unmasked frame in server mode, masked
+ *            frame in client mode, RSV bits, unknown opcode,
  *            control frame > 125 bytes or fragmented, continuation without a
  *            start, new data frame inside a fragmented message, bad close
  *            payload)  -> close code 1002

@@ -127,6 +127,174 @@ TEST(hdr_encode_round_trip)
 	}
 }
 
+TEST(hdr_encode_masked_round_trip)
+{
+	static const uint64_t lens[] = { 0, 5, 125, 126, 65535, 65536, UINT64_C(1) << 40 };
+	static const uint8_t key[4] = { 0xde, 0xad, 0xbe, 0xef };
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		uint8_t b[WS_MAX_CLIENT_HDR];
+		struct ws_frame_hdr h;
+		size_t n = ws_frame_hdr_encode_masked(b, WS_OP_BINARY, lens[i], key);
+
+		ASSERT_EQ(lens[i] < 126 ? 6 : lens[i] <= 0xFFFF ? 8 : 14, n);
+		ASSERT_EQ((int)n, ws_frame_hdr_parse(b, n, &h));
+		ASSERT_TRUE(h.fin && h.masked && h.rsv == 0);
+		ASSERT_EQ(WS_OP_BINARY, h.opcode);
+		ASSERT_EQ(lens[i], h.payload_len);
+		ASSERT_MEMEQ(key, h.mask, 4);
+		ASSERT_MEMEQ(key, b + n - 4, 4);
+		/* a strict prefix (the key cut short) is incomplete */
+		ASSERT_EQ(-EAGAIN, ws_frame_hdr_parse(b, n - 1, &h));
+	}
+	{
+		/* RFC 6455 §5.7: the masked "Hello" a client sends */
+		static const uint8_t hello[] = { 0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d,
+						 0x7f, 0x9f, 0x4d, 0x51, 0x58 };
+		uint8_t b[sizeof(hello)];
+		size_t n = ws_frame_hdr_encode_masked(b, WS_OP_TEXT, 5, MASK);
+
+		memcpy(b + n, "Hello", 5);
+		ws_unmask(b + n, 5, MASK, 0);
+		ASSERT_EQ(sizeof(hello), n + 5);
+		ASSERT_MEMEQ(hello, b, sizeof(hello));
+	}
+}
+
+/* Feeds one frame to a fresh client-mode parser. */
+static int feed_client(uint8_t *b, size_t n, struct ws_event *ev)
+{
+	struct ws_parser p = parser(1 << 20, 1 << 22);
+	int r;
+
+	p.client = true;
+	r = ws_parser_feed(&p, b, n, ev);
+	ws_parser_done(&p);
+	return r;
+}
+
+TEST(client_mode_refuses_masked_frames)
+{
+	struct ws_event ev;
+	uint8_t b[64];
+	size_t n;
+
+	n = frame(b, true, WS_OP_TEXT, "hi", 2);
+	ASSERT_EQ(-EPROTO, feed_client(b, n, &ev));
+	/* from the first two bytes, before the key or the payload */
+	ASSERT_EQ(-EPROTO, feed_client(b, 2, &ev));
+	n = frame(b, true, WS_OP_PING, "p", 1);
+	ASSERT_EQ(-EPROTO, feed_client(b, n, &ev));
+	n = frame(b, true, WS_OP_CLOSE, "\x03\xe8", 2);
+	ASSERT_EQ(-EPROTO, feed_client(b, n, &ev));
+	/* and the other rules still hold */
+	n = frame_ex(b, 0xC1, false, "hi", 2, 0); /* RSV1 */
+	ASSERT_EQ(-EPROTO, feed_client(b, n, &ev));
+	n = frame_ex(b, 0x80, false, "x", 1, 0); /* continuation without a start */
+	ASSERT_EQ(-EPROTO, feed_client(b, n, &ev));
+	n = frame_ex(b, 0x81, false, "a\xc3(", 3, 0);
+	ASSERT_EQ(-EILSEQ, feed_client(b, n, &ev));
+	n = frame_ex(b, 0x81, false, "hi", 2, 2); /* non-minimal length */
+	ASSERT_EQ(-EPROTO, feed_client(b, n, &ev));
+}
+
+TEST(client_mode_reads_server_frames)
+{
+	struct ws_parser p = parser(1 << 20, 1 << 22);
+	struct ws_event ev;
+	uint8_t b[256], big[300];
+	size_t n;
+
+	p.client = true;
+	n = frame_ex(b, 0x81, false, "Hello", 5, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_MESSAGE, ev.type);
+	ASSERT_TRUE(!ev.binary);
+	ASSERT_EQ(5, ev.len);
+	ASSERT_TRUE(ev.data == b + 2);
+	ASSERT_MEMEQ("Hello", ev.data, 5);
+
+	n = frame_ex(b, 0x82, false, "\xff\x00\xfe", 3, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_MESSAGE, ev.type);
+	ASSERT_TRUE(ev.binary);
+	ASSERT_EQ(3, ev.len);
+	ASSERT_MEMEQ("\xff\x00\xfe", ev.data, 3);
+
+	/* fragmented binary with a ping in between */
+	n = frame_ex(b, WS_OP_BINARY, false, "ab", 2, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_NONE, ev.type);
+	n = frame_ex(b, 0x80 | WS_OP_PING, false, "pp", 2, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_PING, ev.type);
+	ASSERT_MEMEQ("pp", ev.data, 2);
+	n = frame_ex(b, WS_OP_CONT, false, "\x00", 1, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_NONE, ev.type);
+	n = frame_ex(b, 0x80 | WS_OP_CONT, false, "cd", 2, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_MESSAGE, ev.type);
+	ASSERT_TRUE(ev.binary);
+	ASSERT_EQ(5, ev.len);
+	ASSERT_MEMEQ("ab\x00" "cd", ev.data, 5);
+
+	/* fragmented text */
+	n = frame_ex(b, WS_OP_TEXT, false, "caf", 3, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	n = frame_ex(b, 0x80 | WS_OP_CONT, false, "\xc3\xa9", 2, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_MESSAGE, ev.type);
+	ASSERT_TRUE(!ev.binary);
+	ASSERT_MEMEQ("caf\xc3\xa9", ev.data, 5);
+
+	/* a 16-bit length, unmasked */
+	memset(big, 'z', sizeof(big));
+	{
+		uint8_t *f = malloc(sizeof(big) + 4);
+
+		n = frame_ex(f, 0x82, false, big, sizeof(big), 0);
+		ASSERT_EQ(sizeof(big) + 4, n);
+		ASSERT_EQ(n, ws_parser_frame_need(f, n));
+		ASSERT_EQ(0, ws_parser_feed(&p, f, n - 1, &ev));
+		ASSERT_EQ((int)n, ws_parser_feed(&p, f, n, &ev));
+		ASSERT_EQ(sizeof(big), ev.len);
+		ASSERT_MEMEQ(big, ev.data, sizeof(big));
+		free(f);
+	}
+
+	n = frame_ex(b, 0x8A, false, "", 0, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_PONG, ev.type);
+
+	n = frame_ex(b, 0x88, false, "\x03\xe9" "bye", 5, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	ASSERT_EQ(WS_EV_CLOSE, ev.type);
+	ASSERT_EQ(1001, ev.close_code);
+	ASSERT_EQ(3, ev.len);
+	ASSERT_MEMEQ("bye", ev.data, 3);
+	n = frame_ex(b, 0x88, false, "\x03", 1, 0);
+	ASSERT_EQ(-EPROTO, ws_parser_feed(&p, b, n, &ev));
+	ws_parser_done(&p);
+}
+
+TEST(client_mode_limits)
+{
+	struct ws_parser p = parser(4, 6);
+	struct ws_event ev;
+	uint8_t b[64];
+	size_t n;
+
+	p.client = true;
+	n = frame_ex(b, 0x82, false, "12345", 5, 0);
+	ASSERT_EQ(-EMSGSIZE, ws_parser_feed(&p, b, 2, &ev)); /* from the length alone */
+	n = frame_ex(b, 0x02, false, "1234", 4, 0);
+	ASSERT_EQ((int)n, ws_parser_feed(&p, b, n, &ev));
+	n = frame_ex(b, 0x80, false, "567", 3, 0);
+	ASSERT_EQ(-EMSGSIZE, ws_parser_feed(&p, b, n, &ev));
+	ws_parser_done(&p);
+}
+
 TEST(unmask_matches_naive)
 {
 	uint8_t a[64], b[64];
