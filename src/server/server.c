@@ -22,6 +22,7 @@
 #include "exec.h"
 #include "fs-sandbox.h"
 #include "log.h"
+#include "netconn.h"
 #include "netguard.h"
 #include "proc.h"
 #include "rpc-fs.h"
@@ -455,6 +456,7 @@ int server_init(struct server *s, const struct config *cfg)
 	list_init(&s->buf_waiters);
 	list_init(&s->mem_waiters);
 	list_init(&s->mem_paused);
+	list_init(&s->netconns);
 	s->conn_handlers = &conn_handlers;
 	server_current = s;
 	r = register_methods();
@@ -546,6 +548,7 @@ void server_done(struct server *s)
 	uring_bufs_done(&s->ring, &s->bufs);
 	if (s->ring.ring.ring_fd > 0)
 		uring_done(&s->ring);
+	netconn_free_all(s); /* after the ring: a recv may still target a netconn's buffer */
 	safe_close(s->listen_fd);
 	safe_close(s->signal_fd);
 	json_decref(s->env_info);

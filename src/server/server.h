@@ -85,6 +85,9 @@ struct server {
 	unsigned n_conns;               /* connections not dead (dead ones hold no fd) */
 	unsigned n_sessions;
 
+	struct list_head netconns;            /* outbound connections (src/net/netconn.h) */
+	struct ssl_ctx_st *tls_client_ctx;    /* their client SSL_CTX, made on first use */
+
 	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */
 	struct list_head buf_waiters;
 

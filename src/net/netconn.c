@@ -1,0 +1,944 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Outbound TCP (+TLS) connections on the ring. See netconn.h.
+ *
+ * Lifetime: a netconn ends once (nc_end: handlers off, ops cancelled, fd
+ * closed through the ring) and is freed from the completion of its last
+ * op: every completion on an ended netconn checks whether anything of it is
+ * still in flight, and nc_end submits a NOP (the kick op) so that at least
+ * one such completion comes. The ring clears op->busy at dispatch, so when
+ * all ops are idle no CQE of the netconn is left to dispatch.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "list.h"
+#include "log.h"
+#include "netconn.h"
+#include "server.h"
+#include "worker.h"
+
+#define NC_RBUF_SIZE (64 * 1024)
+#define NC_CHUNK_MIN (16 * 1024)
+#define NC_MAX_IOV 64
+
+enum nc_state {
+	NC_RESOLVING,  /* DNS job on a worker */
+	NC_CONNECTING, /* IORING_OP_CONNECT in flight */
+	NC_HANDSHAKE,  /* TCP up, TLS handshake running */
+	NC_OPEN,       /* application bytes flow */
+};
+
+/* Output: ciphertext with TLS, else application bytes. */
+struct nc_chunk {
+	struct list_head link;
+	size_t len, off, cap;
+	size_t app; /* TLS: application bytes this chunk's records carry */
+	uint8_t data[];
+};
+
+struct netconn {
+	struct list_head link; /* server->netconns */
+	struct server *srv;
+	struct netconn_handlers h;
+	void *userdata;
+	char *host;
+	char port_str[8];
+	char peer[320];
+	bool tls, nodelay, is_ip;
+	uint64_t timeout_ms;
+
+	enum nc_state state;
+	bool ended;        /* nc_end ran: no handler anymore, waiting for ops */
+	bool owner_closed; /* netconn_close(): closed() is not called */
+	bool reading;      /* the owner's netconn_set_reading() */
+	bool shutting;     /* netconn_shutdown() called (once open) */
+	bool fin_sent;
+	bool peer_eof;     /* recv returned 0, not yet acted on (reading paused) */
+	bool fail_pending; /* an end decided outside a completion: delivered by the kick */
+	int fail_err;
+	char why[256];
+
+	int fd;
+	/* Addresses: the literal, or getaddrinfo's list walked by ai_next. */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct addrinfo *ai, *ai_next;
+	int last_err;
+
+	/* DNS on the worker pool: run() reads host/port_str, writes ai and gai_*. */
+	struct work dns;
+	bool dns_busy;
+	int gai_err, gai_errno;
+
+	struct uring_op connect_op, read_op, write_op, kick_op;
+	struct uring_timer timer; /* connect deadline, then the shutdown grace */
+
+	uint8_t *rbuf; /* recv target */
+	uint8_t *pbuf; /* TLS: plaintext out of SSL_read (rbuf may be the kernel's meanwhile) */
+	size_t rlen; /* plain: bytes received but not delivered (reading paused) */
+
+	struct list_head outq;
+	size_t out_bytes;  /* bytes in outq not written */
+	size_t app_queued; /* netconn_queued() */
+	struct iovec iov[NC_MAX_IOV];
+	struct msghdr msg;
+
+	SSL *ssl;
+	BIO *rbio, *wbio; /* network side: we write received bytes to rbio, read wbio out */
+};
+
+static void nc_flush(struct netconn *nc);
+static void nc_arm_read(struct netconn *nc);
+static void nc_input(struct netconn *nc);
+static void nc_connect_next(struct netconn *nc);
+
+/* ---- freeing ---- */
+
+static bool nc_idle(const struct netconn *nc)
+{
+	return !nc->dns_busy && uring_op_idle(&nc->connect_op) && uring_op_idle(&nc->read_op) &&
+	       uring_op_idle(&nc->write_op) && uring_op_idle(&nc->kick_op) &&
+	       uring_op_idle(&nc->timer.op);
+}
+
+static void nc_free(struct netconn *nc)
+{
+	struct nc_chunk *c, *n;
+
+	list_del(&nc->link);
+	list_for_each_entry_safe(c, n, &nc->outq, link)
+		free(c);
+	if (nc->ai)
+		freeaddrinfo(nc->ai);
+	SSL_free(nc->ssl); /* frees both BIOs */
+	safe_close(nc->fd);
+	free(nc->rbuf);
+	free(nc->pbuf);
+	free(nc->host);
+	free(nc);
+}
+
+/* From a completion of nc's own: frees an ended netconn whose ops are all done. */
+static bool nc_reap(struct netconn *nc)
+{
+	if (!nc->ended)
+		return false;
+	if (nc_idle(nc))
+		nc_free(nc);
+	return true;
+}
+
+/*
+ * Whether a completion must stop here: the netconn ended (freed when this was
+ * its last op), or an end is already decided (the kick delivers it; no other
+ * handler runs before).
+ */
+static bool nc_quiet(struct netconn *nc)
+{
+	return nc_reap(nc) || nc->fail_pending;
+}
+
+static void on_kick(struct uring_op *op, int res, uint32_t flags);
+
+/* A NOP through the ring: work that must not run inside the caller (see on_kick). */
+static void nc_kick(struct netconn *nc)
+{
+	struct io_uring_sqe *sqe;
+
+	if (nc->kick_op.busy)
+		return;
+	sqe = uring_get_sqe(&nc->srv->ring, &nc->kick_op, on_kick);
+	io_uring_prep_nop(sqe);
+}
+
+/*
+ * The end: once. Cancels every op, closes the fd through the ring (after the
+ * cancels, so that no prepared SQE meets a reused fd number), calls closed()
+ * unless the owner closed it, and makes sure a completion comes to free it.
+ */
+static void nc_end(struct netconn *nc, int err, const char *why)
+{
+	struct uring *u = &nc->srv->ring;
+
+	if (nc->ended)
+		return;
+	nc->ended = true;
+	uring_cancel(u, &nc->connect_op);
+	uring_cancel(u, &nc->read_op);
+	uring_cancel(u, &nc->write_op);
+	uring_timer_cancel(&nc->timer);
+	if (nc->fd >= 0) {
+		struct io_uring_sqe *sqe = uring_get_sqe_nocb(u);
+
+		io_uring_prep_close(sqe, nc->fd);
+		nc->fd = -1;
+	}
+	nc_kick(nc);
+	if (!nc->owner_closed) {
+		if (err < 0)
+			log_debug("Connection to %s ended: %s", nc->peer, why);
+		if (nc->h.closed)
+			nc->h.closed(nc, err, why);
+	}
+}
+
+/* Formats why into nc->why and ends the connection. */
+static void _printf_(3, 4) nc_fail(struct netconn *nc, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(nc->why, sizeof(nc->why), fmt, ap);
+	va_end(ap);
+	nc_end(nc, err, nc->why);
+}
+
+/* As nc_fail, from an API call: the end (and closed()) comes from the loop. */
+static void _printf_(3, 4) nc_fail_later(struct netconn *nc, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (nc->ended || nc->fail_pending)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(nc->why, sizeof(nc->why), fmt, ap);
+	va_end(ap);
+	nc->fail_pending = true;
+	nc->fail_err = err;
+	nc_kick(nc);
+}
+
+/* ---- TLS ---- */
+
+static SSL_CTX *tls_ctx(struct server *s)
+{
+	SSL_CTX *ctx;
+
+	if (s->tls_client_ctx)
+		return s->tls_client_ctx;
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (!ctx)
+		return NULL;
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	s->tls_client_ctx = ctx;
+	return ctx;
+}
+
+/* The first OpenSSL error as text (reason string when there is one). */
+static void tls_error_text(char *out, size_t n)
+{
+	unsigned long e = ERR_peek_last_error();
+
+	if (!e) {
+		snprintf(out, n, "unknown error");
+		return;
+	}
+	ERR_error_string_n(e, out, n);
+}
+
+static int tls_setup(struct netconn *nc)
+{
+	SSL_CTX *ctx = tls_ctx(nc->srv);
+
+	if (!ctx)
+		return -ENOMEM;
+	nc->ssl = SSL_new(ctx);
+	nc->rbio = BIO_new(BIO_s_mem());
+	nc->wbio = BIO_new(BIO_s_mem());
+	if (!nc->ssl || !nc->rbio || !nc->wbio) {
+		BIO_free(nc->rbio);
+		BIO_free(nc->wbio);
+		nc->rbio = nc->wbio = NULL;
+		return -ENOMEM;
+	}
+	/* An empty rbio means "retry later", not end of file. */
+	BIO_set_mem_eof_return(nc->rbio, -1);
+	SSL_set_bio(nc->ssl, nc->rbio, nc->wbio); /* owned by the SSL from here */
+	SSL_set_connect_state(nc->ssl);
+	if (nc->is_ip) {
+		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(nc->ssl), nc->host) != 1)
+			return -EINVAL;
+	} else {
+		SSL_set_hostflags(nc->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+		if (SSL_set1_host(nc->ssl, nc->host) != 1 ||
+		    SSL_set_tlsext_host_name(nc->ssl, nc->host) != 1)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Room for n more bytes at the tail of the output queue (appending never moves a chunk). */
+static struct nc_chunk *nc_tail_room(struct netconn *nc, size_t n)
+{
+	struct nc_chunk *c;
+
+	if (!list_empty(&nc->outq)) {
+		c = list_entry(nc->outq.prev, struct nc_chunk, link);
+		if (c->cap - c->len >= n)
+			return c;
+	}
+	c = malloc(sizeof(*c) + MAX(n, (size_t)NC_CHUNK_MIN));
+	if (!c)
+		return NULL;
+	c->len = c->off = c->app = 0;
+	c->cap = MAX(n, (size_t)NC_CHUNK_MIN);
+	list_add_tail(&c->link, &nc->outq);
+	return c;
+}
+
+static int nc_queue(struct netconn *nc, const void *p, size_t n)
+{
+	struct nc_chunk *c = nc_tail_room(nc, n);
+
+	if (!c)
+		return -ENOMEM;
+	memcpy(c->data + c->len, p, n);
+	c->len += n;
+	nc->out_bytes += n;
+	return 0;
+}
+
+/* Moves what the SSL wrote into the output queue; app: the plaintext bytes it carries. */
+static int tls_drain_wbio(struct netconn *nc, size_t app)
+{
+	struct nc_chunk *c = NULL;
+	size_t pending;
+
+	while ((pending = BIO_ctrl_pending(nc->wbio)) > 0) {
+		int r;
+
+		c = nc_tail_room(nc, pending);
+		if (!c)
+			return -ENOMEM;
+		r = BIO_read(nc->wbio, c->data + c->len, (int)MIN(pending, (size_t)INT32_MAX));
+		if (r <= 0)
+			break;
+		c->len += (size_t)r;
+		nc->out_bytes += (size_t)r;
+	}
+	if (app) {
+		if (!c && !list_empty(&nc->outq))
+			c = list_entry(nc->outq.prev, struct nc_chunk, link);
+		if (c)
+			c->app += app;
+		else
+			return 0; /* nothing queued for it (cannot happen): nothing to count */
+	}
+	return 0;
+}
+
+static void tls_fail(struct netconn *nc, int ssl_err, const char *what)
+{
+	long v = SSL_get_verify_result(nc->ssl);
+	char text[200];
+
+	if (ssl_err == SSL_ERROR_SSL && v != X509_V_OK) {
+		nc_fail(nc, -EKEYREJECTED, "TLS %s with %s: certificate verify failed: %s", what,
+			nc->peer, X509_verify_cert_error_string(v));
+		return;
+	}
+	if (ssl_err == SSL_ERROR_SSL)
+		tls_error_text(text, sizeof(text));
+	else
+		snprintf(text, sizeof(text), "SSL error %d", ssl_err);
+	nc_fail(nc, -EPROTO, "TLS %s with %s failed: %s", what, nc->peer, text);
+}
+
+static void nc_connected(struct netconn *nc)
+{
+	nc->state = NC_OPEN;
+	uring_timer_cancel(&nc->timer);
+	if (nc->h.connected)
+		nc->h.connected(nc);
+}
+
+/*
+ * Runs the handshake, then reads plaintext while delivery is on. Returns
+ * true when everything received was consumed (the SSL wants more bytes).
+ */
+static bool tls_process(struct netconn *nc)
+{
+	for (;;) {
+		size_t n = 0;
+		int r, e;
+
+		if (nc->ended)
+			return false;
+		ERR_clear_error();
+		if (nc->state == NC_HANDSHAKE) {
+			r = SSL_do_handshake(nc->ssl);
+			e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(nc->ssl, r);
+		} else {
+			if (!nc->reading && !nc->shutting)
+				return false;
+			r = SSL_read_ex(nc->ssl, nc->pbuf, NC_RBUF_SIZE, &n);
+			e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(nc->ssl, r);
+		}
+		/* Handshake messages, alerts, key update answers. */
+		if (tls_drain_wbio(nc, 0) < 0) {
+			nc_fail(nc, -ENOMEM, "out of memory queueing TLS records for %s", nc->peer);
+			return false;
+		}
+		nc_flush(nc);
+		switch (e) {
+		case SSL_ERROR_NONE:
+			if (nc->state == NC_HANDSHAKE)
+				nc_connected(nc);
+			else if (n > 0 && nc->h.data)
+				nc->h.data(nc, nc->pbuf, n);
+			continue;
+		case SSL_ERROR_WANT_READ:
+			return true;
+		case SSL_ERROR_ZERO_RETURN:
+			nc_fail(nc, 0, "%s sent TLS close_notify", nc->peer);
+			return false;
+		default:
+			tls_fail(nc, e, nc->state == NC_HANDSHAKE ? "handshake" : "read");
+			return false;
+		}
+	}
+}
+
+/* ---- input ---- */
+
+/*
+ * Delivers what is buffered while delivery is on, acts on a pending EOF,
+ * then reads on. Called from completions only.
+ */
+static void nc_input(struct netconn *nc)
+{
+	bool consumed;
+
+	if (nc->ended || nc->state < NC_HANDSHAKE)
+		return;
+	if (nc->ssl) {
+		consumed = tls_process(nc);
+	} else {
+		if (nc->rlen > 0 && (nc->reading || nc->shutting)) {
+			size_t n = nc->rlen;
+
+			nc->rlen = 0;
+			if (nc->h.data)
+				nc->h.data(nc, nc->rbuf, n);
+		}
+		consumed = nc->rlen == 0;
+	}
+	if (nc->ended)
+		return;
+	if (nc->peer_eof) {
+		if (nc->state == NC_HANDSHAKE)
+			nc_fail(nc, -ECONNRESET, "%s closed the connection during the TLS handshake",
+				nc->peer);
+		else if (consumed && (nc->reading || nc->shutting))
+			nc_fail(nc, 0, "%s closed the connection", nc->peer);
+		return;
+	}
+	nc_arm_read(nc);
+}
+
+static void on_read(struct uring_op *op, int res, uint32_t flags)
+{
+	struct netconn *nc = container_of(op, struct netconn, read_op);
+
+	if (nc_quiet(nc))
+		return;
+	if (res < 0) {
+		nc_fail(nc, res, "receiving from %s failed: %s", nc->peer, strerror(-res));
+		return;
+	}
+	if (res == 0) {
+		nc->peer_eof = true;
+	} else if (nc->ssl) {
+		if (BIO_write(nc->rbio, nc->rbuf, res) != res) {
+			nc_fail(nc, -ENOMEM, "out of memory buffering TLS input from %s", nc->peer);
+			return;
+		}
+	} else {
+		nc->rlen = (size_t)res;
+	}
+	nc_input(nc);
+}
+
+static void nc_arm_read(struct netconn *nc)
+{
+	struct io_uring_sqe *sqe;
+
+	if (nc->ended || nc->fd < 0 || nc->read_op.busy || nc->peer_eof || nc->rlen > 0 ||
+	    nc->state < NC_HANDSHAKE)
+		return;
+	if (!nc->reading && !nc->shutting && nc->state != NC_HANDSHAKE)
+		return;
+	sqe = uring_get_sqe(&nc->srv->ring, &nc->read_op, on_read);
+	io_uring_prep_recv(sqe, nc->fd, nc->rbuf, NC_RBUF_SIZE, 0);
+}
+
+/* ---- output ---- */
+
+static void on_shutdown_wr(struct uring_op *op, int res, uint32_t flags)
+{
+	struct netconn *nc = container_of(op, struct netconn, write_op);
+
+	if (nc_quiet(nc))
+		return;
+	if (res < 0 && res != -ENOTCONN)
+		nc_fail(nc, res, "shutting down the connection to %s failed: %s", nc->peer,
+			strerror(-res));
+	/* Now the peer's EOF (nc_input) or the grace timer ends it. */
+}
+
+static void nc_send_fin(struct netconn *nc)
+{
+	struct io_uring_sqe *sqe;
+
+	nc->fin_sent = true;
+	sqe = uring_get_sqe(&nc->srv->ring, &nc->write_op, on_shutdown_wr);
+	io_uring_prep_shutdown(sqe, nc->fd, SHUT_WR);
+}
+
+static void on_write(struct uring_op *op, int res, uint32_t flags)
+{
+	struct netconn *nc = container_of(op, struct netconn, write_op);
+	size_t left;
+
+	if (nc_quiet(nc))
+		return;
+	if (res < 0) {
+		nc_fail(nc, res, "sending to %s failed: %s", nc->peer, strerror(-res));
+		return;
+	}
+	left = (size_t)res;
+	nc->out_bytes -= left;
+	while (left > 0 && !list_empty(&nc->outq)) {
+		struct nc_chunk *c = list_first_entry(&nc->outq, struct nc_chunk, link);
+		size_t n = MIN(left, c->len - c->off);
+
+		c->off += n;
+		left -= n;
+		if (!nc->ssl)
+			nc->app_queued -= n;
+		if (c->off == c->len) {
+			nc->app_queued -= nc->ssl ? c->app : 0;
+			list_del(&c->link);
+			free(c);
+		}
+	}
+	if (!list_empty(&nc->outq)) {
+		nc_flush(nc);
+		return;
+	}
+	if (nc->shutting) {
+		if (!nc->fin_sent)
+			nc_send_fin(nc);
+		return;
+	}
+	if (nc->h.drained && nc->state == NC_OPEN)
+		nc->h.drained(nc);
+}
+
+static void nc_flush(struct netconn *nc)
+{
+	struct io_uring_sqe *sqe;
+	struct nc_chunk *c;
+	unsigned n = 0;
+
+	if (nc->ended || nc->fin_sent || nc->write_op.busy || list_empty(&nc->outq) || nc->fd < 0 ||
+	    nc->state < NC_HANDSHAKE)
+		return;
+	list_for_each_entry(c, &nc->outq, link) {
+		if (n == NC_MAX_IOV)
+			break;
+		nc->iov[n].iov_base = c->data + c->off;
+		nc->iov[n].iov_len = c->len - c->off;
+		n++;
+	}
+	memset(&nc->msg, 0, sizeof(nc->msg));
+	nc->msg.msg_iov = nc->iov;
+	nc->msg.msg_iovlen = n;
+	sqe = uring_get_sqe(&nc->srv->ring, &nc->write_op, on_write);
+	io_uring_prep_sendmsg(sqe, nc->fd, &nc->msg, MSG_NOSIGNAL);
+}
+
+/* ---- connecting ---- */
+
+static void on_connect(struct uring_op *op, int res, uint32_t flags)
+{
+	struct netconn *nc = container_of(op, struct netconn, connect_op);
+
+	if (nc_quiet(nc))
+		return;
+	if (res < 0) {
+		nc->last_err = res;
+		nc->fd = safe_close(nc->fd);
+		nc_connect_next(nc);
+		return;
+	}
+	if (nc->ssl) {
+		nc->state = NC_HANDSHAKE;
+		nc_input(nc); /* sends the ClientHello, then reads */
+		return;
+	}
+	nc_connected(nc);
+	nc_input(nc);
+}
+
+/* Submits the connect of nc->fd to nc->addr. */
+static void nc_start_connect(struct netconn *nc)
+{
+	struct io_uring_sqe *sqe;
+	int one = 1;
+
+	if (nc->nodelay)
+		(void)setsockopt(nc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	nc->state = NC_CONNECTING;
+	sqe = uring_get_sqe(&nc->srv->ring, &nc->connect_op, on_connect);
+	io_uring_prep_connect(sqe, nc->fd, (struct sockaddr *)&nc->addr, nc->addrlen);
+}
+
+static int nc_socket(struct netconn *nc)
+{
+	nc->fd = socket(nc->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+	return nc->fd < 0 ? -errno : 0;
+}
+
+/* Connects to getaddrinfo's next address; ends the connection when none is left. */
+static void nc_connect_next(struct netconn *nc)
+{
+	while (nc->ai_next) {
+		struct addrinfo *a = nc->ai_next;
+		int r;
+
+		nc->ai_next = a->ai_next;
+		if (a->ai_addrlen > sizeof(nc->addr))
+			continue;
+		memcpy(&nc->addr, a->ai_addr, a->ai_addrlen);
+		nc->addrlen = a->ai_addrlen;
+		r = nc_socket(nc);
+		if (r < 0) {
+			nc->last_err = r;
+			continue;
+		}
+		nc_start_connect(nc);
+		return;
+	}
+	if (!nc->last_err)
+		nc->last_err = -EHOSTUNREACH;
+	nc_fail(nc, nc->last_err, "connecting to %s failed: %s", nc->peer, strerror(-nc->last_err));
+}
+
+static int gai_to_errno(int gai, int sys_errno)
+{
+	switch (gai) {
+	case EAI_NONAME:
+#ifdef EAI_NODATA
+	case EAI_NODATA:
+#endif
+#ifdef EAI_ADDRFAMILY
+	case EAI_ADDRFAMILY:
+#endif
+		return -ENOENT;
+	case EAI_AGAIN:
+		return -EAGAIN;
+	case EAI_MEMORY:
+		return -ENOMEM;
+	case EAI_SYSTEM:
+		return sys_errno > 0 ? -sys_errno : -EIO;
+	case EAI_FAIL:
+		return -EIO;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* On a worker thread: only the job's own fields. */
+static void dns_run(struct work *w)
+{
+	struct netconn *nc = container_of(w, struct netconn, dns);
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_protocol = IPPROTO_TCP,
+		.ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV,
+	};
+
+	nc->gai_err = getaddrinfo(nc->host, nc->port_str, &hints, &nc->ai);
+	nc->gai_errno = nc->gai_err == EAI_SYSTEM ? errno : 0;
+	if (nc->gai_err)
+		nc->ai = NULL;
+}
+
+static void dns_done(struct work *w)
+{
+	struct netconn *nc = container_of(w, struct netconn, dns);
+
+	nc->dns_busy = false;
+	if (nc_quiet(nc) || nc->srv->stopping)
+		return; /* netconn_free_all() frees it with its addresses */
+	if (nc->gai_err) {
+		int err = gai_to_errno(nc->gai_err, nc->gai_errno);
+
+		nc_fail(nc, err, "resolving %s failed: %s", nc->host,
+			nc->gai_err == EAI_SYSTEM ? strerror(-err) : gai_strerror(nc->gai_err));
+		return;
+	}
+	nc->ai_next = nc->ai;
+	nc_connect_next(nc);
+}
+
+static void on_timer(struct uring_timer *t, bool fired)
+{
+	struct netconn *nc = container_of(t, struct netconn, timer);
+
+	if (nc_quiet(nc) || !fired)
+		return;
+	if (nc->shutting) {
+		nc_fail(nc, 0, "%s did not close within %d ms of our shutdown", nc->peer,
+			NETCONN_SHUTDOWN_GRACE_MS);
+		return;
+	}
+	if (nc->state != NC_OPEN)
+		nc_fail(nc, -ETIMEDOUT, "connecting to %s timed out after %" PRIu64 " ms",
+			nc->peer, nc->timeout_ms);
+}
+
+/* The loop's turn for what API calls must not do inline: a deferred end, buffered input. */
+static void on_kick(struct uring_op *op, int res, uint32_t flags)
+{
+	struct netconn *nc = container_of(op, struct netconn, kick_op);
+
+	if (nc_reap(nc))
+		return;
+	if (nc->fail_pending) {
+		nc_end(nc, nc->fail_err, nc->why);
+		return;
+	}
+	nc_input(nc);
+}
+
+/* ---- API ---- */
+
+int netconn_open(struct server *s, const struct netconn_config *cfg, const struct netconn_handlers *h,
+		 void *userdata, struct netconn **ret)
+{
+	struct netconn *nc;
+	struct in6_addr a6;
+	struct in_addr a4;
+	int r;
+
+	if (!cfg->host || !cfg->host[0] || !ret)
+		return -EINVAL;
+	nc = calloc(1, sizeof(*nc));
+	if (!nc)
+		return -ENOMEM;
+	nc->srv = s;
+	nc->fd = -1;
+	nc->h = *h;
+	nc->userdata = userdata;
+	nc->tls = cfg->tls;
+	nc->nodelay = cfg->nodelay;
+	nc->timeout_ms = cfg->connect_timeout_ms;
+	nc->reading = true;
+	list_init(&nc->outq);
+	list_init(&nc->link);
+	nc->host = strdup(cfg->host);
+	nc->rbuf = malloc(NC_RBUF_SIZE);
+	if (!nc->host || !nc->rbuf) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	snprintf(nc->port_str, sizeof(nc->port_str), "%u", (unsigned)cfg->port);
+	if (inet_pton(AF_INET, cfg->host, &a4) == 1) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&nc->addr;
+
+		in->sin_family = AF_INET;
+		in->sin_port = htons(cfg->port);
+		in->sin_addr = a4;
+		nc->addrlen = sizeof(*in);
+		nc->is_ip = true;
+		snprintf(nc->peer, sizeof(nc->peer), "%s:%u", cfg->host, (unsigned)cfg->port);
+	} else if (inet_pton(AF_INET6, cfg->host, &a6) == 1) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&nc->addr;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(cfg->port);
+		in6->sin6_addr = a6;
+		nc->addrlen = sizeof(*in6);
+		nc->is_ip = true;
+		snprintf(nc->peer, sizeof(nc->peer), "[%s]:%u", cfg->host, (unsigned)cfg->port);
+	} else {
+		if (!s->workers) {
+			r = -ENOSYS;
+			goto fail;
+		}
+		snprintf(nc->peer, sizeof(nc->peer), "%s:%u", cfg->host, (unsigned)cfg->port);
+	}
+	if (nc->tls) {
+		nc->pbuf = malloc(NC_RBUF_SIZE);
+		r = nc->pbuf ? tls_setup(nc) : -ENOMEM;
+		if (r < 0)
+			goto fail;
+	}
+
+	/* A literal's socket() error is this call's; the connect's result comes from the loop. */
+	if (nc->is_ip) {
+		r = nc_socket(nc);
+		if (r < 0)
+			goto fail;
+	}
+	list_add_tail(&nc->link, &s->netconns);
+	if (nc->timeout_ms)
+		uring_timer_arm(&s->ring, &nc->timer, nc->timeout_ms, on_timer);
+	if (nc->is_ip) {
+		nc_start_connect(nc);
+	} else {
+		nc->state = NC_RESOLVING;
+		nc->dns.run = dns_run;
+		nc->dns.done = dns_done;
+		nc->dns_busy = true;
+		worker_submit(s, &nc->dns);
+	}
+	*ret = nc;
+	return 0;
+fail:
+	nc_free(nc);
+	return r;
+}
+
+void *netconn_userdata(const struct netconn *nc)
+{
+	return nc->userdata;
+}
+
+const char *netconn_peer(const struct netconn *nc)
+{
+	return nc->peer;
+}
+
+size_t netconn_queued(const struct netconn *nc)
+{
+	return nc->app_queued;
+}
+
+size_t netconn_count(const struct server *s)
+{
+	const struct netconn *nc;
+	size_t n = 0;
+
+	list_for_each_entry(nc, &s->netconns, link)
+		n++;
+	return n;
+}
+
+int netconn_send(struct netconn *nc, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t left = n;
+	int r;
+
+	if (nc->ended || nc->fail_pending || nc->shutting || nc->state != NC_OPEN)
+		return -ENOTCONN;
+	if (n == 0)
+		return 0;
+	if (!nc->ssl) {
+		r = nc_queue(nc, p, n);
+		if (r < 0)
+			return r;
+		nc->app_queued += n;
+		nc_flush(nc);
+		return 0;
+	}
+	while (left > 0) {
+		size_t piece = MIN(left, (size_t)1 << 20), done = 0;
+
+		ERR_clear_error();
+		if (SSL_write_ex(nc->ssl, b, piece, &done) != 1) {
+			/* Memory BIOs never ask to retry: the SSL is out of memory or broken. */
+			nc_fail_later(nc, -ENOMEM, "TLS write to %s failed", nc->peer);
+			return -ENOMEM;
+		}
+		nc->app_queued += done;
+		if (tls_drain_wbio(nc, done) < 0) {
+			nc_fail_later(nc, -ENOMEM, "out of memory queueing TLS records for %s",
+				      nc->peer);
+			return -ENOMEM;
+		}
+		b += done;
+		left -= done;
+	}
+	nc_flush(nc);
+	return 0;
+}
+
+void netconn_set_reading(struct netconn *nc, bool on)
+{
+	if (nc->ended || nc->reading == on)
+		return;
+	nc->reading = on;
+	/* Buffered input and a recv to arm: from the loop, not inside the caller. */
+	if (on && nc->state >= NC_HANDSHAKE)
+		nc_kick(nc);
+}
+
+void netconn_shutdown(struct netconn *nc)
+{
+	if (nc->ended || nc->shutting || nc->fail_pending)
+		return;
+	if (nc->state != NC_OPEN) {
+		nc_fail_later(nc, -ECANCELED, "shut down before the connection to %s was up",
+			      nc->peer);
+		return;
+	}
+	nc->shutting = true;
+	if (nc->ssl) {
+		ERR_clear_error();
+		(void)SSL_shutdown(nc->ssl); /* queues close_notify; the peer's comes as input */
+		if (tls_drain_wbio(nc, 0) < 0) {
+			nc_fail_later(nc, -ENOMEM, "out of memory queueing TLS records for %s",
+				      nc->peer);
+			return;
+		}
+	}
+	uring_timer_arm(&nc->srv->ring, &nc->timer, NETCONN_SHUTDOWN_GRACE_MS, on_timer);
+	if (list_empty(&nc->outq) && !nc->write_op.busy)
+		nc_send_fin(nc);
+	else
+		nc_flush(nc);
+	nc_kick(nc); /* reads even if delivery was paused, to see the peer's end */
+}
+
+void netconn_close(struct netconn *nc)
+{
+	if (nc->ended)
+		return;
+	nc->owner_closed = true;
+	nc_end(nc, -ECANCELED, "closed by its owner");
+}
+
+void netconn_free_all(struct server *s)
+{
+	struct netconn *nc, *n;
+
+	list_for_each_entry_safe(nc, n, &s->netconns, link)
+		nc_free(nc);
+	SSL_CTX_free(s->tls_client_ctx);
+	s->tls_client_ctx = NULL;
+}
