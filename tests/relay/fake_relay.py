@@ -409,7 +409,7 @@ class FakeRelay:
         self.add_log(entry)
         status, obj = await self._route(method, url, headers, parsed, entry)
         entry["status"] = status
-        entry["response"] = obj
+        entry["response"] = obj.decode("utf-8", "replace") if isinstance(obj, bytes) else obj
         self.save_state()
         return status, obj
 

@@ -450,6 +450,7 @@ class Stream:
         self.reasm = b""
         self.inbox = collections.deque()
         self.reset_reason = None
+        self.msg2_payload = None
         self.seen = []         # every frame received for this stream
 
     # -- raw
@@ -503,7 +504,10 @@ class Stream:
                 continue
             if f.kind == "handshake":
                 payload = self.hs.read(f.payload)
+                self.msg2_payload = payload
                 if payload:
+                    # the reference sends b"codex-registry-authentication-rejected/v1" here
+                    # when the registry answered its validate with 401
                     raise NoiseError("handshake response payload must be empty")
                 self.t = self.hs.split()
                 return
