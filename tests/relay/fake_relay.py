@@ -39,6 +39,7 @@ Test hooks:
       drop_executor       "close" (Close 1001) | "abort" (TCP reset): once, now
       reset_on_harness_close  bool                                              (true)
       executor_url_query  appended to the executor rendezvous url ("?x=y")       ("")
+      ignore_pings        do not answer the executor's Pings (pong watchdog)      (false)
   GET /_log       every request and WebSocket event so far, as a JSON list:
       {"n", "t", "kind": "http", "method", "path", "headers": {lowercased: value}, "body": json|text,
        "status"} and {"n", "t", "kind": "ws", "event": "open"|"close"|"frame"|"text"|"ping"|"pong"|
@@ -76,6 +77,7 @@ DEFAULT_KNOBS = {
     "connect_fail": None,
     "reset_on_harness_close": True,
     "executor_url_query": "",
+    "ignore_pings": False,
 }
 
 
@@ -240,7 +242,8 @@ class WsConn:
                 payload = (int.from_bytes(payload, "big") ^ int.from_bytes(k, "big")).to_bytes(n, "big")
             if op == 0x9:
                 self.relay.log_ws(self, "ping", len=n)
-                self._send(0xA, payload)
+                if not (self.role == "executor" and self.relay.knobs.get("ignore_pings")):
+                    self._send(0xA, payload)
                 continue
             if op == 0xA:
                 self.relay.log_ws(self, "pong", len=n)

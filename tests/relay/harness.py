@@ -477,13 +477,13 @@ class Stream:
 
     # -- handshake
     def handshake(self, authorization=None, prologue_registration=None, send_resume=True,
-                  timeout=20.0, wait=True):
+                  timeout=20.0, wait=True, prologue_width=8):
         authz = self.bundle["harness_key_authorization"] if authorization is None else authorization
         if isinstance(authz, str):
             authz = authz.encode()
         reg = self.bundle["executor_registration_id"] if prologue_registration is None \
             else prologue_registration
-        pro = prologue(self.environment_id, reg, self.stream_id)
+        pro = prologue(self.environment_id, reg, self.stream_id, prologue_width)
         self.hs = Handshake(self.kp, self.bundle["executor_public_key"], pro, self.order)
         msg1 = self.hs.write(authz)
         if send_resume:

@@ -451,6 +451,16 @@ def test_wrong_prologue(relay):
     assert not relay.requests("validate")
 
 
+def test_prologue_lengths_are_u64(relay):
+    """The prologue's part() lengths are 8-byte big-endian (upstream noise_channel_prologue and
+    the reference executor), not the u32 of RELAY.md §6.4: a u32 prologue fails msg1."""
+    h = relay.harness()
+    s = h.open_stream(wait=False, prologue_width=4)
+    assert refused(s) in ("reset", "closed")
+    assert not relay.requests("validate")
+    rpc_stream(relay)
+
+
 def test_msg2_order_kem_first(relay):
     """§6.1: msg2 is `ekem, skem, e, ee, se` (settled against the reference executor); a harness
     expecting the older order fails to read it."""
@@ -647,6 +657,23 @@ def test_executor_reconnects_after_drop(relay):
     assert len(relay.requests("register")) == 1
     s, rpc = rpc_stream(relay)
     run_echo(relay, rpc, "p", "after-drop")
+
+
+@pytest.mark.slow
+def test_keepalive_ping_and_pong_timeout(relay):
+    """§4.5: the executor pings its rendezvous connection every 30 s (empty payload); with no
+    Pong for 60 s it drops the connection ("pong_timeout") and connects again."""
+    relay.control(ignore_pings=True)
+    t0 = time.monotonic()
+    relay.wait_connected(n=2, timeout=120)
+    elapsed = time.monotonic() - t0
+    pings = [e for e in relay.log() if e.get("kind") == "ws" and e["event"] == "ping"
+             and e["role"] == "executor"]
+    assert pings and all(e["len"] == 0 for e in pings)
+    assert 85 <= elapsed <= 100, elapsed
+    relay.control(ignore_pings=False)
+    s, rpc = rpc_stream(relay)
+    run_echo(relay, rpc, "p", "after-pong-timeout")
 
 
 def test_upgrade_refused_reregisters(relay):
