@@ -400,6 +400,12 @@ def main():
             print("SKIP: uexec binary not found at %s (build it or set UEXEC_BIN)" % ubin)
             stop_proc(relay)
             return SKIP
+        if args.remote:
+            hp = subprocess.run([ubin, "--help"], capture_output=True, text=True)
+            if "--remote" not in hp.stdout + hp.stderr:
+                print("SKIP: %s --help does not mention --remote (remote mode not built)" % ubin)
+                stop_proc(relay)
+                return SKIP
         senv = dict(os.environ, HOME=shome)
         sargv = [ubin] + listen
     if args.remote:
