@@ -113,6 +113,7 @@ class MockModel:
         self.last_call_id = None
         self.started = False
         self.done = False
+        self.final = None
         self.resp_n = 0
         self.httpd = None
 
@@ -149,7 +150,14 @@ class MockModel:
                     self.last_call_id = it["call_id"]
             if self.last_call_id is None:
                 self.done = True   # a final answer ends the script
+                for it in items:
+                    if it.get("type") == "message":
+                        self.final = "".join(c.get("text", "") for c in it.get("content", []))
             return items
+
+    def final_text(self):
+        """The text of the script's final answer (None before it was given)."""
+        return self.final
 
     # -- HTTP --------------------------------------------------------------------
     def start(self):

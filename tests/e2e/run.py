@@ -3,7 +3,14 @@
 exec-server (the reference `codex exec-server` or uexec), with a scripted mock
 model (mock_model.py) and a frame-logging WebSocket tap (wstap.py) in between.
 
-  tests/e2e/run.sh [--server ref|uexec] [--only NAME[,NAME]] [--out DIR] [--list]
+  tests/e2e/run.sh [--server ref|uexec] [--remote] [--only NAME[,NAME]] [--out DIR] [--list]
+
+--remote: remote mode (RELAY.md): a fake registry + rendezvous (tests/relay/fake_relay.py), the
+executor registered there (`codex exec-server --remote BASE --environment-id ID`, or
+`UEXEC_BIN --remote BASE --environment-id ID`, credential in CODEX_API_KEY), and `codex exec`
+as the Noise harness (CODEX_EXEC_SERVER_NOISE_REGISTRY_URL / _ENVIRONMENT_ID / _AUTH_TOKEN).
+The relay is encrypted end to end, so there is no exec-server transcript: the checks are the
+tool output the model got, the final answer, and the relay's routing log (relay.jsonl).
 
 Exit status: 0 all scenarios passed, 1 some failed, 77 skipped (no codex CLI /
 no uexec binary). Per scenario the output directory keeps: tap.jsonl (every
@@ -19,10 +26,17 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+FAKE_RELAY = os.path.join(ROOT, "tests", "relay", "fake_relay.py")
+REMOTE_ENV_ID = "e2e-env"
+REMOTE_EXECUTOR_TOKEN = "e2e-executor-token"
+REMOTE_HARNESS_TOKEN = "e2e-harness-token"
+# Scenarios whose checks need no exec-server transcript (remote mode has none).
+REMOTE_SCENARIOS = ("basic", "exitcode", "poll")
 sys.path.insert(0, HERE)
 
 import mock_model  # noqa: E402
@@ -45,8 +59,8 @@ def find_codex():
     return None
 
 
-def start_listening(argv, env, cwd, log_path, what, timeout=30.0):
-    """Start a process that prints its ws:// URL as its first stdout line."""
+def start_listening(argv, env, cwd, log_path, what, timeout=30.0, scheme="ws://"):
+    """Start a process that prints its URL (ws:// or the given scheme) as its first stdout line."""
     err = open(log_path, "ab")
     p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=err,
                          stdin=subprocess.DEVNULL, start_new_session=True)
@@ -58,7 +72,7 @@ def start_listening(argv, env, cwd, log_path, what, timeout=30.0):
     t = threading.Thread(target=rd, daemon=True)
     t.start()
     t.join(timeout)
-    if not line[0] or not line[0].startswith("ws://"):
+    if not line[0] or not line[0].startswith(scheme):
         stop_proc(p)
         raise RuntimeError("%s did not print its URL (got %r); see %s" % (what, line[0], log_path))
     # keep draining stdout so the child never blocks on a full pipe
@@ -94,6 +108,8 @@ class Ctx:
         self.failures = []
         self.notes = []
         self._n = 0
+        self.remote = None      # remote mode: the fake relay's base URL
+        self.relay_log = []     # remote mode: the relay's log entries of this scenario
 
     def call_id(self):
         self._n += 1
@@ -177,34 +193,67 @@ apps = false
 """ % (model, base_url))
 
 
-def run_scenario(sc, codex, server_url, outroot, timeout):
+def relay_log(base, since=0):
+    with urllib.request.urlopen("%s/_log?since=%d" % (base, since), timeout=10) as r:
+        return json.loads(r.read())
+
+
+def wait_registered(base, srv, timeout=30.0):
+    """Waits until an executor has registered and holds its rendezvous connection."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(base + "/_state", timeout=10) as r:
+            st = json.loads(r.read())
+        if any(g["executor_connected"] for g in st["registrations"]):
+            return True
+        if srv.poll() is not None:
+            return False
+        time.sleep(0.1)
+    return False
+
+
+def run_scenario(sc, codex, server_url, outroot, timeout, remote=None):
     outdir = os.path.join(outroot, sc.name)
     shutil.rmtree(outdir, ignore_errors=True)
     workdir = os.path.join(outdir, "work")
     home = os.path.join(outdir, "home")
     os.makedirs(workdir)
     ctx = Ctx(sc.name, workdir, outdir)
+    ctx.remote = remote
     sc.setup(ctx)
 
-    hostport = server_url[len("ws://"):].rstrip("/")
-    tap_p, tap_url = start_listening(
-        [sys.executable, os.path.join(HERE, "wstap.py"), "--upstream", hostport,
-         "--log", os.path.join(outdir, "tap.jsonl")],
-        os.environ.copy(), outdir, os.path.join(outdir, "tap.err"), "wstap")
+    tap_p = None
+    if remote:
+        log_start = len(relay_log(remote))
+    else:
+        hostport = server_url[len("ws://"):].rstrip("/")
+        tap_p, tap_url = start_listening(
+            [sys.executable, os.path.join(HERE, "wstap.py"), "--upstream", hostport,
+             "--log", os.path.join(outdir, "tap.jsonl")],
+            os.environ.copy(), outdir, os.path.join(outdir, "tap.err"), "wstap")
     mock = mock_model.MockModel(sc.script(ctx), os.path.join(outdir, "model.jsonl"))
     base_url = mock.start()
     write_config(home, base_url, sc.model)
 
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME",
-                        "CODEX_EXEC_SERVER_URL", "CODEX_SANDBOX", "CODEX_THREAD_ID")}
-    env.update({"CODEX_HOME": home, "CODEX_EXEC_SERVER_URL": tap_url,
-                "UEXEC_E2E_API_KEY": "dummy-key", "NO_COLOR": "1", "RUST_LOG": env.get(
-                    "UEXEC_E2E_RUST_LOG", "warn")})
+                        "CODEX_EXEC_SERVER_URL", "CODEX_SANDBOX", "CODEX_THREAD_ID",
+                        "CODEX_EXEC_SERVER_NOISE_REGISTRY_URL",
+                        "CODEX_EXEC_SERVER_NOISE_ENVIRONMENT_ID",
+                        "CODEX_EXEC_SERVER_NOISE_AUTH_TOKEN")}
+    env.update({"CODEX_HOME": home, "UEXEC_E2E_API_KEY": "dummy-key", "NO_COLOR": "1",
+                "RUST_LOG": env.get("UEXEC_E2E_RUST_LOG", "warn")})
+    if remote:
+        server_env = {"CODEX_EXEC_SERVER_NOISE_REGISTRY_URL": remote,
+                      "CODEX_EXEC_SERVER_NOISE_ENVIRONMENT_ID": REMOTE_ENV_ID,
+                      "CODEX_EXEC_SERVER_NOISE_AUTH_TOKEN": REMOTE_HARNESS_TOKEN}
+    else:
+        server_env = {"CODEX_EXEC_SERVER_URL": tap_url}
+    env.update(server_env)
     argv = [codex, "exec", "--skip-git-repo-check", "-s", sc.sandbox,
             "-C", workdir] + sc.cli_args + [sc.prompt]
     with open(os.path.join(outdir, "cmd.txt"), "w") as f:
-        f.write(" ".join(argv) + "\nCODEX_EXEC_SERVER_URL=%s\n" % tap_url)
+        f.write(" ".join(argv) + "\n" + "".join("%s=%s\n" % kv for kv in server_env.items()))
     t0 = time.time()
     rc = None
     try:
@@ -223,6 +272,22 @@ def run_scenario(sc, codex, server_url, outroot, timeout):
         time.sleep(0.2)  # let the tap log trailing frames
         stop_proc(tap_p)
     elapsed = time.time() - t0
+    if remote:
+        ctx.relay_log = relay_log(remote, log_start)
+        with open(os.path.join(outdir, "relay.jsonl"), "w") as f:
+            for e in ctx.relay_log:
+                f.write(json.dumps(e) + "\n")
+        check_relay(ctx)
+        # codex exec exits 0 even when the remote environment failed: the final answer
+        # (the script's last message) must be what the CLI printed
+        final = mock.final_text() if hasattr(mock, "final_text") else None
+        try:
+            with open(os.path.join(outdir, "cli.out")) as f:
+                out = f.read()
+        except OSError:
+            out = ""
+        if final:
+            ctx.expect_in(final, out, "final answer on codex exec's stdout")
 
     if rc not in (0, None):
         ctx.failures.append("codex exec exited %s" % rc)
@@ -240,9 +305,38 @@ def run_scenario(sc, codex, server_url, outroot, timeout):
     return ctx, elapsed
 
 
+def check_relay(ctx):
+    """Remote mode: the harness went through the registry and the relay carried a Noise
+    stream both ways (a connect, a harness stream with Resume + Handshake, the executor's
+    Handshake answer, Data frames in both directions, no Reset before the end)."""
+    log = ctx.relay_log
+    connects = [e for e in log if e.get("kind") == "http" and e["path"].endswith("/connect")]
+    ctx.check(connects and connects[0].get("status") == 200,
+              "the harness made no successful /connect: %r" % connects[:2])
+    if connects:
+        ctx.check(connects[0]["headers"].get("authorization") == "Bearer " + REMOTE_HARNESS_TOKEN,
+                  "the harness's /connect did not carry its token")
+    frames = [e for e in log if e.get("kind") == "ws" and e.get("event") == "frame"]
+    hs = {e["stream_id"] for e in frames if e["role"] == "harness" and e["body_kind"] == "handshake"}
+    ok = [s for s in hs if any(e["role"] == "executor" and e["stream_id"] == s
+                               and e["body_kind"] == "handshake" for e in frames)]
+    ctx.check(ok, "no stream completed its handshake through the relay (harness streams %r)"
+              % sorted(hs))
+    for s in ok:
+        n_h = sum(1 for e in frames if e["stream_id"] == s and e["role"] == "harness"
+                  and e["body_kind"] == "data")
+        n_e = sum(1 for e in frames if e["stream_id"] == s and e["role"] == "executor"
+                  and e["body_kind"] == "data")
+        ctx.check(n_h >= 2 and n_e >= 2, "stream %s carried too little data (harness %d, "
+                  "executor %d frames)" % (s, n_h, n_e))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", choices=["ref", "uexec"], default="ref")
+    ap.add_argument("--remote", action="store_true",
+                    help="remote mode: fake registry + rendezvous, the executor registered there, "
+                    "codex exec as the Noise harness (scenarios %s)" % ",".join(REMOTE_SCENARIOS))
     ap.add_argument("--only", default="")
     ap.add_argument("--out", default=os.environ.get(
         "UEXEC_E2E_OUT", os.path.join(os.path.expanduser("~"), ".cache", "uexec-e2e")))
@@ -264,6 +358,8 @@ def main():
             print("unknown scenario(s): %s" % ", ".join(sorted(unknown)), file=sys.stderr)
             return 2
         scs = [s for s in scs if s.name in want]
+    elif args.remote:
+        scs = [s for s in scs if s.name in REMOTE_SCENARIOS]
 
     codex = find_codex()
     if not codex:
@@ -273,29 +369,64 @@ def main():
     if args.out.startswith("/tmp/") or args.out == "/tmp":
         print("refusing --out under /tmp (CODEX_HOME must live outside /tmp)", file=sys.stderr)
         return 2
-    outroot = os.path.join(args.out, args.server)
+    outroot = os.path.join(args.out, args.server + ("-remote" if args.remote else ""))
     os.makedirs(outroot, exist_ok=True)
 
     # Commands inherit the server's environment and run as `bash -lc`: a clean HOME keeps
     # this machine's login profile (e.g. a slow pyenv init) out of the results.
     shome = os.path.join(outroot, "server-home")
     os.makedirs(shome, exist_ok=True)
+    relay = remote = None
+    if args.remote and args.url:
+        print("--remote and --url exclude each other", file=sys.stderr)
+        return 2
+    if args.remote:
+        relay, remote = start_listening(
+            [sys.executable, FAKE_RELAY, "--port", "0",
+             "--state-file", os.path.join(outroot, "relay-state.json")],
+            os.environ.copy(), outroot, os.path.join(outroot, "relay.err"), "fake relay",
+            scheme="http://")
+        listen = ["--remote", remote, "--environment-id", REMOTE_ENV_ID]
+    else:
+        listen = ["--listen", "ws://127.0.0.1:0"]
     if args.url:
         srv, url = None, args.url
     elif args.server == "ref":
         senv = dict(os.environ, CODEX_HOME=shome, HOME=shome)
-        sargv = [codex, "exec-server", "--listen", "ws://127.0.0.1:0"]
+        sargv = [codex, "exec-server"] + listen
     else:
         ubin = os.environ.get("UEXEC_BIN", os.path.join(ROOT, "build", "src", "uexec"))
         if not (os.path.isfile(ubin) and os.access(ubin, os.X_OK)):
             print("SKIP: uexec binary not found at %s (build it or set UEXEC_BIN)" % ubin)
+            stop_proc(relay)
             return SKIP
+        if args.remote:
+            hp = subprocess.run([ubin, "--help"], capture_output=True, text=True)
+            if "--remote" not in hp.stdout + hp.stderr:
+                print("SKIP: %s --help does not mention --remote (remote mode not built)" % ubin)
+                stop_proc(relay)
+                return SKIP
         senv = dict(os.environ, HOME=shome)
-        sargv = [ubin, "--listen", "ws://127.0.0.1:0"]
-    if not args.url:
+        sargv = [ubin] + listen
+    if args.remote:
+        for k in ("OPENAI_API_KEY", "CODEX_ACCESS_TOKEN"):
+            senv.pop(k, None)
+        senv["CODEX_API_KEY"] = REMOTE_EXECUTOR_TOKEN
+        with open(os.path.join(outroot, "server.err"), "ab") as err:
+            srv = subprocess.Popen(sargv, env=senv, cwd=outroot, stdout=err, stderr=err,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        if not wait_registered(remote, srv):
+            print("FAIL executor (%s) did not register and connect at %s (exit %s); see %s/server.err"
+                  % (args.server, remote, srv.poll(), outroot))
+            stop_proc(srv)
+            stop_proc(relay)
+            return 1
+        url = remote
+    elif not args.url:
         srv, url = start_listening(sargv, senv, outroot, os.path.join(outroot, "server.err"),
                                    "exec-server (%s)" % args.server)
-    print("exec-server (%s) at %s; logs in %s" % (args.server, url, outroot), flush=True)
+    print("exec-server (%s%s) at %s; logs in %s" % (args.server, ", remote" if args.remote else "",
+                                                     url, outroot), flush=True)
     npass = nfail = 0
     try:
         for sc in scs:
@@ -304,7 +435,7 @@ def main():
                       % (sc.name, srv.returncode, outroot))
                 nfail += 1
                 continue
-            ctx, el = run_scenario(sc, codex, url, outroot, args.timeout)
+            ctx, el = run_scenario(sc, codex, url, outroot, args.timeout, remote)
             if ctx.failures:
                 nfail += 1
                 print("FAIL %-8s (%.1fs) %s" % (sc.name, el, ctx.outdir), flush=True)
@@ -315,6 +446,7 @@ def main():
                 print("PASS %-8s (%.1fs)" % (sc.name, el), flush=True)
     finally:
         stop_proc(srv)
+        stop_proc(relay)
     print("%d passed, %d failed" % (npass, nfail))
     return 0 if nfail == 0 else 1
 

@@ -83,7 +83,11 @@ class Scenario:
                 if needle in " ".join((p or {}).get("argv") or [])]
 
     def check_remote_process(self, ctx, needle, tty=None, exit_code_=None, closed=True):
-        """The command really ran on the exec-server: start ok, exited/closed notifications."""
+        """The command really ran on the exec-server: start ok, exited/closed notifications.
+        Remote mode has no transcript (the relay is encrypted): run.check_relay() and the
+        tool output stand for it."""
+        if ctx.remote:
+            return None
         st = self.started(ctx, needle)
         if not ctx.check(st, "no process/start for a command containing %r on the exec-server"
                          % needle):

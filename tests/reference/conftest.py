@@ -23,3 +23,7 @@ def servers():
     yield srv, work
     for s in srv.values():
         s.stop()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes more than ~10 s (test_relay_reference.py)")
