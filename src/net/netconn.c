@@ -744,7 +744,7 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 	struct in_addr a4;
 	int r;
 
-	if (!cfg->host || !cfg->host[0] || !ret)
+	if (!cfg->host || !cfg->host[0] || !h || !ret)
 		return -EINVAL;
 	nc = calloc(1, sizeof(*nc));
 	if (!nc)

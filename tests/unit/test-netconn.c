@@ -219,6 +219,7 @@ static void cl_wait_up(struct client *c)
 enum peer_mode {
 	PEER_ECHO,        /* echoes until EOF (TLS: close_notify answered) */
 	PEER_HELLO_CLOSE, /* sends "hello" and closes (TLS: with close_notify) */
+	PEER_HOLD,        /* reads until EOF, then keeps the connection until released (plain) */
 };
 
 struct peer {
@@ -231,6 +232,7 @@ struct peer {
 	atomic_size_t echoed;
 	char sni[256];  /* the server name the client sent, "" for none */
 	bool handshake_ok;
+	atomic_bool release; /* PEER_HOLD: close now */
 };
 
 static int listen_on(int family, uint16_t *port)
@@ -280,8 +282,11 @@ static void peer_plain(struct peer *p, int fd)
 	for (;;) {
 		ssize_t n = read(fd, buf, sizeof(buf)), off = 0;
 
-		if (n <= 0)
+		if (n <= 0) {
+			for (int i = 0; p->mode == PEER_HOLD && !p->release && i < GUARD_MS; i++)
+				usleep(1000);
 			return;
+		}
 		while (off < n) {
 			ssize_t w = write(fd, buf + off, (size_t)(n - off));
 
@@ -557,6 +562,16 @@ static void echo_small(const char *host, int family, bool tls, SSL_CTX *sctx, ch
 
 /* ---- tests ---- */
 
+static bool localhost_v4(void)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+
+	if (getaddrinfo("localhost", "80", &hints, &ai) != 0)
+		return false;
+	freeaddrinfo(ai);
+	return true;
+}
+
 TEST(plain_echo_1mib)
 {
 	setup();
@@ -566,11 +581,8 @@ TEST(plain_echo_1mib)
 
 TEST(dns_localhost)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
-
-	if (getaddrinfo("localhost", "80", &hints, &ai) != 0)
+	if (!localhost_v4())
 		tests_skip("the name localhost does not resolve to IPv4 here");
-	freeaddrinfo(ai);
 	setup();
 	/* Whatever order the addresses come in (::1 first is refused), 127.0.0.1 answers. */
 	echo_small("localhost", AF_INET, false, NULL, NULL, 0);
@@ -691,7 +703,6 @@ TEST(tls_echo_1mib)
 
 TEST(tls_sni_for_names_only)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	struct tls_env e;
 	char sni[256];
 
@@ -699,8 +710,7 @@ TEST(tls_sni_for_names_only)
 	setup();
 	echo_small("127.0.0.1", AF_INET, true, e.good_ctx, sni, sizeof(sni));
 	ASSERT_STREQ("", sni);
-	if (getaddrinfo("localhost", "80", &hints, &ai) == 0) {
-		freeaddrinfo(ai);
+	if (localhost_v4()) {
 		echo_small("localhost", AF_INET, true, e.good_ctx, sni, sizeof(sni));
 		ASSERT_STREQ("localhost", sni);
 	}
@@ -708,13 +718,13 @@ TEST(tls_sni_for_names_only)
 	tls_env_done(&e);
 }
 
-static void tls_expect_reject(SSL_CTX *sctx, const char *why_part)
+static void tls_expect_reject(const char *host, SSL_CTX *sctx, const char *why_part)
 {
 	struct client c;
 	struct peer p;
 
 	peer_start(&p, AF_INET, PEER_ECHO, sctx);
-	cl_open(&c, "127.0.0.1", p.port, true, 10000);
+	cl_open(&c, host, p.port, true, 10000);
 	ASSERT_TRUE(run_until(cl_closed_once, &c, GUARD_MS));
 	ASSERT_TRUE(!c.connected);
 	ASSERT_EQ(0, c.rxlen);
@@ -731,8 +741,10 @@ TEST(tls_wrong_host)
 
 	tls_env_init(&e);
 	setup();
-	/* Trusted, but issued for wrong.example only. */
-	tls_expect_reject(e.wrong_ctx, "mismatch");
+	/* Trusted, but issued for wrong.example only: neither the IP nor the name matches. */
+	tls_expect_reject("127.0.0.1", e.wrong_ctx, "IP address mismatch");
+	if (localhost_v4())
+		tls_expect_reject("localhost", e.wrong_ctx, "hostname mismatch");
 	teardown();
 	tls_env_done(&e);
 }
@@ -744,7 +756,7 @@ TEST(tls_untrusted)
 	tls_env_init(&e);
 	setenv("SSL_CERT_FILE", e.wrong_pem, 1); /* the peer's certificate is not in it */
 	setup();
-	tls_expect_reject(e.good_ctx, "certificate verify failed");
+	tls_expect_reject("127.0.0.1", e.good_ctx, "certificate verify failed");
 	teardown();
 	tls_env_done(&e);
 }
@@ -949,6 +961,30 @@ TEST(set_reading_tls)
 	pause_reading(true, e.good_ctx);
 	teardown();
 	tls_env_done(&e);
+}
+
+TEST(shutdown_grace)
+{
+	struct client c;
+	struct peer p;
+
+	setup();
+	/* The peer never closes after our FIN: the grace ends it, as an orderly close. */
+	peer_start(&p, AF_INET, PEER_HOLD, NULL);
+	cl_open(&c, "127.0.0.1", p.port, false, 10000);
+	cl_wait_up(&c);
+	ASSERT_EQ(0, netconn_send(c.nc, "bye", 3));
+	netconn_shutdown(c.nc);
+	ASSERT_TRUE(run_until(cl_closed_once, &c, GUARD_MS));
+	if (c.err != 0 || !strstr(c.why, "did not close"))
+		tests_fail(__FILE__, __LINE__, "closed with %d: %s", c.err, c.why);
+	ASSERT_EQ(3, c.rxlen); /* echoed before the peer saw our FIN */
+	ASSERT_TRUE(run_until(no_netconns, NULL, GUARD_MS));
+	p.release = true;
+	peer_join(&p);
+	ASSERT_EQ(3, p.echoed);
+	teardown();
+	free(c.rx);
 }
 
 TEST(shutdown_before_connected)
