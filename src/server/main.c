@@ -18,6 +18,7 @@
 static void help(void)
 {
 	printf("Usage: uexec [OPTIONS]\n"
+	       "       uexec --remote URL --environment-id ID [OPTIONS] [forward --connect WS_URL]\n"
 	       "\n"
 	       "An io_uring-native exec-server for the Codex exec-server protocol\n"
 	       "(JSON-RPC over WebSocket).\n"
@@ -67,6 +68,19 @@ static void help(void)
 	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
 	       "                            private devpts's max=; default: 64)\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
+	       "\n"
+	       "Remote mode (instead of --listen): register with an environment registry and\n"
+	       "serve harnesses through its rendezvous relay, each stream encrypted end to end\n"
+	       "(Noise_hybridIK_25519+MLKEM768_AESGCM_SHA256); nothing listens locally.\n"
+	       "  --remote URL              the registry's base URL (http:// only to loopback)\n"
+	       "  --environment-id ID       the environment to serve (required with --remote)\n"
+	       "  --name NAME               a name for this executor (default: codex-exec-server)\n"
+	       "  --use-agent-identity-auth the registry credential is CODEX_ACCESS_TOKEN\n"
+	       "  forward --connect WS_URL  bridge every stream to the exec-server listening at\n"
+	       "                            WS_URL (ws:// or wss://) instead of serving it here\n"
+	       "The registry credential comes from CODEX_API_KEY (or the older\n"
+	       "CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN); uexec removes it from its environment\n"
+	       "at start, so that no process it starts can read it.\n"
 	       "  -h, --help                show this help and exit\n"
 	       "  --version                 show the version and exit\n"
 	       "\n"
@@ -145,13 +159,118 @@ static int set_log_level(const char *level)
 	return -EINVAL;
 }
 
+/* `forward --connect WS_URL` (RELAY.md §8). Returns -1 to go on, else the exit status. */
+static int parse_forward(int argc, char **argv, struct config *cfg)
+{
+	static const struct option opts[] = {
+		{ "connect", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+		if (c == 'c') {
+			cfg->forward_connect = optarg;
+		} else if (c == 'h') {
+			printf("Usage: uexec --remote URL --environment-id ID forward --connect WS_URL\n"
+			       "\nBridges every authenticated relay stream to the exec-server at WS_URL.\n");
+			return 0;
+		} else {
+			fprintf(stderr, "Try 'uexec forward --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "uexec: unexpected argument '%s'\nTry 'uexec --help'.\n", argv[optind]);
+		return 2;
+	}
+	if (!cfg->forward_connect) {
+		fprintf(stderr, "uexec: forward needs --connect WS_URL\n");
+		return 2;
+	}
+	if (strncasecmp(cfg->forward_connect, "ws://", 5) != 0 &&
+	    strncasecmp(cfg->forward_connect, "wss://", 6) != 0) {
+		fprintf(stderr, "uexec: forward --connect must be a ws:// or wss:// URL\n");
+		return 2;
+	}
+	return -1;
+}
+
+/*
+ * Takes the credential out of the environment: copied, the variable's bytes
+ * overwritten (they also show in /proc/PID/environ) and unset, so that no
+ * process uexec starts inherits it.
+ */
+static const char *take_credential(const char *name)
+{
+	char *v = getenv(name), *copy;
+
+	if (!v || !*v)
+		return NULL;
+	copy = strdup(v);
+	if (!copy)
+		return NULL;
+	explicit_bzero(v, strlen(v));
+	unsetenv(name);
+	return copy;
+}
+
+/* The remote mode's rules and credential. Returns -1 to go on, else the exit status. */
+static int check_remote_args(struct config *cfg, bool listen_given, bool agent_auth)
+{
+	if (!cfg->remote_url) {
+		if (cfg->environment_id || cfg->forward_connect || cfg->remote_name || agent_auth) {
+			fprintf(stderr, "uexec: --environment-id, --name, --use-agent-identity-auth and "
+					"forward need --remote URL\n");
+			return 2;
+		}
+		return -1;
+	}
+	if (listen_given) {
+		fprintf(stderr, "uexec: the argument '--remote <URL>' cannot be used with "
+				"'--listen <URL>'\n");
+		return 2;
+	}
+	if (!cfg->environment_id) {
+		fprintf(stderr, "uexec: --remote needs --environment-id ID\n");
+		return 2;
+	}
+	if (agent_auth) {
+		cfg->remote_credential_source = "CODEX_ACCESS_TOKEN";
+		cfg->remote_credential = take_credential("CODEX_ACCESS_TOKEN");
+		if (!cfg->remote_credential) {
+			fprintf(stderr, "Error: CODEX_ACCESS_TOKEN is required when "
+					"--use-agent-identity-auth is set\n");
+			return 1;
+		}
+		return -1;
+	}
+	cfg->remote_credential_source = "CODEX_API_KEY";
+	cfg->remote_credential = take_credential("CODEX_API_KEY");
+	if (!cfg->remote_credential) {
+		cfg->remote_credential_source = "CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN";
+		cfg->remote_credential = take_credential("CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN");
+	}
+	/* The other one must not reach children either. */
+	free((char *)take_credential("CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN"));
+	if (!cfg->remote_credential) {
+		fprintf(stderr, "Error: remote exec-server registration requires API key "
+				"authentication; set CODEX_API_KEY (or "
+				"CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN)\n");
+		return 1;
+	}
+	return -1;
+}
+
 /* Fills cfg from the command line. Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum {
 		ARG_NUM = 0x100, /* + index into nums[] */
 		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
-		ARG_FS_HELPER,
+		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
 	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
@@ -170,7 +289,11 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		/* devpts's own bounds; max=0 would mean no limit to the kernel. */
 		{ "sandbox-max-ptys", 1, 1u << 20, NULL, &cfg->sandbox_max_ptys },
 	};
-	struct option opts[ELEMENTSOF(nums) + 8] = {
+	struct option opts[ELEMENTSOF(nums) + 12] = {
+		{ "remote", required_argument, NULL, ARG_REMOTE },
+		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
+		{ "name", required_argument, NULL, ARG_NAME },
+		{ "use-agent-identity-auth", no_argument, NULL, ARG_AGENT_AUTH },
 		{ "listen", required_argument, NULL, ARG_LISTEN },
 		{ "executor-version", required_argument, NULL, ARG_EXEC_VERSION },
 		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
@@ -179,12 +302,14 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 	};
+	bool listen_given = false, agent_auth = false;
 	uint64_t v;
 	int c, r;
 
 	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
-		opts[7 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		opts[11 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+	/* "+": stop at the first operand, the forward subcommand. */
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		r = 0;
 		if (c >= ARG_NUM && c < ARG_NUM + (int)ELEMENTSOF(nums)) {
 			const struct num_opt *n = &nums[c - ARG_NUM];
@@ -202,6 +327,15 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			return 0;
 		} else if (c == ARG_LISTEN) {
 			cfg->listen = optarg;
+			listen_given = true;
+		} else if (c == ARG_REMOTE) {
+			cfg->remote_url = optarg;
+		} else if (c == ARG_ENV_ID) {
+			cfg->environment_id = optarg;
+		} else if (c == ARG_NAME) {
+			cfg->remote_name = optarg;
+		} else if (c == ARG_AGENT_AUTH) {
+			agent_auth = true;
 		} else if (c == ARG_EXEC_VERSION) {
 			cfg->executor_version = optarg;
 		} else if (c == ARG_LOG_LEVEL) {
@@ -220,10 +354,17 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		if (r < 0)
 			return 2;
 	}
-	if (optind < argc) {
+	if (optind < argc && strcmp(argv[optind], "forward") == 0) {
+		r = parse_forward(argc - optind, argv + optind, cfg);
+		if (r >= 0)
+			return r;
+	} else if (optind < argc) {
 		fprintf(stderr, "uexec: unexpected argument '%s'\nTry 'uexec --help'.\n", argv[optind]);
 		return 2;
 	}
+	r = check_remote_args(cfg, listen_given, agent_auth);
+	if (r >= 0)
+		return r;
 	if (cfg->max_inflight_bytes_per_conn > cfg->max_inflight_bytes)
 		cfg->max_inflight_bytes_per_conn = cfg->max_inflight_bytes;
 	if (cfg->max_frame_bytes > cfg->max_message_bytes)

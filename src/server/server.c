@@ -25,6 +25,7 @@
 #include "netconn.h"
 #include "netguard.h"
 #include "proc.h"
+#include "remote.h"
 #include "rpc-fs.h"
 #include "rpc.h"
 #include "server.h"
@@ -490,7 +491,20 @@ int server_init(struct server *s, const struct config *cfg)
 	if (!s->login_shell || !s->env_info)
 		return log_error_errno(ENOMEM, "Building environment info failed");
 
-	if (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0) {
+	if (s->cfg.remote_url) {
+		struct remote_options o = {
+			.url = s->cfg.remote_url,
+			.environment_id = s->cfg.environment_id,
+			.name = s->cfg.remote_name,
+			.forward = s->cfg.forward_connect,
+			.credential = s->cfg.remote_credential,
+			.credential_source = s->cfg.remote_credential_source,
+		};
+
+		r = remote_start(s, &o);
+		if (r < 0)
+			return r;
+	} else if (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0) {
 		r = conn_new_stdio(s);
 		if (r < 0)
 			return log_error_errno(r, "Setting up stdio failed");
@@ -541,6 +555,7 @@ static void say_goodbye(struct server *s)
 void server_done(struct server *s)
 {
 	s->stopping = true;
+	remote_stop(s);
 	worker_pool_done(s);
 	session_destroy_all(s);
 	say_goodbye(s);
@@ -549,6 +564,7 @@ void server_done(struct server *s)
 	if (s->ring.ring.ring_fd > 0)
 		uring_done(&s->ring);
 	netconn_free_all(s); /* after the ring: a recv may still target a netconn's buffer */
+	remote_free(s);
 	safe_close(s->listen_fd);
 	safe_close(s->signal_fd);
 	json_decref(s->env_info);

@@ -35,6 +35,13 @@ struct config {
 	bool no_sandbox;             /* refuse every restricting sandbox */
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 	unsigned sandbox_max_ptys;   /* PTYs per sandbox (its devpts's max=) */
+	/* Remote mode (src/remote/remote.h): set when --remote is given. */
+	const char *remote_url;
+	const char *environment_id;
+	const char *remote_name;
+	const char *forward_connect; /* forward --connect */
+	const char *remote_credential; /* never logged */
+	const char *remote_credential_source;
 };
 
 /*
@@ -103,6 +110,7 @@ struct server {
 	struct sandbox_features sandbox; /* probed once at start */
 	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
 	const struct conn_handlers *conn_handlers; /* what the transport calls (transport/conn.h) */
+	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
 	bool stopping;
 	int exit_code;
 

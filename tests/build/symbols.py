@@ -29,6 +29,8 @@ PREFIXES = (
     # src/relay
     "mlkem768_", "noise_", "channel_", "relay_msg_", "relay_seq_", "relay_order_",
     "registry_",
+    # src/remote
+    "remote_",
 )
 # Defined by the C runtime and the linker in every executable.
 RUNTIME = {"main", "_start", "_init", "_fini", "_edata", "_end", "__bss_start", "__data_start",

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote mode (RELAY.md §1-§8): uexec registers with an environment registry,
+ * dials out to the rendezvous WebSocket it names and serves every harness
+ * stream routed to it there, each encrypted end to end with Noise, as a
+ * connection of its own (transport CONN_CARRIED) on the same session and
+ * process code as the direct listener. With --forward, each stream is
+ * bridged to another exec-server's WebSocket instead.
+ *
+ * Everything runs on the server's ring: sockets and TLS through src/net,
+ * timers through one ring timer, DNS on the worker pool.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+struct server;
+struct remote;
+
+struct remote_options {
+	const char *url;            /* --remote */
+	const char *environment_id; /* --environment-id */
+	const char *name;           /* --name (not sent: RELAY.md §7.6) */
+	const char *forward;        /* forward --connect URL, or NULL */
+	const char *credential;     /* the bearer token (from the environment), never logged */
+	const char *credential_source; /* the variable it came from, for messages */
+};
+
+/*
+ * Checks the options (prints a one-line error and returns -EINVAL), builds
+ * the identity and starts registering. The first registration's failure
+ * stops the server with exit status 1, as the reference exits; later link
+ * failures reconnect with backoff.
+ */
+int remote_start(struct server *s, const struct remote_options *o);
+/* The server is stopping: end the link (local_shutdown) and every stream. */
+void remote_stop(struct server *s);
+/* After the ring is gone: frees everything. */
+void remote_free(struct server *s);
