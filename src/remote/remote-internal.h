@@ -114,6 +114,8 @@ void remote_ws_close(struct remote_ws *w);
 #define REMOTE_VALIDATION_TIMEOUT_MS 10000
 #define REMOTE_CONNECT_TIMEOUT_MS 10000 /* DEFAULT_REMOTE_EXEC_SERVER_CONNECT_TIMEOUT */
 #define REMOTE_RESET_REASON "noise_relay_protocol_error"
+/* msg2's payload when the registry answers validate with 401 (the reference's, 0.169.0). */
+#define REMOTE_AUTH_REJECTED "codex-registry-authentication-rejected/v1"
 /* The link's send queue above which streams wait their turn (round robin). */
 #define REMOTE_LINK_HIGH_WATER (1u << 20)
 

@@ -106,7 +106,7 @@ static void stream_reset(struct remote_stream *s, const char *why)
  * ninth closes the link instead (§4.2: the budget is 8 per physical
  * connection), which ends every stream on it. s is gone after.
  */
-static void stream_fail(struct remote_stream *s, const char *why)
+static void stream_fail_as(struct remote_stream *s, const char *why, bool reset)
 {
 	struct remote *r = s->r;
 
@@ -116,7 +116,17 @@ static void stream_fail(struct remote_stream *s, const char *why)
 		remote_link_drop(r, "too many failed Noise handshakes");
 		return;
 	}
-	stream_reset(s, why);
+	if (reset) {
+		stream_reset(s, why);
+		return;
+	}
+	log_info("Relay stream %s failed: %s", s->id, why);
+	stream_free(s, why);
+}
+
+static void stream_fail(struct remote_stream *s, const char *why)
+{
+	stream_fail_as(s, why, true);
 }
 
 void remote_stream_free_all(struct remote *r, const char *why)
@@ -315,7 +325,7 @@ static void on_validated(void *userdata, int err, const char *why, int status, c
 {
 	struct remote_stream *s = userdata;
 	struct remote *r = s->r;
-	uint8_t msg2[NOISE_MSG2_BYTES + 64];
+	uint8_t msg2[NOISE_MSG2_BYTES + sizeof(REMOTE_AUTH_REJECTED)];
 	struct relay_frame f;
 	const char *reason = NULL;
 	ssize_t n;
@@ -335,6 +345,22 @@ static void on_validated(void *userdata, int err, const char *why, int status, c
 		log_info("Relay stream %s: harness key validation failed: HTTP %d%s%s%s", s->id,
 			 status, e.auth ? " (authentication failed)" : "", e.code[0] ? " " : "",
 			 e.code);
+		if (status == 401) {
+			/*
+			 * As the reference: the handshake completes with this payload in msg2,
+			 * so that the harness can tell the user its authorization was refused;
+			 * the stream is never activated (later data is reset as unknown).
+			 */
+			n = noise_handshake_write(s->hs, (const uint8_t *)REMOTE_AUTH_REJECTED,
+						  strlen(REMOTE_AUTH_REJECTED), msg2, sizeof(msg2));
+			if (n > 0) {
+				relay_frame_init_handshake(&f, s->id, s->id_len, msg2, (size_t)n);
+				send_frame(r, &f);
+				stream_fail_as(s, "harness authorization rejected by the registry",
+					       false);
+				return;
+			}
+		}
 		goto fail;
 	}
 	q = registry_parse_validation(body, len, &reason);
