@@ -11,8 +11,8 @@
  *     <- ekem, skem, e, ee, se       (msg2: executor = responder)
  *
  * The order of msg2's tokens is marked unconfirmed in RELAY.md §6.1
- * (clatter 2.1.0-rc.1 sent `e, ee, se, ekem, skem`), so it is a parameter
- * until it is settled against the real harness.
+ * (clatter 2.1.0-rc.1 sent `e, ee, se, ekem, skem`); the reference uses the
+ * order above (NOISE_MSG2_DEFAULT). The other stays a parameter for tests.
  *
  * No I/O: callers hand in and take out whole Noise messages. Every secret is
  * wiped with sodium_memzero when it is no longer needed and when an object
@@ -61,10 +61,10 @@ enum noise_msg2_order {
 };
 
 /*
- * What the relay uses: newer clatter sources validate "ekem precedes skem
- * precedes public keys" and panic on the older order, so a release that the
- * harness (clatter 2.2.0) can run is very likely KEM-first. Still to be
- * confirmed against the real harness (RELAY.md §6.1).
+ * What the relay uses: KEM-first, confirmed against the reference executor
+ * (codex exec-server --remote 0.169.0 reads it; KEM-last fails) and the real
+ * harness (codex exec completes turns with uexec): tests/relay/README.md,
+ * test_msg2_order_kem_first in tests/relay/relay_cases.py.
  */
 #define NOISE_MSG2_DEFAULT NOISE_MSG2_KEM_FIRST
 
