@@ -742,6 +742,14 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 /* Also where a connection paused over its in-flight budget picks up again (conn-mem.c). */
 void conn_input_resume(struct conn *c)
 {
+	/*
+	 * Not again from inside a message's dispatch (a carried connection's
+	 * output can drain synchronously and lift its backpressure there): the
+	 * running loop goes on with the next message itself.
+	 */
+	if (c->in_input)
+		return;
+	c->in_input = true;
 	if (c->state == CONN_OPEN) {
 		if (c->transport == CONN_WS)
 			handle_ws(c);
@@ -750,6 +758,7 @@ void conn_input_resume(struct conn *c)
 		else
 			handle_stdio(c);
 	}
+	c->in_input = false;
 	if (c->state == CONN_DEAD)
 		return;
 	/* Idle connections keep no input buffer. */

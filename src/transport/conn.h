@@ -85,6 +85,7 @@ struct conn {
 	bool read_armed;
 	bool read_blocked; /* output over the limit: stop reading requests */
 	bool input_eof;    /* stdio: input ended while requests were in flight */
+	bool in_input;     /* conn_input_resume() is running (no nesting) */
 
 	struct list_head outq;
 	size_t out_bytes;  /* queued and not yet written (backpressure) */
