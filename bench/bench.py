@@ -23,7 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 REF_DEFAULT = "/opt/uexec-ref/codex"
-SCENARIOS = ["kernel", "spawn", "latency", "rpc", "throughput", "echo", "rss"]
+SCENARIOS = ["kernel", "spawn", "latency", "rpc", "throughput", "echo", "rss", "relay"]
 ALIASES = {"cpu": "spawn", "exit": "latency", "firstout": "latency", "write": "echo"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -65,6 +65,38 @@ ROWS = [
     ("rss_idle_anon", "server RSS, idle, anonymous only", "low", None, None),
     ("rss_per_idle_conn", "RSS per idle connection", "low", ("<=", 12), None),
     ("rss_per_idle_proc", "RSS per idle process (sleep)", "low", ("<=", 4), None),
+]
+# The relay scenario (sc_relay): metric, label, unit scale note. Servers are tagged
+# "<uexec|reference>-<direct|relay>"; the ratio printed is relay / direct as measured.
+RELAY_ROWS = [
+    ("rl_setup_p50", "channel setup p50 (direct: TCP+WS upgrade; relay: Noise msg1->msg2 incl. validate)"),
+    ("rl_setup_p99", "channel setup p99"),
+    ("rl_registry_connect_p50", "registry /connect round trip p50 (relay only)"),
+    ("rl_connect_p50", "connect -> initialize reply p50 (relay: /connect + WS + Noise + init)"),
+    ("rl_connect_p99", "connect -> initialize reply p99"),
+    ("rl_rpc_rtt_p50", "process/read RTT p50 (1 conn)"),
+    ("rl_rpc_rtt_p99", "process/read RTT p99 (1 conn)"),
+    ("rl_rpc_per_sec", "process/read req/s (1 conn, closed loop)"),
+    ("rl_spawn_reply_p50", "process/start reply p50 (/bin/true)"),
+    ("rl_spawn_exited_p50", "spawn->exited p50 (/bin/true, 1 conn)"),
+    ("rl_spawn_exited_p99", "spawn->exited p99"),
+    ("rl_throughput", "output throughput, pipe"),
+    ("rl_cpu_per_mb", "server CPU per MB output"),
+    ("rl_client_cpu_per_mb", "client CPU per MB (uexec-relaybench)"),
+    ("rl_rendezvous_cpu_per_mb", "rendezvous CPU per MB (uexec-rendezvous)"),
+]
+CRYPTO_ROWS = [
+    ("noise_keygen", "keygen: X25519 + ML-KEM-768 pair"),
+    ("noise_msg1_write", "msg1 write (harness)"),
+    ("noise_msg1_read", "msg1 read (executor)"),
+    ("noise_msg2_write", "msg2 write (executor)"),
+    ("noise_msg2_read", "msg2 read (harness)"),
+    ("noise_split_both", "split, both sides"),
+    ("noise_handshake_executor", "one handshake, executor side (msg1 read + msg2 write + split)"),
+    ("noise_handshake_harness", "one handshake, harness side (msg1 write + msg2 read + split)"),
+    ("aesgcm_encrypt_60k", "AES-256-GCM seal, 60 KiB records"),
+    ("aesgcm_decrypt_60k", "AES-256-GCM open, 60 KiB records"),
+    ("aesgcm_encrypt_ms_per_mb", "AES-256-GCM seal CPU per MB of record"),
 ]
 KERNEL_ROWS = [
     ("kernel_spawn_wait_p50", "posix_spawn+pidfd wait p50 (/bin/true)"),
@@ -154,6 +186,52 @@ class Server:
         os.unlink(self.errlog.name)
         if self.home:
             shutil.rmtree(self.home, ignore_errors=True)
+
+
+class Proc:
+    """A helper process that prints one line (its URL) first: the relay's rendezvous, registry, remote server."""
+
+    def __init__(self, cmd, name, env=None, want=None, cwd="/var/tmp"):
+        self.name = name
+        self.errlog = tempfile.NamedTemporaryFile(prefix=f"uexec-bench-{name}-", suffix=".log", dir="/var/tmp",
+                                                  delete=False)
+        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.errlog,
+                                  env=env, cwd=cwd)
+        self.pid = self.p.pid
+        self.line = ""
+        if want:
+            r, _, _ = select.select([self.p.stdout], [], [], 30)
+            self.line = self.p.stdout.readline().decode().strip() if r else ""
+            if not self.line.startswith(want):
+                err = self.errtail()
+                self.stop()
+                raise RuntimeError(f"{name} did not print its URL: {self.line!r} ({err})")
+
+    def errtail(self):
+        try:
+            with open(self.errlog.name, "rb") as f:
+                return f.read()[-600:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def cpu_ms(self):
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000.0 / CLK_TCK
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.errlog.close()
+        try:
+            os.unlink(self.errlog.name)
+        except OSError:
+            pass
 
 
 def run_json(cmd, timeout=600):
@@ -303,6 +381,99 @@ class Bench:
             srv.stop()
         return out
 
+    # ---- relay vs direct (bench/relaybench.c, bench/rendezvous.c, tests/relay/fake_relay.py)
+
+    def _relay_client(self, target, scenario, *args, cpu=()):
+        """Runs uexec-relaybench; for throughput, the CPU of the procs in cpu is read between its
+        "start" and "end" lines. Returns its metric dicts."""
+        cmd = [os.path.join(self.cfg.bindir, "uexec-relaybench"), scenario, *target, *[str(a) for a in args]]
+        if scenario != "throughput":
+            return run_json(cmd)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, c0, c1 = [], None, None
+        for raw in p.stdout:
+            line = raw.decode().strip()
+            if line == "start":
+                c0 = [x.cpu_ms() for _, x in cpu]
+            elif line == "end":
+                c1 = [x.cpu_ms() for _, x in cpu]
+            elif line.startswith("{"):
+                out.append(json.loads(line))
+        err = p.stderr.read().decode()
+        if p.wait() != 0 or c0 is None or c1 is None:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {err[-800:]}")
+        mb = self.p["bytes"] / 1e6
+        for (name, _), a, b in zip(cpu, c0, c1):
+            out.append({"name": name, "unit": "ms", "value": (b - a) / mb, "iters": int(mb)})
+        return out
+
+    def _relay_scenarios(self, target, cpu):
+        p, out = self.p, []
+        out += self._relay_client(target, "handshake", "--iters", 20 if self.cfg.quick else 50)
+        out += self._relay_client(target, "rpc", "--seconds", p["rpc_secs"])
+        out += self._relay_client(target, "spawn", "--iters", p["spawn_iters"], "--seconds", p["spawn_secs"])
+        out += self._relay_client(target, "throughput", "--child", self.child, "--bytes", p["bytes"], cpu=cpu)
+        return out
+
+    def sc_relay(self, kind):
+        out = []
+        if kind == "uexec":
+            # the pure crypto cost, in process (no server): tagged "crypto"
+            nb = os.path.join(self.cfg.bindir, "noise-bench")
+            for m in run_json([nb, "--iters", "50" if self.cfg.quick else "200",
+                               "--mb", "64" if self.cfg.quick else "256"]):
+                m["server"] = "crypto"
+                out.append(m)
+        # direct: the server listening on ws://127.0.0.1:0
+        srv = Server(kind, self.cfg)
+        try:
+            res = self._relay_scenarios(["--url", srv.url], [("rl_cpu_per_mb", srv)])
+        finally:
+            srv.stop()
+        for m in res:
+            m["server"] = kind + "-direct"
+        out += res
+        # relay: C rendezvous, the Python fake as the registry only, the server in remote mode
+        env_id = "bench"
+        procs = []
+        home = tempfile.mkdtemp(prefix="uexec-bench-remote-home-", dir="/var/tmp")
+        try:
+            rv = Proc([os.path.join(self.cfg.bindir, "uexec-rendezvous")], "rendezvous", want="ws://")
+            procs.append(rv)
+            reg = Proc(["/usr/bin/python3", os.path.join(ROOT, "tests", "relay", "fake_relay.py"), "--port", "0",
+                        "--rendezvous-base", rv.line], "registry", want="http://")
+            procs.append(reg)
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("CODEX_API_KEY", "OPENAI_API_KEY", "CODEX_ACCESS_TOKEN", "RUST_LOG")}
+            env.update(CODEX_API_KEY="bench-executor-key", HOME=home, CODEX_HOME=home)
+            if kind == "uexec":
+                cmd = [self.cfg.uexec, "--remote", reg.line, "--environment-id", env_id, "--log-level", "warning"]
+            else:
+                cmd = [self.cfg.ref, "exec-server", "--remote", reg.line, "--environment-id", env_id]
+            srv = Proc(cmd, kind + "-remote", env=env)
+            procs.append(srv)
+            deadline = time.time() + 30
+            while True:  # registered and the rendezvous WebSocket up
+                import urllib.request
+                with urllib.request.urlopen(reg.line + "/_state", timeout=5) as r:
+                    st = json.load(r)
+                if any(x["environment_id"] == env_id for x in st["registrations"]):
+                    time.sleep(0.3)  # the executor's upgrade to the C rendezvous follows the register reply
+                    break
+                if srv.p.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"{kind} --remote did not register: {srv.errtail()}")
+                time.sleep(0.1)
+            res = self._relay_scenarios(["--registry", reg.line, "--environment-id", env_id],
+                                        [("rl_cpu_per_mb", srv), ("rl_rendezvous_cpu_per_mb", rv)])
+        finally:
+            for x in reversed(procs):
+                x.stop()
+            shutil.rmtree(home, ignore_errors=True)
+        for m in res:
+            m["server"] = kind + "-relay"
+        out += res
+        return out
+
     def sc_kernel(self):
         b, out = self.cfg.bindir, []
         out += run_json([os.path.join(b, "kernel-spawn"), "--seconds", "1" if self.cfg.quick else "2"])
@@ -352,6 +523,42 @@ def better_ratio(u, r, better):
     return u / r if better == "high" else r / u
 
 
+def make_relay_table(lines):
+    """Direct vs relay (sc_relay): value per mode and relay/direct, uexec and the reference; crypto."""
+    med = {(l["server"], l["name"]): l["value"] for l in lines}
+    units = {l["name"]: l["unit"] for l in lines}
+    if not any(k[0].endswith("-relay") or k[0] == "crypto" for k in med):
+        return ""
+    hdr = (f"{'relay vs direct (relay/direct: >1 = relay slower for times/CPU, <1 for rates)':<84} {'unit':<5} "
+           f"{'direct':>9} {'relay':>9} {'ratio':>7} {'ref dir':>9} {'ref rel':>9} {'ratio':>7}")
+    out = [hdr, "-" * len(hdr)]
+
+    def ratio(a, b):
+        return f"{b / a:.2f}" if a and b and a > 0 else "-"
+
+    for name, label in RELAY_ROWS:
+        vals = [med.get((s, name)) for s in ("uexec-direct", "uexec-relay", "reference-direct", "reference-relay")]
+        if all(v is None for v in vals):
+            continue
+        u = units.get(name, "")
+        ud, ur, rd, rr = vals
+        out.append(f"{label:<84} {u:<5} {fmt(ud, u):>9} {fmt(ur, u):>9} {ratio(ud, ur):>7} "
+                   f"{fmt(rd, u):>9} {fmt(rr, u):>9} {ratio(rd, rr):>7}")
+    ud, ur = med.get(("uexec-direct", "rl_cpu_per_mb")), med.get(("uexec-relay", "rl_cpu_per_mb"))
+    rd, rr = med.get(("reference-direct", "rl_cpu_per_mb")), med.get(("reference-relay", "rl_cpu_per_mb"))
+    if ud is not None and ur is not None:
+        out.append(f"{'server CPU per MB added by the relay (relay - direct)':<84} {'ms':<5} {'':>9} "
+                   f"{fmt(ur - ud, 'ms'):>9} {'':>7} {'':>9} "
+                   f"{(fmt(rr - rd, 'ms') if rd is not None and rr is not None else '-'):>9}")
+    crows = [(n, l) for n, l in CRYPTO_ROWS if ("crypto", n) in med]
+    if crows:
+        out.append("")
+        out.append("Noise crypto in process (bench/noise-bench.c, src/relay; no I/O)")
+        for n, l in crows:
+            out.append(f"  {l:<62} {units[n]:<5} {fmt(med[('crypto', n)], units[n]):>10}")
+    return "\n".join(out)
+
+
 def make_table(lines, facts):
     """The comparison table of aggregated metric lines (as written to results/*.jsonl)."""
     med = {(l["server"], l["name"]): l["value"] for l in lines}
@@ -378,6 +585,10 @@ def make_table(lines, facts):
         out.append(f"{label:<44} {unit:<5} {fmt(u, unit):>10} {spstr:>17} {fmt(r, unit):>10} "
                    f"{(f'{ratio:.1f}x' if ratio else '-'):>9} {fmt(k, unit) if k is not None else '-':>10} "
                    f"{(f'{pct * 100:.0f}%' if pct else '-'):>8} {tstr:>9}  {met}")
+    rt = make_relay_table(lines)
+    if rt:
+        out.append("")
+        out.append(rt)
     krows = [(n, l) for n, l in KERNEL_ROWS if ("kernel", n) in med]
     if krows:
         out.append("")
@@ -463,7 +674,7 @@ def main():
                     continue
                 log(f"bench: run {rep + 1}/{repeat} {sc:<10} {kind:<9} {time.time() - t0:6.1f}s")
                 for m in res:
-                    key = (kind, m["name"])
+                    key = (m.get("server", kind), m["name"])
                     raw.setdefault(key, []).append(m["value"])
                     meta[key] = (m["unit"], meta.get(key, (None, 0))[1] + int(m["iters"]))
 

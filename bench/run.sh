@@ -2,7 +2,7 @@
 # The one command for the benchmarks (see bench/README.md):
 #
 #   bench/run.sh [--head] [--quick] [--no-reference] [--no-kernel] [--repeat N]
-#                [--only kernel,spawn,latency,rpc,throughput,echo,rss]
+#                [--only kernel,spawn,latency,rpc,throughput,echo,rss,relay]
 #
 # Builds a release tree (build-release/), runs every scenario against uexec and,
 # when installed (scripts/install-reference.sh), the reference codex exec-server,
@@ -24,7 +24,8 @@ if [ ! -f build-release/build.ninja ]; then
 	meson setup build-release --buildtype=release >/dev/null
 fi
 ninja -C build-release bench/uexec-loadgen bench/uexec-bench-child \
-	bench/kernel-spawn bench/kernel-pipe bench/kernel-rtt >/dev/null
+	bench/kernel-spawn bench/kernel-pipe bench/kernel-rtt \
+	bench/uexec-relaybench bench/uexec-rendezvous bench/noise-bench >/dev/null
 if [ $head = 1 ]; then
 	sha=$(git rev-parse --short HEAD)
 	snap=/var/tmp/uexec-bench-head-$sha

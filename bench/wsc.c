@@ -65,6 +65,10 @@ int wsc_connect(struct wsc *c, const char *url)
 		fprintf(stderr, "wsc: bad url %s\n", url);
 		return -1;
 	}
+	/* an optional path after host:port (the relay's rendezvous URLs have one) */
+	const char *path = strchr(url + 5, '/');
+	if (!path)
+		path = "/";
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 		return -1;
@@ -81,11 +85,11 @@ int wsc_connect(struct wsc *c, const char *url)
 		return -1;
 	}
 	c->fd = fd;
-	char req[512];
+	char req[1024];
 	int n = snprintf(req, sizeof(req),
-			 "GET / HTTP/1.1\r\nHost: %s:%d\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+			 "GET %.700s HTTP/1.1\r\nHost: %s:%d\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
 			 "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
-			 host, port);
+			 path, host, port);
 	if (send_all(fd, req, (size_t)n) < 0)
 		goto fail;
 	for (;;) {
@@ -174,6 +178,11 @@ static int send_frame(struct wsc *c, int opcode, const char *msg, size_t len)
 int wsc_send(struct wsc *c, const char *msg, size_t len)
 {
 	return send_frame(c, 1, msg, len);
+}
+
+int wsc_send_binary(struct wsc *c, const void *msg, size_t len)
+{
+	return send_frame(c, 2, msg, len);
 }
 
 long wsc_fill(struct wsc *c)

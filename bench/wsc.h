@@ -25,12 +25,14 @@ struct wsc {
 /* Monotonic time in nanoseconds. */
 uint64_t now_ns(void);
 
-/* Connects to ws://IP:PORT/ and performs the upgrade. Returns 0 or -1 (message on stderr). */
+/* Connects to ws://IP:PORT[/path] and performs the upgrade. Returns 0 or -1 (message on stderr). */
 int wsc_connect(struct wsc *c, const char *url);
 void wsc_close(struct wsc *c);
 
 /* Sends one masked text frame. Returns 0 or -1. */
 int wsc_send(struct wsc *c, const char *msg, size_t len);
+/* Sends one masked binary frame (relay frames). Returns 0 or -1. */
+int wsc_send_binary(struct wsc *c, const void *msg, size_t len);
 
 /* If a whole message is buffered, points *msg and *len at it (valid until the next
  * wsc_* call on c) and returns 1; control frames are handled and skipped.

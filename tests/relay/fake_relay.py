@@ -4,6 +4,7 @@
 (/work/shared/spec/RELAY.md §1, §7), standard library only, one process.
 
     python3 fake_relay.py --port 0 [--host 127.0.0.1] [--state-file F] [--require-auth]
+                          [--rendezvous-base ws://IP:PORT]
 
 prints its base URL `http://127.0.0.1:P` as the first stdout line, then serves:
 
@@ -284,8 +285,9 @@ class Registration:
 
 
 class FakeRelay:
-    def __init__(self, host, state_file=None, require_auth=True):
+    def __init__(self, host, state_file=None, require_auth=True, rendezvous_base=None):
         self.host = host
+        self.rendezvous_base = rendezvous_base
         self.port = None
         self.state_file = state_file
         self.require_auth = require_auth
@@ -421,6 +423,8 @@ class FakeRelay:
         return status, {"error": {"code": code, "message": message}}
 
     def _ws_base(self):
+        if self.rendezvous_base:
+            return self.rendezvous_base
         return "ws://%s:%d" % (self.host, self.port)
 
     async def _route(self, method, url, headers, body, entry):
@@ -670,7 +674,7 @@ class FakeRelay:
 
 
 async def amain(args):
-    relay = FakeRelay(args.host, args.state_file, not args.no_require_auth)
+    relay = FakeRelay(args.host, args.state_file, not args.no_require_auth, args.rendezvous_base)
     server = await asyncio.start_server(relay.handle, args.host, args.port, limit=MAX_WS * 2)
     relay.port = server.sockets[0].getsockname()[1]
     relay.save_state()
@@ -686,6 +690,9 @@ def main():
     ap.add_argument("--state-file", default=None)
     ap.add_argument("--no-require-auth", action="store_true",
                     help="accept registry requests without an Authorization header")
+    ap.add_argument("--rendezvous-base", default=None, metavar="ws://IP:PORT",
+                    help="hand out rendezvous URLs of another server (bench/rendezvous.c) instead of "
+                         "this one's (same paths; that server then does the routing)")
     args = ap.parse_args()
     try:
         asyncio.run(amain(args))
