@@ -402,6 +402,68 @@ void relay_frame_init_data(struct relay_frame *f, const char *stream_id, size_t 
 	f->data.payload_len = payload_len;
 }
 
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t *put_varint(uint8_t *w, uint64_t v)
+{
+	while (v >= 0x80) {
+		*w++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*w++ = (uint8_t)v;
+	return w;
+}
+
+/*
+ * Field by field as prost writes a Data frame (tag order, defaults left out):
+ * version (1) = 1, stream_id (2), data (5) { seq (1) when not 0,
+ * segment_count (3) = 1, payload (4) }.
+ */
+ssize_t relay_frame_data_prefix(const char *stream_id, size_t stream_id_len, uint32_t seq,
+				size_t payload_len, uint8_t *buf, size_t cap)
+{
+	size_t body, n;
+	uint8_t *w = buf;
+
+	if (!stream_id_len || stream_id_len > RELAY_FRAME_MAX_STREAM_ID || !payload_len ||
+	    payload_len > RELAY_FRAME_MAX_MESSAGE)
+		return -EINVAL;
+	body = (seq ? 1 + varint_len(seq) : 0) + 2 + 1 + varint_len(payload_len) + payload_len;
+	n = 2 + 1 + varint_len(stream_id_len) + stream_id_len + 1 + varint_len(body);
+	if (n + body > RELAY_FRAME_MAX_MESSAGE)
+		return -EMSGSIZE;
+	if (!buf)
+		return (ssize_t)(n + body - payload_len);
+	if (cap < n + body - payload_len)
+		return -ENOBUFS;
+	*w++ = 0x08; /* version */
+	*w++ = RELAY_FRAME_VERSION;
+	*w++ = 0x12; /* stream_id */
+	w = put_varint(w, stream_id_len);
+	memcpy(w, stream_id, stream_id_len);
+	w += stream_id_len;
+	*w++ = 0x2a; /* data */
+	w = put_varint(w, body);
+	if (seq) {
+		*w++ = 0x08;
+		w = put_varint(w, seq);
+	}
+	*w++ = 0x18; /* segment_count */
+	*w++ = 1;
+	*w++ = 0x22; /* payload */
+	w = put_varint(w, payload_len);
+	return w - buf;
+}
+
 void relay_frame_init_handshake(struct relay_frame *f, const char *stream_id, size_t stream_id_len,
 				const uint8_t *payload, size_t payload_len)
 {

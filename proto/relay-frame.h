@@ -168,5 +168,20 @@ ssize_t relay_frame_encoded_size(const struct relay_frame *f);
  */
 ssize_t relay_frame_encode(const struct relay_frame *f, uint8_t *buf, size_t cap);
 
+/*
+ * The hot path's Data frame without a copy of its payload: the bytes that
+ * relay_frame_encode() writes before the payload of a frame built by
+ * relay_frame_init_data(stream_id, seq, payload of payload_len bytes), so
+ * that the caller can write the payload (a record encrypted in place) right
+ * after them. Returns the prefix length; with buf NULL only computes it.
+ * -EINVAL for a stream id that fails the §2.1 rules (not checked for UTF-8:
+ * the caller's ids come from decoded frames) or an empty payload, -EMSGSIZE
+ * when the frame would pass RELAY_FRAME_MAX_MESSAGE, -ENOBUFS when cap is
+ * too small.
+ */
+#define RELAY_FRAME_DATA_PREFIX_MAX (2 + 1 + 5 + RELAY_FRAME_MAX_STREAM_ID + 1 + 5 + 1 + 5 + 2 + 1 + 5)
+ssize_t relay_frame_data_prefix(const char *stream_id, size_t stream_id_len, uint32_t seq,
+				size_t payload_len, uint8_t *buf, size_t cap);
+
 /* Same into a malloc'd buffer (*ret, *ret_len); 0, -EINVAL, -EMSGSIZE or -ENOMEM. */
 int relay_frame_encode_alloc(const struct relay_frame *f, uint8_t **ret, size_t *ret_len);

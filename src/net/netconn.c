@@ -94,6 +94,8 @@ struct netconn {
 	struct list_head outq;
 	size_t out_bytes;  /* bytes in outq not written */
 	size_t app_queued; /* netconn_queued() */
+	uint8_t *scratch;  /* TLS: what netconn_send_reserve() hands out */
+	size_t scratch_cap;
 	struct iovec iov[NC_MAX_IOV];
 	struct msghdr msg;
 
@@ -128,6 +130,7 @@ static void nc_free(struct netconn *nc)
 	safe_close(nc->fd);
 	free(nc->rbuf);
 	free(nc->pbuf);
+	free(nc->scratch);
 	free(nc->host);
 	free(nc);
 }
@@ -884,6 +887,42 @@ int netconn_send(struct netconn *nc, const void *p, size_t n)
 		b += done;
 		left -= done;
 	}
+	nc_flush(nc);
+	return 0;
+}
+
+void *netconn_send_reserve(struct netconn *nc, size_t n)
+{
+	struct nc_chunk *c;
+
+	if (nc->ended || nc->fail_pending || nc->shutting || nc->state != NC_OPEN || n == 0)
+		return NULL;
+	if (nc->ssl) {
+		/* SSL_write copies into its records anyway: a buffer of our own will do. */
+		if (nc->scratch_cap < n) {
+			uint8_t *b = realloc(nc->scratch, n);
+
+			if (!b)
+				return NULL;
+			nc->scratch = b;
+			nc->scratch_cap = n;
+		}
+		return nc->scratch;
+	}
+	c = nc_tail_room(nc, n);
+	return c ? c->data + c->len : NULL;
+}
+
+int netconn_send_commit(struct netconn *nc, size_t n)
+{
+	struct nc_chunk *c;
+
+	if (nc->ssl)
+		return netconn_send(nc, nc->scratch, n);
+	c = list_entry(nc->outq.prev, struct nc_chunk, link);
+	c->len += n;
+	nc->out_bytes += n;
+	nc->app_queued += n;
 	nc_flush(nc);
 	return 0;
 }

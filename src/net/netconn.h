@@ -74,6 +74,15 @@ const char *netconn_peer(const struct netconn *nc);
 /* Copies and queues n bytes. 0, -ENOTCONN (not connected, shutting down or closing), -ENOMEM. */
 int netconn_send(struct netconn *nc, const void *p, size_t n);
 /*
+ * netconn_send() without its copy: room for n bytes at the tail of the output
+ * queue (with TLS, a buffer of the netconn's that SSL_write reads). Fill it,
+ * then netconn_send_commit(nc, n) at once, with nothing else called on nc in
+ * between (or leave it unused: nothing is sent). NULL when netconn_send() would fail (not connected, shutting
+ * down, ending) or out of memory.
+ */
+void *netconn_send_reserve(struct netconn *nc, size_t n);
+int netconn_send_commit(struct netconn *nc, size_t n);
+/*
  * Application bytes accepted by netconn_send() not yet written to the socket
  * (with TLS, counted per record batch: a batch counts until all its records
  * are written).

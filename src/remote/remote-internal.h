@@ -97,6 +97,14 @@ int remote_ws_open(struct remote *r, const struct remote_ws_config *cfg,
 void *remote_ws_userdata(const struct remote_ws *w);
 /* Queues one message (masked, copied). 0, -ENOTCONN, -ENOMEM. */
 int remote_ws_send(struct remote_ws *w, bool binary, const void *p, size_t n);
+/*
+ * The hot path's binary message without copies: room for its n payload bytes
+ * in the socket's queue (header and mask key written), then
+ * remote_ws_send_commit() masks them in place and queues the frame. Nothing
+ * else may be called on w in between. NULL when not open or out of memory.
+ */
+uint8_t *remote_ws_send_reserve(struct remote_ws *w, size_t n);
+int remote_ws_send_commit(struct remote_ws *w);
 /* Bytes queued and not yet written to the socket. */
 size_t remote_ws_queued(const struct remote_ws *w);
 /* Stops (false) or resumes reading from the peer. */
@@ -191,6 +199,9 @@ void remote_link_connect(struct remote *r);
 void remote_link_retry(struct remote *r, bool reregister);
 /* Sends one frame on the physical link (best effort; false when there is no link). */
 bool remote_link_send_frame(struct remote *r, const void *frame, size_t len);
+/* The same without a copy (remote_ws_send_reserve); NULL when there is no link. */
+uint8_t *remote_link_frame_reserve(struct remote *r, size_t len);
+bool remote_link_frame_commit(struct remote *r);
 /* Ends the physical link (reason for the log); streams end with it; reconnects after the backoff. */
 void remote_link_drop(struct remote *r, const char *why);
 /* Lets streams with output send, round robin, while the link has room. */

@@ -155,6 +155,22 @@ bool remote_link_send_frame(struct remote *r, const void *frame, size_t len)
 	return true;
 }
 
+uint8_t *remote_link_frame_reserve(struct remote *r, size_t len)
+{
+	if (!r->ws || r->state != REMOTE_SERVING)
+		return NULL;
+	return remote_ws_send_reserve(r->ws, len);
+}
+
+bool remote_link_frame_commit(struct remote *r)
+{
+	if (remote_ws_send_commit(r->ws) < 0) {
+		remote_link_drop(r, "write_error");
+		return false;
+	}
+	return true;
+}
+
 void remote_link_drop(struct remote *r, const char *why)
 {
 	if (!r->ws)

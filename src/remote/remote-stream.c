@@ -157,13 +157,17 @@ static void carrier_flush(struct conn *c)
 	remote_link_pump(s->r);
 }
 
+/*
+ * One record: the frame's prefix and the record encrypted right after it, in
+ * place in the socket's output queue (no copy of the output but the
+ * encryption itself; with TLS, SSL_write's).
+ */
 bool remote_stream_send_one(struct remote_stream *s)
 {
-	uint8_t ct[RELAY_RECORD_MAX + NOISE_TAG_BYTES];
 	const uint8_t *p;
-	struct relay_frame f;
+	uint8_t *frame;
 	uint32_t seq;
-	ssize_t n;
+	ssize_t n, pre;
 	size_t len;
 	bool more;
 
@@ -176,13 +180,24 @@ bool remote_stream_send_one(struct remote_stream *s)
 		stream_reset(s, "sequence numbers exhausted");
 		return false;
 	}
-	n = noise_encrypt(&s->t, p, len, ct, sizeof(ct));
+	pre = relay_frame_data_prefix(s->id, s->id_len, seq, len + NOISE_TAG_BYTES, NULL, 0);
+	if (pre < 0) {
+		stream_reset(s, "encoding a frame failed");
+		return false;
+	}
+	frame = remote_link_frame_reserve(s->r, (size_t)pre + len + NOISE_TAG_BYTES);
+	if (!frame)
+		return false; /* no link (streams end with it) or out of memory: it ends */
+	(void)relay_frame_data_prefix(s->id, s->id_len, seq, len + NOISE_TAG_BYTES, frame,
+				      (size_t)pre);
+	n = noise_encrypt(&s->t, p, len, frame + pre, len + NOISE_TAG_BYTES);
 	if (n < 0) {
+		/* The counter limit (checked with seq above): the reservation stays unused. */
 		stream_reset(s, "encrypting a record failed");
 		return false;
 	}
-	relay_frame_init_data(&f, s->id, s->id_len, seq, ct, (size_t)n);
-	send_frame(s->r, &f);
+	if (!remote_link_frame_commit(s->r))
+		return false;
 	s->busy++;
 	conn_out_advance(s->conn, len); /* may resume input, which may end the stream */
 	if (!stream_unbusy(s, "connection closed"))

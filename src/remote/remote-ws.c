@@ -40,6 +40,9 @@ struct remote_ws {
 	struct ws_parser parser;
 	struct remote_deadline connect_deadline, ping_deadline, pong_deadline;
 	bool ping_outstanding;
+	/* remote_ws_send_reserve()'s frame, until its commit */
+	uint8_t *res_payload, res_mask[4];
+	size_t res_len, res_hl;
 	/* Inside on_data(): a handler's remote_ws_close() only marks w dead, on_data() frees it. */
 	bool dispatching, dead;
 };
@@ -134,6 +137,31 @@ int remote_ws_send(struct remote_ws *w, bool binary, const void *p, size_t n)
 		n -= k;
 	} while (n > 0);
 	return 0;
+}
+
+uint8_t *remote_ws_send_reserve(struct remote_ws *w, size_t n)
+{
+	size_t hl = n < 126 ? 6 : n <= 0xffff ? 8 : 14;
+	uint8_t *b;
+
+	if (!w->upgraded || w->closing || !w->nc || n == 0)
+		return NULL;
+	b = netconn_send_reserve(w->nc, hl + n);
+	if (!b)
+		return NULL;
+	randombytes_buf(w->res_mask, sizeof(w->res_mask));
+	(void)ws_frame_hdr_encode_masked(b, WS_OP_BINARY, n, w->res_mask);
+	w->res_payload = b + hl;
+	w->res_len = n;
+	w->res_hl = hl;
+	return w->res_payload;
+}
+
+int remote_ws_send_commit(struct remote_ws *w)
+{
+	ws_unmask(w->res_payload, w->res_len, w->res_mask, 0); /* masking, in place */
+	w->res_payload = NULL;
+	return netconn_send_commit(w->nc, w->res_hl + w->res_len);
 }
 
 size_t remote_ws_queued(const struct remote_ws *w)

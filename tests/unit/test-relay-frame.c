@@ -419,4 +419,40 @@ TEST(error_texts)
 	ASSERT_STREQ("unknown relay message frame error", relay_frame_error_str(RELAY_FRAME_ERR_MAX));
 }
 
+/* The hot path's prefix: byte for byte what relay_frame_encode() writes before the payload. */
+TEST(data_prefix_matches_encode)
+{
+	static const size_t lens[] = { 1, 127, 128, 16383, 16384, 61456, 65535 };
+	static const uint32_t seqs[] = { 0, 1, 127, 128, 0xffffffffu };
+	static uint8_t payload[65535], enc[RELAY_FRAME_MAX_MESSAGE];
+	uint8_t prefix[RELAY_FRAME_DATA_PREFIX_MAX];
+	char id[RELAY_FRAME_MAX_STREAM_ID];
+
+	memset(payload, 0xa5, sizeof(payload));
+	memset(id, 'x', sizeof(id));
+	for (size_t il = 1; il <= sizeof(id); il += 127)
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+			for (size_t k = 0; k < sizeof(seqs) / sizeof(seqs[0]); k++) {
+				struct relay_frame f;
+				ssize_t n, p;
+
+				relay_frame_init_data(&f, id, il, seqs[k], payload, lens[i]);
+				n = relay_frame_encode(&f, enc, sizeof(enc));
+				ASSERT_TRUE(n > 0);
+				p = relay_frame_data_prefix(id, il, seqs[k], lens[i], NULL, 0);
+				ASSERT_EQ((ssize_t)(n - (ssize_t)lens[i]), p);
+				ASSERT_EQ(p, relay_frame_data_prefix(id, il, seqs[k], lens[i], prefix,
+								      sizeof(prefix)));
+				ASSERT_MEMEQ(enc, prefix, (size_t)p);
+				ASSERT_EQ(-ENOBUFS, relay_frame_data_prefix(id, il, seqs[k], lens[i],
+									    prefix, (size_t)p - 1));
+			}
+	ASSERT_EQ(-EINVAL, relay_frame_data_prefix(id, 0, 0, 1, prefix, sizeof(prefix)));
+	ASSERT_EQ(-EINVAL, relay_frame_data_prefix(id, 1, 0, 0, prefix, sizeof(prefix)));
+	ASSERT_EQ(-EINVAL, relay_frame_data_prefix(id, RELAY_FRAME_MAX_STREAM_ID + 1, 0, 1, prefix,
+						   sizeof(prefix)));
+	ASSERT_EQ(-EMSGSIZE, relay_frame_data_prefix(id, 1, 0, RELAY_FRAME_MAX_MESSAGE - 8, prefix,
+						     sizeof(prefix)));
+}
+
 TEST_MAIN()
