@@ -7,6 +7,12 @@ Checks go through ctx.check()/ctx.expect_in(); post() runs after the CLI has
 exited and can inspect the exec-server transcript (ctx.rpc(), ctx.notifications())
 and the work directory.
 
+Plain remote mode (run.py --remote) has no transcript (the relay is encrypted end to
+end): ctx.transcript is False, and a check that can only be made on the transcript is
+skipped by name (ctx.skip(...), listed on the PASS/FAIL line) while the rest of the
+scenario runs - the tool output the model got, files and processes on the host, and
+run.py's relay-log checks stand for it. --forward mode has the transcript.
+
 Tools exposed by codex 0.169.0 to the model used here ("gpt-5.5" family):
   exec_command {cmd, workdir?, tty?, yield_time_ms?, login?, shell?, max_output_tokens?}
   write_stdin  {session_id (number), chars?, yield_time_ms?, max_output_tokens?}
@@ -84,9 +90,10 @@ class Scenario:
 
     def check_remote_process(self, ctx, needle, tty=None, exit_code_=None, closed=True):
         """The command really ran on the exec-server: start ok, exited/closed notifications.
-        Remote mode has no transcript (the relay is encrypted): run.check_relay() and the
-        tool output stand for it."""
-        if ctx.remote:
+        Plain remote mode has no transcript (the relay is encrypted): run.check_relay() and
+        the tool output stand for it."""
+        if not ctx.transcript:
+            ctx.skip("process/start+exited+closed")
             return None
         st = self.started(ctx, needle)
         if not ctx.check(st, "no process/start for a command containing %r on the exec-server"
@@ -113,15 +120,27 @@ class Basic(Scenario):
 
     def script(self, ctx):
         r = yield self.exec_command(
-            ctx, "echo hello-from-remote-%s; uname -s; pwd" % ctx.mark, yield_time_ms=10000)
+            ctx, "echo hello-from-remote-%s; uname -s; pwd; grep ^Seccomp: /proc/self/status"
+            % ctx.mark, yield_time_ms=10000)
         ctx.expect_in("hello-from-remote-%s\n" % ctx.mark, r.text, "tool output")
         ctx.expect_in("Linux", r.text, "tool output")
         ctx.expect_in(ctx.workdir, r.text, "tool output (pwd)")
         ctx.check(exit_code(r.text) == 0, "exit code 0 not reported: %r" % r.text[-400:])
+        if ctx.sandbox != "danger-full-access":
+            # visible without a transcript: the command ran under a seccomp filter
+            ctx.check(re.search(r"Seccomp:\s*2", r.text),
+                      "-s %s: the command ran without a seccomp filter: %r"
+                      % (ctx.sandbox, r.text[-300:]))
         yield [message("basic done")]
 
     def post(self, ctx):
         self.check_remote_process(ctx, "hello-from-remote-" + ctx.mark, tty=False, exit_code_=0)
+        if ctx.transcript:
+            st = self.started(ctx, "hello-from-remote-" + ctx.mark)
+            want = ctx.sandbox != "danger-full-access"
+            ctx.check(not st or bool(st[0][0].get("sandbox")) == want,
+                      "-s %s: process/start sandbox %r" % (ctx.sandbox, st and
+                                                          st[0][0].get("sandbox")))
 
 
 class ExitCode(Scenario):
@@ -194,6 +213,8 @@ class Stdin(Scenario):
 
     def post(self, ctx):
         pid = self.check_remote_process(ctx, "read line; echo got-$line", tty=True, exit_code_=0)
+        if not ctx.transcript:
+            ctx.skip("process/write accepted, pty stream")
         if not pid:
             return
         writes = [(p, r) for p, r in ctx.rpc("process/write") if p.get("processId") == pid]
@@ -234,6 +255,9 @@ class Patch(Scenario):
         if data is not None:
             ctx.check(data == "hello patch %s\nsecond line\n" % ctx.mark,
                       "patched file content %r" % data)
+        if not ctx.transcript:
+            ctx.skip("fs/writeFile")
+            return
         writes = [(p, r) for p, r in ctx.rpc("fs/writeFile") if p.get("path", "").endswith(
             "patched-%s.txt" % ctx.mark)]
         ctx.check(writes and writes[0][1] and "result" in writes[0][1],
@@ -266,6 +290,12 @@ class Image(Scenario):
 
     def post(self, ctx):
         self.check_remote_process(ctx, "wrote-" + ctx.mark, tty=False, exit_code_=0)
+        # the model got the PNG's exact bytes (checked in script()) and the file is on the host
+        ctx.check(os.path.exists(os.path.join(ctx.workdir, "pixel-%s.png" % ctx.mark)),
+                  "the PNG is missing on the host")
+        if not ctx.transcript:
+            ctx.skip("fs/readFile")
+            return
         reads = [(p, r) for p, r in ctx.rpc("fs/readFile")
                  if p.get("path", "").endswith("pixel-%s.png" % ctx.mark)]
         ctx.check(reads and reads[0][1] and reads[0][1].get("result", {}).get("dataBase64")
@@ -285,13 +315,17 @@ class Kill(Scenario):
         yield [message("kill done (leaving the sleep behind)")]
 
     def post(self, ctx):
-        st = self.started(ctx, "sleeping-" + ctx.mark)
-        if not ctx.check(st, "no process/start for the sleep"):
-            return
-        pid = st[0][0]["processId"]
-        terms = [r for p, r in ctx.rpc("process/terminate") if p.get("processId") == pid]
-        ctx.check(terms and any(r and r.get("result", {}).get("running") is True for r in terms),
-                  "no process/terminate answered running:true: %r" % terms)
+        if ctx.transcript:
+            st = self.started(ctx, "sleeping-" + ctx.mark)
+            if not ctx.check(st, "no process/start for the sleep"):
+                return
+            pid = st[0][0]["processId"]
+            terms = [r for p, r in ctx.rpc("process/terminate") if p.get("processId") == pid]
+            ctx.check(terms and any(r and r.get("result", {}).get("running") is True
+                                    for r in terms),
+                      "no process/terminate answered running:true: %r" % terms)
+        else:
+            ctx.skip("process/terminate answered running:true")
         # the shell and its sleep must be gone from the host
         deadline = time.time() + 3
         alive = True
@@ -335,13 +369,17 @@ class SandboxWorkspaceWrite(Scenario):
         m = ctx.mark
         inside = self.check_remote_process(ctx, "inside-" + m, exit_code_=0)
         outside = self.check_remote_process(ctx, "out-" + m)
-        for pid, want in ((inside, False), (outside, True)):
-            ex = ctx.notifications("process/exited", pid) if pid else []
-            ctx.check(ex and ex[0].get("sandboxDenied") is want,
-                      "process/exited of %s: %r (want sandboxDenied %r)" % (pid, ex, want))
-        starts = [rep for p, rep in ctx.rpc("process/start") if p.get("sandbox")]
-        ctx.check(starts and all(rep and rep.get("result", {}).get("sandboxType") == "linuxSeccomp"
-                                 for rep in starts), "sandboxed starts: %r" % starts)
+        if ctx.transcript:
+            for pid, want in ((inside, False), (outside, True)):
+                ex = ctx.notifications("process/exited", pid) if pid else []
+                ctx.check(ex and ex[0].get("sandboxDenied") is want,
+                          "process/exited of %s: %r (want sandboxDenied %r)" % (pid, ex, want))
+            starts = [rep for p, rep in ctx.rpc("process/start") if p.get("sandbox")]
+            ctx.check(starts and all(rep and rep.get("result", {}).get("sandboxType")
+                                     == "linuxSeccomp" for rep in starts),
+                      "sandboxed starts: %r" % starts)
+        else:
+            ctx.skip("sandboxDenied, sandboxType")
         ctx.check(not os.path.exists(os.path.join(self.outside, "x-" + m)),
                   "the outside write reached the host")
         ctx.check(os.path.exists(os.path.join(ctx.workdir, "inside-%s.txt" % m)),
@@ -372,9 +410,12 @@ class SandboxReadOnly(Scenario):
     def post(self, ctx):
         m = ctx.mark
         pid = self.check_remote_process(ctx, "ro-%s > ro-" % m)
-        ex = ctx.notifications("process/exited", pid) if pid else []
-        ctx.check(ex and ex[0].get("sandboxDenied") is True,
-                  "process/exited of the denied write: %r" % ex)
+        if ctx.transcript:
+            ex = ctx.notifications("process/exited", pid) if pid else []
+            ctx.check(ex and ex[0].get("sandboxDenied") is True,
+                      "process/exited of the denied write: %r" % ex)
+        else:
+            ctx.skip("sandboxDenied")
         ctx.check(not os.path.exists(os.path.join(ctx.workdir, "ro-%s.txt" % m)),
                   "the read-only write reached the host")
 
