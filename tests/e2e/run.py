@@ -347,7 +347,8 @@ def run_scenario(sc, codex, server_url, outroot, timeout, remote=None, shared_ta
 def check_relay(ctx):
     """Remote mode: the harness went through the registry and the relay carried a Noise
     stream both ways (a connect, a harness stream with Resume + Handshake, the executor's
-    Handshake answer, Data frames in both directions, no Reset before the end)."""
+    validation of the harness key and its Handshake answer, Data frames in both directions,
+    no Reset from the executor and nothing dropped by the relay)."""
     log = ctx.relay_log
     connects = [e for e in log if e.get("kind") == "http" and e["path"].endswith("/connect")]
     ctx.check(connects and connects[0].get("status") == 200,
@@ -368,6 +369,17 @@ def check_relay(ctx):
                   and e["body_kind"] == "data")
         ctx.check(n_h >= 2 and n_e >= 2, "stream %s carried too little data (harness %d, "
                   "executor %d frames)" % (s, n_h, n_e))
+    vals = [e for e in log if e.get("kind") == "http" and e["path"].endswith("/validate")]
+    ctx.check(any(e.get("status") == 200 and (e.get("response") or {}).get("valid") is True
+                  and e["headers"].get("authorization") == "Bearer " + REMOTE_EXECUTOR_TOKEN
+                  and e["headers"].get("x-codex-noise-stream-id") in ok for e in vals),
+              "the executor did not validate the harness's stream with its token: %r"
+              % [(e.get("status"), e["headers"].get("x-codex-noise-stream-id")) for e in vals])
+    resets = [e for e in frames if e["role"] == "executor" and e["body_kind"] == "reset"]
+    ctx.check(not resets, "the executor reset stream(s): %r"
+              % [(e["stream_id"], e.get("reason")) for e in resets])
+    drops = [e for e in log if e.get("kind") == "ws" and e.get("event") in ("route-drop", "drop")]
+    ctx.check(not drops, "the relay dropped frames: %r" % drops[:3])
 
 
 def check_forward(ctx):

@@ -194,7 +194,9 @@ class Stdin(Scenario):
     doc = "(c) PTY command reading stdin: tty=true, write_stdin with input, echo back"
 
     def script(self, ctx):
-        r = yield self.exec_command(ctx, "read line; echo got-$line", tty=True, yield_time_ms=500)
+        r = yield self.exec_command(ctx, "[ -t 0 ] && echo on-a-tty-%s; read line; echo got-$line"
+                                    % ctx.mark, tty=True, yield_time_ms=500)
+        ctx.expect_in("on-a-tty-" + ctx.mark, r.text, "stdin is a terminal (first yield)")
         sid = session_id(r.text)
         ctx.check(sid is not None, "tty command should still be running: %r" % r.text[-400:])
         if sid is None:
@@ -352,9 +354,11 @@ class SandboxWorkspaceWrite(Scenario):
     def script(self, ctx):
         m = ctx.mark
         r = yield self.exec_command(
-            ctx, "echo in-%s > inside-%s.txt && cat inside-%s.txt" % (m, m, m), yield_time_ms=10000)
+            ctx, "echo in-%s > inside-%s.txt && cat inside-%s.txt && grep ^Seccomp: /proc/self/status"
+            % (m, m, m), yield_time_ms=10000)
         ctx.check(exit_code(r.text) == 0, "inside write failed: %r" % r.text[-400:])
         ctx.expect_in("in-" + m, r.text, "inside command output")
+        ctx.check(re.search(r"Seccomp:\s*2", r.text), "no seccomp filter: %r" % r.text[-300:])
         r = yield self.exec_command(
             ctx, "echo out-%s > %s/x-%s" % (m, self.outside, m), yield_time_ms=10000)
         ctx.check(exit_code(r.text) not in (0, None), "outside write did not fail: %r" % r.text[-400:])
@@ -363,6 +367,8 @@ class SandboxWorkspaceWrite(Scenario):
                  % (m, m))
         r = yield [custom_tool_call("apply_patch", patch, ctx.call_id())]
         ctx.check(r.found, "no custom_tool_call_output for apply_patch")
+        ctx.check(re.search(r"(?i)success", r.text),
+                  "apply_patch output does not report success: %r" % r.text[-400:])
         yield [message("sandbox-ws done")]
 
     def post(self, ctx):
@@ -399,9 +405,10 @@ class SandboxReadOnly(Scenario):
 
     def script(self, ctx):
         m = ctx.mark
-        r = yield self.exec_command(ctx, "cat /etc/hostname >/dev/null && echo read-ok-%s" % m,
-                                    yield_time_ms=10000)
+        r = yield self.exec_command(ctx, "cat /etc/hostname >/dev/null && echo read-ok-%s && "
+                                    "grep ^Seccomp: /proc/self/status" % m, yield_time_ms=10000)
         ctx.expect_in("read-ok-" + m, r.text, "read command output")
+        ctx.check(re.search(r"Seccomp:\s*2", r.text), "no seccomp filter: %r" % r.text[-300:])
         r = yield self.exec_command(ctx, "echo ro-%s > ro-%s.txt" % (m, m), yield_time_ms=10000)
         ctx.check(exit_code(r.text) not in (0, None), "read-only write did not fail: %r"
                   % r.text[-400:])
