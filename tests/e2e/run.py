@@ -378,8 +378,13 @@ def check_relay(ctx):
     resets = [e for e in frames if e["role"] == "executor" and e["body_kind"] == "reset"]
     ctx.check(not resets, "the executor reset stream(s): %r"
               % [(e["stream_id"], e.get("reason")) for e in resets])
-    drops = [e for e in log if e.get("kind") == "ws" and e.get("event") in ("route-drop", "drop")]
-    ctx.check(not drops, "the relay dropped frames: %r" % drops[:3])
+    # Executor frames still in flight when the harness went away (e.g. process/closed after
+    # the terminate at the end of the turn) are dropped by the relay: expected, not counted.
+    gone = {e["stream_id"]: e["n"] for e in log if e.get("kind") == "ws"
+            and e.get("event") == "reset-sent" and e.get("stream_id")}
+    drops = [e for e in log if e.get("kind") == "ws" and e.get("event") in ("route-drop", "drop")
+             and not (e.get("stream_id") in gone and e["n"] > gone[e["stream_id"]])]
+    ctx.check(not drops, "the relay dropped frames while the harness was there: %r" % drops[:3])
 
 
 def check_forward(ctx):

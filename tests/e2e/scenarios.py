@@ -196,20 +196,22 @@ class Stdin(Scenario):
     def script(self, ctx):
         r = yield self.exec_command(ctx, "[ -t 0 ] && echo on-a-tty-%s; read line; echo got-$line"
                                     % ctx.mark, tty=True, yield_time_ms=500)
-        ctx.expect_in("on-a-tty-" + ctx.mark, r.text, "stdin is a terminal (first yield)")
+        first = r.text
         sid = session_id(r.text)
         ctx.check(sid is not None, "tty command should still be running: %r" % r.text[-400:])
         if sid is None:
             yield [message("stdin aborted")]
             return
         r = yield self.write_stdin(ctx, sid, ctx.mark + "\n", yield_time_ms=3000)
-        seen = r.text
+        seen = first + r.text
         polls = 0
         while exit_code(r.text) is None and polls < 4:
             polls += 1
             r = yield self.write_stdin(ctx, sid, "", yield_time_ms=3000)
             seen += r.text
         ctx.expect_in("got-" + ctx.mark, seen, "tool output after write_stdin")
+        # (the sandboxed reference may take longer than the first 500 ms yield to start)
+        ctx.expect_in("on-a-tty-" + ctx.mark, seen, "stdin is a terminal")
         ctx.check(exit_code(r.text) == 0, "exit 0 not reported: %r" % r.text[-400:])
         yield [message("stdin done")]
 
@@ -310,8 +312,10 @@ class Kill(Scenario):
     doc = "(f) a running command is abandoned at the end of the turn: terminate kills it"
 
     def script(self, ctx):
-        r = yield self.exec_command(ctx, "echo sleeping-%s; sleep 30" % ctx.mark,
-                                    yield_time_ms=1000)
+        # the child sleep carries the marker in its argv too (exec -a), so that the pgrep
+        # below sees the whole process tree, not just the shell
+        r = yield self.exec_command(ctx, "echo sleeping-%s; (exec -a sleeping-%s-child sleep 30);"
+                                    " echo woke" % (ctx.mark, ctx.mark), yield_time_ms=1000)
         ctx.expect_in("sleeping-" + ctx.mark, r.text, "first yield")
         ctx.check(session_id(r.text) is not None, "should still be running: %r" % r.text[-300:])
         yield [message("kill done (leaving the sleep behind)")]
