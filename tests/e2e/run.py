@@ -3,14 +3,25 @@
 exec-server (the reference `codex exec-server` or uexec), with a scripted mock
 model (mock_model.py) and a frame-logging WebSocket tap (wstap.py) in between.
 
-  tests/e2e/run.sh [--server ref|uexec] [--remote] [--only NAME[,NAME]] [--out DIR] [--list]
+  tests/e2e/run.sh [--server ref|uexec] [--remote | --forward] [--sandbox MODE]
+                   [--only NAME[,NAME]] [--out DIR] [--list]
 
 --remote: remote mode (RELAY.md): a fake registry + rendezvous (tests/relay/fake_relay.py), the
 executor registered there (`codex exec-server --remote BASE --environment-id ID`, or
 `UEXEC_BIN --remote BASE --environment-id ID`, credential in CODEX_API_KEY), and `codex exec`
 as the Noise harness (CODEX_EXEC_SERVER_NOISE_REGISTRY_URL / _ENVIRONMENT_ID / _AUTH_TOKEN).
 The relay is encrypted end to end, so there is no exec-server transcript: the checks are the
-tool output the model got, the final answer, and the relay's routing log (relay.jsonl).
+tool output the model got, files on the host, the final answer, and the relay's routing log
+(relay.jsonl); checks that need the transcript are skipped and named on the PASS/FAIL line.
+
+--forward: remote mode with a transcript: a plain listener (`--listen ws://127.0.0.1:0`) with
+wstap.py in front of it, and the forwarder (`UEXEC_BIN --remote BASE --environment-id ID forward
+--connect ws://TAP`, or `codex exec-server forward --remote BASE --environment-id ID --connect
+ws://TAP` for --server ref) registered with the fake relay; `codex exec` goes relay -> forwarder
+-> tap -> listener, so every scenario runs with its full transcript checks plus the relay checks.
+
+--sandbox MODE: run the scenarios that default to danger-full-access with `codex exec -s MODE`
+instead (e.g. workspace-write); sandbox-ws / sandbox-ro keep their own mode.
 
 Exit status: 0 all scenarios passed, 1 some failed, 77 skipped (no codex CLI /
 no uexec binary). Per scenario the output directory keeps: tap.jsonl (every
@@ -35,8 +46,6 @@ FAKE_RELAY = os.path.join(ROOT, "tests", "relay", "fake_relay.py")
 REMOTE_ENV_ID = "e2e-env"
 REMOTE_EXECUTOR_TOKEN = "e2e-executor-token"
 REMOTE_HARNESS_TOKEN = "e2e-harness-token"
-# Scenarios whose checks need no exec-server transcript (remote mode has none).
-REMOTE_SCENARIOS = ("basic", "exitcode", "poll")
 sys.path.insert(0, HERE)
 
 import mock_model  # noqa: E402
@@ -108,8 +117,16 @@ class Ctx:
         self.failures = []
         self.notes = []
         self._n = 0
-        self.remote = None      # remote mode: the fake relay's base URL
-        self.relay_log = []     # remote mode: the relay's log entries of this scenario
+        self.remote = None      # remote / forward mode: the fake relay's base URL
+        self.relay_log = []     # remote / forward mode: the relay's log entries of this scenario
+        self.transcript = True  # False in plain remote mode: the relay is encrypted, no tap
+        self.skipped = []       # checks skipped for want of a transcript
+        self.sandbox = "danger-full-access"  # the `codex exec -s` mode of this run
+
+    def skip(self, what):
+        """A check that needs the exec-server transcript, skipped in plain remote mode."""
+        if what not in self.skipped:
+            self.skipped.append(what)
 
     def call_id(self):
         self._n += 1
@@ -130,7 +147,10 @@ class Ctx:
         try:
             with open(os.path.join(self.outdir, "tap.jsonl")) as f:
                 for ln in f:
-                    recs.append(json.loads(ln))
+                    try:
+                        recs.append(json.loads(ln))
+                    except ValueError:  # forward mode: a line cut at the slice's start
+                        pass
         except FileNotFoundError:
             pass
         return recs
@@ -142,7 +162,7 @@ class Ctx:
         out = []
         for r in recs:
             m = r.get("msg")
-            if r.get("kind") != "text" or not isinstance(m, dict):
+            if r.get("kind") not in ("text", "binary") or not isinstance(m, dict):
                 continue
             if r["dir"] == "c2s" and m.get("method") == method and "id" in m:
                 reqs[(r["conn"], json.dumps(m["id"]))] = len(out)
@@ -157,7 +177,8 @@ class Ctx:
         res = []
         for r in self.tap():
             m = r.get("msg")
-            if r.get("kind") == "text" and r.get("dir") == "s2c" and isinstance(m, dict) \
+            if r.get("kind") in ("text", "binary") and r.get("dir") == "s2c" \
+                    and isinstance(m, dict) \
                     and m.get("method") == method:
                 if process_id is None or (m.get("params") or {}).get("processId") == process_id:
                     res.append(m["params"])
@@ -212,7 +233,11 @@ def wait_registered(base, srv, timeout=30.0):
     return False
 
 
-def run_scenario(sc, codex, server_url, outroot, timeout, remote=None):
+def run_scenario(sc, codex, server_url, outroot, timeout, remote=None, shared_tap=None,
+                 sandbox=None):
+    """remote: the fake relay's base URL (remote / forward mode); shared_tap: forward mode, the
+    path of the run's tap log (one tap in front of the listener for the whole run), whose new
+    lines become this scenario's tap.jsonl."""
     outdir = os.path.join(outroot, sc.name)
     shutil.rmtree(outdir, ignore_errors=True)
     workdir = os.path.join(outdir, "work")
@@ -220,9 +245,16 @@ def run_scenario(sc, codex, server_url, outroot, timeout, remote=None):
     os.makedirs(workdir)
     ctx = Ctx(sc.name, workdir, outdir)
     ctx.remote = remote
+    ctx.transcript = not remote or shared_tap is not None
+    mode = sc.sandbox
+    if sandbox and mode == "danger-full-access":
+        mode = sandbox
+    ctx.sandbox = mode
     sc.setup(ctx)
 
     tap_p = None
+    if shared_tap:
+        tap_start = os.path.getsize(shared_tap) if os.path.exists(shared_tap) else 0
     if remote:
         log_start = len(relay_log(remote))
     else:
@@ -250,7 +282,7 @@ def run_scenario(sc, codex, server_url, outroot, timeout, remote=None):
     else:
         server_env = {"CODEX_EXEC_SERVER_URL": tap_url}
     env.update(server_env)
-    argv = [codex, "exec", "--skip-git-repo-check", "-s", sc.sandbox,
+    argv = [codex, "exec", "--skip-git-repo-check", "-s", mode,
             "-C", workdir] + sc.cli_args + [sc.prompt]
     with open(os.path.join(outdir, "cmd.txt"), "w") as f:
         f.write(" ".join(argv) + "\n" + "".join("%s=%s\n" % kv for kv in server_env.items()))
@@ -272,6 +304,13 @@ def run_scenario(sc, codex, server_url, outroot, timeout, remote=None):
         time.sleep(0.2)  # let the tap log trailing frames
         stop_proc(tap_p)
     elapsed = time.time() - t0
+    if shared_tap:
+        with open(shared_tap, "rb") as f:
+            f.seek(tap_start)
+            data = f.read()
+        with open(os.path.join(outdir, "tap.jsonl"), "wb") as f:
+            f.write(data[:data.rfind(b"\n") + 1])
+        check_forward(ctx)
     if remote:
         ctx.relay_log = relay_log(remote, log_start)
         with open(os.path.join(outdir, "relay.jsonl"), "w") as f:
@@ -308,7 +347,8 @@ def run_scenario(sc, codex, server_url, outroot, timeout, remote=None):
 def check_relay(ctx):
     """Remote mode: the harness went through the registry and the relay carried a Noise
     stream both ways (a connect, a harness stream with Resume + Handshake, the executor's
-    Handshake answer, Data frames in both directions, no Reset before the end)."""
+    validation of the harness key and its Handshake answer, Data frames in both directions,
+    no Reset from the executor and nothing dropped by the relay)."""
     log = ctx.relay_log
     connects = [e for e in log if e.get("kind") == "http" and e["path"].endswith("/connect")]
     ctx.check(connects and connects[0].get("status") == 200,
@@ -329,6 +369,39 @@ def check_relay(ctx):
                   and e["body_kind"] == "data")
         ctx.check(n_h >= 2 and n_e >= 2, "stream %s carried too little data (harness %d, "
                   "executor %d frames)" % (s, n_h, n_e))
+    vals = [e for e in log if e.get("kind") == "http" and e["path"].endswith("/validate")]
+    ctx.check(any(e.get("status") == 200 and (e.get("response") or {}).get("valid") is True
+                  and e["headers"].get("authorization") == "Bearer " + REMOTE_EXECUTOR_TOKEN
+                  and e["headers"].get("x-codex-noise-stream-id") in ok for e in vals),
+              "the executor did not validate the harness's stream with its token: %r"
+              % [(e.get("status"), e["headers"].get("x-codex-noise-stream-id")) for e in vals])
+    resets = [e for e in frames if e["role"] == "executor" and e["body_kind"] == "reset"]
+    ctx.check(not resets, "the executor reset stream(s): %r"
+              % [(e["stream_id"], e.get("reason")) for e in resets])
+    # Executor frames still in flight when the harness went away (e.g. process/closed after
+    # the terminate at the end of the turn) are dropped by the relay: expected, not counted.
+    gone = {e["stream_id"]: e["n"] for e in log if e.get("kind") == "ws"
+            and e.get("event") == "reset-sent" and e.get("stream_id")}
+    drops = [e for e in log if e.get("kind") == "ws" and e.get("event") in ("route-drop", "drop")
+             and not (e.get("stream_id") in gone and e["n"] > gone[e["stream_id"]])]
+    ctx.check(not drops, "the relay dropped frames while the harness was there: %r" % drops[:3])
+
+
+def check_forward(ctx):
+    """Forward mode: the forwarder opened a WebSocket to the listener (through the tap) for the
+    harness's stream, and every application message it forwarded is one Binary message
+    (RELAY.md §8: payloads are opaque bytes), starting with the harness's initialize."""
+    recs = ctx.tap()
+    ups = {r["conn"] for r in recs if r.get("kind") == "http" and r.get("dir") == "s2c"
+           and " 101 " in r.get("start_line", "") + " "}
+    ctx.check(ups, "forward: no upgraded WebSocket from the forwarder reached the listener")
+    data = [r for r in recs if r.get("dir") == "c2s" and r.get("kind") in ("text", "binary")]
+    ctx.check(data and all(r["kind"] == "binary" for r in data),
+              "forward: forwarder->listener messages not all Binary: %r"
+              % sorted({r["kind"] for r in data}))
+    first = data[0].get("msg") if data else None
+    ctx.check(isinstance(first, dict) and first.get("method") == "initialize",
+              "forward: the first forwarded message is not initialize: %r" % (first,))
 
 
 def main():
@@ -336,7 +409,15 @@ def main():
     ap.add_argument("--server", choices=["ref", "uexec"], default="ref")
     ap.add_argument("--remote", action="store_true",
                     help="remote mode: fake registry + rendezvous, the executor registered there, "
-                    "codex exec as the Noise harness (scenarios %s)" % ",".join(REMOTE_SCENARIOS))
+                    "codex exec as the Noise harness; no transcript, so transcript checks are "
+                    "skipped")
+    ap.add_argument("--forward", action="store_true",
+                    help="remote mode through the executor's `forward --connect` in front of a "
+                    "plain listener with the tap between them: full transcript checks")
+    ap.add_argument("--sandbox", default="", metavar="MODE",
+                    choices=["", "read-only", "workspace-write", "danger-full-access"],
+                    help="codex exec -s MODE for the scenarios that default to "
+                    "danger-full-access")
     ap.add_argument("--only", default="")
     ap.add_argument("--out", default=os.environ.get(
         "UEXEC_E2E_OUT", os.path.join(os.path.expanduser("~"), ".cache", "uexec-e2e")))
@@ -345,6 +426,8 @@ def main():
     ap.add_argument("--url", default="", help="use an already running exec-server at ws://IP:PORT "
                     "instead of starting one (--server then only names the output dir)")
     args = ap.parse_args()
+    if args.forward:
+        args.remote = True
 
     scs = scenarios.all_scenarios()
     if args.list:
@@ -358,8 +441,6 @@ def main():
             print("unknown scenario(s): %s" % ", ".join(sorted(unknown)), file=sys.stderr)
             return 2
         scs = [s for s in scs if s.name in want]
-    elif args.remote:
-        scs = [s for s in scs if s.name in REMOTE_SCENARIOS]
 
     codex = find_codex()
     if not codex:
@@ -369,7 +450,13 @@ def main():
     if args.out.startswith("/tmp/") or args.out == "/tmp":
         print("refusing --out under /tmp (CODEX_HOME must live outside /tmp)", file=sys.stderr)
         return 2
-    outroot = os.path.join(args.out, args.server + ("-remote" if args.remote else ""))
+    if args.remote and args.url:
+        print("--remote/--forward and --url exclude each other", file=sys.stderr)
+        return 2
+    mode_name = "-forward" if args.forward else "-remote" if args.remote else ""
+    if args.sandbox:
+        mode_name += "-" + args.sandbox
+    outroot = os.path.join(args.out, args.server + mode_name)
     os.makedirs(outroot, exist_ok=True)
 
     # Commands inherit the server's environment and run as `bash -lc`: a clean HOME keeps
@@ -377,75 +464,120 @@ def main():
     shome = os.path.join(outroot, "server-home")
     os.makedirs(shome, exist_ok=True)
     relay = remote = None
-    if args.remote and args.url:
-        print("--remote and --url exclude each other", file=sys.stderr)
-        return 2
-    if args.remote:
-        relay, remote = start_listening(
-            [sys.executable, FAKE_RELAY, "--port", "0",
-             "--state-file", os.path.join(outroot, "relay-state.json")],
-            os.environ.copy(), outroot, os.path.join(outroot, "relay.err"), "fake relay",
-            scheme="http://")
-        listen = ["--remote", remote, "--environment-id", REMOTE_ENV_ID]
-    else:
-        listen = ["--listen", "ws://127.0.0.1:0"]
-    if args.url:
-        srv, url = None, args.url
-    elif args.server == "ref":
+    srv = fwd = tap = None   # executor or listener; forward mode: the forwarder and the tap
+    shared_tap = None
+    ubin = None
+    if args.server == "ref":
         senv = dict(os.environ, CODEX_HOME=shome, HOME=shome)
-        sargv = [codex, "exec-server"] + listen
+        base_argv = [codex, "exec-server"]
     else:
         ubin = os.environ.get("UEXEC_BIN", os.path.join(ROOT, "build", "src", "uexec"))
-        if not (os.path.isfile(ubin) and os.access(ubin, os.X_OK)):
+        if not args.url and not (os.path.isfile(ubin) and os.access(ubin, os.X_OK)):
             print("SKIP: uexec binary not found at %s (build it or set UEXEC_BIN)" % ubin)
-            stop_proc(relay)
             return SKIP
         if args.remote:
             hp = subprocess.run([ubin, "--help"], capture_output=True, text=True)
             if "--remote" not in hp.stdout + hp.stderr:
                 print("SKIP: %s --help does not mention --remote (remote mode not built)" % ubin)
-                stop_proc(relay)
+                return SKIP
+            if args.forward and "forward --connect" not in hp.stdout + hp.stderr:
+                print("SKIP: %s --help does not mention `forward --connect`" % ubin)
                 return SKIP
         senv = dict(os.environ, HOME=shome)
-        sargv = [ubin] + listen
-    if args.remote:
-        for k in ("OPENAI_API_KEY", "CODEX_ACCESS_TOKEN"):
-            senv.pop(k, None)
-        senv["CODEX_API_KEY"] = REMOTE_EXECUTOR_TOKEN
-        with open(os.path.join(outroot, "server.err"), "ab") as err:
-            srv = subprocess.Popen(sargv, env=senv, cwd=outroot, stdout=err, stderr=err,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-        if not wait_registered(remote, srv):
-            print("FAIL executor (%s) did not register and connect at %s (exit %s); see %s/server.err"
-                  % (args.server, remote, srv.poll(), outroot))
-            stop_proc(srv)
-            stop_proc(relay)
-            return 1
-        url = remote
-    elif not args.url:
-        srv, url = start_listening(sargv, senv, outroot, os.path.join(outroot, "server.err"),
-                                   "exec-server (%s)" % args.server)
-    print("exec-server (%s%s) at %s; logs in %s" % (args.server, ", remote" if args.remote else "",
-                                                     url, outroot), flush=True)
-    npass = nfail = 0
+        base_argv = [ubin]
+    if args.server == "ref" and args.forward:
+        hp = subprocess.run([codex, "exec-server", "forward", "--help"], capture_output=True,
+                            text=True)
+        if "--connect" not in hp.stdout + hp.stderr:
+            print("SKIP: the reference has no `exec-server forward --connect`")
+            return SKIP
+    # the executor's registry credential; nothing else of this machine's credentials
+    renv = dict(senv)
+    for k in ("OPENAI_API_KEY", "CODEX_ACCESS_TOKEN", "CODEX_API_KEY",
+              "CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN"):
+        senv.pop(k, None)
+        renv.pop(k, None)
+    renv["CODEX_API_KEY"] = REMOTE_EXECUTOR_TOKEN
+
+    def register(argv, log_name, what):
+        """Starts a remote-mode process and waits for its registration with the fake relay."""
+        with open(os.path.join(outroot, log_name), "ab") as err:
+            p = subprocess.Popen(argv, env=renv, cwd=outroot, stdout=err, stderr=err,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        if not wait_registered(remote, p):
+            print("FAIL %s (%s) did not register and connect at %s (exit %s); see %s/%s"
+                  % (what, args.server, remote, p.poll(), outroot, log_name))
+            stop_proc(p)
+            return None
+        return p
+
     try:
+        if args.url:
+            url = args.url
+        elif args.remote:
+            relay, remote = start_listening(
+                [sys.executable, FAKE_RELAY, "--port", "0",
+                 "--state-file", os.path.join(outroot, "relay-state.json")],
+                os.environ.copy(), outroot, os.path.join(outroot, "relay.err"), "fake relay",
+                scheme="http://")
+            rargs = ["--remote", remote, "--environment-id", REMOTE_ENV_ID]
+            if args.forward:
+                srv, lurl = start_listening(base_argv + ["--listen", "ws://127.0.0.1:0"], senv,
+                                            outroot, os.path.join(outroot, "server.err"),
+                                            "exec-server (%s)" % args.server)
+                shared_tap = os.path.join(outroot, "tap.jsonl")
+                if os.path.exists(shared_tap):
+                    os.unlink(shared_tap)
+                tap, tap_url = start_listening(
+                    [sys.executable, os.path.join(HERE, "wstap.py"), "--upstream",
+                     lurl[len("ws://"):].rstrip("/"), "--log", shared_tap],
+                    os.environ.copy(), outroot, os.path.join(outroot, "tap.err"), "wstap")
+                if args.server == "ref":
+                    fargv = base_argv + ["forward"] + rargs + ["--connect", tap_url]
+                else:
+                    fargv = base_argv + rargs + ["forward", "--connect", tap_url]
+                fwd = register(fargv, "forwarder.err", "forwarder")
+                if fwd is None:
+                    return 1
+                url = "%s -> forwarder -> %s (tap) -> %s" % (remote, tap_url, lurl)
+            else:
+                srv = register(base_argv + rargs, "server.err", "executor")
+                if srv is None:
+                    return 1
+                url = remote
+        else:
+            srv, url = start_listening(base_argv + ["--listen", "ws://127.0.0.1:0"], senv,
+                                       outroot, os.path.join(outroot, "server.err"),
+                                       "exec-server (%s)" % args.server)
+        print("exec-server (%s%s%s) at %s; logs in %s"
+              % (args.server, ", forward" if args.forward else ", remote" if args.remote else "",
+                 ", -s " + args.sandbox if args.sandbox else "", url, outroot), flush=True)
+        npass = nfail = 0
         for sc in scs:
-            if srv is not None and srv.poll() is not None:
-                print("FAIL %-8s exec-server died (exit %s), see %s/server.err"
-                      % (sc.name, srv.returncode, outroot))
+            dead = [(n, p) for n, p in (("exec-server", srv), ("forwarder", fwd), ("tap", tap))
+                    if p is not None and p.poll() is not None]
+            if dead:
+                print("FAIL %-8s %s died (exit %s), see %s"
+                      % (sc.name, dead[0][0], dead[0][1].returncode, outroot))
                 nfail += 1
                 continue
-            ctx, el = run_scenario(sc, codex, url, outroot, args.timeout, remote)
+            ctx, el = run_scenario(sc, codex, url, outroot, args.timeout, remote, shared_tap,
+                                   args.sandbox)
+            skipped = ""
+            if ctx.skipped:
+                skipped = " [no transcript, skipped: %s]" % "; ".join(ctx.skipped)
             if ctx.failures:
                 nfail += 1
-                print("FAIL %-8s (%.1fs) %s" % (sc.name, el, ctx.outdir), flush=True)
+                print("FAIL %-8s (%.1fs) %s%s" % (sc.name, el, ctx.outdir, skipped), flush=True)
                 for f in ctx.failures:
                     print("     - " + f.replace("\n", "\\n")[:700], flush=True)
             else:
                 npass += 1
-                print("PASS %-8s (%.1fs)" % (sc.name, el), flush=True)
+                print("PASS %-8s (%.1fs)%s" % (sc.name, el, skipped), flush=True)
     finally:
+        stop_proc(fwd)
         stop_proc(srv)
+        stop_proc(tap)
         stop_proc(relay)
     print("%d passed, %d failed" % (npass, nfail))
     return 0 if nfail == 0 else 1

@@ -7,6 +7,12 @@ Checks go through ctx.check()/ctx.expect_in(); post() runs after the CLI has
 exited and can inspect the exec-server transcript (ctx.rpc(), ctx.notifications())
 and the work directory.
 
+Plain remote mode (run.py --remote) has no transcript (the relay is encrypted end to
+end): ctx.transcript is False, and a check that can only be made on the transcript is
+skipped by name (ctx.skip(...), listed on the PASS/FAIL line) while the rest of the
+scenario runs - the tool output the model got, files and processes on the host, and
+run.py's relay-log checks stand for it. --forward mode has the transcript.
+
 Tools exposed by codex 0.169.0 to the model used here ("gpt-5.5" family):
   exec_command {cmd, workdir?, tty?, yield_time_ms?, login?, shell?, max_output_tokens?}
   write_stdin  {session_id (number), chars?, yield_time_ms?, max_output_tokens?}
@@ -84,9 +90,10 @@ class Scenario:
 
     def check_remote_process(self, ctx, needle, tty=None, exit_code_=None, closed=True):
         """The command really ran on the exec-server: start ok, exited/closed notifications.
-        Remote mode has no transcript (the relay is encrypted): run.check_relay() and the
-        tool output stand for it."""
-        if ctx.remote:
+        Plain remote mode has no transcript (the relay is encrypted): run.check_relay() and
+        the tool output stand for it."""
+        if not ctx.transcript:
+            ctx.skip("process/start+exited+closed")
             return None
         st = self.started(ctx, needle)
         if not ctx.check(st, "no process/start for a command containing %r on the exec-server"
@@ -113,15 +120,27 @@ class Basic(Scenario):
 
     def script(self, ctx):
         r = yield self.exec_command(
-            ctx, "echo hello-from-remote-%s; uname -s; pwd" % ctx.mark, yield_time_ms=10000)
+            ctx, "echo hello-from-remote-%s; uname -s; pwd; grep ^Seccomp: /proc/self/status"
+            % ctx.mark, yield_time_ms=10000)
         ctx.expect_in("hello-from-remote-%s\n" % ctx.mark, r.text, "tool output")
         ctx.expect_in("Linux", r.text, "tool output")
         ctx.expect_in(ctx.workdir, r.text, "tool output (pwd)")
         ctx.check(exit_code(r.text) == 0, "exit code 0 not reported: %r" % r.text[-400:])
+        if ctx.sandbox != "danger-full-access":
+            # visible without a transcript: the command ran under a seccomp filter
+            ctx.check(re.search(r"Seccomp:\s*2", r.text),
+                      "-s %s: the command ran without a seccomp filter: %r"
+                      % (ctx.sandbox, r.text[-300:]))
         yield [message("basic done")]
 
     def post(self, ctx):
         self.check_remote_process(ctx, "hello-from-remote-" + ctx.mark, tty=False, exit_code_=0)
+        if ctx.transcript:
+            st = self.started(ctx, "hello-from-remote-" + ctx.mark)
+            want = ctx.sandbox != "danger-full-access"
+            ctx.check(not st or bool(st[0][0].get("sandbox")) == want,
+                      "-s %s: process/start sandbox %r" % (ctx.sandbox, st and
+                                                          st[0][0].get("sandbox")))
 
 
 class ExitCode(Scenario):
@@ -175,25 +194,31 @@ class Stdin(Scenario):
     doc = "(c) PTY command reading stdin: tty=true, write_stdin with input, echo back"
 
     def script(self, ctx):
-        r = yield self.exec_command(ctx, "read line; echo got-$line", tty=True, yield_time_ms=500)
+        r = yield self.exec_command(ctx, "[ -t 0 ] && echo on-a-tty-%s; read line; echo got-$line"
+                                    % ctx.mark, tty=True, yield_time_ms=500)
+        first = r.text
         sid = session_id(r.text)
         ctx.check(sid is not None, "tty command should still be running: %r" % r.text[-400:])
         if sid is None:
             yield [message("stdin aborted")]
             return
         r = yield self.write_stdin(ctx, sid, ctx.mark + "\n", yield_time_ms=3000)
-        seen = r.text
+        seen = first + r.text
         polls = 0
         while exit_code(r.text) is None and polls < 4:
             polls += 1
             r = yield self.write_stdin(ctx, sid, "", yield_time_ms=3000)
             seen += r.text
         ctx.expect_in("got-" + ctx.mark, seen, "tool output after write_stdin")
+        # (the sandboxed reference may take longer than the first 500 ms yield to start)
+        ctx.expect_in("on-a-tty-" + ctx.mark, seen, "stdin is a terminal")
         ctx.check(exit_code(r.text) == 0, "exit 0 not reported: %r" % r.text[-400:])
         yield [message("stdin done")]
 
     def post(self, ctx):
         pid = self.check_remote_process(ctx, "read line; echo got-$line", tty=True, exit_code_=0)
+        if not ctx.transcript:
+            ctx.skip("process/write accepted, pty stream")
         if not pid:
             return
         writes = [(p, r) for p, r in ctx.rpc("process/write") if p.get("processId") == pid]
@@ -234,6 +259,9 @@ class Patch(Scenario):
         if data is not None:
             ctx.check(data == "hello patch %s\nsecond line\n" % ctx.mark,
                       "patched file content %r" % data)
+        if not ctx.transcript:
+            ctx.skip("fs/writeFile")
+            return
         writes = [(p, r) for p, r in ctx.rpc("fs/writeFile") if p.get("path", "").endswith(
             "patched-%s.txt" % ctx.mark)]
         ctx.check(writes and writes[0][1] and "result" in writes[0][1],
@@ -266,6 +294,12 @@ class Image(Scenario):
 
     def post(self, ctx):
         self.check_remote_process(ctx, "wrote-" + ctx.mark, tty=False, exit_code_=0)
+        # the model got the PNG's exact bytes (checked in script()) and the file is on the host
+        ctx.check(os.path.exists(os.path.join(ctx.workdir, "pixel-%s.png" % ctx.mark)),
+                  "the PNG is missing on the host")
+        if not ctx.transcript:
+            ctx.skip("fs/readFile")
+            return
         reads = [(p, r) for p, r in ctx.rpc("fs/readFile")
                  if p.get("path", "").endswith("pixel-%s.png" % ctx.mark)]
         ctx.check(reads and reads[0][1] and reads[0][1].get("result", {}).get("dataBase64")
@@ -278,20 +312,26 @@ class Kill(Scenario):
     doc = "(f) a running command is abandoned at the end of the turn: terminate kills it"
 
     def script(self, ctx):
-        r = yield self.exec_command(ctx, "echo sleeping-%s; sleep 30" % ctx.mark,
-                                    yield_time_ms=1000)
+        # the child sleep carries the marker in its argv too (exec -a), so that the pgrep
+        # below sees the whole process tree, not just the shell
+        r = yield self.exec_command(ctx, "echo sleeping-%s; (exec -a sleeping-%s-child sleep 30);"
+                                    " echo woke" % (ctx.mark, ctx.mark), yield_time_ms=1000)
         ctx.expect_in("sleeping-" + ctx.mark, r.text, "first yield")
         ctx.check(session_id(r.text) is not None, "should still be running: %r" % r.text[-300:])
         yield [message("kill done (leaving the sleep behind)")]
 
     def post(self, ctx):
-        st = self.started(ctx, "sleeping-" + ctx.mark)
-        if not ctx.check(st, "no process/start for the sleep"):
-            return
-        pid = st[0][0]["processId"]
-        terms = [r for p, r in ctx.rpc("process/terminate") if p.get("processId") == pid]
-        ctx.check(terms and any(r and r.get("result", {}).get("running") is True for r in terms),
-                  "no process/terminate answered running:true: %r" % terms)
+        if ctx.transcript:
+            st = self.started(ctx, "sleeping-" + ctx.mark)
+            if not ctx.check(st, "no process/start for the sleep"):
+                return
+            pid = st[0][0]["processId"]
+            terms = [r for p, r in ctx.rpc("process/terminate") if p.get("processId") == pid]
+            ctx.check(terms and any(r and r.get("result", {}).get("running") is True
+                                    for r in terms),
+                      "no process/terminate answered running:true: %r" % terms)
+        else:
+            ctx.skip("process/terminate answered running:true")
         # the shell and its sleep must be gone from the host
         deadline = time.time() + 3
         alive = True
@@ -318,9 +358,11 @@ class SandboxWorkspaceWrite(Scenario):
     def script(self, ctx):
         m = ctx.mark
         r = yield self.exec_command(
-            ctx, "echo in-%s > inside-%s.txt && cat inside-%s.txt" % (m, m, m), yield_time_ms=10000)
+            ctx, "echo in-%s > inside-%s.txt && cat inside-%s.txt && grep ^Seccomp: /proc/self/status"
+            % (m, m, m), yield_time_ms=10000)
         ctx.check(exit_code(r.text) == 0, "inside write failed: %r" % r.text[-400:])
         ctx.expect_in("in-" + m, r.text, "inside command output")
+        ctx.check(re.search(r"Seccomp:\s*2", r.text), "no seccomp filter: %r" % r.text[-300:])
         r = yield self.exec_command(
             ctx, "echo out-%s > %s/x-%s" % (m, self.outside, m), yield_time_ms=10000)
         ctx.check(exit_code(r.text) not in (0, None), "outside write did not fail: %r" % r.text[-400:])
@@ -329,19 +371,25 @@ class SandboxWorkspaceWrite(Scenario):
                  % (m, m))
         r = yield [custom_tool_call("apply_patch", patch, ctx.call_id())]
         ctx.check(r.found, "no custom_tool_call_output for apply_patch")
+        ctx.check(re.search(r"(?i)success", r.text),
+                  "apply_patch output does not report success: %r" % r.text[-400:])
         yield [message("sandbox-ws done")]
 
     def post(self, ctx):
         m = ctx.mark
         inside = self.check_remote_process(ctx, "inside-" + m, exit_code_=0)
         outside = self.check_remote_process(ctx, "out-" + m)
-        for pid, want in ((inside, False), (outside, True)):
-            ex = ctx.notifications("process/exited", pid) if pid else []
-            ctx.check(ex and ex[0].get("sandboxDenied") is want,
-                      "process/exited of %s: %r (want sandboxDenied %r)" % (pid, ex, want))
-        starts = [rep for p, rep in ctx.rpc("process/start") if p.get("sandbox")]
-        ctx.check(starts and all(rep and rep.get("result", {}).get("sandboxType") == "linuxSeccomp"
-                                 for rep in starts), "sandboxed starts: %r" % starts)
+        if ctx.transcript:
+            for pid, want in ((inside, False), (outside, True)):
+                ex = ctx.notifications("process/exited", pid) if pid else []
+                ctx.check(ex and ex[0].get("sandboxDenied") is want,
+                          "process/exited of %s: %r (want sandboxDenied %r)" % (pid, ex, want))
+            starts = [rep for p, rep in ctx.rpc("process/start") if p.get("sandbox")]
+            ctx.check(starts and all(rep and rep.get("result", {}).get("sandboxType")
+                                     == "linuxSeccomp" for rep in starts),
+                      "sandboxed starts: %r" % starts)
+        else:
+            ctx.skip("sandboxDenied, sandboxType")
         ctx.check(not os.path.exists(os.path.join(self.outside, "x-" + m)),
                   "the outside write reached the host")
         ctx.check(os.path.exists(os.path.join(ctx.workdir, "inside-%s.txt" % m)),
@@ -361,9 +409,10 @@ class SandboxReadOnly(Scenario):
 
     def script(self, ctx):
         m = ctx.mark
-        r = yield self.exec_command(ctx, "cat /etc/hostname >/dev/null && echo read-ok-%s" % m,
-                                    yield_time_ms=10000)
+        r = yield self.exec_command(ctx, "cat /etc/hostname >/dev/null && echo read-ok-%s && "
+                                    "grep ^Seccomp: /proc/self/status" % m, yield_time_ms=10000)
         ctx.expect_in("read-ok-" + m, r.text, "read command output")
+        ctx.check(re.search(r"Seccomp:\s*2", r.text), "no seccomp filter: %r" % r.text[-300:])
         r = yield self.exec_command(ctx, "echo ro-%s > ro-%s.txt" % (m, m), yield_time_ms=10000)
         ctx.check(exit_code(r.text) not in (0, None), "read-only write did not fail: %r"
                   % r.text[-400:])
@@ -372,9 +421,12 @@ class SandboxReadOnly(Scenario):
     def post(self, ctx):
         m = ctx.mark
         pid = self.check_remote_process(ctx, "ro-%s > ro-" % m)
-        ex = ctx.notifications("process/exited", pid) if pid else []
-        ctx.check(ex and ex[0].get("sandboxDenied") is True,
-                  "process/exited of the denied write: %r" % ex)
+        if ctx.transcript:
+            ex = ctx.notifications("process/exited", pid) if pid else []
+            ctx.check(ex and ex[0].get("sandboxDenied") is True,
+                      "process/exited of the denied write: %r" % ex)
+        else:
+            ctx.skip("sandboxDenied")
         ctx.check(not os.path.exists(os.path.join(ctx.workdir, "ro-%s.txt" % m)),
                   "the read-only write reached the host")
 
