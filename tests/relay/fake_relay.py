@@ -4,8 +4,12 @@
 (/work/shared/spec/RELAY.md §1, §7), standard library only, one process.
 
     python3 fake_relay.py --port 0 [--host 127.0.0.1] [--state-file F] [--require-auth]
+                          [--tls-cert PEM --tls-key PEM [--url-host NAME]]
 
 prints its base URL `http://127.0.0.1:P` as the first stdout line, then serves:
+(with --tls-cert/--tls-key everything, registry and rendezvous, is served over TLS only:
+the base URL is https://, the rendezvous URLs wss://; --url-host names the host in the URLs
+it hands out, e.g. localhost, default the --host address)
 
 Registry (RELAY.md §7), all POST with a JSON body:
   /cloud/environment/{id}/register   executor: {"security_profile", "executor_public_key"}
@@ -284,8 +288,10 @@ class Registration:
 
 
 class FakeRelay:
-    def __init__(self, host, state_file=None, require_auth=True):
+    def __init__(self, host, state_file=None, require_auth=True, tls=False, url_host=None):
         self.host = host
+        self.tls = tls
+        self.url_host = url_host or host
         self.port = None
         self.state_file = state_file
         self.require_auth = require_auth
@@ -301,7 +307,7 @@ class FakeRelay:
 
     # -- bookkeeping
     def base(self):
-        return "http://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("https" if self.tls else "http", self.url_host, self.port)
 
     def add_log(self, entry):
         entry["n"] = len(self.log)
@@ -421,7 +427,7 @@ class FakeRelay:
         return status, {"error": {"code": code, "message": message}}
 
     def _ws_base(self):
-        return "ws://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("wss" if self.tls else "ws", self.url_host, self.port)
 
     async def _route(self, method, url, headers, body, entry):
         path = url.path
@@ -670,8 +676,15 @@ class FakeRelay:
 
 
 async def amain(args):
-    relay = FakeRelay(args.host, args.state_file, not args.no_require_auth)
-    server = await asyncio.start_server(relay.handle, args.host, args.port, limit=MAX_WS * 2)
+    ctx = None
+    if args.tls_cert:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+    relay = FakeRelay(args.host, args.state_file, not args.no_require_auth, tls=ctx is not None,
+                      url_host=args.url_host)
+    server = await asyncio.start_server(relay.handle, args.host, args.port, limit=MAX_WS * 2,
+                                        ssl=ctx)
     relay.port = server.sockets[0].getsockname()[1]
     relay.save_state()
     print(relay.base(), flush=True)
@@ -686,7 +699,13 @@ def main():
     ap.add_argument("--state-file", default=None)
     ap.add_argument("--no-require-auth", action="store_true",
                     help="accept registry requests without an Authorization header")
+    ap.add_argument("--tls-cert", default=None, help="serve everything over TLS (PEM chain)")
+    ap.add_argument("--tls-key", default=None, help="the --tls-cert private key (PEM)")
+    ap.add_argument("--url-host", default=None,
+                    help="host name in the URLs handed out (default: --host)")
     args = ap.parse_args()
+    if bool(args.tls_cert) != bool(args.tls_key):
+        ap.error("--tls-cert and --tls-key go together")
     try:
         asyncio.run(amain(args))
     except KeyboardInterrupt:
