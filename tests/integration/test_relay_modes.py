@@ -171,6 +171,20 @@ def test_forward_large_messages_both_ways(forward):
     run_echo(forward, rpc, "after", "after-8mib")
 
 
+def test_forward_destination_gone_resets_stream(forward):
+    s, rpc = rpc_stream(forward)
+    run_echo(forward, rpc, "p", "before")
+    forward.dest.proc.kill()
+    forward.dest.proc.wait()
+    forward.dest.terminate()
+    s.wait_reset(20)
+    # the forwarder itself is fine: a new stream is refused by the destination (gone), reset
+    s2 = forward.harness().open_stream()
+    rpc2 = s2.rpc()
+    rpc2.send_obj({"id": 1, "method": "initialize", "params": {"clientName": "x"}})
+    s2.wait_reset(30)
+
+
 @pytest.mark.parametrize("args,needle", [
     (["forward"], "--connect"),
     (["forward", "--connect", "http://127.0.0.1:1/"], "ws://"),
@@ -465,3 +479,23 @@ def test_api_key_to_foreign_host_exit_1(url):
     assert len(errs) == 1 and "API-key" in errs[0], p.stderr
     assert TOKEN not in p.stderr
 
+
+# ---------------------------------------------------------------------------
+# review findings of src/remote (each was a crash or a hang before its fix)
+
+
+def test_connection_ended_from_below_resets_stream(relays):
+    """A carried connection that ends on its own (here: a message length of 0, which conn.c
+    answers by closing it) must reset the stream, not crash: conn.c's carrier_ended() cleared
+    c->carrier_owner before calling the owner's ended(), which then dereferenced NULL
+    (remote-stream.c carrier_ended). The same path ends every forwarded stream whose
+    destination goes away."""
+    r = relays()
+    s, rpc = rpc_stream(r)
+    s.send_data(s.send_seq, s.encrypt(b"\0\0\0\0"))
+    s.send_seq += 1
+    s.wait_reset(20)
+    time.sleep(0.3)
+    assert r.exe.poll() is None, "uexec died: %s" % r.stderr_text()[-2000:]
+    s2, rpc2 = rpc_stream(r)
+    run_echo(r, rpc2, "p", "after-bad-length")
