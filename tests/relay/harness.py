@@ -480,7 +480,7 @@ class Stream:
         self.send_seq = 0
         self.recv_next = 0
         self.pending = {}
-        self.reasm = b""
+        self.reasm = bytearray()  # appended in place: bytes += is quadratic for big messages
         self.inbox = collections.deque()
         self.reset_reason = None
         self.msg2_payload = None
@@ -574,8 +574,8 @@ class Stream:
                 raise NoiseError("bad message length %d" % n)
             if len(self.reasm) < 4 + n:
                 break
-            self.inbox.append(self.reasm[4:4 + n])
-            self.reasm = self.reasm[4 + n:]
+            self.inbox.append(bytes(self.reasm[4:4 + n]))
+            del self.reasm[:4 + n]
 
     def recv_message(self, timeout=20.0):
         deadline = time.monotonic() + timeout
