@@ -499,3 +499,33 @@ def test_connection_ended_from_below_resets_stream(relays):
     assert r.exe.poll() is None, "uexec died: %s" % r.stderr_text()[-2000:]
     s2, rpc2 = rpc_stream(r)
     run_echo(r, rpc2, "p", "after-bad-length")
+
+
+def test_requests_resumed_by_output_drain(relays):
+    """A stream whose output passed --max-queued-bytes holds its requests back; when the
+    relay drains it (remote_stream_send_one -> conn_out_advance) the held requests run at
+    once and their answers call carrier_flush(), which puts the stream back on the link's
+    ready list while remote_link_pump() is about to add it again: a node added twice
+    corrupts the list (the pump then spins on a stream it cannot unlink, or meets a freed
+    one). Many cheap requests while a 16 MiB file drains make that happen."""
+    r = relays(remote_argv("--max-queued-bytes", "65536"))
+    s, rpc = rpc_stream(r)
+    path = os.path.join(r.work, "big16.bin")
+    with open(path, "wb") as f:
+        f.write(os.urandom(16 << 20))
+    rpc.send_obj({"id": 1000, "method": "fs/readFile",
+                  "params": {"path": wsclient.file_uri(path)}})
+    n = 0
+    t_end = time.monotonic() + 3
+    while time.monotonic() < t_end:
+        rpc.send_obj({"id": 2000 + n, "method": "no/such-method", "params": {}})
+        n += 1
+        time.sleep(0.01)
+    r_big = rpc.wait_reply(1000, timeout=60)
+    assert len(base64.b64decode(r_big["result"]["dataBase64"])) == 16 << 20
+    for i in range(n):
+        assert "error" in rpc.wait_reply(2000 + i, timeout=30)
+    # uexec still serves (the pump is not spinning), on this stream and on a new one
+    run_echo(r, rpc, "p", "still-serving")
+    s2, rpc2 = rpc_stream(r)
+    run_echo(r, rpc2, "q", "new-stream")
