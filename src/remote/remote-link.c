@@ -191,7 +191,8 @@ void remote_link_pump(struct remote *r)
 		struct remote_stream *s = list_first_entry(&r->ready, struct remote_stream, ready_link);
 
 		list_del(&s->ready_link);
-		if (remote_stream_send_one(s))
+		/* send_one() may run held requests whose answers put s back (carrier_flush) */
+		if (remote_stream_send_one(s) && !s->ready_link.next)
 			list_add_tail(&s->ready_link, &r->ready);
 	}
 	r->pumping = false;

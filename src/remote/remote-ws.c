@@ -110,7 +110,8 @@ static int ws_send_frame(struct remote_ws *w, enum ws_opcode op, bool fin, const
 	hl = ws_frame_hdr_encode_masked(frame, op, n, mask);
 	if (!fin)
 		frame[0] &= 0x7f;
-	memcpy(frame + hl, p, n);
+	if (n) /* p is NULL for an empty Ping: memcpy's arguments must not be */
+		memcpy(frame + hl, p, n);
 	ws_unmask(frame + hl, n, mask, 0);
 	q = netconn_send(w->nc, frame, hl + n);
 	free(frame);

@@ -471,9 +471,11 @@ static void conn_flush(struct conn *c)
 static void carrier_ended(struct conn *c)
 {
 	if (c->transport == CONN_CARRIED && c->carrier_owner) {
-		c->carrier_owner = NULL;
+		/* ended() finds its owner in c->carrier_owner; cleared after, so no other call
+		 * reaches the owner (c is CONN_DEAD already, a conn_close() from ended() returns). */
 		if (c->carrier->ended)
 			c->carrier->ended(c);
+		c->carrier_owner = NULL;
 	}
 }
 

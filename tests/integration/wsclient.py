@@ -217,10 +217,13 @@ class WebSocket:
 
     # ---- connection set-up
     @classmethod
-    def connect(cls, url, path="/", extra_headers=(), timeout=DEFAULT_TIMEOUT):
+    def connect(cls, url, path="/", extra_headers=(), timeout=DEFAULT_TIMEOUT, ssl_context=None):
+        """ssl_context: speak TLS (wss://) with this ssl.SSLContext."""
         host, port = parse_ws_url(url)
         sock = socket.create_connection((host, port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:
+            sock = ssl_context.wrap_socket(sock, server_hostname=host)
         req, key = upgrade_request(host, port, path=path, extra_headers=extra_headers)
         sock.sendall(req)
         deadline = time.monotonic() + timeout

@@ -5,8 +5,12 @@
 
     python3 fake_relay.py --port 0 [--host 127.0.0.1] [--state-file F] [--require-auth]
                           [--rendezvous-base ws://IP:PORT]
+                          [--tls-cert PEM --tls-key PEM [--url-host NAME]]
 
 prints its base URL `http://127.0.0.1:P` as the first stdout line, then serves:
+(with --tls-cert/--tls-key everything, registry and rendezvous, is served over TLS only:
+the base URL is https://, the rendezvous URLs wss://; --url-host names the host in the URLs
+it hands out, e.g. localhost, default the --host address)
 
 Registry (RELAY.md §7), all POST with a JSON body:
   /cloud/environment/{id}/register   executor: {"security_profile", "executor_public_key"}
@@ -285,9 +289,12 @@ class Registration:
 
 
 class FakeRelay:
-    def __init__(self, host, state_file=None, require_auth=True, rendezvous_base=None):
+    def __init__(self, host, state_file=None, require_auth=True, rendezvous_base=None, tls=False,
+                 url_host=None):
         self.host = host
         self.rendezvous_base = rendezvous_base
+        self.tls = tls
+        self.url_host = url_host or host
         self.port = None
         self.state_file = state_file
         self.require_auth = require_auth
@@ -303,7 +310,7 @@ class FakeRelay:
 
     # -- bookkeeping
     def base(self):
-        return "http://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("https" if self.tls else "http", self.url_host, self.port)
 
     def add_log(self, entry):
         entry["n"] = len(self.log)
@@ -425,7 +432,7 @@ class FakeRelay:
     def _ws_base(self):
         if self.rendezvous_base:
             return self.rendezvous_base
-        return "ws://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("wss" if self.tls else "ws", self.url_host, self.port)
 
     async def _route(self, method, url, headers, body, entry):
         path = url.path
@@ -674,8 +681,15 @@ class FakeRelay:
 
 
 async def amain(args):
-    relay = FakeRelay(args.host, args.state_file, not args.no_require_auth, args.rendezvous_base)
-    server = await asyncio.start_server(relay.handle, args.host, args.port, limit=MAX_WS * 2)
+    ctx = None
+    if args.tls_cert:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+    relay = FakeRelay(args.host, args.state_file, not args.no_require_auth, args.rendezvous_base,
+                      tls=ctx is not None, url_host=args.url_host)
+    server = await asyncio.start_server(relay.handle, args.host, args.port, limit=MAX_WS * 2,
+                                        ssl=ctx)
     relay.port = server.sockets[0].getsockname()[1]
     relay.save_state()
     print(relay.base(), flush=True)
@@ -693,7 +707,13 @@ def main():
     ap.add_argument("--rendezvous-base", default=None, metavar="ws://IP:PORT",
                     help="hand out rendezvous URLs of another server (bench/rendezvous.c) instead of "
                          "this one's (same paths; that server then does the routing)")
+    ap.add_argument("--tls-cert", default=None, help="serve everything over TLS (PEM chain)")
+    ap.add_argument("--tls-key", default=None, help="the --tls-cert private key (PEM)")
+    ap.add_argument("--url-host", default=None,
+                    help="host name in the URLs handed out (default: --host)")
     args = ap.parse_args()
+    if bool(args.tls_cert) != bool(args.tls_key):
+        ap.error("--tls-cert and --tls-key go together")
     try:
         asyncio.run(amain(args))
     except KeyboardInterrupt:

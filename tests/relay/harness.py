@@ -55,20 +55,35 @@ KIND_TAGS = {v: k for k, v in KINDS.items()}
 # the noise shim
 
 
+def shim_sanitized(path):
+    """True when the shim links a sanitizer runtime (a -Db_sanitize build): ctypes in an
+    uninstrumented python aborts on loading it ("ASan runtime does not come first")."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return any(n in data for n in (b"libasan.so", b"libubsan.so", b"libtsan.so"))
+
+
 def shim_path():
+    """$UEXEC_NOISE_SHIM, else <build>/tests/relay/ beside $UEXEC_BIN, else build/ of this
+    checkout: the first that exists and is not a sanitized build (tests/sanitize.sh runs the
+    suite from build-asan, whose shim python cannot load), else the first that exists."""
+    cands = []
     p = os.environ.get("UEXEC_NOISE_SHIM")
     if p:
-        return p
-    cands = []
+        cands.append(p)
     ubin = os.environ.get("UEXEC_BIN")
     if ubin:
         cands.append(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(ubin))),
                                   "tests", "relay", "libnoise-shim.so"))
     cands.append(os.path.join(ROOT, "build", "tests", "relay", "libnoise-shim.so"))
-    for c in cands:
-        if os.path.exists(c):
+    existing = [c for c in cands if os.path.exists(c)]
+    for c in existing:
+        if not shim_sanitized(c):
             return c
-    return cands[0]
+    return existing[0] if existing else cands[0]
 
 
 _lib = None
@@ -345,19 +360,31 @@ class RegistryError(Exception):
         self.body = body
 
 
+# The ssl.SSLContext for https:// registries and wss:// rendezvous URLs (a fake relay run with
+# --tls-cert: its test CA); None: the system default.
+SSL_CONTEXT = None
+
+
+def urlopen(req, timeout=15):
+    url = req if isinstance(req, str) else req.full_url
+    if url.startswith("https://") and SSL_CONTEXT is not None:
+        return urllib.request.urlopen(req, timeout=timeout, context=SSL_CONTEXT)
+    return urllib.request.urlopen(req, timeout=timeout)
+
+
 def post_json(url, obj, token="test-harness-token", timeout=15):
     req = urllib.request.Request(url, data=json.dumps(obj).encode(), method="POST",
                                  headers={"content-type": "application/json",
                                           "authorization": "Bearer " + token})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urlopen(req, timeout=timeout) as r:
             return json.loads(r.read())
     except urllib.error.HTTPError as e:
         raise RegistryError(e.code, e.read().decode("utf-8", "replace"))
 
 
 def get_json(url, timeout=15):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
+    with urlopen(url, timeout=timeout) as r:
         return json.loads(r.read())
 
 
@@ -376,9 +403,15 @@ class Physical:
 
     def __init__(self, url):
         self.url = url
-        u = url[len("ws://"):] if url.startswith("ws://") else url
+        tls = url.startswith("wss://")
+        u = url.split("://", 1)[1] if "://" in url else url
         hostport, _, path = u.partition("/")
-        self.ws = wsclient.WebSocket.connect("ws://" + hostport, path="/" + path)
+        ctx = None
+        if tls:
+            import ssl
+            ctx = SSL_CONTEXT or ssl.create_default_context()
+        self.ws = wsclient.WebSocket.connect("ws://" + hostport, path="/" + path,
+                                             ssl_context=ctx)
         self.ws.auto_pong = True
         self.queues = collections.defaultdict(collections.deque)
         self.other = []        # text messages and malformed frames
@@ -447,7 +480,7 @@ class Stream:
         self.send_seq = 0
         self.recv_next = 0
         self.pending = {}
-        self.reasm = b""
+        self.reasm = bytearray()  # appended in place: bytes += is quadratic for big messages
         self.inbox = collections.deque()
         self.reset_reason = None
         self.msg2_payload = None
@@ -541,8 +574,8 @@ class Stream:
                 raise NoiseError("bad message length %d" % n)
             if len(self.reasm) < 4 + n:
                 break
-            self.inbox.append(self.reasm[4:4 + n])
-            self.reasm = self.reasm[4 + n:]
+            self.inbox.append(bytes(self.reasm[4:4 + n]))
+            del self.reasm[:4 + n]
 
     def recv_message(self, timeout=20.0):
         deadline = time.monotonic() + timeout

@@ -34,25 +34,33 @@ FAKE = os.path.join(HERE, "fake_relay.py")
 ENV_ID = "env1"
 TOKEN = "test-token-SECRET123"
 SHELL_PATH = "/usr/local/bin:/usr/bin:/bin"
+# what a sanitizer (ASan/UBSan/LSan/TSan build of the executor) writes on stderr
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "ERROR: ThreadSanitizer")
 
 
 def shim_missing():
     p = H.shim_path()
-    return None if os.path.exists(p) else (
-        "the noise shim %s is not built (ninja -C build, or set UEXEC_NOISE_SHIM)" % p)
+    if not os.path.exists(p):
+        return "the noise shim %s is not built (ninja -C build, or set UEXEC_NOISE_SHIM)" % p
+    if H.shim_sanitized(p):
+        return ("the noise shim %s is a sanitizer build that python cannot load; build the "
+                "plain tree too (ninja -C build) or point UEXEC_NOISE_SHIM at it" % p)
+    return None
 
 
 class Relay:
     """fake_relay.py + one executor registered at it."""
 
-    def __init__(self, argv_fn, tmp, env_extra=None, start_executor=True):
+    def __init__(self, argv_fn, tmp, env_extra=None, start_executor=True, relay_args=()):
         self.tmp = tmp
         self.relay_out = open(os.path.join(tmp, "relay.out"), "w+b")
-        self.relay = subprocess.Popen([PYTHON, FAKE, "--port", "0"], stdout=subprocess.PIPE,
+        self.relay = subprocess.Popen([PYTHON, FAKE, "--port", "0"] + list(relay_args),
+                                      stdout=subprocess.PIPE,
                                       stderr=open(os.path.join(tmp, "relay.err"), "wb"),
                                       stdin=subprocess.DEVNULL, start_new_session=True)
         self.base = self.relay.stdout.readline().decode().strip()
-        assert self.base.startswith("http://127.0.0.1:"), self.base
+        assert re.match(r"https?://(127\.0\.0\.1|localhost):", self.base), self.base
         self.home = os.path.join(tmp, "home")
         os.makedirs(self.home, exist_ok=True)
         self.work = os.path.join(tmp, "work")
@@ -82,17 +90,17 @@ class Relay:
 
     # -- the fake's log and knobs
     def log(self, since=0):
-        with urllib.request.urlopen("%s/_log?since=%d" % (self.base, since), timeout=10) as r:
+        with H.urlopen("%s/_log?since=%d" % (self.base, since), timeout=10) as r:
             return json.loads(r.read())
 
     def state(self):
-        with urllib.request.urlopen(self.base + "/_state", timeout=10) as r:
+        with H.urlopen(self.base + "/_state", timeout=10) as r:
             return json.loads(r.read())
 
     def control(self, **knobs):
         req = urllib.request.Request(self.base + "/_control", data=json.dumps(knobs).encode(),
                                      method="POST", headers={"content-type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with H.urlopen(req, timeout=10) as r:
             return json.loads(r.read())
 
     def requests(self, op):
@@ -124,6 +132,11 @@ class Relay:
                 return f.read().decode("utf-8", "replace")
         except OSError:
             return ""
+
+    def sanitizer_reports(self):
+        """Sanitizer report headers in the executor's stderr (a sanitized build; none else)."""
+        err = self.stderr_text()
+        return [m for m in SANITIZER_MARKERS if m in err]
 
     def harness(self, **kw):
         return H.Harness(self.base, ENV_ID, **kw)
@@ -162,6 +175,10 @@ def relay(executor_cmd, tmp_path):
     r.stop()
     assert alive, "the executor died during the test (exit %s); stderr:\n%s" % (
         r.exe.returncode, r.stderr_text()[-3000:])
+    # after stop(): LeakSanitizer reports at exit
+    reports = r.sanitizer_reports()
+    assert not reports, "sanitizer report in the executor's stderr: %s\n%s" % (
+        reports, r.stderr_text()[-6000:])
 
 
 # ---------------------------------------------------------------------------
@@ -703,6 +720,7 @@ def test_registration_conflict_retried(tmp_path, executor_cmd, executor_kind):
         run_echo(r, rpc, "p", "after-conflicts")
     finally:
         r.stop()
+    assert not r.sanitizer_reports(), r.stderr_text()[-6000:]
 
 
 def test_register_401_is_fatal(tmp_path, executor_cmd, executor_kind):
@@ -716,5 +734,6 @@ def test_register_401_is_fatal(tmp_path, executor_cmd, executor_kind):
         assert len(r.requests("register")) == 1
         if executor_kind == "uexec":
             assert TOKEN not in p.stderr
+        assert not [m for m in SANITIZER_MARKERS if m in p.stderr], p.stderr
     finally:
         r.stop()
