@@ -58,7 +58,7 @@ struct netconn {
 	char *host;
 	char port_str[8];
 	char peer[320];
-	bool tls, nodelay, is_ip;
+	bool tls, nodelay, is_ip, sensitive;
 	uint64_t timeout_ms;
 
 	enum nc_state state;
@@ -117,19 +117,29 @@ static bool nc_idle(const struct netconn *nc)
 	       uring_op_idle(&nc->timer.op);
 }
 
+/* Frees a chunk of the output queue, wiped first when it may hold a secret. */
+static void nc_chunk_free(struct netconn *nc, struct nc_chunk *c)
+{
+	if (nc->sensitive)
+		explicit_bzero(c->data, c->cap);
+	free(c);
+}
+
 static void nc_free(struct netconn *nc)
 {
 	struct nc_chunk *c, *n;
 
 	list_del(&nc->link);
 	list_for_each_entry_safe(c, n, &nc->outq, link)
-		free(c);
+		nc_chunk_free(nc, c);
 	if (nc->ai)
 		freeaddrinfo(nc->ai);
 	SSL_free(nc->ssl); /* frees both BIOs */
 	safe_close(nc->fd);
 	free(nc->rbuf);
 	free(nc->pbuf);
+	if (nc->scratch && nc->sensitive)
+		explicit_bzero(nc->scratch, nc->scratch_cap);
 	free(nc->scratch);
 	free(nc->host);
 	free(nc);
@@ -542,7 +552,7 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 		if (c->off == c->len) {
 			nc->app_queued -= nc->ssl ? c->app : 0;
 			list_del(&c->link);
-			free(c);
+			nc_chunk_free(nc, c);
 		}
 	}
 	if (!list_empty(&nc->outq)) {
@@ -758,6 +768,7 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 	nc->userdata = userdata;
 	nc->tls = cfg->tls;
 	nc->nodelay = cfg->nodelay;
+	nc->sensitive = cfg->sensitive;
 	nc->timeout_ms = cfg->connect_timeout_ms;
 	nc->reading = true;
 	list_init(&nc->outq);

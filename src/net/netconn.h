@@ -36,6 +36,7 @@ struct netconn_config {
 	bool tls;              /* TLS >= 1.2, peer verified, hostname (or IP literal) checked, SNI for names */
 	bool nodelay;          /* TCP_NODELAY */
 	uint64_t connect_timeout_ms; /* DNS + TCP connect + TLS handshake together; 0 = no limit */
+	bool sensitive;        /* what is sent holds a secret: queued bytes are wiped when freed */
 };
 
 struct netconn_handlers {

@@ -44,6 +44,11 @@ static void http_free(struct remote_http *h)
 	if (h->request)
 		explicit_bzero(h->request, h->request_len); /* it holds the credential */
 	free(h->request);
+	/* A validate answer may echo the authorization. */
+	if (h->in.data)
+		explicit_bzero(h->in.data, h->in.cap);
+	if (h->body.data)
+		explicit_bzero(h->body.data, h->body.cap);
 	buf_done(&h->in);
 	buf_done(&h->body);
 	free(h);
@@ -72,6 +77,8 @@ static void http_finish(struct remote_http *h, int err, const char *why)
 	}
 	fn(ud, err, why, status, err ? NULL : (const char *)body.data,
 	   err || !body.len ? 0 : body.len - 1);
+	if (body.data)
+		explicit_bzero(body.data, body.cap);
 	buf_done(&body);
 }
 
@@ -224,6 +231,7 @@ struct remote_http *remote_http_post(struct remote *r, enum registry_op op, cons
 		.tls = r->base.tls,
 		.nodelay = true,
 		.connect_timeout_ms = timeout_ms,
+		.sensitive = true, /* the credential, a harness authorization */
 	};
 	struct remote_http *h = calloc(1, sizeof(*h));
 	int q;

@@ -126,6 +126,8 @@ void remote_ws_close(struct remote_ws *w);
 #define REMOTE_AUTH_REJECTED "codex-registry-authentication-rejected/v1"
 /* The link's send queue above which streams wait their turn (round robin). */
 #define REMOTE_LINK_HIGH_WATER (1u << 20)
+/* The link's send queue above which it is closed (control frames bypass the high water). */
+#define REMOTE_LINK_MAX_QUEUED (16u << 20)
 
 enum remote_state {
 	REMOTE_REGISTERING,
@@ -152,10 +154,9 @@ struct remote_stream {
 	struct remote_deadline validation_deadline;
 	/* active: the connection it carries */
 	struct conn *conn;
-	/* forward mode: the destination, and what the harness sent before it opened */
+	/* forward mode: the destination */
 	struct remote_ws *fwd;
 	bool fwd_open;
-	struct buf early;
 	/* Inside a call that may end the stream: freeing waits for its end. */
 	unsigned busy;
 	bool doomed;
@@ -190,6 +191,8 @@ struct remote {
 	struct uring_timer timer;
 	struct list_head deadlines;
 	struct remote_deadline backoff_deadline;
+	struct remote_deadline drop_deadline; /* a send failed: end the link from the loop */
+	const char *drop_why;
 };
 
 /* remote-link.c */

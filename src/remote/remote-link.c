@@ -84,6 +84,7 @@ static void on_closed(struct remote_ws *w, int err, int http_status, const char 
 	bool refused = http_status >= 400 && http_status <= 499;
 
 	r->ws = NULL;
+	remote_deadline_clear(&r->drop_deadline);
 	if (r->state == REMOTE_SERVING)
 		log_warning("Relay link closed: %s", why);
 	else if (http_status)
@@ -141,15 +142,50 @@ void remote_link_connect(struct remote *r)
 	}
 }
 
+static void on_drop_deadline(struct remote_deadline *d)
+{
+	struct remote *r = container_of(d, struct remote, drop_deadline);
+
+	remote_link_drop(r, r->drop_why);
+}
+
+/*
+ * A failed send ends the link from the loop, not under the caller: the
+ * stream that sent is still in use there (freeing every stream now would
+ * free it under its own hands).
+ */
+static void link_drop_later(struct remote *r, const char *why)
+{
+	if (remote_deadline_armed(&r->drop_deadline))
+		return;
+	r->drop_why = why;
+	remote_deadline_set(r, &r->drop_deadline, 0, on_drop_deadline);
+}
+
+/*
+ * The outbound queue's bound (RELAY.md §4.2: a full outbound queue closes the
+ * physical connection): Data frames wait below REMOTE_LINK_HIGH_WATER, but
+ * resets, handshakes and Pongs do not, and a rendezvous that stops reading
+ * must not grow them without end until the Pong deadline.
+ */
+static bool link_queue_full(struct remote *r)
+{
+	if (remote_ws_queued(r->ws) <= REMOTE_LINK_MAX_QUEUED)
+		return false;
+	link_drop_later(r, "write queue full");
+	return true;
+}
+
 bool remote_link_send_frame(struct remote *r, const void *frame, size_t len)
 {
 	int q;
 
-	if (!r->ws || r->state != REMOTE_SERVING)
+	if (!r->ws || r->state != REMOTE_SERVING || remote_deadline_armed(&r->drop_deadline) ||
+	    link_queue_full(r))
 		return false;
 	q = remote_ws_send(r->ws, true, frame, len);
 	if (q < 0) {
-		remote_link_drop(r, "write_error");
+		link_drop_later(r, "write_error");
 		return false;
 	}
 	return true;
@@ -157,7 +193,7 @@ bool remote_link_send_frame(struct remote *r, const void *frame, size_t len)
 
 uint8_t *remote_link_frame_reserve(struct remote *r, size_t len)
 {
-	if (!r->ws || r->state != REMOTE_SERVING)
+	if (!r->ws || r->state != REMOTE_SERVING || remote_deadline_armed(&r->drop_deadline))
 		return NULL;
 	return remote_ws_send_reserve(r->ws, len);
 }
@@ -165,7 +201,7 @@ uint8_t *remote_link_frame_reserve(struct remote *r, size_t len)
 bool remote_link_frame_commit(struct remote *r)
 {
 	if (remote_ws_send_commit(r->ws) < 0) {
-		remote_link_drop(r, "write_error");
+		link_drop_later(r, "write_error");
 		return false;
 	}
 	return true;
@@ -173,6 +209,7 @@ bool remote_link_frame_commit(struct remote *r)
 
 void remote_link_drop(struct remote *r, const char *why)
 {
+	remote_deadline_clear(&r->drop_deadline);
 	if (!r->ws)
 		return;
 	log_warning("Relay link closed: %s", why);

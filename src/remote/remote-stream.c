@@ -75,7 +75,6 @@ static void stream_free(struct remote_stream *s, const char *why)
 	}
 	if (s->fwd)
 		remote_ws_close(s->fwd);
-	buf_done(&s->early);
 	if (s->active)
 		log_info("Relay stream %s closed: %s", s->id, why);
 	free(s->id);
@@ -228,8 +227,22 @@ static void fwd_message_in(struct conn *c, const char *data, size_t len)
 {
 	struct remote_stream *s = c->carrier_owner;
 
-	if (remote_ws_send(s->fwd, true, data, len) < 0)
+	if (remote_ws_send(s->fwd, true, data, len) < 0) {
 		stream_reset(s, "forwarding to the destination failed");
+		return;
+	}
+	/* A destination that does not read: the harness's messages wait (bounded) in c->in. */
+	if (remote_ws_queued(s->fwd) > s->r->srv->cfg.max_queued_bytes)
+		conn_carried_pause(c, true);
+}
+
+/* The destination took everything: the harness's messages flow again. */
+static void fwd_to_dest_drained(struct remote_ws *w)
+{
+	struct remote_stream *s = remote_ws_userdata(w);
+
+	if (s->conn)
+		conn_carried_pause(s->conn, false);
 }
 
 static void fwd_drained(struct conn *c)
@@ -250,18 +263,11 @@ static const struct conn_carrier fwd_carrier = {
 static void fwd_open(struct remote_ws *w)
 {
 	struct remote_stream *s = remote_ws_userdata(w);
-	int q = 0;
 
 	s->fwd_open = true;
-	if (s->early.len) {
-		s->busy++;
-		q = conn_carried_input(s->conn, s->early.data, s->early.len);
-		buf_done(&s->early);
-		if (!stream_unbusy(s, "connection closed"))
-			return;
-	}
-	if (q < 0)
-		stream_reset(s, "input over the limit");
+	/* What the harness sent meanwhile waited in the connection's input. */
+	if (s->conn)
+		conn_carried_pause(s->conn, false);
 }
 
 static void fwd_from_dest(struct remote_ws *w, bool binary, const uint8_t *p, size_t n)
@@ -300,6 +306,7 @@ static void fwd_closed(struct remote_ws *w, int err, int http_status, const char
 static const struct remote_ws_handlers fwd_handlers = {
 	.open = fwd_open,
 	.message = fwd_from_dest,
+	.drained = fwd_to_dest_drained,
 	.closed = fwd_closed,
 };
 
@@ -317,6 +324,8 @@ static int stream_activate(struct remote_stream *s)
 	if (q < 0)
 		return q;
 	if (r->opt.forward) {
+		/* Until the destination is open, the harness's messages wait. */
+		conn_carried_pause(s->conn, true);
 		struct remote_ws_config cfg = {
 			.url = r->opt.forward,
 			.max_frame = FORWARD_MAX_MESSAGE,
@@ -525,11 +534,6 @@ static int on_record(void *ctx, const uint8_t *ct, size_t len)
 		return -EMSGSIZE;
 	if (s->doomed)
 		return -ECANCELED;
-	if (s->r->opt.forward && !s->fwd_open) {
-		if (s->early.len + (size_t)n > RELAY_MESSAGE_MAX + 4)
-			return -ENOBUFS;
-		return buf_append(&s->early, pt, (size_t)n);
-	}
 	q = conn_carried_input(s->conn, pt, (size_t)n);
 	sodium_memzero(pt, (size_t)n);
 	return q;

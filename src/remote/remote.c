@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "conn.h"
+#include "http-client.h"
 #include "log.h"
 #include "noise.h"
 #include "remote-internal.h"
@@ -157,6 +158,21 @@ static int remote_parse_options(struct remote *r)
 	return check_destination(r);
 }
 
+/* forward's destination for the log: scheme, host and port only (a query may hold a token). */
+static void log_forward_destination(const char *url)
+{
+	struct http_url u = { 0 };
+	const char *reason = NULL;
+
+	if (http_url_parse(url, &u, &reason) < 0) {
+		log_info("Forwarding every relay stream to the --connect URL");
+		return;
+	}
+	log_info("Forwarding every relay stream to %s://%s%s%s:%u", u.tls ? "wss" : "ws",
+		 u.ipv6 ? "[" : "", u.host, u.ipv6 ? "]" : "", (unsigned)u.port);
+	http_url_done(&u);
+}
+
 int remote_start(struct server *s, const struct remote_options *o)
 {
 	struct remote *r;
@@ -189,7 +205,7 @@ int remote_start(struct server *s, const struct remote_options *o)
 		 r->base.tls ? "https://" : "http://", r->base.host, r->environment_id,
 		 NOISE_PROTOCOL_NAME, noise_aead_impl());
 	if (r->opt.forward)
-		log_info("Forwarding every relay stream to %s", r->opt.forward);
+		log_forward_destination(r->opt.forward);
 	remote_register(r);
 	return 0;
 }

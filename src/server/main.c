@@ -198,6 +198,13 @@ static int parse_forward(int argc, char **argv, struct config *cfg)
 	return -1;
 }
 
+/* Every variable a registry credential may come from. */
+static const char *const credential_vars[] = {
+	"CODEX_API_KEY",
+	"CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN",
+	"CODEX_ACCESS_TOKEN",
+};
+
 /*
  * Takes the credential out of the environment: copied, the variable's bytes
  * overwritten (they also show in /proc/PID/environ) and unset, so that no
@@ -240,27 +247,36 @@ static int check_remote_args(struct config *cfg, bool listen_given, bool agent_a
 	if (agent_auth) {
 		cfg->remote_credential_source = "CODEX_ACCESS_TOKEN";
 		cfg->remote_credential = take_credential("CODEX_ACCESS_TOKEN");
+	} else {
+		cfg->remote_credential_source = "CODEX_API_KEY";
+		cfg->remote_credential = take_credential("CODEX_API_KEY");
 		if (!cfg->remote_credential) {
-			fprintf(stderr, "Error: CODEX_ACCESS_TOKEN is required when "
-					"--use-agent-identity-auth is set\n");
-			return 1;
+			cfg->remote_credential_source = "CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN";
+			cfg->remote_credential =
+				take_credential("CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN");
 		}
-		return -1;
 	}
-	cfg->remote_credential_source = "CODEX_API_KEY";
-	cfg->remote_credential = take_credential("CODEX_API_KEY");
-	if (!cfg->remote_credential) {
-		cfg->remote_credential_source = "CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN";
-		cfg->remote_credential = take_credential("CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN");
+	/* Whichever was not used must not reach children either. */
+	for (size_t i = 0; i < ELEMENTSOF(credential_vars); i++)
+		free((char *)take_credential(credential_vars[i]));
+	if (!cfg->remote_credential && agent_auth) {
+		fprintf(stderr, "Error: CODEX_ACCESS_TOKEN is required when "
+				"--use-agent-identity-auth is set\n");
+		return 1;
 	}
-	/* The other one must not reach children either. */
-	free((char *)take_credential("CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN"));
 	if (!cfg->remote_credential) {
 		fprintf(stderr, "Error: remote exec-server registration requires API key "
 				"authentication; set CODEX_API_KEY (or "
 				"CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN)\n");
 		return 1;
 	}
+	/* It goes into an HTTP header: no control characters (header injection). */
+	for (const char *p = cfg->remote_credential; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			fprintf(stderr, "Error: %s holds a control character\n",
+				cfg->remote_credential_source);
+			return 1;
+		}
 	return -1;
 }
 

@@ -666,7 +666,8 @@ static void handle_carried(struct conn *c)
 {
 	size_t off = 0;
 
-	while (c->state == CONN_OPEN && !c->read_blocked && c->in.len - off >= 4) {
+	while (c->state == CONN_OPEN && !c->read_blocked && !c->carrier_paused &&
+	       c->in.len - off >= 4) {
 		const uint8_t *p = c->in.data + off;
 		uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 
@@ -683,6 +684,15 @@ static void handle_carried(struct conn *c)
 	}
 	if (c->state != CONN_DEAD)
 		buf_consume(&c->in, off);
+}
+
+void conn_carried_pause(struct conn *c, bool paused)
+{
+	if (c->carrier_paused == paused)
+		return;
+	c->carrier_paused = paused;
+	if (!paused && c->state == CONN_OPEN)
+		conn_input_resume(c);
 }
 
 int conn_carried_input(struct conn *c, const uint8_t *p, size_t n)

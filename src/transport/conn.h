@@ -116,6 +116,7 @@ struct conn {
 	/* CONN_CARRIED: the owner and its calls (NULL once it let go). */
 	const struct conn_carrier *carrier;
 	void *carrier_owner;
+	bool carrier_paused; /* conn_carried_pause() */
 };
 
 /*
@@ -156,6 +157,12 @@ int conn_new_carried(struct server *s, const char *peer, const struct conn_carri
  */
 #define CONN_CARRIED_SLACK (8u << 20)
 int conn_carried_input(struct conn *c, const uint8_t *p, size_t n);
+/*
+ * The owner stops (true) or resumes (false) the dispatch of a carried
+ * connection's input, e.g. while the place messages go is full; input keeps
+ * being accepted up to conn_carried_input()'s bound meanwhile.
+ */
+void conn_carried_pause(struct conn *c, bool paused);
 /*
  * The next output of a carried connection: up to max bytes of the first
  * queued message, never bytes of two messages (upstream senders cut each

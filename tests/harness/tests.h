@@ -72,7 +72,8 @@ void tests_skip(const char *why) __attribute__((noreturn));
 
 #define ASSERT_MEMEQ(expected, actual, n)                                                \
 	do {                                                                             \
-		if (memcmp((expected), (actual), (n)) != 0)                              \
+		/* n == 0: equal, whatever the pointers (memcmp wants non-NULL). */  \
+		if ((n) != 0 && memcmp((expected), (actual), (n)) != 0)                 \
 			tests_fail(__FILE__, __LINE__, "%s: %zu bytes differ", #actual,  \
 				   (size_t)(n));                                         \
 	} while (0)

@@ -576,16 +576,17 @@ def _rss_kib(pid):
     return 0
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: forward mode has no backpressure from "
-                   "the destination to the harness (fwd_message_in queues into the destination's "
-                   "netconn without bound)")
 def test_forward_slow_destination_bounds_memory(relays):
     """A harness that keeps sending to a destination that does not read must not grow
-    uexec's memory without bound: 96 MiB sent, at most 48 MiB more resident (the stream's
-    input limit is --max-message-bytes + 4 + 8 MiB; a reset is fine too)."""
+    uexec's memory without bound: 96 MiB sent, at most 48 MiB more resident. With
+    --max-message-bytes 8 MiB the bound is the destination's queue (--max-queued-bytes,
+    8 MiB, then the stream pauses) + the stream's waiting input (--max-message-bytes + 4 +
+    8 MiB, then it is reset) + one message in flight; without backpressure it grew by 104 MiB."""
     dest = StuckDestination()
     try:
-        r = relays(remote_argv("forward", "--connect", dest.url))
+        r = relays(lambda base, env_id: [UEXEC_BIN, "--max-message-bytes", str(8 << 20),
+                                         "--remote", base, "--environment-id", env_id,
+                                         "forward", "--connect", dest.url])
         s = r.harness().open_stream()
         s.send_message(b'{"id":1,"method":"initialize","params":{"clientName":"x"}}')
         time.sleep(0.5)
