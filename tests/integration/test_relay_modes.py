@@ -568,6 +568,12 @@ class StuckDestination:
             c.close()
 
 
+def _sanitized(pid):
+    """ASan (tests/sanitize.sh) keeps freed memory in quarantine: RSS says nothing there."""
+    with open("/proc/%d/maps" % pid) as f:
+        return "libasan" in f.read()
+
+
 def _rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for ln in f:
@@ -601,6 +607,9 @@ def test_forward_slow_destination_bounds_memory(relays):
             peak = max(peak, _rss_kib(r.exe.pid))
         time.sleep(1)
         peak = max(peak, _rss_kib(r.exe.pid))
+        if _sanitized(r.exe.pid):
+            # The sends above still ran through ASan; only the RSS bound means nothing there.
+            pytest.skip("ASan keeps freed memory in quarantine: RSS says nothing under it")
         assert peak - before < 48 * 1024, "uexec grew by %d MiB" % ((peak - before) // 1024)
     finally:
         dest.close()
