@@ -162,7 +162,9 @@ class Server:
         return self.stderr()[-n:].decode("utf-8", "replace")
 
     def connect(self, initialize=True, **kw):
-        return wsclient.connect(self.url, initialize=initialize, **kw)
+        c = wsclient.connect(self.url, initialize=initialize, **kw)
+        c.landlock_level = self.landlock_level   # what this server's sandboxes use
+        return c
 
     def ws(self, **kw):
         return wsclient.WebSocket.connect(self.url, **kw)
