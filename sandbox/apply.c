@@ -319,6 +319,16 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 			return r;
 	if (pl->private_dev && (r = private_dev(pl, tty_fd, step)) < 0)
 		return r;
+	/*
+	 * A slave namespace receives the host's later mounts (an automount the
+	 * command triggers) with their own flags: read-write, dev. Landlock's
+	 * filesystem rules still refuse writes there; without them (ABI 0, or
+	 * ABI 1 for root-read policies) nothing would, so stop receiving. The
+	 * cost: a host unmount no longer reaches this namespace either.
+	 */
+	*step = "making mounts private";
+	if (!pl->ll_fs && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
 	return 0;
 }
 

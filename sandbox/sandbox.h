@@ -51,7 +51,9 @@ struct sandbox_features {
  *   ABI 2 refer (reparenting)   -> at ABI 1 a Landlock filesystem domain forbids
  *                                  every cross-directory rename and link, so it is
  *                                  only built when reads are restricted
- *   ABI 1 filesystem            -> mounts; restricted reads need it (refused at 0)
+ *   ABI 1 filesystem            -> mounts, made private (no host mount arrives
+ *                                  read-write later); restricted reads need it
+ *                                  (refused at 0)
  */
 #define SANDBOX_LANDLOCK_ABI_SCOPE 6 /* signal and abstract-socket scoping */
 #define SANDBOX_LANDLOCK_ABI_NEWEST 7

@@ -470,3 +470,43 @@ def test_no_pid_namespace_below_abi6_refused(server_factory, uniq, area, copy_wi
                             "this kernel offers Landlock ABI %d and uexec-init was not found"
                             % lvl in log_of(srv), what="the refusal logged")
     c.ws.abort()
+
+
+def test_host_mount_made_later(server_factory, uniq, area, level):
+    """A mount the host makes while a sandbox runs (an automount its own access
+    triggers, a USB stick) must not appear writable in the sandbox: the mount
+    namespace receives host mounts (slave) only where Landlock's filesystem rules
+    stop writes anyway; without them (level 0, level 1 for root-read policies) it is
+    private, and the new mount is not seen."""
+    parent = os.path.join(area.out, "shared")
+    os.makedirs(parent)
+    # a shared mount, as / is on systemd hosts (propagation reaches slaves only from one)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "uexec-parent", parent], check=True)
+    subprocess.run(["mount", "--make-shared", parent], check=True)
+    mnt = os.path.join(parent, "later")
+    os.makedirs(mnt)
+    gate = os.path.join(area.base, "gate")
+    try:
+        _mount_later(server_factory, uniq, area, level, mnt, gate)
+    finally:
+        subprocess.run(["umount", "-R", parent], check=False)
+
+
+def _mount_later(server_factory, uniq, area, level, mnt, gate):
+    srv = level_factory(server_factory, level)()
+    c = srv.connect()
+    pid, _ = ts.start(c, uniq, ["/bin/bash", "-c",
+                                "echo ready; while [ ! -e %s ]; do sleep 0.05; done; "
+                                "echo x > %s/planted; echo rc=$?; mknod %s/n c 1 3; "
+                                "ls -A %s" % (gate, mnt, mnt, mnt)],
+                      area.ws, ws_policy(area.ws))
+    run = c.collect_until_output(pid, "ready")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "uexec-later", mnt], check=True)
+    try:
+        open(gate, "w").close()
+        run = c.collect(pid, run=run)
+        assert not os.path.exists(os.path.join(mnt, "planted")), text(run)
+        assert "rc=1" in text(run), text(run)
+    finally:
+        subprocess.run(["umount", mnt], check=False)
+    c.ws.abort()
