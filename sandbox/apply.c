@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,11 +40,16 @@ static const char *const dev_nodes[] = {
 	"null", "zero", "full", "random", "urandom", "tty",
 };
 
-static int set_ro(const char *path, unsigned flags)
+static int set_attr(const char *path, unsigned flags, uint64_t set, uint64_t clr)
 {
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
+	struct mount_attr a = { .attr_set = set, .attr_clr = clr };
 
 	return mount_setattr(AT_FDCWD, path, flags, &a, sizeof(a)) < 0 ? -errno : 0;
+}
+
+static int set_ro(const char *path, unsigned flags)
+{
+	return set_attr(path, flags, MOUNT_ATTR_RDONLY, 0);
 }
 
 static int bind_ro(const char *path)
@@ -154,12 +160,17 @@ static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **s
 		if (r >= 0 && move_mount(dev_fds[i], "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			r = -errno;
 		close(dev_fds[i]);
+		/* The only device nodes of the view: the tree is nodev. */
+		if (r >= 0)
+			r = set_attr(path, 0, 0, MOUNT_ATTR_NODEV);
 	}
 	if (r >= 0 && console >= 0) {
 		*step = "binding the terminal as /dev/console";
 		r = touch("/dev/console");
 		if (r >= 0 && move_mount(console, "", AT_FDCWD, "/dev/console", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			r = -errno;
+		if (r >= 0)
+			r = set_attr("/dev/console", 0, 0, MOUNT_ATTR_NODEV);
 	}
 	if (console >= 0)
 		close(console);
@@ -246,8 +257,14 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 		if (pl->rw_fds[i] < 0)
 			return -errno;
 	}
+	/*
+	 * nodev as well (as bubblewrap's binds): a device node anywhere on disk
+	 * opens only through the private /dev, so neither a read-only mount
+	 * (which does not stop writes to devices) nor a missing Landlock
+	 * IOCTL_DEV (ABI 5) leaves one reachable.
+	 */
 	*step = "making the tree read-only";
-	r = set_ro("/", AT_RECURSIVE);
+	r = set_attr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV, 0);
 	if (r < 0)
 		return r;
 	for (unsigned ph = 0; ph <= pl->max_phase; ph++) {
@@ -264,6 +281,8 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 			if (move_mount(pl->rw_fds[i], "", AT_FDCWD, pl->rw[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
 				return -errno;
 			close(pl->rw_fds[i]);
+			if ((r = set_attr(pl->rw[i], AT_RECURSIVE, MOUNT_ATTR_NODEV, 0)) < 0)
+				return r;
 		}
 		*step = "binding a read-only path";
 		for (size_t i = 0; i < pl->n_ro; i++)
@@ -300,6 +319,16 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 			return r;
 	if (pl->private_dev && (r = private_dev(pl, tty_fd, step)) < 0)
 		return r;
+	/*
+	 * A slave namespace receives the host's later mounts (an automount the
+	 * command triggers) with their own flags: read-write, dev. Landlock's
+	 * filesystem rules still refuse writes there; without them (ABI 0, or
+	 * ABI 1 for root-read policies) nothing would, so stop receiving. The
+	 * cost: a host unmount no longer reaches this namespace either.
+	 */
+	*step = "making mounts private";
+	if (!pl->ll_fs && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -347,18 +376,25 @@ static int drop_capabilities(const struct sandbox_plan *pl, const char **step)
 static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 {
 	struct ll_ruleset_attr attr = {
-		.handled_access_fs = pl->restrict_fs ? ll_fs_all(pl->landlock_abi) : 0,
-		.handled_access_net = pl->restrict_net ? LL_NET_BIND_TCP | LL_NET_CONNECT_TCP : 0,
-		.scoped = LL_SCOPE_SIGNAL | (pl->restrict_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0),
+		.handled_access_fs = pl->ll_fs,
+		.handled_access_net = pl->ll_net,
+		.scoped = pl->ll_scoped,
 	};
+	/* The attribute as the plan's ABI knows it: fs only before 4, no scope before 6. */
+	size_t size = pl->landlock_abi >= 6   ? sizeof(attr)
+		      : pl->landlock_abi >= 4 ? offsetof(struct ll_ruleset_attr, scoped)
+					      : offsetof(struct ll_ruleset_attr, handled_access_net);
 	int rs, r = 0;
 
+	/* Nothing this level can handle (ABI 0, or ABI 1-3 without a filesystem ruleset). */
+	if (!attr.handled_access_fs && !attr.handled_access_net && !attr.scoped)
+		return 0;
 	*step = "creating the Landlock ruleset";
-	rs = ll_create_ruleset(&attr, sizeof(attr), 0);
+	rs = ll_create_ruleset(&attr, size, 0);
 	if (rs < 0)
 		return -errno;
 	*step = "adding a Landlock rule";
-	for (size_t i = 0; i < pl->n_ll; i++) {
+	for (size_t i = 0; i < pl->n_ll && attr.handled_access_fs; i++) {
 		struct ll_path_beneath_attr pb;
 		int fd = open(pl->ll[i].path, O_PATH | O_CLOEXEC);
 
@@ -417,12 +453,20 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 		*step = "unshare(CLONE_NEWCGROUP)";
 		if (unshare(CLONE_NEWCGROUP) < 0)
 			return -errno;
-		/* Full-disk write too needs a mount namespace for the step below. */
-		*step = "unshare(CLONE_NEWNS)";
-		if (!pl->restrict_fs &&
-		    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0))
-			return -errno;
 	}
+	/*
+	 * Network restricted below Landlock ABI 6: a network namespace of its
+	 * own (no interface but a down loopback) scopes abstract unix sockets
+	 * and is a second wall behind seccomp for TCP.
+	 */
+	*step = "unshare(CLONE_NEWNET)";
+	if (pl->net_ns && unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	/* Full-disk write too needs a mount namespace for the cgroup and /proc steps below. */
+	*step = "unshare(CLONE_NEWNS)";
+	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns) &&
+	    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0))
+		return -errno;
 	if (pl->restrict_fs && (r = apply_mounts(pl, tty_fd, step)) < 0)
 		return r;
 	/*
@@ -441,7 +485,8 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 	 */
 	*step = "mounting /proc";
 	if (pl->pid_ns && mount("proc", "/proc", "proc",
-				MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+				(pl->restrict_fs ? MS_RDONLY : 0) | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				NULL) < 0)
 		return -errno;
 	return 0;
 }
@@ -455,7 +500,7 @@ int sandbox_plan_apply_creds(const struct sandbox_plan *pl, const char **step)
 	*step = "no_new_privs";
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
-	/* Full-disk write too: Landlock's scoping keeps signals and TCP in check. */
+	/* Full-disk write too: Landlock's scoping keeps signals and TCP in check (ABI 4, 6). */
 	if ((r = apply_landlock(pl, step)) < 0)
 		return r;
 	*step = "seccomp";

@@ -23,10 +23,13 @@ struct sandbox_plan {
 	bool restrict_net;
 	int cgroup_fd;       /* the listener guard's cgroup (network access), or -1 */
 	bool pid_ns;         /* own PID namespace, with uexec's init as pid 1 (spawn.c) */
+	bool net_ns;         /* own network namespace (network restricted below Landlock ABI 6) */
 	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
 	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;
 	int landlock_abi;
+	/* What the Landlock ruleset handles (all 0: no Landlock domain at all). */
+	uint64_t ll_fs, ll_net, ll_scoped;
 	unsigned cap_last_cap;
 
 	char **rw;         /* writable roots (canonical, by depth) */

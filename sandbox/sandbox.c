@@ -130,7 +130,7 @@ static int probe_mount_ns(void)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
 }
 
-int sandbox_probe(struct sandbox_features *f)
+int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)
 {
 	FILE *fp;
 	int r;
@@ -145,15 +145,17 @@ int sandbox_probe(struct sandbox_features *f)
 	}
 
 	r = ll_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-	f->landlock_abi = r > 0 ? r : 0;
+	f->landlock_abi_kernel = r > 0 ? r : 0;
+	f->landlock_abi = f->landlock_abi_kernel;
+	/* Newer ABIs only add audit flags so far: 7 is the newest this code knows. */
+	if (f->landlock_abi > SANDBOX_LANDLOCK_ABI_NEWEST)
+		f->landlock_abi = SANDBOX_LANDLOCK_ABI_NEWEST;
+	if (landlock_abi_max >= 0 && f->landlock_abi > landlock_abi_max)
+		f->landlock_abi = landlock_abi_max;
 	f->seccomp = sandbox_seccomp_build(&f->filters) >= 0;
 	f->mount_ns = geteuid() == 0 && probe_mount_ns() >= 0;
 
-	if (f->landlock_abi < SANDBOX_MIN_LANDLOCK_ABI)
-		snprintf(f->missing, sizeof(f->missing),
-			 "Landlock ABI %d (need %d: kernel >= 6.12 with CONFIG_SECURITY_LANDLOCK and lsm=landlock)",
-			 f->landlock_abi, SANDBOX_MIN_LANDLOCK_ABI);
-	else if (!f->seccomp)
+	if (!f->seccomp)
 		snprintf(f->missing, sizeof(f->missing), "seccomp filters (libseccomp export failed)");
 	else if (!f->mount_ns)
 		snprintf(f->missing, sizeof(f->missing),
@@ -161,6 +163,25 @@ int sandbox_probe(struct sandbox_features *f)
 					: "root privileges for mount namespaces (uexec runs as uid %d)",
 			 (int)geteuid());
 	return 0;
+}
+
+const char *sandbox_describe(const struct sandbox_features *f, char *buf, size_t size)
+{
+	int abi = f->landlock_abi;
+	bool scope = abi >= SANDBOX_LANDLOCK_ABI_SCOPE;
+	const char *fs = abi >= 2 ? " + Landlock" : abi == 1 ? " + Landlock where reads are restricted" : "";
+
+	snprintf(buf, size,
+		 "Sandbox mechanisms at Landlock ABI %d: writes: read-only mounts%s; truncate: "
+		 "read-only mounts%s; devices and their ioctls: nodev mounts%s; restricted reads: %s; "
+		 "restricted network: seccomp%s%s; signals: %s",
+		 abi, fs, abi >= 3 ? " + Landlock" : "", abi >= 5 ? " + Landlock" : "",
+		 abi >= 1 ? "Landlock" : "refused (no Landlock)", abi >= 4 ? " + Landlock TCP" : "",
+		 scope ? " + Landlock abstract-socket scoping" : " + a network namespace",
+		 scope ? (f->pid_ns ? "Landlock scoping + PID namespace" : "Landlock scoping")
+		 : f->pid_ns ? "PID namespace"
+			     : "refused (below ABI 6 without uexec-init)");
+	return buf;
 }
 
 void sandbox_features_done(struct sandbox_features *f)
@@ -467,9 +488,27 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	int r = 0;
 
 	err[0] = 0;
-	if (f->missing[0] || !f->seccomp || f->landlock_abi < SANDBOX_MIN_LANDLOCK_ABI ||
-	    (!p->full_write && !f->mount_ns)) {
+	if (f->missing[0] || !f->seccomp || (!p->full_write && !f->mount_ns)) {
 		snprintf(err, errsz, "this host lacks %s", f->missing[0] ? f->missing : "mount namespaces");
+		return -EOPNOTSUPP;
+	}
+	/*
+	 * Below ABI 6 nothing but a PID namespace keeps uid 0 from signalling
+	 * the server and every other root process. The fs helper is uexec's
+	 * own code running one request: it signals no one.
+	 */
+	if (!fs_helper && f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !f->pid_ns) {
+		snprintf(err, errsz,
+			 "signal scoping needs Landlock ABI %d or a PID namespace: this kernel offers "
+			 "Landlock ABI %d and uexec-init was not found",
+			 SANDBOX_LANDLOCK_ABI_SCOPE, f->landlock_abi);
+		return -EOPNOTSUPP;
+	}
+	/* The mount view binds everything readable: only Landlock narrows reads. */
+	if (!p->full_read && !p->full_write && f->landlock_abi < 1) {
+		snprintf(err, errsz,
+			 "restricted read access (minimal or explicit read entries without root) needs "
+			 "Landlock filesystem rules: this kernel offers none (Landlock ABI 0)");
 		return -EOPNOTSUPP;
 	}
 	if (p->n_deny_globs > 0) {
@@ -491,6 +530,16 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 					 : &f->filters.open_net;
 	pl->landlock_abi = f->landlock_abi;
 	pl->cap_last_cap = f->cap_last_cap;
+	/*
+	 * Abstract unix sockets are per network namespace: below ABI 6 a
+	 * private one is their only scope (seccomp leaves sendmsg), and it
+	 * backs TCP too (as bubblewrap --unshare-net). Not for the helper.
+	 */
+	pl->net_ns = pl->restrict_net && !fs_helper && f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE;
+	if (f->landlock_abi >= 4 && pl->restrict_net)
+		pl->ll_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+	if (f->landlock_abi >= SANDBOX_LANDLOCK_ABI_SCOPE)
+		pl->ll_scoped = LL_SCOPE_SIGNAL | (pl->restrict_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0);
 
 	if (p->full_write) {
 		/*
@@ -509,6 +558,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		}
 		pl->drop_caps = true;
 		pl->keep_caps = FULL_WRITE_CAPS;
+		/* Below ABI 6 its signals are scoped by a PID namespace only. */
+		pl->pid_ns = f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !fs_helper;
 		*ret = pl;
 		return 0;
 	}
@@ -517,6 +568,13 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->drop_caps = true;
 	/* Not for the fs helper: one short request, nothing to hide from it. */
 	pl->pid_ns = f->pid_ns && !fs_helper;
+	/*
+	 * Landlock on the filesystem from ABI 2 on; at ABI 1 only where reads are
+	 * restricted (it is the only way to narrow them): an ABI 1 domain
+	 * refuses every cross-directory rename or link (EXDEV), which breaks git.
+	 */
+	if (f->landlock_abi >= 2 || (f->landlock_abi == 1 && !p->full_read))
+		pl->ll_fs = ll_fs_all(f->landlock_abi);
 
 	/* Writable roots: existing ones, canonical (a symlinked root binds its target). */
 	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {

@@ -24,7 +24,8 @@
 struct netguard;
 
 struct sandbox_features {
-	int landlock_abi;     /* 0: no Landlock */
+	int landlock_abi;     /* the ABI sandboxes use: the kernel's, capped (0: no Landlock) */
+	int landlock_abi_kernel; /* what the kernel offers (landlock_create_ruleset) */
 	bool mount_ns;        /* unshare(CLONE_NEWNS) and mount_setattr work here */
 	bool seccomp;
 	unsigned cap_last_cap;
@@ -38,11 +39,37 @@ struct sandbox_features {
 	char missing[160];    /* why sandboxing is unavailable (empty when it is) */
 };
 
-/* Landlock ABI needed: 6 for signal and abstract-socket scoping. */
-#define SANDBOX_MIN_LANDLOCK_ABI 6
+/*
+ * Landlock levels (docs/SECURITY.md has the whole matrix). Every level from 0
+ * (no Landlock) to the newest enforces the same policies; what a missing ABI
+ * gave is replaced:
+ *   ABI 6 signal scoping        -> the PID namespace (uexec-init as pid 1)
+ *   ABI 6 abstract-socket scope -> a private network namespace (network restricted)
+ *   ABI 4 TCP bind/connect      -> seccomp (no AF_INET*) + the network namespace
+ *   ABI 5 device ioctl          -> nodev mounts (only the private /dev has devices)
+ *   ABI 3 truncate              -> read-only mounts
+ *   ABI 2 refer (reparenting)   -> at ABI 1 a Landlock filesystem domain forbids
+ *                                  every cross-directory rename and link, so it is
+ *                                  only built when reads are restricted
+ *   ABI 1 filesystem            -> mounts, made private (no host mount arrives
+ *                                  read-write later); restricted reads need it
+ *                                  (refused at 0)
+ */
+#define SANDBOX_LANDLOCK_ABI_SCOPE 6 /* signal and abstract-socket scoping */
+#define SANDBOX_LANDLOCK_ABI_NEWEST 7
 
-/* Probes the kernel (forks a short-lived child for the mount test). Returns 0; see f->missing. */
-int sandbox_probe(struct sandbox_features *f);
+/*
+ * Probes the kernel (forks a short-lived child for the mount test). The
+ * Landlock ABI is capped at landlock_abi_max (testing: --landlock-abi-max;
+ * negative: no cap). Returns 0; see f->missing.
+ */
+int sandbox_probe(struct sandbox_features *f, int landlock_abi_max);
+
+/*
+ * One or two lines for the operator: which mechanism enforces what at this
+ * level (f probed, f->pid_ns set). Returns buf.
+ */
+const char *sandbox_describe(const struct sandbox_features *f, char *buf, size_t size);
 void sandbox_features_done(struct sandbox_features *f);
 
 struct sandbox_plan;

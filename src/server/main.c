@@ -101,10 +101,11 @@ static void help(void)
 	       "\n"
 	       "Requirements: Linux with io_uring (5.19 or newer for provided-buffer rings).\n"
 	       "Sandboxed requests need uexec to run as root (mount and PID namespaces, the\n"
-	       "listener guard's cgroup) on a kernel with Landlock ABI 6 or newer and\n"
-	       "seccomp; elsewhere they are refused and the reason is logged at start-up.\n"
-	       "Sandboxed commands get their own PID namespace when uexec-init is found next\n"
-	       "to the uexec binary or in " UEXEC_LIBEXECDIR ".\n"
+	       "listener guard's cgroup) and seccomp; elsewhere they are refused and the\n"
+	       "reason is logged at start-up. Sandboxed commands get their own PID namespace\n"
+	       "when uexec-init is found next to the uexec binary or in " UEXEC_LIBEXECDIR ";\n"
+	       "below Landlock ABI 6 (Linux 6.12) it is required. Without Landlock (ABI 0)\n"
+	       "policies that restrict reads are refused; start-up logs what enforces what.\n"
 	       "\n"
 	       "Environment: HOME (userHomeDir, the Codex config layers), CODEX_HOME\n"
 	       "(environmentConfig/read; default $HOME/.codex), TMPDIR (tempDir and the\n"
@@ -304,6 +305,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "handshake-timeout-ms", 0, UINT32_MAX, &cfg->handshake_timeout_ms, NULL },
 		/* devpts's own bounds; max=0 would mean no limit to the kernel. */
 		{ "sandbox-max-ptys", 1, 1u << 20, NULL, &cfg->sandbox_max_ptys },
+		/* Testing only, not in --help: run the sandbox as on an older kernel. */
+		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 	};
 	struct option opts[ELEMENTSOF(nums) + 12] = {
 		{ "remote", required_argument, NULL, ARG_REMOTE },

@@ -413,7 +413,7 @@ static int setup_signals(struct server *s)
 /* Probes the host once and tells the operator what sandboxed requests will get. */
 static void setup_sandbox(struct server *s)
 {
-	char path[PATH_MAX] = "uexec-init";
+	char path[PATH_MAX] = "uexec-init", line[512];
 	int r;
 
 	if (s->cfg.fs_helper) {
@@ -422,7 +422,8 @@ static void setup_sandbox(struct server *s)
 		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing), "nested sandboxes");
 		return;
 	}
-	sandbox_probe(&s->sandbox);
+	sandbox_probe(&s->sandbox, s->cfg.landlock_abi_max <= SANDBOX_LANDLOCK_ABI_NEWEST
+					   ? (int)s->cfg.landlock_abi_max : -1);
 	s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
 	if (s->cfg.no_sandbox)
 		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing),
@@ -432,14 +433,17 @@ static void setup_sandbox(struct server *s)
 			    s->sandbox.missing);
 		return;
 	}
-	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp",
-		 s->sandbox.landlock_abi);
+	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s",
+		 s->sandbox.landlock_abi,
+		 s->cfg.landlock_abi_max < (unsigned)s->sandbox.landlock_abi_kernel ? " (capped by "
+		 "--landlock-abi-max, testing only)" : "");
 	r = spawn_init(path, sizeof(path));
 	s->sandbox.pid_ns = r >= 0;
 	if (r < 0)
 		log_warning_errno(r, "Cannot open %s: sandboxed processes will share the host's "
 				     "PID namespace",
 				  path);
+	log_info("%s", sandbox_describe(&s->sandbox, line, sizeof(line)));
 }
 
 int server_init(struct server *s, const struct config *cfg)

@@ -35,6 +35,7 @@ struct config {
 	bool no_sandbox;             /* refuse every restricting sandbox */
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 	unsigned sandbox_max_ptys;   /* PTYs per sandbox (its devpts's max=) */
+	unsigned landlock_abi_max;   /* testing only: caps the probed Landlock ABI (> 7: no cap) */
 	/* Remote mode (src/remote/remote.h): set when --remote is given. */
 	const char *remote_url;
 	const char *environment_id;
@@ -58,6 +59,7 @@ struct config {
 		.max_inflight_bytes_per_conn = 64u << 20, .max_inflight_bytes = 2ull << 30,    \
 		.handshake_timeout_ms = 10000,                                                 \
 		.executor_version = "0.169.0", .sandbox_max_ptys = 64,                         \
+		.landlock_abi_max = UINT32_MAX,                                                \
 	}
 
 /* Provided-buffer group ids. */

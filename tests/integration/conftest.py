@@ -36,6 +36,11 @@ sys.path.insert(0, TESTS_DIR)
 import wsclient  # noqa: E402
 
 UEXEC_BIN = os.environ.get("UEXEC_BIN", os.path.join(REPO_ROOT, "build", "src", "uexec"))
+# Run every uexec the suite starts as on an older kernel: passed as --landlock-abi-max
+# (testing only) to each one; HOST.landlock_level() is what its sandboxes then use.
+LANDLOCK_ABI_MAX = os.environ.get("UEXEC_TEST_LANDLOCK_ABI_MAX")
+LANDLOCK_ABI_MAX = int(LANDLOCK_ABI_MAX) if LANDLOCK_ABI_MAX not in (None, "") else None
+LANDLOCK_ABI_NEWEST = 7          # sandbox/sandbox.h: SANDBOX_LANDLOCK_ABI_NEWEST
 SANITIZER_MARKERS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer",
                      b"runtime error:", b"ERROR: ThreadSanitizer")
 
@@ -106,11 +111,19 @@ def fd_count(pid):
 class Server:
     """One uexec process listening on an ephemeral port."""
 
-    def __init__(self, args=(), env=None, cwd=None, logdir="/tmp", listen="ws://127.0.0.1:0"):
+    def __init__(self, args=(), env=None, cwd=None, logdir="/tmp", listen="ws://127.0.0.1:0",
+                 landlock_abi_max=None):
         if not os.access(UEXEC_BIN, os.X_OK):
             pytest.fail("uexec binary not found or not executable: %s (set UEXEC_BIN)" % UEXEC_BIN)
         HOST.require("io_uring")  # uexec cannot start without it
-        self.args = [UEXEC_BIN, "--listen", listen] + list(args)
+        self.args = [UEXEC_BIN, "--listen", listen]
+        # a test's own level wins over the suite's ($UEXEC_TEST_LANDLOCK_ABI_MAX); before
+        # args, which may end with a subcommand
+        cap = landlock_abi_max if landlock_abi_max is not None else LANDLOCK_ABI_MAX
+        if cap is not None:
+            self.args += ["--landlock-abi-max", str(cap)]
+        self.args += list(args)
+        self.landlock_level = HOST.landlock_level(cap)
         os.makedirs(logdir, exist_ok=True)
         stamp = "%d-%d" % (os.getpid(), time.monotonic_ns())
         self.stdout_path = os.path.join(logdir, "uexec-%s.stdout" % stamp)
@@ -149,7 +162,9 @@ class Server:
         return self.stderr()[-n:].decode("utf-8", "replace")
 
     def connect(self, initialize=True, **kw):
-        return wsclient.connect(self.url, initialize=initialize, **kw)
+        c = wsclient.connect(self.url, initialize=initialize, **kw)
+        c.landlock_level = self.landlock_level   # what this server's sandboxes use
+        return c
 
     def ws(self, **kw):
         return wsclient.WebSocket.connect(self.url, **kw)
@@ -197,8 +212,9 @@ def server_factory(tmp_path):
     """make(*flags, env=None, cwd=None) -> Server; all are checked on teardown."""
     servers = []
 
-    def make(*args, env=None, cwd=None, listen="ws://127.0.0.1:0"):
-        s = Server(args, env=env, cwd=cwd, logdir=str(tmp_path / "logs"), listen=listen)
+    def make(*args, env=None, cwd=None, listen="ws://127.0.0.1:0", landlock_abi_max=None):
+        s = Server(args, env=env, cwd=cwd, logdir=str(tmp_path / "logs"), listen=listen,
+                   landlock_abi_max=landlock_abi_max)
         servers.append(s)
         return s
 
@@ -265,7 +281,7 @@ _libc.syscall.restype = ctypes.c_long
 NR_BPF = 321
 NR_LANDLOCK_CREATE_RULESET = 444
 LANDLOCK_CREATE_RULESET_VERSION = 1
-SANDBOX_MIN_LANDLOCK_ABI = 6     # sandbox/sandbox.h: signal and abstract-socket scoping
+LANDLOCK_ABI_SCOPE = 6     # sandbox/sandbox.h: signal and abstract-socket scoping
 NOBODY = 65534
 
 # The interpreter the tests run inside sandboxes and for the ABI probes.
@@ -377,10 +393,14 @@ class HostProbes:
     FEATURES = {
         "x86_64": "the x86_64 architecture (raw syscall numbers)",
         "root": "uid 0",
-        "landlock": "Landlock ABI >= %d" % SANDBOX_MIN_LANDLOCK_ABI,
+        "landlock": "Landlock filesystem rules (ABI >= 1 at the suite's level) for "
+                    "restricted reads",
+        "landlock-scope": "Landlock signal and abstract-socket scoping (ABI >= %d at the "
+                          "suite's level)" % LANDLOCK_ABI_SCOPE,
         "seccomp": "seccomp filters",
         "mount-ns": "mount namespaces with mount_setattr",
-        "sandbox": "uexec's process sandbox (Landlock, seccomp, root, mount namespaces)",
+        "sandbox": "uexec's process sandbox (seccomp, root, mount namespaces; below Landlock "
+                   "ABI 6 also uexec-init)",
         "uexec-init": "uexec-init (sandboxes in their own PID namespace)",
         "cgroup2": "a cgroup v2 hierarchy this process belongs to",
         "bpf": "BPF cgroup socket programs and maps",
@@ -437,6 +457,14 @@ class HostProbes:
                 why += "; active LSMs: %s" % lsm
             return 0, why
         return self._once("landlock", probe)
+
+    def landlock_level(self, cap=None):
+        """The Landlock ABI uexec's sandboxes use: the kernel's, at most the newest uexec
+        knows, capped by cap (a server's --landlock-abi-max; default: the suite's
+        $UEXEC_TEST_LANDLOCK_ABI_MAX)."""
+        cap = LANDLOCK_ABI_MAX if cap is None else cap
+        level = min(self.landlock_abi()[0], LANDLOCK_ABI_NEWEST)
+        return level if cap is None else min(level, cap)
 
     def cgroup2_mounts(self):
         """[(root, mountpoint)] of the cgroup2 mounts, in mountinfo order."""
@@ -509,11 +537,19 @@ class HostProbes:
 
     def _missing_landlock(self):
         abi, why = self.landlock_abi()
-        if abi >= SANDBOX_MIN_LANDLOCK_ABI:
+        if self.landlock_level() >= 1:
             return None
         if abi:
-            return "Landlock ABI %d, uexec needs %d (kernel >= 6.12)" % (abi, SANDBOX_MIN_LANDLOCK_ABI)
+            return "the suite runs at Landlock level 0 (UEXEC_TEST_LANDLOCK_ABI_MAX=0)"
         return why
+
+    def _missing_landlock_scope(self):
+        level = self.landlock_level()
+        if level >= LANDLOCK_ABI_SCOPE:
+            return None
+        if level < self.landlock_abi()[0]:
+            return "the suite runs at Landlock level %d (UEXEC_TEST_LANDLOCK_ABI_MAX)" % level
+        return "Landlock ABI %d (scoping needs %d, kernel >= 6.12)" % (level, LANDLOCK_ABI_SCOPE)
 
     def _missing_seccomp(self):
         status = _read("/proc/self/status") or ""
@@ -532,11 +568,15 @@ class HostProbes:
         return self._once("mount-ns", probe)
 
     def _missing_sandbox(self):
-        # the order of sandbox_probe() in sandbox/sandbox.c
-        for feature in ("landlock", "seccomp", "mount-ns"):
+        # the order of sandbox_probe() in sandbox/sandbox.c, then sandbox_plan_new():
+        # below ABI 6 only uexec-init's PID namespace scopes signals
+        for feature in ("seccomp", "mount-ns"):
             why = self.missing(feature)
             if why:
                 return why
+        if self.landlock_level() < LANDLOCK_ABI_SCOPE and self.uexec_init()[1]:
+            return "below Landlock ABI %d (here %d) signals are scoped by uexec-init's PID " \
+                "namespace: %s" % (LANDLOCK_ABI_SCOPE, self.landlock_level(), self.uexec_init()[1])
         return None
 
     def _missing_uexec_init(self):

@@ -101,7 +101,7 @@ def test_replaced_binary_never_runs_as_fs_helper(server_factory, uniq, exposed_c
 
 
 @SANDBOX
-@pytest.mark.needs("uexec-init")
+@pytest.mark.needs("uexec-init", "landlock")   # `minimal`: refused at level 0
 def test_binary_upgraded_outside_the_sandbox(server_factory, monkeypatch):
     """The binary replaced from the host (a package upgrade) while the server runs, and a
     policy that does not read its directory (`minimal`): the helper is granted by the
