@@ -34,6 +34,7 @@ import os
 import shutil
 import signal
 import subprocess
+import shlex
 import sys
 import threading
 import time
@@ -484,7 +485,8 @@ def main():
                 print("SKIP: %s --help does not mention `forward --connect`" % ubin)
                 return SKIP
         senv = dict(os.environ, HOME=shome)
-        base_argv = [ubin]
+        # UEXEC_EXTRA_ARGS: more uexec options for every uexec started (e.g. "--landlock-abi-max 4").
+        base_argv = [ubin] + shlex.split(os.environ.get("UEXEC_EXTRA_ARGS", ""))
     if args.server == "ref" and args.forward:
         hp = subprocess.run([codex, "exec-server", "forward", "--help"], capture_output=True,
                             text=True)
