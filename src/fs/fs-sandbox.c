@@ -202,12 +202,16 @@ static void open_finish(struct helper_job *j, bool ok, json_t *found)
 		json_t *e = found ? json_object_get(found, "error") : NULL;
 
 		fs_handle_open_end(j->conn, h, -1);
-		if (e && !ok)
+		if (e && !ok) {
 			rpc_reply_error(j->conn, j->pend.id, (int)json_integer_value(json_object_get(e, "code")),
 					"%s", json_string_value(json_object_get(e, "message")));
-		else
+		} else {
+			if (!ok)
+				log_error("The sandboxed filesystem helper (pid %d) gave no answer "
+					  "(status %d)", (int)j->pid, j->status);
 			rpc_reply_error(j->conn, j->pend.id, RPC_INTERNAL_ERROR,
 					"sandboxed filesystem helper failed");
+		}
 	}
 	rpc_pending_end(&j->pend);
 }
