@@ -46,7 +46,9 @@ static json_t *capabilities(void)
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		json_object_set_new(o, names[i],
 				    json_boolean(strcmp(names[i], "environmentConfigRead") == 0 ||
-						 strcmp(names[i], "fsWatchMissing") == 0));
+						 strcmp(names[i], "fsWatchMissing") == 0 ||
+						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
+						 strcmp(names[i], "fileWriteStreaming") == 0));
 	return o;
 }
 

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -444,7 +445,12 @@ static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct ch
 					  .ctty = f->slave };
 		return 0;
 	}
-	if (a->pipe_stdin) {
+	if (a->pipe_stdin && a->stdin_socket) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+			return -errno;
+		f->in_r = p[0];
+		f->in_w = p[1];
+	} else if (a->pipe_stdin) {
 		if (pipe2(p, O_CLOEXEC) < 0)
 			return -errno;
 		f->in_r = p[0];

@@ -18,6 +18,8 @@ struct spawn_args {
 	const char *cwd;
 	bool tty;
 	bool pipe_stdin;
+	bool stdin_socket;             /* with pipe_stdin: a unix stream socket pair, not a pipe
+	                                  (the child can send fds back over its stdin) */
 	unsigned short rows, cols;     /* PTY window size */
 	const struct rlimit *nofile;   /* RLIMIT_NOFILE for the child, or NULL to inherit */
 	const struct sandbox_plan *sandbox; /* applied in the child before chdir/exec, or NULL */
@@ -28,7 +30,8 @@ struct spawn_args {
 struct spawn_result {
 	pid_t pid;
 	int pidfd;
-	int stdin_fd; /* pipe write end (pipe_stdin), else -1 (with a PTY, write to out_fd) */
+	int stdin_fd; /* pipe write end (pipe_stdin; the parent's socket with stdin_socket), else -1
+	                 (with a PTY, write to out_fd) */
 	int out_fd;   /* stdout pipe read end, or the PTY master (O_NONBLOCK) */
 	int err_fd;   /* stderr pipe read end, or -1 (PTY, or stderr_fd given) */
 };

@@ -81,6 +81,12 @@ struct fs_req {
 
 /* Drops a reference; the last one closes the fd. */
 void fs_handle_unref(struct fs_handle *h);
+/*
+ * The end of an fs/open that holds a reference to h: with fd >= 0 (taken
+ * over) the handle becomes ready, else it leaves c's map. c is NULL when the
+ * connection went away (then fd is closed). Drops the caller's reference.
+ */
+void fs_handle_open_end(struct conn *c, struct fs_handle *h, int fd);
 
 /* A request with n_ops op slots, registered as pending on c. Replies ENOMEM and returns NULL on OOM. */
 struct fs_req *fs_req_new(struct conn *c, json_t *id, unsigned n_ops);

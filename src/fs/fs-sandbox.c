@@ -6,8 +6,16 @@
  * sandbox member, one line each on stdin, then EOF; it answers on stdout and
  * exits. The reply for id 2 is relayed to the client under the client's id.
  * Costs one exec per request (the reference pays 40-50 ms for the same).
+ *
+ * fs/open is the exception: its helper's stdin is a unix socket, over which
+ * the helper sends the descriptor it opened (SCM_RIGHTS) before answering;
+ * the handle then holds that descriptor and fs/readBlock, fs/writeBlock run
+ * on the ring like an unsandboxed handle's. Whatever the sandbox's mount
+ * view, Landlock and seccomp refuse is refused at that open, exactly as for
+ * fs/readFile and fs/writeFile (docs/ARCHITECTURE.md, "Sandboxed fs/open").
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
@@ -15,12 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "conn.h"
 #include "exec.h"
+#include "fs-req.h"
 #include "fs-sandbox.h"
 #include "json-check.h"
 #include "jsonrpc.h"
@@ -43,8 +54,10 @@ struct helper_job {
 	bool orphaned;
 	struct server *srv;
 	struct sandbox_plan *plan;
+	struct conn *conn;   /* valid while !orphaned */
+	struct fs_handle *h; /* fs/open: the handle being opened (a reference), else NULL */
 	pid_t pid;
-	int pidfd, in_fd, out_fd;
+	int pidfd, in_fd, out_fd; /* fs/open: in_fd is a socket, kept to receive the fd */
 	unsigned inflight;
 	char *req;
 	size_t req_len, req_off;
@@ -58,6 +71,9 @@ struct helper_job {
 
 static void job_free(struct helper_job *j)
 {
+	/* An fd the helper sent and nobody received is closed with the socket. */
+	if (j->h)
+		fs_handle_open_end(j->orphaned ? NULL : j->conn, j->h, -1);
 	safe_close(j->pidfd);
 	safe_close(j->in_fd);
 	safe_close(j->out_fd);
@@ -74,6 +90,7 @@ static void job_cancel(struct rpc_pending *p)
 
 	rpc_pending_end(&j->pend);
 	j->orphaned = true;
+	j->conn = NULL;
 }
 
 /*
@@ -108,6 +125,97 @@ static void relay_result(struct helper_job *j, const char *res, size_t n)
 	conn_commit(j->pend.conn, o);
 }
 
+/*
+ * The descriptor the fs/open helper sent: exactly one, opened for what the
+ * handle does (read-only, or write-only for "replace"), and a regular file
+ * for reading. Anything else is closed. Returns the fd or -errno.
+ */
+static int receive_fd(struct helper_job *j, const struct fs_handle *h)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} u;
+	char byte;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	int fd = -1, n = 0, fl;
+	struct stat st;
+	ssize_t k;
+
+	if (j->in_fd < 0)
+		return -EPIPE;
+	k = recvmsg(j->in_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (k < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int x;
+
+			memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (n++ == 0)
+				fd = x;
+			else
+				close(x);
+		}
+	}
+	if (n != 1 || (mh.msg_flags & MSG_CTRUNC)) {
+		safe_close(fd);
+		return -EPROTO;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != (h->writable ? O_WRONLY : O_RDONLY) ||
+	    fstat(fd, &st) < 0 || (!h->writable && !S_ISREG(st.st_mode))) {
+		safe_close(fd);
+		return -EPROTO;
+	}
+	return fd;
+}
+
+/* fs/open's end: the handle gets the helper's fd, or the helper's error is relayed. */
+static void open_finish(struct helper_job *j, bool ok, json_t *found)
+{
+	struct fs_handle *h = TAKE_PTR(j->h);
+	int fd = -1;
+
+	if (ok) {
+		fd = receive_fd(j, h);
+		if (fd < 0)
+			log_error_errno(fd, "The sandboxed filesystem helper (pid %d) opened the file "
+					    "but sent no usable descriptor", (int)j->pid);
+	}
+	if (j->orphaned) {
+		fs_handle_open_end(NULL, h, fd);
+		return;
+	}
+	if (fd >= 0) {
+		json_t *res = json_object();
+
+		json_object_set_new(res, "handleId", json_stringn(h->id, h->id_len));
+		fs_handle_open_end(j->conn, h, fd);
+		rpc_reply(j->conn, j->pend.id, res);
+	} else {
+		json_t *e = found ? json_object_get(found, "error") : NULL;
+
+		fs_handle_open_end(j->conn, h, -1);
+		if (e && !ok) {
+			rpc_reply_error(j->conn, j->pend.id, (int)json_integer_value(json_object_get(e, "code")),
+					"%s", json_string_value(json_object_get(e, "message")));
+		} else {
+			if (!ok)
+				log_error("The sandboxed filesystem helper (pid %d) gave no answer "
+					  "(status %d)", (int)j->pid, j->status);
+			rpc_reply_error(j->conn, j->pend.id, RPC_INTERNAL_ERROR,
+					"sandboxed filesystem helper failed");
+		}
+	}
+	rpc_pending_end(&j->pend);
+}
+
 /* All ops done: find the helper's answer to id 2 and relay it. */
 static void job_finish(struct helper_job *j)
 {
@@ -138,6 +246,12 @@ static void job_finish(struct helper_job *j)
 		else
 			json_decref(m);
 		line += n + 1;
+	}
+	if (j->h) {
+		open_finish(j, res || (found && json_object_get(found, "result")), found);
+		json_decref(found);
+		job_free(j);
+		return;
 	}
 	if (!j->orphaned) {
 		if (res) {
@@ -181,8 +295,14 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 			return;
 		}
 	}
-	/* Done (or the helper died): EOF tells it to answer and exit. */
-	j->in_fd = safe_close(j->in_fd);
+	/*
+	 * Done (or the helper died): EOF tells it to answer and exit. fs/open's
+	 * socket stays open for the descriptor coming back.
+	 */
+	if (j->h && res > 0)
+		(void)shutdown(j->in_fd, SHUT_WR);
+	else
+		j->in_fd = safe_close(j->in_fd);
 	job_op_done(j);
 }
 
@@ -384,6 +504,7 @@ static int helper_spawn(struct helper_job *j, struct conn *c, const char **step)
 	sa.envp = envp;
 	sa.cwd = "/";
 	sa.pipe_stdin = true;
+	sa.stdin_socket = j->h != NULL; /* fs/open: the fd comes back over it */
 	sa.sandbox = j->plan;
 	sa.nofile = &c->srv->nofile_orig;
 	sa.stderr_fd = STDERR_FILENO; /* the helper's rare log lines join ours */
@@ -416,7 +537,13 @@ static void helper_arm(struct helper_job *j)
 	}
 }
 
-bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params)
+/*
+ * Runs method through a helper when params carries a restricting sandbox.
+ * h: fs/open's handle (its reference is taken over in every case once this
+ * returns true), or NULL. Returns false when the request runs in the server.
+ */
+static bool helper_start(struct conn *c, json_t *id, const char *method, json_t *params,
+			 struct fs_handle *h)
 {
 	json_t *sb = json_is_object(params) ? json_object_get(params, "sandbox") : NULL;
 	struct sandbox_policy *pol = NULL;
@@ -426,16 +553,23 @@ bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *
 	int r;
 
 	r = helper_policy(c, id, sb, &pol);
-	if (r <= 0)
+	if (r <= 0) {
+		if (r < 0 && h)
+			fs_handle_open_end(c, h, -1);
 		return r < 0;
+	}
 	j = calloc(1, sizeof(*j));
 	if (!j || spawn_self_fd() < 0) {
 		free(j);
 		sandbox_policy_free(pol);
+		if (h)
+			fs_handle_open_end(c, h, -1);
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
 		return true;
 	}
 	j->srv = c->srv;
+	j->conn = c;
+	j->h = h;
 	conn_mem_init(&j->mem, c);
 	j->pidfd = j->in_fd = j->out_fd = -1;
 	r = sandbox_plan_new(pol, &c->srv->sandbox, spawn_self_fd(), &j->plan, err, sizeof(err));
@@ -465,4 +599,34 @@ bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *
 	conn_mem_set(&j->mem, HELPER_ESTIMATE);
 	helper_arm(j);
 	return true;
+}
+
+bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params)
+{
+	return helper_start(c, id, method, params, NULL);
+}
+
+bool fs_sandbox_open(struct conn *c, json_t *id, json_t *params, struct fs_handle *h)
+{
+	return helper_start(c, id, "fs/open", params, h);
+}
+
+int fs_sandbox_pass_fd(int fd)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char byte = 0;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	memset(u.buf, 0, sizeof(u.buf));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(STDIN_FILENO, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }

@@ -19,6 +19,24 @@ struct conn;
  */
 bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params);
 
+struct fs_handle;
+
+/*
+ * fs/open with a restricting sandbox: a helper opens the file under it and
+ * sends the descriptor back (SCM_RIGHTS over its stdin, a unix socket); h,
+ * already in c's handle map and not ready, becomes ready with it. Takes over
+ * a reference to h and returns true when it handles the request (replying
+ * now or later, ending h through fs_handle_open_end); false when the request
+ * runs in the server (h untouched).
+ */
+bool fs_sandbox_open(struct conn *c, json_t *id, json_t *params, struct fs_handle *h);
+
+/*
+ * In the helper (--fs-helper): sends fd to the server over stdin, which is
+ * the unix socket fs_sandbox_open gave it. Returns 0 or -errno.
+ */
+int fs_sandbox_pass_fd(int fd);
+
 struct server;
 
 /*

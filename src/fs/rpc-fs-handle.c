@@ -13,8 +13,10 @@
 #include "base64.h"
 #include "conn.h"
 #include "fs-req.h"
+#include "fs-sandbox.h"
 #include "jsonrpc.h"
 #include "rpc-fs.h"
+#include "server.h"
 
 /* ---- fs/open, fs/readBlock, fs/writeBlock, fs/close ---- */
 
@@ -24,6 +26,19 @@ static struct fs_handle *handle_get(struct conn *c, json_t *hid)
 					 json_string_length(hid));
 
 	return h && h->ready ? h : NULL;
+}
+
+void fs_handle_open_end(struct conn *c, struct fs_handle *h, int fd)
+{
+	if (fd >= 0) {
+		h->fd = fd; /* closed by the unref below when nobody is left to use it */
+		h->ready = c != NULL;
+	} else if (c) {
+		/* Still h: fs/close ignores a handle that is not ready, fs/open refuses its id. */
+		strmap_remove(&c->fs_handles, h->id, h->id_len);
+		fs_handle_unref(h);
+	}
+	fs_handle_unref(h);
 }
 
 static bool handle_id_ok(struct conn *c, json_t *id, json_t *hid)
@@ -54,6 +69,15 @@ static void open_done(struct fs_req *r)
 		}
 		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
 		return;
+	}
+	/* The sandboxed helper's open: the server takes the fd (fs-sandbox.h). */
+	if (r->srv->cfg.fs_helper) {
+		int e = fs_sandbox_pass_fd(h->fd);
+
+		if (e < 0) {
+			r->err = e;
+			goto fail;
+		}
 	}
 	h->ready = true;
 	res = json_object();
@@ -162,21 +186,25 @@ void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 				"at most %d file handles may be open per connection", MAX_HANDLES);
 		return;
 	}
-	r = fs_path_req(c, id, f[1], f[3], NULL, 2);
-	if (!r)
-		return;
+	/* In the map from now on, not ready: its id is taken until the open ends. */
 	h = calloc(1, sizeof(*h));
 	if (!h || strmap_put(&c->fs_handles, json_string_value(f[0]), json_string_length(f[0]), h) < 0) {
 		free(h);
-		r->err = -ENOMEM;
-		fs_req_finish(r, NULL);
+		rpc_reply_errno_internal(c, id, ENOMEM);
 		return;
 	}
 	h->fd = -1;
-	h->refs = 2; /* the map and this request */
+	h->refs = 2; /* the map and the open */
 	h->writable = strcmp(mode, "replace") == 0;
 	h->id_len = json_string_length(f[0]);
 	memcpy(h->id, json_string_value(f[0]), h->id_len);
+	if (fs_sandbox_open(c, id, params, h))
+		return;
+	r = fs_path_req(c, id, f[1], f[3], NULL, 2);
+	if (!r) {
+		fs_handle_open_end(c, h, -1);
+		return;
+	}
 	r->h = h;
 	sqe = fs_req_sqe(r, 0, open_opened);
 	io_uring_prep_openat(sqe, AT_FDCWD, r->path,

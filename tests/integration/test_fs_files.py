@@ -245,14 +245,6 @@ def test_sandboxed_fs_requires_cwd(sclient, sandbox_dirs):
         "message": "file system sandbox context with dynamic permissions requires cwd"}
 
 
-def test_sandboxed_streaming_refused(sclient, sandbox_dirs):
-    """fs/open with a restricting sandbox is refused (sandboxedFileStreaming is not advertised)."""
-    sb = _ws_sandbox(sandbox_dirs / "work")
-    assert sclient.error("fs/open", {"handleId": "s", "path": "file:///etc/hostname",
-                                     "sandbox": sb}) == {
-        "code": -32602, "message": "sandbox intent cannot be enforced on this executor"}
-
-
 # ---- fs/writeFile (§6.13)
 
 def test_write_file_creates_0644(sclient, tmp_path):

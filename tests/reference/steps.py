@@ -463,3 +463,97 @@ SCRIPTS.append({"name": "fs_tree", "doc": "readDirectory, walk, copy, remove, ca
     fs_remove("", "remove everything"),
     req("fs/getMetadata", {"path": "$CWDURI/t"}, label="gone"),
 ]})
+
+# ---- fs/open, fs/readBlock, fs/writeBlock, fs/close with a sandbox (§6.20, §6.11, p11)
+# Every path an attacker would try (symlinks out of the workspace, into .git and a denied
+# directory, `..`, /proc/self/root) through a streaming handle, next to fs/readFile and
+# fs/writeFile of the same path under the same sandbox.
+
+FS_SBX_SETUP = ("rm -rf s && mkdir -p s/work/.git s/work/secret s/outside "
+                "&& echo '[core]' > s/work/.git/config && echo inside > s/work/inside.txt "
+                "&& echo secret > s/work/secret/s.txt && echo outside > s/outside/existing.txt "
+                "&& ln -s ../outside/existing.txt s/work/lnk-file && ln -s ../outside s/work/lnk-dir "
+                "&& ln -s secret/s.txt s/work/lnk-secret && ln -s .git/config s/work/lnk-git "
+                "&& mkfifo s/work/fifo && echo ok")
+FS_SBX_CHECK = ("cat s/outside/existing.txt s/work/.git/config s/work/secret/s.txt s/work/new.txt; "
+                "ls s/outside s/work/.git")
+
+
+def _sbx(write=True, deny=True):
+    w = "$CWDURI/s/work"
+    entries = [{"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"}]
+    if write:
+        entries += [
+            {"path": {"type": "special", "value": {"kind": "project_roots"}}, "access": "write"},
+            {"path": {"type": "special", "value": {"kind": "project_roots", "subpath": ".git"}},
+             "access": "read", "missing_path_behavior": "skip"}]
+    if deny:
+        entries.append({"path": {"type": "path", "path": w + "/secret"}, "access": "deny"})
+    return {"permissions": {"type": "managed", "file_system": {"type": "restricted",
+                                                               "entries": entries},
+                            "network": "restricted"},
+            "cwd": w, "policyContext": {"cwd": w, "workspaceRoots": [w]}, "workspaceRoots": [w],
+            "userHomeDir": "file:///root", "windowsSandboxLevel": "disabled",
+            "useLegacyLandlock": False}
+
+
+def _sbx_read(path, hid, label, sb=None):
+    sb = sb or _sbx()
+    uri = "$CWDURI/s/" + path
+    return [
+        req("fs/readFile", {"path": uri, "sandbox": sb}, label=label + ": readFile"),
+        req("fs/open", {"handleId": hid, "path": uri, "sandbox": sb}, label=label + ": open"),
+        req("fs/readBlock", {"handleId": hid, "offset": 0, "len": 64}, label=label + ": block"),
+        req("fs/close", {"handleId": hid}, label=label + ": close"),
+    ]
+
+
+def _sbx_write(path, hid, label, sb=None):
+    sb = sb or _sbx()
+    uri = "$CWDURI/s/" + path
+    return [
+        req("fs/writeFile", {"path": uri, "dataBase64": "", "sandbox": sb},
+            label=label + ": writeFile"),
+        req("fs/open", {"handleId": hid, "path": uri, "mode": "replace", "sandbox": sb},
+            label=label + ": open replace"),
+        req("fs/writeBlock", {"handleId": hid, "offset": 0, "chunk": "c3RyZWFtZWQ="},
+            label=label + ": writeBlock"),
+        req("fs/close", {"handleId": hid}, label=label + ": close"),
+    ]
+
+
+SCRIPTS.append({"name": "fs_stream_sandbox", "doc": "sandboxed fs/open: reads, replace, denials",
+                "steps": [
+    start("sbxmk", FS_SBX_SETUP),
+    collect("sbxmk"),
+    *_sbx_read("work/inside.txt", "r1", "read inside"),
+    *_sbx_read("outside/existing.txt", "r2", "read outside"),
+    *_sbx_read("work/secret/s.txt", "r3", "read denied"),
+    *_sbx_read("work/lnk-secret", "r4", "read link to denied"),
+    *_sbx_read("work/lnk-dir/../work/secret/s.txt", "r5", "read dotdot to denied"),
+    *_sbx_read("work/secret", "r6", "read denied dir"),
+    *_sbx_read("work/fifo", "r7", "read fifo"),
+    *_sbx_read("work/missing", "r8", "read missing"),
+    *_sbx_write("work/new.txt", "w1", "replace inside"),
+    req("fs/readBlock", {"handleId": "w1", "offset": 0, "len": 4}, label="replace closed: block"),
+    *_sbx_write("outside/new.txt", "w2", "replace outside"),
+    *_sbx_write("outside/existing.txt", "w3", "replace outside existing"),
+    *_sbx_write("work/lnk-file", "w4", "replace link out"),
+    *_sbx_write("work/lnk-dir/new2.txt", "w5", "replace through dir link"),
+    *_sbx_write("work/../outside/new3.txt", "w6", "replace dotdot out"),
+    *_sbx_write("work/.git/config", "w7", "replace git"),
+    *_sbx_write("work/lnk-git", "w8", "replace link to git"),
+    *_sbx_write("work/secret/s.txt", "w9", "replace denied"),
+    *_sbx_write("work/secret/new.txt", "w10", "replace new in denied"),
+    *_sbx_write("work/inside.txt", "w11", "replace under read-only policy",
+                sb=_sbx(write=False, deny=False)),
+    req("fs/open", {"handleId": "rw", "path": "$CWDURI/s/work/inside.txt", "sandbox": _sbx()},
+        label="read handle: open"),
+    req("fs/writeBlock", {"handleId": "rw", "offset": 0, "chunk": "eA=="},
+        label="read handle: writeBlock"),
+    req("fs/open", {"handleId": "rw", "path": "$CWDURI/s/work/inside.txt", "sandbox": _sbx()},
+        label="read handle: open again"),
+    req("fs/close", {"handleId": "rw"}, label="read handle: close"),
+    start("sbxck", FS_SBX_CHECK),
+    collect("sbxck"),
+]})
