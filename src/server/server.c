@@ -472,11 +472,19 @@ int server_init(struct server *s, const struct config *cfg)
 	r = setup_signals(s);
 	if (r < 0)
 		return r;
-	r = uring_init(&s->ring, 1024);
+	/*
+	 * The sandboxed fs helper serves one request over stdio without
+	 * CAP_IPC_LOCK, so its ring's pages count against RLIMIT_MEMLOCK (8 MiB
+	 * per user by default), shared by every helper running at once: 64
+	 * concurrent fs/open helpers with the server's ring failed with ENOMEM.
+	 * A small ring and four buffers keep hundreds of helpers within it.
+	 */
+	r = uring_init(&s->ring, s->cfg.fs_helper ? 16 : 1024);
 	if (r < 0)
 		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
 					  "kernel.io_uring_disabled or a seccomp policy?)");
-	r = uring_bufs_init(&s->ring, &s->bufs, BGID_IO, IO_BUF_COUNT, IO_BUF_SIZE);
+	r = uring_bufs_init(&s->ring, &s->bufs, BGID_IO, s->cfg.fs_helper ? 4 : IO_BUF_COUNT,
+			    IO_BUF_SIZE);
 	if (r < 0)
 		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
