@@ -125,6 +125,26 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 	UNREACHABLE();
 }
 
+void proc_set_timeout(struct proc *p, uint64_t msec)
+{
+	UNREACHABLE();
+}
+
+int proc_resize(struct proc *p, unsigned short rows, unsigned short cols)
+{
+	UNREACHABLE();
+}
+
+void proc_close_stdin(struct proc *p)
+{
+	UNREACHABLE();
+}
+
+json_t *proc_describe(const struct proc *p)
+{
+	UNREACHABLE();
+}
+
 /* ---- deterministic session ids ---- */
 
 /*

@@ -31,9 +31,14 @@ static json_t *uri_or_null(const char *path)
 /*
  * Capabilities: advertise only what is implemented. Member names and order
  * are the reference's (PROTOCOL.md §6.1); unimplemented features say false.
+ * uexec's own extensions follow, under uexec* names (README.md "Protocol
+ * extensions"), always true: a client that does not know them ignores them.
  */
 static json_t *capabilities(void)
 {
+	static const char *const uexec_names[] = {
+		"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
+	};
 	static const char *const names[] = {
 		"networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
 		"credentialMaskingCustomProviders", "capabilityDiscoverySandbox", "fsWatchMissing",
@@ -49,6 +54,8 @@ static json_t *capabilities(void)
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
 						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
 						 strcmp(names[i], "fileWriteStreaming") == 0));
+	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)
+		json_object_set_new(o, uexec_names[i], json_true());
 	return o;
 }
 

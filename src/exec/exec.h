@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The exec module: initialize and sessions, process/start, read, write,
- * signal and terminate (PROTOCOL.md §6.1, §6.5-§6.9).
+ * signal and terminate (PROTOCOL.md §6.1, §6.5-§6.9), and uexec's process
+ * extensions (README.md "Protocol extensions").
  */
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 struct conn;
 
@@ -27,6 +30,18 @@ struct sandbox_plan;
  * start. what names the request. Shared by process/start and the fs requests.
  */
 void exec_warn_self_writable(const struct sandbox_plan *plan, const char *what);
+
+/*
+ * process/start's extension fields (rpc-process-ext.c): `size` (NULL: keep
+ * *rows and *cols) and `timeoutMs` (*timeout_ms 0 when absent), range-checked.
+ * Returns 0 or -EINVAL with the message in err (512 bytes).
+ */
+int exec_decode_start_ext(json_t *size, json_t *timeout, bool tty, unsigned short *rows,
+			  unsigned short *cols, uint64_t *timeout_ms, char *err);
+/* process/resize, process/closeStdin, process/list (rpc-process-ext.c). */
+void exec_rpc_process_resize(struct conn *c, json_t *id, json_t *params);
+void exec_rpc_process_close_stdin(struct conn *c, json_t *id, json_t *params);
+void exec_rpc_process_list(struct conn *c, json_t *id, json_t *params);
 
 /* initialize (rpc-session.c). */
 void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "base64.h"
@@ -72,6 +73,9 @@ static json_t *read_result(struct proc *p, uint64_t after_seq, bool has_max, uin
 	json_object_set_new(res, "closed", json_boolean(p->closed));
 	json_object_set_new(res, "failure", json_null());
 	json_object_set_new(res, "sandboxDenied", json_boolean(p->sandbox_denied));
+	/* uexec extension, only for a start that asked for timeoutMs. */
+	if (p->has_timeout)
+		json_object_set_new(res, "timedOut", json_boolean(p->timed_out));
 	return res;
 oom:
 	json_decref(chunks);
@@ -221,7 +225,7 @@ static void write_done(struct proc *p, bool ok)
 		rpc_pending_end(&w->pend);
 	}
 	proc_write_free(w);
-	if (list_empty(&p->writes) && ((p->exited && !p->tty) || p->closed))
+	if (list_empty(&p->writes) && ((!p->tty && (p->exited || p->stdin_closed)) || p->closed))
 		p->stdin_fd = safe_close(p->stdin_fd);
 	proc_write_next(p);
 }
@@ -309,6 +313,12 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 		free(data);
 		return;
 	}
+	if (p->stdin_closed) {
+		/* After process/closeStdin (a uexec extension): the reference's status for no stdin. */
+		proc_reply_status(c, id, "stdinClosed");
+		free(data);
+		return;
+	}
 	if (!p->tty && (p->exited || p->stdin_fd < 0)) {
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "failed to write to process stdin");
 		free(data);
@@ -330,7 +340,75 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 	w->p = p;
 	w->data = data;
 	w->len = len;
+	if (p->tty) {
+		p->pty_wrote = true;
+		p->pty_last_byte = data[len - 1];
+	}
 	rpc_pending_start(&w->pend, c, id, write_cancel);
 	list_add_tail(&w->plink, &p->writes);
 	proc_write_next(p);
+}
+
+/* ---- process/closeStdin (uexec extension) ---- */
+
+static bool ends_line(const struct termios *t, uint8_t b)
+{
+	return b == '\n' || b == '\r' || (t->c_cc[VEOL] && b == t->c_cc[VEOL]) ||
+	       (t->c_cc[VEOL2] && b == t->c_cc[VEOL2]) || b == t->c_cc[VEOF];
+}
+
+/*
+ * EOF on a PTY is the terminal's VEOF character (^D by default), queued
+ * behind the writes already accepted. In canonical mode it ends a read only
+ * at the start of a line: after a partial line, a first VEOF hands that line
+ * to the reader and a second one is the EOF, so two are sent when the last
+ * byte written did not end a line. Without ICANON the byte is plain input:
+ * the program decides what it means (readline-style programs take it as EOF).
+ */
+static void pty_send_eof(struct proc *p)
+{
+	struct termios t = { 0 };
+	struct proc_write *w;
+	uint8_t *data;
+	size_t n = 1;
+
+	if (tcgetattr(p->stdin_fd, &t) < 0) {
+		t.c_lflag = ICANON;
+		t.c_cc[VEOF] = 4;
+	}
+	if (!t.c_cc[VEOF])
+		t.c_cc[VEOF] = 4; /* VEOF disabled: ^D is the best we can do */
+	if ((t.c_lflag & ICANON) && p->pty_wrote && !ends_line(&t, p->pty_last_byte))
+		n = 2;
+	w = calloc(1, sizeof(*w));
+	data = malloc(n);
+	if (!w || !data) {
+		free(w);
+		free(data);
+		log_error_ratelimited("Out of memory sending EOF to process '%s'", p->id);
+		return;
+	}
+	memset(data, t.c_cc[VEOF], n);
+	w->p = p;
+	w->data = data;
+	w->len = n;
+	w->orphaned = true; /* nobody waits for this write's reply */
+	list_add_tail(&w->plink, &p->writes);
+	proc_write_next(p);
+}
+
+void proc_close_stdin(struct proc *p)
+{
+	if (p->stdin_closed)
+		return;
+	p->stdin_closed = true;
+	if (p->tty) {
+		/* The master stays open: it carries the output. */
+		if (!p->exited && p->stdin_fd >= 0)
+			pty_send_eof(p);
+		return;
+	}
+	/* A pipe: closed once the queued writes are through (write_done). */
+	if (list_empty(&p->writes))
+		p->stdin_fd = safe_close(p->stdin_fd);
 }

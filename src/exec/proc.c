@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base64.h"
@@ -315,12 +318,20 @@ static bool classify_denial(struct proc *p)
 
 static void publish_exited(struct proc *p)
 {
-	char tail[96];
+	char tail[128];
+	int n;
 
 	p->exited = true;
 	p->sandbox_denied = p->sandboxed && classify_denial(p);
-	snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s",
-		 p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
+	n = snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s",
+		     p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
+	/* Only for a start that asked for timeoutMs: the reference's frame is unchanged. */
+	if (p->has_timeout)
+		snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"timedOut\":%s",
+			 p->timed_out ? "true" : "false");
+	/* Exited in time: nothing left to time out. Timed out: the SIGKILL stage stays armed. */
+	if (!p->timed_out)
+		uring_timer_cancel(&p->timeout);
 	p->exit_seq = p->next_seq++;
 	log_debug("Process '%s' (pid %d) exited with %d%s", p->id, (int)p->pid, p->exit_code,
 		  p->sandbox_denied ? " (likely denied by the sandbox)" : "");
@@ -344,6 +355,7 @@ static void proc_exited(struct proc *p, const siginfo_t *si)
 	p->pidfd = safe_close(p->pidfd);
 	p->reaped = true;
 	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
+	p->term_signal = si->si_code == CLD_EXITED ? 0 : si->si_status;
 	if (p->sandboxed && !all_streams_eof(p)) {
 		/*
 		 * Like the reference, give in-flight output up to 20 ms to arrive
@@ -427,6 +439,7 @@ static void proc_check_closed(struct proc *p)
 		if (!p->streams[i].eof)
 			return;
 	p->closed = true;
+	uring_timer_cancel(&p->timeout);
 	snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64, p->next_seq);
 	p->next_seq++;
 	notify_event(p, "process/closed", tail);
@@ -448,7 +461,81 @@ void proc_kill_group(struct proc *p, int sig)
 		(void)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
 }
 
+/* ---- uexec extensions: timeoutMs, process/resize, process/list ---- */
+
+static void on_timeout(struct uring_timer *t, bool fired)
+{
+	struct proc *p = container_of(t, struct proc, timeout);
+
+	if (!fired || p->closed)
+		return;
+	if (!p->timed_out) {
+		if (p->reaped)
+			return; /* exited in time; process/exited is only waiting for late output */
+		p->timed_out = true;
+		log_info_ratelimited("Session %s: process '%s' (pid %d) timed out: SIGTERM to its "
+				     "process group", p->sess->id, p->id, (int)p->pid);
+		proc_kill_group(p, SIGTERM);
+		uring_timer_arm(&proc_srv(p)->ring, &p->timeout, PROC_TIMEOUT_GRACE_MS, on_timeout);
+		return;
+	}
+	/* Still not closed PROC_TIMEOUT_GRACE_MS after SIGTERM: the group ignored it. */
+	log_info_ratelimited("Session %s: process '%s' (pid %d) timed out: SIGKILL to its "
+			     "process group", p->sess->id, p->id, (int)p->pid);
+	proc_kill_group(p, SIGKILL);
+}
+
+void proc_set_timeout(struct proc *p, uint64_t msec)
+{
+	p->has_timeout = true;
+	uring_timer_arm(&proc_srv(p)->ring, &p->timeout, msec, on_timeout);
+}
+
+int proc_resize(struct proc *p, unsigned short rows, unsigned short cols)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+
+	if (!p->tty)
+		return -ENOTTY;
+	/* The master stays open until process/closed; after the exit nobody would see it. */
+	if (p->exited || p->stdin_fd < 0)
+		return -ESRCH;
+	/* The kernel sends SIGWINCH to the terminal's foreground process group. */
+	if (ioctl(p->stdin_fd, TIOCSWINSZ, &ws) < 0)
+		return -errno;
+	return 0;
+}
+
+json_t *proc_describe(const struct proc *p)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "processId", json_stringn(p->id, p->id_len));
+	json_object_set_new(o, "state", json_string(p->closed   ? "closed"
+						    : p->exited ? "exited"
+								: "running"));
+	json_object_set_new(o, "pid", json_integer(p->pid));
+	json_object_set_new(o, "startedAtMs", json_integer((json_int_t)p->started_at_ms));
+	json_object_set_new(o, "tty", json_boolean(p->tty));
+	json_object_set_new(o, "exitCode", p->exited ? json_integer(p->exit_code) : json_null());
+	json_object_set_new(o, "signal",
+			    p->exited && p->term_signal ? json_integer(p->term_signal) : json_null());
+	if (p->has_timeout)
+		json_object_set_new(o, "timedOut", json_boolean(p->timed_out));
+	return o;
+}
+
 /* ---- creation and teardown ---- */
+
+static uint64_t realtime_ms(void)
+{
+	struct timespec now;
+
+	(void)clock_gettime(CLOCK_REALTIME, &now);
+	return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+}
 
 static void stream_init(struct proc *p, struct proc_stream *st, int fd, enum proc_stream_kind k)
 {
@@ -485,6 +572,7 @@ int proc_new(struct session *sess, const char *id, size_t id_len, const struct s
 	p->id_json_len = strlen(p->id_json);
 
 	p->pid = res->pid;
+	p->started_at_ms = realtime_ms();
 	/* Only the poll fallback of arm_exit() needs the pidfd. */
 	p->pidfd = sess->srv->ring.has_waitid ? safe_close(res->pidfd) : res->pidfd;
 	p->tty = tty;
@@ -520,7 +608,7 @@ void proc_start_output(struct proc *p)
 
 bool proc_is_idle(const struct proc *p)
 {
-	if (p->exit_op.busy || p->write_op.busy || p->grace.op.busy)
+	if (p->exit_op.busy || p->write_op.busy || p->grace.op.busy || p->timeout.op.busy)
 		return false;
 	for (unsigned i = 0; i < p->n_streams; i++)
 		if (p->streams[i].op.busy)

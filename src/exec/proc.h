@@ -34,6 +34,13 @@ enum proc_stream_kind {
 /* Accepted writeIds remembered per process. */
 #define PROC_WRITE_IDS 4096
 
+/* uexec extensions (README.md "Protocol extensions"): client-controlled ranges. */
+#define PROC_PTY_MAX_ROWS 1000
+#define PROC_PTY_MAX_COLS 1000
+#define PROC_TIMEOUT_MAX_MS (24ULL * 3600 * 1000)
+/* timeoutMs: SIGTERM to the group, then SIGKILL this long after if it is still there. */
+#define PROC_TIMEOUT_GRACE_MS 1000
+
 struct proc_stream {
 	struct proc *p;
 	int fd;
@@ -82,11 +89,18 @@ struct proc {
 
 	bool exited;
 	int exit_code;
+	int term_signal;       /* the signal that killed it, 0 for a normal exit */
+	uint64_t started_at_ms; /* CLOCK_REALTIME at spawn (process/list) */
 	uint64_t exit_seq;
 	bool closed;
 	bool sandbox_denied;
 
 	struct list_head waiters; /* struct proc_waiter */
+
+	/* timeoutMs: SIGTERM when it elapses, SIGKILL PROC_TIMEOUT_GRACE_MS later */
+	struct uring_timer timeout;
+	bool has_timeout;
+	bool timed_out;
 
 	/* stdin */
 	int stdin_fd;             /* pipe write end, or the PTY master (streams[0].fd too) */
@@ -95,6 +109,9 @@ struct proc {
 	struct strmap write_ids;
 	char **write_id_ring;     /* FIFO of remembered ids for eviction */
 	size_t write_id_head, write_id_count;
+	bool stdin_closed;        /* process/closeStdin: later writes answer stdinClosed */
+	bool pty_wrote;           /* a PTY: something was queued for its stdin, */
+	uint8_t pty_last_byte;    /* ending with this byte (closeStdin: mid-line?) */
 };
 
 /*
@@ -125,3 +142,21 @@ void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, b
 /* process/write of data[0..len) under write_id; replies to (c, id). */
 void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id,
 		uint8_t *data, size_t len);
+
+/*
+ * uexec extensions (README.md "Protocol extensions").
+ *
+ * proc_set_timeout: kill the process group msec after now (SIGTERM, then
+ * SIGKILL after PROC_TIMEOUT_GRACE_MS) unless the process exits first; its
+ * process/exited then says timedOut.
+ */
+void proc_set_timeout(struct proc *p, uint64_t msec);
+/* TIOCSWINSZ on a PTY's master. Returns 0, -ENOTTY (pipes), -ESRCH (exited) or -errno. */
+int proc_resize(struct proc *p, unsigned short rows, unsigned short cols);
+/*
+ * Ends the process's stdin after the writes already queued: closes a pipe, or
+ * writes the terminal's VEOF character to a PTY. Idempotent.
+ */
+void proc_close_stdin(struct proc *p);
+/* The process/list entry of p (NULL without memory). */
+json_t *proc_describe(const struct proc *p);

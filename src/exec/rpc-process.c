@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * process/start, process/read, process/write, process/signal,
- * process/terminate (PROTOCOL.md §6.6-§6.10).
+ * process/terminate (PROTOCOL.md §6.6-§6.10), and the method table (with
+ * uexec's extensions of rpc-process-ext.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -63,7 +64,8 @@ static bool uuid_is_valid(const char *s)
 
 enum {
 	F_PROCESS_ID, F_METADATA, F_ARGV, F_CWD, F_ENV_POLICY, F_SHELL_SNAPSHOT, F_ENV, F_TTY,
-	F_PIPE_STDIN, F_ARG0, F_SANDBOX, F_ENFORCE_NET, F_MANAGED_NET, F_NET_PROXY, _F_START_MAX
+	F_PIPE_STDIN, F_ARG0, F_SANDBOX, F_ENFORCE_NET, F_MANAGED_NET, F_NET_PROXY, F_SIZE,
+	F_TIMEOUT_MS, _F_START_MAX
 };
 
 static const struct pfield start_fields[] = {
@@ -81,6 +83,9 @@ static const struct pfield start_fields[] = {
 	[F_ENFORCE_NET] = { "enforceManagedNetwork", P_BOOL, false, NULL },
 	[F_MANAGED_NET] = { "managedNetwork", P_STRUCT, false, "struct ManagedNetworkSandboxContext" },
 	[F_NET_PROXY] = { "networkProxy", P_STRUCT, false, "struct RemoteNetworkProxyLaunchConfig" },
+	/* uexec extensions (rpc-process-ext.c); the reference ignores them. */
+	[F_SIZE] = { "size", P_STRUCT, false, "struct PtySize" },
+	[F_TIMEOUT_MS] = { "timeoutMs", P_U64, false, NULL },
 };
 
 static const struct pfield policy_fields[] = {
@@ -385,10 +390,14 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	struct sandbox_plan *plan = NULL;
 	const char *step = NULL;
 	struct proc *p = NULL;
+	unsigned short rows = 24, cols = 80;
+	uint64_t timeout_ms;
 	int r;
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
-	    check_nested(f, err) < 0) {
+	    check_nested(f, err) < 0 ||
+	    exec_decode_start_ext(f[F_SIZE], f[F_TIMEOUT_MS], params_bool(f[F_TTY], false), &rows,
+				  &cols, &timeout_ms, err) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
@@ -438,8 +447,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.nofile = &c->srv->nofile_orig;
 	sa.sandbox = plan;
 	sa.stderr_fd = -1;
-	sa.rows = 24;
-	sa.cols = 80;
+	sa.rows = rows; /* the reference's fixed 24x80 unless `size` says otherwise */
+	sa.cols = cols;
 	r = spawn_process(&sa, &res, &step);
 	if (r < 0) {
 		reply_spawn_error(c, id, argv0, r, step);
@@ -448,6 +457,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, &plan, &p);
 	if (r < 0)
 		goto fail;
+	if (timeout_ms)
+		proc_set_timeout(p, timeout_ms);
 	log_debug("Session %s: started '%s' as pid %d (%s)", ss->id, p->id, (int)p->pid,
 		  sa.tty ? "pty" : "pipes");
 
@@ -595,6 +606,10 @@ static const struct rpc_method exec_methods[] = {
 	{ "process/write", "exec", rpc_process_write, NULL },
 	{ "process/signal", "exec", rpc_process_signal, NULL },
 	{ "process/terminate", "exec", rpc_process_terminate, NULL },
+	/* uexec extensions (README.md "Protocol extensions"). */
+	{ "process/resize", "exec", exec_rpc_process_resize, NULL },
+	{ "process/closeStdin", "exec", exec_rpc_process_close_stdin, NULL },
+	{ "process/list", "exec", exec_rpc_process_list, NULL },
 };
 
 int exec_methods_register(void)

@@ -129,7 +129,9 @@ def test_error_member_order_and_shape(sclient):
                    '`no/such/method` yet"},"id":22}')
 
 
-@pytest.mark.parametrize("method", ["no/such/method", "process/resize", "process/kill",
+# process/resize answers -32601 on the reference but is a uexec extension
+# (test_process_ext.py); the other names stay unknown.
+@pytest.mark.parametrize("method", ["no/such/method", "process/kill",
                                     "shutdown", "exec", "process/output", "process/exited",
                                     "process/closed", "initialized", "fs/rename",
                                     "http/request/bodyDelta"])

@@ -18,6 +18,9 @@ KNOWN_CAPABILITIES = {
     "capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars",
     "sandboxedFileStreaming", "fileWriteStreaming", "shellSnapshotV2", "windowsMxc",
     "linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions"}
+# uexec's own extensions (README "Protocol extensions", test_process_ext.py)
+UEXEC_CAPABILITIES = {"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout",
+                      "uexecProcessList"}
 
 # (method, params, family) for the gating tests; fs/http/config families included
 # because the gate comes before the method is executed.
@@ -177,7 +180,8 @@ def test_initialize_result_shape(fresh):
     assert info["tempDir"].startswith("file:///")
     caps = info["capabilities"]
     assert isinstance(caps, dict)
-    assert set(caps) <= KNOWN_CAPABILITIES, set(caps) - KNOWN_CAPABILITIES
+    known = KNOWN_CAPABILITIES | UEXEC_CAPABILITIES
+    assert set(caps) <= known, set(caps) - known
     assert all(isinstance(v, bool) for v in caps.values())
 
 

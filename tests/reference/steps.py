@@ -148,7 +148,8 @@ SCRIPTS = [
          "label": "fs/open mode read-NUL"},
     ]},
     {"name": "unknown_method", "doc": "-32601 texts", "steps": [
-        req("process/resize", {"processId": "x"}, label="process/resize"),
+        req("process/resize", {"processId": "x"}, label="process/resize",
+            allow=["uexec-extension"]),  # a uexec extension (README "Protocol extensions")
         req("shutdown", label="shutdown"),
         req("process/output", {}, label="notification name as request"),
         req("no/such", {}, label="no/such"),

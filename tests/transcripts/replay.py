@@ -34,6 +34,8 @@ SERVER_CMD = os.environ.get("REPLAY_SERVER_CMD")
 # Reference-host path prefixes that are rewritten into the scratch tree.
 MAPPED_PREFIXES = ["/root/es-scratch", "/root/es-cwd", "/tmp/rc_ref"]
 
+# uexec's own methods (README "Protocol extensions"): the reference answers -32601
+UEXEC_EXTENSION_METHODS = ("process/resize", "process/closeStdin", "process/list")
 NOT_IMPLEMENTED_PREFIXES = ("fs/", "environmentConfig/", "http/", "capabilities/",
                             "capabilityRoots/")
 SANDBOX_REFUSAL = "sandbox intent cannot be enforced on this executor"
@@ -567,7 +569,9 @@ def env_info_shape(info):
     caps = info.get("capabilities")
     sh = info.get("shell")
     return {"keys": shape,
-            "capabilities": sorted(caps.keys()) if isinstance(caps, dict) else type(caps).__name__,
+            # uexec's own extension flags (README "Protocol extensions") are not the reference's
+            "capabilities": sorted(k for k in caps if not k.startswith("uexec"))
+            if isinstance(caps, dict) else type(caps).__name__,
             "shell": sorted(sh.keys()) if isinstance(sh, dict) else type(sh).__name__}
 
 
@@ -1147,6 +1151,10 @@ def compare_reply(e, rec, got, method, params, res, dropped_pids, dropped_method
     if method == "fs/copy" and isinstance(params, dict) and rerr is None and isinstance(gerr, dict) \
             and params.get("sourcePath") == params.get("destinationPath"):
         res.knw("fs/copy of a file onto itself refused (the reference truncates it, §13)")
+        return
+    if method in UEXEC_EXTENSION_METHODS and isinstance(rerr, dict) and rerr.get("code") == -32601 \
+            and not (isinstance(gerr, dict) and gerr.get("code") == -32601):
+        res.knw("%s is a uexec extension (README \"Protocol extensions\")" % method)
         return
     if method == "fs/remove" and rerr is None and isinstance(gerr, dict) and protected_remove_target(params):
         res.knw("fs/remove of /, the server's cwd or home refused")
