@@ -560,6 +560,33 @@ int sandbox_plan_apply_userns(const struct sandbox_plan *pl, const char **step)
 	return write_proc("/proc/self/gid_map", line);
 }
 
+/*
+ * In a non-root server's namespace init, before it execs uexec-init: init
+ * and the command have the same uid, and uexec-init makes itself
+ * non-dumpable only once it runs, so for a moment after its exec nothing
+ * would keep the command (already running) out of /proc/1/{mem,environ,root}.
+ * An ambient capability that means nothing in a user namespace other than
+ * the host's (CAP_WAKE_ALARM) survives the exec: a tracee whose permitted set
+ * is not a subset of the tracer's is refused, as a root init is to a root
+ * command.
+ */
+int sandbox_plan_apply_init(const struct sandbox_plan *pl, const char **step)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (!pl || !pl->userns)
+		return 0;
+	*step = "keeping a capability in init";
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	d[CAP_TO_INDEX(CAP_WAKE_ALARM)].inheritable |= CAP_TO_MASK(CAP_WAKE_ALARM);
+	if (syscall(SYS_capset, &h, d) < 0 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_WAKE_ALARM, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
 bool sandbox_plan_userns(const struct sandbox_plan *plan)
 {
 	return plan && plan->userns;

@@ -121,6 +121,8 @@ int sandbox_plan_apply_creds(const struct sandbox_plan *plan, const char **ret_s
  */
 bool sandbox_plan_userns(const struct sandbox_plan *plan);
 int sandbox_plan_apply_userns(const struct sandbox_plan *plan, const char **ret_step);
+/* In the namespace's init, after the command is cloned and before uexec-init (apply.c). */
+int sandbox_plan_apply_init(const struct sandbox_plan *plan, const char **ret_step);
 
 /*
  * True when the process must be cloned into a new PID namespace

@@ -217,10 +217,12 @@ static uint8_t *command_stack;
 static _child_ _noreturn_ void pid1_spawn_command(const struct spawn_args *a, struct child_fds *f)
 {
 	struct command_ctx ctx = { a, f };
+	const char *step = "sandbox";
 	char num[24], *p = num + sizeof(num);
 	char *args[] = { (char *)"uexec-init", NULL, NULL };
 	char *envp[] = { NULL };
 	long pid;
+	int r;
 
 	pid = clone(command_entry, command_stack + CHILD_STACK_SIZE,
 		    SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
@@ -231,6 +233,10 @@ static _child_ _noreturn_ void pid1_spawn_command(const struct spawn_args *a, st
 		*--p = (char)('0' + pid % 10);
 	while ((pid /= 10) > 0);
 	args[1] = p;
+	/* A non-root server's init keeps one inert capability across its exec (apply.c). */
+	r = sandbox_plan_apply_init(a->sandbox, &step);
+	if (r < 0)
+		child_fail_step(f->errpipe, -r, step);
 	/* Nothing of the command's stays open here (the error pipe closes at exec). */
 	close(0);
 	close(1);
