@@ -514,6 +514,84 @@ int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **s
 	return r < 0 ? r : sandbox_plan_apply_creds(pl, step);
 }
 
+/* Writes s to a /proc file of this process (no stdio: async-signal-safe). */
+static int write_proc(const char *path, const char *s)
+{
+	size_t n = strlen(s);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t w;
+
+	if (fd < 0)
+		return -errno;
+	w = write(fd, s, n);
+	if (w < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	close(fd);
+	return (size_t)w == n ? 0 : -EIO;
+}
+
+/*
+ * First thing in a child cloned with CLONE_NEWUSER: it holds every
+ * capability of its new namespace, so it may write its own maps, one line
+ * each naming its own (outer) id, which the kernel allows an unprivileged
+ * creator without newuidmap. setgroups must be denied before gid_map. No
+ * sync with the parent is needed (it is suspended by CLONE_VFORK anyway).
+ */
+int sandbox_plan_apply_userns(const struct sandbox_plan *pl, const char **step)
+{
+	char line[48];
+	int r;
+
+	if (!pl || !pl->userns)
+		return 0;
+	*step = "writing /proc/self/setgroups (deny)";
+	if ((r = write_proc("/proc/self/setgroups", "deny")) < 0)
+		return r;
+	*step = "writing /proc/self/uid_map";
+	snprintf(line, sizeof(line), "%u %u 1\n", pl->uid, pl->uid);
+	if ((r = write_proc("/proc/self/uid_map", line)) < 0)
+		return r;
+	*step = "writing /proc/self/gid_map";
+	snprintf(line, sizeof(line), "%u %u 1\n", pl->gid, pl->gid);
+	return write_proc("/proc/self/gid_map", line);
+}
+
+/*
+ * In a non-root server's namespace init, before it execs uexec-init: init
+ * and the command have the same uid, and uexec-init makes itself
+ * non-dumpable only once it runs, so for a moment after its exec nothing
+ * would keep the command (already running) out of /proc/1/{mem,environ,root}.
+ * An ambient capability that means nothing in a user namespace other than
+ * the host's (CAP_WAKE_ALARM) survives the exec: a tracee whose permitted set
+ * is not a subset of the tracer's is refused, as a root init is to a root
+ * command.
+ */
+int sandbox_plan_apply_init(const struct sandbox_plan *pl, const char **step)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (!pl || !pl->userns)
+		return 0;
+	*step = "keeping a capability in init";
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	d[CAP_TO_INDEX(CAP_WAKE_ALARM)].inheritable |= CAP_TO_MASK(CAP_WAKE_ALARM);
+	if (syscall(SYS_capset, &h, d) < 0 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_WAKE_ALARM, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+bool sandbox_plan_userns(const struct sandbox_plan *plan)
+{
+	return plan && plan->userns;
+}
+
 bool sandbox_plan_pid_ns(const struct sandbox_plan *plan)
 {
 	return plan && plan->pid_ns;

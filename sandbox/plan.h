@@ -24,6 +24,8 @@ struct sandbox_plan {
 	int cgroup_fd;       /* the listener guard's cgroup (network access), or -1 */
 	bool pid_ns;         /* own PID namespace, with uexec's init as pid 1 (spawn.c) */
 	bool net_ns;         /* own network namespace (network restricted below Landlock ABI 6) */
+	bool userns;         /* non-root server: cloned into a user namespace of its own (CLONE_NEWUSER) */
+	unsigned uid, gid;   /* with it: the server's ids, mapped to themselves inside */
 	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
 	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;

@@ -130,6 +130,162 @@ static int probe_mount_ns(void)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
 }
 
+/* The first line of a /proc/sys file as an integer, or -1. */
+static long read_sysctl(const char *path)
+{
+	FILE *fp = fopen(path, "re");
+	long v = -1;
+
+	if (!fp)
+		return -1;
+	if (fscanf(fp, "%ld", &v) != 1)
+		v = -1;
+	fclose(fp);
+	return v;
+}
+
+/* What a user-namespace probe child reports: the step that failed and its errno. */
+enum {
+	USERNS_OK,
+	USERNS_UNSHARE,  /* unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) */
+	USERNS_MAPS,     /* setgroups, uid_map, gid_map */
+	USERNS_MOUNTS,   /* MS_SLAVE + mount_setattr(RDONLY), as apply_mounts begins */
+	USERNS_PROC,     /* a /proc of the new PID namespace */
+};
+
+static void userns_child_fail(int fd, int step)
+{
+	int msg[2] = { step, errno };
+	ssize_t _unused_ n = write(fd, msg, sizeof(msg));
+
+	_exit(1);
+}
+
+static void userns_child(int fd, uid_t uid, gid_t gid)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV };
+	char line[48];
+	FILE *fp;
+	pid_t pid;
+	int st;
+
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) < 0)
+		userns_child_fail(fd, USERNS_UNSHARE);
+	snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	if (!(fp = fopen("/proc/self/setgroups", "we")) || fputs("deny", fp) < 0 || fclose(fp) < 0 ||
+	    !(fp = fopen("/proc/self/uid_map", "we")) || fputs(line, fp) < 0 || fclose(fp) < 0)
+		userns_child_fail(fd, USERNS_MAPS);
+	snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	if (!(fp = fopen("/proc/self/gid_map", "we")) || fputs(line, fp) < 0 || fclose(fp) < 0)
+		userns_child_fail(fd, USERNS_MAPS);
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+	    mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &a, sizeof(a)) < 0)
+		userns_child_fail(fd, USERNS_MOUNTS);
+	/* The first child is the new PID namespace's init: it mounts that /proc. */
+	pid = fork();
+	if (pid < 0)
+		userns_child_fail(fd, USERNS_PROC);
+	if (pid == 0) {
+		if (mount("proc", "/proc", "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			userns_child_fail(fd, USERNS_PROC);
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		_exit(1);
+	_exit(0);
+}
+
+/*
+ * Non-root: can this uid build a sandbox in a user namespace of its own?
+ * Fills why (empty when it can) with the setting that stops it: Debian's
+ * and Ubuntu's kernel.unprivileged_userns_clone, user.max_user_namespaces,
+ * Ubuntu's AppArmor restriction (the namespace is made but holds no
+ * capability), or a /proc too hidden to be mounted again (containers).
+ */
+static void probe_userns(char *why, size_t size)
+{
+	const char *restrict_clone = "/proc/sys/kernel/unprivileged_userns_clone";
+	const char *apparmor = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
+	int p[2], msg[2] = { USERNS_OK, 0 }, st;
+	uid_t uid = geteuid();
+	pid_t pid;
+	ssize_t n;
+
+	why[0] = 0;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(why, size, "a pipe for the user namespace probe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(why, size, "fork for the user namespace probe: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		userns_child(p[1], uid, getegid());
+	}
+	close(p[1]);
+	n = read(p[0], msg, sizeof(msg));
+	close(p[0]);
+	if (waitpid(pid, &st, 0) < 0)
+		st = -1;
+	if (n != (ssize_t)sizeof(msg) && st == 0)
+		return; /* it works */
+	if (n != (ssize_t)sizeof(msg))
+		msg[0] = USERNS_PROC, msg[1] = EIO;
+
+	switch (msg[0]) {
+	case USERNS_UNSHARE:
+		if (read_sysctl(restrict_clone) == 0)
+			snprintf(why, size,
+				 "unprivileged user namespaces (uexec runs as uid %u, not root): "
+				 "kernel.unprivileged_userns_clone is 0; set it to 1 (sysctl -w "
+				 "kernel.unprivileged_userns_clone=1) or run uexec as root",
+				 (unsigned)uid);
+		else if (msg[1] == ENOSPC)
+			snprintf(why, size,
+				 "user namespaces (uexec runs as uid %u, not root): "
+				 "user.max_user_namespaces is %ld (or its limit is reached); raise it "
+				 "(sysctl -w user.max_user_namespaces=15000) or run uexec as root",
+				 (unsigned)uid, read_sysctl("/proc/sys/user/max_user_namespaces"));
+		else if (msg[1] == EINVAL)
+			snprintf(why, size,
+				 "user namespaces (uexec runs as uid %u, not root): the kernel has none "
+				 "(CONFIG_USER_NS); run uexec as root", (unsigned)uid);
+		else
+			snprintf(why, size,
+				 "user namespaces (uexec runs as uid %u, not root): unshare(CLONE_NEWUSER) "
+				 "failed: %s (a container's seccomp profile? check kernel.unprivileged_"
+				 "userns_clone and user.max_user_namespaces) ; or run uexec as root",
+				 (unsigned)uid, strerror(msg[1]));
+		return;
+	case USERNS_MAPS:
+	case USERNS_MOUNTS:
+		if (read_sysctl(apparmor) == 1) {
+			snprintf(why, size,
+				 "capabilities in an unprivileged user namespace (uexec runs as uid %u, "
+				 "not root): AppArmor restricts them (kernel.apparmor_restrict_"
+				 "unprivileged_userns=1); set it to 0, give uexec an AppArmor profile "
+				 "with `userns,`, or run uexec as root",
+				 (unsigned)uid);
+			return;
+		}
+		snprintf(why, size,
+			 "%s in a user namespace (uexec runs as uid %u, not root): %s; run uexec as root",
+			 msg[0] == USERNS_MAPS ? "writing uid_map/gid_map" : "read-only mounts",
+			 (unsigned)uid, strerror(msg[1]));
+		return;
+	default:
+		snprintf(why, size,
+			 "a /proc of its own in a user namespace (uexec runs as uid %u, not root): %s "
+			 "(the host's /proc has parts covered, as in a container?); run uexec as root",
+			 (unsigned)uid, strerror(msg[1]));
+	}
+}
+
 int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)
 {
 	FILE *fp;
@@ -153,15 +309,23 @@ int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)
 	if (landlock_abi_max >= 0 && f->landlock_abi > landlock_abi_max)
 		f->landlock_abi = landlock_abi_max;
 	f->seccomp = sandbox_seccomp_build(&f->filters) >= 0;
-	f->mount_ns = geteuid() == 0 && probe_mount_ns() >= 0;
+	f->userns = geteuid() != 0;
+	if (f->userns) {
+		char why[sizeof(f->missing)];
+
+		probe_userns(why, sizeof(why));
+		f->mount_ns = !why[0];
+		if (why[0] && f->seccomp)
+			snprintf(f->missing, sizeof(f->missing), "%s", why);
+	} else {
+		f->mount_ns = probe_mount_ns() >= 0;
+	}
 
 	if (!f->seccomp)
 		snprintf(f->missing, sizeof(f->missing), "seccomp filters (libseccomp export failed)");
-	else if (!f->mount_ns)
+	else if (!f->mount_ns && !f->missing[0])
 		snprintf(f->missing, sizeof(f->missing),
-			 geteuid() == 0 ? "mount namespaces (unshare(CLONE_NEWNS) or mount_setattr refused)"
-					: "root privileges for mount namespaces (uexec runs as uid %d)",
-			 (int)geteuid());
+			 "mount namespaces (unshare(CLONE_NEWNS) or mount_setattr refused)");
 	return 0;
 }
 
@@ -515,10 +679,21 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		snprintf(err, errsz, "glob_pattern deny entries are not supported by this executor");
 		return -EINVAL;
 	}
+	/*
+	 * Without the listener guard (root only), a sandbox with network access
+	 * could connect to this server and start an unsandboxed process.
+	 */
+	if (p->network && !fs_helper && f->network_refused[0]) {
+		snprintf(err, errsz, "%s", f->network_refused);
+		return -EOPNOTSUPP;
+	}
 	pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;
 	pl->exe_fd = fs_helper_fd;
+	pl->userns = f->userns;
+	pl->uid = (unsigned)geteuid();
+	pl->gid = (unsigned)getegid();
 	pl->restrict_net = !p->network || fs_helper;
 	pl->cgroup_fd = pl->restrict_net || !f->mount_ns ? -1 : netguard_cgroup_fd(f->guard);
 	if (pl->cgroup_fd >= 0 && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
@@ -557,7 +732,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			}
 		}
 		pl->drop_caps = true;
-		pl->keep_caps = FULL_WRITE_CAPS;
+		/* Non-root: root's file access is not ours to keep (caps of the user namespace only). */
+		pl->keep_caps = f->userns ? 0 : FULL_WRITE_CAPS;
 		/* Below ABI 6 its signals are scoped by a PID namespace only. */
 		pl->pid_ns = f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !fs_helper;
 		*ret = pl;

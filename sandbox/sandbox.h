@@ -27,6 +27,14 @@ struct sandbox_features {
 	int landlock_abi;     /* the ABI sandboxes use: the kernel's, capped (0: no Landlock) */
 	int landlock_abi_kernel; /* what the kernel offers (landlock_create_ruleset) */
 	bool mount_ns;        /* unshare(CLONE_NEWNS) and mount_setattr work here */
+	/*
+	 * uexec is not root: every sandbox is built inside a user namespace of
+	 * its own, the server's uid and gid mapped to themselves (as bubblewrap
+	 * maps an unprivileged caller without --uid), setgroups denied.
+	 */
+	bool userns;
+	/* Set by the server: why sandboxes with network access are refused (empty: they are not). */
+	char network_refused[256];
 	bool seccomp;
 	unsigned cap_last_cap;
 	struct sandbox_seccomp filters;
@@ -36,7 +44,7 @@ struct sandbox_features {
 	bool pid_ns;
 	/* Set by the server: PTYs per private devpts (its max=; 0: the kernel's limit). */
 	unsigned max_ptys;
-	char missing[160];    /* why sandboxing is unavailable (empty when it is) */
+	char missing[320];    /* why sandboxing is unavailable (empty when it is) */
 };
 
 /*
@@ -105,6 +113,16 @@ int sandbox_plan_apply(const struct sandbox_plan *plan, int tty_fd, const char *
  */
 int sandbox_plan_apply_mounts(const struct sandbox_plan *plan, int tty_fd, const char **ret_step);
 int sandbox_plan_apply_creds(const struct sandbox_plan *plan, const char **ret_step);
+
+/*
+ * Non-root server: the child is cloned into a new user namespace
+ * (CLONE_NEWUSER with the other clone flags) and must call
+ * sandbox_plan_apply_userns() first, before any other step of the plan.
+ */
+bool sandbox_plan_userns(const struct sandbox_plan *plan);
+int sandbox_plan_apply_userns(const struct sandbox_plan *plan, const char **ret_step);
+/* In the namespace's init, after the command is cloned and before uexec-init (apply.c). */
+int sandbox_plan_apply_init(const struct sandbox_plan *plan, const char **ret_step);
 
 /*
  * True when the process must be cloned into a new PID namespace

@@ -18,6 +18,7 @@ ninja -C "$dir"
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/uexec-sanitize.XXXXXX")
 trap 'rm -rf "$logs"' EXIT
+chmod 1777 "$logs" # servers the suite runs as another uid (test_sandbox_nonroot.py) report here too
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:log_exe_name=1:log_path=$logs/asan"
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_exe_name=1:log_path=$logs/ubsan"
 

@@ -218,10 +218,12 @@ static uint8_t *command_stack;
 static _child_ _noreturn_ void pid1_spawn_command(const struct spawn_args *a, struct child_fds *f)
 {
 	struct command_ctx ctx = { a, f };
+	const char *step = "sandbox";
 	char num[24], *p = num + sizeof(num);
 	char *args[] = { (char *)"uexec-init", NULL, NULL };
 	char *envp[] = { NULL };
 	long pid;
+	int r;
 
 	pid = clone(command_entry, command_stack + CHILD_STACK_SIZE,
 		    SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
@@ -232,6 +234,10 @@ static _child_ _noreturn_ void pid1_spawn_command(const struct spawn_args *a, st
 		*--p = (char)('0' + pid % 10);
 	while ((pid /= 10) > 0);
 	args[1] = p;
+	/* A non-root server's init keeps one inert capability across its exec (apply.c). */
+	r = sandbox_plan_apply_init(a->sandbox, &step);
+	if (r < 0)
+		child_fail_step(f->errpipe, -r, step);
 	/* Nothing of the command's stays open here (the error pipe closes at exec). */
 	close(0);
 	close(1);
@@ -257,8 +263,13 @@ static void find_changed_signals(void)
 
 static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *f)
 {
+	const char *ustep = "sandbox";
 	int r;
 
+	/* A non-root server's sandbox: this child's user namespace needs its maps first. */
+	r = sandbox_plan_apply_userns(a->sandbox, &ustep);
+	if (r < 0)
+		child_fail_step(f->errpipe, -r, ustep);
 	if (setsid() < 0)
 		child_fail(f->errpipe, errno);
 	if (f->ctty >= 0 && ioctl(f->ctty, TIOCSCTTY, 0) < 0)
@@ -498,7 +509,8 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		 */
 		struct clone3_args ca = {
 			.flags = CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP |
-				 (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0),
+				 (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0) |
+				 (sandbox_plan_userns(a->sandbox) ? CLONE_NEWUSER : 0),
 			.pidfd = (uint64_t)(uintptr_t)pidfd,
 			.exit_signal = SIGCHLD,
 			.cgroup = (uint64_t)sandbox_plan_cgroup_fd(a->sandbox),
@@ -508,10 +520,16 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		if (pid == 0)
 			child_main(a, cf);
 	} else {
-		/* With its own PID namespace, the child is its init (pid1_spawn_command). */
+		/*
+		 * With its own PID namespace, the child is its init
+		 * (pid1_spawn_command). A non-root server's sandbox: in a user
+		 * namespace of its own too (CLONE_NEWUSER, unlike unshare, works
+		 * with CLONE_VM), which owns the PID namespace cloned with it.
+		 */
 		pid = clone(child_entry, stack,
 			    SPAWN_CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD |
-				    (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0),
+				    (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0) |
+				    (sandbox_plan_userns(a->sandbox) ? CLONE_NEWUSER : 0),
 			    ctx, pidfd);
 	}
 	err = errno;

@@ -185,7 +185,10 @@ static void arm_accept(struct server *s)
 /*
  * A sandboxed process with network access could otherwise connect here and
  * start an unsandboxed one (netguard.h). Without the guard such sandboxes
- * still run, as on the reference; the operator is told.
+ * still run as root, as on the reference; the operator is told. A non-root
+ * server can never have it (a cgroup of its own and BPF cgroup programs need
+ * root): its sandboxes with network access are refused instead, since the
+ * port they would reach is certainly there (docs/SECURITY.md).
  */
 static void guard_listener(struct server *s, uint16_t port)
 {
@@ -194,6 +197,18 @@ static void guard_listener(struct server *s, uint16_t port)
 
 	if (s->sandbox.missing[0])
 		return; /* no sandboxes at all */
+	if (s->sandbox.userns) {
+		snprintf(s->sandbox.network_refused, sizeof(s->sandbox.network_refused),
+			 "network access needs the listener guard, which needs root (a cgroup of its "
+			 "own and BPF cgroup programs): uexec runs as uid %u and listens on port %u, "
+			 "which the sandbox could reach to start unsandboxed processes",
+			 (unsigned)geteuid(), port);
+		log_warning("Listener guard unavailable (it needs root: a cgroup of its own and BPF "
+			    "cgroup programs; uexec runs as uid %u): sandboxed processes with network "
+			    "access are refused (they could connect to port %u)",
+			    (unsigned)geteuid(), port);
+		return;
+	}
 	r = netguard_new(&port, 1, &s->guard, err, sizeof(err));
 	if (r < 0) {
 		log_warning("Listener guard unavailable (%s): sandboxed processes with network "
@@ -433,8 +448,10 @@ static void setup_sandbox(struct server *s)
 			    s->sandbox.missing);
 		return;
 	}
-	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s",
+	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s",
 		 s->sandbox.landlock_abi,
+		 s->sandbox.userns ? ", a user namespace per sandbox (uexec is not root: its uid and "
+				     "gid mapped to themselves, as bubblewrap maps them)" : "",
 		 s->cfg.landlock_abi_max < (unsigned)s->sandbox.landlock_abi_kernel ? " (capped by "
 		 "--landlock-abi-max, testing only)" : "");
 	r = spawn_init(path, sizeof(path));

@@ -41,6 +41,57 @@ UEXEC_BIN = os.environ.get("UEXEC_BIN", os.path.join(REPO_ROOT, "build", "src", 
 LANDLOCK_ABI_MAX = os.environ.get("UEXEC_TEST_LANDLOCK_ABI_MAX")
 LANDLOCK_ABI_MAX = int(LANDLOCK_ABI_MAX) if LANDLOCK_ABI_MAX not in (None, "") else None
 LANDLOCK_ABI_NEWEST = 7          # sandbox/sandbox.h: SANDBOX_LANDLOCK_ABI_NEWEST
+
+
+def _parse_as_uid(v):
+    if v in (None, ""):
+        return None
+    uid, _, gid = v.partition(":")
+    return int(uid), int(gid or uid)
+
+
+# Run every uexec the suite starts as another uid (a non-root uexec, issue 13 item 2):
+# UEXEC_TEST_AS_UID=UID[:GID] (the tests stay root). Each Server is started through
+# `setpriv --reuid --regid --clear-groups` with HOME and TMPDIR in a directory that uid
+# owns, and test_sandbox.py's scratch trees are handed to it (own()).
+AS_UID = _parse_as_uid(os.environ.get("UEXEC_TEST_AS_UID"))
+# The uid of test_sandbox_nonroot.py when the suite runs as root (no passwd entry needed).
+NONROOT_UID = AS_UID or (64123, 64123)
+_as_override = [None]
+
+
+def run_as():
+    """(uid, gid) the Servers started now run as, or None (the tests' own uid)."""
+    return _as_override[0] or AS_UID
+
+
+def set_run_as(ids):
+    """Makes the next Servers (and own()) use ids; None restores the suite's setting."""
+    _as_override[0] = ids
+
+
+def own(*paths, ids=None):
+    """Hands paths (recursively) to the uid uexec runs as, when it is not the tests' own:
+    a workspace must be writable by the server's uid, as it is on a real host."""
+    ids = ids or run_as()
+    if not ids:
+        return
+    for p in paths:
+        for dirpath, dirnames, filenames in os.walk(p):
+            os.lchown(dirpath, *ids)
+            for n in dirnames + filenames:
+                os.lchown(os.path.join(dirpath, n), *ids)
+        if not os.path.isdir(p) and os.path.lexists(p):
+            os.lchown(p, *ids)
+
+
+def run_as_home(ids):
+    """HOME and TMPDIR of a uexec run as ids: a 0700 directory it owns under /var/tmp."""
+    d = "/var/tmp/uexec-test-home-%d" % ids[0]
+    os.makedirs(d, exist_ok=True)
+    os.chown(d, *ids)
+    os.chmod(d, 0o700)
+    return d
 SANITIZER_MARKERS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer",
                      b"runtime error:", b"ERROR: ThreadSanitizer")
 
@@ -112,11 +163,20 @@ class Server:
     """One uexec process listening on an ephemeral port."""
 
     def __init__(self, args=(), env=None, cwd=None, logdir="/tmp", listen="ws://127.0.0.1:0",
-                 landlock_abi_max=None):
+                 landlock_abi_max=None, as_ids=None, launcher=None):
         if not os.access(UEXEC_BIN, os.X_OK):
             pytest.fail("uexec binary not found or not executable: %s (set UEXEC_BIN)" % UEXEC_BIN)
         HOST.require("io_uring")  # uexec cannot start without it
         self.args = [UEXEC_BIN, "--listen", listen]
+        self.as_ids = as_ids or run_as()
+        if self.as_ids:
+            HOST.require("unprivileged-server")
+            home = run_as_home(self.as_ids)
+            env = dict(os.environ if env is None else env, HOME=home, TMPDIR=home)
+            cwd = home if cwd is None else cwd
+            # launcher: a program that switches to the uid itself and execs the rest
+            self.args = (launcher or [HOST.program("setpriv"), "--reuid=%d" % self.as_ids[0],
+                                      "--regid=%d" % self.as_ids[1], "--clear-groups"]) + self.args
         # a test's own level wins over the suite's ($UEXEC_TEST_LANDLOCK_ABI_MAX); before
         # args, which may end with a subcommand
         cap = landlock_abi_max if landlock_abi_max is not None else LANDLOCK_ABI_MAX
@@ -326,6 +386,15 @@ def fail(what, code):
     print("%s: %s" % (what, os.strerror(ctypes.get_errno())))
     sys.exit(code)
 outer = os.readlink("/proc/self/ns/mnt")
+if os.geteuid() != 0:           # a non-root uexec: a user namespace first, ids mapped to themselves
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(0x10000000) != 0:                              # CLONE_NEWUSER
+        fail("unshare(CLONE_NEWUSER) as uid %d (user.max_user_namespaces=%s)" % (
+            uid, open("/proc/sys/user/max_user_namespaces").read().strip()), 1)
+    for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (uid, uid)),
+                       ("gid_map", "%d %d 1" % (gid, gid))):
+        with open("/proc/self/" + name, "w") as f:
+            f.write(text)
 if libc.unshare(0x20000) != 0:                                     # CLONE_NEWNS
     fail("unshare(CLONE_NEWNS)", 1)
 if os.readlink("/proc/self/ns/mnt") == outer:                      # never touch the host's mounts
@@ -558,14 +627,25 @@ class HostProbes:
         return None
 
     def _missing_mount_ns(self):
+        """As the uid the servers run as (run_as()): root, or a non-root uid in a user
+        namespace of its own (sandbox/sandbox.c probe_userns)."""
+        ids = run_as()
+
         def probe():
             if os.geteuid() != 0:
                 return "uexec needs root for mount namespaces (the tests run as uid %d)" % os.geteuid()
-            p = _run([sys.executable, "-c", _MOUNT_NS_PROBE])
+            argv = [SYSTEM_PYTHON, "-c", _MOUNT_NS_PROBE]
+            if ids:
+                why = self.missing("unprivileged-server")
+                if why:
+                    return why
+                argv = [self.program("setpriv"), "--reuid=%d" % ids[0], "--regid=%d" % ids[1],
+                        "--clear-groups"] + argv
+            p = _run(argv, cwd="/")
             if p.returncode == 0 and p.stdout.strip() == "ok":
                 return None
             return (p.stdout.strip() or p.stderr.strip()[-300:] or "probe exited %d" % p.returncode)
-        return self._once("mount-ns", probe)
+        return self._once(("mount-ns", ids), probe)
 
     def _missing_sandbox(self):
         # the order of sandbox_probe() in sandbox/sandbox.c, then sandbox_plan_new():

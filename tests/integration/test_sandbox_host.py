@@ -183,6 +183,7 @@ def test_sandbox_pty_limit(server_factory, uniq, flag, limit):
     """Each sandbox's devpts has `max=` (--sandbox-max-ptys, default 64): a sandboxed
     process opens that many PTYs, then gets ENOSPC; unsandboxed processes use the host's."""
     work = tempfile.mkdtemp(prefix="uexec-ptys-", dir="/var/tmp")
+    conftest.own(work)
     try:
         srv = server_factory(*flag)
         c = srv.connect()
