@@ -356,6 +356,8 @@ def test_duplicate_record_dropped(relay):
     rpc.next_id = 10
     rpc.wait_reply(1)
     rpc.wait_reply(2)
+    # the marker command's reply came; wait for it to end before reading its file
+    assert rpc.collect("m", timeout=30).exit_code == 0
     run_echo(relay, rpc, "after", "still-alive")
     with open(relay.marker()) as f:
         assert f.read() == "ran\n"
