@@ -52,6 +52,26 @@ sys.path.insert(0, HERE)
 import mock_model  # noqa: E402
 import scenarios  # noqa: E402
 
+# UEXEC_E2E_AS_UID=UID[:GID]: run uexec as that unprivileged user (through setpriv, as
+# tests/integration's UEXEC_TEST_AS_UID); each scenario's work/ and the server's HOME are
+# given to it, as a user's workspace belongs to the user who runs the executor.
+def _as_uid(spec):
+    if not spec:
+        return None
+    uid, _, gid = spec.partition(":")
+    return int(uid), int(gid or uid)
+
+
+AS_UID = _as_uid(os.environ.get("UEXEC_E2E_AS_UID"))
+
+
+def give_to_as_uid(path):
+    if AS_UID is None:
+        return
+    for d, dirs, files in os.walk(path):
+        for n in [d] + [os.path.join(d, x) for x in dirs + files]:
+            os.lchown(n, *AS_UID)
+
 SKIP = 77
 
 
@@ -252,6 +272,7 @@ def run_scenario(sc, codex, server_url, outroot, timeout, remote=None, shared_ta
         mode = sandbox
     ctx.sandbox = mode
     sc.setup(ctx)
+    give_to_as_uid(workdir)
 
     tap_p = None
     if shared_tap:
@@ -487,6 +508,14 @@ def main():
         senv = dict(os.environ, HOME=shome)
         # UEXEC_EXTRA_ARGS: more uexec options for every uexec started (e.g. "--landlock-abi-max 4").
         base_argv = [ubin] + shlex.split(os.environ.get("UEXEC_EXTRA_ARGS", ""))
+        if AS_UID is not None and args.server == "uexec":
+            setpriv = shutil.which("setpriv")
+            if os.geteuid() != 0 or not setpriv:
+                print("SKIP: UEXEC_E2E_AS_UID needs root and setpriv (util-linux)")
+                return SKIP
+            give_to_as_uid(shome)
+            base_argv = [setpriv, "--reuid=%d" % AS_UID[0], "--regid=%d" % AS_UID[1],
+                         "--clear-groups"] + base_argv
     if args.server == "ref" and args.forward:
         hp = subprocess.run([codex, "exec-server", "forward", "--help"], capture_output=True,
                             text=True)
