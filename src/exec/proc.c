@@ -316,6 +316,29 @@ static bool classify_denial(struct proc *p)
 	return denied;
 }
 
+/* The audit log's process.exit line (log.h). */
+static void audit_exit(const struct proc *p)
+{
+	struct timespec ts;
+	uint64_t now;
+	struct log_field fl[8];
+	size_t n = 0;
+
+	if (!log_audit_enabled())
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	fl[n++] = LOG_STR("session", p->sess->id);
+	fl[n++] = LOG_STRN("process", p->id, p->id_len);
+	fl[n++] = LOG_INT("pid", p->pid);
+	fl[n++] = LOG_INT("exitCode", p->exit_code);
+	fl[n++] = LOG_INT("signal", p->term_signal);
+	fl[n++] = LOG_INT("durationMs", now > p->started_at_ms ? now - p->started_at_ms : 0);
+	fl[n++] = LOG_BOOL("sandboxDenied", p->sandbox_denied);
+	fl[n++] = LOG_BOOL("timedOut", p->timed_out);
+	log_audit("process.exit", fl, n);
+}
+
 static void publish_exited(struct proc *p)
 {
 	char tail[128];
@@ -333,8 +356,16 @@ static void publish_exited(struct proc *p)
 	if (!p->timed_out)
 		uring_timer_cancel(&p->timeout);
 	p->exit_seq = p->next_seq++;
-	log_debug("Process '%s' (pid %d) exited with %d%s", p->id, (int)p->pid, p->exit_code,
-		  p->sandbox_denied ? " (likely denied by the sandbox)" : "");
+	{
+		struct log_ctx ctx = { .session = p->sess->id, .process = p->id, .process_len = p->id_len };
+		struct log_field lf[] = { LOG_INT("pid", p->pid), LOG_INT("exitCode", p->exit_code),
+					  LOG_BOOL("sandboxDenied", p->sandbox_denied) };
+
+		log_event(LOG_DEBUG, "process.exited", &ctx, lf, ELEMENTSOF(lf),
+			  "Process '%s' (pid %d) exited with %d%s", p->id, (int)p->pid, p->exit_code,
+			  p->sandbox_denied ? " (likely denied by the sandbox)" : "");
+	}
+	audit_exit(p);
 	notify_event(p, "process/exited", tail);
 	if (!p->tty)
 		stdin_close_if_idle(p);
