@@ -34,19 +34,19 @@ const char *type_name(const toml::node &n)
 {
 	switch (n.type()) {
 	case toml::node_type::string:
-		return "string";
+		return "a string";
 	case toml::node_type::integer:
-		return "integer";
+		return "an integer";
 	case toml::node_type::boolean:
-		return "boolean";
+		return "a boolean";
 	case toml::node_type::floating_point:
-		return "float";
+		return "a float";
 	case toml::node_type::array:
-		return "array";
+		return "an array";
 	case toml::node_type::table:
-		return "table";
+		return "a table";
 	default:
-		return "date/time";
+		return "a date/time";
 	}
 }
 
@@ -89,7 +89,7 @@ extern "C" int server_conf_parse(const char *text, size_t size, struct server_co
 			x.type_name = type_name(*v);
 			if (auto s = v->as_string(); s && s->get().find('\0') != std::string::npos) {
 				x.type = SERVER_CONF_OTHER; /* cannot be an argument */
-				x.type_name = "string holding a NUL byte";
+				x.type_name = "a string holding a NUL byte";
 			} else if (s) {
 				x.type = SERVER_CONF_STRING;
 				value = s->get();

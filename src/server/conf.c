@@ -15,10 +15,10 @@
 #define CONF_MAX_BYTES (1u << 20)
 
 static const char *const type_names[] = {
-	[SERVER_CONF_STRING] = "string",
-	[SERVER_CONF_INTEGER] = "integer",
-	[SERVER_CONF_BOOLEAN] = "boolean",
-	[SERVER_CONF_OTHER] = "other",
+	[SERVER_CONF_STRING] = "a string",
+	[SERVER_CONF_INTEGER] = "an integer",
+	[SERVER_CONF_BOOLEAN] = "a boolean",
+	[SERVER_CONF_OTHER] = "another type",
 };
 
 static int read_file(const char *path, char **ret, size_t *ret_len, char *err, size_t errsz)
@@ -98,7 +98,7 @@ int server_conf_load(const char *path, const struct server_conf_key *keys, size_
 			break;
 		}
 		if (k->type != e[i].type) {
-			snprintf(err, errsz, "config file %s: key '%s' must be a %s, not a %s", path,
+			snprintf(err, errsz, "config file %s: key '%s' must be %s, not %s", path,
 				 e[i].key, type_names[k->type], e[i].type_name);
 			r = -EINVAL;
 			break;

@@ -24,7 +24,7 @@ enum server_conf_type {
 struct server_conf_entry {
 	char *key;
 	enum server_conf_type type;
-	const char *type_name; /* TOML's name of the value's type ("string", "table", ...) */
+	const char *type_name; /* the value's TOML type ("a string", "a table", ...) */
 	char *value;           /* the value as an argument: the string, decimal, "true"/"false" */
 };
 
