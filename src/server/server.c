@@ -798,6 +798,16 @@ int server_init(struct server *s, const struct config *cfg)
 	 * A small ring and four buffers keep hundreds of helpers within it.
 	 */
 	r = uring_init(&s->ring, s->cfg.fs_helper ? 16 : 1024);
+	if (r == -EPERM || r == -ENOSYS || r == -EACCES)
+		/* Docker's default seccomp profile answers EPERM (ENOSYS: a kernel without io_uring). */
+		return log_error_errno(r, "io_uring is refused on this host (io_uring_setup failed); "
+					  "uexec cannot run without it. In a container: allow "
+					  "io_uring_setup, io_uring_enter and io_uring_register in its "
+					  "seccomp profile (docker run --security-opt "
+					  "seccomp=uexec-seccomp.json, see contrib/docker/README.md). On "
+					  "the host: sysctl kernel.io_uring_disabled must be 0 (or 1 with "
+					  "uexec's group in kernel.io_uring_group); ENOSYS: a kernel built "
+					  "without CONFIG_IO_URING");
 	if (r < 0)
 		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
 					  "kernel.io_uring_disabled or a seccomp policy?)");
