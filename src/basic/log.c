@@ -213,19 +213,22 @@ void log_format_time(char out[32])
 		 (unsigned)(ts.tv_nsec / 1000000) % 1000u);
 }
 
-/* Writes all of data to fd (one write(2) unless it is cut short). */
-static void write_all(int fd, const uint8_t *data, size_t len)
+/* Writes all of data to fd (one write(2) unless it is cut short). 0 or -errno. */
+static int write_all(int fd, const uint8_t *data, size_t len)
 {
 	while (len > 0) {
 		ssize_t n = write(fd, data, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
 		data += n;
 		len -= (size_t)n;
 	}
+	return 0;
 }
 
 /* One JSON line: time, level, event, session, process, message, fields (+ error). */
@@ -279,7 +282,7 @@ static void write_json_line(int level, int e, const char *event, const struct lo
 	if (r >= 0)
 		r = json_lit(&b, "}\n");
 	if (r >= 0)
-		write_all(STDERR_FILENO, b.data, b.len);
+		(void)write_all(STDERR_FILENO, b.data, b.len);
 	buf_done(&b);
 }
 
@@ -356,9 +359,9 @@ void log_audit(const char *event, const struct log_field *fields, size_t n)
 	if (r >= 0)
 		r = json_lit(&b, n > 0 ? "\n" : "}\n");
 	if (r >= 0)
-		write_all(audit_fd, b.data, b.len);
-	else
-		log_error("Out of memory writing an audit line (%s)", event);
+		r = write_all(audit_fd, b.data, b.len);
+	if (r < 0)
+		log_error_errno_ratelimited(r, "Writing an audit line (%s) failed", event);
 	buf_done(&b);
 	errno = saved;
 }
