@@ -218,12 +218,16 @@ static int load_config_file(const char *path, const struct option *opts, size_t 
 			    int num_first, int num_end, struct server_conf_args *ret)
 {
 	static const char *const not_in_file[] = { "config", "help", "version", "fs-helper" };
-	struct server_conf_key keys[64];
+	_cleanup_free_ struct server_conf_key *keys = calloc(n_opts, sizeof(*keys));
 	char err[512];
 	size_t n = 0;
 	int r;
 
-	for (size_t i = 0; i < n_opts && opts[i].name && n < ELEMENTSOF(keys); i++) {
+	if (!keys) {
+		usage_error("out of memory reading %s", path);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n_opts && opts[i].name; i++) {
 		bool skip = false;
 
 		for (size_t j = 0; j < ELEMENTSOF(not_in_file); j++)

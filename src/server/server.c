@@ -676,11 +676,22 @@ static void derive_limits(struct server *s)
 			procs = mem / PROC_RETAINED_BYTES;
 		s->cfg.max_processes = clamp_limit(procs);
 	}
-	log_info("Limits: %u connections, %u sessions, %u running processes per session "
-		 "(RLIMIT_NOFILE %" PRIu64 ", %u fds open at start, %u fds per process, %" PRIu64
-		 " MiB of memory)",
-		 s->cfg.max_connections, s->cfg.max_sessions, s->cfg.max_processes, nofile, used,
-		 proc_fds, mem >> 20);
+	{
+		struct log_field f[] = {
+			LOG_INT("maxConnections", s->cfg.max_connections),
+			LOG_INT("maxSessions", s->cfg.max_sessions),
+			LOG_INT("maxProcesses", s->cfg.max_processes),
+			LOG_INT("nofile", nofile), LOG_INT("fdsAtStart", used),
+			LOG_INT("fdsPerProcess", proc_fds), LOG_INT("memoryMiB", mem >> 20),
+		};
+
+		log_event(LOG_INFO, "server.limits", NULL, f, ELEMENTSOF(f),
+			  "Limits: %u connections, %u sessions, %u running processes per session "
+			  "(RLIMIT_NOFILE %" PRIu64 ", %u fds open at start, %u fds per process, %" PRIu64
+			  " MiB of memory)",
+			  s->cfg.max_connections, s->cfg.max_sessions, s->cfg.max_processes, nofile,
+			  used, proc_fds, mem >> 20);
+	}
 }
 
 /*
@@ -741,7 +752,10 @@ static void setup_sandbox(struct server *s)
 			    s->sandbox.missing);
 		return;
 	}
-	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s",
+	log_event(LOG_INFO, "sandbox.ready", NULL,
+		  (struct log_field[]){ LOG_INT("landlockAbi", s->sandbox.landlock_abi),
+					LOG_BOOL("userNamespace", s->sandbox.userns) }, 2,
+		  "Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s",
 		 s->sandbox.landlock_abi,
 		 s->sandbox.userns ? ", a user namespace per sandbox (uexec is not root: its uid and "
 				     "gid mapped to themselves, as bubblewrap maps them)" : "",

@@ -67,8 +67,10 @@ def test_json_log_lines_parse_back(server_factory):
     exited = events(lines, "process.exited")
     assert exited[0]["process"] == "p1" and exited[0]["fields"]["exitCode"] == 7
     assert exited[0]["fields"]["sandboxDenied"] is False
+    limits = events(lines, "server.limits")
+    assert limits[0]["fields"]["maxProcesses"] > 0 and "Limits:" in limits[0]["message"]
     # plain lines are objects too, with the event "log"
-    assert any(o["event"] == "log" and "Limits:" in o["message"] for o in lines)
+    assert any(o["event"] == "log" and o["fields"] == {} for o in lines)
 
 
 def test_text_format_unchanged_by_default(server):
