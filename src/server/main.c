@@ -442,7 +442,8 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		return 2;
 	}
 	all[0] = argv[0];
-	memcpy(all + 1, file->argv, sizeof(char *) * (size_t)file->argc);
+	if (file->argc > 0)
+		memcpy(all + 1, file->argv, sizeof(char *) * (size_t)file->argc);
 	memcpy(all + 1 + file->argc, argv + 1, sizeof(char *) * (size_t)(argc - 1));
 	/* all[] only borrows: the strings stay in argv and file. */
 	argc += file->argc;
