@@ -497,6 +497,8 @@ void proc_kill_group(struct proc *p, int sig)
 static void on_timeout(struct uring_timer *t, bool fired)
 {
 	struct proc *p = container_of(t, struct proc, timeout);
+	struct log_ctx ctx = { .session = p->sess->id, .process = p->id, .process_len = p->id_len };
+	struct log_field f[2] = { LOG_INT("pid", p->pid) };
 
 	if (!fired || p->closed)
 		return;
@@ -504,15 +506,19 @@ static void on_timeout(struct uring_timer *t, bool fired)
 		if (p->reaped)
 			return; /* exited in time; process/exited is only waiting for late output */
 		p->timed_out = true;
-		log_info_ratelimited("Session %s: process '%s' (pid %d) timed out: SIGTERM to its "
-				     "process group", p->sess->id, p->id, (int)p->pid);
+		f[1] = LOG_STR("signal", "SIGTERM");
+		log_event_ratelimited(LOG_INFO, "process.timeout", &ctx, f, ELEMENTSOF(f),
+				      "Session %s: process '%s' (pid %d) timed out: SIGTERM to its "
+				      "process group", p->sess->id, p->id, (int)p->pid);
 		proc_kill_group(p, SIGTERM);
 		uring_timer_arm(&proc_srv(p)->ring, &p->timeout, PROC_TIMEOUT_GRACE_MS, on_timeout);
 		return;
 	}
 	/* Still not closed PROC_TIMEOUT_GRACE_MS after SIGTERM: the group ignored it. */
-	log_info_ratelimited("Session %s: process '%s' (pid %d) timed out: SIGKILL to its "
-			     "process group", p->sess->id, p->id, (int)p->pid);
+	f[1] = LOG_STR("signal", "SIGKILL");
+	log_event_ratelimited(LOG_INFO, "process.timeout", &ctx, f, ELEMENTSOF(f),
+			      "Session %s: process '%s' (pid %d) timed out: SIGKILL to its "
+			      "process group", p->sess->id, p->id, (int)p->pid);
 	proc_kill_group(p, SIGKILL);
 }
 

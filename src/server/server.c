@@ -733,6 +733,7 @@ static int setup_signals(struct server *s)
 static void setup_sandbox(struct server *s)
 {
 	char path[PATH_MAX] = "uexec-init", line[512];
+	struct log_field ready[2];
 	int r;
 
 	if (s->cfg.fs_helper) {
@@ -752,9 +753,9 @@ static void setup_sandbox(struct server *s)
 			    s->sandbox.missing);
 		return;
 	}
-	log_event(LOG_INFO, "sandbox.ready", NULL,
-		  (struct log_field[]){ LOG_INT("landlockAbi", s->sandbox.landlock_abi),
-					LOG_BOOL("userNamespace", s->sandbox.userns) }, 2,
+	ready[0] = LOG_INT("landlockAbi", s->sandbox.landlock_abi);
+	ready[1] = LOG_BOOL("userNamespace", s->sandbox.userns);
+	log_event(LOG_INFO, "sandbox.ready", NULL, ready, ELEMENTSOF(ready),
 		  "Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s",
 		 s->sandbox.landlock_abi,
 		 s->sandbox.userns ? ", a user namespace per sandbox (uexec is not root: its uid and "
