@@ -287,18 +287,46 @@ static unsigned live_processes(struct server *s)
 	return n;
 }
 
+struct pid_link {
+	pid_t pid, ppid;
+};
+
+static int by_ppid(const void *a, const void *b)
+{
+	const struct pid_link *x = a, *y = b;
+
+	return (x->ppid > y->ppid) - (x->ppid < y->ppid);
+}
+
+/* The first entry of all[0..n) (sorted by ppid) whose ppid is ppid, or n. */
+static size_t first_child(const struct pid_link *all, size_t n, pid_t ppid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (all[mid].ppid < ppid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * SIGKILL to every descendant of the processes not closed yet, found through
  * /proc's parent links while the parents are still alive: a process that left
  * its group (setsid) is still in the tree. One that was orphaned before (its
- * parent gone, adopted by init) is not found: docs/ARCHITECTURE.md, "Drain".
- * Runs once, at the drain timeout, so the blocking /proc walk is acceptable.
+ * parent gone, adopted by init) is not found: docs/ARCHITECTURE.md,
+ * "Operations". Runs once, at the drain timeout, so the blocking /proc walk
+ * is acceptable; O(n log n) in the host's processes.
  */
 static void kill_descendants(struct server *s)
 {
-	struct { pid_t pid, ppid; } *all = NULL, *grown;
-	size_t n = 0, cap = 0;
-	bool *mark = NULL;
+	struct pid_link *all = NULL, *grown;
+	size_t n = 0, cap = 0, head = 0, tail = 0;
+	pid_t *queue = NULL;
 	struct session *ss;
 	struct proc *p;
 	struct dirent *de;
@@ -337,31 +365,27 @@ static void kill_descendants(struct server *s)
 		all[n++].ppid = (pid_t)atoi(rp + 4); /* ") S PPID" */
 	}
 	closedir(d);
-	mark = calloc(n ? n : 1, sizeof(bool));
-	if (!mark || !all) {
-		free(all);
-		free(mark);
-		return;
-	}
+	/* every pid enters the queue at most once: the roots, then each child once */
+	queue = calloc(n + s->n_sessions + 1, sizeof(pid_t));
+	if (!queue || !all)
+		goto out;
+	qsort(all, n, sizeof(*all), by_ppid);
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)
-			if (!p->closed && !p->reaped)
-				for (size_t i = 0; i < n; i++)
-					if (all[i].pid == p->pid)
-						mark[i] = true;
-	/* Mark children of marked processes until nothing changes (the tree, any depth). */
-	for (bool more = true; more;) {
-		more = false;
-		for (size_t i = 0; i < n; i++)
-			for (size_t j = 0; !mark[i] && j < n; j++)
-				if (mark[j] && all[i].ppid == all[j].pid)
-					more = mark[i] = true;
+			if (!p->closed && !p->reaped && tail < n)
+				queue[tail++] = p->pid;
+	while (head < tail) {
+		pid_t parent = queue[head++];
+
+		for (size_t i = first_child(all, n, parent); i < n && all[i].ppid == parent; i++)
+			if (tail < n && all[i].pid != parent)
+				queue[tail++] = all[i].pid;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (mark[i])
-			(void)kill(all[i].pid, SIGKILL);
+	for (size_t i = 0; i < tail; i++)
+		(void)kill(queue[i], SIGKILL);
+out:
 	free(all);
-	free(mark);
+	free(queue);
 }
 
 /* After the drain timeout's kill: how long the killed processes get to be reaped and reported. */
