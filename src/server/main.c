@@ -3,6 +3,7 @@
  * uexec: an io_uring-native exec-server speaking the Codex exec-server
  * protocol. Command line parsing and start-up.
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -422,8 +423,14 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 	uint64_t v;
 	int c, r;
 
+	size_t fixed = 0;
+
+	/* The numeric options go after the named ones, and a zeroed entry must end the table. */
+	while (opts[fixed].name)
+		fixed++;
+	assert(fixed + ELEMENTSOF(nums) < ELEMENTSOF(opts));
 	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
-		opts[14 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+		opts[fixed + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
 	/* First pass: only --config (getopt's own messages come in the second). */
 	opterr = 0;
 	optind = 0;
