@@ -194,3 +194,29 @@ def test_argv_is_capped_in_the_audit_log(server_factory, tmp_path):
     assert start["argc"] == 201 and start["argvTruncated"] is True
     assert 0 < len(start["argv"]) < 201 and sum(map(len, start["argv"])) <= 65536
     assert os.path.getsize(audit) < 100000
+
+
+def test_sighup_reopens_the_audit_log_without_a_config_file(server_factory, tmp_path):
+    """Log rotation: move the file away, SIGHUP, the next lines go to a new file."""
+    audit, rotated = tmp_path / "audit.jsonl", tmp_path / "audit.jsonl.1"
+    srv = server_factory("--audit-log", str(audit))
+    c = srv.connect()
+    c.run("one", ["/bin/echo", "1"], env=PATH_ENV)
+    wait_until(lambda: audit.read_bytes().count(b"\n") >= 2, what="the first lines")
+    audit.rename(rotated)
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: audit.exists(), what="the audit log to be reopened")
+    c.run("two", ["/bin/echo", "2"], env=PATH_ENV)     # same connection
+    wait_until(lambda: audit.read_bytes().count(b"\n") >= 2, what="lines in the new file")
+    assert [r["process"] for r in json_lines(audit.read_bytes())] == ["two", "two"]
+    assert [r["process"] for r in json_lines(rotated.read_bytes())] == ["one", "one"]
+    assert oct(os.stat(audit).st_mode & 0o777) == "0o600"
+
+
+def test_audit_to_stdout_is_refused_with_stdio_transport():
+    import subprocess
+    from conftest import UEXEC_BIN
+    p = subprocess.run([UEXEC_BIN, "--listen", "stdio", "--audit-log", "-"], capture_output=True,
+                       stdin=subprocess.DEVNULL, timeout=20)
+    assert p.returncode == 1 and p.stdout == b""
+    assert b"--listen stdio uses for the protocol" in p.stderr
