@@ -3,19 +3,100 @@
  * Logging to stderr. proto/ and uring/ never log; sandbox/ logs only what an
  * operator must act on (docs/ARCHITECTURE.md, "Rules").
  * log_*_errno() return -abs(r) so that `return log_error_errno(r, "...");` works.
+ *
+ * Two formats (--log-format): text, "uexec[pid]: <level>: msg", and json, one
+ * object per line: {"time","level","event","session","process","message",
+ * "fields"}. Plain log_*() lines have the event "log" and no fields; the lines
+ * an operator alerts on go through log_event() with an event name and
+ * structured fields. The audit log (--audit-log) is a second sink of JSON
+ * lines written by log_audit().
  */
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <syslog.h>
 
+#include "buf.h"
 #include "macro.h"
+
+enum log_format {
+	LOG_FORMAT_TEXT,
+	LOG_FORMAT_JSON,
+};
 
 void log_set_max_level(int level);
 int log_get_max_level(void);
-/* Writes one line "uexec[pid]: <level>: msg" to stderr. Returns -abs(error) (0 if error == 0). */
+void log_set_format(enum log_format f);
+enum log_format log_get_format(void);
+/* "debug", "info", ... -> LOG_*; -EINVAL for another name. */
+int log_level_from_string(const char *s);
+/* Writes one line to stderr in the current format. Returns -abs(error) (0 if error == 0). */
 int log_internal(int level, int error, const char *func, const char *fmt, ...) _printf_(4, 5);
+
+/* A structured field of log_event() and log_audit(). */
+enum log_field_type {
+	LOG_F_STR,   /* s[0..len) (len SIZE_MAX: NUL-terminated); NULL: null */
+	LOG_F_INT,
+	LOG_F_BOOL,
+	LOG_F_STRV,  /* v[0..n) NUL-terminated strings */
+	LOG_F_OBJ,   /* sub[0..n): a nested object */
+};
+
+struct log_field {
+	const char *key;
+	enum log_field_type type;
+	const char *s;
+	size_t len;
+	int64_t i;
+	const char *const *v;
+	const struct log_field *sub;
+	size_t n;
+};
+
+#define LOG_STR(k, str) ((struct log_field){ .key = (k), .type = LOG_F_STR, .s = (str), .len = SIZE_MAX })
+#define LOG_STRN(k, str, l) ((struct log_field){ .key = (k), .type = LOG_F_STR, .s = (str), .len = (l) })
+#define LOG_INT(k, x) ((struct log_field){ .key = (k), .type = LOG_F_INT, .i = (int64_t)(x) })
+#define LOG_BOOL(k, b) ((struct log_field){ .key = (k), .type = LOG_F_BOOL, .i = !!(b) })
+#define LOG_STRV(k, vec, cnt) ((struct log_field){ .key = (k), .type = LOG_F_STRV, .v = (vec), .n = (cnt) })
+#define LOG_OBJ(k, f, cnt) ((struct log_field){ .key = (k), .type = LOG_F_OBJ, .sub = (f), .n = (cnt) })
+
+/* Who a structured line is about (either may be NULL; process may hold NUL bytes). */
+struct log_ctx {
+	const char *session;
+	const char *process;
+	size_t process_len;
+};
+
+/*
+ * A line with an event name and fields: in text format the message alone (as
+ * log_internal), in JSON format the event, ctx and fields too. Returns 0.
+ */
+int log_event_internal(int level, const char *event, const struct log_ctx *ctx,
+		       const struct log_field *fields, size_t n, const char *fmt, ...) _printf_(6, 7);
+#define log_event(level, event, ctx, fields, n, ...)                                           \
+	((level) <= log_get_max_level() ? log_event_internal(level, event, ctx, fields, n, __VA_ARGS__) \
+					: 0)
+
+/*
+ * JSON string escaping of any bytes s[0..len): the quotes, backslash and
+ * control characters escaped, valid UTF-8 kept, every byte of an invalid
+ * sequence written as U+FFFD. Appends the quoted string. 0 or -ENOMEM.
+ */
+int log_json_string(struct buf *b, const char *s, size_t len);
+/* Appends {"key":value,...} for fields[0..n). 0 or -ENOMEM. */
+int log_json_fields(struct buf *b, const struct log_field *fields, size_t n);
+/* RFC 3339 UTC time with milliseconds ("2026-01-02T03:04:05.678Z") of now into out[32]. */
+void log_format_time(char out[32]);
+
+/*
+ * The audit log: fd (O_APPEND file or stdout) owned by the caller, -1 for none.
+ * log_audit() writes one JSON line {"time","event",...fields} with one write(2).
+ */
+void log_audit_set_fd(int fd);
+bool log_audit_enabled(void);
+void log_audit(const char *event, const struct log_field *fields, size_t n);
 
 #define log_full_errno(level, error, ...)                                                      \
 	({                                                                                     \
@@ -50,6 +131,18 @@ int log_internal_ratelimited(struct log_ratelimit *rl, int level, int error, con
 		(_l_ <= log_get_max_level())                                                   \
 			? log_internal_ratelimited(&_rl_, _l_, _e_, __func__, __VA_ARGS__)     \
 			: -(_e_ < 0 ? -_e_ : _e_);                                             \
+	})
+
+/* True when rl's budget allows a line now (writes the "Suppressed N" line first if due). */
+bool log_ratelimit_pass(struct log_ratelimit *rl, int level, const char *func);
+
+#define log_event_ratelimited(level, event, ctx, fields, n, ...)                               \
+	({                                                                                     \
+		static struct log_ratelimit _rl_; /* one per call site */                      \
+		int _l_ = (level);                                                             \
+		(_l_ <= log_get_max_level() && log_ratelimit_pass(&_rl_, _l_, __func__))       \
+			? log_event_internal(_l_, event, ctx, fields, n, __VA_ARGS__)          \
+			: 0;                                                                   \
 	})
 
 #define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)

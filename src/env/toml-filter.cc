@@ -2,7 +2,8 @@
 /*
  * TOML key-path projection and serialisation (see toml-filter.h).
  *
- * This is the only C++ file in uexec. Debian 12 has no C TOML parser, but it
+ * One of uexec's two C++ files (with src/server/conf-toml.cc, the --config
+ * parser). Debian 12 has no C TOML parser, but it
  * ships toml++ (libtomlplusplus-dev, C++17); writing and fuzzing a TOML 1.0
  * parser of our own for one read-only method was not worth it. Everything
  * toml++ is kept behind the C function toml_filter(): exceptions (parse errors,

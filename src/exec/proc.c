@@ -316,6 +316,29 @@ static bool classify_denial(struct proc *p)
 	return denied;
 }
 
+/* The audit log's process.exit line (log.h). */
+static void audit_exit(const struct proc *p)
+{
+	struct timespec ts;
+	uint64_t now;
+	struct log_field fl[8];
+	size_t n = 0;
+
+	if (!log_audit_enabled())
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	fl[n++] = LOG_STR("session", p->sess->id);
+	fl[n++] = LOG_STRN("process", p->id, p->id_len);
+	fl[n++] = LOG_INT("pid", p->pid);
+	fl[n++] = LOG_INT("exitCode", p->exit_code);
+	fl[n++] = LOG_INT("signal", p->term_signal);
+	fl[n++] = LOG_INT("durationMs", now > p->started_at_ms ? now - p->started_at_ms : 0);
+	fl[n++] = LOG_BOOL("sandboxDenied", p->sandbox_denied);
+	fl[n++] = LOG_BOOL("timedOut", p->timed_out);
+	log_audit("process.exit", fl, n);
+}
+
 static void publish_exited(struct proc *p)
 {
 	char tail[128];
@@ -333,8 +356,16 @@ static void publish_exited(struct proc *p)
 	if (!p->timed_out)
 		uring_timer_cancel(&p->timeout);
 	p->exit_seq = p->next_seq++;
-	log_debug("Process '%s' (pid %d) exited with %d%s", p->id, (int)p->pid, p->exit_code,
-		  p->sandbox_denied ? " (likely denied by the sandbox)" : "");
+	{
+		struct log_ctx ctx = { .session = p->sess->id, .process = p->id, .process_len = p->id_len };
+		struct log_field lf[] = { LOG_INT("pid", p->pid), LOG_INT("exitCode", p->exit_code),
+					  LOG_BOOL("sandboxDenied", p->sandbox_denied) };
+
+		log_event(LOG_DEBUG, "process.exited", &ctx, lf, ELEMENTSOF(lf),
+			  "Process '%s' (pid %d) exited with %d%s", p->id, (int)p->pid, p->exit_code,
+			  p->sandbox_denied ? " (likely denied by the sandbox)" : "");
+	}
+	audit_exit(p);
 	notify_event(p, "process/exited", tail);
 	if (!p->tty)
 		stdin_close_if_idle(p);
@@ -466,6 +497,8 @@ void proc_kill_group(struct proc *p, int sig)
 static void on_timeout(struct uring_timer *t, bool fired)
 {
 	struct proc *p = container_of(t, struct proc, timeout);
+	struct log_ctx ctx = { .session = p->sess->id, .process = p->id, .process_len = p->id_len };
+	struct log_field f[2] = { LOG_INT("pid", p->pid) };
 
 	if (!fired || p->closed)
 		return;
@@ -473,15 +506,19 @@ static void on_timeout(struct uring_timer *t, bool fired)
 		if (p->reaped)
 			return; /* exited in time; process/exited is only waiting for late output */
 		p->timed_out = true;
-		log_info_ratelimited("Session %s: process '%s' (pid %d) timed out: SIGTERM to its "
-				     "process group", p->sess->id, p->id, (int)p->pid);
+		f[1] = LOG_STR("signal", "SIGTERM");
+		log_event_ratelimited(LOG_INFO, "process.timeout", &ctx, f, ELEMENTSOF(f),
+				      "Session %s: process '%s' (pid %d) timed out: SIGTERM to its "
+				      "process group", p->sess->id, p->id, (int)p->pid);
 		proc_kill_group(p, SIGTERM);
 		uring_timer_arm(&proc_srv(p)->ring, &p->timeout, PROC_TIMEOUT_GRACE_MS, on_timeout);
 		return;
 	}
 	/* Still not closed PROC_TIMEOUT_GRACE_MS after SIGTERM: the group ignored it. */
-	log_info_ratelimited("Session %s: process '%s' (pid %d) timed out: SIGKILL to its "
-			     "process group", p->sess->id, p->id, (int)p->pid);
+	f[1] = LOG_STR("signal", "SIGKILL");
+	log_event_ratelimited(LOG_INFO, "process.timeout", &ctx, f, ELEMENTSOF(f),
+			      "Session %s: process '%s' (pid %d) timed out: SIGKILL to its "
+			      "process group", p->sess->id, p->id, (int)p->pid);
 	proc_kill_group(p, SIGKILL);
 }
 

@@ -23,6 +23,7 @@
 #include "rpc.h"
 #include "session.h"
 #include "os-error.h"
+#include "plan.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -375,9 +376,69 @@ static void reply_spawn_error(struct conn *c, json_t *id, json_t *argv0, int r, 
 				step, os_error_text(-r), -r);
 		return;
 	}
-	log_info_ratelimited("Session %s: spawning '%s' failed: %s", c->sess->id,
-			     json_string_value(argv0), strerror(-r));
+	{
+		struct log_ctx ctx = { .session = c->sess->id };
+		struct log_field lf[] = { LOG_STR("program", json_string_value(argv0)),
+					  LOG_STR("error", strerror(-r)) };
+
+		log_event_ratelimited(LOG_INFO, "process.spawnFailed", &ctx, lf, ELEMENTSOF(lf),
+				      "Session %s: spawning '%s' failed: %s", c->sess->id,
+				      json_string_value(argv0), strerror(-r));
+	}
 	rpc_reply_errno_internal(c, id, r);
+}
+
+/* Audit lines carry at most this many bytes of argv (a request may hold 64 MiB). */
+#define AUDIT_ARGV_MAX_BYTES 65536
+
+/*
+ * The audit log's process.start (pid > 0) or process.startFailed line: who
+ * asked (session, client address), what (argv, cwd, tty) and under which
+ * sandbox. Never the environment: its values may hold secrets.
+ */
+static void audit_start(struct conn *c, json_t **f, char **argv, const char *cwd,
+			const struct sandbox_plan *plan, pid_t pid, int err)
+{
+	size_t argc = json_array_size(f[F_ARGV]), k = 0, bytes = 0;
+	char cwdbuf[PATH_MAX];
+	const char *type = "none";
+	struct log_field sb[6], fl[12];
+	size_t nsb = 0, n = 0;
+
+	if (!log_audit_enabled())
+		return;
+	while (argv && k < argc && bytes + strlen(argv[k]) <= AUDIT_ARGV_MAX_BYTES)
+		bytes += strlen(argv[k++]);
+	if (f[F_SANDBOX])
+		type = plan ? "restricted" : "unrestricted";
+	sb[nsb++] = LOG_STR("type", type);
+	if (plan) {
+		sb[nsb++] = LOG_BOOL("restrictFs", plan->restrict_fs);
+		sb[nsb++] = LOG_BOOL("network", !plan->restrict_net);
+		sb[nsb++] = LOG_STRV("writableRoots", (const char *const *)plan->rw, plan->n_rw);
+		sb[nsb++] = LOG_BOOL("pidNamespace", plan->pid_ns);
+		sb[nsb++] = LOG_INT("landlockAbi", plan->landlock_abi);
+	}
+	if (!cwd)
+		cwd = getcwd(cwdbuf, sizeof(cwdbuf));
+	fl[n++] = LOG_STR("session", c->sess->id);
+	fl[n++] = LOG_STRN("process", json_string_value(f[F_PROCESS_ID]),
+			   json_string_length(f[F_PROCESS_ID]));
+	fl[n++] = LOG_STR("client", c->peer);
+	fl[n++] = LOG_STRV("argv", (const char *const *)argv, argv ? k : 0);
+	fl[n++] = LOG_INT("argc", argc);
+	if (argv && k < argc)
+		fl[n++] = LOG_BOOL("argvTruncated", true);
+	fl[n++] = LOG_STR("cwd", cwd);
+	fl[n++] = LOG_BOOL("tty", params_bool(f[F_TTY], false));
+	fl[n++] = LOG_OBJ("sandbox", sb, nsb);
+	if (pid > 0) {
+		fl[n++] = LOG_INT("pid", pid);
+		log_audit("process.start", fl, n);
+	} else {
+		fl[n++] = LOG_STR("error", strerror(err < 0 ? -err : err));
+		log_audit("process.startFailed", fl, n);
+	}
 }
 
 static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
@@ -403,6 +464,11 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	}
 	if (json_array_size(f[F_ARGV]) == 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "argv must not be empty");
+		return;
+	}
+	if (c->srv->draining) {
+		rpc_reply_error(c, id, RPC_SERVER_DRAINING,
+				"exec-server is shutting down: no new processes are started");
 		return;
 	}
 	argv0 = json_array_get(f[F_ARGV], 0);
@@ -450,6 +516,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.rows = rows; /* the reference's fixed 24x80 unless `size` says otherwise */
 	sa.cols = cols;
 	r = spawn_process(&sa, &res, &step);
+	audit_start(c, f, argv, cwd, plan, r < 0 ? 0 : res.pid, r);
 	if (r < 0) {
 		reply_spawn_error(c, id, argv0, r, step);
 		goto out;
@@ -459,8 +526,15 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		goto fail;
 	if (timeout_ms)
 		proc_set_timeout(p, timeout_ms);
-	log_debug("Session %s: started '%s' as pid %d (%s)", ss->id, p->id, (int)p->pid,
-		  sa.tty ? "pty" : "pipes");
+	{
+		struct log_ctx ctx = { .session = ss->id, .process = p->id, .process_len = p->id_len };
+		struct log_field lf[] = { LOG_INT("pid", p->pid), LOG_BOOL("tty", sa.tty),
+					  LOG_BOOL("sandboxed", f[F_SANDBOX] != NULL) };
+
+		log_event(LOG_DEBUG, "process.started", &ctx, lf, ELEMENTSOF(lf),
+			  "Session %s: started '%s' as pid %d (%s)", ss->id, p->id, (int)p->pid,
+			  sa.tty ? "pty" : "pipes");
+	}
 
 	result = json_object();
 	json_object_set(result, "processId", f[F_PROCESS_ID]);

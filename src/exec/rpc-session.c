@@ -43,7 +43,18 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 			return;
 		}
 		session_attach(ss, c);
-		log_info_ratelimited("Session %s resumed by %s", ss->id, c->peer);
+		{
+			struct log_ctx ctx = { .session = ss->id };
+			struct log_field lf[] = { LOG_STR("client", c->peer) };
+
+			log_event_ratelimited(LOG_INFO, "session.resumed", &ctx, lf, ELEMENTSOF(lf),
+					      "Session %s resumed by %s", ss->id, c->peer);
+		}
+	} else if (c->srv->draining) {
+		rpc_reply_error(c, id, RPC_SERVER_DRAINING,
+				"exec-server is shutting down: no new sessions (resumeSessionId still "
+				"attaches a session)");
+		return;
 	} else {
 		r = session_new(c->srv, c, &ss);
 		if (r == -EUSERS) {

@@ -52,7 +52,13 @@ int session_new(struct server *s, struct conn *c, struct session **ret)
 	list_add_tail(&ss->link, &s->sessions);
 	s->n_sessions++;
 	session_attach(ss, c);
-	log_info_ratelimited("Session %s opened for %s", ss->id, c->peer);
+	{
+		struct log_ctx ctx = { .session = ss->id };
+		struct log_field lf[] = { LOG_STR("client", c->peer) };
+
+		log_event_ratelimited(LOG_INFO, "session.opened", &ctx, lf, ELEMENTSOF(lf),
+				      "Session %s opened for %s", ss->id, c->peer);
+	}
 	*ret = ss;
 	return 0;
 }
@@ -86,9 +92,16 @@ static void on_expiry(struct uring_timer *t, bool fired)
 
 	if (!fired || ss->conn)
 		return;
-	log_info_ratelimited("Session %s expired after %llu ms detached: killing %u running "
-			     "process(es)", ss->id, (unsigned long long)ss->srv->cfg.resume_window_ms,
-			     ss->n_live);
+	{
+		struct log_ctx ctx = { .session = ss->id };
+		struct log_field lf[] = { LOG_INT("resumeWindowMs", ss->srv->cfg.resume_window_ms),
+					  LOG_INT("processes", ss->n_live) };
+
+		log_event_ratelimited(LOG_INFO, "session.expired", &ctx, lf, ELEMENTSOF(lf),
+				      "Session %s expired after %llu ms detached: killing %u running "
+				      "process(es)", ss->id,
+				      (unsigned long long)ss->srv->cfg.resume_window_ms, ss->n_live);
+	}
 	ss->expired = true;
 	list_for_each_entry(p, &ss->procs_list, link)
 		proc_kill_group(p, SIGKILL);
@@ -99,8 +112,15 @@ void session_detach(struct session *ss, struct conn *c)
 	if (ss->conn != c)
 		return;
 	ss->conn = NULL;
-	log_info_ratelimited("Session %s detached from %s; resumable for %llu ms", ss->id, c->peer,
-			     (unsigned long long)ss->srv->cfg.resume_window_ms);
+	{
+		struct log_ctx ctx = { .session = ss->id };
+		struct log_field lf[] = { LOG_STR("client", c->peer),
+					  LOG_INT("resumeWindowMs", ss->srv->cfg.resume_window_ms) };
+
+		log_event_ratelimited(LOG_INFO, "session.detached", &ctx, lf, ELEMENTSOF(lf),
+				      "Session %s detached from %s; resumable for %llu ms", ss->id,
+				      c->peer, (unsigned long long)ss->srv->cfg.resume_window_ms);
+	}
 	uring_timer_arm(&ss->srv->ring, &ss->expiry, ss->srv->cfg.resume_window_ms, on_expiry);
 }
 

@@ -492,7 +492,9 @@ static int helper_policy(struct conn *c, json_t *id, json_t *sb, struct sandbox_
 /* Spawns the helper under j->plan. */
 static int helper_spawn(struct helper_job *j, struct conn *c, const char **step)
 {
-	char *argv[] = { "uexec", "--fs-helper", NULL };
+	/* Its rare log lines join ours on stderr: in our format (--log-format). */
+	char *argv[] = { "uexec", "--fs-helper", "--log-format",
+			 log_get_format() == LOG_FORMAT_JSON ? "json" : "text", NULL };
 	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
 	struct spawn_args sa = { 0 };
 	struct spawn_result res;

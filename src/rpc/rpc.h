@@ -26,6 +26,8 @@ enum {
 	RPC_INTERNAL_ERROR = -32603,
 	RPC_NOT_FOUND = -32004,
 	RPC_SESSION_ATTACHED = -32010,
+	/* uexec: the server is draining for shutdown (SIGTERM, --drain-timeout-ms); no new work. */
+	RPC_SERVER_DRAINING = -32050,
 };
 
 /* Handles one complete message from c (text, not NUL-terminated). */

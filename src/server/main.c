@@ -3,13 +3,16 @@
  * uexec: an io_uring-native exec-server speaking the Codex exec-server
  * protocol. Command line parsing and start-up.
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf.h"
 #include "config.h"
 #include "log.h"
 #include "macro.h"
@@ -68,6 +71,23 @@ static void help(void)
 	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
 	       "                            private devpts's max=; default: 64)\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
+	       "  --log-format FORMAT       text or json: one JSON object per line with time,\n"
+	       "                            level, event, session, process, message and fields\n"
+	       "                            (default: text)\n"
+	       "  --audit-log PATH          append one JSON line per process start (session,\n"
+	       "                            client address, argv, cwd, sandbox) and exit\n"
+	       "                            (status, duration, sandboxDenied) to PATH, or to\n"
+	       "                            stdout for -; never environment values\n"
+	       "  --drain-timeout-ms N      on SIGTERM stop accepting, refuse new processes and\n"
+	       "                            sessions, let running processes finish for up to N\n"
+	       "                            ms, then kill what is left and exit 0; a second\n"
+	       "                            SIGTERM (or SIGINT) stops at once. 0: stop at once\n"
+	       "                            (default: 0)\n"
+	       "  --config FILE             read options from a TOML file whose keys are the\n"
+	       "                            long option names (max-sessions = 64, no-sandbox =\n"
+	       "                            true); the command line overrides it. SIGHUP reads\n"
+	       "                            it again (README \"Running in production\" lists\n"
+	       "                            what can change without a restart)\n"
 	       "\n"
 	       "Remote mode (instead of --listen): register with an environment registry and\n"
 	       "serve harnesses through its rendezvous relay, each stream encrypted end to end\n"
@@ -113,9 +133,32 @@ static void help(void)
 	       "request's environment has none). Processes inherit the server's environment\n"
 	       "as their request's envPolicy says; give the server a clean one.\n"
 	       "\n"
+	       "Signals: SIGTERM stops (draining first with --drain-timeout-ms), SIGINT stops\n"
+	       "at once, SIGHUP reloads the --config file and reopens the audit log.\n"
+	       "\n"
 	       "Exit status: 0 after SIGINT or SIGTERM, or at the end of stdio input; 1 when\n"
 	       "start-up fails (listen address, io_uring, provided buffers) or the ring fails;\n"
 	       "2 for a usage error.\n");
+}
+
+/* Set while SIGHUP re-reads the configuration: errors are logged, not printed. */
+static bool reloading;
+/* The command line, for a reload. */
+static int saved_argc;
+static char **saved_argv;
+
+_printf_(1, 2) static void usage_error(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (reloading)
+		log_error("Reloading the configuration: %s", msg);
+	else
+		fprintf(stderr, "uexec: %s\n", msg);
 }
 
 static int parse_u64(const char *name, const char *s, uint64_t min, uint64_t max, uint64_t *ret)
@@ -126,8 +169,8 @@ static int parse_u64(const char *name, const char *s, uint64_t min, uint64_t max
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || *end || !*s || s[0] == '-' || v < min || v > max) {
-		fprintf(stderr, "uexec: invalid value '%s' for --%s (expected %" PRIu64 "..%" PRIu64
-				")\n", s, name, min, max);
+		usage_error("invalid value '%s' for --%s (expected %" PRIu64 "..%" PRIu64 ")", s, name,
+			    min, max);
 		return -EINVAL;
 	}
 	*ret = v;
@@ -142,22 +185,67 @@ struct num_opt {
 	unsigned *uint;
 };
 
-static int set_log_level(const char *level)
+static int set_log_level(struct config *cfg, const char *level)
 {
-	static const struct {
-		const char *name;
-		int level;
-	} levels[] = {
-		{ "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "warning", LOG_WARNING }, { "error", LOG_ERR },
-	};
+	int l = log_level_from_string(level);
 
-	for (size_t i = 0; i < ELEMENTSOF(levels); i++)
-		if (strcmp(level, levels[i].name) == 0) {
-			log_set_max_level(levels[i].level);
-			return 0;
-		}
-	fprintf(stderr, "uexec: unknown --log-level '%s'\n", level);
-	return -EINVAL;
+	if (l < 0) {
+		usage_error("unknown --log-level '%s'", level);
+		return l;
+	}
+	cfg->log_level = l;
+	return 0;
+}
+
+static int set_log_format(struct config *cfg, const char *f)
+{
+	if (strcmp(f, "text") == 0)
+		cfg->log_format = LOG_FORMAT_TEXT;
+	else if (strcmp(f, "json") == 0)
+		cfg->log_format = LOG_FORMAT_JSON;
+	else {
+		usage_error("unknown --log-format '%s' (expected text or json)", f);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * --config: the file's keys as arguments put before the command line's
+ * (conf.h). Every option but these few may be set there, with the type its
+ * argument takes: a flag a boolean, a numeric option an integer, others a string.
+ */
+static int load_config_file(const char *path, const struct option *opts, size_t n_opts,
+			    int num_first, int num_end, struct server_conf_args *ret)
+{
+	static const char *const not_in_file[] = { "config", "help", "version", "fs-helper" };
+	_cleanup_free_ struct server_conf_key *keys = calloc(n_opts, sizeof(*keys));
+	char err[512];
+	size_t n = 0;
+	int r;
+
+	if (!keys) {
+		usage_error("out of memory reading %s", path);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n_opts && opts[i].name; i++) {
+		bool skip = false;
+
+		for (size_t j = 0; j < ELEMENTSOF(not_in_file); j++)
+			skip |= strcmp(opts[i].name, not_in_file[j]) == 0;
+		if (skip)
+			continue;
+		keys[n].name = opts[i].name;
+		keys[n++].type = opts[i].has_arg == no_argument ? SERVER_CONF_BOOLEAN
+				 : opts[i].val >= num_first && opts[i].val < num_end ? SERVER_CONF_INTEGER
+										      : SERVER_CONF_STRING;
+	}
+	r = server_conf_load(path, keys, n, ret, err, sizeof(err));
+	if (r == -ENOMEM)
+		usage_error("out of memory reading %s", path);
+	else if (r < 0)
+		usage_error("%s", err);
+	return r;
 }
 
 /* `forward --connect WS_URL` (RELAY.md §8). Returns -1 to go on, else the exit status. */
@@ -281,13 +369,18 @@ static int check_remote_args(struct config *cfg, bool listen_given, bool agent_a
 	return -1;
 }
 
-/* Fills cfg from the command line. Returns -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, struct config *cfg)
+/*
+ * Fills cfg from the --config file (*file then owns the strings taken from it)
+ * and the command line, which comes last and so wins. Returns -1 to go on,
+ * else the exit status.
+ */
+static int parse_args(int argc, char **argv, struct config *cfg, struct server_conf_args *file)
 {
 	enum {
 		ARG_NUM = 0x100, /* + index into nums[] */
 		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
 		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
+		ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG,
 	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
@@ -305,10 +398,11 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "handshake-timeout-ms", 0, UINT32_MAX, &cfg->handshake_timeout_ms, NULL },
 		/* devpts's own bounds; max=0 would mean no limit to the kernel. */
 		{ "sandbox-max-ptys", 1, 1u << 20, NULL, &cfg->sandbox_max_ptys },
+		{ "drain-timeout-ms", 0, UINT32_MAX, &cfg->drain_timeout_ms, NULL },
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 	};
-	struct option opts[ELEMENTSOF(nums) + 12] = {
+	struct option opts[ELEMENTSOF(nums) + 15] = {
 		{ "remote", required_argument, NULL, ARG_REMOTE },
 		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
 		{ "name", required_argument, NULL, ARG_NAME },
@@ -320,13 +414,48 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "fs-helper", no_argument, NULL, ARG_FS_HELPER }, /* internal, not in --help */
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
+		{ "config", required_argument, NULL, ARG_CONFIG },
+		{ "log-format", required_argument, NULL, ARG_LOG_FORMAT },
+		{ "audit-log", required_argument, NULL, ARG_AUDIT_LOG },
 	};
 	bool listen_given = false, agent_auth = false;
+	_cleanup_free_ char **all = NULL;
 	uint64_t v;
 	int c, r;
 
+	size_t fixed = 0;
+
+	/* The numeric options go after the named ones, and a zeroed entry must end the table. */
+	while (opts[fixed].name)
+		fixed++;
+	assert(fixed + ELEMENTSOF(nums) < ELEMENTSOF(opts));
 	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
-		opts[11 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+		opts[fixed + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+	/* First pass: only --config (getopt's own messages come in the second). */
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0)
+		if (c == ARG_CONFIG)
+			cfg->config_file = optarg;
+	opterr = !reloading;
+	if (cfg->config_file &&
+	    load_config_file(cfg->config_file, opts, ELEMENTSOF(opts), ARG_NUM,
+			     ARG_NUM + (int)ELEMENTSOF(nums), file) < 0)
+		return 2;
+	/* The file's arguments go first, so that the command line overrides them. */
+	all = calloc((size_t)argc + (size_t)file->argc + 1, sizeof(char *));
+	if (!all) {
+		usage_error("out of memory");
+		return 2;
+	}
+	all[0] = argv[0];
+	if (file->argc > 0)
+		memcpy(all + 1, file->argv, sizeof(char *) * (size_t)file->argc);
+	memcpy(all + 1 + file->argc, argv + 1, sizeof(char *) * (size_t)(argc - 1));
+	/* all[] only borrows: the strings stay in argv and file. */
+	argc += file->argc;
+	argv = all;
+	optind = 0;
 	/* "+": stop at the first operand, the forward subcommand. */
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		r = 0;
@@ -358,16 +487,25 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		} else if (c == ARG_EXEC_VERSION) {
 			cfg->executor_version = optarg;
 		} else if (c == ARG_LOG_LEVEL) {
-			r = set_log_level(optarg);
+			r = set_log_level(cfg, optarg);
+		} else if (c == ARG_LOG_FORMAT) {
+			r = set_log_format(cfg, optarg);
+		} else if (c == ARG_AUDIT_LOG) {
+			cfg->audit_log = optarg;
+		} else if (c == ARG_CONFIG) {
+			/* read in the first pass */
 		} else if (c == ARG_NO_SANDBOX) {
 			cfg->no_sandbox = true;
 		} else if (c == ARG_FS_HELPER) {
 			/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
 			cfg->fs_helper = true;
 			cfg->listen = "stdio";
-			log_set_max_level(LOG_WARNING);
+			cfg->log_level = LOG_WARNING;
 		} else {
-			fprintf(stderr, "Try 'uexec --help'.\n");
+			if (!reloading)
+				fprintf(stderr, "Try 'uexec --help'.\n");
+			else
+				usage_error("invalid option in the configuration");
 			return 2;
 		}
 		if (r < 0)
@@ -378,10 +516,13 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		if (r >= 0)
 			return r;
 	} else if (optind < argc) {
-		fprintf(stderr, "uexec: unexpected argument '%s'\nTry 'uexec --help'.\n", argv[optind]);
+		usage_error("unexpected argument '%s'", argv[optind]);
+		if (!reloading)
+			fprintf(stderr, "Try 'uexec --help'.\n");
 		return 2;
 	}
-	r = check_remote_args(cfg, listen_given, agent_auth);
+	/* A reload takes nothing of remote mode (the credential is gone from the environment). */
+	r = reloading ? -1 : check_remote_args(cfg, listen_given, agent_auth);
 	if (r >= 0)
 		return r;
 	if (cfg->max_inflight_bytes_per_conn > cfg->max_inflight_bytes)
@@ -391,20 +532,46 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	return -1;
 }
 
+/* SIGHUP (struct config's reload): the file and the command line again. */
+static int reload_config(struct config *out, struct server_conf_args *arena)
+{
+	int r;
+
+	*out = (struct config)CONFIG_DEFAULTS;
+	out->max_sessions = out->max_connections = out->max_processes = 0;
+	reloading = true;
+	r = parse_args(saved_argc, saved_argv, out, arena);
+	reloading = false;
+	if (r >= 0) {
+		server_conf_args_done(arena);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct config cfg = CONFIG_DEFAULTS;
+	struct server_conf_args file = { 0 };
 	static struct server srv;
 	int r;
 
 	/* 0: derived from the fd budget at start-up (server_init) unless given. */
 	cfg.max_sessions = cfg.max_connections = cfg.max_processes = 0;
-	r = parse_args(argc, argv, &cfg);
-	if (r >= 0)
+	saved_argc = argc;
+	saved_argv = argv;
+	r = parse_args(argc, argv, &cfg, &file);
+	if (r >= 0) {
+		server_conf_args_done(&file);
 		return r;
+	}
+	log_set_max_level(cfg.log_level);
+	log_set_format(cfg.log_format);
+	cfg.reload = reload_config;
 	r = server_init(&srv, &cfg);
 	if (r >= 0)
 		r = server_run(&srv);
 	server_done(&srv);
+	server_conf_args_done(&file);
 	return r < 0 ? 1 : r;
 }

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "conn.h"
 #include "env.h"
 #include "exec.h"
@@ -116,7 +118,7 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 	char name[80];
 
 	if (res >= 0) {
-		if (s->stopping) {
+		if (s->stopping || s->draining) {
 			safe_close(res);
 		} else if (s->n_conns >= s->cfg.max_connections && !conn_evict_one(s)) {
 			log_warning_ratelimited("Refusing connection: %u connections open (limit %u), "
@@ -155,7 +157,7 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 	} else if (res != -ECANCELED) {
 		log_warning_errno_ratelimited(res, "accept failed, continuing");
 	}
-	if (!(flags & IORING_CQE_F_MORE) && !s->stopping && !s->accept_paused)
+	if (!(flags & IORING_CQE_F_MORE) && !s->stopping && !s->draining && !s->accept_paused)
 		arm_accept(s);
 }
 
@@ -163,7 +165,7 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 static void accept_resume(struct server *s)
 {
 	s->accept_paused = false;
-	if (!s->stopping && !s->accept_op.busy)
+	if (!s->stopping && !s->draining && !s->accept_op.busy)
 		arm_accept(s);
 }
 
@@ -260,7 +262,13 @@ static int listen_on(struct server *s)
 	/* The one line scripts read to find the address (PROTOCOL.md §1.1). */
 	printf("ws://%s\n", name);
 	fflush(stdout);
-	log_info("Listening on ws://%s", name);
+	{
+		char url[96];
+		struct log_field f[] = { LOG_STR("url", url) };
+
+		snprintf(url, sizeof(url), "ws://%s", name);
+		log_event(LOG_INFO, "server.listening", NULL, f, ELEMENTSOF(f), "Listening on %s", url);
+	}
 	return 0;
 }
 
@@ -268,15 +276,320 @@ static int listen_on(struct server *s)
 
 static void arm_signal(struct server *s);
 
+/* Processes not closed yet (running, or exited with output still to read), every session. */
+static unsigned live_processes(struct server *s)
+{
+	struct session *ss;
+	unsigned n = 0;
+
+	list_for_each_entry(ss, &s->sessions, link)
+		n += ss->n_live;
+	return n;
+}
+
+struct pid_link {
+	pid_t pid, ppid;
+};
+
+static int by_ppid(const void *a, const void *b)
+{
+	const struct pid_link *x = a, *y = b;
+
+	return (x->ppid > y->ppid) - (x->ppid < y->ppid);
+}
+
+/* The first entry of all[0..n) (sorted by ppid) whose ppid is ppid, or n. */
+static size_t first_child(const struct pid_link *all, size_t n, pid_t ppid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (all[mid].ppid < ppid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * SIGKILL to every descendant of the processes not closed yet, found through
+ * /proc's parent links while the parents are still alive: a process that left
+ * its group (setsid) is still in the tree. One that was orphaned before (its
+ * parent gone, adopted by init) is not found: docs/ARCHITECTURE.md,
+ * "Operations". Runs once, at the drain timeout, so the blocking /proc walk
+ * is acceptable; O(n log n) in the host's processes.
+ */
+static void kill_descendants(struct server *s)
+{
+	struct pid_link *all = NULL, *grown;
+	size_t n = 0, cap = 0, head = 0, tail = 0;
+	pid_t *queue = NULL;
+	struct session *ss;
+	struct proc *p;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[64], buf[512], *rp;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		ssize_t len;
+		int fd;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		safe_close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		rp = strrchr(buf, ')'); /* the name may hold anything; the fields follow the last ')' */
+		if (!rp || strlen(rp) < 5)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			grown = realloc(all, cap * sizeof(*all));
+			if (!grown)
+				break;
+			all = grown;
+		}
+		all[n].pid = pid;
+		all[n++].ppid = (pid_t)atoi(rp + 4); /* ") S PPID" */
+	}
+	closedir(d);
+	/* every pid enters the queue at most once: the roots, then each child once */
+	queue = calloc(n + s->n_sessions + 1, sizeof(pid_t));
+	if (!queue || !all)
+		goto out;
+	qsort(all, n, sizeof(*all), by_ppid);
+	list_for_each_entry(ss, &s->sessions, link)
+		list_for_each_entry(p, &ss->procs_list, link)
+			if (!p->closed && !p->reaped && tail < n)
+				queue[tail++] = p->pid;
+	while (head < tail) {
+		pid_t parent = queue[head++];
+
+		for (size_t i = first_child(all, n, parent); i < n && all[i].ppid == parent; i++)
+			if (tail < n && all[i].pid != parent)
+				queue[tail++] = all[i].pid;
+	}
+	for (size_t i = 0; i < tail; i++)
+		(void)kill(queue[i], SIGKILL);
+out:
+	free(all);
+	free(queue);
+}
+
+/* After the drain timeout's kill: how long the killed processes get to be reaped and reported. */
+#define DRAIN_KILL_GRACE_MS 3000
+
+static void on_drain_timer(struct uring_timer *t, bool fired)
+{
+	struct server *s = container_of(t, struct server, drain_timer);
+	struct log_field f[2];
+	struct session *ss;
+	struct proc *p;
+
+	if (!fired || s->stopping)
+		return;
+	if (s->drain_killed) {
+		log_warning("Drain: processes still not reaped %d ms after SIGKILL, stopping",
+			    DRAIN_KILL_GRACE_MS);
+		server_stop(s, 0);
+		return;
+	}
+	f[0] = LOG_INT("timeoutMs", s->cfg.drain_timeout_ms);
+	f[1] = LOG_INT("processes", live_processes(s));
+	log_event(LOG_WARNING, "drain.timeout", NULL, f, ELEMENTSOF(f),
+		  "Drain: %" PRIu64 " ms passed, killing the %u processes left", s->cfg.drain_timeout_ms,
+		  live_processes(s));
+	/*
+	 * The whole tree: descendants that left the group first (their parents
+	 * must be alive to be found), then each group (a sandboxed process's
+	 * PID namespace dies with its init).
+	 */
+	kill_descendants(s);
+	list_for_each_entry(ss, &s->sessions, link)
+		list_for_each_entry(p, &ss->procs_list, link)
+			if (!p->closed)
+				proc_kill_group(p, SIGKILL);
+	s->drain_killed = true;
+	uring_timer_arm(&s->ring, &s->drain_timer, DRAIN_KILL_GRACE_MS, on_drain_timer);
+}
+
+/*
+ * SIGTERM with --drain-timeout-ms: stop accepting (the listener is closed, so
+ * new connections are refused), refuse new sessions and processes (exec.h),
+ * let what runs finish; server_drain_check() stops once nothing is left.
+ */
+static void drain_start(struct server *s)
+{
+	struct log_field f[2] = { LOG_INT("timeoutMs", s->cfg.drain_timeout_ms),
+				  LOG_INT("processes", live_processes(s)) };
+
+	s->draining = true;
+	log_event(LOG_INFO, "drain.start", NULL, f, ELEMENTSOF(f),
+		  "Received SIGTERM: draining (%u processes running, up to %" PRIu64 " ms); "
+		  "a second SIGTERM stops at once", live_processes(s), s->cfg.drain_timeout_ms);
+	if (s->listen_fd >= 0) {
+		if (s->accept_op.busy)
+			uring_cancel(&s->ring, &s->accept_op);
+		uring_timer_cancel(&s->accept_timer);
+		s->listen_fd = safe_close(s->listen_fd);
+	}
+	uring_timer_arm(&s->ring, &s->drain_timer, s->cfg.drain_timeout_ms, on_drain_timer);
+}
+
+/* Between loop iterations: a drain ends once no process is left and every reply is written. */
+static void drain_check(struct server *s)
+{
+	struct conn *c;
+
+	if (!s->draining || s->stopping || live_processes(s) > 0)
+		return;
+	list_for_each_entry(c, &s->conns, link)
+		if (c->out_bytes > 0)
+			return; /* exit notifications on their way */
+	log_event(LOG_INFO, "drain.done", NULL, NULL, 0, "Drain complete%s, stopping",
+		  s->drain_killed ? " (processes left at the timeout were killed)" : "");
+	server_stop(s, 0);
+}
+
+/* --audit-log: opens path ("-": stdout) into s->audit_fd. 0 or -errno (logged). */
+static int audit_open(struct server *s, const char *path)
+{
+	char *copy = NULL;
+	int fd = -1;
+
+	if (path && strcmp(path, "-") == 0) {
+		fd = STDOUT_FILENO;
+	} else if (path) {
+		/* O_NONBLOCK: a FIFO nobody reads must not stop the loop (the line is lost, logged). */
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+		if (fd < 0)
+			return log_error_errno(errno, "Cannot open the audit log %s", path);
+	}
+	if (path && !(copy = strdup(path))) {
+		if (fd > STDOUT_FILENO)
+			safe_close(fd);
+		return log_error_errno(ENOMEM, "Cannot open the audit log %s", path);
+	}
+	if (s->audit_fd > STDOUT_FILENO)
+		safe_close(s->audit_fd);
+	free(s->audit_path);
+	s->audit_fd = fd;
+	s->audit_path = copy;
+	log_audit_set_fd(fd);
+	return 0;
+}
+
+/*
+ * Hook for the auth module (issue 16, items 1-3): SIGHUP re-reads the token
+ * and shared-secret files here. Return < 0 (after logging) to keep the old ones.
+ */
+static int reload_secrets(struct server *s)
+{
+	return 0;
+}
+
+/*
+ * SIGHUP: the configuration again (file, then command line). What can change
+ * without a restart is applied; the rest is reported and kept (README
+ * "Running in production"). Connections stay open.
+ */
+static void reload(struct server *s)
+{
+	struct server_conf_args arena = { 0 };
+	struct config n;
+	const char *changed = NULL;
+
+	if (!s->cfg.reload)
+		return;
+	log_event(LOG_INFO, "config.reload", NULL, NULL, 0, "Received SIGHUP: reloading %s",
+		  s->cfg.config_file ? s->cfg.config_file : "the command line (no --config)");
+	if (s->cfg.reload(&n, &arena) < 0) {
+		log_event(LOG_ERR, "config.reloadFailed", NULL, NULL, 0,
+			  "Reloading the configuration failed: nothing changed");
+		return;
+	}
+#define RESTART_ONLY(field, name)                                                              \
+	if (n.field != s->cfg.field)                                                           \
+		changed = name;
+#define RESTART_ONLY_STR(field, name)                                                          \
+	if ((n.field == NULL) != (s->cfg.field == NULL) ||                                     \
+	    (n.field && strcmp(n.field, s->cfg.field) != 0))                                   \
+		changed = name;
+	RESTART_ONLY_STR(listen, "listen");
+	RESTART_ONLY_STR(executor_version, "executor-version");
+	RESTART_ONLY_STR(config_file, "config");
+	RESTART_ONLY(no_sandbox, "no-sandbox");
+	RESTART_ONLY(sandbox_max_ptys, "sandbox-max-ptys");
+	RESTART_ONLY(max_frame_bytes, "max-frame-bytes");
+	RESTART_ONLY(max_message_bytes, "max-message-bytes");
+	RESTART_ONLY(max_json_depth, "max-json-depth");
+	RESTART_ONLY(max_queued_bytes, "max-queued-bytes");
+	RESTART_ONLY(max_inflight_bytes, "max-inflight-bytes");
+	RESTART_ONLY(max_inflight_bytes_per_conn, "max-inflight-bytes-per-conn");
+#undef RESTART_ONLY
+#undef RESTART_ONLY_STR
+	if (changed)
+		log_warning("Reloading: %s (and any other option not listed as reloadable) takes a "
+			    "restart to change; kept",
+			    changed);
+	if (audit_open(s, n.audit_log) < 0)
+		log_warning("Reloading: keeping the audit log %s", s->audit_path ? s->audit_path : "(none)");
+	s->cfg.audit_log = NULL; /* the path lives in s->audit_path */
+	s->cfg.log_level = n.log_level;
+	s->cfg.log_format = n.log_format;
+	log_set_max_level(n.log_level);
+	log_set_format(n.log_format);
+	s->cfg.drain_timeout_ms = n.drain_timeout_ms;
+	s->cfg.resume_window_ms = n.resume_window_ms;
+	s->cfg.ping_interval_ms = n.ping_interval_ms;
+	s->cfg.handshake_timeout_ms = n.handshake_timeout_ms;
+	/* 0: not given; the value derived at start stays. */
+	if (n.max_connections)
+		s->cfg.max_connections = n.max_connections;
+	if (n.max_sessions)
+		s->cfg.max_sessions = n.max_sessions;
+	if (n.max_processes)
+		s->cfg.max_processes = n.max_processes;
+	(void)reload_secrets(s);
+	server_conf_args_done(&arena);
+	log_event(LOG_INFO, "config.reloaded", NULL, NULL, 0,
+		  "Configuration reloaded (log level, format, audit log, drain timeout, resume "
+		  "window, ping and handshake timeouts, connection/session/process limits)");
+}
+
 static void on_signal(struct uring_op *op, int res, uint32_t flags)
 {
 	struct server *s = container_of(op, struct server, signal_op);
 	struct signalfd_siginfo *si = (struct signalfd_siginfo *)s->siginfo;
 
 	if (res == (int)sizeof(*si)) {
-		log_info("Received %s, shutting down", strsignal((int)si->ssi_signo));
-		server_stop(s, 0);
-		return;
+		int sig = (int)si->ssi_signo;
+		struct log_field f[] = { LOG_STR("signal", sigabbrev_np(sig)) };
+
+		if (sig == SIGHUP) {
+			reload(s);
+		} else if (sig == SIGTERM && s->cfg.drain_timeout_ms > 0 && !s->draining &&
+			   !s->cfg.fs_helper) {
+			drain_start(s);
+		} else {
+			log_event(LOG_INFO, "server.stop", NULL, f, ELEMENTSOF(f),
+				  "Received %s%s, shutting down", strsignal(sig),
+				  s->draining ? " while draining" : "");
+			server_stop(s, 0);
+			return;
+		}
 	}
 	if (!s->stopping)
 		arm_signal(s);
@@ -387,11 +700,22 @@ static void derive_limits(struct server *s)
 			procs = mem / PROC_RETAINED_BYTES;
 		s->cfg.max_processes = clamp_limit(procs);
 	}
-	log_info("Limits: %u connections, %u sessions, %u running processes per session "
-		 "(RLIMIT_NOFILE %" PRIu64 ", %u fds open at start, %u fds per process, %" PRIu64
-		 " MiB of memory)",
-		 s->cfg.max_connections, s->cfg.max_sessions, s->cfg.max_processes, nofile, used,
-		 proc_fds, mem >> 20);
+	{
+		struct log_field f[] = {
+			LOG_INT("maxConnections", s->cfg.max_connections),
+			LOG_INT("maxSessions", s->cfg.max_sessions),
+			LOG_INT("maxProcesses", s->cfg.max_processes),
+			LOG_INT("nofile", nofile), LOG_INT("fdsAtStart", used),
+			LOG_INT("fdsPerProcess", proc_fds), LOG_INT("memoryMiB", mem >> 20),
+		};
+
+		log_event(LOG_INFO, "server.limits", NULL, f, ELEMENTSOF(f),
+			  "Limits: %u connections, %u sessions, %u running processes per session "
+			  "(RLIMIT_NOFILE %" PRIu64 ", %u fds open at start, %u fds per process, %" PRIu64
+			  " MiB of memory)",
+			  s->cfg.max_connections, s->cfg.max_sessions, s->cfg.max_processes, nofile,
+			  used, proc_fds, mem >> 20);
+	}
 }
 
 /*
@@ -408,7 +732,10 @@ static void raise_fd_limit(struct server *s)
 	}
 }
 
-/* SIGPIPE ignored (EPIPE instead of death when a peer or a child's stdin goes away); SIGINT and SIGTERM through a signalfd. */
+/*
+ * SIGPIPE ignored (EPIPE instead of death when a peer or a child's stdin goes
+ * away); SIGINT, SIGTERM and SIGHUP through a signalfd.
+ */
 static int setup_signals(struct server *s)
 {
 	struct sigaction sa = { .sa_handler = SIG_IGN };
@@ -418,6 +745,7 @@ static int setup_signals(struct server *s)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s->signal_fd < 0)
@@ -429,6 +757,7 @@ static int setup_signals(struct server *s)
 static void setup_sandbox(struct server *s)
 {
 	char path[PATH_MAX] = "uexec-init", line[512];
+	struct log_field ready[2];
 	int r;
 
 	if (s->cfg.fs_helper) {
@@ -448,7 +777,10 @@ static void setup_sandbox(struct server *s)
 			    s->sandbox.missing);
 		return;
 	}
-	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s",
+	ready[0] = LOG_INT("landlockAbi", s->sandbox.landlock_abi);
+	ready[1] = LOG_BOOL("userNamespace", s->sandbox.userns);
+	log_event(LOG_INFO, "sandbox.ready", NULL, ready, ELEMENTSOF(ready),
+		  "Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s",
 		 s->sandbox.landlock_abi,
 		 s->sandbox.userns ? ", a user namespace per sandbox (uexec is not root: its uid and "
 				     "gid mapped to themselves, as bubblewrap maps them)" : "",
@@ -469,7 +801,7 @@ int server_init(struct server *s, const struct config *cfg)
 
 	memset(s, 0, sizeof(*s));
 	s->cfg = *cfg;
-	s->listen_fd = s->signal_fd = -1;
+	s->listen_fd = s->signal_fd = s->audit_fd = -1;
 	list_init(&s->conns);
 	list_init(&s->dead_conns);
 	list_init(&s->handshaking);
@@ -485,6 +817,14 @@ int server_init(struct server *s, const struct config *cfg)
 	if (r < 0)
 		return log_error_errno(r, "Registering the JSON-RPC methods failed");
 
+	if (s->cfg.audit_log && strcmp(s->cfg.audit_log, "-") == 0 &&
+	    (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0))
+		return log_error_errno(EINVAL, "--audit-log - writes to stdout, which --listen stdio "
+					       "uses for the protocol");
+	r = audit_open(s, s->cfg.audit_log);
+	if (r < 0)
+		return r;
+	s->cfg.audit_log = NULL; /* the path lives in s->audit_path */
 	raise_fd_limit(s);
 	r = setup_signals(s);
 	if (r < 0)
@@ -497,6 +837,16 @@ int server_init(struct server *s, const struct config *cfg)
 	 * A small ring and four buffers keep hundreds of helpers within it.
 	 */
 	r = uring_init(&s->ring, s->cfg.fs_helper ? 16 : 1024);
+	if (r == -EPERM || r == -ENOSYS || r == -EACCES)
+		/* Docker's default seccomp profile answers EPERM (ENOSYS: a kernel without io_uring). */
+		return log_error_errno(r, "io_uring is refused on this host (io_uring_setup failed); "
+					  "uexec cannot run without it. In a container: allow "
+					  "io_uring_setup, io_uring_enter and io_uring_register in its "
+					  "seccomp profile (docker run --security-opt "
+					  "seccomp=uexec-seccomp.json, see contrib/docker/README.md). On "
+					  "the host: sysctl kernel.io_uring_disabled must be 0 (or 1 with "
+					  "uexec's group in kernel.io_uring_group); ENOSYS: a kernel built "
+					  "without CONFIG_IO_URING");
 	if (r < 0)
 		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
 					  "kernel.io_uring_disabled or a seccomp policy?)");
@@ -560,6 +910,7 @@ int server_run(struct server *s)
 		conn_mem_run(s);
 		conn_reap(s);
 		session_reap(s);
+		drain_check(s);
 		/* A connection ended: its fd may take a waiting peer. */
 		if (s->accept_paused && s->n_conns < s->accept_paused_conns)
 			accept_resume(s);
@@ -596,6 +947,10 @@ void server_done(struct server *s)
 	remote_free(s);
 	safe_close(s->listen_fd);
 	safe_close(s->signal_fd);
+	log_audit_set_fd(-1);
+	if (s->audit_fd > STDOUT_FILENO)
+		safe_close(s->audit_fd);
+	free(s->audit_path);
 	json_decref(s->env_info);
 	free(s->login_shell);
 	sandbox_features_done(&s->sandbox);

@@ -17,6 +17,7 @@
 #include "sandbox.h"
 
 struct conn_handlers;
+struct server_conf_args;
 struct config {
 	const char *listen;          /* "ws://IP:PORT" or "stdio" */
 	uint64_t resume_window_ms;   /* detached-session lifetime */
@@ -43,6 +44,18 @@ struct config {
 	const char *forward_connect; /* forward --connect */
 	const char *remote_credential; /* never logged */
 	const char *remote_credential_source;
+	/* Operations (README "Running in production") */
+	const char *config_file;     /* --config, or NULL */
+	int log_level;               /* LOG_* (syslog.h) */
+	int log_format;              /* enum log_format (log.h) */
+	const char *audit_log;       /* --audit-log PATH or "-" (stdout), or NULL */
+	uint64_t drain_timeout_ms;   /* SIGTERM: let processes finish this long; 0: stop at once */
+	/*
+	 * Reads the configuration again, as at start (the file, then the command
+	 * line), into *out; *arena then owns out's strings (server_conf_args_done).
+	 * Returns 0, or -EINVAL after logging why (SIGHUP, server.c). NULL: no reload.
+	 */
+	int (*reload)(struct config *out, struct server_conf_args *arena);
 };
 
 /*
@@ -59,7 +72,7 @@ struct config {
 		.max_inflight_bytes_per_conn = 64u << 20, .max_inflight_bytes = 2ull << 30,    \
 		.handshake_timeout_ms = 10000,                                                 \
 		.executor_version = "0.169.0", .sandbox_max_ptys = 64,                         \
-		.landlock_abi_max = UINT32_MAX,                                                \
+		.landlock_abi_max = UINT32_MAX, .log_level = 6 /* LOG_INFO */,                \
 	}
 
 /* Provided-buffer group ids. */
@@ -115,6 +128,13 @@ struct server {
 	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
 	bool stopping;
 	int exit_code;
+
+	/* Graceful drain (SIGTERM with --drain-timeout-ms): no new connections, sessions or processes. */
+	bool draining;
+	struct uring_timer drain_timer;   /* the drain timeout, then the grace after killing */
+	bool drain_killed;                /* the timeout passed: what was left got SIGKILL */
+	int audit_fd;                     /* --audit-log, or -1 */
+	char *audit_path;                 /* what audit_fd was opened from (owned) */
 
 	char *login_shell;   /* the server user's login shell (from the user database) */
 	json_t *env_info;    /* environmentInfo, built once at start */

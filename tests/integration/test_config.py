@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+"""--config FILE (issue 16 item 5): TOML whose keys are the long option names; the
+command line overrides the file; unknown keys and wrong types are errors naming the
+key; SIGHUP reads the file again (what may change at run time) without dropping
+connections, and reopens the audit log."""
+
+import json
+import signal
+import subprocess
+
+import pytest
+
+from conftest import UEXEC_BIN, wait_until
+
+pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/echo", "/bin/sleep")
+
+PATH_ENV = {"PATH": "/usr/bin:/bin"}
+
+
+def write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+def uexec(*args, timeout=20):
+    return subprocess.run([UEXEC_BIN] + list(args), capture_output=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_file_applies_and_command_line_overrides(server_factory, tmp_path):
+    conf = write(tmp_path / "uexec.toml",
+                 '# operator settings\n'
+                 'executor-version = "9.9.9-file"\n'
+                 'max-processes = 1\n'
+                 'log-level = "debug"\n')
+    srv = server_factory("--config", conf, "--executor-version", "1.2.3-cli")
+    c = srv.connect()
+    # the command line wins
+    assert c.init_result["environmentInfo"]["executorVersion"] == "1.2.3-cli"
+    # the file applies where the command line says nothing
+    c.start("one", ["/bin/sleep", "30"], env=PATH_ENV)
+    err = c.error("process/start", c.start_params("two", argv=["/bin/echo"]))
+    assert "at most 1 running processes" in err["message"], err
+    assert b": debug: " in srv.stderr()       # log-level from the file
+
+
+def test_boolean_flag_from_file(server_factory, tmp_path):
+    conf = write(tmp_path / "u.toml", "no-sandbox = true\nlog-format = \"json\"\n")
+    srv = server_factory("--config", conf)
+    srv.connect()
+    lines = [json.loads(x) for x in srv.stderr().splitlines() if x]
+    assert any("disabled by --no-sandbox" in o["message"] for o in lines), lines
+
+
+def test_false_boolean_leaves_the_flag_out(server_factory, tmp_path):
+    conf = write(tmp_path / "u.toml", "no-sandbox = false\n")
+    srv = server_factory("--config", conf)
+    srv.connect()
+    assert b"disabled by --no-sandbox" not in srv.stderr()
+
+
+def test_file_value_out_of_range_names_the_option(tmp_path):
+    conf = write(tmp_path / "u.toml", "max-json-depth = 2\n")
+    p = uexec("--config", conf)
+    assert p.returncode == 2
+    assert b"invalid value '2' for --max-json-depth" in p.stderr
+
+
+@pytest.mark.parametrize("text,key", [
+    ("max-sesions = 4\n", "max-sesions"),
+    ('listen = "ws://127.0.0.1:0"\n[extra]\nx = 1\n', "extra"),
+    ("config = \"/etc/other.toml\"\n", "config"),
+    ("help = true\n", "help"),
+])
+def test_unknown_key_is_an_error_naming_it(tmp_path, text, key):
+    conf = write(tmp_path / "u.toml", text)
+    p = uexec("--config", conf)
+    assert p.returncode == 2
+    assert ("unknown key '%s'" % key).encode() in p.stderr, p.stderr
+    assert p.stdout == b""      # nothing listened
+
+
+@pytest.mark.parametrize("text,key,want,got", [
+    ('max-processes = "5"\n', "max-processes", "an integer", "a string"),
+    ("listen = 8080\n", "listen", "a string", "an integer"),
+    ('no-sandbox = "yes"\n', "no-sandbox", "a boolean", "a string"),
+    ("resume-window-ms = 1.5\n", "resume-window-ms", "an integer", "a float"),
+    ("executor-version = [1, 2]\n", "executor-version", "a string", "an array"),
+])
+def test_wrong_type_is_an_error_naming_key_and_type(tmp_path, text, key, want, got):
+    conf = write(tmp_path / "u.toml", text)
+    p = uexec("--config", conf)
+    assert p.returncode == 2
+    msg = "key '%s' must be %s, not %s" % (key, want, got)
+    assert msg.encode() in p.stderr, p.stderr
+
+
+def test_invalid_toml_and_missing_file(tmp_path):
+    conf = write(tmp_path / "u.toml", "max-processes = \n")
+    p = uexec("--config", conf)
+    assert p.returncode == 2 and b"line 1, column" in p.stderr, p.stderr
+    p = uexec("--config", str(tmp_path / "missing.toml"))
+    assert p.returncode == 2 and b"cannot read config file" in p.stderr, p.stderr
+
+
+def test_sighup_reloads_without_dropping_connections(server_factory, tmp_path):
+    audit, rotated = tmp_path / "audit.jsonl", tmp_path / "audit.jsonl.1"
+    path = tmp_path / "u.toml"
+    write(path, 'audit-log = "%s"\nmax-processes = 5\n' % audit)
+    srv = server_factory("--config", str(path))
+    c = srv.connect()
+    c.run("before", ["/bin/echo", "1"], env=PATH_ENV)
+    wait_until(lambda: audit.exists() and audit.read_bytes().count(b"\n") >= 2,
+               what="audit lines")
+    # rotate the audit log, lower the process limit, change a restart-only option
+    audit.rename(rotated)
+    write(path, 'audit-log = "%s"\nmax-processes = 1\nmax-json-depth = 64\n'
+          'log-level = "debug"\n' % audit)
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+    assert srv.proc.poll() is None
+    err = srv.stderr()
+    assert b"max-json-depth (and any other option not listed as reloadable) takes a restart" \
+        in err, err[-2000:]
+    # same connection, new limit
+    c.start("a", ["/bin/sleep", "30"], env=PATH_ENV)
+    e = c.error("process/start", c.start_params("b", argv=["/bin/echo"]))
+    assert "at most 1 running processes" in e["message"], e
+    # the reopened audit log gets the new lines, the rotated one keeps the old
+    wait_until(lambda: audit.exists() and b'"a"' in audit.read_bytes(), what="new audit file")
+    assert b'"before"' in rotated.read_bytes() and b'"before"' not in audit.read_bytes()
+
+
+def test_sighup_with_a_broken_file_keeps_the_configuration(server_factory, tmp_path):
+    path = tmp_path / "u.toml"
+    write(path, "max-processes = 1\n")
+    srv = server_factory("--config", str(path))
+    c = srv.connect()
+    write(path, "max-processes = 1\nnot-an-option = true\n")
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: b"Reloading the configuration failed" in srv.stderr(), what="the failure")
+    assert b"unknown key 'not-an-option'" in srv.stderr()
+    assert srv.proc.poll() is None
+    c.start("a", ["/bin/sleep", "30"], env=PATH_ENV)
+    e = c.error("process/start", c.start_params("b", argv=["/bin/echo"]))
+    assert "at most 1 running processes" in e["message"], e

@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+"""Graceful drain (issue 16 item 7): SIGTERM with --drain-timeout-ms stops accepting,
+refuses new sessions and processes with a clear error, lets running processes finish
+(their exit notifications arrive), then exits 0; the timeout kills what is left (the
+whole group); a second SIGTERM stops at once. Without the flag SIGTERM still stops at
+once (test_sessions.py)."""
+
+import os
+import signal
+import socket
+import time
+
+import pytest
+
+from conftest import pid_alive, wait_until
+from wsclient import unb64
+
+pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep", "/bin/echo")
+
+PATH_ENV = {"PATH": "/usr/bin:/bin"}
+DRAINING = -32050
+
+
+def sh(script):
+    return ["/bin/sh", "-c", script]
+
+
+def refused(host, port):
+    s = socket.socket()
+    s.settimeout(2)
+    try:
+        s.connect((host, port))
+    except (ConnectionRefusedError, socket.timeout):
+        return True
+    finally:
+        s.close()
+    return False
+
+
+def test_running_process_finishes_then_exit_zero(server_factory, tmp_path):
+    go = tmp_path / "go"
+    srv = server_factory("--drain-timeout-ms", "30000")
+    c = srv.connect()
+    idle = srv.connect(initialize=False)   # connected before SIGTERM, no session yet
+    c.start("work", sh("echo started; while [ ! -e %s ]; do sleep 0.02; done; echo finished; "
+                       "exit 3" % go), env=PATH_ENV)
+    run = c.collect_until_output("work", b"started\n")
+    srv.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: b"drain.start" in srv.stderr() or b"draining" in srv.stderr(),
+               what="the drain to start")
+    # Stops accepting: the listener is closed.
+    assert refused(srv.host, srv.port)
+    # New work is refused with a clear error, on connections already open.
+    err = c.error("process/start", c.start_params("new", argv=["/bin/echo", "x"]))
+    assert err["code"] == DRAINING and "shutting down" in err["message"], err
+    err = idle.error("initialize", {"clientName": "late"})
+    assert err["code"] == DRAINING and "no new sessions" in err["message"], err
+    # The running process is still there and still served.
+    assert c.read("work")["exited"] is False
+    assert srv.proc.poll() is None
+    go.touch()
+    run = c.collect("work", run=run)
+    assert run.exit_code == 3
+    assert run.stdout == b"started\nfinished\n"
+    run.check_sequencing()
+    assert srv.terminate(timeout=15) == 0
+
+
+def test_second_sigterm_stops_at_once(server_factory):
+    srv = server_factory("--drain-timeout-ms", "60000")
+    c = srv.connect()
+    c.start("long", sh("echo $$; exec sleep 60"), env=PATH_ENV)
+    pid = int(c.collect_until_output("long", b"\n").stdout.split()[0])
+    srv.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: b"draining" in srv.stderr(), what="the drain to start")
+    assert srv.proc.poll() is None and pid_alive(pid)
+    t0 = time.monotonic()
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.terminate(timeout=10) == 0
+    assert time.monotonic() - t0 < 5
+    wait_until(lambda: not pid_alive(pid), timeout=10, what="the child to die")
+
+
+def test_drain_timeout_kills_the_tree(server_factory):
+    srv = server_factory("--drain-timeout-ms", "700")
+    c = srv.connect()
+    # a grandchild in the same group, and one that left it (setsid)
+    c.start("tree", sh("sleep 60 & a=$!; setsid sleep 61 & b=$!; echo $a $b; wait"),
+            env=PATH_ENV)
+    run = c.collect_until_output("tree", b"\n")
+    grandchild, escaped = (int(x) for x in run.stdout.split())
+    assert pid_alive(grandchild) and pid_alive(escaped)
+    wait_until(lambda: os.getsid(escaped) == escaped, what="setsid")   # it left the group
+    t0 = time.monotonic()
+    srv.proc.send_signal(signal.SIGTERM)
+    run = c.collect("tree", timeout=15, run=run)
+    assert run.exit_code == 128 + signal.SIGKILL
+    assert time.monotonic() - t0 >= 0.6
+    assert srv.terminate(timeout=15) == 0
+    for pid in (grandchild, escaped):
+        wait_until(lambda pid=pid: not pid_alive(pid), timeout=10, what="%d to die" % pid)
+    err = srv.stderr()
+    assert b"killing the 1 processes left" in err, err[-2000:]
+
+
+def test_drain_without_processes_exits_at_once(server_factory):
+    srv = server_factory("--drain-timeout-ms", "60000")
+    srv.connect()
+    t0 = time.monotonic()
+    assert srv.terminate(timeout=10) == 0
+    assert time.monotonic() - t0 < 5
+    assert b"Drain complete" in srv.stderr()
+
+
+def test_detached_session_output_can_be_collected_during_drain(server_factory, tmp_path):
+    """A client reconnecting during the drain cannot open a session (listener closed),
+    but one still connected keeps reading; a process of a detached session holds the
+    drain until it ends."""
+    go = tmp_path / "go"
+    srv = server_factory("--drain-timeout-ms", "30000")
+    c = srv.connect()
+    c.start("d", sh("while [ ! -e %s ]; do sleep 0.02; done; echo bye" % go), env=PATH_ENV)
+    c.ws.abort()
+    c2 = srv.connect()     # the disconnect is processed
+    srv.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: b"draining" in srv.stderr(), what="the drain to start")
+    time.sleep(0.3)
+    assert srv.proc.poll() is None   # the detached session's process still runs
+    go.touch()
+    assert srv.terminate(timeout=15) == 0
+    c2.ws.abort()
