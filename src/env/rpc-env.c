@@ -38,6 +38,7 @@ static json_t *capabilities(void)
 {
 	static const char *const uexec_names[] = {
 		"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
+		"uexecDenialEvidence",
 	};
 	static const char *const names[] = {
 		"networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
@@ -99,6 +100,9 @@ json_t *env_info_build(struct server *s)
 	json_object_set_new(info, "temporaryDirectories", tmpdirs);
 	json_object_set_new(info, "tempDir", uri_or_null(tmpdir && *tmpdir == '/' ? tmpdir : "/tmp"));
 	json_object_set_new(info, "capabilities", capabilities());
+	/* uexec's: where sandboxDenied comes from (README "Protocol extensions"). */
+	json_object_set_new(info, "uexecDenialEvidence",
+			    json_string(s->denial_evidence ? s->denial_evidence : "none"));
 	return info;
 }
 

@@ -67,6 +67,12 @@ static void help(void)
 	       "                            where the operator does not want mount namespaces\n"
 	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
 	       "                            private devpts's max=; default: 64)\n"
+	       "  --denial-evidence MODE    auto: sandboxDenied from the kernel's audit records\n"
+	       "                            when auditing is on (CAP_AUDIT_READ/WRITE/CONTROL),\n"
+	       "                            else the reference heuristic; none: the heuristic\n"
+	       "                            (default: auto)\n"
+	       "  --enable-audit            turn the host's auditing on if it is off (and off\n"
+	       "                            again at exit), for --denial-evidence auto\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
 	       "\n"
 	       "Remote mode (instead of --listen): register with an environment registry and\n"
@@ -287,7 +293,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	enum {
 		ARG_NUM = 0x100, /* + index into nums[] */
 		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
-		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
+		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH, ARG_ENABLE_AUDIT,
+		ARG_DENIAL_EVIDENCE,
 	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
@@ -308,7 +315,9 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 	};
-	struct option opts[ELEMENTSOF(nums) + 12] = {
+	struct option opts[ELEMENTSOF(nums) + 14] = {
+		{ "enable-audit", no_argument, NULL, ARG_ENABLE_AUDIT },
+		{ "denial-evidence", required_argument, NULL, ARG_DENIAL_EVIDENCE },
 		{ "remote", required_argument, NULL, ARG_REMOTE },
 		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
 		{ "name", required_argument, NULL, ARG_NAME },
@@ -326,7 +335,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	int c, r;
 
 	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
-		opts[11 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+		opts[13 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
 	/* "+": stop at the first operand, the forward subcommand. */
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		r = 0;
@@ -361,6 +370,18 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			r = set_log_level(optarg);
 		} else if (c == ARG_NO_SANDBOX) {
 			cfg->no_sandbox = true;
+		} else if (c == ARG_ENABLE_AUDIT) {
+			cfg->enable_audit = true;
+		} else if (c == ARG_DENIAL_EVIDENCE) {
+			if (strcmp(optarg, "auto") == 0)
+				cfg->no_denial_evidence = false;
+			else if (strcmp(optarg, "none") == 0)
+				cfg->no_denial_evidence = true;
+			else {
+				fprintf(stderr, "uexec: --denial-evidence: 'auto' or 'none', not '%s'\n",
+					optarg);
+				r = -EINVAL;
+			}
 		} else if (c == ARG_FS_HELPER) {
 			/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
 			cfg->fs_helper = true;

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Precision and recall of sandboxDenied on the labelled corpus (issue 14).
+
+Runs tests/integration/denial_corpus.py against uexec twice: with
+--denial-evidence none (the reference heuristic) and with the audit source
+(--enable-audit), and prints a markdown table plus the misses. Needs root
+and a kernel with audit for the second row. Usage:
+    UEXEC_BIN=build/src/uexec python3 bench/denial_table.py
+"""
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+
+from conftest import Server  # noqa: E402
+from denial_corpus import CASES  # noqa: E402
+from test_denial_evidence import run_corpus  # noqa: E402
+
+
+def measure(args):
+    srv = Server(args=args, logdir=tempfile.gettempdir())
+    try:
+        c = srv.connect()
+        source = c.result("environment/info").get("uexecDenialEvidence", "?")
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
+            rows = run_corpus(c, ws)
+        c.close()
+    finally:
+        srv.terminate()
+    return source, rows
+
+
+def score(rows):
+    tp = sum(1 for k, ex, _ in rows if k.denied and ex["sandboxDenied"])
+    fp = sum(1 for k, ex, _ in rows if not k.denied and ex["sandboxDenied"])
+    fn = sum(1 for k, ex, _ in rows if k.denied and not ex["sandboxDenied"])
+    prec = tp / (tp + fp) if tp + fp else 1.0
+    rec = tp / (tp + fn) if tp + fn else 1.0
+    return tp, fp, fn, prec, rec
+
+
+def main():
+    n_d = sum(1 for k in CASES if k.denied)
+    print("corpus: %d cases, %d denied, %d not denied\n" % (len(CASES), n_d, len(CASES) - n_d))
+    print("| sandboxDenied from | TP | FP | FN | precision | recall |")
+    print("|---|---|---|---|---|---|")
+    details = []
+    for label, args in (("heuristic (--denial-evidence none)", ["--denial-evidence", "none"]),
+                        ("audit records", ["--enable-audit"])):
+        source, rows = measure(args)
+        tp, fp, fn, prec, rec = score(rows)
+        print("| %s [source: %s] | %d | %d | %d | %.1f%% | %.1f%% |"
+              % (label, source, tp, fp, fn, 100 * prec, 100 * rec))
+        details.append((label, [(k.name, k.klass, "FP" if not k.denied else "FN")
+                                for k, ex, _ in rows if ex["sandboxDenied"] != k.denied]))
+    for label, wrong in details:
+        print("\n%s, wrong: %s" % (label, ", ".join("%s (%s, %s)" % w for w in wrong) or "none"))
+
+
+if __name__ == "__main__":
+    main()
