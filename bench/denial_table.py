@@ -60,5 +60,47 @@ def main():
         print("\n%s, wrong: %s" % (label, ", ".join("%s (%s, %s)" % w for w in wrong) or "none"))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--overhead" not in sys.argv:
     main()
+
+
+def overhead(args, n=40):
+    """p50 of sandboxed /bin/true start -> process/exited, and a syscall-heavy sandboxed loop."""
+    import statistics
+    import time
+    from test_sandbox import ENV, ws_policy
+    srv = Server(args=args, logdir=tempfile.gettempdir())
+    try:
+        c = srv.connect()
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
+            lat = []
+            for i in range(n):
+                t0 = time.monotonic()
+                c.start("t%d" % i, ["/bin/true"], cwd=ws, env=ENV, sandbox=ws_policy(ws))
+                c.collect("t%d" % i, 60, until="process/exited")
+                lat.append(time.monotonic() - t0)
+            heavy = {}
+            for name, code in (("stat", "import os\nfor i in range(200000): os.stat(\"/\")"),
+                               ("denied", "import socket\nfor i in range(20000):\n try: socket.socket()\n"
+                                          " except OSError: pass")):
+                t0 = time.monotonic()
+                c.start("h-" + name, ["/usr/bin/python3", "-c", code], cwd=ws, env=ENV,
+                        sandbox=ws_policy(ws))
+                c.collect("h-" + name, 300, until="process/exited")
+                heavy[name] = time.monotonic() - t0
+        c.close()
+    finally:
+        srv.terminate()
+    return statistics.median(lat) * 1000, heavy
+
+
+def main_overhead():
+    print("\n| source | sandboxed /bin/true start->exited p50 | 200k stat() loop | 20k refused socket() loop |")
+    print("|---|---|---|---|")
+    for label, args in (("heuristic", ["--denial-evidence", "none"]), ("audit", ["--enable-audit"])):
+        p50, heavy = overhead(args)
+        print("| %s | %.1f ms | %.2f s | %.2f s |" % (label, p50, heavy["stat"], heavy["denied"]))
+
+
+if __name__ == "__main__" and "--overhead" in sys.argv:
+    main_overhead()

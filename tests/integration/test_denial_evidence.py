@@ -191,3 +191,27 @@ def test_heuristic_when_no_source(server_factory, ws):
         c, ws, [k for k in CASES if k.name in ("echo-permission-denied", "py-inet-quiet", "false")])}
     assert res == {"echo-permission-denied": True, "py-inet-quiet": False, "false": False}
     c.close()
+
+
+def test_no_kernel_log_without_the_source(server_factory, ws):
+    """Without the audit source, sandboxes are built without the logging flags: a refused
+    call leaves nothing in the kernel log (with them and auditing off, the kernel prints
+    every seccomp errno record)."""
+    import subprocess
+    try:
+        subprocess.run(["dmesg"], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.skip("the kernel log cannot be read here: %s" % e)
+    srv = server_factory("--denial-evidence", "none")
+    c = srv.connect()
+    comm = "uexns" + uuid.uuid4().hex[:8]
+    code = ("import ctypes, socket; ctypes.CDLL(None).prctl(15, b\"%s\", 0, 0, 0)\n"
+            "for i in range(3):\n try: socket.socket()\n except OSError: pass\nraise SystemExit(1)"
+            % comm)
+    c.start("quiet", ["/usr/bin/python3", "-c", code], cwd=ws, env=ENV, sandbox=ws_policy(ws))
+    ex = c.collect("quiet", 30).exited
+    assert ex["exitCode"] == 1 and "denials" not in ex
+    time.sleep(0.3)
+    log = subprocess.run(["dmesg"], capture_output=True).stdout.decode(errors="replace")
+    assert comm not in log
+    c.close()
