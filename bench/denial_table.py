@@ -24,7 +24,8 @@ def measure(args):
     srv = Server(args=args, logdir=tempfile.gettempdir())
     try:
         c = srv.connect()
-        source = c.result("environment/info").get("uexecDenialEvidence", "?")
+        source = "audit" if c.result("environment/info")["capabilities"].get(
+            "uexecDenialEvidence") else "none"
         with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
             rows = run_corpus(c, ws)
         c.close()

@@ -247,20 +247,25 @@ bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_den
 			ev->domain_next = (ev->domain_next + 1) % DOMAIN_CACHE;
 		}
 	}
+	bool decisive;
+
 	t->total++;
 	/*
 	 * With the network restricted only AF_UNIX sockets exist, and libc
 	 * probes nscd's socket with connect() in nearly every process (then
-	 * reads /etc/passwd): a refused unix connect is listed, not decisive.
+	 * reads /etc/passwd): a refused unix connect is logged, not decisive.
 	 */
-	if (!(d->kind == SANDBOX_DENIAL_SECCOMP && d->syscall == SYS_connect))
+	decisive = !(d->kind == SANDBOX_DENIAL_SECCOMP && d->syscall == SYS_connect);
+	if (decisive)
 		t->decisive++;
 	/* The first distinct ones: a loop repeating one denial keeps one entry. */
 	for (size_t i = 0; i < t->n; i++)
 		if (same_denial(&t->kept[i], d))
 			return true;
-	if (t->n < SANDBOX_EVIDENCE_KEEP)
-		t->kept[t->n++] = *d;
+	if (t->n < SANDBOX_EVIDENCE_KEEP) {
+		t->kept[t->n] = *d;
+		t->kept[t->n++].decisive = decisive;
+	}
 	return true;
 }
 

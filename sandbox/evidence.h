@@ -55,6 +55,7 @@ struct sandbox_denial {
 	char object[256]; /* path, address (daddr:dport), or "" */
 	char access[96];  /* what was refused: Landlock blockers ("fs.write_file"), "errno" ... */
 	char comm[16];
+	bool decisive;    /* counts for sandboxDenied (set by the store) */
 };
 
 /* What a source knows about who did it; 0 for what it does not know. */

@@ -311,12 +311,16 @@ static json_t *denials_json(struct proc *p)
 		return NULL;
 	a = json_array();
 	for (size_t i = 0; a && i < n; i++) {
-		json_t *o = json_object();
+		json_t *o;
 
 		log_info("Process '%s' (pid %d): sandbox denied %s %s%s%s (syscall %d, %s pid %d)",
 			 p->id, (int)p->pid, sandbox_denial_kind_name(d[i].kind), d[i].access,
 			 d[i].object[0] ? " on " : "", d[i].object, d[i].syscall,
 			 d[i].comm[0] ? d[i].comm : "?", d[i].pid);
+		/* Only those that count (not libc's refused nscd connect): clients see the reason. */
+		if (!d[i].decisive)
+			continue;
+		o = json_object();
 		json_object_set_new(o, "kind", json_string(sandbox_denial_kind_name(d[i].kind)));
 		json_object_set_new(o, "access", json_string(d[i].access));
 		if (d[i].object[0]) {
@@ -338,6 +342,10 @@ static json_t *denials_json(struct proc *p)
 			json_object_set_new(o, "errno", json_integer(d[i].err));
 		json_object_set_new(o, "pid", json_integer(d[i].pid));
 		json_array_append_new(a, o);
+	}
+	if (json_array_size(a) == 0) {
+		json_decref(a);
+		a = NULL;
 	}
 	if (total > n)
 		log_info("Process '%s' (pid %d): %" PRIu64 " denials in all (%zu distinct kept)", p->id,
