@@ -61,7 +61,7 @@ def main():
         print("\n%s, wrong: %s" % (label, ", ".join("%s (%s, %s)" % w for w in wrong) or "none"))
 
 
-if __name__ == "__main__" and "--overhead" not in sys.argv:
+if __name__ == "__main__" and not {"--overhead", "--reference"} & set(sys.argv):
     main()
 
 
@@ -105,3 +105,29 @@ def main_overhead():
 
 if __name__ == "__main__" and "--overhead" in sys.argv:
     main_overhead()
+
+
+def main_reference():
+    """The reference codex exec-server (scripts/install-reference.sh) on the same corpus."""
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+    import diffharness
+    import wsclient
+    if not diffharness.find_reference():
+        sys.exit("reference codex exec-server not installed (scripts/install-reference.sh)")
+    srv, _ = diffharness.start_servers(("ref",))
+    try:
+        c = wsclient.connect(srv["ref"].url)
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
+            rows = run_corpus(c, ws)
+        c.close()
+    finally:
+        srv["ref"].stop()
+    tp, fp, fn, prec, rec = score(rows)
+    print("| reference 0.169.0 (heuristic) | %d | %d | %d | %.1f%% | %.1f%% |"
+          % (tp, fp, fn, 100 * prec, 100 * rec))
+    print("\nwrong: " + ", ".join("%s (%s, %s)" % (k.name, k.klass, "FP" if not k.denied else "FN")
+                                  for k, ex, _ in rows if ex["sandboxDenied"] != k.denied))
+
+
+if __name__ == "__main__" and "--reference" in sys.argv:
+    main_reference()
