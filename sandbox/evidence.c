@@ -27,6 +27,7 @@ struct sandbox_ev_tree {
 	struct sandbox_ev_tree *ses_next, *pid_next;
 	pid_t pid;
 	uint32_t ses;     /* its own audit session, or 0 */
+	uint64_t cgroup;  /* its own cgroup v2 id, or 0 */
 	bool reaped;      /* pid no longer ours: only ses and domains attribute */
 	bool lost;        /* a source dropped records while it was tracked */
 	uint64_t total;
@@ -158,6 +159,12 @@ void sandbox_evidence_untrack(struct sandbox_evidence *ev, struct sandbox_ev_tre
 	free(t);
 }
 
+void sandbox_evidence_set_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id)
+{
+	if (t)
+		t->cgroup = cgroup_id;
+}
+
 void sandbox_evidence_reaped(struct sandbox_ev_tree *t)
 {
 	if (t)
@@ -207,6 +214,11 @@ static struct sandbox_ev_tree *attribute(struct sandbox_evidence *ev,
 			if (t->ses == o->ses)
 				return t;
 	}
+	if (o->cgroup)
+		for (unsigned i = 0; i < HASH_SIZE; i++)
+			for (t = ev->by_pid[i]; t; t = t->pid_next)
+				if (t->cgroup == o->cgroup)
+					return t;
 	if (o->domain)
 		for (unsigned i = 0; i < DOMAIN_CACHE; i++)
 			if (ev->domains[i].domain == o->domain && ev->domains[i].t)
@@ -255,7 +267,8 @@ bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_den
 	 * probes nscd's socket with connect() in nearly every process (then
 	 * reads /etc/passwd): a refused unix connect is logged, not decisive.
 	 */
-	decisive = !(d->kind == SANDBOX_DENIAL_SECCOMP && d->syscall == SYS_connect);
+	decisive = !(d->kind == SANDBOX_DENIAL_SECCOMP && d->syscall == SYS_connect) &&
+		   !(d->kind == SANDBOX_DENIAL_MOUNT && (d->err == EACCES || d->err == EPERM));
 	if (decisive)
 		t->decisive++;
 	/* The first distinct ones: a loop repeating one denial keeps one entry. */
@@ -267,6 +280,20 @@ bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_den
 		t->kept[t->n++].decisive = decisive;
 	}
 	return true;
+}
+
+bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
+			       int32_t syscall_nr, int32_t err, const char *comm)
+{
+	struct sandbox_denial d = { .kind = err ? SANDBOX_DENIAL_MOUNT : SANDBOX_DENIAL_FS,
+				    .pid = (int32_t)tgid, .syscall = syscall_nr, .err = -err };
+	struct sandbox_denial_origin o = { .pid = (int32_t)tgid, .cgroup = cgroup_id };
+
+	snprintf(d.access, sizeof(d.access), "%s",
+		 err == -EROFS ? "erofs" : err == -EXDEV ? "exdev" : err == -EACCES ? "eacces"
+		 : err == -EPERM ? "eperm" : err ? "errno" : "landlock");
+	snprintf(d.comm, sizeof(d.comm), "%s", comm ? comm : "");
+	return sandbox_evidence_feed(ev, &d, &o);
 }
 
 void sandbox_evidence_mark_lost(struct sandbox_evidence *ev)

@@ -63,6 +63,7 @@ struct sandbox_denial_origin {
 	int32_t pid, ppid;
 	uint32_t ses;     /* audit session; 0 or UINT32_MAX unknown */
 	uint64_t domain;  /* Landlock domain id */
+	uint64_t cgroup;  /* cgroup v2 id (the bpf tracer's records), 0 unknown */
 };
 
 struct sandbox_evidence;
@@ -80,6 +81,23 @@ unsigned sandbox_evidence_sources(const struct sandbox_evidence *ev);
  */
 struct sandbox_ev_tree *sandbox_evidence_track(struct sandbox_evidence *ev, pid_t pid);
 void sandbox_evidence_untrack(struct sandbox_evidence *ev, struct sandbox_ev_tree *t);
+/*
+ * The tree's own cgroup v2 id (a per-sandbox cgroup, when the server makes
+ * one): the bpf tracer's records carry it and attribute by it.
+ */
+void sandbox_evidence_set_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id);
+
+/*
+ * One record of the bpf sys_exit tracer (sandbox/bpf-tracer.h's struct
+ * bpf_denial, passed field by field so this module does not depend on it):
+ * err is the negative errno the call returned, 0 for a record of Landlock's
+ * own hook. EROFS and EXDEV (the read-only mounts) and Landlock's hook are
+ * decisive; EACCES and EPERM alone are not (permission bits and missing
+ * capabilities fail the same way) and are only logged.
+ */
+bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
+			       int32_t syscall_nr, int32_t err, const char *comm);
+
 /* The tracked child was reaped: its pid may be reused, so it no longer attributes records. */
 void sandbox_evidence_reaped(struct sandbox_ev_tree *t);
 /* A source could not confirm it delivered everything for t (e.g. no barrier in time). */

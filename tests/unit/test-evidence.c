@@ -196,6 +196,42 @@ TEST(bounded_and_decisive)
 	stop(pid);
 }
 
+TEST(bpf_records_by_cgroup)
+{
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	const struct sandbox_denial *d;
+	size_t n;
+	uint64_t total;
+	int ok;
+	pid_t pid = sleeper(true, &ok);
+
+	if (!ok)
+		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
+	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT | SANDBOX_EVIDENCE_BPF, &ev));
+	t = sandbox_evidence_track(ev, pid);
+	sandbox_evidence_set_cgroup(t, 4242);
+	/* another cgroup, a pid that is not ours: dropped */
+	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch"));
+	/* with both sources complete and nothing recorded: false, whatever the output says */
+	ASSERT_TRUE(!decide(ev, t, 1, "Read-only file system"));
+	/* permission bits and capabilities fail with EACCES/EPERM too: kept, not decisive */
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat"));
+	ASSERT_TRUE(!decide(ev, t, 1, ""));
+	/* a read-only mount's EROFS, from a process known only by its cgroup */
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch"));
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(2, n);
+	ASSERT_EQ(SANDBOX_DENIAL_MOUNT, d[1].kind);
+	ASSERT_EQ(EROFS, d[1].err);
+	ASSERT_STREQ("erofs", d[1].access);
+	ASSERT_TRUE(d[1].decisive && !d[0].decisive);
+	ASSERT_TRUE(decide(ev, t, 1, ""));
+	sandbox_evidence_untrack(ev, t);
+	sandbox_evidence_free(ev);
+	stop(pid);
+}
+
 TEST(no_source_is_the_heuristic)
 {
 	ASSERT_TRUE(decide(NULL, NULL, 1, "permission denied"));
