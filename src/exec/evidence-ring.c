@@ -149,6 +149,10 @@ static void on_recv(struct uring_op *op, int res, uint32_t flags)
 				       "the heuristic from now on");
 		sandbox_evidence_mark_lost(ev.store);
 		ev.stopping = true;
+		/* New sandboxes are built without the logging flags; waiting exits go on. */
+		ev.srv->sandbox.audit_log = false;
+		while (!list_empty(&ev.waits))
+			wait_finish(list_first_entry(&ev.waits, struct exec_ev_wait, link), false);
 		return;
 	} else if (res > 0) {
 		size_t off = 0, n = (size_t)res;
