@@ -433,16 +433,56 @@ static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 	}
 	if (r >= 0) {
 		*step = "landlock_restrict_self";
-		if (ll_restrict_self(rs, 0) < 0)
+		/*
+		 * Audit evidence: log this domain's denials after the exec too
+		 * (by default only those before it are); ABI 7 knows the flag.
+		 */
+		if (ll_restrict_self(rs, pl->audit_log && pl->landlock_abi >= 7
+						 ? LL_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0) < 0)
 			r = -errno;
 	}
 	close(rs);
 	return r;
 }
 
+/* Writes s to a /proc file of this process (no stdio: async-signal-safe). */
+static int write_proc(const char *path, const char *s);
+
+/*
+ * Audit evidence: a session of its own for the sandboxed tree. Writing the
+ * loginuid starts a new audit session (CAP_AUDIT_CONTROL), inherited across
+ * fork and exec and never reused, which records carry as ses= (evidence.h).
+ * The login uid stays what it was; an unset one becomes the server's uid.
+ * Best effort: without it the server attributes by pid (and says so).
+ */
+static void new_audit_session(const struct sandbox_plan *pl)
+{
+	char buf[16], out[16];
+	int fd = open("/proc/self/loginuid", O_RDONLY | O_CLOEXEC), i = (int)sizeof(out) - 1;
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	unsigned long v = 0;
+
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t k = 0; k < n && buf[k] >= '0' && buf[k] <= '9'; k++)
+		v = v * 10 + (unsigned long)(buf[k] - '0');
+	if (n <= 0 || v >= 4294967295UL)
+		v = pl->uid;
+	out[i] = 0;
+	do {
+		out[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && i > 0);
+	(void)write_proc("/proc/self/loginuid", out + i);
+}
+
 int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
+
+	/* First, in the process the server cloned: it and everything it starts share it. */
+	if (pl->audit_log && !pl->userns)
+		new_audit_session(pl);
 
 	/*
 	 * Cloned into the listener guard's cgroup: a cgroup namespace rooted
@@ -504,7 +544,7 @@ int sandbox_plan_apply_creds(const struct sandbox_plan *pl, const char **step)
 	if ((r = apply_landlock(pl, step)) < 0)
 		return r;
 	*step = "seccomp";
-	return sandbox_seccomp_apply(pl->seccomp);
+	return sandbox_seccomp_apply(pl->seccomp, pl->audit_log);
 }
 
 int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **step)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -227,8 +228,11 @@ void sandbox_seccomp_done(struct sandbox_seccomp *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int sandbox_seccomp_apply(const struct sock_fprog *prog)
+int sandbox_seccomp_apply(const struct sock_fprog *prog, bool log)
 {
+	/* The flag changes what is logged, never the filter's verdicts. */
+	if (log && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_LOG, prog) == 0)
+		return 0;
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) < 0)
 		return -errno;
 	return 0;

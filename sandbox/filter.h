@@ -23,5 +23,10 @@ struct sandbox_seccomp {
 int sandbox_seccomp_build(struct sandbox_seccomp *s);
 void sandbox_seccomp_done(struct sandbox_seccomp *s);
 
-/* Child side, async-signal-safe: installs prog (no_new_privs must be set). Returns 0 or -errno. */
-int sandbox_seccomp_apply(const struct sock_fprog *prog);
+/*
+ * Child side, async-signal-safe: installs prog (no_new_privs must be set);
+ * log: with SECCOMP_FILTER_FLAG_LOG (its errno actions become audit records;
+ * only when audit is read: with auditing off the kernel prints them).
+ * Returns 0 or -errno.
+ */
+int sandbox_seccomp_apply(const struct sock_fprog *prog, bool log);

@@ -33,6 +33,9 @@
 #define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
 #define LL_SCOPE_SIGNAL (1ULL << 1)               /* ABI 6 */
 
+/* landlock_restrict_self flags (ABI 7) */
+#define LL_RESTRICT_SELF_LOG_NEW_EXEC_ON (1U << 1)
+
 #define LL_FS_READ (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
 
 /* The ruleset attribute as of ABI 6 (the kernel accepts the larger struct). */

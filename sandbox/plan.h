@@ -29,6 +29,13 @@ struct sandbox_plan {
 	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
 	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;
+	/*
+	 * The audit evidence source is on (evidence.h): the child gets an audit
+	 * session of its own, its Landlock domain logs after exec
+	 * (LOG_NEW_EXEC_ON, ABI 7) and its seccomp filter logs its errno
+	 * actions (SECCOMP_FILTER_FLAG_LOG). Off: nothing reaches the kernel log.
+	 */
+	bool audit_log;
 	int landlock_abi;
 	/* What the Landlock ruleset handles (all 0: no Landlock domain at all). */
 	uint64_t ll_fs, ll_net, ll_scoped;

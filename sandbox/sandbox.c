@@ -704,6 +704,7 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		      : pl->restrict_net ? &f->filters.restricted
 					 : &f->filters.open_net;
 	pl->landlock_abi = f->landlock_abi;
+	pl->audit_log = f->audit_log && !fs_helper;
 	pl->cap_last_cap = f->cap_last_cap;
 	/*
 	 * Abstract unix sockets are per network namespace: below ABI 6 a

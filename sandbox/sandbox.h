@@ -42,6 +42,8 @@ struct sandbox_features {
 	const struct netguard *guard;
 	/* Set by the server: uexec-init was found, so restricted plans get a PID namespace. */
 	bool pid_ns;
+	/* Set by the server: the audit evidence source reads records (plan.h audit_log). */
+	bool audit_log;
 	/* Set by the server: PTYs per private devpts (its max=; 0: the kernel's limit). */
 	unsigned max_ptys;
 	char missing[320];    /* why sandboxing is unavailable (empty when it is) */

@@ -32,9 +32,10 @@ static json_t *uri_or_null(const char *path)
  * Capabilities: advertise only what is implemented. Member names and order
  * are the reference's (PROTOCOL.md §6.1); unimplemented features say false.
  * uexec's own extensions follow, under uexec* names (README.md "Protocol
- * extensions"), always true: a client that does not know them ignores them.
+ * extensions"), true (uexecDenialEvidence: while a source is in use): a client
+ * that does not know them ignores them.
  */
-static json_t *capabilities(void)
+static json_t *capabilities(const struct server *s)
 {
 	static const char *const uexec_names[] = {
 		"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
@@ -56,6 +57,13 @@ static json_t *capabilities(void)
 						 strcmp(names[i], "fileWriteStreaming") == 0));
 	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)
 		json_object_set_new(o, uexec_names[i], json_true());
+	/*
+	 * True while a denial evidence source is in use (exec's evidence-ring.c):
+	 * sandboxDenied then comes from kernel records and process/exited may
+	 * carry `denials`; false: the reference heuristic.
+	 */
+	json_object_set_new(o, "uexecDenialEvidence",
+			    json_boolean(s->denial_evidence && strcmp(s->denial_evidence, "none") != 0));
 	return o;
 }
 
@@ -98,7 +106,7 @@ json_t *env_info_build(struct server *s)
 		json_array_append_new(tmpdirs, uri_or_null(tmpdir));
 	json_object_set_new(info, "temporaryDirectories", tmpdirs);
 	json_object_set_new(info, "tempDir", uri_or_null(tmpdir && *tmpdir == '/' ? tmpdir : "/tmp"));
-	json_object_set_new(info, "capabilities", capabilities());
+	json_object_set_new(info, "capabilities", capabilities(s));
 	return info;
 }
 

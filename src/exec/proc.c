@@ -299,6 +299,60 @@ static char *retained_text(struct proc *p, int stream, size_t *ret_len)
 	return buf;
 }
 
+/* Logs the denials of p's tree (info) and returns them as process/exited's additive member. */
+static json_t *denials_json(struct proc *p)
+{
+	size_t n;
+	uint64_t total;
+	const struct sandbox_denial *d = sandbox_evidence_denials(p->ev_wait.tree, &n, &total);
+	json_t *a;
+
+	if (!n)
+		return NULL;
+	a = json_array();
+	for (size_t i = 0; a && i < n; i++) {
+		json_t *o;
+
+		log_info("Process '%s' (pid %d): sandbox denied %s %s%s%s (syscall %d, %s pid %d)",
+			 p->id, (int)p->pid, sandbox_denial_kind_name(d[i].kind), d[i].access,
+			 d[i].object[0] ? " on " : "", d[i].object, d[i].syscall,
+			 d[i].comm[0] ? d[i].comm : "?", d[i].pid);
+		/* Only those that count (not libc's refused nscd connect): clients see the reason. */
+		if (!d[i].decisive)
+			continue;
+		o = json_object();
+		json_object_set_new(o, "kind", json_string(sandbox_denial_kind_name(d[i].kind)));
+		json_object_set_new(o, "access", json_string(d[i].access));
+		if (d[i].object[0]) {
+			json_t *s = json_string(d[i].object);
+
+			if (!s) { /* not UTF-8: bytes >= 0x80 shown as '?' */
+				char tmp[sizeof(d[i].object)];
+				size_t k;
+
+				for (k = 0; d[i].object[k]; k++)
+					tmp[k] = (unsigned char)d[i].object[k] < 0x80 ? d[i].object[k] : '?';
+				tmp[k] = 0;
+				s = json_string(tmp);
+			}
+			json_object_set_new(o, "object", s);
+		}
+		json_object_set_new(o, "syscall", d[i].syscall >= 0 ? json_integer(d[i].syscall) : json_null());
+		if (d[i].err)
+			json_object_set_new(o, "errno", json_integer(d[i].err));
+		json_object_set_new(o, "pid", json_integer(d[i].pid));
+		json_array_append_new(a, o);
+	}
+	if (json_array_size(a) == 0) {
+		json_decref(a);
+		a = NULL;
+	}
+	if (total > n)
+		log_info("Process '%s' (pid %d): %" PRIu64 " denials in all (%zu distinct kept)", p->id,
+			 (int)p->pid, total, n);
+	return a;
+}
+
 static bool classify_denial(struct proc *p)
 {
 	char *texts[3] = { NULL, NULL, NULL };
@@ -309,8 +363,17 @@ static bool classify_denial(struct proc *p)
 	texts[0] = retained_text(p, STREAM_STDOUT, &lens[0]);
 	texts[1] = retained_text(p, STREAM_STDERR, &lens[1]);
 	texts[2] = retained_text(p, -1, &lens[2]);
-	denied = sandbox_likely_denied(p->exit_code, (const char *const *)texts, lens,
-				       texts[0] && texts[1] && texts[2] ? 3 : 0);
+	if (p->ev_wait.tree) {
+		const char *basis;
+
+		denied = sandbox_evidence_decide(exec_evidence_store(), p->ev_wait.tree, p->exit_code,
+						 (const char *const *)texts, lens,
+						 texts[0] && texts[1] && texts[2] ? 3 : 0, &basis);
+		log_debug("Process '%s': sandboxDenied %s (%s)", p->id, denied ? "true" : "false", basis);
+	} else {
+		denied = sandbox_likely_denied(p->exit_code, (const char *const *)texts, lens,
+					       texts[0] && texts[1] && texts[2] ? 3 : 0);
+	}
 	for (int i = 0; i < 3; i++)
 		free(texts[i]);
 	return denied;
@@ -341,17 +404,37 @@ static void audit_exit(const struct proc *p)
 
 static void publish_exited(struct proc *p)
 {
-	char tail[128];
+	char tail[128], *dtail = NULL;
+	json_t *denials = NULL;
 	int n;
 
+	/* Its audit records are still being read: published once they are (on_evidence). */
+	if (p->ev_waiting) {
+		p->ev_exit_pending = true;
+		return;
+	}
 	p->exited = true;
 	p->sandbox_denied = p->sandboxed && classify_denial(p);
+	if (p->ev_wait.tree) {
+		denials = denials_json(p);
+		exec_evidence_untrack(p->ev_wait.tree);
+		p->ev_wait.tree = NULL;
+	}
 	n = snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s",
 		     p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
 	/* Only for a start that asked for timeoutMs: the reference's frame is unchanged. */
 	if (p->has_timeout)
 		snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"timedOut\":%s",
 			 p->timed_out ? "true" : "false");
+	/* uexec's additive member (README "Protocol extensions"): only when something was denied. */
+	if (denials) {
+		char *js = json_dumps(denials, JSON_COMPACT);
+
+		if (js && asprintf(&dtail, "%s,\"denials\":%s", tail, js) < 0)
+			dtail = NULL;
+		free(js);
+		json_decref(denials);
+	}
 	/* Exited in time: nothing left to time out. Timed out: the SIGKILL stage stays armed. */
 	if (!p->timed_out)
 		uring_timer_cancel(&p->timeout);
@@ -366,7 +449,8 @@ static void publish_exited(struct proc *p)
 			  p->sandbox_denied ? " (likely denied by the sandbox)" : "");
 	}
 	audit_exit(p);
-	notify_event(p, "process/exited", tail);
+	notify_event(p, "process/exited", dtail ? dtail : tail);
+	free(dtail);
 	if (!p->tty)
 		stdin_close_if_idle(p);
 	proc_wake_waiters(p);
@@ -381,10 +465,24 @@ static void on_grace(struct uring_timer *t, bool fired)
 		publish_exited(p);
 }
 
+/* Every audit record of the exited tree has been read (or the wait timed out). */
+static void on_evidence(struct exec_ev_wait *w)
+{
+	struct proc *p = container_of(w, struct proc, ev_wait);
+
+	p->ev_waiting = false;
+	if (p->ev_exit_pending && !p->exited)
+		publish_exited(p);
+}
+
 static void proc_exited(struct proc *p, const siginfo_t *si)
 {
 	p->pidfd = safe_close(p->pidfd);
 	p->reaped = true;
+	if (p->ev_wait.tree) {
+		sandbox_evidence_reaped(p->ev_wait.tree);
+		p->ev_waiting = exec_evidence_wait(&p->ev_wait, on_evidence);
+	}
 	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
 	p->term_signal = si->si_code == CLD_EXITED ? 0 : si->si_status;
 	if (p->sandboxed && !all_streams_eof(p)) {
@@ -616,6 +714,9 @@ int proc_new(struct session *sess, const char *id, size_t id_len, const struct s
 	p->pipe_stdin = pipe_stdin;
 	p->sandboxed = sandboxed;
 	p->plan = plan;
+	/* After CLONE_VFORK returned: the child has its own audit session by now (apply.c). */
+	if (sandboxed)
+		p->ev_wait.tree = exec_evidence_track(p->pid);
 	/* A PTY's stdin is its master, also the output stream's fd (stream_eof()). */
 	p->stdin_fd = tty ? res->out_fd : res->stdin_fd;
 	p->next_seq = 1;
@@ -682,6 +783,8 @@ void proc_free(struct proc *p)
 	}
 	safe_close(p->pidfd);
 	safe_close(p->stdin_fd);
+	exec_evidence_cancel(&p->ev_wait);
+	exec_evidence_untrack(p->ev_wait.tree);
 	sandbox_plan_free(p->plan);
 	for (size_t i = 0; i < p->write_id_count; i++)
 		free(p->write_id_ring[(p->write_id_head + i) % PROC_WRITE_IDS]);

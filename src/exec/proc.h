@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "list.h"
+#include "evidence-ring.h"
 #include "ring.h"
 #include "server.h"
 #include "strmap.h"
@@ -94,6 +95,10 @@ struct proc {
 	uint64_t exit_seq;
 	bool closed;
 	bool sandbox_denied;
+	/* Denial evidence (evidence-ring.h): the tree, and waiting for its records at exit. */
+	struct exec_ev_wait ev_wait;  /* .tree: NULL without an evidence source */
+	bool ev_waiting;             /* process/exited held until the records are read */
+	bool ev_exit_pending;        /* ... and it was due meanwhile */
 
 	struct list_head waiters; /* struct proc_waiter */
 

@@ -70,6 +70,12 @@ static void help(void)
 	       "                            where the operator does not want mount namespaces\n"
 	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
 	       "                            private devpts's max=; default: 64)\n"
+	       "  --denial-evidence MODE    auto: sandboxDenied from the kernel's audit records\n"
+	       "                            when auditing is on (CAP_AUDIT_READ/WRITE/CONTROL),\n"
+	       "                            else the reference heuristic; none: the heuristic\n"
+	       "                            (default: auto)\n"
+	       "  --enable-audit            turn the host's auditing on if it is off (and off\n"
+	       "                            again at exit), for --denial-evidence auto\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
 	       "  --log-format FORMAT       text or json: one JSON object per line with time,\n"
 	       "                            level, event, session, process, message and fields\n"
@@ -380,7 +386,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		ARG_NUM = 0x100, /* + index into nums[] */
 		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
 		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
-		ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG,
+		ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG, ARG_ENABLE_AUDIT, ARG_DENIAL_EVIDENCE,
 	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
@@ -402,7 +408,9 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 	};
-	struct option opts[ELEMENTSOF(nums) + 15] = {
+	struct option opts[ELEMENTSOF(nums) + 17] = {
+		{ "enable-audit", no_argument, NULL, ARG_ENABLE_AUDIT },
+		{ "denial-evidence", required_argument, NULL, ARG_DENIAL_EVIDENCE },
 		{ "remote", required_argument, NULL, ARG_REMOTE },
 		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
 		{ "name", required_argument, NULL, ARG_NAME },
@@ -496,6 +504,18 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 			/* read in the first pass */
 		} else if (c == ARG_NO_SANDBOX) {
 			cfg->no_sandbox = true;
+		} else if (c == ARG_ENABLE_AUDIT) {
+			cfg->enable_audit = true;
+		} else if (c == ARG_DENIAL_EVIDENCE) {
+			if (strcmp(optarg, "auto") == 0)
+				cfg->no_denial_evidence = false;
+			else if (strcmp(optarg, "none") == 0)
+				cfg->no_denial_evidence = true;
+			else {
+				fprintf(stderr, "uexec: --denial-evidence: 'auto' or 'none', not '%s'\n",
+					optarg);
+				r = -EINVAL;
+			}
 		} else if (c == ARG_FS_HELPER) {
 			/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
 			cfg->fs_helper = true;

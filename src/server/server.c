@@ -843,7 +843,7 @@ int server_init(struct server *s, const struct config *cfg)
 					  "uexec cannot run without it. In a container: allow "
 					  "io_uring_setup, io_uring_enter and io_uring_register in its "
 					  "seccomp profile (docker run --security-opt "
-					  "seccomp=uexec-seccomp.json, see contrib/docker/README.md). On "
+					  "seccomp=uexec-seccomp.json, see dist/docker/README.md). On "
 					  "the host: sysctl kernel.io_uring_disabled must be 0 (or 1 with "
 					  "uexec's group in kernel.io_uring_group); ENOSYS: a kernel built "
 					  "without CONFIG_IO_URING");
@@ -862,8 +862,11 @@ int server_init(struct server *s, const struct config *cfg)
 		return log_error_errno(r, "Starting the filesystem worker threads failed");
 
 	/* The sandboxed fs helper is this binary, re-executed through an fd opened now. */
-	if (!s->cfg.fs_helper)
+	if (!s->cfg.fs_helper) {
 		fs_sandbox_init(s);
+		exec_evidence_init(s, s->cfg.no_denial_evidence ? EXEC_EVIDENCE_NONE : EXEC_EVIDENCE_AUTO,
+				   s->cfg.enable_audit);
+	}
 
 	s->login_shell = env_login_shell_lookup();
 	s->env_info = env_info_build(s);
@@ -941,8 +944,10 @@ void server_done(struct server *s)
 	say_goodbye(s);
 	conn_free_all(s);
 	uring_bufs_done(&s->ring, &s->bufs);
+	exec_evidence_stop();
 	if (s->ring.ring.ring_fd > 0)
 		uring_done(&s->ring);
+	exec_evidence_done(); /* after the ring: its receive buffer */
 	netconn_free_all(s); /* after the ring: a recv may still target a netconn's buffer */
 	remote_free(s);
 	safe_close(s->listen_fd);

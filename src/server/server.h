@@ -34,6 +34,8 @@ struct config {
 	uint64_t handshake_timeout_ms; /* accept to WebSocket upgrade; 0: no deadline */
 	const char *executor_version;
 	bool no_sandbox;             /* refuse every restricting sandbox */
+	bool enable_audit;           /* --enable-audit: turn auditing on for denial evidence */
+	bool no_denial_evidence;     /* --denial-evidence none: the reference heuristic only */
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 	unsigned sandbox_max_ptys;   /* PTYs per sandbox (its devpts's max=) */
 	unsigned landlock_abi_max;   /* testing only: caps the probed Landlock ABI (> 7: no cap) */
@@ -124,6 +126,7 @@ struct server {
 	struct worker_pool *workers;
 	struct sandbox_features sandbox; /* probed once at start */
 	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
+	const char *denial_evidence;     /* the evidence source in use ("audit", "none"; exec) */
 	const struct conn_handlers *conn_handlers; /* what the transport calls (transport/conn.h) */
 	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
 	bool stopping;

@@ -367,6 +367,15 @@ class SandboxWorkspaceWrite(Scenario):
             ctx, "echo out-%s > %s/x-%s" % (m, self.outside, m), yield_time_ms=10000)
         ctx.check(exit_code(r.text) not in (0, None), "outside write did not fail: %r" % r.text[-400:])
         ctx.expect_in("Read-only file system", r.text, "outside write error")
+        # (issue 14) a failure that only prints the heuristic's words
+        r = yield self.exec_command(
+            ctx, "echo 'permission denied: pd-%s' >&2; exit 1" % m, yield_time_ms=10000)
+        ctx.check(exit_code(r.text) == 1, "pd command: %r" % r.text[-400:])
+        # ... and a refused socket() whose error is swallowed (uexec: a `denials` member)
+        r = yield self.exec_command(
+            ctx, "/usr/bin/python3 -c 'import socket; socket.socket()' 2>/dev/null || exit 3; "
+            "echo sw-%s" % m, yield_time_ms=10000)
+        ctx.check(exit_code(r.text) == 3, "swallowed command: %r" % r.text[-400:])
         patch = ("*** Begin Patch\n*** Add File: ws-patched-%s.txt\n+patched %s\n*** End Patch\n"
                  % (m, m))
         r = yield [custom_tool_call("apply_patch", patch, ctx.call_id())]
@@ -379,11 +388,23 @@ class SandboxWorkspaceWrite(Scenario):
         m = ctx.mark
         inside = self.check_remote_process(ctx, "inside-" + m, exit_code_=0)
         outside = self.check_remote_process(ctx, "out-" + m)
+        words = self.check_remote_process(ctx, "pd-" + m, exit_code_=1)
+        swallowed = self.check_remote_process(ctx, "sw-" + m, exit_code_=3)
         if ctx.transcript:
-            for pid, want in ((inside, False), (outside, True)):
+            # with denial evidence (uexec's uexecDenialEvidence capability) the words alone
+            # are no denial; the reference's heuristic says they are
+            caps = [((rep or {}).get("result") or {}).get("environmentInfo", {}).get(
+                "capabilities", {}) for _, rep in ctx.rpc("initialize")]
+            evidence = any(c.get("uexecDenialEvidence") is True for c in caps)
+            for pid, want in ((inside, False), (outside, True), (words, not evidence),
+                              (swallowed, evidence)):
                 ex = ctx.notifications("process/exited", pid) if pid else []
                 ctx.check(ex and ex[0].get("sandboxDenied") is want,
                           "process/exited of %s: %r (want sandboxDenied %r)" % (pid, ex, want))
+            ex = ctx.notifications("process/exited", swallowed) if swallowed else []
+            if evidence:
+                ctx.check(ex and any(d.get("syscall") == 41 for d in ex[0].get("denials", [])),
+                          "no socket() denial on process/exited: %r" % ex)
             starts = [rep for p, rep in ctx.rpc("process/start") if p.get("sandbox")]
             ctx.check(starts and all(rep and rep.get("result", {}).get("sandboxType")
                                      == "linuxSeccomp" for rep in starts),

@@ -16,6 +16,9 @@ pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/cat", "/bin/sleep", "/b
 
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 EXT_CAPS = ["uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList"]
+# after them: uexecDenialEvidence, true only while a denial evidence source is in use
+# (test_denial_evidence.py; the suite's servers run with --denial-evidence none)
+EVIDENCE_CAP = "uexecDenialEvidence"
 REFERENCE_CAPS = [
     "networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
     "credentialMaskingCustomProviders", "capabilityDiscoverySandbox", "fsWatchMissing",
@@ -47,8 +50,9 @@ def test_capabilities_advertised(sclient):
     """The four uexec* flags are true, after the reference's flags, which keep their values."""
     caps = sclient.init_result["environmentInfo"]["capabilities"]
     assert list(caps)[:len(REFERENCE_CAPS)] == REFERENCE_CAPS
-    assert list(caps)[len(REFERENCE_CAPS):] == EXT_CAPS
+    assert list(caps)[len(REFERENCE_CAPS):] == EXT_CAPS + [EVIDENCE_CAP]
     assert all(caps[k] is True for k in EXT_CAPS)
+    assert caps[EVIDENCE_CAP] is False
     assert caps["fsWatchMissing"] is True and caps["windowsMxc"] is False
     assert sclient.result("environment/info")["capabilities"] == caps
 

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Precision and recall of sandboxDenied on the labelled corpus (issue 14).
+
+Runs tests/integration/denial_corpus.py against uexec twice: with
+--denial-evidence none (the reference heuristic) and with the audit source
+(--enable-audit), and prints a markdown table plus the misses. Needs root
+and a kernel with audit for the second row. Usage:
+    UEXEC_BIN=build/src/uexec python3 bench/denial_table.py
+"""
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+
+from conftest import Server  # noqa: E402
+from denial_corpus import CASES  # noqa: E402
+from test_denial_evidence import run_corpus  # noqa: E402
+
+
+def measure(args):
+    srv = Server(args=args, logdir=tempfile.gettempdir())
+    try:
+        c = srv.connect()
+        source = "audit" if c.result("environment/info")["capabilities"].get(
+            "uexecDenialEvidence") else "none"
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
+            rows = run_corpus(c, ws)
+        c.close()
+    finally:
+        srv.terminate()
+    return source, rows
+
+
+def score(rows):
+    tp = sum(1 for k, ex, _ in rows if k.denied and ex["sandboxDenied"])
+    fp = sum(1 for k, ex, _ in rows if not k.denied and ex["sandboxDenied"])
+    fn = sum(1 for k, ex, _ in rows if k.denied and not ex["sandboxDenied"])
+    prec = tp / (tp + fp) if tp + fp else 1.0
+    rec = tp / (tp + fn) if tp + fn else 1.0
+    return tp, fp, fn, prec, rec
+
+
+def main():
+    n_d = sum(1 for k in CASES if k.denied)
+    print("corpus: %d cases, %d denied, %d not denied\n" % (len(CASES), n_d, len(CASES) - n_d))
+    print("| sandboxDenied from | TP | FP | FN | precision | recall |")
+    print("|---|---|---|---|---|---|")
+    details = []
+    for label, args in (("heuristic (--denial-evidence none)", ["--denial-evidence", "none"]),
+                        ("audit records", ["--enable-audit"])):
+        source, rows = measure(args)
+        tp, fp, fn, prec, rec = score(rows)
+        print("| %s [source: %s] | %d | %d | %d | %.1f%% | %.1f%% |"
+              % (label, source, tp, fp, fn, 100 * prec, 100 * rec))
+        details.append((label, [(k.name, k.klass, "FP" if not k.denied else "FN")
+                                for k, ex, _ in rows if ex["sandboxDenied"] != k.denied]))
+    for label, wrong in details:
+        print("\n%s, wrong: %s" % (label, ", ".join("%s (%s, %s)" % w for w in wrong) or "none"))
+
+
+if __name__ == "__main__" and not {"--overhead", "--reference"} & set(sys.argv):
+    main()
+
+
+def overhead(args, n=40):
+    """p50 of sandboxed /bin/true start -> process/exited, and a syscall-heavy sandboxed loop."""
+    import statistics
+    import time
+    from test_sandbox import ENV, ws_policy
+    srv = Server(args=args, logdir=tempfile.gettempdir())
+    try:
+        c = srv.connect()
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
+            lat = []
+            for i in range(n):
+                t0 = time.monotonic()
+                c.start("t%d" % i, ["/bin/true"], cwd=ws, env=ENV, sandbox=ws_policy(ws))
+                c.collect("t%d" % i, 60, until="process/exited")
+                lat.append(time.monotonic() - t0)
+            heavy = {}
+            for name, code in (("stat", "import os\nfor i in range(200000): os.stat(\"/\")"),
+                               ("denied", "import socket\nfor i in range(20000):\n try: socket.socket()\n"
+                                          " except OSError: pass")):
+                t0 = time.monotonic()
+                c.start("h-" + name, ["/usr/bin/python3", "-c", code], cwd=ws, env=ENV,
+                        sandbox=ws_policy(ws))
+                c.collect("h-" + name, 300, until="process/exited")
+                heavy[name] = time.monotonic() - t0
+        c.close()
+    finally:
+        srv.terminate()
+    return statistics.median(lat) * 1000, heavy
+
+
+def main_overhead():
+    print("\n| source | sandboxed /bin/true start->exited p50 | 200k stat() loop | 20k refused socket() loop |")
+    print("|---|---|---|---|")
+    for label, args in (("heuristic", ["--denial-evidence", "none"]), ("audit", ["--enable-audit"])):
+        p50, heavy = overhead(args)
+        print("| %s | %.1f ms | %.2f s | %.2f s |" % (label, p50, heavy["stat"], heavy["denied"]))
+
+
+if __name__ == "__main__" and "--overhead" in sys.argv:
+    main_overhead()
+
+
+def main_reference():
+    """The reference codex exec-server (scripts/install-reference.sh) on the same corpus."""
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
+    import diffharness
+    import wsclient
+    if not diffharness.find_reference():
+        sys.exit("reference codex exec-server not installed (scripts/install-reference.sh)")
+    srv, _ = diffharness.start_servers(("ref",))
+    try:
+        c = wsclient.connect(srv["ref"].url)
+        with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
+            rows = run_corpus(c, ws)
+        c.close()
+    finally:
+        srv["ref"].stop()
+    tp, fp, fn, prec, rec = score(rows)
+    print("| reference 0.169.0 (heuristic) | %d | %d | %d | %.1f%% | %.1f%% |"
+          % (tp, fp, fn, 100 * prec, 100 * rec))
+    print("\nwrong: " + ", ".join("%s (%s, %s)" % (k.name, k.klass, "FP" if not k.denied else "FN")
+                                  for k, ex, _ in rows if ex["sandboxDenied"] != k.denied))
+
+
+if __name__ == "__main__" and "--reference" in sys.argv:
+    main_reference()

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Evidence of sandbox denials, per sandboxed process tree (issue 14).
+ *
+ * Sources feed denials in; sandboxDenied is then decided from them
+ * (sandbox_evidence_decide) instead of from the words a command printed.
+ * This module holds no ring: its readers live in src/ (exec's
+ * evidence-ring.c) and hand it what they read.
+ *
+ *  - audit (evidence-audit.c): a NETLINK_AUDIT socket in the read-only
+ *    multicast group; Landlock (1423/1424) and seccomp (1326) records,
+ *    with the SYSCALL (1300) record of the same event for the pid and the
+ *    audit session. Sees what an LSM or seccomp refused; not EROFS from a
+ *    read-only mount (no hook runs), so for that class it is not complete.
+ *  - bpf (sandbox/bpf-tracer.[ch], another branch): sys_exit errors of
+ *    sandboxed processes; fed through sandbox_evidence_feed() with a pid.
+ *
+ * Attribution (docs/ARCHITECTURE.md "Denial evidence"): each sandboxed
+ * command gets an audit session of its own (apply.c writes its loginuid),
+ * inherited by every descendant across fork and exec and never reused, so a
+ * record's ses= names the tree even after the process is reaped. Without a
+ * session: the Landlock domain id of a tree already seen, then the pid or
+ * parent pid of a tracked process, then the /proc parent chain.
+ *
+ * Everything is bounded: SANDBOX_EVIDENCE_KEEP denials kept per tree (the
+ * rest counted), a fixed table of events being assembled, a bounded domain
+ * cache; records of unknown processes are dropped.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SANDBOX_EVIDENCE_KEEP 16 /* denials kept per process tree */
+
+enum sandbox_denial_kind {
+	SANDBOX_DENIAL_FS,      /* Landlock filesystem access */
+	SANDBOX_DENIAL_NET,     /* Landlock TCP bind/connect */
+	SANDBOX_DENIAL_SCOPE,   /* Landlock scoping (signal, abstract unix socket) */
+	SANDBOX_DENIAL_SECCOMP, /* a seccomp filter's action */
+	SANDBOX_DENIAL_MOUNT,   /* a syscall error from the mount layer (EROFS, ...): bpf */
+};
+
+/* The sources a store was told about (bit mask). */
+#define SANDBOX_EVIDENCE_AUDIT (1u << 0)
+#define SANDBOX_EVIDENCE_BPF (1u << 1)
+
+struct sandbox_denial {
+	enum sandbox_denial_kind kind;
+	int32_t pid;      /* host pid, 0 unknown */
+	int32_t syscall;  /* -1 unknown */
+	int32_t err;      /* the errno returned, 0 unknown */
+	char object[256]; /* path, address (daddr:dport), or "" */
+	char access[96];  /* what was refused: Landlock blockers ("fs.write_file"), "errno" ... */
+	char comm[16];
+	bool decisive;    /* counts for sandboxDenied (set by the store) */
+};
+
+/* What a source knows about who did it; 0 for what it does not know. */
+struct sandbox_denial_origin {
+	int32_t pid, ppid;
+	uint32_t ses;     /* audit session; 0 or UINT32_MAX unknown */
+	uint64_t domain;  /* Landlock domain id */
+	uint64_t cgroup;  /* cgroup v2 id (the bpf tracer's records), 0 unknown */
+};
+
+struct sandbox_evidence;
+struct sandbox_ev_tree;
+
+/* sources: SANDBOX_EVIDENCE_* active in this store. Returns 0 or -ENOMEM. */
+int sandbox_evidence_new(unsigned sources, struct sandbox_evidence **ret);
+void sandbox_evidence_free(struct sandbox_evidence *ev);
+unsigned sandbox_evidence_sources(const struct sandbox_evidence *ev);
+
+/*
+ * Starts collecting for the process the server spawned (host pid; the
+ * namespace's init when there is one). Reads its audit session now (the
+ * child exists until it is reaped). Returns NULL on ENOMEM.
+ */
+struct sandbox_ev_tree *sandbox_evidence_track(struct sandbox_evidence *ev, pid_t pid);
+void sandbox_evidence_untrack(struct sandbox_evidence *ev, struct sandbox_ev_tree *t);
+/*
+ * The tree's own cgroup v2 id (a per-sandbox cgroup, when the server makes
+ * one): the bpf tracer's records carry it and attribute by it.
+ */
+void sandbox_evidence_set_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id);
+
+/*
+ * One record of the bpf sys_exit tracer (sandbox/bpf-tracer.h's struct
+ * bpf_denial, passed field by field so this module does not depend on it):
+ * err is the negative errno the call returned, 0 for a record of Landlock's
+ * own hook. EROFS and EXDEV (the read-only mounts) and Landlock's hook are
+ * decisive; EACCES and EPERM alone are not (permission bits and missing
+ * capabilities fail the same way) and are only logged.
+ */
+bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
+			       int32_t syscall_nr, int32_t err, const char *comm);
+
+/* The tracked child was reaped: its pid may be reused, so it no longer attributes records. */
+void sandbox_evidence_reaped(struct sandbox_ev_tree *t);
+/* A source could not confirm it delivered everything for t (e.g. no barrier in time). */
+void sandbox_evidence_set_incomplete(struct sandbox_ev_tree *t);
+
+/* One denial from any source: attributed to a tracked tree or dropped. Returns true if kept. */
+bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_denial *d,
+			   const struct sandbox_denial_origin *o);
+
+/*
+ * One audit record (netlink message type and its text, not NUL-terminated).
+ * Records of one event (same serial) are assembled; a Landlock denial is
+ * fed once its SYSCALL record (pid, ses, syscall, exit) or the end of the
+ * event arrives, or when the assembly table needs its slot.
+ */
+void sandbox_evidence_feed_audit(struct sandbox_evidence *ev, unsigned type, const char *text,
+				 size_t len);
+/* Feeds the Landlock denials still waiting for their SYSCALL record (before a decision). */
+void sandbox_evidence_flush(struct sandbox_evidence *ev);
+
+/*
+ * A source may have dropped records (audit "lost" grew, the socket
+ * overflowed): every tree tracked now is marked incomplete.
+ */
+void sandbox_evidence_mark_lost(struct sandbox_evidence *ev);
+
+/*
+ * sandboxDenied for tree t, whose command exited with exit_code; texts as
+ * for sandbox_likely_denied (used where evidence cannot decide):
+ *   - a denial recorded and a non-zero exit: true;
+ *   - exit 0: false;
+ *   - no denial while every source stayed complete: with the bpf tracer,
+ *     false; with audit alone, mount-made refusals (EROFS) have no record,
+ *     so true only if the output names that error ("read-only file system");
+ *   - incomplete evidence (records lost, no audit session): the reference
+ *     heuristic.
+ * *ret_basis (may be NULL) names what decided (static string, for the log).
+ */
+bool sandbox_evidence_decide(const struct sandbox_evidence *ev, const struct sandbox_ev_tree *t,
+			     int exit_code, const char *const *texts, const size_t *lens, size_t n,
+			     const char **ret_basis);
+
+/* The denials kept for t (*ret_n of them) and how many were seen in all. */
+const struct sandbox_denial *sandbox_evidence_denials(const struct sandbox_ev_tree *t, size_t *ret_n,
+						      uint64_t *ret_total);
+bool sandbox_evidence_complete(const struct sandbox_ev_tree *t);
+
+/* "fs", "net", "scope", "seccomp", "mount". */
+const char *sandbox_denial_kind_name(enum sandbox_denial_kind k);
+
+/* Audit through netlink (evidence-audit.c). */
+struct sandbox_audit_status {
+	bool enabled;
+	uint32_t lost, backlog, backlog_limit, rate_limit;
+};
+
+/*
+ * Opens a NETLINK_AUDIT socket (CLOEXEC, non-blocking for reads through
+ * the ring) and reads the audit status. enable: turn auditing on if it is
+ * off (the --enable-audit flag); *ret_enabled_by_us says it was. Joins
+ * AUDIT_NLGRP_READLOG (CAP_AUDIT_READ). Returns the fd or -errno; err says
+ * why in one phrase.
+ */
+int sandbox_audit_open(bool enable, struct sandbox_audit_status *st, bool *ret_enabled_by_us,
+		       char *err, size_t errsz);
+/* Sends AUDIT_GET with sequence seq (the reply comes on fd). Returns 0 or -errno. */
+int sandbox_audit_request_status(int fd, uint32_t seq);
+/* Parses an AUDIT_GET reply's payload. Returns 0 or -EINVAL. */
+int sandbox_audit_parse_status(const void *payload, size_t len, struct sandbox_audit_status *st);
+/*
+ * Sends a user record (AUDIT_TRUSTED_APP "uexec-evidence-barrier=PID:SEQ", needs
+ * CAP_AUDIT_WRITE) that goes through the kernel's audit queue behind every
+ * record already queued: once it is read back, so is everything a process
+ * that has exited did. Returns 0 or -errno.
+ */
+int sandbox_audit_barrier(int fd, pid_t pid, uint32_t seq);
+/* True if this record is the barrier of server pid; *ret_seq its sequence. */
+bool sandbox_audit_is_barrier(unsigned type, const char *text, size_t len, pid_t pid,
+			      uint32_t *ret_seq);
+/* Turns auditing off again (the server enabled it). Returns 0 or -errno. */
+int sandbox_audit_disable(int fd);

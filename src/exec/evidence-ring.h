@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The denial evidence sources on the ring (sandbox/evidence.h holds the
+ * store and the decision): the audit netlink socket, read with
+ * IORING_OP_RECV, and a barrier so that sandboxDenied is decided only once
+ * every record of an exited process has been read.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "list.h"
+#include "evidence.h"
+
+struct server;
+
+/* What the command line chose (--denial-evidence, --enable-audit). */
+enum exec_evidence_mode {
+	EXEC_EVIDENCE_AUTO, /* audit if the host has it on (or --enable-audit), else the heuristic */
+	EXEC_EVIDENCE_NONE, /* the reference heuristic only */
+};
+
+/* A process waiting for its evidence to be complete (embedded in struct proc). */
+struct exec_ev_wait {
+	struct list_head link;
+	uint32_t seq;
+	uint64_t deadline_ms;
+	struct sandbox_ev_tree *tree;
+	void (*done)(struct exec_ev_wait *w);
+};
+
+/*
+ * Probes the sources once at start-up (after the sandbox probe; sets
+ * s->sandbox.audit_log), logs the one in use, starts reading. Never fails:
+ * without a source sandboxDenied stays the reference heuristic.
+ */
+void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool enable_audit);
+/* Stops reading (cancels the receive); audit turned on by uexec is turned off again. */
+void exec_evidence_stop(void);
+/* True once the receive op is idle (the loop may end). */
+bool exec_evidence_idle(void);
+void exec_evidence_done(void);
+
+/* "audit", "audit+bpf", "bpf" or "none" (environment/info, the log). */
+const char *exec_evidence_source(void);
+/* The store, or NULL without a source. */
+struct sandbox_evidence *exec_evidence_store(void);
+
+/* Tracks a sandboxed child (host pid), or NULL without a source. */
+struct sandbox_ev_tree *exec_evidence_track(pid_t pid);
+void exec_evidence_untrack(struct sandbox_ev_tree *t);
+
+/*
+ * The child of w->tree was reaped: calls w->done once every record queued
+ * before now has been read (a barrier through the kernel's audit queue), or
+ * after 500 ms (the tree is then marked incomplete). Returns false (and
+ * never calls back) when there is nothing to wait for.
+ */
+bool exec_evidence_wait(struct exec_ev_wait *w, void (*done)(struct exec_ev_wait *w));
+void exec_evidence_cancel(struct exec_ev_wait *w);

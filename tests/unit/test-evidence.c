@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/* sandbox/evidence.c: audit record parsing, event assembly, attribution, bounds, the decision. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "evidence.h"
+#include "tests.h"
+
+/* A child that sleeps until killed; new_session: it writes its loginuid first (root). */
+static pid_t sleeper(bool new_session, int *ret_ok)
+{
+	int p[2];
+	char ok = 0;
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char c = 1;
+
+		if (new_session) {
+			int fd = open("/proc/self/loginuid", O_WRONLY);
+
+			c = fd >= 0 && write(fd, "0", 1) == 1;
+		}
+		(void)!write(p[1], &c, 1);
+		pause();
+		_exit(0);
+	}
+	(void)!read(p[0], &ok, 1);
+	close(p[0]);
+	close(p[1]);
+	*ret_ok = ok;
+	return pid;
+}
+
+static void stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void feed(struct sandbox_evidence *ev, unsigned type, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void feed(struct sandbox_evidence *ev, unsigned type, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	sandbox_evidence_feed_audit(ev, type, buf, (size_t)n);
+}
+
+static bool decide(struct sandbox_evidence *ev, struct sandbox_ev_tree *t, int code, const char *out)
+{
+	const char *texts[1] = { out };
+	size_t lens[1] = { strlen(out) };
+
+	return sandbox_evidence_decide(ev, t, code, texts, lens, 1, NULL);
+}
+
+TEST(landlock_event_by_pid)
+{
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	const struct sandbox_denial *d;
+	size_t n;
+	uint64_t total;
+	int ok;
+	pid_t pid = sleeper(false, &ok);
+
+	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
+	t = sandbox_evidence_track(ev, pid);
+	ASSERT_TRUE(t != NULL);
+	/* the path hex-encoded (a space in it), as audit writes untrusted strings */
+	feed(ev, 1423, "audit(1.2:40): domain=1a2b blockers=fs.make_reg path=2F746D702F6120620A dev=\"vda\" ino=5");
+	feed(ev, 1424, "audit(1.2:40): domain=1a2b status=allocated mode=enforcing pid=%d uid=0", pid);
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(0, n); /* waits for its SYSCALL record */
+	feed(ev, 1300, "audit(1.2:40): arch=c000003e syscall=257 success=no exit=-13 ppid=1 pid=%d "
+		       "auid=0 ses=4294967295 comm=\"touch\" exe=\"/usr/bin/touch\"", pid);
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(1, n);
+	ASSERT_EQ(SANDBOX_DENIAL_FS, d[0].kind);
+	ASSERT_STREQ("/tmp/a b\n", d[0].object);
+	ASSERT_STREQ("fs.make_reg", d[0].access);
+	ASSERT_EQ(257, d[0].syscall);
+	ASSERT_EQ(EACCES, d[0].err);
+	ASSERT_EQ(pid, d[0].pid);
+	ASSERT_STREQ("touch", d[0].comm);
+	/* another record of the same domain, from a process already gone: the domain attributes */
+	feed(ev, 1423, "audit(1.3:41): domain=1a2b blockers=net.connect_tcp daddr=10.0.0.1 dest=80");
+	feed(ev, 1320, "audit(1.3:41): ");
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(2, n);
+	ASSERT_EQ(SANDBOX_DENIAL_NET, d[1].kind);
+	ASSERT_STREQ("10.0.0.1:80", d[1].object);
+	/* without an audit session of its own the evidence is not complete: heuristic */
+	ASSERT_TRUE(!sandbox_evidence_complete(t));
+	ASSERT_TRUE(decide(ev, t, 1, ""));
+	ASSERT_TRUE(!decide(ev, t, 0, "permission denied"));
+	sandbox_evidence_untrack(ev, t);
+	sandbox_evidence_free(ev);
+	stop(pid);
+}
+
+TEST(unknown_and_fallbacks_dropped)
+{
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	size_t n;
+	uint64_t total;
+	int ok;
+	pid_t pid = sleeper(false, &ok);
+
+	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
+	t = sandbox_evidence_track(ev, pid);
+	/* pid 1's record: not ours */
+	feed(ev, 1326, "audit(1.0:7): auid=0 uid=0 ses=4294967295 pid=1 comm=\"x\" sig=0 syscall=41 code=0x50000");
+	/* clone3's ENOSYS rule makes libc fall back: not a denial */
+	feed(ev, 1326, "audit(1.0:8): auid=0 uid=0 ses=4294967295 pid=%d comm=\"x\" sig=0 syscall=435 code=0x50000", pid);
+	/* garbage */
+	feed(ev, 1326, "nonsense");
+	feed(ev, 1423, "audit(");
+	sandbox_evidence_flush(ev);
+	sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(0, total);
+	sandbox_evidence_untrack(ev, t);
+	sandbox_evidence_free(ev);
+	stop(pid);
+}
+
+TEST(bounded_and_decisive)
+{
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	const struct sandbox_denial *d;
+	size_t n;
+	uint64_t total;
+	int ok;
+	pid_t pid = sleeper(true, &ok);
+
+	if (!ok)
+		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
+	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
+	t = sandbox_evidence_track(ev, pid);
+	ASSERT_TRUE(sandbox_evidence_complete(t));
+	/* libc's nscd connect: kept, not decisive; audit alone then trusts only the EROFS text */
+	feed(ev, 1326, "audit(1.0:9): auid=0 uid=0 ses=4294967295 pid=%d comm=\"bash\" syscall=42 code=0x50000", pid);
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(1, n);
+	ASSERT_TRUE(!d[0].decisive);
+	ASSERT_TRUE(!decide(ev, t, 1, "x: Permission denied"));
+	ASSERT_TRUE(decide(ev, t, 1, "touch: cannot touch '/etc/x': Read-only file system"));
+	/* an unknown pid with a malformed session: dropped */
+	feed(ev, 1326, "audit(1.0:10): auid=0 uid=0 ses=x pid=99999999 comm=\"p\" syscall=41 code=0x50000");
+	sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(1, total);
+	/* a flood from a grandchild known only by its session: 16 kept, all counted */
+	{
+		char path[64], buf[32];
+		int fd;
+		ssize_t r;
+
+		snprintf(path, sizeof(path), "/proc/%d/sessionid", pid);
+		fd = open(path, O_RDONLY);
+		r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[r > 0 ? r : 0] = 0;
+		for (int i = 0; i < 1000; i++)
+			feed(ev, 1326, "audit(1.0:%d): auid=0 uid=0 ses=%s pid=99999999 comm=\"p\" syscall=%d code=0x50000",
+			     2000 + i, buf, i);
+	}
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(SANDBOX_EVIDENCE_KEEP, n);
+	ASSERT_EQ(1 + 1000 - 3, total); /* clone3, openat2, fchmodat2: libc fallbacks */
+	ASSERT_TRUE(decide(ev, t, 1, ""));
+	ASSERT_TRUE(!decide(ev, t, 0, ""));
+	/* records lost: incomplete, and without decisive evidence the heuristic decides */
+	sandbox_evidence_mark_lost(ev);
+	ASSERT_TRUE(!sandbox_evidence_complete(t));
+	sandbox_evidence_untrack(ev, t);
+	sandbox_evidence_free(ev);
+	stop(pid);
+}
+
+TEST(bpf_records_by_cgroup)
+{
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	const struct sandbox_denial *d;
+	size_t n;
+	uint64_t total;
+	int ok;
+	pid_t pid = sleeper(true, &ok);
+
+	if (!ok)
+		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
+	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT | SANDBOX_EVIDENCE_BPF, &ev));
+	t = sandbox_evidence_track(ev, pid);
+	sandbox_evidence_set_cgroup(t, 4242);
+	/* another cgroup, a pid that is not ours: dropped */
+	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch"));
+	/* with both sources complete and nothing recorded: false, whatever the output says */
+	ASSERT_TRUE(!decide(ev, t, 1, "Read-only file system"));
+	/* permission bits and capabilities fail with EACCES/EPERM too: kept, not decisive */
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat"));
+	ASSERT_TRUE(!decide(ev, t, 1, ""));
+	/* a read-only mount's EROFS, from a process known only by its cgroup */
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch"));
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(2, n);
+	ASSERT_EQ(SANDBOX_DENIAL_MOUNT, d[1].kind);
+	ASSERT_EQ(EROFS, d[1].err);
+	ASSERT_STREQ("erofs", d[1].access);
+	ASSERT_TRUE(d[1].decisive && !d[0].decisive);
+	ASSERT_TRUE(decide(ev, t, 1, ""));
+	sandbox_evidence_untrack(ev, t);
+	sandbox_evidence_free(ev);
+	stop(pid);
+}
+
+TEST(no_source_is_the_heuristic)
+{
+	ASSERT_TRUE(decide(NULL, NULL, 1, "permission denied"));
+	ASSERT_TRUE(!decide(NULL, NULL, 1, "nothing"));
+}
+
+TEST(barrier_and_status)
+{
+	uint32_t seq = 0;
+	const char rec[] = "audit(1.0:5): pid=7 uid=0 msg='uexec-evidence-barrier=1234:77 exe=\"/x\"'";
+	uint32_t raw[11] = { 0, 1, 0, 0, 0, 64, 3, 0 };
+	struct sandbox_audit_status st;
+
+	ASSERT_TRUE(sandbox_audit_is_barrier(1121, rec, sizeof(rec) - 1, 1234, &seq));
+	ASSERT_EQ(77, seq);
+	ASSERT_TRUE(!sandbox_audit_is_barrier(1121, rec, sizeof(rec) - 1, 1235, &seq));
+	ASSERT_TRUE(!sandbox_audit_is_barrier(1326, rec, sizeof(rec) - 1, 1234, &seq));
+	ASSERT_EQ(0, sandbox_audit_parse_status(raw, sizeof(raw), &st));
+	ASSERT_TRUE(st.enabled);
+	ASSERT_EQ(3, st.lost);
+	ASSERT_EQ(64, st.backlog_limit);
+	ASSERT_EQ(-EINVAL, sandbox_audit_parse_status(raw, 8, &st));
+}
+
+TEST_MAIN()
