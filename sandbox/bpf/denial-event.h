@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The record the denial tracer's BPF program (denial.bpf.c) writes into its
+ * ring buffer, and the sizes of its maps. Included by the BPF program (types
+ * from vmlinux.h) and by sandbox/bpf-tracer.c (types from <linux/types.h>),
+ * which checks that struct bpf_denial in bpf-tracer.h has the same layout.
+ */
+#pragma once
+
+/* Ring buffer: a power of two of pages; 256 KiB hold 5461 records of 48 bytes. */
+#define BPF_DENIAL_RING_BYTES (256 * 1024)
+/* Cgroups watched at once (one per sandboxed process tree). */
+#define BPF_DENIAL_MAX_CGROUPS 8192
+
+struct bpf_denial_event {
+	__u32 pid;	/* thread id, in the initial PID namespace */
+	__u32 tgid;	/* process id, in the initial PID namespace */
+	__u64 cgroup_id;
+	__s32 syscall_nr;
+	__s32 err;	/* the negative errno returned; 0 from Landlock's hook */
+	char comm[16];
+};

@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The denial tracer (sandbox/bpf-tracer.c) on the running kernel: a child in a
+ * watched cgroup v2 leaf fails syscalls with EROFS (read-only bind mount),
+ * EXDEV, EACCES and EPERM, and exactly those records arrive (number, errno,
+ * pid, cgroup, comm); the same child outside the cgroup, or after unwatch,
+ * yields none; a flood of 10^6 failing calls yields a bounded number of
+ * records, a drop count that accounts for the rest, and bounded memory.
+ * Needs root and a kernel that loads the program: skips with the reason
+ * otherwise (UEXEC_REQUIRE_BPF=1 turns that skip into a failure).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bpf-config.h"
+#include "bpf-tracer.h"
+#include "tests.h"
+
+#define CHILD_COMM "denial-child"
+#define FLOOD_CALLS 1000000
+#define NOBODY 65534
+
+static char skip_why[4400];
+
+/* A tracer, or the test skips with bpf_tracer_open()'s reason. */
+static struct bpf_tracer *open_or_skip(void)
+{
+	char err[256] = "";
+	struct bpf_tracer *t = bpf_tracer_open(err, sizeof(err));
+
+	if (t)
+		return t;
+	ASSERT_TRUE(err[0] != '\0');
+	if (getenv("UEXEC_REQUIRE_BPF") && strcmp(getenv("UEXEC_REQUIRE_BPF"), "1") == 0)
+		tests_fail(__FILE__, __LINE__, "UEXEC_REQUIRE_BPF=1 but: %s", err);
+	snprintf(skip_why, sizeof(skip_why), "tracer unavailable: %s", err);
+	tests_skip(skip_why);
+}
+
+/* This process's cgroup v2 directory, from mountinfo and /proc/self/cgroup. */
+static int own_cgroup_dir(char *out, size_t outsz)
+{
+	char line[4096], root[1024] = "", mnt[1024] = "", rel[4096] = "";
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+			continue;
+		/* id parent major:minor root mountpoint ... (no escapes expected here) */
+		if (sscanf(line, "%*s %*s %*s %1023s %1023s", root, mnt) == 2)
+			break;
+		root[0] = mnt[0] = '\0';
+	}
+	fclose(f);
+	if (!mnt[0])
+		return -ENOENT;
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0) {
+			snprintf(rel, sizeof(rel), "%s", line + 3);
+			rel[strcspn(rel, "\n")] = '\0';
+		}
+	fclose(f);
+	if (!rel[0] || strncmp(rel, root, strlen(root)) != 0)
+		return -ENOENT;
+	snprintf(out, outsz, "%s/%s", mnt, rel + (strcmp(root, "/") == 0 ? 0 : strlen(root)));
+	return 0;
+}
+
+struct fixture {
+	char cgroup[4096];	/* our leaf */
+	uint64_t cgroup_id;
+	char tmp[256];		/* holds ro/, rw/, file, secret */
+};
+
+static struct fixture fx;
+
+/* A cgroup v2 leaf and a temporary tree, or the test skips. */
+static void fixture_setup(void)
+{
+	static int serial;
+	char dir[3800], path[512];
+	const char *tmpdir = getenv("TMPDIR");
+	int r, fd;
+
+	if (geteuid() != 0)
+		tests_skip("needs root (cgroup leaf, bind mounts)");
+	r = own_cgroup_dir(dir, sizeof(dir));
+	if (r < 0)
+		tests_skip("no cgroup v2 hierarchy for this process");
+	snprintf(fx.cgroup, sizeof(fx.cgroup), "%s/uexec-test-bpf-%d-%d", dir, (int)getpid(),
+		 serial++);
+	if (mkdir(fx.cgroup, 0755) < 0) {
+		snprintf(skip_why, sizeof(skip_why), "cannot create a cgroup v2 leaf under %s: %s",
+			 dir, strerror(errno));
+		tests_skip(skip_why);
+	}
+	ASSERT_EQ(0, bpf_tracer_cgroup_id(AT_FDCWD, fx.cgroup, &fx.cgroup_id));
+	ASSERT_TRUE(fx.cgroup_id != 0);
+
+	snprintf(fx.tmp, sizeof(fx.tmp), "%s/uexec-bpf-XXXXXX", tmpdir ? tmpdir : "/tmp");
+	ASSERT_TRUE(mkdtemp(fx.tmp) != NULL);
+	ASSERT_EQ(0, chmod(fx.tmp, 0755)); /* nobody must reach secret to get EACCES */
+	snprintf(path, sizeof(path), "%s/ro", fx.tmp);
+	ASSERT_EQ(0, mkdir(path, 0777));
+	snprintf(path, sizeof(path), "%s/rw", fx.tmp);
+	ASSERT_EQ(0, mkdir(path, 0777));
+	snprintf(path, sizeof(path), "%s/file", fx.tmp);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ASSERT_OK(fd);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/secret", fx.tmp);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ASSERT_OK(fd);
+	close(fd);
+}
+
+static void fixture_teardown(void)
+{
+	char cmd[600];
+
+	if (fx.cgroup[0])
+		(void)rmdir(fx.cgroup);
+	if (fx.tmp[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx.tmp);
+		if (system(cmd) != 0)
+			fprintf(stderr, "# could not remove %s\n", fx.tmp);
+	}
+	memset(&fx, 0, sizeof(fx));
+}
+
+/* In the child: moves itself into the fixture's cgroup. */
+static void join_cgroup(void)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", fx.cgroup);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "0", 1) != 1)
+		_exit(90);
+	close(fd);
+}
+
+static void drop_to_nobody(void)
+{
+	if (syscall(SYS_setresgid, NOBODY, NOBODY, NOBODY) < 0 ||
+	    syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY) < 0)
+		_exit(91);
+}
+
+/*
+ * The child's script, with raw syscalls so the numbers are exact. Reported
+ * (in this order): openat -EROFS, renameat -EXDEV, openat -EACCES, setuid
+ * -EPERM. Not reported: getpid, openat -ENOENT, the mounts and id changes.
+ */
+static _Noreturn void denials_child(bool in_cgroup)
+{
+	char ro[300], rw[300], path[400], path2[400];
+
+	prctl(PR_SET_NAME, CHILD_COMM);
+	if (in_cgroup)
+		join_cgroup();
+	snprintf(ro, sizeof(ro), "%s/ro", fx.tmp);
+	snprintf(rw, sizeof(rw), "%s/rw", fx.tmp);
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(ro, ro, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, ro, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0 ||
+	    mount(rw, rw, NULL, MS_BIND, NULL) < 0)
+		_exit(92);
+
+	snprintf(path, sizeof(path), "%s/new", ro);
+	if (syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) != -1 ||
+	    errno != EROFS)
+		_exit(93);
+	snprintf(path, sizeof(path), "%s/file", fx.tmp);
+	snprintf(path2, sizeof(path2), "%s/file", rw);
+	if (syscall(SYS_renameat, AT_FDCWD, path, AT_FDCWD, path2) != -1 || errno != EXDEV)
+		_exit(94);
+	if (syscall(SYS_getpid) != getpid())
+		_exit(95);
+	snprintf(path, sizeof(path), "%s/missing", fx.tmp);
+	if (syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) != -1 || errno != ENOENT)
+		_exit(96);
+	drop_to_nobody();
+	snprintf(path, sizeof(path), "%s/secret", fx.tmp);
+	if (syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) != -1 || errno != EACCES)
+		_exit(97);
+	if (syscall(SYS_setuid, 0) != -1 || errno != EPERM)
+		_exit(98);
+	_exit(0);
+}
+
+static _Noreturn void flood_child(void)
+{
+	join_cgroup();
+	drop_to_nobody();
+	for (int i = 0; i < FLOOD_CALLS; i++)
+		if (syscall(SYS_setuid, 0) != -1)
+			_exit(99);
+	_exit(0);
+}
+
+/* Runs fn in a child and returns its pid once it exited 0. */
+static pid_t run_child(void (*fn)(bool), bool arg)
+{
+	int st;
+	pid_t pid = fork();
+
+	ASSERT_OK(pid);
+	if (pid == 0)
+		fn(arg);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	return pid;
+}
+
+static void run_flood(bool unused)
+{
+	flood_child();
+}
+
+#define MAX_SEEN 64
+
+struct seen {
+	struct bpf_denial d[MAX_SEEN];
+	size_t n;	/* records passed to the callback */
+};
+
+static void collect(void *ctx, const struct bpf_denial *d)
+{
+	struct seen *s = ctx;
+
+	if (s->n < MAX_SEEN)
+		s->d[s->n] = *d;
+	s->n++;
+}
+
+static void count_only(void *ctx, const struct bpf_denial *d)
+{
+	(*(size_t *)ctx)++;
+}
+
+/* Drains everything waiting; returns the number of records. */
+static size_t drain(struct bpf_tracer *t, struct seen *s)
+{
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	do {
+		r = bpf_tracer_consume(t, collect, s);
+		ASSERT_OK(r);
+	} while (r > 0);
+	return s->n;
+}
+
+static void expect(const struct bpf_denial *d, pid_t pid, int nr, int err)
+{
+	ASSERT_EQ(pid, d->tgid);
+	ASSERT_EQ(pid, d->pid);
+	ASSERT_EQ(fx.cgroup_id, d->cgroup_id);
+	ASSERT_EQ(nr, d->syscall_nr);
+	ASSERT_EQ(err, d->err);
+	ASSERT_STREQ(CHILD_COMM, d->comm);
+}
+
+static long rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* One attachment, or skip when this kernel refuses it. */
+static struct bpf_tracer *open_hook_or_skip(const char *hook)
+{
+	char err[256] = "";
+	struct bpf_tracer *t;
+
+	t = open_or_skip(); /* skips (or fails) when no attachment loads at all */
+	bpf_tracer_close(t);
+	t = bpf_tracer_open_hook(hook, false, err, sizeof(err));
+	if (t) {
+		ASSERT_STREQ(hook, bpf_tracer_source(t));
+		return t;
+	}
+	ASSERT_TRUE(err[0] != '\0');
+	snprintf(skip_why, sizeof(skip_why), "%s unavailable: %s", hook, err);
+	tests_skip(skip_why);
+}
+
+static void check_exact_denials(struct bpf_tracer *t)
+{
+	struct pollfd pfd = { .fd = bpf_tracer_fd(t), .events = POLLIN };
+	struct seen s;
+	pid_t pid;
+
+	fixture_setup();
+	ASSERT_TRUE(bpf_tracer_source(t) != NULL);
+	printf("# source: %s\n", bpf_tracer_source(t));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id)); /* idempotent */
+	drain(t, &s);
+	ASSERT_EQ(0, poll(&pfd, 1, 0));
+
+	/* Inside the watched cgroup: the four denials, in order, nothing else. */
+	pid = run_child(denials_child, true);
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	ASSERT_TRUE(pfd.revents & POLLIN);
+	ASSERT_EQ(4, drain(t, &s));
+	expect(&s.d[0], pid, SYS_openat, -EROFS);
+	expect(&s.d[1], pid, SYS_renameat, -EXDEV);
+	expect(&s.d[2], pid, SYS_openat, -EACCES);
+	expect(&s.d[3], pid, SYS_setuid, -EPERM);
+	ASSERT_EQ(0, poll(&pfd, 1, 0)); /* drained: not readable any more */
+
+	/* The same script outside the cgroup leaves nothing. */
+	run_child(denials_child, false);
+	ASSERT_EQ(0, poll(&pfd, 1, 200));
+	ASSERT_EQ(0, drain(t, &s));
+
+	/* Unwatched, the cgroup's denials are not reported; watched again, they are. */
+	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(-ENOENT, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id));
+	run_child(denials_child, true);
+	ASSERT_EQ(0, poll(&pfd, 1, 200));
+	ASSERT_EQ(0, drain(t, &s));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	pid = run_child(denials_child, true);
+	ASSERT_EQ(4, drain(t, &s));
+	expect(&s.d[3], pid, SYS_setuid, -EPERM);
+
+	ASSERT_EQ(0, bpf_tracer_dropped(t));
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
+/* What bpf_tracer_open() picks (the first attachment the kernel accepts). */
+TEST(reports_exact_denials_of_watched_cgroup_only)
+{
+	check_exact_denials(open_or_skip());
+}
+
+/* Each fallback on its own, where this kernel has it. */
+TEST(exact_denials_through_tp_btf)
+{
+	check_exact_denials(open_hook_or_skip("tp_btf"));
+}
+
+TEST(exact_denials_through_raw_tracepoint)
+{
+	check_exact_denials(open_hook_or_skip("raw_tracepoint"));
+}
+
+TEST(exact_denials_through_tracepoint)
+{
+	check_exact_denials(open_hook_or_skip("tracepoint"));
+}
+
+/*
+ * Landlock's hook either loads beside the exit hook (and is named in the
+ * source), or is refused with a reason while bpf_tracer_open() still works.
+ */
+TEST(landlock_hook_is_optional)
+{
+	struct bpf_tracer *t = open_or_skip();
+	bool with_ll = strstr(bpf_tracer_source(t), "+landlock") != NULL;
+	char err[256] = "";
+	struct bpf_tracer *t2;
+
+	t2 = bpf_tracer_open_hook("tp_btf", true, err, sizeof(err));
+	printf("# open: %s; tp_btf+landlock: %s\n", bpf_tracer_source(t), t2 ? "loads" : err);
+	if (t2) {
+		ASSERT_STREQ("tp_btf+landlock", bpf_tracer_source(t2));
+		ASSERT_TRUE(with_ll || strncmp(bpf_tracer_source(t), "tp_btf", 6) != 0);
+	} else {
+		ASSERT_TRUE(strstr(err, "BPF refused: tp_btf") != NULL);
+		ASSERT_TRUE(!with_ll || strncmp(bpf_tracer_source(t), "tp_btf", 6) != 0);
+	}
+	bpf_tracer_close(t2);
+	bpf_tracer_close(t);
+	ASSERT_TRUE(bpf_tracer_open_hook("kprobe", false, err, sizeof(err)) == NULL);
+	ASSERT_STREQ("unknown sys_exit attachment 'kprobe'", err);
+}
+
+TEST(flood_is_bounded_and_drops_are_counted)
+{
+	struct bpf_tracer *t = open_or_skip();
+	size_t total = 0, calls = 0, first = 0;
+	long rss_before, rss_after;
+	uint64_t dropped;
+	struct seen s;
+	int r;
+
+	fixture_setup();
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	drain(t, &s);
+	rss_before = rss_kib();
+	ASSERT_EQ(0, bpf_tracer_dropped(t));
+
+	/* Nobody reads while the child fails 10^6 times. */
+	run_child(run_flood, false);
+	dropped = bpf_tracer_dropped(t);
+	do {
+		size_t n = 0;
+
+		r = bpf_tracer_consume(t, count_only, &n);
+		ASSERT_OK(r);
+		ASSERT_EQ(r, n);
+		if (calls++ == 0)
+			first = n;
+		total += n;
+	} while (r > 0);
+	rss_after = rss_kib();
+	printf("# %zu records in %zu calls (first %zu), %ju dropped, RSS %ld -> %ld KiB\n", total,
+	       calls, first, (uintmax_t)dropped, rss_before, rss_after);
+
+	/* The ring holds 256 KiB of 48-byte records: 5461 at most. */
+	ASSERT_TRUE(total > 1000);
+	ASSERT_TRUE(total <= 256 * 1024 / 48);
+	ASSERT_TRUE(dropped > 0);
+	/* Every failing call is either a record or a drop. */
+	ASSERT_EQ(FLOOD_CALLS, total + dropped);
+	/* The records sit in the ring's fixed mapping: no growth beyond it. */
+	ASSERT_TRUE(rss_after - rss_before < 2048);
+
+	/* With room again, records flow and the counter stays put. */
+	run_child(denials_child, true);
+	ASSERT_EQ(4, drain(t, &s));
+	ASSERT_EQ(dropped, bpf_tracer_dropped(t));
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
+/* Cgroup ids need no BPF: a leaf's differs from its parent's; other dirs have none. */
+TEST(cgroup_ids)
+{
+	uint64_t parent_id;
+	char parent[4096];
+
+	fixture_setup();
+	snprintf(parent, sizeof(parent), "%s", fx.cgroup);
+	*strrchr(parent, '/') = '\0';
+	ASSERT_EQ(0, bpf_tracer_cgroup_id(AT_FDCWD, parent, &parent_id));
+	ASSERT_NE(parent_id, fx.cgroup_id);
+	ASSERT_EQ(-EOPNOTSUPP, bpf_tracer_cgroup_id(AT_FDCWD, fx.tmp, &parent_id));
+	ASSERT_EQ(-ENOENT, bpf_tracer_cgroup_id(AT_FDCWD, "/nonexistent-uexec-cgroup", &parent_id));
+	fixture_teardown();
+}
+
+TEST(watch_limits)
+{
+	struct bpf_tracer *t = open_or_skip();
+
+	fixture_setup();
+	/* The map has a fixed size: the cgroup after the last slot is refused. */
+	for (uint64_t id = 1; id <= 8192; id++)
+		ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, id << 40));
+	ASSERT_EQ(-ENOSPC, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, 1ull << 40));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
+/* Without privileges (or without BPF in the build) open fails with a reason. */
+TEST(open_fails_cleanly_without_privileges)
+{
+	char err[256] = "";
+	int pfd[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe2(pfd, O_CLOEXEC));
+	pid = fork();
+	ASSERT_OK(pid);
+	if (pid == 0) {
+		struct bpf_tracer *t;
+
+		/* Root loses every capability on the switch to another uid. */
+		if (geteuid() == 0)
+			drop_to_nobody();
+		t = bpf_tracer_open(err, sizeof(err));
+		if (t)
+			_exit(1);
+		if (write(pfd[1], err, strlen(err)) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], err, sizeof(err) - 1);
+	close(pfd[0]);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_TRUE(n > 0);
+	err[n] = '\0';
+	printf("# reason: %s\n", err);
+	if (UEXEC_HAVE_BPF)
+		ASSERT_TRUE(strstr(err, "not privileged") != NULL);
+	else
+		ASSERT_TRUE(strstr(err, "built without BPF") != NULL);
+}
+
+TEST_MAIN()
