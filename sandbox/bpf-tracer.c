@@ -95,6 +95,11 @@ uint64_t bpf_tracer_dropped(struct bpf_tracer *t)
 	return 0;
 }
 
+uint32_t bpf_tracer_prog_id(struct bpf_tracer *t)
+{
+	return 0;
+}
+
 void bpf_tracer_close(struct bpf_tracer *t)
 {
 }
@@ -138,6 +143,8 @@ struct bpf_tracer {
 	const uint64_t *producer_pos;
 	const unsigned char *data;
 	const char *source;
+	size_t watched;			/* entries in the map; attached while > 0 */
+	bool attached;
 };
 
 /* The attachments of the exit hook, in the order they are tried. */
@@ -257,6 +264,12 @@ static struct bpf_tracer *tracer_new(struct denial_bpf *s, int hook, bool landlo
 	t->skel = s;
 	t->ring_fd = bpf_map__fd(s->maps.events);
 	t->source = landlock ? hook_names_ll[hook] : hook_names[hook];
+	/*
+	 * Loading attached the programs to prove the kernel takes them; detached
+	 * until a cgroup is watched, since an enabled sys_exit hook sends every
+	 * syscall of the host through the slow exit path.
+	 */
+	denial_bpf__detach(s);
 	r = map_ring(t);
 	if (r < 0) {
 		snprintf(err, errsz, "cannot map the BPF ring buffer: %s", strerror(-r));
@@ -350,14 +363,48 @@ const char *bpf_tracer_source(struct bpf_tracer *t)
 	return t->source;
 }
 
+uint32_t bpf_tracer_prog_id(struct bpf_tracer *t)
+{
+	struct bpf_program *progs[] = { t->skel->progs.denial_tp_btf, t->skel->progs.denial_raw_tp,
+					t->skel->progs.denial_tp };
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
+		int fd = bpf_program__fd(progs[i]);
+
+		memset(&info, 0, sizeof(info));
+		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+			return info.id;
+	}
+	return 0;
+}
+
 int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 {
-	__u8 one = 1;
+	__u8 one = 1, v;
+	int r;
 
+	if (bpf_map__lookup_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &v,
+				 sizeof(v), 0) == 0)
+		return 0;
+	if (t->watched >= BPF_DENIAL_MAX_CGROUPS)
+		return -ENOSPC;
 	if (bpf_map__update_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &one,
-				 sizeof(one), BPF_ANY) < 0)
+				 sizeof(one), BPF_NOEXIST) < 0)
 		/* A full hash map answers E2BIG. */
 		return errno == E2BIG ? -ENOSPC : -errno;
+	if (!t->attached) {
+		r = denial_bpf__attach(t->skel);
+		if (r < 0) {
+			(void)bpf_map__delete_elem(t->skel->maps.watched, &cgroup_id,
+						   sizeof(cgroup_id), 0);
+			denial_bpf__detach(t->skel);
+			return r;
+		}
+		t->attached = true;
+	}
+	t->watched++;
 	return 0;
 }
 
@@ -365,6 +412,10 @@ int bpf_tracer_unwatch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 {
 	if (bpf_map__delete_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), 0) < 0)
 		return -errno;
+	if (--t->watched == 0 && t->attached) {
+		denial_bpf__detach(t->skel);
+		t->attached = false;
+	}
 	return 0;
 }
 

@@ -63,14 +63,21 @@ const char *bpf_tracer_source(struct bpf_tracer *t);
 
 /*
  * Starts reporting the tasks whose cgroup (not its descendants) has this id
- * (see bpf_tracer_cgroup_id()). 0 (also when already watched), -ENOSPC when
- * BPF_DENIAL_MAX_CGROUPS cgroups are watched, -errno from the map update.
+ * (see bpf_tracer_cgroup_id()); every syscall that returns after this call
+ * is seen, so watch before the first task enters the cgroup. The programs are
+ * attached only while some cgroup is watched: the first watch attaches them,
+ * the last unwatch detaches them (an attached sys_exit hook slows every
+ * syscall of the host, bench/README.md). 0 (also when already watched),
+ * -ENOSPC when BPF_DENIAL_MAX_CGROUPS (8192) cgroups are watched, -errno from
+ * the map update or the attachment.
  */
 int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id);
 
 /*
  * Stops reporting that cgroup. 0, -ENOENT when it was not watched. Records
- * made before the call may still be in the ring.
+ * made before the call may still be in the ring; drain it before deciding
+ * about the cgroup's processes (a record is in the ring before the syscall
+ * that made it returns, so before the process can be seen to exit).
  */
 int bpf_tracer_unwatch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id);
 
@@ -98,6 +105,12 @@ uint64_t bpf_tracer_dropped(struct bpf_tracer *t);
  * (-EOPNOTSUPP: not a cgroup v2 directory). Works without BPF.
  */
 int bpf_tracer_cgroup_id(int dirfd, const char *path, uint64_t *ret_id);
+
+/*
+ * The kernel id of the loaded sys_exit program (for `bpftool prog show id`,
+ * `bpftool link` and the tests); 0 if unknown.
+ */
+uint32_t bpf_tracer_prog_id(struct bpf_tracer *t);
 
 /* Detaches and frees everything; NULL is a no-op. */
 void bpf_tracer_close(struct bpf_tracer *t);

@@ -28,6 +28,10 @@
 #include "bpf-tracer.h"
 #include "tests.h"
 
+#if UEXEC_HAVE_BPF
+#include <bpf/bpf.h>
+#endif
+
 #define CHILD_COMM "denial-child"
 #define FLOOD_CALLS 1000000
 #define NOBODY 65534
@@ -456,6 +460,63 @@ TEST(flood_is_bounded_and_drops_are_counted)
 	ASSERT_EQ(4, drain(t, &s));
 	ASSERT_EQ(dropped, bpf_tracer_dropped(t));
 	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
+/* The kernel's BPF links to this program (needs root to enumerate). */
+static int links_of_prog(uint32_t prog_id)
+{
+	int n = 0;
+#if UEXEC_HAVE_BPF
+	__u32 id = 0;
+
+	while (bpf_link_get_next_id(id, &id) == 0) {
+		struct bpf_link_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_link_get_fd_by_id(id);
+
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.prog_id == prog_id)
+			n++;
+		close(fd);
+	}
+#endif
+	return n;
+}
+
+/* Attached only while a cgroup is watched: no cost for the host otherwise. */
+TEST(attached_only_while_watching)
+{
+	struct bpf_tracer *t = open_or_skip();
+	uint32_t prog = bpf_tracer_prog_id(t);
+
+	fixture_setup();
+	ASSERT_NE(0, prog);
+	ASSERT_EQ(0, links_of_prog(prog));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(1, links_of_prog(prog));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, 7));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, 7));
+	ASSERT_EQ(1, links_of_prog(prog));
+	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(1, links_of_prog(prog)); /* 7 is still watched */
+	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, 7));
+	ASSERT_EQ(0, links_of_prog(prog));
+	ASSERT_EQ(-ENOENT, bpf_tracer_unwatch_cgroup(t, 7));
+	ASSERT_EQ(0, links_of_prog(prog));
+	/* Attached again, it reports again. */
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(1, links_of_prog(prog));
+	run_child(denials_child, true);
+	{
+		struct seen s;
+
+		ASSERT_EQ(4, drain(t, &s));
+	}
+	bpf_tracer_close(t);
+	ASSERT_EQ(0, links_of_prog(prog));
 	fixture_teardown();
 }
 
