@@ -10,8 +10,9 @@
  *   inside   the child in the watched cgroup v2 leaf, the parent draining the
  *            ring with poll() + bpf_tracer_consume() meanwhile
  * for each sys_exit attachment the kernel loads. Prints one JSON line per
- * metric (ns per syscall, median of --runs) and the records and drops of the
- * inside runs. Needs root; says why and exits 77 otherwise.
+ * metric (the child's CPU ns per syscall, median of --runs; the scenarios
+ * alternate within each round) and, for the inside runs, the records, the
+ * drops and this process's CPU ns per record drained. Needs root; says why and exits 77 otherwise.
  *
  * usage: bpf-tracer-bench [--calls N] [--runs R]
  */
@@ -64,11 +65,12 @@ static int own_cgroup_dir(char *out, size_t outsz)
 	return 0;
 }
 
-/* The child: optionally joins the leaf, drops to nobody, times its loop. */
+/* The child: optionally joins the leaf, drops to nobody, times its loop (CPU time). */
 static _Noreturn void child(bool join, bool fail, int out)
 {
 	char path[4200];
-	uint64_t t0, ns;
+	struct timespec a, b;
+	uint64_t ns;
 	int fd;
 
 	if (join) {
@@ -81,7 +83,9 @@ static _Noreturn void child(bool join, bool fail, int out)
 	if (syscall(SYS_setresgid, NOBODY, NOBODY, NOBODY) < 0 ||
 	    syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY) < 0)
 		_exit(3);
-	t0 = mono_ns();
+	/* CPU time, user + system: the hook runs in the syscall, and time spent
+	 * descheduled (this VM is shared) does not count. */
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 	if (fail) {
 		for (long i = 0; i < calls; i++)
 			if (syscall(SYS_setuid, 0) != -1)
@@ -90,7 +94,9 @@ static _Noreturn void child(bool join, bool fail, int out)
 		for (long i = 0; i < calls; i++)
 			(void)syscall(SYS_getppid);
 	}
-	ns = mono_ns() - t0;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec -
+	     (uint64_t)a.tv_nsec;
 	if (write(out, &ns, sizeof(ns)) != sizeof(ns))
 		_exit(5);
 	_exit(0);
@@ -101,12 +107,24 @@ static void count(void *ctx, const struct bpf_denial *d)
 	(*(uint64_t *)ctx)++;
 }
 
-/* One run; returns ns per syscall. The tracer (if any) is drained meanwhile. */
-static double run_once(struct bpf_tracer *t, bool join, bool fail, uint64_t *records)
+static uint64_t self_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * One run; returns the child's CPU ns per syscall. The tracer (if any) is
+ * drained meanwhile; *consumer_ns gets the CPU time this process spent.
+ */
+static double run_once(struct bpf_tracer *t, bool join, bool fail, uint64_t *records,
+		       uint64_t *consumer_ns)
 {
 	struct pollfd pfd = { .fd = t ? bpf_tracer_fd(t) : -1, .events = POLLIN };
+	uint64_t ns = 0, cpu0 = self_cpu_ns();
 	int p[2], st = 0;
-	uint64_t ns = 0;
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -128,6 +146,7 @@ static double run_once(struct bpf_tracer *t, bool join, bool fail, uint64_t *rec
 	if (t)
 		while (bpf_tracer_consume(t, count, records) > 0)
 			;
+	*consumer_ns += self_cpu_ns() - cpu0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || read(p[0], &ns, sizeof(ns)) != sizeof(ns)) {
 		fprintf(stderr, "bench child failed (status %d)\n", st);
 		exit(1);
@@ -143,30 +162,28 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void scenario(const char *name, struct bpf_tracer *t, bool join, bool fail, int runs)
-{
-	double v[64];
-	uint64_t records = 0, dropped0 = t ? bpf_tracer_dropped(t) : 0;
-	char buf[128];
+enum where { NONE, IDLE, OUTSIDE, INSIDE };
 
-	for (int i = 0; i < runs; i++)
-		v[i] = run_once(t, join, fail, &records);
-	qsort(v, (size_t)runs, sizeof(v[0]), cmp_double);
-	emit(name, "ns", v[runs / 2], (unsigned long long)calls * (unsigned long long)runs);
-	if (t && join && fail) {
-		snprintf(buf, sizeof(buf), "%s_records", name);
-		emit(buf, "count", (double)records, (unsigned long long)runs);
-		snprintf(buf, sizeof(buf), "%s_dropped", name);
-		emit(buf, "count", (double)(bpf_tracer_dropped(t) - dropped0),
-		     (unsigned long long)runs);
-	}
-}
+struct scenario {
+	char name[64];
+	struct bpf_tracer *t;	/* NULL: no tracer at all */
+	enum where where;
+	bool fail;
+	double v[64];
+	uint64_t records, dropped, consumer_ns;
+};
+
+#define MAX_SCEN 32
 
 int main(int argc, char **argv)
 {
 	static const char *const hooks[] = { "tp_btf", "raw_tracepoint", "tracepoint" };
-	char dir[3800], err[256], name[128];
+	static const char *const where_names[] = { "none", "idle", "outside", "inside" };
+	static struct scenario sc[MAX_SCEN];
+	struct bpf_tracer *tracers[3] = { NULL };
+	char dir[3800], err[256];
 	int runs = (int)opt_num(argc, argv, "--runs", 5);
+	size_t n = 0;
 	uint64_t id;
 	struct bpf_tracer *t;
 	int r;
@@ -193,29 +210,61 @@ int main(int argc, char **argv)
 		return 77;
 	}
 
-	scenario("bpf_none_fail", NULL, false, true, runs);
-	scenario("bpf_none_ok", NULL, false, false, runs);
+	for (int fail = 1; fail >= 0; fail--) {
+		sc[n] = (struct scenario){ .where = NONE, .fail = fail };
+		snprintf(sc[n].name, sizeof(sc[n].name), "bpf_none_%s", fail ? "fail" : "ok");
+		n++;
+	}
 	for (size_t h = 0; h < sizeof(hooks) / sizeof(hooks[0]); h++) {
-		t = bpf_tracer_open_hook(hooks[h], false, err, sizeof(err));
-		if (!t) {
+		tracers[h] = bpf_tracer_open_hook(hooks[h], false, err, sizeof(err));
+		if (!tracers[h]) {
 			fprintf(stderr, "# %s: %s\n", hooks[h], err);
 			continue;
 		}
-		/* Loaded but no cgroup watched: detached, so this should match "none". */
-		snprintf(name, sizeof(name), "bpf_%s_idle_ok", hooks[h]);
-		scenario(name, t, false, false, runs);
-		if (bpf_tracer_watch_cgroup(t, id) < 0)
-			abort();
-		snprintf(name, sizeof(name), "bpf_%s_outside_fail", hooks[h]);
-		scenario(name, t, false, true, runs);
-		snprintf(name, sizeof(name), "bpf_%s_outside_ok", hooks[h]);
-		scenario(name, t, false, false, runs);
-		snprintf(name, sizeof(name), "bpf_%s_inside_fail", hooks[h]);
-		scenario(name, t, true, true, runs);
-		snprintf(name, sizeof(name), "bpf_%s_inside_ok", hooks[h]);
-		scenario(name, t, true, false, runs);
-		bpf_tracer_close(t);
+		for (int w = IDLE; w <= INSIDE; w++)
+			for (int fail = 1; fail >= 0; fail--) {
+				sc[n] = (struct scenario){ .t = tracers[h], .where = w, .fail = fail };
+				snprintf(sc[n].name, sizeof(sc[n].name), "bpf_%s_%s_%s", hooks[h],
+					 where_names[w], fail ? "fail" : "ok");
+				n++;
+			}
 	}
+
+	/* Rounds of every scenario in turn, so that the host's noise hits all alike. */
+	for (int i = 0; i < runs; i++)
+		for (size_t k = 0; k < n; k++) {
+			struct scenario *s = &sc[k];
+			uint64_t d0 = s->t ? bpf_tracer_dropped(s->t) : 0;
+
+			if (s->where >= OUTSIDE && bpf_tracer_watch_cgroup(s->t, id) < 0)
+				abort();
+			s->v[i] = run_once(s->t, s->where == INSIDE, s->fail, &s->records,
+					   &s->consumer_ns);
+			if (s->where >= OUTSIDE && bpf_tracer_unwatch_cgroup(s->t, id) < 0)
+				abort();
+			if (s->t)
+				s->dropped += bpf_tracer_dropped(s->t) - d0;
+		}
+
+	for (size_t k = 0; k < n; k++) {
+		struct scenario *s = &sc[k];
+		unsigned long long iters = (unsigned long long)calls * (unsigned long long)runs;
+		char name[96];
+
+		qsort(s->v, (size_t)runs, sizeof(s->v[0]), cmp_double);
+		emit(s->name, "ns", s->v[runs / 2], iters);
+		if (s->where == INSIDE && s->fail) {
+			snprintf(name, sizeof(name), "%s_records", s->name);
+			emit(name, "count", (double)s->records, (unsigned long long)runs);
+			snprintf(name, sizeof(name), "%s_dropped", s->name);
+			emit(name, "count", (double)s->dropped, (unsigned long long)runs);
+			snprintf(name, sizeof(name), "%s_consumer_per_record", s->name);
+			emit(name, "ns",
+			     s->records ? (double)s->consumer_ns / (double)s->records : 0, iters);
+		}
+	}
+	for (size_t h = 0; h < 3; h++)
+		bpf_tracer_close(tracers[h]);
 	(void)rmdir(leaf);
 	return 0;
 }

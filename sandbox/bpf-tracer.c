@@ -84,6 +84,12 @@ int bpf_tracer_unwatch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 	return -EOPNOTSUPP;
 }
 
+int bpf_tracer_cgroup_counts(struct bpf_tracer *t, uint64_t cgroup_id, uint64_t *ret_offered,
+			     uint64_t *ret_suppressed)
+{
+	return -EOPNOTSUPP;
+}
+
 int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct bpf_denial *d),
 		       void *ctx)
 {
@@ -128,11 +134,15 @@ _Static_assert(offsetof(struct bpf_denial, err) == offsetof(struct bpf_denial_ev
 _Static_assert(offsetof(struct bpf_denial, comm) == offsetof(struct bpf_denial_event, comm),
 	       "record layout");
 
+_Static_assert(BPF_TRACER_MAX_CGROUPS == BPF_DENIAL_MAX_CGROUPS, "limits");
+_Static_assert(BPF_TRACER_MAX_PER_CGROUP == BPF_DENIAL_MAX_PER_CGROUP, "limits");
+
 #define RING_MASK ((uint64_t)BPF_DENIAL_RING_BYTES - 1)
 /* Each record takes its 8-byte header plus the event, rounded to 8 bytes. */
 #define RECORD_BYTES ((BPF_RINGBUF_HDR_SZ + sizeof(struct bpf_denial_event) + 7) & ~(size_t)7)
 /* One ring's worth of records per bpf_tracer_consume() call. */
 #define CONSUME_BUDGET (BPF_DENIAL_RING_BYTES / RECORD_BYTES)
+_Static_assert(BPF_TRACER_RING_RECORDS == CONSUME_BUDGET, "limits");
 
 struct bpf_tracer {
 	struct denial_bpf *skel;
@@ -382,16 +392,16 @@ uint32_t bpf_tracer_prog_id(struct bpf_tracer *t)
 
 int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 {
-	__u8 one = 1, v;
+	struct bpf_denial_watch w = { 0 };
 	int r;
 
-	if (bpf_map__lookup_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &v,
-				 sizeof(v), 0) == 0)
+	if (bpf_map__lookup_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &w,
+				 sizeof(w), 0) == 0)
 		return 0;
 	if (t->watched >= BPF_DENIAL_MAX_CGROUPS)
 		return -ENOSPC;
-	if (bpf_map__update_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &one,
-				 sizeof(one), BPF_NOEXIST) < 0)
+	if (bpf_map__update_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &w,
+				 sizeof(w), BPF_NOEXIST) < 0)
 		/* A full hash map answers E2BIG. */
 		return errno == E2BIG ? -ENOSPC : -errno;
 	if (!t->attached) {
@@ -405,6 +415,19 @@ int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 		t->attached = true;
 	}
 	t->watched++;
+	return 0;
+}
+
+int bpf_tracer_cgroup_counts(struct bpf_tracer *t, uint64_t cgroup_id, uint64_t *ret_offered,
+			     uint64_t *ret_suppressed)
+{
+	struct bpf_denial_watch w;
+
+	if (bpf_map__lookup_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &w,
+				 sizeof(w), 0) < 0)
+		return -errno;
+	*ret_offered = w.offered;
+	*ret_suppressed = w.suppressed;
 	return 0;
 }
 

@@ -19,6 +19,11 @@
 
 struct bpf_tracer;
 
+/* Limits (the BPF program's map sizes, sandbox/bpf/denial-event.h). */
+#define BPF_TRACER_MAX_CGROUPS 8192	 /* cgroups watched at once */
+#define BPF_TRACER_MAX_PER_CGROUP 1024	 /* records one watched cgroup may offer */
+#define BPF_TRACER_RING_RECORDS 5461	 /* records the ring holds (256 KiB) */
+
 /* One reported syscall (layout shared with the BPF program's record). */
 struct bpf_denial {
 	uint32_t pid;		/* thread id in the initial PID namespace */
@@ -63,12 +68,13 @@ const char *bpf_tracer_source(struct bpf_tracer *t);
 
 /*
  * Starts reporting the tasks whose cgroup (not its descendants) has this id
- * (see bpf_tracer_cgroup_id()); every syscall that returns after this call
+ * (see bpf_tracer_cgroup_id()), up to BPF_TRACER_MAX_PER_CGROUP
+ * records, then counting only; every syscall that returns after this call
  * is seen, so watch before the first task enters the cgroup. The programs are
  * attached only while some cgroup is watched: the first watch attaches them,
  * the last unwatch detaches them (an attached sys_exit hook slows every
  * syscall of the host, bench/README.md). 0 (also when already watched),
- * -ENOSPC when BPF_DENIAL_MAX_CGROUPS (8192) cgroups are watched, -errno from
+ * -ENOSPC when BPF_TRACER_MAX_CGROUPS cgroups are watched, -errno from
  * the map update or the attachment.
  */
 int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id);
@@ -80,6 +86,15 @@ int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id);
  * that made it returns, so before the process can be seen to exit).
  */
 int bpf_tracer_unwatch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id);
+
+/*
+ * How many records this watched cgroup offered to the ring (kept, or dropped
+ * because it was full), and how many denials it made past its budget of
+ * BPF_TRACER_MAX_PER_CGROUP records, which were counted only. Read
+ * them before unwatching. 0, -ENOENT when the cgroup is not watched.
+ */
+int bpf_tracer_cgroup_counts(struct bpf_tracer *t, uint64_t cgroup_id, uint64_t *ret_offered,
+			     uint64_t *ret_suppressed);
 
 /*
  * Calls cb(ctx, record) for the records waiting, oldest first, and frees
@@ -95,7 +110,10 @@ int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct 
 /*
  * Records lost because the ring was full, counted by the BPF program since
  * bpf_tracer_open() (all cgroups together). A caller that sees it grow marks
- * the evidence collected meanwhile incomplete.
+ * the evidence collected meanwhile incomplete. A cgroup's denials past its
+ * budget are not drops (bpf_tracer_cgroup_counts()): its first records are
+ * kept, and one flooding cgroup cannot fill the ring (its budget is a quarter
+ * of it); drops need several at once while the reader lags.
  */
 uint64_t bpf_tracer_dropped(struct bpf_tracer *t);
 

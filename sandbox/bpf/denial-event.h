@@ -11,6 +11,18 @@
 #define BPF_DENIAL_RING_BYTES (256 * 1024)
 /* Cgroups watched at once (one per sandboxed process tree). */
 #define BPF_DENIAL_MAX_CGROUPS 8192
+/*
+ * Records one cgroup may offer to the ring; later denials are only counted.
+ * A quarter of the ring: one flooding process tree cannot fill it, and the
+ * reader's work per tree is bounded whatever the flood.
+ */
+#define BPF_DENIAL_MAX_PER_CGROUP 1024
+
+/* The value of a watched cgroup. */
+struct bpf_denial_watch {
+	__u64 offered;		/* records offered to the ring (kept or dropped) */
+	__u64 suppressed;	/* denials past BPF_DENIAL_MAX_PER_CGROUP, not offered */
+};
 
 struct bpf_denial_event {
 	__u32 pid;	/* thread id, in the initial PID namespace */

@@ -4,7 +4,8 @@
  * At every syscall exit of the host it keeps only the errors a sandbox makes
  * (EROFS, EACCES, EPERM, EXDEV), then only for tasks whose cgroup v2 id is in
  * `watched`, and writes one record into the ring buffer `events`; a full ring
- * counts the record in `dropped` instead. Three attachments of the same exit
+ * counts the record in `dropped` instead, and a cgroup past its budget of
+ * records counts the denial in its map value instead. Three attachments of the same exit
  * hook are compiled in and the loader keeps the first the kernel accepts
  * (tp_btf, raw_tracepoint, tracepoint); a fourth program on Landlock's
  * denial logger (fentry) is tried beside it and left out when refused.
@@ -35,7 +36,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, BPF_DENIAL_MAX_CGROUPS);
 	__type(key, __u64);
-	__type(value, __u8);
+	__type(value, struct bpf_denial_watch);
 } watched SEC(".maps");
 
 /* Records lost to a full ring (read by user space through the mmapped .bss). */
@@ -50,11 +51,19 @@ static __always_inline bool is_denial_error(long ret)
 static __always_inline int emit(long nr, long err)
 {
 	__u64 cg = bpf_get_current_cgroup_id();
+	struct bpf_denial_watch *w;
 	struct bpf_denial_event *e;
 	__u64 id;
 
-	if (!bpf_map_lookup_elem(&watched, &cg))
+	w = bpf_map_lookup_elem(&watched, &cg);
+	if (!w)
 		return 0;
+	/* Threads racing here may pass the budget by one each: bounded anyway. */
+	if (w->offered >= BPF_DENIAL_MAX_PER_CGROUP) {
+		__sync_fetch_and_add(&w->suppressed, 1);
+		return 0;
+	}
+	__sync_fetch_and_add(&w->offered, 1);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&dropped, 1);

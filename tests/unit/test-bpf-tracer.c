@@ -4,8 +4,9 @@
  * watched cgroup v2 leaf fails syscalls with EROFS (read-only bind mount),
  * EXDEV, EACCES and EPERM, and exactly those records arrive (number, errno,
  * pid, cgroup, comm); the same child outside the cgroup, or after unwatch,
- * yields none; a flood of 10^6 failing calls yields a bounded number of
- * records, a drop count that accounts for the rest, and bounded memory.
+ * yields none; a flood of 10^6 failing calls yields the cgroup's budget of
+ * records and a count of the rest; spread over 8 cgroups it overflows the
+ * ring, and the drop count accounts for every record lost; memory is bounded.
  * Needs root and a kernel that loads the program: skips with the reason
  * otherwise (UEXEC_REQUIRE_BPF=1 turns that skip into a failure).
  */
@@ -151,13 +152,16 @@ static void fixture_teardown(void)
 	memset(&fx, 0, sizeof(fx));
 }
 
-/* In the child: moves itself into the fixture's cgroup. */
+/* The cgroup a child joins: the fixture's leaf unless set. */
+static const char *join_path;
+
+/* In the child: moves itself into the cgroup. */
 static void join_cgroup(void)
 {
 	char path[4200];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs", fx.cgroup);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", join_path ? join_path : fx.cgroup);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, "0", 1) != 1)
 		_exit(90);
@@ -213,11 +217,13 @@ static _Noreturn void denials_child(bool in_cgroup)
 	_exit(0);
 }
 
+static long flood_calls = FLOOD_CALLS;
+
 static _Noreturn void flood_child(void)
 {
 	join_cgroup();
 	drop_to_nobody();
-	for (int i = 0; i < FLOOD_CALLS; i++)
+	for (long i = 0; i < flood_calls; i++)
 		if (syscall(SYS_setuid, 0) != -1)
 			_exit(99);
 	_exit(0);
@@ -414,48 +420,115 @@ TEST(landlock_hook_is_optional)
 	ASSERT_STREQ("unknown sys_exit attachment 'kprobe'", err);
 }
 
-TEST(flood_is_bounded_and_drops_are_counted)
+/* Drains with a counting callback; checks each call's bound. */
+static size_t drain_count(struct bpf_tracer *t, size_t *ret_calls)
 {
-	struct bpf_tracer *t = open_or_skip();
-	size_t total = 0, calls = 0, first = 0;
-	long rss_before, rss_after;
-	uint64_t dropped;
-	struct seen s;
+	size_t total = 0, calls = 0;
 	int r;
 
-	fixture_setup();
-	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
-	drain(t, &s);
-	rss_before = rss_kib();
-	ASSERT_EQ(0, bpf_tracer_dropped(t));
-
-	/* Nobody reads while the child fails 10^6 times. */
-	run_child(run_flood, false);
-	dropped = bpf_tracer_dropped(t);
 	do {
 		size_t n = 0;
 
 		r = bpf_tracer_consume(t, count_only, &n);
 		ASSERT_OK(r);
 		ASSERT_EQ(r, n);
-		if (calls++ == 0)
-			first = n;
+		ASSERT_TRUE(r <= BPF_TRACER_RING_RECORDS);
+		calls++;
 		total += n;
 	} while (r > 0);
-	rss_after = rss_kib();
-	printf("# %zu records in %zu calls (first %zu), %ju dropped, RSS %ld -> %ld KiB\n", total,
-	       calls, first, (uintmax_t)dropped, rss_before, rss_after);
+	*ret_calls = calls;
+	return total;
+}
 
-	/* The ring holds 256 KiB of 48-byte records: 5461 at most. */
-	ASSERT_TRUE(total > 1000);
-	ASSERT_TRUE(total <= 256 * 1024 / 48);
+/* One process tree failing 10^6 times: its budget of records, the rest counted. */
+TEST(flood_of_one_cgroup_is_capped)
+{
+	struct bpf_tracer *t = open_or_skip();
+	uint64_t offered, suppressed;
+	size_t total, calls;
+	struct seen s;
+
+	fixture_setup();
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(0, bpf_tracer_cgroup_counts(t, fx.cgroup_id, &offered, &suppressed));
+	ASSERT_EQ(0, offered);
+	ASSERT_EQ(0, suppressed);
+	flood_calls = FLOOD_CALLS;
+	run_child(run_flood, false);
+	total = drain_count(t, &calls);
+	ASSERT_EQ(0, bpf_tracer_cgroup_counts(t, fx.cgroup_id, &offered, &suppressed));
+	printf("# %zu records, %ju offered, %ju suppressed, %ju dropped\n", total,
+	       (uintmax_t)offered, (uintmax_t)suppressed, (uintmax_t)bpf_tracer_dropped(t));
+	ASSERT_EQ(BPF_TRACER_MAX_PER_CGROUP, total);
+	ASSERT_EQ(BPF_TRACER_MAX_PER_CGROUP, offered);
+	ASSERT_EQ(FLOOD_CALLS - BPF_TRACER_MAX_PER_CGROUP, suppressed);
+	ASSERT_EQ(0, bpf_tracer_dropped(t)); /* a quarter of the ring: no drop */
+	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(-ENOENT, bpf_tracer_cgroup_counts(t, fx.cgroup_id, &offered, &suppressed));
+	/* Watched again, the budget starts afresh. */
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	run_child(denials_child, true);
+	ASSERT_EQ(4, drain(t, &s));
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
+#define FLOODERS 8
+
+/*
+ * 10^6 failing calls spread over 8 cgroups while nobody reads: the ring fills,
+ * the drop counter accounts for every record that did not fit, and memory
+ * stays what the ring's mapping is.
+ */
+TEST(flood_over_the_ring_is_bounded_and_drops_are_counted)
+{
+	struct bpf_tracer *t = open_or_skip();
+	char leaves[FLOODERS][4200];
+	uint64_t ids[FLOODERS], offered, suppressed, sum_offered = 0, sum_suppressed = 0;
+	uint64_t dropped;
+	long rss_before, rss_after;
+	size_t total, calls;
+	struct seen s;
+
+	fixture_setup();
+	for (int i = 0; i < FLOODERS; i++) {
+		snprintf(leaves[i], sizeof(leaves[i]), "%s-%d", fx.cgroup, i);
+		ASSERT_EQ(0, mkdir(leaves[i], 0755));
+		ASSERT_EQ(0, bpf_tracer_cgroup_id(AT_FDCWD, leaves[i], &ids[i]));
+		ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, ids[i]));
+	}
+	drain(t, &s);
+	rss_before = rss_kib();
+	flood_calls = FLOOD_CALLS / FLOODERS;
+	for (int i = 0; i < FLOODERS; i++) {
+		join_path = leaves[i];
+		run_child(run_flood, false);
+	}
+	join_path = NULL;
+	dropped = bpf_tracer_dropped(t);
+	total = drain_count(t, &calls);
+	rss_after = rss_kib();
+	for (int i = 0; i < FLOODERS; i++) {
+		ASSERT_EQ(0, bpf_tracer_cgroup_counts(t, ids[i], &offered, &suppressed));
+		ASSERT_EQ(BPF_TRACER_MAX_PER_CGROUP, offered);
+		sum_offered += offered;
+		sum_suppressed += suppressed;
+		ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, ids[i]));
+		ASSERT_EQ(0, rmdir(leaves[i]));
+	}
+	printf("# %zu records in %zu calls, %ju dropped, %ju suppressed, RSS %ld -> %ld KiB\n",
+	       total, calls, (uintmax_t)dropped, (uintmax_t)sum_suppressed, rss_before, rss_after);
+
+	ASSERT_EQ(BPF_TRACER_RING_RECORDS, total); /* the ring was full */
 	ASSERT_TRUE(dropped > 0);
-	/* Every failing call is either a record or a drop. */
-	ASSERT_EQ(FLOOD_CALLS, total + dropped);
+	/* Every offered record was either kept or dropped; every call is accounted for. */
+	ASSERT_EQ(sum_offered, total + dropped);
+	ASSERT_EQ(FLOOD_CALLS, sum_offered + sum_suppressed);
 	/* The records sit in the ring's fixed mapping: no growth beyond it. */
 	ASSERT_TRUE(rss_after - rss_before < 2048);
 
 	/* With room again, records flow and the counter stays put. */
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
 	run_child(denials_child, true);
 	ASSERT_EQ(4, drain(t, &s));
 	ASSERT_EQ(dropped, bpf_tracer_dropped(t));
@@ -542,7 +615,7 @@ TEST(watch_limits)
 
 	fixture_setup();
 	/* The map has a fixed size: the cgroup after the last slot is refused. */
-	for (uint64_t id = 1; id <= 8192; id++)
+	for (uint64_t id = 1; id <= BPF_TRACER_MAX_CGROUPS; id++)
 		ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, id << 40));
 	ASSERT_EQ(-ENOSPC, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
 	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, 1ull << 40));
