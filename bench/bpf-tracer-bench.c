@@ -32,6 +32,7 @@
 
 static char leaf[4096];
 static long calls = 1000000;
+static long child_calls; /* this run's */
 
 /* This process's cgroup v2 directory (mountinfo + /proc/self/cgroup). */
 static int own_cgroup_dir(char *out, size_t outsz)
@@ -87,11 +88,11 @@ static _Noreturn void child(bool join, bool fail, int out)
 	 * descheduled (this VM is shared) does not count. */
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 	if (fail) {
-		for (long i = 0; i < calls; i++)
+		for (long i = 0; i < child_calls; i++)
 			if (syscall(SYS_setuid, 0) != -1)
 				_exit(4);
 	} else {
-		for (long i = 0; i < calls; i++)
+		for (long i = 0; i < child_calls; i++)
 			(void)syscall(SYS_getppid);
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
@@ -152,7 +153,7 @@ static double run_once(struct bpf_tracer *t, bool join, bool fail, uint64_t *rec
 		exit(1);
 	}
 	close(p[0]);
-	return (double)ns / (double)calls;
+	return (double)ns / (double)child_calls;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -169,11 +170,62 @@ struct scenario {
 	struct bpf_tracer *t;	/* NULL: no tracer at all */
 	enum where where;
 	bool fail;
+	long calls;		/* per run */
 	double v[64];
 	uint64_t records, dropped, consumer_ns;
 };
 
-#define MAX_SCEN 32
+#define MAX_SCEN 40
+#define FILLERS 8
+
+static void count_only(void *ctx, const struct bpf_denial *d)
+{
+	(*(uint64_t *)ctx)++;
+}
+
+/*
+ * The reader's own cost: 8 cgroups fill the ring (5461 records) while nobody
+ * reads, then one drain is timed. Returns CPU ns per record.
+ */
+static double drain_cost(struct bpf_tracer *t, const char *dir, uint64_t *ret_records)
+{
+	char leaves[FILLERS][sizeof(leaf)];
+	uint64_t ids[FILLERS], rec = 0, t0, t1;
+	int r;
+
+	for (int i = 0; i < FILLERS; i++) {
+		snprintf(leaves[i], sizeof(leaves[i]), "%s/uexec-bpf-bench-%d-%d", dir, (int)getpid(), i);
+		if (mkdir(leaves[i], 0755) < 0 || bpf_tracer_cgroup_id(AT_FDCWD, leaves[i], &ids[i]) < 0 ||
+		    bpf_tracer_watch_cgroup(t, ids[i]) < 0)
+			abort();
+	}
+	child_calls = BPF_TRACER_MAX_PER_CGROUP;
+	for (int i = 0; i < FILLERS; i++) {
+		int st;
+		pid_t pid;
+
+		snprintf(leaf, sizeof(leaf), "%.4000s", leaves[i]);
+		pid = fork();
+		if (pid == 0) {
+			int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+			child(true, true, devnull);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid)
+			abort();
+	}
+	t0 = self_cpu_ns();
+	do
+		r = bpf_tracer_consume(t, count_only, &rec);
+	while (r > 0);
+	t1 = self_cpu_ns();
+	for (int i = 0; i < FILLERS; i++) {
+		(void)bpf_tracer_unwatch_cgroup(t, ids[i]);
+		(void)rmdir(leaves[i]);
+	}
+	*ret_records = rec;
+	return rec ? (double)(t1 - t0) / (double)rec : 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -211,7 +263,7 @@ int main(int argc, char **argv)
 	}
 
 	for (int fail = 1; fail >= 0; fail--) {
-		sc[n] = (struct scenario){ .where = NONE, .fail = fail };
+		sc[n] = (struct scenario){ .where = NONE, .fail = fail, .calls = calls };
 		snprintf(sc[n].name, sizeof(sc[n].name), "bpf_none_%s", fail ? "fail" : "ok");
 		n++;
 	}
@@ -223,11 +275,17 @@ int main(int argc, char **argv)
 		}
 		for (int w = IDLE; w <= INSIDE; w++)
 			for (int fail = 1; fail >= 0; fail--) {
-				sc[n] = (struct scenario){ .t = tracers[h], .where = w, .fail = fail };
+				sc[n] = (struct scenario){ .t = tracers[h], .where = w, .fail = fail,
+							   .calls = calls };
 				snprintf(sc[n].name, sizeof(sc[n].name), "bpf_%s_%s_%s", hooks[h],
 					 where_names[w], fail ? "fail" : "ok");
 				n++;
 			}
+		/* Within the budget every failing call makes a record. */
+		sc[n] = (struct scenario){ .t = tracers[h], .where = INSIDE, .fail = true,
+					   .calls = BPF_TRACER_MAX_PER_CGROUP };
+		snprintf(sc[n].name, sizeof(sc[n].name), "bpf_%s_inside_budget_fail", hooks[h]);
+		n++;
 	}
 
 	/* Rounds of every scenario in turn, so that the host's noise hits all alike. */
@@ -238,6 +296,7 @@ int main(int argc, char **argv)
 
 			if (s->where >= OUTSIDE && bpf_tracer_watch_cgroup(s->t, id) < 0)
 				abort();
+			child_calls = s->calls;
 			s->v[i] = run_once(s->t, s->where == INSIDE, s->fail, &s->records,
 					   &s->consumer_ns);
 			if (s->where >= OUTSIDE && bpf_tracer_unwatch_cgroup(s->t, id) < 0)
@@ -248,7 +307,7 @@ int main(int argc, char **argv)
 
 	for (size_t k = 0; k < n; k++) {
 		struct scenario *s = &sc[k];
-		unsigned long long iters = (unsigned long long)calls * (unsigned long long)runs;
+		unsigned long long iters = (unsigned long long)s->calls * (unsigned long long)runs;
 		char name[96];
 
 		qsort(s->v, (size_t)runs, sizeof(s->v[0]), cmp_double);
@@ -258,10 +317,25 @@ int main(int argc, char **argv)
 			emit(name, "count", (double)s->records, (unsigned long long)runs);
 			snprintf(name, sizeof(name), "%s_dropped", s->name);
 			emit(name, "count", (double)s->dropped, (unsigned long long)runs);
-			snprintf(name, sizeof(name), "%s_consumer_per_record", s->name);
-			emit(name, "ns",
-			     s->records ? (double)s->consumer_ns / (double)s->records : 0, iters);
+			snprintf(name, sizeof(name), "%s_reader_cpu_per_run", s->name);
+			emit(name, "us", (double)s->consumer_ns / 1e3 / runs, (unsigned long long)runs);
 		}
+	}
+	{
+		char saved[sizeof(leaf)];
+		double v[64];
+		uint64_t rec = 0;
+
+		snprintf(saved, sizeof(saved), "%s", leaf);
+		struct bpf_tracer *any = tracers[0] ? tracers[0] : tracers[1] ? tracers[1] : tracers[2];
+
+		for (int i = 0; any && i < runs; i++)
+			v[i] = drain_cost(any, dir, &rec);
+		if (any) {
+			qsort(v, (size_t)runs, sizeof(v[0]), cmp_double);
+			emit("bpf_drain_full_ring_per_record", "ns", v[runs / 2], rec);
+		}
+		snprintf(leaf, sizeof(leaf), "%s", saved);
 	}
 	for (size_t h = 0; h < 3; h++)
 		bpf_tracer_close(tracers[h]);
