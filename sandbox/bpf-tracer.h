@@ -42,7 +42,9 @@ struct bpf_denial {
  * that the kernel accepts; fentry/landlock_log_denial is added where it loads.
  * Returns the tracer, or NULL with a one-line reason in err (missing
  * privileges, no kernel BTF, BPF refused, built without BPF).
- * The tracer watches no cgroup until bpf_tracer_watch_cgroup().
+ * The tracer watches no cgroup until bpf_tracer_watch_cgroup(). libbpf's
+ * print callback is replaced during the call (its warnings give the reason)
+ * and restored. Takes up to six loads where the kernel refuses attachments.
  */
 struct bpf_tracer *bpf_tracer_open(char *err, size_t errsz);
 

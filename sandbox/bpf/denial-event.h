@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: MIT OR GPL-2.0-only */
 /*
  * The record the denial tracer's BPF program (denial.bpf.c) writes into its
  * ring buffer, and the sizes of its maps. Included by the BPF program (types

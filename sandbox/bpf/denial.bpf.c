@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: MIT OR GPL-2.0-only */
 /*
  * The denial tracer's kernel side (libbpf CO-RE; loaded by sandbox/bpf-tracer.c).
  * At every syscall exit of the host it keeps only the errors a sandbox makes
@@ -24,7 +24,8 @@
 #define EXDEV_ 18
 #define EROFS_ 30
 
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
+/* GPL-compatible (the kernel accepts this string), as the probe reads need. */
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Set by the loader before load; sizes come from denial-event.h. */
 struct {
