@@ -313,11 +313,11 @@ int main(int argc, char **argv)
 		qsort(s->v, (size_t)runs, sizeof(s->v[0]), cmp_double);
 		emit(s->name, "ns", s->v[runs / 2], iters);
 		if (s->where == INSIDE && s->fail) {
-			snprintf(name, sizeof(name), "%s_records", s->name);
+			snprintf(name, sizeof(name), "%.63s_records", s->name);
 			emit(name, "count", (double)s->records, (unsigned long long)runs);
-			snprintf(name, sizeof(name), "%s_dropped", s->name);
+			snprintf(name, sizeof(name), "%.63s_dropped", s->name);
 			emit(name, "count", (double)s->dropped, (unsigned long long)runs);
-			snprintf(name, sizeof(name), "%s_reader_cpu_per_run", s->name);
+			snprintf(name, sizeof(name), "%.63s_reader_cpu_per_run", s->name);
 			emit(name, "us", (double)s->consumer_ns / 1e3 / runs, (unsigned long long)runs);
 		}
 	}
