@@ -166,7 +166,8 @@ static const char *const hook_names_ll[_HOOK_MAX] = { "tp_btf+landlock", "raw_tr
 /* libbpf's last warning while we load, for the reason given to the caller. */
 static char libbpf_last[256];
 
-static int libbpf_keep_last(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int libbpf_keep_last(enum libbpf_print_level level,
+								 const char *fmt, va_list ap)
 {
 	size_t n;
 

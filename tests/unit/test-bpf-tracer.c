@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "bpf-config.h"
 #include "bpf-tracer.h"
 #include "tests.h"
@@ -532,6 +534,46 @@ TEST(flood_over_the_ring_is_bounded_and_drops_are_counted)
 	run_child(denials_child, true);
 	ASSERT_EQ(4, drain(t, &s));
 	ASSERT_EQ(dropped, bpf_tracer_dropped(t));
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
+/*
+ * The ring buffer's fd on io_uring, as the server polls it: a one-shot
+ * IORING_OP_POLL_ADD completes when records arrive, not before, and a poll
+ * re-armed after draining waits again.
+ */
+TEST(ring_fd_completes_a_poll_add)
+{
+	struct bpf_tracer *t = open_or_skip();
+	struct __kernel_timespec ts = { .tv_sec = 5 };
+	struct io_uring ring;
+	struct io_uring_cqe *cqe;
+	struct seen s;
+	pid_t pid;
+
+	fixture_setup();
+	if (io_uring_queue_init(4, &ring, 0) < 0)
+		tests_skip("io_uring unavailable (kernel, sysctl or seccomp)");
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	for (int round = 0; round < 2; round++) {
+		io_uring_prep_poll_add(io_uring_get_sqe(&ring), bpf_tracer_fd(t), POLLIN);
+		ASSERT_EQ(1, io_uring_submit(&ring));
+		ASSERT_EQ(-EAGAIN, io_uring_peek_cqe(&ring, &cqe)); /* nothing yet */
+		pid = run_child(denials_child, true);
+		ASSERT_EQ(0, io_uring_wait_cqe_timeout(&ring, &cqe, &ts));
+		ASSERT_TRUE(cqe->res & POLLIN);
+		io_uring_cqe_seen(&ring, cqe);
+		ASSERT_EQ(4, drain(t, &s));
+		expect(&s.d[0], pid, SYS_openat, -EROFS);
+	}
+	/* Armed on an empty ring, it stays pending. */
+	io_uring_prep_poll_add(io_uring_get_sqe(&ring), bpf_tracer_fd(t), POLLIN);
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ts.tv_sec = 0;
+	ts.tv_nsec = 100 * 1000 * 1000;
+	ASSERT_EQ(-ETIME, io_uring_wait_cqe_timeout(&ring, &cqe, &ts));
+	io_uring_queue_exit(&ring);
 	bpf_tracer_close(t);
 	fixture_teardown();
 }
