@@ -37,7 +37,8 @@ struct bpf_denial {
 };
 
 /*
- * Loads and attaches the program: the sys_exit hook is the first of
+ * Loads the program (attached by the first bpf_tracer_watch_cgroup()): the
+ * sys_exit hook is the first of
  * tp_btf/sys_exit, raw_tracepoint/sys_exit, tracepoint/raw_syscalls/sys_exit
  * that the kernel accepts; fentry/landlock_log_denial is added where it loads.
  * Returns the tracer, or NULL with a one-line reason in err (missing
@@ -100,9 +101,9 @@ int bpf_tracer_cgroup_counts(struct bpf_tracer *t, uint64_t cgroup_id, uint64_t 
 
 /*
  * Calls cb(ctx, record) for the records waiting, oldest first, and frees
- * their room; never blocks. At most one ring's worth of records per call, so
- * a flood cannot hold the caller: when the return value is that many, call
- * again (the fd stays readable). The record is valid during the callback only.
+ * their room; never blocks. At most BPF_TRACER_RING_RECORDS records per call,
+ * so a flood cannot hold the caller: when it returns that many, call again
+ * (the fd stays readable). The record is valid during the callback only.
  * Returns the number of records passed to cb, or -errno (-EBADMSG: a record of
  * a size this build does not know; the ring is then skipped past it).
  */
