@@ -102,13 +102,43 @@ struct fixture {
 
 static struct fixture fx;
 
-/* A cgroup v2 leaf and a temporary tree, or the test skips. */
+#define FLOODERS 8
+
+/* Removes the leaf (and the flood test's), and the tree; no-op when done. */
+static void fixture_teardown(void)
+{
+	char cmd[600], extra[4200];
+
+	if (fx.cgroup[0]) {
+		for (int i = 0; i < FLOODERS; i++) {
+			snprintf(extra, sizeof(extra), "%.4000s-%d", fx.cgroup, i);
+			(void)rmdir(extra);
+		}
+		(void)rmdir(fx.cgroup);
+	}
+	if (fx.tmp[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx.tmp);
+		if (system(cmd) != 0)
+			fprintf(stderr, "# could not remove %s\n", fx.tmp);
+	}
+	memset(&fx, 0, sizeof(fx));
+}
+
+/*
+ * A cgroup v2 leaf and a temporary tree, or the test skips. A failed
+ * assertion skips the test's own teardown: the next setup, or exit, does it.
+ */
 static void fixture_setup(void)
 {
 	static int serial;
+	static bool at_exit;
 	char dir[3800], path[512];
 	const char *tmpdir = getenv("TMPDIR");
 	int r, fd;
+
+	fixture_teardown();
+	if (!at_exit && atexit(fixture_teardown) == 0)
+		at_exit = true;
 
 	if (geteuid() != 0)
 		tests_skip("needs root (cgroup leaf, bind mounts)");
@@ -140,20 +170,6 @@ static void fixture_setup(void)
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	ASSERT_OK(fd);
 	close(fd);
-}
-
-static void fixture_teardown(void)
-{
-	char cmd[600];
-
-	if (fx.cgroup[0])
-		(void)rmdir(fx.cgroup);
-	if (fx.tmp[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx.tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "# could not remove %s\n", fx.tmp);
-	}
-	memset(&fx, 0, sizeof(fx));
 }
 
 /* The cgroup a child joins: the fixture's leaf unless set. */
@@ -489,8 +505,6 @@ TEST(flood_of_one_cgroup_is_capped)
 	bpf_tracer_close(t);
 	fixture_teardown();
 }
-
-#define FLOODERS 8
 
 /*
  * 10^6 failing calls spread over 8 cgroups while nobody reads: the ring fills,
