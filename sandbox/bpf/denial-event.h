@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0-only */
+/*
+ * The record the denial tracer's BPF program (denial.bpf.c) writes into its
+ * ring buffer, and the sizes of its maps. Included by the BPF program (types
+ * from vmlinux.h) and by sandbox/bpf-tracer.c (types from <linux/types.h>),
+ * which checks that struct bpf_denial in bpf-tracer.h has the same layout.
+ */
+#pragma once
+
+/* Ring buffer: a power of two of pages; 256 KiB hold 5461 records of 48 bytes. */
+#define BPF_DENIAL_RING_BYTES (256 * 1024)
+/* Cgroups watched at once (one per sandboxed process tree). */
+#define BPF_DENIAL_MAX_CGROUPS 8192
+/*
+ * Records one cgroup may offer to the ring; later denials are only counted.
+ * A quarter of the ring: one flooding process tree cannot fill it, and the
+ * reader's work per tree is bounded whatever the flood.
+ */
+#define BPF_DENIAL_MAX_PER_CGROUP 1024
+
+/* The value of a watched cgroup. */
+struct bpf_denial_watch {
+	__u64 offered;		/* records offered to the ring (kept or dropped) */
+	__u64 suppressed;	/* denials past BPF_DENIAL_MAX_PER_CGROUP, not offered */
+};
+
+struct bpf_denial_event {
+	__u32 pid;	/* thread id, in the initial PID namespace */
+	__u32 tgid;	/* process id, in the initial PID namespace */
+	__u64 cgroup_id;
+	__s32 syscall_nr;
+	__s32 err;	/* the negative errno returned; 0 from Landlock's hook */
+	char comm[16];
+};

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0-only */
+/*
+ * The denial tracer's kernel side (libbpf CO-RE; loaded by sandbox/bpf-tracer.c).
+ * At every syscall exit of the host it keeps only the errors a sandbox makes
+ * (EROFS, EACCES, EPERM, EXDEV), then only for tasks whose cgroup v2 id is in
+ * `watched`, and writes one record into the ring buffer `events`; a full ring
+ * counts the record in `dropped` instead, and a cgroup past its budget of
+ * records counts the denial in its map value instead. Three attachments of the same exit
+ * hook are compiled in and the loader keeps the first the kernel accepts
+ * (tp_btf, raw_tracepoint, tracepoint); a fourth program on Landlock's
+ * denial logger (fentry) is tried beside it and left out when refused.
+ */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "denial-event.h"
+
+/* errno values (vmlinux.h has no uapi macros); the same on every architecture. */
+#define EPERM_ 1
+#define EACCES_ 13
+#define EXDEV_ 18
+#define EROFS_ 30
+
+/* GPL-compatible (the kernel accepts this string), as the probe reads need. */
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Set by the loader before load; sizes come from denial-event.h. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, BPF_DENIAL_RING_BYTES);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BPF_DENIAL_MAX_CGROUPS);
+	__type(key, __u64);
+	__type(value, struct bpf_denial_watch);
+} watched SEC(".maps");
+
+/* Records lost to a full ring (read by user space through the mmapped .bss). */
+__u64 dropped = 0;
+
+/* The errors worth a record; everything else leaves after one comparison. */
+static __always_inline bool is_denial_error(long ret)
+{
+	return ret == -EROFS_ || ret == -EACCES_ || ret == -EPERM_ || ret == -EXDEV_;
+}
+
+static __always_inline int emit(long nr, long err)
+{
+	__u64 cg = bpf_get_current_cgroup_id();
+	struct bpf_denial_watch *w;
+	struct bpf_denial_event *e;
+	__u64 id;
+
+	w = bpf_map_lookup_elem(&watched, &cg);
+	if (!w)
+		return 0;
+	/* Threads racing here may pass the budget by one each: bounded anyway. */
+	if (w->offered >= BPF_DENIAL_MAX_PER_CGROUP) {
+		__sync_fetch_and_add(&w->suppressed, 1);
+		return 0;
+	}
+	__sync_fetch_and_add(&w->offered, 1);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return 0;
+	}
+	id = bpf_get_current_pid_tgid();
+	e->pid = (__u32)id;
+	e->tgid = (__u32)(id >> 32);
+	e->cgroup_id = cg;
+	e->syscall_nr = (__s32)nr;
+	e->err = (__s32)err;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* The syscall number from the registers the exit hook is given. */
+static __always_inline long regs_syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(regs, syscallno);
+#else
+	return -1; /* the tracepoint variant carries the number itself */
+#endif
+}
+
+/* 1: BTF-typed raw tracepoint (cheapest: direct reads of the arguments). */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(denial_tp_btf, struct pt_regs *regs, long ret)
+{
+	if (!is_denial_error(ret))
+		return 0;
+	return emit(regs_syscall_nr(regs), ret);
+}
+
+/* 2: untyped raw tracepoint: the same arguments, registers read with probe reads. */
+SEC("raw_tracepoint/sys_exit")
+int denial_raw_tp(struct bpf_raw_tracepoint_args *ctx)
+{
+	long ret = (long)ctx->args[1];
+
+	if (!is_denial_error(ret))
+		return 0;
+	return emit(regs_syscall_nr((struct pt_regs *)ctx->args[0]), ret);
+}
+
+/* 3: the perf tracepoint raw_syscalls:sys_exit (its record has the number). */
+SEC("tracepoint/raw_syscalls/sys_exit")
+int denial_tp(struct trace_event_raw_sys_exit *ctx)
+{
+	long ret = BPF_CORE_READ(ctx, ret);
+
+	if (!is_denial_error(ret))
+		return 0;
+	return emit(BPF_CORE_READ(ctx, id), ret);
+}
+
+/*
+ * Landlock's denial logger (kernel 6.15+), called for each Landlock denial
+ * before the syscall returns, audit or not. The record's err is 0: the errno
+ * is not known yet (the sys_exit program reports it when the call returns).
+ */
+SEC("fentry/landlock_log_denial")
+int BPF_PROG(denial_landlock, void *subject, void *request)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return emit(regs_syscall_nr((struct pt_regs *)bpf_task_pt_regs(task)), 0);
+}
