@@ -43,6 +43,7 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 			return;
 		}
 		session_attach(ss, c);
+		c->srv->metrics.sessions_resumed++;
 		log_info_ratelimited("Session %s resumed by %s", ss->id, c->peer);
 	} else {
 		r = session_new(c->srv, c, &ss);
@@ -58,6 +59,7 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 			rpc_reply_errno_internal(c, id, r);
 			return;
 		}
+		c->srv->metrics.sessions_created++;
 	}
 	conn_initialize_done(c);
 	res = json_object();

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "conn-auth.h"
 #include "log.h"
 #include "macro.h"
 #include "server.h"
@@ -68,6 +69,20 @@ static void help(void)
 	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
 	       "                            private devpts's max=; default: 64)\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
+	       "\n"
+	       "WebSocket listener auth (the reference's flags; checked on the upgrade and on\n"
+	       "GET /metrics, every failure a 401; /readyz stays open):\n"
+	       "  --ws-auth MODE            capability-token or signed-bearer-token\n"
+	       "  --ws-token-file PATH      capability-token: a file holding the token\n"
+	       "  --ws-token-sha256 HEX     capability-token: the token's SHA-256 instead\n"
+	       "  --ws-shared-secret-file PATH\n"
+	       "                            signed-bearer-token: the HS256 key (>= 32 bytes)\n"
+	       "  --ws-issuer ISS           signed-bearer-token: required iss claim\n"
+	       "  --ws-audience AUD         signed-bearer-token: required aud claim\n"
+	       "  --ws-max-clock-skew-seconds N\n"
+	       "                            signed-bearer-token: exp/nbf leeway (default: 30)\n"
+	       "  --allow-unauthenticated   listen on a non-loopback address without --ws-auth\n"
+	       "                            (refused otherwise)\n"
 	       "\n"
 	       "Remote mode (instead of --listen): register with an environment registry and\n"
 	       "serve harnesses through its rendezvous relay, each stream encrypted end to end\n"
@@ -281,6 +296,115 @@ static int check_remote_args(struct config *cfg, bool listen_given, bool agent_a
 	return -1;
 }
 
+/* --ws-* (RELAY.md §9) and --allow-unauthenticated: a table of their own. */
+enum {
+	ARG_WS_AUTH = 0x300, ARG_WS_TOKEN_FILE, ARG_WS_TOKEN_SHA256, ARG_WS_SECRET_FILE, ARG_WS_ISSUER,
+	ARG_WS_AUDIENCE, ARG_WS_SKEW, ARG_ALLOW_UNAUTH,
+};
+static const struct option ws_opts[] = {
+	{ "ws-auth", required_argument, NULL, ARG_WS_AUTH },
+	{ "ws-token-file", required_argument, NULL, ARG_WS_TOKEN_FILE },
+	{ "ws-token-sha256", required_argument, NULL, ARG_WS_TOKEN_SHA256 },
+	{ "ws-shared-secret-file", required_argument, NULL, ARG_WS_SECRET_FILE },
+	{ "ws-issuer", required_argument, NULL, ARG_WS_ISSUER },
+	{ "ws-audience", required_argument, NULL, ARG_WS_AUDIENCE },
+	{ "ws-max-clock-skew-seconds", required_argument, NULL, ARG_WS_SKEW },
+	{ "allow-unauthenticated", no_argument, NULL, ARG_ALLOW_UNAUTH },
+};
+
+/* What the --ws-* options set; checked together by check_ws_args(). */
+struct ws_args {
+	bool any;       /* a --ws-* option other than --ws-auth */
+	bool jwt_flags; /* --ws-shared-secret-file, --ws-issuer, --ws-audience, --ws-max-clock-skew-seconds */
+};
+
+/* One --ws-* option. Returns 0, or -EINVAL (usage error, exit 2). */
+static int parse_ws_opt(int c, const char *arg, struct config *cfg, struct ws_args *w)
+{
+	uint64_t v;
+
+	if (c != ARG_WS_AUTH && c != ARG_ALLOW_UNAUTH)
+		w->any = true;
+	switch (c) {
+	case ARG_WS_AUTH:
+		if (strcmp(arg, "capability-token") == 0)
+			cfg->ws_auth_mode = WS_AUTH_CAPABILITY_TOKEN;
+		else if (strcmp(arg, "signed-bearer-token") == 0)
+			cfg->ws_auth_mode = WS_AUTH_SIGNED_BEARER_TOKEN;
+		else {
+			fprintf(stderr, "uexec: invalid value '%s' for '--ws-auth <MODE>'\n"
+					"  [possible values: capability-token, signed-bearer-token]\n", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case ARG_WS_TOKEN_FILE:
+		cfg->ws_token_file = arg;
+		return 0;
+	case ARG_WS_TOKEN_SHA256:
+		cfg->ws_token_sha256 = arg;
+		return 0;
+	case ARG_WS_SECRET_FILE:
+		cfg->ws_shared_secret_file = arg;
+		w->jwt_flags = true;
+		return 0;
+	case ARG_WS_ISSUER:
+		cfg->ws_issuer = arg;
+		w->jwt_flags = true;
+		return 0;
+	case ARG_WS_AUDIENCE:
+		cfg->ws_audience = arg;
+		w->jwt_flags = true;
+		return 0;
+	case ARG_WS_SKEW:
+		w->jwt_flags = true;
+		if (parse_u64("ws-max-clock-skew-seconds", arg, 0, INT64_MAX, &v) < 0)
+			return -EINVAL;
+		cfg->ws_max_clock_skew_s = v;
+		return 0;
+	case ARG_ALLOW_UNAUTH:
+		cfg->allow_unauthenticated = true;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The reference's rules for the --ws-* combination. Returns -1 to go on, else the exit status. */
+static int check_ws_args(const struct config *cfg, const struct ws_args *w)
+{
+	const char *err = NULL;
+
+	if (cfg->ws_auth_mode == WS_AUTH_NONE) {
+		if (w->any)
+			err = "websocket auth flags require `--ws-auth capability-token` or "
+			      "`--ws-auth signed-bearer-token`";
+	} else if (cfg->remote_url) {
+		err = "WebSocket listener auth cannot be used with --remote or forward";
+	} else if (strcmp(cfg->listen, "stdio") == 0 || strcmp(cfg->listen, "stdio://") == 0) {
+		err = "WebSocket auth requires a WebSocket listener, not stdio";
+	} else if (cfg->ws_auth_mode == WS_AUTH_CAPABILITY_TOKEN) {
+		if (w->jwt_flags)
+			err = "`--ws-shared-secret-file`, `--ws-issuer`, `--ws-audience`, and "
+			      "`--ws-max-clock-skew-seconds` require `--ws-auth signed-bearer-token`";
+		else if (cfg->ws_token_file && cfg->ws_token_sha256)
+			err = "`--ws-token-file` and `--ws-token-sha256` are mutually exclusive";
+		else if (!cfg->ws_token_file && !cfg->ws_token_sha256)
+			err = "`--ws-token-file` or `--ws-token-sha256` is required when `--ws-auth "
+			      "capability-token` is set";
+	} else {
+		if (cfg->ws_token_file || cfg->ws_token_sha256)
+			err = "`--ws-token-file` and `--ws-token-sha256` require `--ws-auth "
+			      "capability-token`, not `signed-bearer-token`";
+		else if (!cfg->ws_shared_secret_file)
+			err = "`--ws-shared-secret-file` is required when `--ws-auth "
+			      "signed-bearer-token` is set";
+	}
+	if (err) {
+		fprintf(stderr, "Error: %s\n", err);
+		return 1;
+	}
+	return -1;
+}
+
 /* Fills cfg from the command line. Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
@@ -308,7 +432,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 	};
-	struct option opts[ELEMENTSOF(nums) + 12] = {
+	struct option opts[ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 12] = {
 		{ "remote", required_argument, NULL, ARG_REMOTE },
 		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
 		{ "name", required_argument, NULL, ARG_NAME },
@@ -322,11 +446,14 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "version", no_argument, NULL, ARG_VERSION },
 	};
 	bool listen_given = false, agent_auth = false;
+	struct ws_args ws = { 0 };
 	uint64_t v;
 	int c, r;
 
 	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
 		opts[11 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+	for (size_t i = 0; i < ELEMENTSOF(ws_opts); i++)
+		opts[11 + ELEMENTSOF(nums) + i] = ws_opts[i];
 	/* "+": stop at the first operand, the forward subcommand. */
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		r = 0;
@@ -338,6 +465,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 				*n->u64 = v;
 			else if (r >= 0)
 				*n->uint = (unsigned)v;
+		} else if (c >= ARG_WS_AUTH && c <= ARG_ALLOW_UNAUTH) {
+			r = parse_ws_opt(c, optarg, cfg, &ws);
 		} else if (c == 'h') {
 			help();
 			return 0;
@@ -381,6 +510,9 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		fprintf(stderr, "uexec: unexpected argument '%s'\nTry 'uexec --help'.\n", argv[optind]);
 		return 2;
 	}
+	r = check_ws_args(cfg, &ws);
+	if (r >= 0)
+		return r;
 	r = check_remote_args(cfg, listen_given, agent_auth);
 	if (r >= 0)
 		return r;
@@ -395,6 +527,8 @@ int main(int argc, char **argv)
 {
 	struct config cfg = CONFIG_DEFAULTS;
 	static struct server srv;
+	struct ws_auth *auth;
+	char err[512];
 	int r;
 
 	/* 0: derived from the fd budget at start-up (server_init) unless given. */
@@ -402,7 +536,15 @@ int main(int argc, char **argv)
 	r = parse_args(argc, argv, &cfg);
 	if (r >= 0)
 		return r;
+	/* The secrets are read before anything else starts (their errors are the reference's). */
+	r = conn_auth_load(&cfg, &auth, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "Error: %s\n", err);
+		return 1;
+	}
 	r = server_init(&srv, &cfg);
+	/* Before the loop runs: no connection is read before the secrets are in place. */
+	srv.ws_auth = auth; /* server_done() frees it */
 	if (r >= 0)
 		r = server_run(&srv);
 	server_done(&srv);

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conn-auth.h"
 #include "conn.h"
 #include "env.h"
 #include "exec.h"
@@ -123,6 +124,7 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 						"all initialized", s->n_conns, s->cfg.max_connections);
 			safe_close(res);
 		} else {
+			s->metrics.connections_accepted++;
 			if (getpeername(res, (struct sockaddr *)&peer, &plen) == 0)
 				format_addr(&peer, name, sizeof(name));
 			else
@@ -221,6 +223,21 @@ static void guard_listener(struct server *s, uint16_t port)
 		 netguard_path(s->guard));
 }
 
+/* 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104; the wildcard addresses are not loopback. */
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+	}
+	return false;
+}
+
 static int listen_on(struct server *s)
 {
 	struct sockaddr_storage ss, bound;
@@ -238,6 +255,13 @@ static int listen_on(struct server *s)
 		log_error("invalid websocket --listen URL `%s`; expected `ws://IP:PORT`",
 			  s->cfg.listen);
 		return r;
+	}
+	if (!is_loopback(&ss) && !s->cfg.ws_auth_mode && !s->cfg.allow_unauthenticated) {
+		log_error("refusing to start non-loopback websocket listener %s without --ws-auth: "
+			  "anyone who can reach it could run commands as uid %u; configure "
+			  "--ws-auth or pass --allow-unauthenticated", s->cfg.listen,
+			  (unsigned)getuid());
+		return -EACCES;
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -313,6 +337,7 @@ static const struct conn_handlers conn_handlers = {
 	.closed = conn_on_closed,
 	.drained = exec_conn_drained,
 	.freed = fs_handles_release,
+	.metrics = server_metrics_render,
 };
 
 static int register_methods(void)
@@ -470,6 +495,12 @@ int server_init(struct server *s, const struct config *cfg)
 	memset(s, 0, sizeof(*s));
 	s->cfg = *cfg;
 	s->listen_fd = s->signal_fd = -1;
+	{
+		struct timespec now;
+
+		(void)clock_gettime(CLOCK_REALTIME, &now);
+		s->metrics.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	}
 	list_init(&s->conns);
 	list_init(&s->dead_conns);
 	list_init(&s->handshaking);
@@ -601,4 +632,6 @@ void server_done(struct server *s)
 	sandbox_features_done(&s->sandbox);
 	netguard_free(s->guard); /* after the processes: it kills what is left in the cgroup */
 	s->guard = NULL;
+	conn_auth_free(s->ws_auth);
+	s->ws_auth = NULL;
 }

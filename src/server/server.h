@@ -14,9 +14,11 @@
 
 #include "list.h"
 #include "ring.h"
+#include "metrics.h"
 #include "sandbox.h"
 
 struct conn_handlers;
+struct ws_auth;
 struct config {
 	const char *listen;          /* "ws://IP:PORT" or "stdio" */
 	uint64_t resume_window_ms;   /* detached-session lifetime */
@@ -43,6 +45,15 @@ struct config {
 	const char *forward_connect; /* forward --connect */
 	const char *remote_credential; /* never logged */
 	const char *remote_credential_source;
+	/* WebSocket listener auth (--ws-*, RELAY.md §9; src/transport/conn-auth.c). */
+	unsigned ws_auth_mode;         /* enum ws_auth_mode (proto/ws-auth.h); 0: none */
+	const char *ws_token_file;
+	const char *ws_token_sha256;
+	const char *ws_shared_secret_file;
+	const char *ws_issuer;         /* NULL or blank: any */
+	const char *ws_audience;       /* NULL or blank: any */
+	uint64_t ws_max_clock_skew_s;
+	bool allow_unauthenticated;    /* a non-loopback --listen without --ws-auth */
 };
 
 /*
@@ -59,7 +70,7 @@ struct config {
 		.max_inflight_bytes_per_conn = 64u << 20, .max_inflight_bytes = 2ull << 30,    \
 		.handshake_timeout_ms = 10000,                                                 \
 		.executor_version = "0.169.0", .sandbox_max_ptys = 64,                         \
-		.landlock_abi_max = UINT32_MAX,                                                \
+		.landlock_abi_max = UINT32_MAX, .ws_max_clock_skew_s = 30,                     \
 	}
 
 /* Provided-buffer group ids. */
@@ -113,6 +124,8 @@ struct server {
 	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
 	const struct conn_handlers *conn_handlers; /* what the transport calls (transport/conn.h) */
 	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
+	struct ws_auth *ws_auth;   /* the listener's auth and its secrets (conn-auth.c), or NULL */
+	struct server_metrics metrics; /* counters for GET /metrics (metrics.h) */
 	bool stopping;
 	int exit_code;
 

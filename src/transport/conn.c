@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "ws-auth.h"
 #include "http.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -547,6 +548,33 @@ void conn_free_all(struct server *s)
 
 /* ---- input ---- */
 
+/* GET /metrics: the body from the server's renderer (Prometheus text format 0.0.4). */
+static void send_metrics(struct conn *c, struct http_upgrade *up)
+{
+	struct buf body = { 0 };
+	char *out;
+	int n;
+
+	if (!c->srv->conn_handlers || !c->srv->conn_handlers->metrics ||
+	    c->srv->conn_handlers->metrics(c->srv, &body) < 0 || buf_append(&body, "", 1) < 0) {
+		up->verdict = HTTP_VERDICT_RESPOND;
+		up->status = 500;
+		up->body = "";
+		buf_done(&body);
+		body = (struct buf){ 0 };
+	} else {
+		up->verdict = HTTP_VERDICT_RESPOND; /* formatted as a response with a body */
+		up->body = (const char *)body.data;
+		up->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	}
+	out = malloc(body.len + 512);
+	n = out ? http_upgrade_format(up, time(NULL), out, body.len + 512) : -ENOMEM;
+	if (n > 0)
+		conn_send_raw(c, out, (size_t)n);
+	free(out);
+	buf_done(&body);
+}
+
 static void handle_http(struct conn *c)
 {
 	struct http_request req;
@@ -569,8 +597,29 @@ static void handle_http(struct conn *c)
 	}
 	/* req views point into c->in: build the answer before consuming the head. */
 	(void)http_upgrade_check(&req, &up);
-	n = http_upgrade_format(&up, time(NULL), out, sizeof(out));
+	/* The upgrade (after the extractor's checks, as the reference) and /metrics need auth. */
+	if (up.verdict != HTTP_VERDICT_RESPOND && c->srv->ws_auth) {
+		const char *why = ws_auth_check(c->srv->ws_auth, &req, (int64_t)time(NULL));
+
+		if (why) {
+			c->srv->metrics.auth_failures++;
+			log_info_ratelimited("Refusing %s from %s: %s",
+					     up.verdict == HTTP_VERDICT_METRICS ? "/metrics"
+										: "a WebSocket upgrade",
+					     c->peer, why);
+			up.verdict = HTTP_VERDICT_RESPOND;
+			up.status = 401;
+			up.body = why;
+		}
+	}
 	buf_consume(&c->in, (size_t)r);
+	if (up.verdict == HTTP_VERDICT_METRICS) {
+		send_metrics(c, &up);
+		c->srv->metrics.http_responses++;
+		conn_close(c, 0, "metrics answered");
+		return;
+	}
+	n = http_upgrade_format(&up, time(NULL), out, sizeof(out));
 	if (n < 0) {
 		conn_kill(c);
 		return;
@@ -578,9 +627,11 @@ static void handle_http(struct conn *c)
 	conn_send_raw(c, out, (size_t)n);
 	if (up.verdict != HTTP_VERDICT_UPGRADE) {
 		log_debug("HTTP %d for %s", up.status, c->peer);
+		c->srv->metrics.http_responses++;
 		conn_close(c, 0, "HTTP request answered");
 		return;
 	}
+	c->srv->metrics.ws_upgrades++;
 	c->state = CONN_OPEN;
 	list_del(&c->slot_link);
 	list_add_tail(&c->slot_link, &c->srv->uninitialized);

@@ -132,6 +132,8 @@ struct conn_handlers {
 	void (*drained)(struct conn *c);
 	/* Just before the connection is freed. */
 	void (*freed)(struct conn *c);
+	/* GET /metrics: appends the Prometheus text exposition to out. Returns 0 or -ENOMEM. */
+	int (*metrics)(struct server *s, struct buf *out);
 };
 
 /* Takes ownership of fd (a connected TCP socket). Returns 0 or -errno. */
