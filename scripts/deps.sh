@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc g++ liburing-dev libjansson-dev libssl-dev libseccomp-dev
       libtomlplusplus-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
-      python3 python3-pytest python3-websockets python3-prometheus-client)
+      python3 python3-pytest python3-websockets python3-prometheus-client
+      stunnel4)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
