@@ -85,6 +85,8 @@ def main():
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--spawn-iters", type=int, default=400)
     a = ap.parse_args()
+    a.uexec = os.path.abspath(a.uexec)     # the servers run in /var/tmp
+    a.baseline = a.baseline and os.path.abspath(a.baseline)
     bench = os.path.join(a.bindir, "auth-bench")
     lines = []
 
