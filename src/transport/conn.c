@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "ws-auth.h"
 #include "http.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "ws-auth.h"
 
 #define HTTP_MAX_HEAD 16384
 
