@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "conn-auth.h"
+#include "conn-tls.h"
 #include "log.h"
 #include "macro.h"
 #include "server.h"
@@ -25,8 +26,8 @@ static void help(void)
 	       "(JSON-RPC over WebSocket).\n"
 	       "\n"
 	       "Options:\n"
-	       "  --listen URL              ws://IP:PORT (port 0 picks a free port; the bound\n"
-	       "                            URL is printed on stdout) or stdio\n"
+	       "  --listen URL              ws://IP:PORT or wss://IP:PORT (port 0 picks a free\n"
+	       "                            port; the bound URL is printed on stdout) or stdio\n"
 	       "                            (default: ws://127.0.0.1:0)\n"
 	       "  --resume-window-ms N      how long a detached session keeps its processes\n"
 	       "                            for initialize{resumeSessionId} (default: 80000)\n"
@@ -83,6 +84,10 @@ static void help(void)
 	       "                            signed-bearer-token: exp/nbf leeway (default: 30)\n"
 	       "  --allow-unauthenticated   listen on a non-loopback address without --ws-auth\n"
 	       "                            (refused otherwise)\n"
+	       "\n"
+	       "TLS on the listener: --listen wss://IP:PORT with\n"
+	       "  --tls-cert PATH           the certificate chain (PEM), leaf first\n"
+	       "  --tls-key PATH            its private key (PEM); TLS 1.2 or newer\n"
 	       "\n"
 	       "Remote mode (instead of --listen): register with an environment registry and\n"
 	       "serve harnesses through its rendezvous relay, each stream encrypted end to end\n"
@@ -299,7 +304,7 @@ static int check_remote_args(struct config *cfg, bool listen_given, bool agent_a
 /* --ws-* (RELAY.md §9) and --allow-unauthenticated: a table of their own. */
 enum {
 	ARG_WS_AUTH = 0x300, ARG_WS_TOKEN_FILE, ARG_WS_TOKEN_SHA256, ARG_WS_SECRET_FILE, ARG_WS_ISSUER,
-	ARG_WS_AUDIENCE, ARG_WS_SKEW, ARG_ALLOW_UNAUTH,
+	ARG_WS_AUDIENCE, ARG_WS_SKEW, ARG_ALLOW_UNAUTH, ARG_TLS_CERT, ARG_TLS_KEY,
 };
 static const struct option ws_opts[] = {
 	{ "ws-auth", required_argument, NULL, ARG_WS_AUTH },
@@ -310,6 +315,8 @@ static const struct option ws_opts[] = {
 	{ "ws-audience", required_argument, NULL, ARG_WS_AUDIENCE },
 	{ "ws-max-clock-skew-seconds", required_argument, NULL, ARG_WS_SKEW },
 	{ "allow-unauthenticated", no_argument, NULL, ARG_ALLOW_UNAUTH },
+	{ "tls-cert", required_argument, NULL, ARG_TLS_CERT },
+	{ "tls-key", required_argument, NULL, ARG_TLS_KEY },
 };
 
 /* What the --ws-* options set; checked together by check_ws_args(). */
@@ -323,7 +330,7 @@ static int parse_ws_opt(int c, const char *arg, struct config *cfg, struct ws_ar
 {
 	uint64_t v;
 
-	if (c != ARG_WS_AUTH && c != ARG_ALLOW_UNAUTH)
+	if (c != ARG_WS_AUTH && c != ARG_ALLOW_UNAUTH && c != ARG_TLS_CERT && c != ARG_TLS_KEY)
 		w->any = true;
 	switch (c) {
 	case ARG_WS_AUTH:
@@ -364,8 +371,34 @@ static int parse_ws_opt(int c, const char *arg, struct config *cfg, struct ws_ar
 	case ARG_ALLOW_UNAUTH:
 		cfg->allow_unauthenticated = true;
 		return 0;
+	case ARG_TLS_CERT:
+		cfg->tls_cert = arg;
+		return 0;
+	case ARG_TLS_KEY:
+		cfg->tls_key = arg;
+		return 0;
 	}
 	return -EINVAL;
+}
+
+/* --listen wss:// and --tls-cert/--tls-key come together. Returns -1 to go on, else the exit status. */
+static int check_tls_args(const struct config *cfg)
+{
+	bool wss = strncmp(cfg->listen, "wss://", 6) == 0;
+
+	if (cfg->remote_url && (cfg->tls_cert || cfg->tls_key)) {
+		fprintf(stderr, "uexec: --tls-cert and --tls-key are for the listener, not --remote\n");
+		return 2;
+	}
+	if (wss && (!cfg->tls_cert || !cfg->tls_key)) {
+		fprintf(stderr, "uexec: --listen wss:// needs --tls-cert and --tls-key\n");
+		return 2;
+	}
+	if (!wss && (cfg->tls_cert || cfg->tls_key)) {
+		fprintf(stderr, "uexec: --tls-cert and --tls-key need --listen wss://IP:PORT\n");
+		return 2;
+	}
+	return -1;
 }
 
 /* The reference's rules for the --ws-* combination. Returns -1 to go on, else the exit status. */
@@ -465,7 +498,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 				*n->u64 = v;
 			else if (r >= 0)
 				*n->uint = (unsigned)v;
-		} else if (c >= ARG_WS_AUTH && c <= ARG_ALLOW_UNAUTH) {
+		} else if (c >= ARG_WS_AUTH && c <= ARG_TLS_KEY) {
 			r = parse_ws_opt(c, optarg, cfg, &ws);
 		} else if (c == 'h') {
 			help();
@@ -513,6 +546,9 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	r = check_ws_args(cfg, &ws);
 	if (r >= 0)
 		return r;
+	r = check_tls_args(cfg);
+	if (r >= 0)
+		return r;
 	r = check_remote_args(cfg, listen_given, agent_auth);
 	if (r >= 0)
 		return r;
@@ -527,7 +563,8 @@ int main(int argc, char **argv)
 {
 	struct config cfg = CONFIG_DEFAULTS;
 	static struct server srv;
-	struct ws_auth *auth;
+	struct ws_auth *auth = NULL;
+	struct ssl_ctx_st *tls = NULL;
 	char err[512];
 	int r;
 
@@ -538,13 +575,17 @@ int main(int argc, char **argv)
 		return r;
 	/* The secrets are read before anything else starts (their errors are the reference's). */
 	r = conn_auth_load(&cfg, &auth, err, sizeof(err));
+	if (r >= 0)
+		r = conn_tls_load(&cfg, &tls, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "Error: %s\n", err);
+		conn_auth_free(auth);
 		return 1;
 	}
+	srv.tls_server_ctx = tls; /* kept by server_init(), which prints the wss:// URL */
 	r = server_init(&srv, &cfg);
 	/* Before the loop runs: no connection is read before the secrets are in place. */
-	srv.ws_auth = auth; /* server_done() frees it */
+	srv.ws_auth = auth; /* server_done() frees both */
 	if (r >= 0)
 		r = server_run(&srv);
 	server_done(&srv);

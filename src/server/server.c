@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "conn-auth.h"
+#include "conn-tls.h"
 #include "conn.h"
 #include "env.h"
 #include "exec.h"
@@ -32,6 +33,7 @@
 #include "server.h"
 #include "session.h"
 #include "spawn.h"
+#include "tls-mem.h"
 #include "watch.h"
 #include "worker.h"
 
@@ -54,9 +56,12 @@ static int parse_listen(const char *url, struct sockaddr_storage *ss, socklen_t 
 	char *end;
 	unsigned long port;
 
-	if (strncmp(url, "ws://", 5) != 0)
+	if (strncmp(url, "ws://", 5) == 0)
+		hp = url + 5;
+	else if (strncmp(url, "wss://", 6) == 0)
+		hp = url + 6; /* TLS: main() made sure --tls-cert and --tls-key came with it */
+	else
 		return -EPROTONOSUPPORT;
-	hp = url + 5;
 	if (*hp == '[') {
 		const char *rb = strchr(hp, ']');
 		if (!rb || rb[1] != ':' || (size_t)(rb - hp - 1) >= sizeof(host))
@@ -282,9 +287,9 @@ static int listen_on(struct server *s)
 	guard_listener(s, ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
 							      : ((struct sockaddr_in *)&bound)->sin_port));
 	/* The one line scripts read to find the address (PROTOCOL.md §1.1). */
-	printf("ws://%s\n", name);
+	printf("%s://%s\n", s->tls_server_ctx ? "wss" : "ws", name);
 	fflush(stdout);
-	log_info("Listening on ws://%s", name);
+	log_info("Listening on %s://%s", s->tls_server_ctx ? "wss" : "ws", name);
 	return 0;
 }
 
@@ -492,7 +497,12 @@ int server_init(struct server *s, const struct config *cfg)
 {
 	int r;
 
-	memset(s, 0, sizeof(*s));
+	{
+		struct ssl_ctx_st *tls = s->tls_server_ctx; /* main() loads it first */
+
+		memset(s, 0, sizeof(*s));
+		s->tls_server_ctx = tls;
+	}
 	s->cfg = *cfg;
 	s->listen_fd = s->signal_fd = -1;
 	{
@@ -605,10 +615,21 @@ static void say_goodbye(struct server *s)
 	/* Best effort, synchronous: the loop is over. Tell clients we are going away. */
 	list_for_each_entry(c, &s->conns, link) {
 		static const uint8_t close_frame[] = { 0x88, 0x02, 0x03, 0xe9 }; /* 1001 */
+		uint8_t rec[256];
+		size_t n = sizeof(close_frame);
+		const uint8_t *p = close_frame;
 
-		if (c->transport == CONN_WS && c->state == CONN_OPEN && c->out_bytes == 0)
-			(void)!send(c->fd_out, close_frame, sizeof(close_frame),
-				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (c->transport != CONN_WS || c->state != CONN_OPEN || c->out_bytes != 0)
+			continue;
+		/* TLS: the frame goes in a record (a few dozen bytes). */
+		if (c->tls) {
+			if (tls_mem_write(c->tls, close_frame, n) < 0 ||
+			    tls_mem_pending(c->tls) > sizeof(rec))
+				continue;
+			n = tls_mem_take(c->tls, rec, sizeof(rec));
+			p = rec;
+		}
+		(void)!send(c->fd_out, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 }
 
@@ -634,4 +655,6 @@ void server_done(struct server *s)
 	s->guard = NULL;
 	conn_auth_free(s->ws_auth);
 	s->ws_auth = NULL;
+	conn_tls_free(s->tls_server_ctx);
+	s->tls_server_ctx = NULL;
 }

@@ -54,6 +54,9 @@ struct config {
 	const char *ws_audience;       /* NULL or blank: any */
 	uint64_t ws_max_clock_skew_s;
 	bool allow_unauthenticated;    /* a non-loopback --listen without --ws-auth */
+	/* TLS on the listener (--listen wss://; src/transport/conn-tls.c). */
+	const char *tls_cert;          /* PEM certificate chain file */
+	const char *tls_key;           /* PEM private key file */
 };
 
 /*
@@ -107,6 +110,7 @@ struct server {
 
 	struct list_head netconns;            /* outbound connections (src/net/netconn.h) */
 	struct ssl_ctx_st *tls_client_ctx;    /* their client SSL_CTX, made on first use */
+	struct ssl_ctx_st *tls_server_ctx;    /* the listener's (--tls-cert), or NULL */
 
 	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */
 	struct list_head buf_waiters;

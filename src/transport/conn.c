@@ -18,6 +18,7 @@
 #include "http.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "tls-mem.h"
 #include "ws-auth.h"
 
 #define HTTP_MAX_HEAD 16384
@@ -63,6 +64,10 @@ static void conn_free(struct conn *c)
 	conn_mem_conn_freed(c);
 	buf_done(&c->in);
 	ws_parser_done(&c->ws);
+	if (c->tls) {
+		tls_mem_done(c->tls);
+		free(c->tls);
+	}
 	free(c);
 }
 
@@ -139,11 +144,24 @@ static void on_handshake_deadline(struct uring_timer *t, bool fired)
 
 int conn_new_ws(struct server *s, int fd, const char *peer)
 {
+	struct tls_mem *tls = NULL;
 	struct conn *c;
 	int one = 1;
 
+	if (s->tls_server_ctx) {
+		tls = calloc(1, sizeof(*tls));
+		if (!tls || tls_mem_init(tls, s->tls_server_ctx, true) < 0) {
+			free(tls);
+			safe_close(fd);
+			return -ENOMEM;
+		}
+	}
 	c = conn_alloc(s, CONN_WS);
 	if (!c) {
+		if (tls) {
+			tls_mem_done(tls);
+			free(tls);
+		}
 		safe_close(fd);
 		return -ENOMEM;
 	}
@@ -152,6 +170,7 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	c->fd_in = c->fd_out = fd;
 	c->state = CONN_HTTP;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->tls = TAKE_PTR(tls);
 	c->accepted_ms = now_ms();
 	list_add_tail(&c->slot_link, &s->handshaking);
 	if (s->cfg.handshake_timeout_ms && !s->handshake_timer.armed)
@@ -197,7 +216,8 @@ bool conn_congested(const struct conn *c)
 
 /* ---- output ---- */
 
-static void conn_queue(struct conn *c, struct outchunk *o)
+/* Queues bytes as they go on the wire (with TLS: records). */
+static void queue_chunk(struct conn *c, struct outchunk *o)
 {
 	list_add_tail(&o->link, &c->outq);
 	c->out_bytes += o->len;
@@ -206,6 +226,50 @@ static void conn_queue(struct conn *c, struct outchunk *o)
 	if (!c->read_blocked && conn_congested(c))
 		c->read_blocked = true;
 	conn_flush(c);
+}
+
+/*
+ * Moves the TLS records waiting in c's pump to the output queue, as one
+ * chunk. Returns false when the connection was killed (out of memory).
+ */
+static bool tls_flush_out(struct conn *c)
+{
+	size_t n = tls_mem_pending(c->tls);
+	struct outchunk *o;
+
+	if (n == 0)
+		return true;
+	o = malloc(sizeof(*o) + n);
+	if (!o) {
+		log_error_ratelimited("Out of memory queueing TLS records for %s, closing", c->peer);
+		conn_kill(c);
+		return false;
+	}
+	o->off = 0;
+	o->len = tls_mem_take(c->tls, o->data, n);
+	queue_chunk(c, o);
+	return true;
+}
+
+/*
+ * Queues a message. With TLS its bytes become records at once (SSL_write
+ * copies them; the plaintext chunk is freed): the queue, its backpressure
+ * and the memory budget then count what goes on the wire.
+ */
+static void conn_queue(struct conn *c, struct outchunk *o)
+{
+	if (!c->tls) {
+		queue_chunk(c, o);
+		return;
+	}
+	if (tls_mem_write(c->tls, o->data + o->off, o->len - o->off) < 0) {
+		free(o);
+		log_info_ratelimited("Closing connection %s: TLS write failed", c->peer);
+		conn_kill(c);
+		return;
+	}
+	free(o);
+	(void)tls_flush_out(c);
 }
 
 static void conn_send_raw(struct conn *c, const void *p, size_t n)
@@ -523,6 +587,12 @@ void conn_close(struct conn *c, uint16_t ws_code, const char *why)
 		c->state = CONN_CLOSING;
 		list_del(&c->slot_link);
 		uring_cancel(&c->srv->ring, &c->read_op);
+		/* TLS: close_notify after the last record, before our FIN. */
+		if (c->tls && tls_mem_ready(c->tls)) {
+			tls_mem_shutdown(c->tls);
+			if (!tls_flush_out(c))
+				return;
+		}
 		conn_flush(c);
 		return;
 	}
@@ -758,6 +828,48 @@ int conn_carried_input(struct conn *c, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/*
+ * TLS: runs the handshake and decrypts what was fed into c->in (one read's
+ * worth: the same bound as without TLS), queueing the records the pump
+ * produced (handshake, alerts, tickets). Returns false when c ended.
+ */
+static bool tls_input(struct conn *c)
+{
+	uint8_t plain[16384]; /* one record's payload at most */
+	char why[200];
+	bool verify;
+
+	for (;;) {
+		size_t n;
+		enum tls_mem_result e = tls_mem_step(c->tls, plain, sizeof(plain), &n);
+
+		if (!tls_flush_out(c))
+			return false;
+		switch (e) {
+		case TLS_MEM_DONE:
+			if (n > 0 && buf_append(&c->in, plain, n) < 0) {
+				log_error_ratelimited("Out of memory buffering input from %s, closing",
+						      c->peer);
+				conn_kill(c);
+				return false;
+			}
+			continue;
+		case TLS_MEM_WANT_READ:
+			return true;
+		case TLS_MEM_CLOSED:
+			conn_close(c, 0, "TLS close_notify");
+			return false;
+		case TLS_MEM_FAILED:
+			break;
+		}
+		tls_mem_error_text(c->tls, why, sizeof(why), &verify);
+		log_info_ratelimited("Closing connection %s: TLS %s failed: %s", c->peer,
+				     tls_mem_ready(c->tls) ? "read" : "handshake", why);
+		conn_kill(c);
+		return false;
+	}
+}
+
 static void on_read(struct uring_op *op, int res, uint32_t flags)
 {
 	struct conn *c = container_of(op, struct conn, read_op);
@@ -789,15 +901,28 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 	}
 
 	c->pings_unanswered = 0; /* anything from the peer shows it is there */
-	if (buf_append(&c->in, uring_bufs_get(&c->srv->bufs, bid), (size_t)res) < 0) {
+	if (c->tls) {
+		int r = tls_mem_feed(c->tls, uring_bufs_get(&c->srv->bufs, bid), (size_t)res);
+
+		server_recycle_buf(c->srv, bid);
+		if (r < 0) {
+			log_error_ratelimited("Out of memory buffering TLS input from %s, closing",
+					      c->peer);
+			conn_kill(c);
+			return;
+		}
+		if (!tls_input(c))
+			return;
+	} else if (buf_append(&c->in, uring_bufs_get(&c->srv->bufs, bid), (size_t)res) < 0) {
 		server_recycle_buf(c->srv, bid);
 		log_error_ratelimited("Out of memory buffering input from %s, closing", c->peer);
 		conn_kill(c);
 		return;
+	} else {
+		server_recycle_buf(c->srv, bid);
 	}
-	server_recycle_buf(c->srv, bid);
 
-	if (c->state == CONN_HTTP)
+	if (c->state == CONN_HTTP && c->in.len > 0)
 		handle_http(c);
 	conn_input_resume(c);
 }

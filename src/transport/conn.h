@@ -61,6 +61,7 @@ struct outchunk {
 };
 
 struct session;
+struct tls_mem;
 
 struct conn {
 	struct list_head link; /* server->conns */
@@ -112,6 +113,9 @@ struct conn {
 
 	/* fs/open handles of this connection (rpc-fs.c) */
 	struct strmap fs_handles;
+
+	/* --listen wss://: the connection's TLS (src/tls/tls-mem.h), or NULL. */
+	struct tls_mem *tls;
 
 	/* CONN_CARRIED: the owner and its calls (NULL once it let go). */
 	const struct conn_carrier *carrier;
