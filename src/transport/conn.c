@@ -251,10 +251,15 @@ static bool tls_flush_out(struct conn *c)
 	return true;
 }
 
+/* Plaintext encrypted per step: the output BIO never holds more than about this. */
+#define TLS_WRITE_PIECE (256u << 10)
+
 /*
  * Queues a message. With TLS its bytes become records at once (SSL_write
  * copies them; the plaintext chunk is freed): the queue, its backpressure
- * and the memory budget then count what goes on the wire.
+ * and the memory budget then count what goes on the wire. A large message is
+ * encrypted piece by piece, so that it is held at most twice (plaintext and
+ * records), not three times (plus the whole of it in the BIO).
  */
 static void conn_queue(struct conn *c, struct outchunk *o)
 {
@@ -262,14 +267,22 @@ static void conn_queue(struct conn *c, struct outchunk *o)
 		queue_chunk(c, o);
 		return;
 	}
-	if (tls_mem_write(c->tls, o->data + o->off, o->len - o->off) < 0) {
-		free(o);
-		log_info_ratelimited("Closing connection %s: TLS write failed", c->peer);
-		conn_kill(c);
-		return;
+	while (o->off < o->len) {
+		size_t n = MIN(o->len - o->off, (size_t)TLS_WRITE_PIECE);
+
+		if (tls_mem_write(c->tls, o->data + o->off, n) < 0) {
+			free(o);
+			log_info_ratelimited("Closing connection %s: TLS write failed", c->peer);
+			conn_kill(c);
+			return;
+		}
+		o->off += n;
+		if (!tls_flush_out(c)) {
+			free(o);
+			return;
+		}
 	}
 	free(o);
-	(void)tls_flush_out(c);
 }
 
 static void conn_send_raw(struct conn *c, const void *p, size_t n)

@@ -107,7 +107,7 @@ def tls_server(certs):
         s.stop()
 
 
-def test_wss_session_and_large_output(tls_server):
+def test_wss_session_and_large_output(tls_server, tmp_path):
     s = tls_server()
     c = s.connect()
     assert c.ws.sock.version() in ("TLSv1.2", "TLSv1.3")
@@ -123,6 +123,15 @@ def test_wss_session_and_large_output(tls_server):
     got = c.collect_until_output("t3", b"typed over tls\n")
     assert b"typed over tls\n" in got.stdout
     c.terminate("t3")
+    # one message larger than a TLS write piece (256 KiB): 3 MiB of file, about 4 MiB of JSON
+    data = os.urandom(3 << 20)
+    path = os.path.join(str(tmp_path), "blob")
+    with open(path, "wb") as f:
+        f.write(data)
+    assert c.fs_read_file(path) == data
+    c.fs_write_file(path + ".copy", data)
+    with open(path + ".copy", "rb") as f:
+        assert f.read() == data
     c.close()
 
 
