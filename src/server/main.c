@@ -390,7 +390,8 @@ static int check_tls_args(const struct config *cfg)
 		fprintf(stderr, "uexec: --tls-cert and --tls-key are for the listener, not --remote\n");
 		return 2;
 	}
-	if (wss && (!cfg->tls_cert || !cfg->tls_key)) {
+	/* wss:// alone: the reference's "unsupported --listen URL" (server.c), exit 1. */
+	if (wss && !cfg->tls_cert != !cfg->tls_key) {
 		fprintf(stderr, "uexec: --listen wss:// needs --tls-cert and --tls-key\n");
 		return 2;
 	}

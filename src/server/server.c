@@ -48,7 +48,8 @@ static void on_accept_timer(struct uring_timer *t, bool fired);
 
 /* ---- listener ---- */
 
-static int parse_listen(const char *url, struct sockaddr_storage *ss, socklen_t *len)
+/* tls: wss:// is accepted (--tls-cert and --tls-key were given). */
+static int parse_listen(const char *url, bool tls, struct sockaddr_storage *ss, socklen_t *len)
 {
 	const char *hp;
 	char host[64];
@@ -56,10 +57,10 @@ static int parse_listen(const char *url, struct sockaddr_storage *ss, socklen_t 
 	char *end;
 	unsigned long port;
 
-	if (strncmp(url, "ws://", 5) == 0)
+	if (!tls && strncmp(url, "ws://", 5) == 0)
 		hp = url + 5;
-	else if (strncmp(url, "wss://", 6) == 0)
-		hp = url + 6; /* TLS: main() made sure --tls-cert and --tls-key came with it */
+	else if (tls && strncmp(url, "wss://", 6) == 0)
+		hp = url + 6;
 	else
 		return -EPROTONOSUPPORT;
 	if (*hp == '[') {
@@ -250,10 +251,12 @@ static int listen_on(struct server *s)
 	char name[80];
 	int fd, one = 1, r;
 
-	r = parse_listen(s->cfg.listen, &ss, &len);
+	r = parse_listen(s->cfg.listen, s->tls_server_ctx != NULL, &ss, &len);
 	if (r == -EPROTONOSUPPORT) {
-		log_error("unsupported --listen URL `%s`; expected `ws://IP:PORT` or `stdio`",
-			  s->cfg.listen);
+		/* The reference's text; wss:// is uexec's, with --tls-cert and --tls-key. */
+		log_error("unsupported --listen URL `%s`; expected `ws://IP:PORT` or `stdio`%s",
+			  s->cfg.listen, strncmp(s->cfg.listen, "wss://", 6) == 0 ?
+			  " (wss://IP:PORT needs --tls-cert and --tls-key)" : "");
 		return r;
 	}
 	if (r < 0) {

@@ -197,10 +197,13 @@ def run_bin(*args):
 
 
 def test_startup_checks(certs, tmp_path):
+    # wss:// without them: the reference's answer (exit 1), with a hint
     r = run_bin("--listen", "wss://127.0.0.1:0")
-    assert r.returncode == 2 and "--listen wss:// needs --tls-cert and --tls-key" in r.stderr
+    assert r.returncode == 1 and r.stdout == ""
+    assert "unsupported --listen URL `wss://127.0.0.1:0`; expected `ws://IP:PORT` or `stdio` " \
+        "(wss://IP:PORT needs --tls-cert and --tls-key)" in r.stderr
     r = run_bin("--listen", "wss://127.0.0.1:0", "--tls-cert", certs["cert"])
-    assert r.returncode == 2
+    assert r.returncode == 2 and "--listen wss:// needs --tls-cert and --tls-key" in r.stderr
     r = run_bin("--listen", "ws://127.0.0.1:0", "--tls-cert", certs["cert"], "--tls-key",
                 certs["key"])
     assert r.returncode == 2 and "need --listen wss://" in r.stderr
