@@ -373,3 +373,12 @@ def test_loopback_needs_no_flag(addr):
         assert s.url().startswith("ws://%s:" % addr)
     finally:
         assert s.stop() == 0
+
+
+def test_help_names_the_flags():
+    r = run_bin("--help")
+    assert r.returncode == 0
+    for flag in ("--ws-auth", "--ws-token-file", "--ws-token-sha256", "--ws-shared-secret-file",
+                 "--ws-issuer", "--ws-audience", "--ws-max-clock-skew-seconds",
+                 "--allow-unauthenticated", "--tls-cert", "--tls-key", "wss://", "/metrics"):
+        assert flag in r.stdout, flag
