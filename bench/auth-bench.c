@@ -7,9 +7,11 @@
  *       no auth configured, a capability token, and an HS256 JWT with
  *       iss/aud (the work the server adds to one upgrade).
  *   auth-bench connect --url ws://IP:PORT [--header "Authorization: Bearer T"] [--iters N]
- *       TCP connect + upgrade request -> 101 received, then close, N times in a
- *       row: connection setup latency as a client sees it (run against a
- *       server without and with --ws-auth; bench/auth.py does both).
+ *                      [--tls CA.pem]
+ *       TCP connect (+ TLS handshake, certificate verified against CA.pem, no
+ *       session resumption) + upgrade request -> 101 received, then close, N
+ *       times in a row: connection setup latency as a client sees it (run
+ *       against a server without and with --ws-auth or wss://; bench/auth.py).
  *
  * One JSON line per metric (bench/common.h).
  */
@@ -22,6 +24,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/ssl.h>
 
 #include "common.h"
 #include "ws-auth.h"
@@ -86,7 +90,9 @@ static int cmd_check(int argc, char **argv)
 static int cmd_connect(int argc, char **argv)
 {
 	const char *url = opt(argc, argv, "--url", NULL), *hdr = opt(argc, argv, "--header", NULL);
+	const char *ca = opt(argc, argv, "--tls", NULL);
 	long iters = atol(opt(argc, argv, "--iters", "2000"));
+	SSL_CTX *ctx = NULL;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct samples s = { 0 };
 	char host[64], req[2048], resp[1024];
@@ -98,6 +104,15 @@ static int cmd_connect(int argc, char **argv)
 		return 2;
 	}
 	sa.sin_port = htons((uint16_t)port);
+	if (ca) {
+		ctx = SSL_CTX_new(TLS_client_method());
+		if (!ctx || SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+			fprintf(stderr, "auth-bench: cannot load %s\n", ca);
+			return 1;
+		}
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	}
 	n = snprintf(req, sizeof(req),
 		     "GET / HTTP/1.1\r\nHost: %s:%d\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
 		     "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
@@ -106,15 +121,28 @@ static int cmd_connect(int argc, char **argv)
 		uint64_t t0 = ns_now();
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 		size_t got = 0;
+		SSL *ssl = NULL;
 
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-		    send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 			perror("auth-bench connect");
 			return 1;
 		}
+		if (ctx) {
+			ssl = SSL_new(ctx);
+			if (!ssl || SSL_set_fd(ssl, fd) != 1 || SSL_set1_host(ssl, host) != 1 ||
+			    SSL_connect(ssl) != 1) {
+				fprintf(stderr, "auth-bench: TLS handshake failed\n");
+				return 1;
+			}
+		}
+		if ((ssl ? SSL_write(ssl, req, n) : send(fd, req, (size_t)n, MSG_NOSIGNAL)) != n) {
+			perror("auth-bench send");
+			return 1;
+		}
 		while (!memmem(resp, got, "\r\n\r\n", 4)) {
-			ssize_t r = recv(fd, resp + got, sizeof(resp) - got, 0);
+			ssize_t r = ssl ? SSL_read(ssl, resp + got, (int)(sizeof(resp) - got))
+					: recv(fd, resp + got, sizeof(resp) - got, 0);
 
 			if (r <= 0) {
 				fprintf(stderr, "auth-bench: connection ended during the upgrade\n");
@@ -127,8 +155,10 @@ static int cmd_connect(int argc, char **argv)
 			return 1;
 		}
 		samples_add(&s, ns_now() - t0);
+		SSL_free(ssl);
 		close(fd);
 	}
+	SSL_CTX_free(ctx);
 	emit_lat("auth_connect_upgrade", &s);
 	return 0;
 }

@@ -7,7 +7,8 @@ metrics counters on the spawn path.
                                    [--baseline OTHER/uexec] [--rounds 5] [--iters 2000]
 
 * auth_check_*: bench/auth-bench.c `check`, ws_auth_check() in process (ns/op).
-* auth_connect_upgrade_p50/p99 per mode (none, capability-token, signed-bearer-token):
+* auth_connect_upgrade_p50/p99 per mode (none, capability-token, signed-bearer-token, and
+  tls: --listen wss:// without auth, a full TLS handshake per connection, P-256 certificate):
   TCP connect + upgrade -> 101, against a fresh uexec per mode, rounds interleaved so
   that machine noise hits every mode alike; the median of the rounds' p50s is reported.
 * spawn_exited_1c_p50 and cpu_per_spawn of --uexec against --baseline (a build without
@@ -47,14 +48,15 @@ def make_jwt():
 
 
 class Uexec:
-    def __init__(self, binary, *args):
-        self.p = subprocess.Popen([binary, "--listen", "ws://127.0.0.1:0", "--log-level",
+    def __init__(self, binary, *args, listen="ws://127.0.0.1:0"):
+        self.p = subprocess.Popen([binary, "--listen", listen, "--log-level",
                                    "warning", *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                                   cwd="/var/tmp")
         self.url = self.p.stdout.readline().decode().strip()
-        if not self.url.startswith("ws://"):
+        if not self.url.startswith(("ws://", "wss://")):
             raise RuntimeError("uexec did not start: %r" % self.url)
+        self.url = self.url.replace("wss://", "ws://")  # auth-bench takes TLS from --tls
 
     def cpu_ms(self):
         with open("/proc/%d/stat" % self.p.pid) as f:
@@ -99,6 +101,11 @@ def main():
         f.write(TOKEN)
     with open(key, "wb") as f:
         f.write(SECRET)
+    cert, key_pem = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=bench",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key_pem, "-out", cert],
+                   check=True, capture_output=True)
     modes = {
         "none": ([], "Authorization: Bearer " + TOKEN),  # the header is sent, and ignored
         "capability": (["--ws-auth", "capability-token", "--ws-token-file", tok],
@@ -106,15 +113,17 @@ def main():
         "jwt": (["--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", key,
                  "--ws-issuer", "bench", "--ws-audience", "devbox"],
                 "Authorization: Bearer " + make_jwt()),
+        "tls": (["--tls-cert", cert, "--tls-key", key_pem], "Authorization: Bearer " + TOKEN),
     }
     p50 = {m: [] for m in modes}
     p99 = {m: [] for m in modes}
     for _ in range(a.rounds):
         for mode, (args, header) in modes.items():
-            srv = Uexec(a.uexec, *args)
+            tls = mode == "tls"
+            srv = Uexec(a.uexec, *args, listen="wss://127.0.0.1:0" if tls else "ws://127.0.0.1:0")
             try:
                 r = run_json([bench, "connect", "--url", srv.url, "--header", header,
-                              "--iters", str(a.iters)])
+                              "--iters", str(a.iters)] + (["--tls", cert] if tls else []))
             finally:
                 srv.stop()
             p50[mode].append(r["auth_connect_upgrade_p50"]["value"])
