@@ -2,7 +2,8 @@
 /*
  * Fuzz target: HTTP/1.x request-head parsing and the WebSocket upgrade
  * decision + response formatting (proto/http.h), the path conn.c takes for
- * the first bytes of every TCP connection.
+ * the first bytes of every TCP connection, and the --ws-auth check of the
+ * request (proto/ws-auth.h) under a capability token and an HS256 JWT.
  */
 #include <errno.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "base64.h"
 #include "fuzz.h"
 #include "http.h"
+#include "ws-auth.h"
 
 /* conn.c's limit on a request head and its response buffer. */
 #define MAX_HEAD 16384
@@ -31,7 +33,9 @@ static void check_response(const struct http_upgrade *up)
 	FUZZ_CHECK(out[n] == '\0' && strlen(out) == (size_t)n);
 	FUZZ_CHECK(strncmp(out, "HTTP/1.", 7) == 0);
 	FUZZ_CHECK(strstr(out, "\r\n\r\n") != NULL);
-	if (up->verdict == HTTP_VERDICT_UPGRADE) {
+	if (up->verdict == HTTP_VERDICT_METRICS) {
+		FUZZ_CHECK(up->status == 200 && strcmp(up->body, "") == 0);
+	} else if (up->verdict == HTTP_VERDICT_UPGRADE) {
 		uint8_t digest[32]; /* >= base64_decoded_max(28) */
 
 		FUZZ_CHECK(up->status == 101);
@@ -49,6 +53,53 @@ static void check_response(const struct http_upgrade *up)
 		FUZZ_CHECK(strlen(up->body) <= (size_t)n &&
 			   strcmp(out + n - strlen(up->body), up->body) == 0);
 	}
+}
+
+/* The token "fuzz-token" (seeds carry it) and a 32-byte HS256 key. */
+#define FUZZ_TOKEN "fuzz-token"
+
+static bool known_auth_error(const char *e)
+{
+	static const char *const texts[] = {
+		WS_AUTH_ERR_MISSING, WS_AUTH_ERR_HEADER,  WS_AUTH_ERR_TOKEN,  WS_AUTH_ERR_JWT,
+		WS_AUTH_ERR_EXPIRED, WS_AUTH_ERR_NOT_YET, WS_AUTH_ERR_ISSUER, WS_AUTH_ERR_AUDIENCE,
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++)
+		if (strcmp(e, texts[i]) == 0)
+			return true;
+	return false;
+}
+
+static void check_auth(const struct http_request *req)
+{
+	static uint8_t key[] = "0123456789abcdef0123456789abcdef";
+	struct ws_auth cap = { .mode = WS_AUTH_CAPABILITY_TOKEN };
+	struct ws_auth hs = { .mode = WS_AUTH_SIGNED_BEARER_TOKEN, .secret = key, .secret_len = 32,
+			      .issuer = "i", .audience = "a", .max_skew_s = 30 };
+	const struct http_header *h = http_request_header(req, "Authorization");
+	const char *e;
+
+	FUZZ_CHECK(ws_auth_init() == 0);
+	ws_auth_sha256((const uint8_t *)FUZZ_TOKEN, strlen(FUZZ_TOKEN), cap.token_sha256);
+	e = ws_auth_check(&cap, req, NOW);
+	FUZZ_CHECK(e == NULL || known_auth_error(e));
+	/* (the texts are compared: a literal's address may differ between files) */
+	FUZZ_CHECK(!e || (strcmp(e, WS_AUTH_ERR_JWT) != 0 && strcmp(e, WS_AUTH_ERR_EXPIRED) != 0 &&
+			  strcmp(e, WS_AUTH_ERR_ISSUER) != 0));
+	FUZZ_CHECK((e && strcmp(e, WS_AUTH_ERR_MISSING) == 0) == (h == NULL));
+	/* Accepted: the header holds exactly the token after the scheme and spaces. */
+	if (!e) {
+		const char *t = memmem(h->value, h->value_len, FUZZ_TOKEN, strlen(FUZZ_TOKEN));
+
+		FUZZ_CHECK(t && t + strlen(FUZZ_TOKEN) == h->value + h->value_len);
+	}
+	e = ws_auth_check(&hs, req, NOW);
+	FUZZ_CHECK(e == NULL || known_auth_error(e));
+	FUZZ_CHECK(!e || strcmp(e, WS_AUTH_ERR_TOKEN) != 0);
+	FUZZ_CHECK(ws_auth_check(&hs, req, NOW) == e); /* deterministic */
+	/* No auth configured: anything passes. */
+	FUZZ_CHECK(ws_auth_check(&(struct ws_auth){ .mode = WS_AUTH_NONE }, req, NOW) == NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -118,5 +169,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(r == 0 || r == -ENOMEM);
 	if (r == 0)
 		check_response(&up);
+	check_auth(&req);
 	return 0;
 }

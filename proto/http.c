@@ -293,6 +293,13 @@ int http_upgrade_check(const struct http_request *req, struct http_upgrade *ret)
 			return respond(ret, 200, "");
 		return respond(ret, 405, "");
 	}
+	if (plen == 8 && memcmp(req->path, "/metrics", 8) == 0) {
+		if (!method_is(req, "GET"))
+			return respond(ret, 405, "");
+		ret->verdict = HTTP_VERDICT_METRICS;
+		ret->status = 200;
+		return 0;
+	}
 	if (plen != 1 || req->path[0] != '/')
 		return respond(ret, 404, "");
 
@@ -395,14 +402,16 @@ int http_upgrade_format(const struct http_upgrade *u, time_t now, char *buf, siz
 	else
 		k = snprintf(buf, cap,
 			     "HTTP/1.%d %d %s\r\n"
-			     "%s"
+			     "%s%s%s"
 			     "content-length: %zu\r\n"
 			     "connection: close\r\n"
 			     "date: %s\r\n"
 			     "\r\n"
 			     "%s",
 			     u->status == 426 ? 0 : 1, u->status, reason_phrase(u->status),
-			     blen ? "content-type: text/plain; charset=utf-8\r\n" : "", blen, date,
+			     blen ? "content-type: " : "",
+			     !blen ? "" : u->content_type ? u->content_type : "text/plain; charset=utf-8",
+			     blen ? "\r\n" : "", blen, date,
 			     blen ? u->body : "");
 	return finish(k, cap);
 }

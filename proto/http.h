@@ -46,12 +46,14 @@ const struct http_header *http_request_header(const struct http_request *req, co
 enum http_verdict {
 	HTTP_VERDICT_UPGRADE,  /* send 101; then speak WebSocket */
 	HTTP_VERDICT_RESPOND,  /* send the response and close */
+	HTTP_VERDICT_METRICS,  /* GET /metrics: the caller sends its body (uexec's extension) */
 };
 
 struct http_upgrade {
 	enum http_verdict verdict;
 	int status;             /* 101, 200 (/readyz), 400, 403, 404, 405, 426 (500 on -ENOMEM) */
 	const char *body;       /* static text/plain body, "" for none */
+	const char *content_type; /* with a body; NULL: "text/plain; charset=utf-8" */
 	char accept[29];        /* Sec-WebSocket-Accept (NUL-terminated) when status == 101 */
 };
 
@@ -59,7 +61,8 @@ struct http_upgrade {
  * Decides what to answer, in the reference's order (an axum 0.8 router with an
  * Origin-rejecting layer in front, then the WebSocketUpgrade extractor):
  * Origin present -> 403 (on every path, /readyz included); /readyz (query
- * ignored) -> 200 for GET/HEAD, empty 405 otherwise; path other than "/" (query
+ * ignored) -> 200 for GET/HEAD, empty 405 otherwise; /metrics (uexec's, query
+ * ignored) -> HTTP_VERDICT_METRICS for GET, empty 405 otherwise; path other than "/" (query
  * ignored) -> 404; method not GET -> 405; Connection value not containing
  * "upgrade" (case-insensitive substring, as axum checks) -> 400; Upgrade not
  * "websocket" -> 400; Sec-WebSocket-Key missing -> 400; Sec-WebSocket-Version

@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc g++ liburing-dev libjansson-dev libssl-dev libseccomp-dev
       libtomlplusplus-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
-      python3 python3-pytest python3-websockets help2man
+      python3 python3-pytest python3-websockets python3-prometheus-client stunnel4 help2man
       # the optional BPF denial tracer (meson -Dbpf=auto builds without them)
       clang bpftool libbpf-dev)
 missing=()

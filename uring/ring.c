@@ -136,6 +136,9 @@ static int submit(struct uring *u, unsigned wait_nr)
 		int k;
 
 		r = wait_nr ? io_uring_submit_and_wait(&u->ring, wait_nr) : io_uring_submit(&u->ring);
+		u->n_submit_calls++;
+		if (r > 0)
+			u->n_sqes_submitted += (unsigned)r;
 		if (r == -EINTR && wait_nr == 0 && i < SUBMIT_TRIES)
 			continue; /* a wait's -EINTR goes to the caller: it has a signal to handle */
 		if ((r != -EBUSY && r != -EAGAIN) || i == SUBMIT_TRIES)

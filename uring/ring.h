@@ -68,6 +68,8 @@ struct uring {
 	bool has_waitid;    /* IORING_OP_WAITID (6.7+) */
 	bool has_read_mshot;
 	unsigned pending;   /* SQEs prepared but not submitted */
+	uint64_t n_submit_calls;    /* io_uring_enter submissions (metrics) */
+	uint64_t n_sqes_submitted;  /* SQEs the kernel took */
 	int _error;         /* first submission failure that lost an SQE (sticky), or 0 */
 	/* Completions reaped but not dispatched yet, oldest first: _done[_done_head.._done_len). */
 	struct uring_cqe_copy *_done;

@@ -130,6 +130,7 @@ static void publish_output(struct proc *p, uint8_t stream, const uint8_t *data, 
 	uint64_t seq = p->next_seq++;
 	struct conn *c = proc_conn(p);
 
+	proc_srv(p)->metrics.output_bytes[stream] += len;
 	retain(p, seq, stream, data, len);
 	if (c)
 		notify_output(p, c, seq, stream, data, len);
@@ -420,6 +421,8 @@ static void publish_exited(struct proc *p)
 		exec_evidence_untrack(p->ev_wait.tree);
 		p->ev_wait.tree = NULL;
 	}
+	if (p->sandbox_denied)
+		proc_srv(p)->metrics.sandbox_denied++;
 	n = snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s",
 		     p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
 	/* Only for a start that asked for timeoutMs: the reference's frame is unchanged. */
@@ -474,15 +477,20 @@ static void on_evidence(struct exec_ev_wait *w)
 	if (p->ev_exit_pending && !p->exited)
 		publish_exited(p);
 }
+static uint64_t mono_ms(void);
 
 static void proc_exited(struct proc *p, const siginfo_t *si)
 {
+	uint64_t now = mono_ms();
+
 	p->pidfd = safe_close(p->pidfd);
 	p->reaped = true;
 	if (p->ev_wait.tree) {
 		sandbox_evidence_reaped(p->ev_wait.tree);
 		p->ev_waiting = exec_evidence_wait(&p->ev_wait, on_evidence);
 	}
+	server_metrics_exit(&proc_srv(p)->metrics,
+			    now > p->started_mono_ms ? now - p->started_mono_ms : 0);
 	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
 	p->term_signal = si->si_code == CLD_EXITED ? 0 : si->si_status;
 	if (p->sandboxed && !all_streams_eof(p)) {
@@ -664,6 +672,14 @@ json_t *proc_describe(const struct proc *p)
 
 /* ---- creation and teardown ---- */
 
+static uint64_t mono_ms(void)
+{
+	struct timespec now;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+}
+
 static uint64_t realtime_ms(void)
 {
 	struct timespec now;
@@ -708,6 +724,7 @@ int proc_new(struct session *sess, const char *id, size_t id_len, const struct s
 
 	p->pid = res->pid;
 	p->started_at_ms = realtime_ms();
+	p->started_mono_ms = mono_ms();
 	/* Only the poll fallback of arm_exit() needs the pidfd. */
 	p->pidfd = sess->srv->ring.has_waitid ? safe_close(res->pidfd) : res->pidfd;
 	p->tty = tty;

@@ -92,6 +92,7 @@ struct proc {
 	int exit_code;
 	int term_signal;       /* the signal that killed it, 0 for a normal exit */
 	uint64_t started_at_ms; /* CLOCK_REALTIME at spawn (process/list) */
+	uint64_t started_mono_ms; /* CLOCK_MONOTONIC at spawn (the exit latency metric) */
 	uint64_t exit_seq;
 	bool closed;
 	bool sandbox_denied;

@@ -518,12 +518,18 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	r = spawn_process(&sa, &res, &step);
 	audit_start(c, f, argv, cwd, plan, r < 0 ? 0 : res.pid, r);
 	if (r < 0) {
+		c->srv->metrics.spawn_failures++;
 		reply_spawn_error(c, id, argv0, r, step);
 		goto out;
 	}
 	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, &plan, &p);
-	if (r < 0)
+	if (r < 0) {
+		c->srv->metrics.spawn_failures++;
 		goto fail;
+	}
+	c->srv->metrics.spawns++;
+	if (f[F_SANDBOX])
+		c->srv->metrics.sandboxed_spawns++;
 	if (timeout_ms)
 		proc_set_timeout(p, timeout_ms);
 	{

@@ -43,6 +43,7 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 			return;
 		}
 		session_attach(ss, c);
+		c->srv->metrics.sessions_resumed++;
 		{
 			struct log_ctx ctx = { .session = ss->id };
 			struct log_field lf[] = { LOG_STR("client", c->peer) };
@@ -69,6 +70,7 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 			rpc_reply_errno_internal(c, id, r);
 			return;
 		}
+		c->srv->metrics.sessions_created++;
 	}
 	conn_initialize_done(c);
 	res = json_object();

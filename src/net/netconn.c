@@ -15,7 +15,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <stdarg.h>
@@ -29,6 +28,7 @@
 #include "log.h"
 #include "netconn.h"
 #include "server.h"
+#include "tls-mem.h"
 #include "worker.h"
 
 #define NC_RBUF_SIZE (64 * 1024)
@@ -99,8 +99,7 @@ struct netconn {
 	struct iovec iov[NC_MAX_IOV];
 	struct msghdr msg;
 
-	SSL *ssl;
-	BIO *rbio, *wbio; /* network side: we write received bytes to rbio, read wbio out */
+	struct tls_mem tm; /* TLS when tm.ssl is set (src/tls/tls-mem.h) */
 };
 
 static void nc_flush(struct netconn *nc);
@@ -134,7 +133,7 @@ static void nc_free(struct netconn *nc)
 		nc_chunk_free(nc, c);
 	if (nc->ai)
 		freeaddrinfo(nc->ai);
-	SSL_free(nc->ssl); /* frees both BIOs */
+	tls_mem_done(&nc->tm);
 	safe_close(nc->fd);
 	free(nc->rbuf);
 	free(nc->pbuf);
@@ -257,44 +256,21 @@ static SSL_CTX *tls_ctx(struct server *s)
 	return ctx;
 }
 
-/* The first OpenSSL error as text (reason string when there is one). */
-static void tls_error_text(char *out, size_t n)
-{
-	unsigned long e = ERR_peek_last_error();
-
-	if (!e) {
-		snprintf(out, n, "unknown error");
-		return;
-	}
-	ERR_error_string_n(e, out, n);
-}
-
 static int tls_setup(struct netconn *nc)
 {
 	SSL_CTX *ctx = tls_ctx(nc->srv);
 
 	if (!ctx)
 		return -ENOMEM;
-	nc->ssl = SSL_new(ctx);
-	nc->rbio = BIO_new(BIO_s_mem());
-	nc->wbio = BIO_new(BIO_s_mem());
-	if (!nc->ssl || !nc->rbio || !nc->wbio) {
-		BIO_free(nc->rbio);
-		BIO_free(nc->wbio);
-		nc->rbio = nc->wbio = NULL;
+	if (tls_mem_init(&nc->tm, ctx, false) < 0)
 		return -ENOMEM;
-	}
-	/* An empty rbio means "retry later", not end of file. */
-	BIO_set_mem_eof_return(nc->rbio, -1);
-	SSL_set_bio(nc->ssl, nc->rbio, nc->wbio); /* owned by the SSL from here */
-	SSL_set_connect_state(nc->ssl);
 	if (nc->is_ip) {
-		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(nc->ssl), nc->host) != 1)
+		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(nc->tm.ssl), nc->host) != 1)
 			return -EINVAL;
 	} else {
-		SSL_set_hostflags(nc->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-		if (SSL_set1_host(nc->ssl, nc->host) != 1 ||
-		    SSL_set_tlsext_host_name(nc->ssl, nc->host) != 1)
+		SSL_set_hostflags(nc->tm.ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+		if (SSL_set1_host(nc->tm.ssl, nc->host) != 1 ||
+		    SSL_set_tlsext_host_name(nc->tm.ssl, nc->host) != 1)
 			return -ENOMEM;
 	}
 	return 0;
@@ -337,17 +313,17 @@ static int tls_drain_wbio(struct netconn *nc, size_t app)
 	struct nc_chunk *c = NULL;
 	size_t pending;
 
-	while ((pending = BIO_ctrl_pending(nc->wbio)) > 0) {
-		int r;
+	while ((pending = tls_mem_pending(&nc->tm)) > 0) {
+		size_t r;
 
 		c = nc_tail_room(nc, pending);
 		if (!c)
 			return -ENOMEM;
-		r = BIO_read(nc->wbio, c->data + c->len, (int)MIN(pending, (size_t)INT32_MAX));
-		if (r <= 0)
+		r = tls_mem_take(&nc->tm, c->data + c->len, pending);
+		if (r == 0)
 			break;
-		c->len += (size_t)r;
-		nc->out_bytes += (size_t)r;
+		c->len += r;
+		nc->out_bytes += r;
 	}
 	if (app) {
 		if (!c && !list_empty(&nc->outq))
@@ -360,20 +336,17 @@ static int tls_drain_wbio(struct netconn *nc, size_t app)
 	return 0;
 }
 
-static void tls_fail(struct netconn *nc, int ssl_err, const char *what)
+static void tls_fail(struct netconn *nc, const char *what)
 {
-	long v = SSL_get_verify_result(nc->ssl);
 	char text[200];
+	bool verify;
 
-	if (ssl_err == SSL_ERROR_SSL && v != X509_V_OK) {
+	tls_mem_error_text(&nc->tm, text, sizeof(text), &verify);
+	if (verify) {
 		nc_fail(nc, -EKEYREJECTED, "TLS %s with %s: certificate verify failed: %s", what,
-			nc->peer, X509_verify_cert_error_string(v));
+			nc->peer, text);
 		return;
 	}
-	if (ssl_err == SSL_ERROR_SSL)
-		tls_error_text(text, sizeof(text));
-	else
-		snprintf(text, sizeof(text), "SSL error %d", ssl_err);
 	nc_fail(nc, -EPROTO, "TLS %s with %s failed: %s", what, nc->peer, text);
 }
 
@@ -392,21 +365,14 @@ static void nc_connected(struct netconn *nc)
 static bool tls_process(struct netconn *nc)
 {
 	for (;;) {
+		enum tls_mem_result e;
 		size_t n = 0;
-		int r, e;
 
 		if (nc->ended)
 			return false;
-		ERR_clear_error();
-		if (nc->state == NC_HANDSHAKE) {
-			r = SSL_do_handshake(nc->ssl);
-			e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(nc->ssl, r);
-		} else {
-			if (!nc->reading && !nc->shutting)
-				return false;
-			r = SSL_read_ex(nc->ssl, nc->pbuf, NC_RBUF_SIZE, &n);
-			e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(nc->ssl, r);
-		}
+		if (nc->state != NC_HANDSHAKE && !nc->reading && !nc->shutting)
+			return false;
+		e = tls_mem_step(&nc->tm, nc->pbuf, NC_RBUF_SIZE, &n);
 		/* Handshake messages, alerts, key update answers. */
 		if (tls_drain_wbio(nc, 0) < 0) {
 			nc_fail(nc, -ENOMEM, "out of memory queueing TLS records for %s", nc->peer);
@@ -414,21 +380,22 @@ static bool tls_process(struct netconn *nc)
 		}
 		nc_flush(nc);
 		switch (e) {
-		case SSL_ERROR_NONE:
+		case TLS_MEM_DONE:
 			if (nc->state == NC_HANDSHAKE)
 				nc_connected(nc);
 			else if (n > 0 && nc->h.data)
 				nc->h.data(nc, nc->pbuf, n);
 			continue;
-		case SSL_ERROR_WANT_READ:
+		case TLS_MEM_WANT_READ:
 			return true;
-		case SSL_ERROR_ZERO_RETURN:
+		case TLS_MEM_CLOSED:
 			nc_fail(nc, 0, "%s sent TLS close_notify", nc->peer);
 			return false;
-		default:
-			tls_fail(nc, e, nc->state == NC_HANDSHAKE ? "handshake" : "read");
-			return false;
+		case TLS_MEM_FAILED:
+			break;
 		}
+		tls_fail(nc, nc->state == NC_HANDSHAKE ? "handshake" : "read");
+		return false;
 	}
 }
 
@@ -444,7 +411,7 @@ static void nc_input(struct netconn *nc)
 
 	if (nc->ended || nc->state < NC_HANDSHAKE)
 		return;
-	if (nc->ssl) {
+	if (nc->tm.ssl) {
 		consumed = tls_process(nc);
 	} else {
 		if (nc->rlen > 0 && (nc->reading || nc->shutting)) {
@@ -481,8 +448,8 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 	}
 	if (res == 0) {
 		nc->peer_eof = true;
-	} else if (nc->ssl) {
-		if (BIO_write(nc->rbio, nc->rbuf, res) != res) {
+	} else if (nc->tm.ssl) {
+		if (tls_mem_feed(&nc->tm, nc->rbuf, (size_t)res) < 0) {
 			nc_fail(nc, -ENOMEM, "out of memory buffering TLS input from %s", nc->peer);
 			return;
 		}
@@ -547,10 +514,10 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 
 		c->off += n;
 		left -= n;
-		if (!nc->ssl)
+		if (!nc->tm.ssl)
 			nc->app_queued -= n;
 		if (c->off == c->len) {
-			nc->app_queued -= nc->ssl ? c->app : 0;
+			nc->app_queued -= nc->tm.ssl ? c->app : 0;
 			list_del(&c->link);
 			nc_chunk_free(nc, c);
 		}
@@ -605,7 +572,7 @@ static void on_connect(struct uring_op *op, int res, uint32_t flags)
 		nc_connect_next(nc);
 		return;
 	}
-	if (nc->ssl) {
+	if (nc->tm.ssl) {
 		nc->state = NC_HANDSHAKE;
 		nc_input(nc); /* sends the ClientHello, then reads */
 		return;
@@ -872,7 +839,7 @@ int netconn_send(struct netconn *nc, const void *p, size_t n)
 		return -ENOTCONN;
 	if (n == 0)
 		return 0;
-	if (!nc->ssl) {
+	if (!nc->tm.ssl) {
 		r = nc_queue(nc, p, n);
 		if (r < 0)
 			return r;
@@ -881,10 +848,9 @@ int netconn_send(struct netconn *nc, const void *p, size_t n)
 		return 0;
 	}
 	while (left > 0) {
-		size_t piece = MIN(left, (size_t)1 << 20), done = 0;
+		size_t done = MIN(left, (size_t)1 << 20);
 
-		ERR_clear_error();
-		if (SSL_write_ex(nc->ssl, b, piece, &done) != 1) {
+		if (tls_mem_write(&nc->tm, b, done) < 0) {
 			/* Memory BIOs never ask to retry: the SSL is out of memory or broken. */
 			nc_fail_later(nc, -ENOMEM, "TLS write to %s failed", nc->peer);
 			return -ENOMEM;
@@ -908,7 +874,7 @@ void *netconn_send_reserve(struct netconn *nc, size_t n)
 
 	if (nc->ended || nc->fail_pending || nc->shutting || nc->state != NC_OPEN || n == 0)
 		return NULL;
-	if (nc->ssl) {
+	if (nc->tm.ssl) {
 		/* SSL_write copies into its records anyway: a buffer of our own will do. */
 		if (nc->scratch_cap < n) {
 			uint8_t *b = realloc(nc->scratch, n);
@@ -928,7 +894,7 @@ int netconn_send_commit(struct netconn *nc, size_t n)
 {
 	struct nc_chunk *c;
 
-	if (nc->ssl)
+	if (nc->tm.ssl)
 		return netconn_send(nc, nc->scratch, n);
 	c = list_entry(nc->outq.prev, struct nc_chunk, link);
 	c->len += n;
@@ -958,9 +924,8 @@ void netconn_shutdown(struct netconn *nc)
 		return;
 	}
 	nc->shutting = true;
-	if (nc->ssl) {
-		ERR_clear_error();
-		(void)SSL_shutdown(nc->ssl); /* queues close_notify; the peer's comes as input */
+	if (nc->tm.ssl) {
+		tls_mem_shutdown(&nc->tm); /* queues close_notify; the peer's comes as input */
 		if (tls_drain_wbio(nc, 0) < 0) {
 			nc_fail_later(nc, -ENOMEM, "out of memory queueing TLS records for %s",
 				      nc->peer);

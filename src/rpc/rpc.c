@@ -59,16 +59,86 @@ int rpc_methods_register(const struct rpc_method *m, size_t n)
 	return 0;
 }
 
-static const struct rpc_method *method_lookup(const char *name)
+/*
+ * Per-method counters: slot k is the k-th method in lookup order (the tables,
+ * then the unimplemented list), then the two catch-alls. Plain increments.
+ */
+#define RPC_STATS_MAX 128
+static struct rpc_method_stats stats[RPC_STATS_MAX + 2];
+static int dispatching = -1; /* the slot of the request being dispatched, or -1 */
+
+static int stat_unknown(void)
 {
+	return RPC_STATS_MAX;
+}
+
+static int stat_none(void)
+{
+	return RPC_STATS_MAX + 1;
+}
+
+/* Looks name up; *ret_stat gets its stats slot (stat_unknown() when not found). */
+static const struct rpc_method *method_lookup(const char *name, int *ret_stat)
+{
+	size_t k = 0;
+
 	for (size_t t = 0; t < n_tables; t++)
-		for (size_t i = 0; i < tables[t].n; i++)
-			if (strcmp(tables[t].m[i].name, name) == 0)
+		for (size_t i = 0; i < tables[t].n; i++, k++)
+			if (strcmp(tables[t].m[i].name, name) == 0) {
+				*ret_stat = k < RPC_STATS_MAX ? (int)k : stat_unknown();
 				return &tables[t].m[i];
-	for (size_t i = 0; i < ELEMENTSOF(unimplemented); i++)
-		if (strcmp(unimplemented[i].name, name) == 0)
+			}
+	for (size_t i = 0; i < ELEMENTSOF(unimplemented); i++, k++)
+		if (strcmp(unimplemented[i].name, name) == 0) {
+			*ret_stat = k < RPC_STATS_MAX ? (int)k : stat_unknown();
 			return &unimplemented[i];
+		}
+	*ret_stat = stat_unknown();
 	return NULL;
+}
+
+const struct rpc_method_stats *rpc_stats(size_t *ret_n)
+{
+	size_t k = 0;
+
+	/* Name the slots (the tables are fixed after start-up; cheap to redo per scrape). */
+	for (size_t t = 0; t < n_tables; t++)
+		for (size_t i = 0; i < tables[t].n && k < RPC_STATS_MAX; i++)
+			stats[k++].name = tables[t].m[i].name;
+	for (size_t i = 0; i < ELEMENTSOF(unimplemented) && k < RPC_STATS_MAX; i++)
+		stats[k++].name = unimplemented[i].name;
+	stats[RPC_STATS_MAX].name = "(unknown)";
+	stats[RPC_STATS_MAX + 1].name = "(none)";
+	*ret_n = RPC_STATS_MAX + 2;
+	return stats;
+}
+
+/* Counts an error reply with code to the request id answers on c. */
+static void count_error(struct conn *c, json_t *id, int code)
+{
+	struct rpc_method_stats *st;
+	struct rpc_pending *p;
+	int slot = dispatching;
+
+	if (slot < 0 && c) {
+		slot = stat_none();
+		list_for_each_entry(p, &c->pending, link)
+			if (p->id == id) {
+				slot = p->stat;
+				break;
+			}
+	} else if (slot < 0) {
+		slot = stat_none();
+	}
+	st = &stats[slot];
+	for (size_t i = 0; i < RPC_STATS_CODES - 1; i++)
+		if (st->errors[i].n == 0 || st->errors[i].code == code) {
+			st->errors[i].code = code;
+			st->errors[i].n++;
+			return;
+		}
+	st->errors[RPC_STATS_CODES - 1].code = 0; /* the last slot: every other code */
+	st->errors[RPC_STATS_CODES - 1].n++;
 }
 
 void rpc_reply(struct conn *c, json_t *id, json_t *result)
@@ -125,6 +195,8 @@ void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t
 static void reply_error_str(struct conn *c, json_t *id, int code, const char *text)
 {
 	json_t *msg = json_object(), *err = json_object();
+
+	count_error(c, id, code);
 
 	if (msg && err) {
 		json_t *m = json_string(text);
@@ -211,6 +283,7 @@ void rpc_pending_start(struct rpc_pending *p, struct conn *c, json_t *id,
 	p->conn = c;
 	p->id = json_incref(id);
 	p->cancel = cancel;
+	p->stat = dispatching >= 0 ? dispatching : stat_none();
 	list_add_tail(&p->link, &c->pending);
 }
 
@@ -254,7 +327,9 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 {
 	struct jrpc_msg m;
 	const struct rpc_method *meth;
+	int outer = dispatching; /* not expected to nest, but keep the outer slot if it does */
 
+	dispatching = -1;
 	if (jrpc_parse(data, len, c->srv->cfg.max_json_depth, &m) < 0) {
 		log_error_ratelimited("Out of memory parsing a message from %s", c->peer);
 		conn_close(c, WS_CLOSE_INTERNAL, "out of memory");
@@ -284,7 +359,8 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 		break;
 
 	case JRPC_REQUEST:
-		meth = method_lookup(m.method);
+		meth = method_lookup(m.method, &dispatching);
+		stats[dispatching].requests++;
 		if (!meth) {
 			rpc_reply_error(c, m.id, RPC_METHOD_NOT_FOUND,
 					"exec-server stub does not implement `%s` yet", m.method);
@@ -317,5 +393,6 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 		meth->fn(c, m.id, m.params);
 		break;
 	}
+	dispatching = outer;
 	jrpc_msg_done(&m);
 }

@@ -68,6 +68,7 @@ struct rpc_pending {
 	struct conn *conn;
 	json_t *id;
 	void (*cancel)(struct rpc_pending *p);
+	int stat; /* the method's slot in rpc_stats() (its errors are counted there) */
 };
 
 void rpc_pending_start(struct rpc_pending *p, struct conn *c, json_t *id,
@@ -97,3 +98,22 @@ struct rpc_method {
  * of unimplemented methods. Returns 0 or -ENOSPC.
  */
 int rpc_methods_register(const struct rpc_method *m, size_t n);
+
+/*
+ * Requests and error replies per method, for GET /metrics. One slot per
+ * registered or known method (in table order), then "(unknown)" for names no
+ * table has (client-chosen names never become labels) and "(none)" for
+ * errors that answer no method (unparsable messages). Error codes beyond
+ * RPC_STATS_CODES distinct ones per method are counted under code 0.
+ */
+#define RPC_STATS_CODES 8
+struct rpc_method_stats {
+	const char *name;
+	uint64_t requests;
+	struct {
+		int code;
+		uint64_t n;
+	} errors[RPC_STATS_CODES];
+};
+/* Every slot (*ret_n of them); slots without a name are unused. */
+const struct rpc_method_stats *rpc_stats(size_t *ret_n);

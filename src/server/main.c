@@ -14,6 +14,8 @@
 
 #include "conf.h"
 #include "config.h"
+#include "conn-auth.h"
+#include "conn-tls.h"
 #include "log.h"
 #include "macro.h"
 #include "server.h"
@@ -27,8 +29,8 @@ static void help(void)
 	       "(JSON-RPC over WebSocket).\n"
 	       "\n"
 	       "Options:\n"
-	       "  --listen URL              ws://IP:PORT (port 0 picks a free port; the bound\n"
-	       "                            URL is printed on stdout) or stdio\n"
+	       "  --listen URL              ws://IP:PORT or wss://IP:PORT (port 0 picks a free\n"
+	       "                            port; the bound URL is printed on stdout) or stdio\n"
 	       "                            (default: ws://127.0.0.1:0)\n"
 	       "  --resume-window-ms N      how long a detached session keeps its processes\n"
 	       "                            for initialize{resumeSessionId} (default: 80000)\n"
@@ -94,6 +96,24 @@ static void help(void)
 	       "                            true); the command line overrides it. SIGHUP reads\n"
 	       "                            it again (README \"Running in production\" lists\n"
 	       "                            what can change without a restart)\n"
+	       "\n"
+	       "WebSocket listener auth (the reference's flags; checked on the upgrade and on\n"
+	       "GET /metrics, every failure a 401; /readyz stays open):\n"
+	       "  --ws-auth MODE            capability-token or signed-bearer-token\n"
+	       "  --ws-token-file PATH      capability-token: a file holding the token\n"
+	       "  --ws-token-sha256 HEX     capability-token: the token's SHA-256 instead\n"
+	       "  --ws-shared-secret-file PATH\n"
+	       "                            signed-bearer-token: the HS256 key (>= 32 bytes)\n"
+	       "  --ws-issuer ISS           signed-bearer-token: required iss claim\n"
+	       "  --ws-audience AUD         signed-bearer-token: required aud claim\n"
+	       "  --ws-max-clock-skew-seconds N\n"
+	       "                            signed-bearer-token: exp/nbf leeway (default: 30)\n"
+	       "  --allow-unauthenticated   listen on a non-loopback address without --ws-auth\n"
+	       "                            (refused otherwise)\n"
+	       "\n"
+	       "TLS on the listener: --listen wss://IP:PORT with\n"
+	       "  --tls-cert PATH           the certificate chain (PEM), leaf first\n"
+	       "  --tls-key PATH            its private key (PEM); TLS 1.2 or newer\n"
 	       "\n"
 	       "Remote mode (instead of --listen): register with an environment registry and\n"
 	       "serve harnesses through its rendezvous relay, each stream encrypted end to end\n"
@@ -216,6 +236,24 @@ static int set_log_format(struct config *cfg, const char *f)
 	return 0;
 }
 
+/* --ws-* (RELAY.md §9) and --allow-unauthenticated: a table of their own. */
+enum {
+	ARG_WS_AUTH = 0x300, ARG_WS_TOKEN_FILE, ARG_WS_TOKEN_SHA256, ARG_WS_SECRET_FILE, ARG_WS_ISSUER,
+	ARG_WS_AUDIENCE, ARG_WS_SKEW, ARG_ALLOW_UNAUTH, ARG_TLS_CERT, ARG_TLS_KEY,
+};
+static const struct option ws_opts[] = {
+	{ "ws-auth", required_argument, NULL, ARG_WS_AUTH },
+	{ "ws-token-file", required_argument, NULL, ARG_WS_TOKEN_FILE },
+	{ "ws-token-sha256", required_argument, NULL, ARG_WS_TOKEN_SHA256 },
+	{ "ws-shared-secret-file", required_argument, NULL, ARG_WS_SECRET_FILE },
+	{ "ws-issuer", required_argument, NULL, ARG_WS_ISSUER },
+	{ "ws-audience", required_argument, NULL, ARG_WS_AUDIENCE },
+	{ "ws-max-clock-skew-seconds", required_argument, NULL, ARG_WS_SKEW },
+	{ "allow-unauthenticated", no_argument, NULL, ARG_ALLOW_UNAUTH },
+	{ "tls-cert", required_argument, NULL, ARG_TLS_CERT },
+	{ "tls-key", required_argument, NULL, ARG_TLS_KEY },
+};
+
 /*
  * --config: the file's keys as arguments put before the command line's
  * (conf.h). Every option but these few may be set there, with the type its
@@ -243,8 +281,10 @@ static int load_config_file(const char *path, const struct option *opts, size_t 
 			continue;
 		keys[n].name = opts[i].name;
 		keys[n++].type = opts[i].has_arg == no_argument ? SERVER_CONF_BOOLEAN
-				 : opts[i].val >= num_first && opts[i].val < num_end ? SERVER_CONF_INTEGER
-										      : SERVER_CONF_STRING;
+				 : (opts[i].val >= num_first && opts[i].val < num_end) ||
+						   opts[i].val == ARG_WS_SKEW
+					   ? SERVER_CONF_INTEGER
+					   : SERVER_CONF_STRING;
 	}
 	r = server_conf_load(path, keys, n, ret, err, sizeof(err));
 	if (r == -ENOMEM)
@@ -375,6 +415,126 @@ static int check_remote_args(struct config *cfg, bool listen_given, bool agent_a
 	return -1;
 }
 
+/* What the --ws-* options set; checked together by check_ws_args(). */
+struct ws_args {
+	bool any;       /* a --ws-* option other than --ws-auth */
+	bool jwt_flags; /* --ws-shared-secret-file, --ws-issuer, --ws-audience, --ws-max-clock-skew-seconds */
+};
+
+/* One --ws-* option. Returns 0, or -EINVAL (usage error, exit 2). */
+static int parse_ws_opt(int c, const char *arg, struct config *cfg, struct ws_args *w)
+{
+	uint64_t v;
+
+	if (c != ARG_WS_AUTH && c != ARG_ALLOW_UNAUTH && c != ARG_TLS_CERT && c != ARG_TLS_KEY)
+		w->any = true;
+	switch (c) {
+	case ARG_WS_AUTH:
+		if (strcmp(arg, "capability-token") == 0)
+			cfg->ws_auth_mode = WS_AUTH_CAPABILITY_TOKEN;
+		else if (strcmp(arg, "signed-bearer-token") == 0)
+			cfg->ws_auth_mode = WS_AUTH_SIGNED_BEARER_TOKEN;
+		else {
+			fprintf(stderr, "uexec: invalid value '%s' for '--ws-auth <MODE>'\n"
+					"  [possible values: capability-token, signed-bearer-token]\n", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case ARG_WS_TOKEN_FILE:
+		cfg->ws_token_file = arg;
+		return 0;
+	case ARG_WS_TOKEN_SHA256:
+		cfg->ws_token_sha256 = arg;
+		return 0;
+	case ARG_WS_SECRET_FILE:
+		cfg->ws_shared_secret_file = arg;
+		w->jwt_flags = true;
+		return 0;
+	case ARG_WS_ISSUER:
+		cfg->ws_issuer = arg;
+		w->jwt_flags = true;
+		return 0;
+	case ARG_WS_AUDIENCE:
+		cfg->ws_audience = arg;
+		w->jwt_flags = true;
+		return 0;
+	case ARG_WS_SKEW:
+		w->jwt_flags = true;
+		if (parse_u64("ws-max-clock-skew-seconds", arg, 0, INT64_MAX, &v) < 0)
+			return -EINVAL;
+		cfg->ws_max_clock_skew_s = v;
+		return 0;
+	case ARG_ALLOW_UNAUTH:
+		cfg->allow_unauthenticated = true;
+		return 0;
+	case ARG_TLS_CERT:
+		cfg->tls_cert = arg;
+		return 0;
+	case ARG_TLS_KEY:
+		cfg->tls_key = arg;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* --listen wss:// and --tls-cert/--tls-key come together. Returns -1 to go on, else the exit status. */
+static int check_tls_args(const struct config *cfg)
+{
+	bool wss = strncmp(cfg->listen, "wss://", 6) == 0;
+
+	if (cfg->remote_url && (cfg->tls_cert || cfg->tls_key)) {
+		fprintf(stderr, "uexec: --tls-cert and --tls-key are for the listener, not --remote\n");
+		return 2;
+	}
+	/* wss:// alone: the reference's "unsupported --listen URL" (server.c), exit 1. */
+	if (wss && !cfg->tls_cert != !cfg->tls_key) {
+		fprintf(stderr, "uexec: --listen wss:// needs --tls-cert and --tls-key\n");
+		return 2;
+	}
+	if (!wss && (cfg->tls_cert || cfg->tls_key)) {
+		fprintf(stderr, "uexec: --tls-cert and --tls-key need --listen wss://IP:PORT\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* The reference's rules for the --ws-* combination. Returns -1 to go on, else the exit status. */
+static int check_ws_args(const struct config *cfg, const struct ws_args *w)
+{
+	const char *err = NULL;
+
+	if (cfg->ws_auth_mode == WS_AUTH_NONE) {
+		if (w->any)
+			err = "websocket auth flags require `--ws-auth capability-token` or "
+			      "`--ws-auth signed-bearer-token`";
+	} else if (cfg->remote_url) {
+		err = "WebSocket listener auth cannot be used with --remote or forward";
+	} else if (strcmp(cfg->listen, "stdio") == 0 || strcmp(cfg->listen, "stdio://") == 0) {
+		err = "WebSocket auth requires a WebSocket listener, not stdio";
+	} else if (cfg->ws_auth_mode == WS_AUTH_CAPABILITY_TOKEN) {
+		if (w->jwt_flags)
+			err = "`--ws-shared-secret-file`, `--ws-issuer`, `--ws-audience`, and "
+			      "`--ws-max-clock-skew-seconds` require `--ws-auth signed-bearer-token`";
+		else if (cfg->ws_token_file && cfg->ws_token_sha256)
+			err = "`--ws-token-file` and `--ws-token-sha256` are mutually exclusive";
+		else if (!cfg->ws_token_file && !cfg->ws_token_sha256)
+			err = "`--ws-token-file` or `--ws-token-sha256` is required when `--ws-auth "
+			      "capability-token` is set";
+	} else {
+		if (cfg->ws_token_file || cfg->ws_token_sha256)
+			err = "`--ws-token-file` and `--ws-token-sha256` require `--ws-auth "
+			      "capability-token`, not `signed-bearer-token`";
+		else if (!cfg->ws_shared_secret_file)
+			err = "`--ws-shared-secret-file` is required when `--ws-auth "
+			      "signed-bearer-token` is set";
+	}
+	if (err) {
+		fprintf(stderr, "Error: %s\n", err);
+		return 1;
+	}
+	return -1;
+}
+
 /*
  * Fills cfg from the --config file (*file then owns the strings taken from it)
  * and the command line, which comes last and so wins. Returns -1 to go on,
@@ -408,7 +568,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 	};
-	struct option opts[ELEMENTSOF(nums) + 17] = {
+	struct option opts[ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 17] = {
 		{ "enable-audit", no_argument, NULL, ARG_ENABLE_AUDIT },
 		{ "denial-evidence", required_argument, NULL, ARG_DENIAL_EVIDENCE },
 		{ "remote", required_argument, NULL, ARG_REMOTE },
@@ -428,6 +588,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 	};
 	bool listen_given = false, agent_auth = false;
 	_cleanup_free_ char **all = NULL;
+	struct ws_args ws = { 0 };
 	uint64_t v;
 	int c, r;
 
@@ -436,9 +597,11 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 	/* The numeric options go after the named ones, and a zeroed entry must end the table. */
 	while (opts[fixed].name)
 		fixed++;
-	assert(fixed + ELEMENTSOF(nums) < ELEMENTSOF(opts));
+	assert(fixed + ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) < ELEMENTSOF(opts));
 	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
 		opts[fixed + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+	for (size_t i = 0; i < ELEMENTSOF(ws_opts); i++)
+		opts[fixed + ELEMENTSOF(nums) + i] = ws_opts[i];
 	/* First pass: only --config (getopt's own messages come in the second). */
 	opterr = 0;
 	optind = 0;
@@ -475,6 +638,8 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 				*n->u64 = v;
 			else if (r >= 0)
 				*n->uint = (unsigned)v;
+		} else if (c >= ARG_WS_AUTH && c <= ARG_TLS_KEY) {
+			r = parse_ws_opt(c, optarg, cfg, &ws);
 		} else if (c == 'h') {
 			help();
 			return 0;
@@ -541,6 +706,12 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 			fprintf(stderr, "Try 'uexec --help'.\n");
 		return 2;
 	}
+	r = check_ws_args(cfg, &ws);
+	if (r >= 0)
+		return r;
+	r = check_tls_args(cfg);
+	if (r >= 0)
+		return r;
 	/* A reload takes nothing of remote mode (the credential is gone from the environment). */
 	r = reloading ? -1 : check_remote_args(cfg, listen_given, agent_auth);
 	if (r >= 0)
@@ -574,6 +745,9 @@ int main(int argc, char **argv)
 	struct config cfg = CONFIG_DEFAULTS;
 	struct server_conf_args file = { 0 };
 	static struct server srv;
+	struct ws_auth *auth = NULL;
+	struct ssl_ctx_st *tls = NULL;
+	char err[512];
 	int r;
 
 	/* 0: derived from the fd budget at start-up (server_init) unless given. */
@@ -588,7 +762,20 @@ int main(int argc, char **argv)
 	log_set_max_level(cfg.log_level);
 	log_set_format(cfg.log_format);
 	cfg.reload = reload_config;
+	/* The secrets are read before anything else starts (their errors are the reference's). */
+	r = conn_auth_load(&cfg, &auth, err, sizeof(err));
+	if (r >= 0)
+		r = conn_tls_load(&cfg, &tls, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "Error: %s\n", err);
+		conn_auth_free(auth);
+		server_conf_args_done(&file);
+		return 1;
+	}
+	srv.tls_server_ctx = tls; /* kept by server_init(), which prints the wss:// URL */
 	r = server_init(&srv, &cfg);
+	/* Before the loop runs: no connection is read before the secrets are in place. */
+	srv.ws_auth = auth; /* server_done() frees both */
 	if (r >= 0)
 		r = server_run(&srv);
 	server_done(&srv);

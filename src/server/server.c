@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "conn-auth.h"
+#include "conn-tls.h"
 #include "conn.h"
 #include "env.h"
 #include "exec.h"
@@ -33,6 +35,7 @@
 #include "server.h"
 #include "session.h"
 #include "spawn.h"
+#include "tls-mem.h"
 #include "watch.h"
 #include "worker.h"
 
@@ -47,7 +50,8 @@ static void on_accept_timer(struct uring_timer *t, bool fired);
 
 /* ---- listener ---- */
 
-static int parse_listen(const char *url, struct sockaddr_storage *ss, socklen_t *len)
+/* tls: wss:// is accepted (--tls-cert and --tls-key were given). */
+static int parse_listen(const char *url, bool tls, struct sockaddr_storage *ss, socklen_t *len)
 {
 	const char *hp;
 	char host[64];
@@ -55,9 +59,12 @@ static int parse_listen(const char *url, struct sockaddr_storage *ss, socklen_t 
 	char *end;
 	unsigned long port;
 
-	if (strncmp(url, "ws://", 5) != 0)
+	if (!tls && strncmp(url, "ws://", 5) == 0)
+		hp = url + 5;
+	else if (tls && strncmp(url, "wss://", 6) == 0)
+		hp = url + 6;
+	else
 		return -EPROTONOSUPPORT;
-	hp = url + 5;
 	if (*hp == '[') {
 		const char *rb = strchr(hp, ']');
 		if (!rb || rb[1] != ':' || (size_t)(rb - hp - 1) >= sizeof(host))
@@ -125,6 +132,7 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 						"all initialized", s->n_conns, s->cfg.max_connections);
 			safe_close(res);
 		} else {
+			s->metrics.connections_accepted++;
 			if (getpeername(res, (struct sockaddr *)&peer, &plen) == 0)
 				format_addr(&peer, name, sizeof(name));
 			else
@@ -223,6 +231,21 @@ static void guard_listener(struct server *s, uint16_t port)
 		 netguard_path(s->guard));
 }
 
+/* 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104; the wildcard addresses are not loopback. */
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+	}
+	return false;
+}
+
 static int listen_on(struct server *s)
 {
 	struct sockaddr_storage ss, bound;
@@ -230,16 +253,25 @@ static int listen_on(struct server *s)
 	char name[80];
 	int fd, one = 1, r;
 
-	r = parse_listen(s->cfg.listen, &ss, &len);
+	r = parse_listen(s->cfg.listen, s->tls_server_ctx != NULL, &ss, &len);
 	if (r == -EPROTONOSUPPORT) {
-		log_error("unsupported --listen URL `%s`; expected `ws://IP:PORT` or `stdio`",
-			  s->cfg.listen);
+		/* The reference's text; wss:// is uexec's, with --tls-cert and --tls-key. */
+		log_error("unsupported --listen URL `%s`; expected `ws://IP:PORT` or `stdio`%s",
+			  s->cfg.listen, strncmp(s->cfg.listen, "wss://", 6) == 0 ?
+			  " (wss://IP:PORT needs --tls-cert and --tls-key)" : "");
 		return r;
 	}
 	if (r < 0) {
 		log_error("invalid websocket --listen URL `%s`; expected `ws://IP:PORT`",
 			  s->cfg.listen);
 		return r;
+	}
+	if (!is_loopback(&ss) && !s->cfg.ws_auth_mode && !s->cfg.allow_unauthenticated) {
+		log_error("refusing to start non-loopback websocket listener %s without --ws-auth: "
+			  "anyone who can reach it could run commands as uid %u; configure "
+			  "--ws-auth or pass --allow-unauthenticated", s->cfg.listen,
+			  (unsigned)getuid());
+		return -EACCES;
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -260,13 +292,13 @@ static int listen_on(struct server *s)
 	guard_listener(s, ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
 							      : ((struct sockaddr_in *)&bound)->sin_port));
 	/* The one line scripts read to find the address (PROTOCOL.md §1.1). */
-	printf("ws://%s\n", name);
+	printf("%s://%s\n", s->tls_server_ctx ? "wss" : "ws", name);
 	fflush(stdout);
 	{
 		char url[96];
 		struct log_field f[] = { LOG_STR("url", url) };
 
-		snprintf(url, sizeof(url), "ws://%s", name);
+		snprintf(url, sizeof(url), "%s://%s", s->tls_server_ctx ? "wss" : "ws", name);
 		log_event(LOG_INFO, "server.listening", NULL, f, ELEMENTSOF(f), "Listening on %s", url);
 	}
 	return 0;
@@ -492,12 +524,19 @@ static int audit_open(struct server *s, const char *path)
 }
 
 /*
- * Hook for the auth module (issue 16, items 1-3): SIGHUP re-reads the token
- * and shared-secret files here. Return < 0 (after logging) to keep the old ones.
+ * SIGHUP: the auth token or shared secret and the TLS certificate and key are
+ * read again; each keeps its previous value when the new one fails to load
+ * (conn_auth_reload / conn_tls_reload log why). Returns < 0 if either failed.
  */
 static int reload_secrets(struct server *s)
 {
-	return 0;
+	int r = 0, t = 0;
+
+	if (s->ws_auth)
+		r = conn_auth_reload(s);
+	if (s->tls_server_ctx)
+		t = conn_tls_reload(s);
+	return r < 0 ? r : t;
 }
 
 /*
@@ -626,6 +665,7 @@ static const struct conn_handlers conn_handlers = {
 	.closed = conn_on_closed,
 	.drained = exec_conn_drained,
 	.freed = fs_handles_release,
+	.metrics = server_metrics_render,
 };
 
 static int register_methods(void)
@@ -799,9 +839,20 @@ int server_init(struct server *s, const struct config *cfg)
 {
 	int r;
 
-	memset(s, 0, sizeof(*s));
+	{
+		struct ssl_ctx_st *tls = s->tls_server_ctx; /* main() loads it first */
+
+		memset(s, 0, sizeof(*s));
+		s->tls_server_ctx = tls;
+	}
 	s->cfg = *cfg;
 	s->listen_fd = s->signal_fd = s->audit_fd = -1;
+	{
+		struct timespec now;
+
+		(void)clock_gettime(CLOCK_REALTIME, &now);
+		s->metrics.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	}
 	list_init(&s->conns);
 	list_init(&s->dead_conns);
 	list_init(&s->handshaking);
@@ -928,10 +979,21 @@ static void say_goodbye(struct server *s)
 	/* Best effort, synchronous: the loop is over. Tell clients we are going away. */
 	list_for_each_entry(c, &s->conns, link) {
 		static const uint8_t close_frame[] = { 0x88, 0x02, 0x03, 0xe9 }; /* 1001 */
+		uint8_t rec[256];
+		size_t n = sizeof(close_frame);
+		const uint8_t *p = close_frame;
 
-		if (c->transport == CONN_WS && c->state == CONN_OPEN && c->out_bytes == 0)
-			(void)!send(c->fd_out, close_frame, sizeof(close_frame),
-				    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (c->transport != CONN_WS || c->state != CONN_OPEN || c->out_bytes != 0)
+			continue;
+		/* TLS: the frame goes in a record (a few dozen bytes). */
+		if (c->tls) {
+			if (tls_mem_write(c->tls, close_frame, n) < 0 ||
+			    tls_mem_pending(c->tls) > sizeof(rec))
+				continue;
+			n = tls_mem_take(c->tls, rec, sizeof(rec));
+			p = rec;
+		}
+		(void)!send(c->fd_out, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 }
 
@@ -961,4 +1023,8 @@ void server_done(struct server *s)
 	sandbox_features_done(&s->sandbox);
 	netguard_free(s->guard); /* after the processes: it kills what is left in the cgroup */
 	s->guard = NULL;
+	conn_auth_free(s->ws_auth);
+	s->ws_auth = NULL;
+	conn_tls_free(s->tls_server_ctx);
+	s->tls_server_ctx = NULL;
 }

@@ -14,10 +14,12 @@
 
 #include "list.h"
 #include "ring.h"
+#include "metrics.h"
 #include "sandbox.h"
 
 struct conn_handlers;
 struct server_conf_args;
+struct ws_auth;
 struct config {
 	const char *listen;          /* "ws://IP:PORT" or "stdio" */
 	uint64_t resume_window_ms;   /* detached-session lifetime */
@@ -58,6 +60,18 @@ struct config {
 	 * Returns 0, or -EINVAL after logging why (SIGHUP, server.c). NULL: no reload.
 	 */
 	int (*reload)(struct config *out, struct server_conf_args *arena);
+	/* WebSocket listener auth (--ws-*, RELAY.md §9; src/transport/conn-auth.c). */
+	unsigned ws_auth_mode;         /* enum ws_auth_mode (proto/ws-auth.h); 0: none */
+	const char *ws_token_file;
+	const char *ws_token_sha256;
+	const char *ws_shared_secret_file;
+	const char *ws_issuer;         /* NULL or blank: any */
+	const char *ws_audience;       /* NULL or blank: any */
+	uint64_t ws_max_clock_skew_s;
+	bool allow_unauthenticated;    /* a non-loopback --listen without --ws-auth */
+	/* TLS on the listener (--listen wss://; src/transport/conn-tls.c). */
+	const char *tls_cert;          /* PEM certificate chain file */
+	const char *tls_key;           /* PEM private key file */
 };
 
 /*
@@ -75,6 +89,7 @@ struct config {
 		.handshake_timeout_ms = 10000,                                                 \
 		.executor_version = "0.169.0", .sandbox_max_ptys = 64,                         \
 		.landlock_abi_max = UINT32_MAX, .log_level = 6 /* LOG_INFO */,                \
+		.ws_max_clock_skew_s = 30,                                                      \
 	}
 
 /* Provided-buffer group ids. */
@@ -111,6 +126,7 @@ struct server {
 
 	struct list_head netconns;            /* outbound connections (src/net/netconn.h) */
 	struct ssl_ctx_st *tls_client_ctx;    /* their client SSL_CTX, made on first use */
+	struct ssl_ctx_st *tls_server_ctx;    /* the listener's (--tls-cert), or NULL */
 
 	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */
 	struct list_head buf_waiters;
@@ -129,6 +145,8 @@ struct server {
 	const char *denial_evidence;     /* the evidence source in use ("audit", "none"; exec) */
 	const struct conn_handlers *conn_handlers; /* what the transport calls (transport/conn.h) */
 	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
+	struct ws_auth *ws_auth;   /* the listener's auth and its secrets (conn-auth.c), or NULL */
+	struct server_metrics metrics; /* counters for GET /metrics (metrics.h) */
 	bool stopping;
 	int exit_code;
 

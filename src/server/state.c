@@ -45,6 +45,7 @@ void server_rearm_buf_waiters(struct server *s)
 
 void server_wait_for_buf(struct server *s, struct buf_waiter *w)
 {
+	s->metrics.buf_exhausted++;
 	if (!list_linked(&w->link) || w->link.next == NULL)
 		list_add_tail(&w->link, &s->buf_waiters);
 }

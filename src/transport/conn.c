@@ -18,6 +18,8 @@
 #include "http.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "tls-mem.h"
+#include "ws-auth.h"
 
 #define HTTP_MAX_HEAD 16384
 
@@ -62,6 +64,10 @@ static void conn_free(struct conn *c)
 	conn_mem_conn_freed(c);
 	buf_done(&c->in);
 	ws_parser_done(&c->ws);
+	if (c->tls) {
+		tls_mem_done(c->tls);
+		free(c->tls);
+	}
 	free(c);
 }
 
@@ -138,11 +144,24 @@ static void on_handshake_deadline(struct uring_timer *t, bool fired)
 
 int conn_new_ws(struct server *s, int fd, const char *peer)
 {
+	struct tls_mem *tls = NULL;
 	struct conn *c;
 	int one = 1;
 
+	if (s->tls_server_ctx) {
+		tls = calloc(1, sizeof(*tls));
+		if (!tls || tls_mem_init(tls, s->tls_server_ctx, true) < 0) {
+			free(tls);
+			safe_close(fd);
+			return -ENOMEM;
+		}
+	}
 	c = conn_alloc(s, CONN_WS);
 	if (!c) {
+		if (tls) {
+			tls_mem_done(tls);
+			free(tls);
+		}
 		safe_close(fd);
 		return -ENOMEM;
 	}
@@ -151,6 +170,7 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	c->fd_in = c->fd_out = fd;
 	c->state = CONN_HTTP;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->tls = TAKE_PTR(tls);
 	c->accepted_ms = now_ms();
 	list_add_tail(&c->slot_link, &s->handshaking);
 	if (s->cfg.handshake_timeout_ms && !s->handshake_timer.armed)
@@ -196,7 +216,8 @@ bool conn_congested(const struct conn *c)
 
 /* ---- output ---- */
 
-static void conn_queue(struct conn *c, struct outchunk *o)
+/* Queues bytes as they go on the wire (with TLS: records). */
+static void queue_chunk(struct conn *c, struct outchunk *o)
 {
 	list_add_tail(&o->link, &c->outq);
 	c->out_bytes += o->len;
@@ -205,6 +226,63 @@ static void conn_queue(struct conn *c, struct outchunk *o)
 	if (!c->read_blocked && conn_congested(c))
 		c->read_blocked = true;
 	conn_flush(c);
+}
+
+/*
+ * Moves the TLS records waiting in c's pump to the output queue, as one
+ * chunk. Returns false when the connection was killed (out of memory).
+ */
+static bool tls_flush_out(struct conn *c)
+{
+	size_t n = tls_mem_pending(c->tls);
+	struct outchunk *o;
+
+	if (n == 0)
+		return true;
+	o = malloc(sizeof(*o) + n);
+	if (!o) {
+		log_error_ratelimited("Out of memory queueing TLS records for %s, closing", c->peer);
+		conn_kill(c);
+		return false;
+	}
+	o->off = 0;
+	o->len = tls_mem_take(c->tls, o->data, n);
+	queue_chunk(c, o);
+	return true;
+}
+
+/* Plaintext encrypted per step: the output BIO never holds more than about this. */
+#define TLS_WRITE_PIECE (256u << 10)
+
+/*
+ * Queues a message. With TLS its bytes become records at once (SSL_write
+ * copies them; the plaintext chunk is freed): the queue, its backpressure
+ * and the memory budget then count what goes on the wire. A large message is
+ * encrypted piece by piece, so that it is held at most twice (plaintext and
+ * records), not three times (plus the whole of it in the BIO).
+ */
+static void conn_queue(struct conn *c, struct outchunk *o)
+{
+	if (!c->tls) {
+		queue_chunk(c, o);
+		return;
+	}
+	while (o->off < o->len) {
+		size_t n = MIN(o->len - o->off, (size_t)TLS_WRITE_PIECE);
+
+		if (tls_mem_write(c->tls, o->data + o->off, n) < 0) {
+			free(o);
+			log_info_ratelimited("Closing connection %s: TLS write failed", c->peer);
+			conn_kill(c);
+			return;
+		}
+		o->off += n;
+		if (!tls_flush_out(c)) {
+			free(o);
+			return;
+		}
+	}
+	free(o);
 }
 
 static void conn_send_raw(struct conn *c, const void *p, size_t n)
@@ -522,6 +600,12 @@ void conn_close(struct conn *c, uint16_t ws_code, const char *why)
 		c->state = CONN_CLOSING;
 		list_del(&c->slot_link);
 		uring_cancel(&c->srv->ring, &c->read_op);
+		/* TLS: close_notify after the last record, before our FIN. */
+		if (c->tls && tls_mem_ready(c->tls)) {
+			tls_mem_shutdown(c->tls);
+			if (!tls_flush_out(c))
+				return;
+		}
 		conn_flush(c);
 		return;
 	}
@@ -547,6 +631,33 @@ void conn_free_all(struct server *s)
 
 /* ---- input ---- */
 
+/* GET /metrics: the body from the server's renderer (Prometheus text format 0.0.4). */
+static void send_metrics(struct conn *c, struct http_upgrade *up)
+{
+	struct buf body = { 0 };
+	char *out;
+	int n;
+
+	if (!c->srv->conn_handlers || !c->srv->conn_handlers->metrics ||
+	    c->srv->conn_handlers->metrics(c->srv, &body) < 0 || buf_append(&body, "", 1) < 0) {
+		up->verdict = HTTP_VERDICT_RESPOND;
+		up->status = 500;
+		up->body = "";
+		buf_done(&body);
+		body = (struct buf){ 0 };
+	} else {
+		up->verdict = HTTP_VERDICT_RESPOND; /* formatted as a response with a body */
+		up->body = (const char *)body.data;
+		up->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	}
+	out = malloc(body.len + 512);
+	n = out ? http_upgrade_format(up, time(NULL), out, body.len + 512) : -ENOMEM;
+	if (n > 0)
+		conn_send_raw(c, out, (size_t)n);
+	free(out);
+	buf_done(&body);
+}
+
 static void handle_http(struct conn *c)
 {
 	struct http_request req;
@@ -569,8 +680,29 @@ static void handle_http(struct conn *c)
 	}
 	/* req views point into c->in: build the answer before consuming the head. */
 	(void)http_upgrade_check(&req, &up);
-	n = http_upgrade_format(&up, time(NULL), out, sizeof(out));
+	/* The upgrade (after the extractor's checks, as the reference) and /metrics need auth. */
+	if (up.verdict != HTTP_VERDICT_RESPOND && c->srv->ws_auth) {
+		const char *why = ws_auth_check(c->srv->ws_auth, &req, (int64_t)time(NULL));
+
+		if (why) {
+			c->srv->metrics.auth_failures++;
+			log_info_ratelimited("Refusing %s from %s: %s",
+					     up.verdict == HTTP_VERDICT_METRICS ? "/metrics"
+										: "a WebSocket upgrade",
+					     c->peer, why);
+			up.verdict = HTTP_VERDICT_RESPOND;
+			up.status = 401;
+			up.body = why;
+		}
+	}
 	buf_consume(&c->in, (size_t)r);
+	if (up.verdict == HTTP_VERDICT_METRICS) {
+		send_metrics(c, &up);
+		c->srv->metrics.http_responses++;
+		conn_close(c, 0, "metrics answered");
+		return;
+	}
+	n = http_upgrade_format(&up, time(NULL), out, sizeof(out));
 	if (n < 0) {
 		conn_kill(c);
 		return;
@@ -578,9 +710,11 @@ static void handle_http(struct conn *c)
 	conn_send_raw(c, out, (size_t)n);
 	if (up.verdict != HTTP_VERDICT_UPGRADE) {
 		log_debug("HTTP %d for %s", up.status, c->peer);
+		c->srv->metrics.http_responses++;
 		conn_close(c, 0, "HTTP request answered");
 		return;
 	}
+	c->srv->metrics.ws_upgrades++;
 	c->state = CONN_OPEN;
 	list_del(&c->slot_link);
 	list_add_tail(&c->slot_link, &c->srv->uninitialized);
@@ -707,6 +841,48 @@ int conn_carried_input(struct conn *c, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/*
+ * TLS: runs the handshake and decrypts what was fed into c->in (one read's
+ * worth: the same bound as without TLS), queueing the records the pump
+ * produced (handshake, alerts, tickets). Returns false when c ended.
+ */
+static bool tls_input(struct conn *c)
+{
+	uint8_t plain[16384]; /* one record's payload at most */
+	char why[200];
+	bool verify;
+
+	for (;;) {
+		size_t n;
+		enum tls_mem_result e = tls_mem_step(c->tls, plain, sizeof(plain), &n);
+
+		if (!tls_flush_out(c))
+			return false;
+		switch (e) {
+		case TLS_MEM_DONE:
+			if (n > 0 && buf_append(&c->in, plain, n) < 0) {
+				log_error_ratelimited("Out of memory buffering input from %s, closing",
+						      c->peer);
+				conn_kill(c);
+				return false;
+			}
+			continue;
+		case TLS_MEM_WANT_READ:
+			return true;
+		case TLS_MEM_CLOSED:
+			conn_close(c, 0, "TLS close_notify");
+			return false;
+		case TLS_MEM_FAILED:
+			break;
+		}
+		tls_mem_error_text(c->tls, why, sizeof(why), &verify);
+		log_info_ratelimited("Closing connection %s: TLS %s failed: %s", c->peer,
+				     tls_mem_ready(c->tls) ? "read" : "handshake", why);
+		conn_kill(c);
+		return false;
+	}
+}
+
 static void on_read(struct uring_op *op, int res, uint32_t flags)
 {
 	struct conn *c = container_of(op, struct conn, read_op);
@@ -738,15 +914,28 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 	}
 
 	c->pings_unanswered = 0; /* anything from the peer shows it is there */
-	if (buf_append(&c->in, uring_bufs_get(&c->srv->bufs, bid), (size_t)res) < 0) {
+	if (c->tls) {
+		int r = tls_mem_feed(c->tls, uring_bufs_get(&c->srv->bufs, bid), (size_t)res);
+
+		server_recycle_buf(c->srv, bid);
+		if (r < 0) {
+			log_error_ratelimited("Out of memory buffering TLS input from %s, closing",
+					      c->peer);
+			conn_kill(c);
+			return;
+		}
+		if (!tls_input(c))
+			return;
+	} else if (buf_append(&c->in, uring_bufs_get(&c->srv->bufs, bid), (size_t)res) < 0) {
 		server_recycle_buf(c->srv, bid);
 		log_error_ratelimited("Out of memory buffering input from %s, closing", c->peer);
 		conn_kill(c);
 		return;
+	} else {
+		server_recycle_buf(c->srv, bid);
 	}
-	server_recycle_buf(c->srv, bid);
 
-	if (c->state == CONN_HTTP)
+	if (c->state == CONN_HTTP && c->in.len > 0)
 		handle_http(c);
 	conn_input_resume(c);
 }

@@ -61,6 +61,7 @@ struct outchunk {
 };
 
 struct session;
+struct tls_mem;
 
 struct conn {
 	struct list_head link; /* server->conns */
@@ -113,6 +114,9 @@ struct conn {
 	/* fs/open handles of this connection (rpc-fs.c) */
 	struct strmap fs_handles;
 
+	/* --listen wss://: the connection's TLS (src/tls/tls-mem.h), or NULL. */
+	struct tls_mem *tls;
+
 	/* CONN_CARRIED: the owner and its calls (NULL once it let go). */
 	const struct conn_carrier *carrier;
 	void *carrier_owner;
@@ -132,6 +136,8 @@ struct conn_handlers {
 	void (*drained)(struct conn *c);
 	/* Just before the connection is freed. */
 	void (*freed)(struct conn *c);
+	/* GET /metrics: appends the Prometheus text exposition to out. Returns 0 or -ENOMEM. */
+	int (*metrics)(struct server *s, struct buf *out);
 };
 
 /* Takes ownership of fd (a connected TCP socket). Returns 0 or -errno. */

@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: MIT
+"""TLS on the listener (issue 16 item 2): --listen wss://IP:PORT with --tls-cert and
+--tls-key, OpenSSL through memory BIOs on the ring (src/tls/tls-mem.c, shared with the
+outbound connections). A verified TLS 1.2+ handshake, the protocol and large output
+unchanged over it, auth and the HTTP routes over it, what a plain-text client gets, the
+handshake deadline, and the start-up checks."""
+
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+
+import pytest
+
+import wsclient
+from conftest import UEXEC_BIN, HOST, SANITIZER_MARKERS
+from wsclient import headers_dict
+
+TOKEN = "tls-token-5be0c1"
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """A self-signed EC certificate for IP 127.0.0.1 and a second, unrelated key."""
+    if not HOST.program("openssl"):
+        pytest.skip("needs openssl (the program) to make a test certificate")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key, other = d / "cert.pem", d / "key.pem", d / "other.pem"
+    subprocess.run([HOST.program("openssl"), "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                    "/CN=uexec-test", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    subprocess.run([HOST.program("openssl"), "genpkey", "-algorithm", "EC", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-out", str(other)],
+                   check=True, capture_output=True, timeout=60)
+    return {"cert": str(cert), "key": str(key), "other": str(other), "dir": d}
+
+
+class TlsServer:
+    """uexec on wss://127.0.0.1:0 (the suite's Server insists on ws://)."""
+
+    def __init__(self, certs, *args):
+        self.err_path = os.path.join(certs["dir"], "uexec-%d.stderr" % time.monotonic_ns())
+        self.err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen([UEXEC_BIN, "--listen", "wss://127.0.0.1:0", "--tls-cert",
+                                      certs["cert"], "--tls-key", certs["key"], *args],
+                                     stdout=subprocess.PIPE, stderr=self.err,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.url = self.proc.stdout.readline().decode().strip()
+        assert self.url.startswith("wss://127.0.0.1:"), (self.url, self.stderr())
+        self.port = int(self.url.rsplit(":", 1)[1])
+        self.ctx = ssl.create_default_context(cafile=certs["cert"])
+
+    def stderr(self):
+        with open(self.err_path, "rb") as f:
+            return f.read()
+
+    def connect(self, **kw):
+        return wsclient.connect("ws://127.0.0.1:%d" % self.port, ssl_context=self.ctx, **kw)
+
+    def https(self, request):
+        """One raw request over TLS; returns (status line, headers, body)."""
+        sock = self.ctx.wrap_socket(socket.create_connection(("127.0.0.1", self.port), 10),
+                                    server_hostname="127.0.0.1")
+        try:
+            sock.sendall(request)
+            data = b""
+            while True:
+                try:
+                    chunk = sock.recv(65536)
+                except (ssl.SSLEOFError, ConnectionResetError):
+                    break
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            sock.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        return lines[0], [tuple(x.split(": ", 1)) for x in lines[1:]], body
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(15)
+        self.proc.stdout.close()
+        self.err.close()
+        assert rc == 0, self.stderr()[-2000:]
+        for m in SANITIZER_MARKERS:
+            assert m not in self.stderr(), self.stderr()[-4000:]
+
+
+@pytest.fixture
+def tls_server(certs):
+    servers = []
+
+    def make(*args):
+        s = TlsServer(certs, *args)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.stop()
+
+
+def test_wss_session_and_large_output(tls_server, tmp_path):
+    s = tls_server()
+    c = s.connect()
+    assert c.ws.sock.version() in ("TLSv1.2", "TLSv1.3")
+    run = c.run("t1", ["/bin/echo", "over-tls"])
+    assert run.stdout == b"over-tls\n" and run.exit_code == 0
+    # 3 MB through TLS records: many reads and writes, the output queue's backpressure
+    big = c.run("t2", ["/bin/sh", "-c", "yes abcdefghij | head -c 3000000"], timeout=60)
+    assert big.stdout == (b"abcdefghij\n" * 300000)[:3000000]
+    big.check_sequencing()
+    # stdin through TLS too
+    c.start("t3", ["/bin/cat"], pipeStdin=True)
+    c.write("t3", b"typed over tls\n", "w1")
+    got = c.collect_until_output("t3", b"typed over tls\n")
+    assert b"typed over tls\n" in got.stdout
+    c.terminate("t3")
+    # one message larger than a TLS write piece (256 KiB): 3 MiB of file, about 4 MiB of JSON
+    data = os.urandom(3 << 20)
+    path = os.path.join(str(tmp_path), "blob")
+    with open(path, "wb") as f:
+        f.write(data)
+    assert c.fs_read_file(path) == data
+    c.fs_write_file(path + ".copy", data)
+    with open(path + ".copy", "rb") as f:
+        assert f.read() == data
+    c.close()
+
+
+def test_wss_http_routes_and_auth(tls_server, tmp_path):
+    tok = tmp_path / "token"
+    tok.write_text(TOKEN)
+    s = tls_server("--ws-auth", "capability-token", "--ws-token-file", str(tok))
+    status, _, body = s.https(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (status, body) == ("HTTP/1.1 200 OK", b"")
+    status, _, body = s.https(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (status, body) == ("HTTP/1.1 401 Unauthorized", b"missing websocket bearer token")
+    status, headers, body = s.https(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                                    b"Bearer " + TOKEN.encode() + b"\r\n\r\n")
+    assert status == "HTTP/1.1 200 OK" and b"uexec_auth_failures_total 1\n" in body
+    assert headers_dict(headers)["content-length"] == str(len(body))
+    with pytest.raises(wsclient.HandshakeError) as e:
+        s.connect()
+    assert e.value.status_line == "HTTP/1.1 401 Unauthorized"
+    c = s.connect(extra_headers=[("Authorization", "Bearer " + TOKEN)])
+    assert c.run("a1", ["/bin/echo", "ok"]).stdout == b"ok\n"
+
+
+def test_plaintext_client_and_untrusting_client(tls_server):
+    s = tls_server()
+    # a plain HTTP request is not TLS: the handshake fails and the connection is closed
+    sock = socket.create_connection(("127.0.0.1", s.port), 10)
+    sock.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.settimeout(10)
+    try:
+        data = sock.recv(65536)
+    except ConnectionResetError:
+        data = b""
+    sock.close()
+    assert not data.startswith(b"HTTP/"), data
+    deadline = time.monotonic() + 5
+    while b"TLS handshake failed" not in s.stderr():
+        assert time.monotonic() < deadline, s.stderr()[-2000:]
+        time.sleep(0.05)
+    # a client that does not trust the certificate gives up; the server stays up
+    with pytest.raises(ssl.SSLCertVerificationError):
+        wsclient.WebSocket.connect("ws://127.0.0.1:%d" % s.port,
+                                   ssl_context=ssl.create_default_context())
+    assert s.connect().run("u1", ["/bin/true"]).exit_code == 0
+
+
+def test_tls_handshake_deadline(tls_server):
+    """A client that opens TCP and never sends a ClientHello is closed at the deadline."""
+    s = tls_server("--handshake-timeout-ms", "300")
+    sock = socket.create_connection(("127.0.0.1", s.port), 10)
+    sock.settimeout(10)
+    t0 = time.monotonic()
+    try:
+        data = sock.recv(100)
+    except ConnectionResetError:
+        data = b""
+    assert data == b"" and time.monotonic() - t0 < 8
+    sock.close()
+
+
+def run_bin(*args):
+    return subprocess.run([UEXEC_BIN, *args], capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_startup_checks(certs, tmp_path):
+    # wss:// without them: the reference's answer (exit 1), with a hint
+    r = run_bin("--listen", "wss://127.0.0.1:0")
+    assert r.returncode == 1 and r.stdout == ""
+    assert "unsupported --listen URL `wss://127.0.0.1:0`; expected `ws://IP:PORT` or `stdio` " \
+        "(wss://IP:PORT needs --tls-cert and --tls-key)" in r.stderr
+    r = run_bin("--listen", "wss://127.0.0.1:0", "--tls-cert", certs["cert"])
+    assert r.returncode == 2 and "--listen wss:// needs --tls-cert and --tls-key" in r.stderr
+    r = run_bin("--listen", "ws://127.0.0.1:0", "--tls-cert", certs["cert"], "--tls-key",
+                certs["key"])
+    assert r.returncode == 2 and "need --listen wss://" in r.stderr
+    missing = str(tmp_path / "missing.pem")
+    r = run_bin("--listen", "wss://127.0.0.1:0", "--tls-cert", missing, "--tls-key",
+                certs["key"])
+    assert (r.returncode, r.stdout) == (1, "")
+    assert "Error: cannot load --tls-cert %s: " % missing in r.stderr
+    r = run_bin("--listen", "wss://127.0.0.1:0", "--tls-cert", certs["cert"], "--tls-key",
+                certs["other"])
+    assert r.returncode == 1 and "Error: cannot load --tls-key %s: " % certs["other"] in r.stderr
+    assert "key values mismatch" in r.stderr
+    # the key never shows up in what uexec prints
+    with open(certs["other"]) as f:
+        body = "".join(f.read().splitlines()[1:-1])
+    assert body[:40] not in r.stderr
