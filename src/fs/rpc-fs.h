@@ -18,6 +18,7 @@ void fs_rpc_canonicalize(struct conn *c, json_t *id, json_t *params);
 void fs_rpc_read_directory(struct conn *c, json_t *id, json_t *params);
 void fs_rpc_remove(struct conn *c, json_t *id, json_t *params);
 void fs_rpc_copy(struct conn *c, json_t *id, json_t *params);
+void fs_rpc_rename(struct conn *c, json_t *id, json_t *params);
 void fs_rpc_open(struct conn *c, json_t *id, json_t *params);
 void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params);
 void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params);
