@@ -38,7 +38,7 @@ static json_t *capabilities(void)
 {
 	static const char *const uexec_names[] = {
 		"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
-		"uexecFsRename",
+		"uexecFsRename", "uexecFsWatch",
 	};
 	static const char *const names[] = {
 		"networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",

@@ -74,6 +74,8 @@ static const struct rpc_method fs_methods[] = {
 	{ "fs/close", "filesystem", fs_rpc_close, NULL },
 	{ "fs/walk", "filesystem", fs_rpc_walk, fs_sandbox_forward },
 	{ "fs/watchMissing", "filesystem", fs_rpc_watch_missing, NULL },
+	{ "fs/watch", "filesystem", fs_rpc_watch, NULL },
+	{ "fs/unwatch", "filesystem", fs_rpc_unwatch, NULL },
 };
 
 int fs_methods_register(void)
