@@ -63,6 +63,8 @@
 #define EVENTS_DEFAULT 1024
 #define EVENTS_MAX 16384
 #define QUEUE_BYTES (256u << 10) /* queued event text per watch */
+#define SCAN_ENTRIES_MAX 500000  /* directory entries one scan of a tree reads */
+#define SCAN_STEP_ENTRIES 1024   /* entries read per loop iteration, over every watch */
 
 /* Subdirectories: never follow a symlink swapped in for one. */
 #define TREE_MASK                                                                             \
@@ -71,8 +73,17 @@
 
 struct change_watch;
 
+enum scan_mode {
+	SCAN_NONE,
+	SCAN_SILENT, /* the initial scan, or a directory found by a resync: nothing reported */
+	SCAN_REPORT, /* a new directory: what it holds is reported as created */
+	SCAN_RESYNC, /* after a kernel overflow: child nodes are checked and walked too */
+};
+
 struct tnode {
-	struct list_head wd_link; /* wd_entry.nodes */
+	struct list_head wd_link;   /* wd_entry.nodes */
+	struct list_head scan_link; /* w->scan_queue while waiting to be scanned */
+	enum scan_mode scan;
 	struct list_head sibling; /* parent->children */
 	struct list_head children;
 	struct wd_entry *wd;
@@ -92,6 +103,11 @@ struct change_watch {
 	bool recursive;
 	bool dropping; /* over the queue bound: events are dropped until the queue is sent */
 	bool ended;    /* the root went: freed once its last events are sent */
+	bool installing; /* the initial scan runs: the fs/watch request waits (pend) */
+	struct rpc_pending pend;
+	struct list_head scan_queue;   /* struct tnode.scan_link, breadth first */
+	struct list_head scanning_link; /* tw.scanning while scan_queue is not empty */
+	size_t scan_seen;	       /* entries read since scan_queue was last empty */
 	unsigned n_dirs, max_dirs;
 	unsigned n_events, max_events;
 	struct buf q;	 /* queued events: JSON objects, each followed by ',' */
@@ -100,8 +116,11 @@ struct change_watch {
 
 /* A rename's first half waiting for its second (IN_MOVED_FROM, then IN_MOVED_TO). */
 static struct {
-	struct list_head all;	/* every struct change_watch (kernel overflows) */
-	struct list_head dirty; /* watches with queued events */
+	struct server *srv;
+	struct list_head all;	   /* every struct change_watch (kernel overflows) */
+	struct list_head dirty;	   /* watches with queued events */
+	struct list_head scanning; /* watches with directories to scan, served in turn */
+	struct uring_op step_op;   /* a NOP: the next scan step runs from its completion */
 	bool have_from;
 	int from_wd;
 	uint32_t from_cookie, from_mask;
@@ -109,6 +128,7 @@ static struct {
 } tw = {
 	.all = LIST_HEAD_INIT(tw.all),
 	.dirty = LIST_HEAD_INIT(tw.dirty),
+	.scanning = LIST_HEAD_INIT(tw.scanning),
 };
 
 /* ---- events ---- */
@@ -241,6 +261,7 @@ static void node_free(struct tnode *n)
 		node_free(c);
 	}
 	list_del(&n->sibling);
+	list_del(&n->scan_link);
 	if (n->wd) {
 		list_del(&n->wd_link);
 		fs_ino_put(n->wd);
@@ -305,6 +326,7 @@ static int node_add(struct change_watch *w, struct tnode *parent, const char *na
 	}
 	list_init(&n->children);
 	list_init(&n->sibling);
+	list_init(&n->scan_link);
 	n->w = w;
 	n->wd = e;
 	n->parent = parent;
@@ -316,108 +338,126 @@ static int node_add(struct change_watch *w, struct tnode *parent, const char *na
 	return 1;
 }
 
-/*
- * Adds the subtree below n breadth first (one directory open at a time).
- * report: each entry found is queued as created (n is new, not the initial
- * scan). resync: existing child nodes are checked and walked too (after a
- * kernel overflow). Returns 0, or -EDQUOT/-ENOSPC/-ENOMEM when a directory
- * could not be watched: during the initial scan that fails the request;
- * later it is an overflow event naming the directory.
- */
-static int scan_tree(struct change_watch *w, struct tnode *n, bool report, bool resync)
+static void arm_step(void);
+
+/* Queues n's directory to be scanned (the scan runs in steps, from the loop). */
+static void scan_enqueue(struct tnode *n, enum scan_mode mode)
 {
-	struct tnode **todo = NULL;
-	size_t head = 0, len = 0, cap = 0;
-	char path[PATH_MAX], sub[PATH_MAX];
-	int ret = 0;
+	struct change_watch *w = n->w;
 
-	for (struct tnode *cur = n;; cur = head < len ? todo[head++] : NULL) {
-		struct tnode *child, *tmp;
-		struct dirent *de;
-		DIR *d;
-		int fd;
+	if (mode > n->scan)
+		n->scan = mode;
+	if (!list_linked(&n->scan_link))
+		list_add_tail(&n->scan_link, &w->scan_queue);
+	if (!list_linked(&w->scanning_link))
+		list_add_tail(&w->scanning_link, &tw.scanning);
+	arm_step();
+}
 
-		if (!cur)
-			break;
-		if (node_path(cur, NULL, path) < 0)
-			continue;
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && cur->parent == NULL)
-			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the root may be a symlink */
-		if (fd < 0)
-			continue;
-		if (resync) {
-			/* Children whose directory went while the kernel's events were lost. */
-			list_for_each_entry_safe(child, tmp, &cur->children, sibling) {
-				struct stat st;
+/* Forgets w's pending scans (a scan limit was hit). */
+static void scan_clear(struct change_watch *w)
+{
+	while (!list_empty(&w->scan_queue)) {
+		struct tnode *n = list_first_entry(&w->scan_queue, struct tnode, scan_link);
 
-				if (fstatat(fd, child->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-				    !S_ISDIR(st.st_mode))
-					node_free(child);
-			}
-		}
-		d = fdopendir(fd);
-		if (!d) {
-			close(fd);
-			continue;
-		}
-		while ((de = readdir(d))) {
-			bool is_dir = de->d_type == DT_DIR;
-			struct tnode *c = NULL;
-			int r;
-
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-				continue;
-			if (de->d_type == DT_UNKNOWN) {
-				struct stat st;
-
-				is_dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-					 S_ISDIR(st.st_mode);
-			}
-			if (node_path(cur, de->d_name, sub) < 0)
-				continue;
-			if (report)
-				queue_path_event(w, "created", sub, NULL, is_dir);
-			if (!is_dir || !w->recursive)
-				continue;
-			c = find_child(cur, de->d_name);
-			if (c && !resync)
-				continue;
-			if (!c) {
-				r = node_add(w, cur, de->d_name, sub, &c);
-				if (r < 0) {
-					if (!report && !resync) {
-						ret = r;
-						break;
-					}
-					queue_overflow(w, r == -ENOSPC ? "watchLimit" : "directoryLimit",
-						       sub);
-					continue;
-				}
-				if (r == 0)
-					continue;
-			}
-			if (len == cap) {
-				struct tnode **nt = realloc(todo, (cap ? cap * 2 : 64) * sizeof(*nt));
-
-				if (!nt) {
-					ret = -ENOMEM;
-					break;
-				}
-				todo = nt;
-				cap = cap ? cap * 2 : 64;
-			}
-			todo[len++] = c;
-		}
-		closedir(d);
-		if (ret < 0)
-			break;
+		list_del(&n->scan_link);
+		n->scan = SCAN_NONE;
 	}
-	free(todo);
+}
+
+/*
+ * Scans the first directory of w's queue: its subdirectories get nodes and
+ * join the queue (a recursive watch), and in SCAN_REPORT mode every entry is
+ * reported as created. *budget counts the entries read. Returns 0, or during
+ * the initial scan -EDQUOT (maxDirectories), -ENOSPC (the host's inotify
+ * limit), -EFBIG (SCAN_ENTRIES_MAX entries), -ENOMEM, which fail the
+ * request; later those are overflow events naming the directory.
+ */
+static int scan_one(struct change_watch *w, size_t *budget)
+{
+	struct tnode *cur = list_first_entry(&w->scan_queue, struct tnode, scan_link);
+	enum scan_mode mode = cur->scan;
+	char path[PATH_MAX], sub[PATH_MAX];
+	struct tnode *child, *tmp;
+	struct dirent *de;
+	int fd, ret = 0;
+	DIR *d;
+
+	list_del(&cur->scan_link);
+	cur->scan = SCAN_NONE;
+	if (node_path(cur, NULL, path) < 0)
+		return 0;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && cur->parent == NULL)
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the root may be a symlink */
+	if (fd < 0)
+		return 0; /* gone meanwhile: its parent's events say so */
+	if (mode == SCAN_RESYNC) {
+		/* Children whose directory went while the kernel's events were lost. */
+		list_for_each_entry_safe(child, tmp, &cur->children, sibling) {
+			struct stat st;
+
+			if (fstatat(fd, child->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISDIR(st.st_mode))
+				node_free(child);
+		}
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		bool is_dir = de->d_type == DT_DIR;
+		struct tnode *c = NULL;
+		int r;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (*budget > 0)
+			(*budget)--;
+		if (++w->scan_seen > SCAN_ENTRIES_MAX) {
+			if (w->installing) {
+				ret = -EFBIG;
+				break;
+			}
+			queue_overflow(w, "scanLimit", path);
+			scan_clear(w);
+			break;
+		}
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat st;
+
+			is_dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				 S_ISDIR(st.st_mode);
+		}
+		if (node_path(cur, de->d_name, sub) < 0)
+			continue;
+		if (mode == SCAN_REPORT)
+			queue_path_event(w, "created", sub, NULL, is_dir);
+		if (!is_dir || !w->recursive)
+			continue;
+		c = find_child(cur, de->d_name);
+		if (c) {
+			if (mode == SCAN_RESYNC)
+				scan_enqueue(c, SCAN_RESYNC);
+			continue;
+		}
+		r = node_add(w, cur, de->d_name, sub, &c);
+		if (r < 0 && w->installing) {
+			ret = r;
+			break;
+		}
+		if (r < 0)
+			queue_overflow(w, r == -ENOSPC ? "watchLimit" : "directoryLimit", sub);
+		else if (r > 0)
+			scan_enqueue(c, mode == SCAN_REPORT ? SCAN_REPORT : SCAN_SILENT);
+	}
+	closedir(d);
 	return ret;
 }
 
-/* A new directory name in n (created or moved in): watched with what it holds. */
+/* A new directory name in n (created or moved in): watched, with what it holds. */
 static void subtree_appeared(struct change_watch *w, struct tnode *n, const char *name,
 			     const char *path, bool report)
 {
@@ -432,14 +472,20 @@ static void subtree_appeared(struct change_watch *w, struct tnode *n, const char
 		return;
 	}
 	if (r > 0)
-		(void)scan_tree(w, c, report, false);
+		scan_enqueue(c, report ? SCAN_REPORT : SCAN_SILENT);
 }
 
 /* The root went: the last event, then nothing. The watch is freed once it is sent. */
+static void install_end(struct change_watch *w, int r);
+
 static void watch_end(struct change_watch *w, const char *reason)
 {
 	if (w->ended)
 		return;
+	if (w->installing) {
+		install_end(w, -ENOENT); /* the root went before the reply: as if never there */
+		return;
+	}
 	w->ended = true;
 	node_free(TAKE_PTR(w->root));
 	queue_event(w, json_pack("{s:s,s:s}", "kind", "ended", "reason", reason), true, false);
@@ -454,9 +500,13 @@ static void watch_free(struct change_watch *w)
 	node_free(w->root);
 	if (list_linked(&w->link))
 		w->conn->watch->n_changes--;
+	/* A request still waiting: its connection is going (else install_end replied). */
+	if (w->pend.conn)
+		rpc_pending_end(&w->pend);
 	list_del(&w->link);
 	list_del(&w->all_link);
 	list_del(&w->dirty_link);
+	list_del(&w->scanning_link);
 	buf_done(&w->q);
 	free(w->only);
 	free(w);
@@ -634,7 +684,7 @@ void fs_tree_watch_event(struct wd_entry *e, const struct inotify_event *ev)
 				continue;
 			queue_overflow(w, "kernel", NULL);
 			if (w->recursive)
-				(void)scan_tree(w, w->root, false, true);
+				scan_enqueue(w->root, SCAN_RESYNC);
 		}
 		return;
 	}
@@ -685,8 +735,8 @@ static bool flush_watch(struct change_watch *w)
 			watch_free(w);
 		return true;
 	}
-	if (conn_congested(c)) {
-		mark_dirty(w); /* fs_watch_conn_drained() sends it */
+	if (w->installing || conn_congested(c)) {
+		mark_dirty(w); /* install_end() or fs_watch_conn_drained() sends it */
 		return false;
 	}
 	hn = snprintf(head, sizeof(head),
@@ -720,7 +770,7 @@ void fs_watch_conn_drained(struct conn *c)
 		if (!c->watch || c->state != CONN_OPEN)
 			return;
 		list_for_each_entry(w, &c->watch->changes, link) {
-			if (list_linked(&w->dirty_link)) {
+			if (list_linked(&w->dirty_link) && !w->installing) {
 				found = w;
 				break;
 			}
@@ -737,6 +787,85 @@ void fs_tree_watch_release(struct fs_watch *st)
 {
 	while (!list_empty(&st->changes))
 		watch_free(list_first_entry(&st->changes, struct change_watch, link));
+}
+
+/* ---- scanning in steps ---- */
+
+static void reply_install_error(struct conn *c, json_t *id, int r, const char *path,
+				unsigned max_dirs);
+
+/* The initial scan ended: the fs/watch request gets the watchId, or r's error (w freed). */
+static void install_end(struct change_watch *w, int r)
+{
+	struct conn *c = w->pend.conn;
+	char path[PATH_MAX];
+
+	w->installing = false;
+	if (r < 0) {
+		if (c) {
+			if (!w->root || node_path(w->root, w->only, path) < 0)
+				snprintf(path, sizeof(path), "?");
+			reply_install_error(c, w->pend.id, r, path, w->max_dirs);
+		}
+		watch_free(w);
+		return;
+	}
+	if (c) {
+		log_debug("fs/watch %" PRIu64 " on %s: %u directories", w->id, c->peer, w->n_dirs);
+		rpc_reply(c, w->pend.id, json_pack("{s:I}", "watchId", (json_int_t)w->id));
+		rpc_pending_end(&w->pend);
+	}
+	/* Events of the scan's time wait for the reply; now they may go. */
+	if (list_linked(&w->dirty_link)) {
+		list_del(&w->dirty_link);
+		(void)flush_watch(w);
+	}
+}
+
+/*
+ * One step: directories of the scanning watches, in turn, until
+ * SCAN_STEP_ENTRIES entries were read; the next step runs from the next
+ * loop iteration, so that a large tree never holds the loop for long.
+ */
+static void on_step(struct uring_op *op, int res, uint32_t flags)
+{
+	size_t budget = SCAN_STEP_ENTRIES;
+
+	if (tw.srv->stopping)
+		return;
+	while (budget > 0 && !list_empty(&tw.scanning)) {
+		struct change_watch *w =
+			list_first_entry(&tw.scanning, struct change_watch, scanning_link);
+		int r = 0;
+
+		if (!list_empty(&w->scan_queue))
+			r = scan_one(w, &budget);
+		list_del(&w->scanning_link);
+		if (r < 0) {
+			install_end(w, r);
+			continue;
+		}
+		if (!list_empty(&w->scan_queue)) {
+			list_add_tail(&w->scanning_link, &tw.scanning); /* its turn again later */
+			continue;
+		}
+		w->scan_seen = 0;
+		if (w->installing)
+			install_end(w, 0);
+	}
+	if (!list_empty(&tw.scanning))
+		arm_step();
+	fs_tree_watch_batch_end(true); /* what the scans reported */
+}
+
+static void arm_step(void)
+{
+	struct io_uring_sqe *sqe;
+
+	if (tw.step_op.busy || !tw.srv)
+		return;
+	sqe = uring_get_sqe(&tw.srv->ring, &tw.step_op, on_step);
+	io_uring_prep_nop(sqe);
 }
 
 /* ---- requests ---- */
@@ -762,12 +891,22 @@ static void reply_install_error(struct conn *c, json_t *id, int r, const char *p
 		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
 				"fs/watch: `%s` holds more than %u directories (maxDirectories)",
 				path, max_dirs);
+	else if (r == -EFBIG)
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"fs/watch: `%s` holds more than %d entries, more than a watch scans",
+				path, SCAN_ENTRIES_MAX);
 	else if (r == -ENOSPC)
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR,
 				"fs/watch: the host's inotify watch limit is reached "
 				"(fs.inotify.max_user_watches)");
 	else
 		rpc_reply_errno(c, id, r);
+}
+
+/* The connection of a waiting fs/watch goes: nobody to answer; the watch is freed with it. */
+static void install_cancel(struct rpc_pending *p)
+{
+	rpc_pending_end(p);
 }
 
 void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
@@ -802,6 +941,8 @@ void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
 	list_init(&w->link);
 	list_init(&w->all_link);
 	list_init(&w->dirty_link);
+	list_init(&w->scanning_link);
+	list_init(&w->scan_queue);
 	w->conn = c;
 	w->recursive = params_bool(f[1], false);
 	if (limit_param(f[2], "maxDirectories", DIRS_DEFAULT, DIRS_MAX, &w->max_dirs, err) < 0 ||
@@ -830,10 +971,9 @@ void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
 		reply_install_error(c, id, r, path, 0);
 		return;
 	}
+	tw.srv = c->srv;
 	if (S_ISDIR(sb.st_mode)) {
 		r = node_add(w, NULL, path, path, &w->root);
-		if (r > 0 && w->recursive)
-			r = scan_tree(w, w->root, false, false) ?: 1;
 	} else if (strcmp(path, "/") != 0) {
 		/* A file: its directory, filtered by its name. */
 		char *slash = strrchr(path, '/');
@@ -854,7 +994,14 @@ void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
 	list_add_tail(&w->link, &st->changes);
 	list_add_tail(&w->all_link, &tw.all);
 	st->n_changes++;
-	log_debug("fs/watch %" PRIu64 " on %s: %s, %u directories", w->id, c->peer, path, w->n_dirs);
+	if (w->recursive) {
+		/* The tree is scanned in steps; the reply comes at its end (install_end). */
+		w->installing = true;
+		rpc_pending_start(&w->pend, c, id, install_cancel);
+		scan_enqueue(w->root, SCAN_SILENT);
+		return;
+	}
+	log_debug("fs/watch %" PRIu64 " on %s: %s", w->id, c->peer, path);
 	rpc_reply(c, id, json_pack("{s:I}", "watchId", (json_int_t)w->id));
 }
 
@@ -872,8 +1019,8 @@ void fs_rpc_unwatch(struct conn *c, json_t *id, json_t *params)
 	wid = params_u64(f[0], 0);
 	if (c->watch) {
 		list_for_each_entry(w, &c->watch->changes, link) {
-			if (w->id != wid)
-				continue;
+			if (w->id != wid || w->installing)
+				continue; /* an id not answered yet is not known to the client */
 			watch_free(w);
 			rpc_reply(c, id, json_object());
 			return;

@@ -269,6 +269,47 @@ def test_two_watches_on_one_tree_and_watch_missing_share_the_instance(server, tm
         b.ws.abort()
 
 
+def test_large_tree_installs_in_steps(server, tmp_path):
+    """A recursive watch's first scan runs in steps from the loop: another connection is
+    answered meanwhile; changes made during the scan come after the reply, never before;
+    a connection that goes while its watch is being installed leaves nothing behind."""
+    root = tmp_path / "root"
+    for i in range(40):
+        for j in range(20):
+            d = root / ("a%d" % i) / ("b%d" % j)
+            d.mkdir(parents=True)
+            for k in range(10):
+                open(d / ("f%d" % k), "w").close()
+    a, b, gone = server.connect(), server.connect(), server.connect()
+    try:
+        gone.request("fs/watch", {"path": U(root), "recursive": True})
+        rid = a.request("fs/watch", {"path": U(root), "recursive": True, "maxDirectories": 900})
+        gone.ws.abort()
+        assert b.result("environment/status", {}) is not None
+        write(root / "a0" / "b0" / "during")
+        res = a.wait_reply(rid, timeout=60)
+        assert list(res["result"]) == ["watchId"], res
+        wid = res["result"]["watchId"]
+        write(root / "a39" / "b19" / "deep")
+        got = events(a, wid, lambda g: any(e["path"] == U(root / "a39" / "b19" / "deep")
+                                            for e in g))
+        assert got[-2:] == [ev("created", root / "a39" / "b19" / "deep"),
+                            ev("modified", root / "a39" / "b19" / "deep")] or \
+            got[-1] == ev("created", root / "a39" / "b19" / "deep")
+        # nothing of this watch before its reply
+        order = [m for m in a.log if m.get("id") == rid or
+                 (m.get("method") == METHOD and m["params"]["watchId"] == wid)]
+        assert order[0].get("id") == rid
+        # 1 + 40 + 800 directories: one kernel watch each, the aborted install's are gone
+        wait_until(lambda: len(inotify_wds(server.pid)) == 841, timeout=10,
+                   what="only the installed watch's kernel watches")
+    finally:
+        a.ws.abort()
+        b.ws.abort()
+        gone.ws.abort()
+    wait_until(lambda: not inotify_wds(server.pid), timeout=10, what="no kernel watch")
+
+
 # ---- limits and overflow
 
 def test_queue_bound_overflow_event(server_factory, tmp_path):
