@@ -11,6 +11,7 @@ next."""
 
 import os
 import shutil
+import signal
 import time
 
 import pytest
@@ -354,6 +355,44 @@ def test_queue_bound_overflow_event(server_factory, tmp_path):
             assert all(x["path"] == y["oldPath"] for x, y in zip(seg, seg[1:])), seg[:3]
         if segs[-1]:
             assert segs[-1][-1] == real[-1]      # the last rename was not lost
+    finally:
+        c.ws.abort()
+
+
+def test_kernel_queue_overflow(server, tmp_path):
+    """The kernel's inotify queue overflows (the server stopped while more events than
+    fs.inotify.max_queued_events happen): every watch gets an overflow event of reason
+    `kernel`, the tree is scanned again so that a directory whose creation was lost is
+    watched, and fs/watchMissing re-checks its paths."""
+    with open("/proc/sys/fs/inotify/max_queued_events") as f:
+        limit = int(f.read())
+    if limit > 65536:
+        pytest.skip("fs.inotify.max_queued_events is %d: too many events to make" % limit)
+    c = server.connect()
+    try:
+        root = tmp_path / "root"
+        root.mkdir()
+        wid = watch(c, root, recursive=True)
+        assert c.result("fs/watchMissing", {"watchId": 1, "missing": [U(root / "late" / "m")]}) \
+            == {"watching": True}
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            for i in range(limit + 100):
+                os.close(os.open(root / ("f%d" % i), os.O_CREAT | os.O_WRONLY, 0o644))
+            os.mkdir(root / "late")          # its IN_CREATE is past the kernel's queue
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        got = events(c, wid, lambda g: any(e == {"kind": "overflow", "reason": "kernel"}
+                                           for e in g), timeout=60)
+        assert all(e["kind"] in ("created", "overflow") for e in got)
+        assert not any(e.get("path") == U(root / "late") for e in got)
+        # fs/watchMissing: its anchor's event was lost too; the re-check fires it
+        assert c.next_notification("fs/missingChanged", timeout=TIMEOUT)["params"] == {
+            "watchId": 1}
+        c.drain_notifications(0.5)
+        write(root / "late" / "x")           # watched again after the re-scan
+        got = events(c, wid, lambda g: any(e.get("path") == U(root / "late" / "x") for e in g))
+        assert ev("created", root / "late" / "x") in got
     finally:
         c.ws.abort()
 
