@@ -102,6 +102,7 @@ struct change_watch {
 	char *only; /* a file watch: the name watched in root's directory */
 	bool recursive;
 	bool dropping; /* over the queue bound: events are dropped until the queue is sent */
+	bool lost;     /* dropped for want of memory: the send adds the overflow event */
 	bool ended;    /* the root went: freed once its last events are sent */
 	bool installing; /* the initial scan runs: the fs/watch request waits (pend) */
 	struct rpc_pending pend;
@@ -114,13 +115,14 @@ struct change_watch {
 	size_t last_off; /* where the last queued event starts (coalescing) */
 };
 
-/* A rename's first half waiting for its second (IN_MOVED_FROM, then IN_MOVED_TO). */
+/* The module's state (a process singleton, as watch.c's instance). */
 static struct {
 	struct server *srv;
 	struct list_head all;	   /* every struct change_watch (kernel overflows) */
 	struct list_head dirty;	   /* watches with queued events */
 	struct list_head scanning; /* watches with directories to scan, served in turn */
 	struct uring_op step_op;   /* a NOP: the next scan step runs from its completion */
+	/* A rename's first half waiting for its second (IN_MOVED_FROM, then IN_MOVED_TO). */
 	bool have_from;
 	int from_wd;
 	uint32_t from_cookie, from_mask;
@@ -186,6 +188,8 @@ static void queue_event(struct change_watch *w, json_t *ev, bool force, bool coa
 		mark_dirty(w);
 	} else {
 		w->dropping = true;
+		w->lost = true;
+		mark_dirty(w);
 	}
 	free(text);
 }
@@ -559,7 +563,7 @@ static void node_event(struct tnode *n, const struct inotify_event *ev)
 	}
 }
 
-/* Runs fn on every node of e, e pinned: a node may be freed (its own or its watch's). */
+/* Hands ev to every node of e, e pinned: a node may be freed (its own or its watch's). */
 static void each_node(struct wd_entry *e, const struct inotify_event *ev)
 {
 	struct tnode *n, *next;
@@ -723,14 +727,15 @@ void fs_tree_watch_batch_end(bool full)
 static bool flush_watch(struct change_watch *w)
 {
 	static const char tail[] = "]}}";
+	static const char lost[] = "{\"kind\":\"overflow\",\"reason\":\"queue\"}";
 	struct conn *c = w->conn;
 	char head[96];
 	struct outchunk *o;
+	size_t body, extra;
 	uint8_t *p;
-	size_t body;
 	int hn;
 
-	if (w->q.len == 0) {
+	if (w->q.len == 0 && !w->lost) {
 		if (w->ended)
 			watch_free(w);
 		return true;
@@ -742,19 +747,26 @@ static bool flush_watch(struct change_watch *w)
 	hn = snprintf(head, sizeof(head),
 		      "{\"method\":\"fs/changed\",\"params\":{\"watchId\":%" PRIu64 ",\"events\":[",
 		      w->id);
-	body = w->q.len - 1; /* without the last ',' */
-	o = conn_alloc_msg(c, (size_t)hn + body + sizeof(tail) - 1, &p);
+	body = w->q.len ? w->q.len - 1 : 0; /* without the last ',' */
+	extra = w->lost ? (body ? 1 : 0) + sizeof(lost) - 1 : 0;
+	o = conn_alloc_msg(c, (size_t)hn + body + extra + sizeof(tail) - 1, &p);
 	if (!o) {
 		mark_dirty(w); /* kept; the next read or drain retries */
 		return false;
 	}
 	memcpy(p, head, (size_t)hn);
 	memcpy(p + hn, w->q.data, body);
-	memcpy(p + hn + body, tail, sizeof(tail) - 1);
+	if (w->lost) {
+		if (body)
+			p[hn + body] = ',';
+		memcpy(p + hn + body + (body ? 1 : 0), lost, sizeof(lost) - 1);
+	}
+	memcpy(p + hn + body + extra, tail, sizeof(tail) - 1);
 	w->q.len = 0;
 	w->last_off = 0;
 	w->n_events = 0;
 	w->dropping = false;
+	w->lost = false;
 	if (w->ended)
 		watch_free(w);
 	/* Last: a failed send may close c, which frees its watches. */
