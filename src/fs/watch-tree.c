@@ -127,6 +127,8 @@ static struct {
 	int from_wd;
 	uint32_t from_cookie, from_mask;
 	char from_name[NAME_MAX + 1];
+	struct uring_timer from_timer; /* a first half kept after a full read waits this long */
+	uint32_t timer_cookie;
 } tw = {
 	.all = LIST_HEAD_INIT(tw.all),
 	.dirty = LIST_HEAD_INIT(tw.dirty),
@@ -705,12 +707,32 @@ void fs_tree_watch_event(struct wd_entry *e, const struct inotify_event *ev)
 	each_node(e, ev);
 }
 
+static void flush_dirty(void);
+
+/* A first half kept across reads whose second half did not come: a move out of the watch. */
+static void on_from_timer(struct uring_timer *t, bool fired)
+{
+	if (!fired || !tw.have_from || tw.from_cookie != tw.timer_cookie)
+		return;
+	from_alone();
+	flush_dirty();
+}
+
 void fs_tree_watch_batch_end(bool full)
+{
+	if (!full)
+		from_alone();
+	else if (tw.have_from && tw.srv && !tw.from_timer.armed) {
+		tw.timer_cookie = tw.from_cookie;
+		uring_timer_arm(&tw.srv->ring, &tw.from_timer, 20, on_from_timer);
+	}
+	flush_dirty();
+}
+
+static void flush_dirty(void)
 {
 	struct list_head todo;
 
-	if (!full)
-		from_alone();
 	/* Taken one at a time from a list of our own: a send may end a connection and its watches. */
 	list_init(&todo);
 	list_splice_tail(&tw.dirty, &todo);
@@ -867,7 +889,7 @@ static void on_step(struct uring_op *op, int res, uint32_t flags)
 	}
 	if (!list_empty(&tw.scanning))
 		arm_step();
-	fs_tree_watch_batch_end(true); /* what the scans reported */
+	flush_dirty(); /* what the scans reported */
 }
 
 static void arm_step(void)
