@@ -372,25 +372,22 @@ static void scan_clear(struct change_watch *w)
 }
 
 /*
- * Scans the first directory of w's queue: its subdirectories get nodes and
+ * Scans the directory cur (mode: see enum scan_mode): its subdirectories get nodes and
  * join the queue (a recursive watch), and in SCAN_REPORT mode every entry is
  * reported as created. *budget counts the entries read. Returns 0, or during
  * the initial scan -EDQUOT (maxDirectories), -ENOSPC (the host's inotify
  * limit), -EFBIG (SCAN_ENTRIES_MAX entries), -ENOMEM, which fail the
  * request; later those are overflow events naming the directory.
  */
-static int scan_one(struct change_watch *w, size_t *budget)
+static int scan_dir(struct change_watch *w, struct tnode *cur, enum scan_mode mode,
+		    size_t *budget)
 {
-	struct tnode *cur = list_first_entry(&w->scan_queue, struct tnode, scan_link);
-	enum scan_mode mode = cur->scan;
 	char path[PATH_MAX], sub[PATH_MAX];
 	struct tnode *child, *tmp;
 	struct dirent *de;
 	int fd, ret = 0;
 	DIR *d;
 
-	list_del(&cur->scan_link);
-	cur->scan = SCAN_NONE;
 	if (node_path(cur, NULL, path) < 0)
 		return 0;
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -463,7 +460,22 @@ static int scan_one(struct change_watch *w, size_t *budget)
 	return ret;
 }
 
-/* A new directory name in n (created or moved in): watched, with what it holds. */
+static int scan_one(struct change_watch *w, size_t *budget)
+{
+	struct tnode *cur = list_first_entry(&w->scan_queue, struct tnode, scan_link);
+	enum scan_mode mode = cur->scan;
+
+	list_del(&cur->scan_link);
+	cur->scan = SCAN_NONE;
+	return scan_dir(w, cur, mode, budget);
+}
+
+/*
+ * A new directory name in n (created or moved in): watched, with what it
+ * holds. Its own entries are read at once, before anything else is read from
+ * the kernel (so an entry made after its creation was reported comes once);
+ * the directories below it are scanned in steps.
+ */
 static void subtree_appeared(struct change_watch *w, struct tnode *n, const char *name,
 			     const char *path, bool report)
 {
@@ -477,8 +489,15 @@ static void subtree_appeared(struct change_watch *w, struct tnode *n, const char
 		queue_overflow(w, r == -ENOSPC ? "watchLimit" : "directoryLimit", path);
 		return;
 	}
-	if (r > 0)
-		scan_enqueue(c, report ? SCAN_REPORT : SCAN_SILENT);
+	if (r > 0) {
+		size_t budget = SCAN_STEP_ENTRIES;
+
+		r = scan_dir(w, c, report ? SCAN_REPORT : SCAN_SILENT, &budget);
+		if (r < 0) /* only while the watch is being installed: not fatal here */
+			queue_overflow(w, r == -ENOSPC ? "watchLimit" : r == -EFBIG ? "scanLimit"
+									: "directoryLimit",
+				       path);
+	}
 }
 
 /* The root went: the last event, then nothing. The watch is freed once it is sent. */
