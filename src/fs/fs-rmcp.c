@@ -132,7 +132,7 @@ static int check_protected(struct tree_job *j, const struct stat *st)
 	return check_protected_as(j, st, "fs/remove", "remove", j->path);
 }
 
-/* The identities check_protected() compares with: "/", the server's cwd and home, their ancestors. */
+/* What check_protected() compares with: "/", the server's cwd and home, their ancestors. */
 static int protect_all(struct tree_job *j)
 {
 	int r = protect_path(j, "/", NULL);
