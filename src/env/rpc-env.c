@@ -39,6 +39,7 @@ static json_t *capabilities(const struct server *s)
 {
 	static const char *const uexec_names[] = {
 		"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
+		"uexecFsRename", "uexecFsWatch",
 	};
 	static const char *const names[] = {
 		"networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",

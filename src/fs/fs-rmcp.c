@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fs/remove and fs/copy (PROTOCOL.md §6.18, §6.19): removal and copy of
- * trees through directory fds, run as worker-pool jobs (fs-tree.h).
+ * trees through directory fds, run as worker-pool jobs (fs-tree.h); and
+ * uexec's fs/rename (README "Protocol extensions"), whose safety checks run
+ * as such a job before the rename itself is an IORING_OP_RENAMEAT.
  *
  * Where uexec deliberately differs from the reference 0.169.0:
  *  - fs/copy of a file onto itself (same device and inode, whatever the
@@ -110,17 +112,36 @@ static int protect_path(struct tree_job *j, const char *path, const char *what)
 	return 0;
 }
 
-static int check_protected(struct tree_job *j, const struct stat *st)
+/* method refuses to verb path (e.g. "fs/remove", "remove") when st is protected. */
+static int check_protected_as(struct tree_job *j, const struct stat *st, const char *method,
+			      const char *verb, const char *path)
 {
 	for (size_t i = 0; i < j->n_keep; i++) {
 		if (!same_id(st, &j->keep[i]))
 			continue;
 		if (!j->keep_what[i])
-			return refuse(j, "fs/remove refuses to remove the root directory");
-		return refuse(j, "fs/remove refuses to remove `%s`: it is or contains the "
-			      "server's %s", j->path, j->keep_what[i]);
+			return refuse(j, "%s refuses to %s the root directory", method, verb);
+		return refuse(j, "%s refuses to %s `%s`: it is or contains the server's %s", method,
+			      verb, path, j->keep_what[i]);
 	}
 	return 0;
+}
+
+static int check_protected(struct tree_job *j, const struct stat *st)
+{
+	return check_protected_as(j, st, "fs/remove", "remove", j->path);
+}
+
+/* What check_protected() compares with: "/", the server's cwd and home, their ancestors. */
+static int protect_all(struct tree_job *j)
+{
+	int r = protect_path(j, "/", NULL);
+
+	if (r >= 0 && j->cwd)
+		r = protect_path(j, j->cwd, "working directory");
+	if (r >= 0 && j->home)
+		r = protect_path(j, j->home, "home directory");
+	return r;
 }
 
 /* fdopendir() that closes fd when it fails; *ret_err gets -errno then. */
@@ -229,11 +250,7 @@ static int do_remove(struct tree_job *j)
 	char *slash;
 	int r;
 
-	r = protect_path(j, "/", NULL);
-	if (r >= 0 && j->cwd)
-		r = protect_path(j, j->cwd, "working directory");
-	if (r >= 0 && j->home)
-		r = protect_path(j, j->home, "home directory");
+	r = protect_all(j);
 	if (r < 0)
 		return r;
 
@@ -475,6 +492,39 @@ static int copy_tree(struct tree_job *j, int sfd, int ddir, const char *dname, u
 }
 
 /*
+ * 1 when the directory dir, or one of its ancestors (through "..", i.e.
+ * after symlinks were resolved), is src; 0 when none is; or -errno.
+ */
+static int ancestor_is(const char *dir, const struct stat *src)
+{
+	_cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st, ust;
+
+	if (fd < 0)
+		return -errno;
+	for (unsigned i = 0; i < ANCESTOR_MAX; i++) {
+		int up;
+
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		if (st.st_dev == src->st_dev && st.st_ino == src->st_ino)
+			return 1;
+		up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0)
+			return -errno;
+		if (fstat(up, &ust) < 0) {
+			safe_close(up);
+			return -errno;
+		}
+		safe_close(fd);
+		fd = up;
+		if (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)
+			return 0; /* the root is its own parent */
+	}
+	return 0;
+}
+
+/*
  * The refusal of a directory copy into itself or below itself, by identity:
  * the destination's deepest existing directory and each of its ancestors
  * (through "..", i.e. after symlinks were resolved) is compared with the
@@ -484,9 +534,9 @@ static int copy_tree(struct tree_job *j, int sfd, int ddir, const char *dname, u
 static int check_not_inside(struct tree_job *j, const struct stat *src, size_t *ret_existing)
 {
 	_cleanup_free_ char *p = strdup(j->dest);
-	_cleanup_close_ int fd = -1;
 	struct stat st;
 	size_t len;
+	int r;
 
 	if (!p)
 		return -ENOMEM;
@@ -506,31 +556,12 @@ static int check_not_inside(struct tree_job *j, const struct stat *src, size_t *
 			*slash = 0;
 	}
 	len = strlen(p);
-	fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (unsigned i = 0; i < ANCESTOR_MAX; i++) {
-		int up;
-
-		if (fstat(fd, &st) < 0)
-			return -errno;
-		if (st.st_dev == src->st_dev && st.st_ino == src->st_ino)
-			return refuse(j, "fs/copy cannot copy a directory to itself or one of its "
-					 "descendants");
-		up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (up < 0)
-			return -errno;
-		struct stat ust;
-
-		if (fstat(up, &ust) < 0) {
-			safe_close(up);
-			return -errno;
-		}
-		safe_close(fd);
-		fd = up;
-		if (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)
-			break; /* the root is its own parent */
-	}
+	r = ancestor_is(p, src);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return refuse(j, "fs/copy cannot copy a directory to itself or one of its "
+				 "descendants");
 	*ret_existing = strcmp(p, "/") == 0 ? 0 : len;
 	return 0;
 }
@@ -602,6 +633,128 @@ void fs_copy_run(struct tree_job *j)
 		j->result = json_object();
 }
 
+/* ---- fs/rename ---- */
+
+/*
+ * The text of fs/rename's EXDEV: the kernel renames only within one mount
+ * (a bind mount of the same filesystem counts as another), and in a sandbox
+ * Landlock answers it too for a move that would change what the file is
+ * reachable with.
+ */
+static int refuse_exdev(struct tree_job *j)
+{
+	int r = refuse(j, "Cross-device link (os error 18): fs/rename cannot move `%s` to `%s`: "
+			  "they are on different filesystems or mounts (or a sandbox forbids "
+			  "the move); use fs/copy, then fs/remove", j->path, j->dest);
+
+	j->code = RPC_INTERNAL_ERROR; /* the class of an OS error (PROTOCOL.md §4) */
+	return r;
+}
+
+/*
+ * The checks of fs/rename, in the worker: the source exists; neither the
+ * source nor a directory the rename would replace is "/", the server's
+ * working or home directory or one of their ancestors (fs/remove's rule: a
+ * rename takes them away as surely); a directory does not move into itself
+ * or below itself (fs/copy's rule; the kernel's EINVAL stays the backstop);
+ * the two names are not the same file (rename(2) would do nothing and
+ * succeed, leaving both names). Symlinks are moved, never followed.
+ */
+static int do_rename(struct tree_job *j)
+{
+	_cleanup_free_ char *parent = NULL;
+	struct stat ss, ds;
+	char *slash;
+	int r;
+
+	r = protect_all(j);
+	if (r < 0)
+		return r;
+	if (strcmp(j->path, "/") == 0)
+		return refuse(j, "fs/rename refuses to move the root directory");
+	if (strcmp(j->dest, "/") == 0)
+		return refuse(j, "fs/rename refuses to replace the root directory");
+	if (lstat(j->path, &ss) < 0)
+		return -errno;
+	if (S_ISDIR(ss.st_mode)) {
+		r = check_protected_as(j, &ss, "fs/rename", "move", j->path);
+		if (r < 0)
+			return r;
+	}
+	if (lstat(j->dest, &ds) == 0) {
+		if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
+			return refuse(j, "fs/rename source and destination are the same file");
+		if (S_ISDIR(ds.st_mode) && !(j->rename_flags & RENAME_NOREPLACE)) {
+			r = check_protected_as(j, &ds, "fs/rename", "replace", j->dest);
+			if (r < 0)
+				return r;
+		}
+	} else if (errno != ENOENT) {
+		return -errno;
+	}
+	if (S_ISDIR(ss.st_mode)) {
+		slash = strrchr(j->dest, '/');
+		parent = slash == j->dest ? strdup("/") : strndup(j->dest, (size_t)(slash - j->dest));
+		if (!parent)
+			return -ENOMEM;
+		r = ancestor_is(parent, &ss);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			return refuse(j, "fs/rename cannot move a directory into itself or one of "
+					 "its descendants");
+	}
+	if (j->rename_on_ring)
+		return 0;
+	/* No RENAMEAT on this ring: the rename runs here. */
+	if (renameat2(AT_FDCWD, j->path, AT_FDCWD, j->dest, j->rename_flags) < 0)
+		return errno == EXDEV ? refuse_exdev(j) : -errno;
+	return 0;
+}
+
+void fs_rename_run(struct tree_job *j)
+{
+	j->err = do_rename(j);
+	if (j->err >= 0)
+		j->result = json_object();
+}
+
+static void on_renameat(struct uring_op *op, int res, uint32_t flags)
+{
+	struct tree_job *j = container_of(op, struct tree_job, ring_op);
+
+	if (!j->orphaned) {
+		struct conn *c = j->pend.conn;
+
+		if (res == -EXDEV) {
+			refuse_exdev(j);
+			rpc_reply_error(c, j->pend.id, j->code, "%s", j->msg ? j->msg : "");
+		} else if (res < 0) {
+			rpc_reply_errno(c, j->pend.id, res);
+		} else {
+			rpc_reply_serialized(c, j->pend.id, "{}", 2);
+		}
+		rpc_pending_end(&j->pend);
+	}
+	fs_tree_job_free(j);
+}
+
+bool fs_rename_submit(struct tree_job *j)
+{
+	struct io_uring_sqe *sqe;
+
+	if (j->op != OP_RENAME || !j->rename_on_ring || j->msg || j->err < 0 || !j->result_text)
+		return false;
+	if (j->orphaned) {
+		/* Nobody waits for it any more: the move is not made. */
+		fs_tree_job_free(j);
+		return true;
+	}
+	sqe = uring_get_sqe(&j->srv->ring, &j->ring_op, on_renameat);
+	io_uring_prep_renameat(sqe, AT_FDCWD, j->path, AT_FDCWD, j->dest, j->rename_flags);
+	return true;
+}
+
 /* ---- requests ---- */
 
 void fs_rpc_remove(struct conn *c, json_t *id, json_t *params)
@@ -667,5 +820,43 @@ void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 	}
 	j->dest = TAKE_PTR(dest);
 	j->recursive = params_bool(f[2], false);
+	fs_tree_job_submit(c, id, j);
+}
+
+void fs_rpc_rename(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "sourcePath", P_STRING, true, NULL },
+		{ "destinationPath", P_STRING, true, NULL },
+		{ "overwrite", P_BOOL, false, NULL },
+		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	_cleanup_free_ char *dest = NULL;
+	struct tree_job *j;
+	char cwd[PATH_MAX];
+	const char *home;
+
+	if (!fs_decode_params(c, id, params, "FsRenameParams", fields, ELEMENTSOF(fields), f))
+		return;
+	/* Source first, then destination, as fs/copy reports URI errors. */
+	j = fs_tree_path_job(c, id, OP_RENAME, f[0], f[3]);
+	if (!j)
+		return;
+	if (fs_param_path(c, id, f[1], &dest) < 0) {
+		fs_tree_job_free(j);
+		return;
+	}
+	j->dest = TAKE_PTR(dest);
+	j->rename_flags = params_bool(f[2], true) ? 0 : RENAME_NOREPLACE;
+	j->rename_on_ring = c->srv->ring.has_renameat;
+	/* The directories fs/remove protects, captured the same way. */
+	home = getenv("HOME");
+	if ((getcwd(cwd, sizeof(cwd)) && !(j->cwd = strdup(cwd))) ||
+	    (home && home[0] == '/' && !(j->home = strdup(home)))) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		fs_tree_job_free(j);
+		return;
+	}
 	fs_tree_job_submit(c, id, j);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The worker-pool job behind fs/readDirectory, fs/canonicalize
- * (rpc-fs-tree.c), fs/walk (fs-walk.c), fs/remove and fs/copy (fs-rmcp.c).
+ * (rpc-fs-tree.c), fs/walk (fs-walk.c), fs/remove, fs/copy and fs/rename's
+ * checks (fs-rmcp.c).
  *
  * None of these has an io_uring opcode (getdents, realpath, a tree of
  * unlinks or copies), so every request becomes a job on the worker pool
@@ -22,6 +23,7 @@
 #include <sys/types.h>
 
 #include "conn-mem.h"
+#include "ring.h"
 #include "rpc.h"
 #include "worker.h"
 
@@ -33,6 +35,7 @@ enum tree_op {
 	OP_REMOVE,
 	OP_COPY,
 	OP_CANONICALIZE,
+	OP_RENAME,
 };
 
 struct dev_ino {
@@ -55,7 +58,7 @@ struct tree_job {
 
 	/* request (owned) */
 	char *path; /* fs/copy: sourcePath */
-	char *dest; /* fs/copy: destinationPath */
+	char *dest; /* fs/copy, fs/rename: destinationPath */
 	bool recursive;
 	bool force;
 	bool follow; /* fs/remove followSymlinks; fs/walk followDirectorySymlinks */
@@ -63,6 +66,10 @@ struct tree_job {
 	size_t max_depth, max_dirs, max_entries;
 	char *cwd; /* fs/remove: directories that must survive (NULL = none) */
 	char *home;
+	unsigned rename_flags; /* fs/rename: RENAME_NOREPLACE for overwrite: false */
+	bool rename_on_ring;   /* fs/rename: run() only checks; done() submits IORING_OP_RENAMEAT */
+	struct server *srv;
+	struct uring_op ring_op; /* fs/rename's RENAMEAT */
 
 	/* outcome, written by run() */
 	int err;  /* negative errno, replied with the reference's mapping */
@@ -108,5 +115,12 @@ void fs_tree_job_free(struct tree_job *j);
 void fs_walk_run(struct tree_job *j);
 void fs_remove_run(struct tree_job *j);
 void fs_copy_run(struct tree_job *j);
+void fs_rename_run(struct tree_job *j);
+/*
+ * fs/rename after run(), on the loop thread: submits the RENAMEAT that the
+ * checks allowed, replies when it completes and frees j. Returns false (j
+ * untouched) when there is nothing to submit: the reply is the usual one.
+ */
+bool fs_rename_submit(struct tree_job *j);
 /* Adds fs/walk's "errors" and "truncated" to j->result (worker thread; pure helpers only). */
 void fs_walk_finish(struct tree_job *j);

@@ -67,12 +67,15 @@ static const struct rpc_method fs_methods[] = {
 	{ "fs/readDirectory", "filesystem", fs_rpc_read_directory, fs_sandbox_forward },
 	{ "fs/remove", "filesystem", fs_rpc_remove, fs_sandbox_forward },
 	{ "fs/copy", "filesystem", fs_rpc_copy, fs_sandbox_forward },
+	{ "fs/rename", "filesystem", fs_rpc_rename, fs_sandbox_forward },
 	{ "fs/open", "filesystem", fs_rpc_open, NULL },
 	{ "fs/readBlock", "filesystem", fs_rpc_read_block, NULL },
 	{ "fs/writeBlock", "filesystem", fs_rpc_write_block, NULL },
 	{ "fs/close", "filesystem", fs_rpc_close, NULL },
 	{ "fs/walk", "filesystem", fs_rpc_walk, fs_sandbox_forward },
 	{ "fs/watchMissing", "filesystem", fs_rpc_watch_missing, NULL },
+	{ "fs/watch", "filesystem", fs_rpc_watch, NULL },
+	{ "fs/unwatch", "filesystem", fs_rpc_unwatch, NULL },
 };
 
 int fs_methods_register(void)

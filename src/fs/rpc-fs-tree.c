@@ -220,6 +220,9 @@ static void job_run(struct work *w)
 	case OP_CANONICALIZE:
 		run_canonicalize(j);
 		break;
+	case OP_RENAME:
+		fs_rename_run(j);
+		break;
 	}
 	/* -ECANCELED only unwinds a refusal; anything else with msg unset is an OS error. */
 	if (j->msg)
@@ -247,6 +250,8 @@ static void job_done(struct work *w)
 		fs_tree_job_free(j);
 		return;
 	}
+	if (j->ran && fs_rename_submit(j))
+		return;
 	if (!j->ran)
 		rpc_reply_errno_internal(c, id, ECANCELED);
 	else if (j->msg)
@@ -284,6 +289,7 @@ struct tree_job *fs_tree_job_new(struct conn *c, json_t *id, enum tree_op op)
 		return NULL;
 	}
 	j->op = op;
+	j->srv = c->srv;
 	j->work.run = job_run;
 	j->work.done = job_done;
 	conn_mem_init(&j->mem, c);

@@ -40,6 +40,7 @@
 #include "rpc-fs.h"
 #include "rpc.h"
 #include "server.h"
+#include "watch-internal.h"
 #include "watch.h"
 
 /* Paths per watch (the real client sends about six): bounds the stat calls of one request. */
@@ -59,14 +60,6 @@
 #define SELF_MASK (IN_DELETE_SELF | IN_MOVE_SELF)
 /* The watched inode itself changed, or the kernel dropped the watch. */
 #define RECHECK_MASK (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)
-
-struct wd_entry {
-	struct list_head hash_link; /* ino.buckets[]; unlinked once the kernel dropped the wd */
-	struct list_head targets;   /* struct target.wd_link */
-	int wd;
-	unsigned refs; /* targets attached */
-	bool dead;     /* IN_IGNORED seen: the kernel watch is gone already */
-};
 
 enum target_kind {
 	T_MISSING,	/* IN_CREATE/IN_MOVED_TO of the awaited name in the anchor */
@@ -104,12 +97,6 @@ struct missing_watch {
 	struct target t[];
 };
 
-struct fs_watch {
-	bool have_id;
-	uint64_t last_id;	      /* largest watchId registered on the connection */
-	struct missing_watch *active; /* NULL after it fired or failed to install */
-};
-
 /*
  * The inotify instance. Static because the server is a process singleton
  * (server_current); everything here belongs to it.
@@ -133,7 +120,7 @@ static struct list_head *bucket(int wd)
 	return &ino.buckets[(unsigned)wd % WD_BUCKETS];
 }
 
-static struct wd_entry *wd_lookup(int wd)
+struct wd_entry *fs_ino_lookup(int wd)
 {
 	struct wd_entry *e;
 
@@ -144,7 +131,7 @@ static struct wd_entry *wd_lookup(int wd)
 	return NULL;
 }
 
-static void wd_put(struct wd_entry *e)
+void fs_ino_put(struct wd_entry *e)
 {
 	if (--e->refs > 0)
 		return;
@@ -155,17 +142,16 @@ static void wd_put(struct wd_entry *e)
 	free(e);
 }
 
-/* Attaches t to the kernel watch on path (added, or shared with other targets). */
-static int target_attach(struct target *t, const char *path, uint32_t mask)
+int fs_ino_attach(const char *path, uint32_t mask, struct wd_entry **ret)
 {
 	struct wd_entry *e;
 	int wd;
 
-	/* IN_MASK_ADD: the same inode may already be watched for other targets. */
+	/* IN_MASK_ADD: the same inode may already be watched for other users. */
 	wd = inotify_add_watch(ino.fd, path, mask | IN_MASK_ADD);
 	if (wd < 0)
 		return -errno;
-	e = wd_lookup(wd);
+	e = fs_ino_lookup(wd);
 	if (!e) {
 		e = calloc(1, sizeof(*e));
 		if (!e) {
@@ -174,15 +160,28 @@ static int target_attach(struct target *t, const char *path, uint32_t mask)
 		}
 		e->wd = wd;
 		list_init(&e->targets);
+		list_init(&e->nodes);
 		list_add_tail(&e->hash_link, bucket(wd));
 	}
 	e->refs++;
+	*ret = e;
+	return 0;
+}
+
+/* Attaches t to the kernel watch on path (added, or shared with other targets). */
+static int target_attach(struct target *t, const char *path, uint32_t mask)
+{
+	struct wd_entry *e;
+	int r = fs_ino_attach(path, mask, &e);
+
+	if (r < 0)
+		return r;
 	list_add_tail(&t->wd_link, &e->targets);
 	t->wd = e;
 	return 0;
 }
 
-/* Detaches t and returns its old entry, still referenced (wd_put() it), or NULL. */
+/* Detaches t and returns its old entry, still referenced (fs_ino_put() it), or NULL. */
 static struct wd_entry *target_detach(struct target *t)
 {
 	struct wd_entry *e = t->wd;
@@ -199,7 +198,7 @@ static void target_disarm(struct target *t)
 	struct wd_entry *e = target_detach(t);
 
 	if (e)
-		wd_put(e);
+		fs_ino_put(e);
 }
 
 /* ---- paths ---- */
@@ -366,7 +365,7 @@ static bool watch_recheck(struct missing_watch *w)
 
 		r = target_arm(t);
 		if (old)
-			wd_put(old);
+			fs_ino_put(old);
 		if (r != 0 || (t->kind == T_MISSING && t->dir_len > old_len))
 			return true;
 	}
@@ -444,19 +443,26 @@ static void handle_event(const struct inotify_event *ev, struct list_head *todo)
 		list_for_each_entry(w, &ino.watches, link) {
 			mark(todo, w, ACT_RECHECK);
 		}
+		fs_tree_watch_event(NULL, ev);
 		return;
 	}
-	e = wd_lookup(ev->wd);
-	if (!e)
-		return; /* removed by us; its last events are still queued */
+	e = fs_ino_lookup(ev->wd);
+	if (!e) {
+		fs_tree_watch_event(NULL, ev); /* removed by us; its last events are still queued */
+		return;
+	}
+	/* Pinned: the fs/watch side may drop its nodes on e; the targets are marked first. */
+	e->refs++;
 	list_for_each_entry(t, &e->targets, wd_link) {
 		mark(todo, t->w, target_event(t, ev));
 	}
 	if (ev->mask & IN_IGNORED) {
-		/* The kernel dropped it (directory deleted, unmounted); its targets re-arm elsewhere. */
+		/* The kernel dropped it (directory deleted, unmounted); its users re-arm elsewhere. */
 		e->dead = true;
 		list_del(&e->hash_link);
 	}
+	fs_tree_watch_event(e, ev);
+	fs_ino_put(e);
 }
 
 static void arm_read(void);
@@ -473,7 +479,8 @@ static void on_inotify(struct uring_op *op, int res, uint32_t flags)
 			arm_read();
 			return;
 		}
-		log_error_errno(res, "Reading inotify events failed, fs/watchMissing watches stop");
+		log_error_errno(res, "Reading inotify events failed, fs/watchMissing and fs/watch "
+				     "watches stop");
 		return;
 	}
 	list_init(&todo);
@@ -487,6 +494,8 @@ static void on_inotify(struct uring_op *op, int res, uint32_t flags)
 		/* Before the next event: a re-check may free the wd entries it refers to. */
 		run_actions(&todo);
 	}
+	/* A read ends where the next whole event did not fit: a full buffer may split a rename. */
+	fs_tree_watch_batch_end((size_t)res + sizeof(struct inotify_event) + NAME_MAX + 1 > EVBUF_SIZE);
 	if (!ino.srv->stopping)
 		arm_read();
 }
@@ -498,7 +507,7 @@ static void arm_read(void)
 	io_uring_prep_read(sqe, ino.fd, ino.buf, sizeof(ino.buf), 0);
 }
 
-static int ino_open(struct server *s)
+int fs_ino_open(struct server *s)
 {
 	int fd;
 
@@ -552,7 +561,7 @@ static int watch_install(struct server *s, struct missing_watch *w)
 		if (r < 0)
 			return r == -ENOENT ? 1 : r;
 	}
-	r = ino_open(s);
+	r = fs_ino_open(s);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < w->n; i++) {
@@ -631,14 +640,11 @@ void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 
-	if (!c->watch) {
-		c->watch = calloc(1, sizeof(*c->watch));
-		if (!c->watch) {
-			rpc_reply_errno_internal(c, id, ENOMEM);
-			return;
-		}
+	st = fs_watch_state(c);
+	if (!st) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return;
 	}
-	st = c->watch;
 	/* Not newer than every id seen on this connection: ignored, the active watch stays. */
 	if (st->have_id && watch_id <= st->last_id) {
 		reply_watching(c, id, false);
@@ -666,6 +672,16 @@ void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 	reply_watching(c, id, r == 0);
 }
 
+struct fs_watch *fs_watch_state(struct conn *c)
+{
+	if (!c->watch) {
+		c->watch = calloc(1, sizeof(*c->watch));
+		if (c->watch)
+			list_init(&c->watch->changes);
+	}
+	return c->watch;
+}
+
 void fs_watch_conn_closed(struct conn *c)
 {
 	struct fs_watch *st = c->watch;
@@ -673,6 +689,7 @@ void fs_watch_conn_closed(struct conn *c)
 	if (!st)
 		return;
 	watch_free(st->active);
+	fs_tree_watch_release(st);
 	free(st);
 	c->watch = NULL;
 }

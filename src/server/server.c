@@ -660,10 +660,16 @@ static void conn_on_closed(struct conn *c)
 	fs_watch_conn_closed(c);
 }
 
+static void conn_on_drained(struct conn *c)
+{
+	exec_conn_drained(c);
+	fs_watch_conn_drained(c);
+}
+
 static const struct conn_handlers conn_handlers = {
 	.message = rpc_on_message,
 	.closed = conn_on_closed,
-	.drained = exec_conn_drained,
+	.drained = conn_on_drained,
 	.freed = fs_handles_release,
 	.metrics = server_metrics_render,
 };
