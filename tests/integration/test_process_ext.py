@@ -15,7 +15,8 @@ from wsclient import b64, unb64
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/cat", "/bin/sleep", "/bin/true", "stty")
 
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
-EXT_CAPS = ["uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList"]
+EXT_CAPS = ["uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
+            "uexecFsRename", "uexecFsWatch"]
 # after them: uexecDenialEvidence, true only while a denial evidence source is in use
 # (test_denial_evidence.py; the suite's servers run with --denial-evidence none)
 EVIDENCE_CAP = "uexecDenialEvidence"
@@ -47,7 +48,7 @@ def list_procs(c, params={}):
 
 
 def test_capabilities_advertised(sclient):
-    """The four uexec* flags are true, after the reference's flags, which keep their values."""
+    """The uexec* flags are true, after the reference's flags, which keep their values."""
     caps = sclient.init_result["environmentInfo"]["capabilities"]
     assert list(caps)[:len(REFERENCE_CAPS)] == REFERENCE_CAPS
     assert list(caps)[len(REFERENCE_CAPS):] == EXT_CAPS + [EVIDENCE_CAP]
