@@ -34,7 +34,7 @@ static json_t *uri_or_null(const char *path)
  * uexec's own extensions follow, under uexec* names (README.md "Protocol
  * extensions"), always true: a client that does not know them ignores them.
  */
-static json_t *capabilities(void)
+static json_t *capabilities(const struct server *s)
 {
 	static const char *const uexec_names[] = {
 		"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
@@ -56,6 +56,18 @@ static json_t *capabilities(void)
 						 strcmp(names[i], "fileWriteStreaming") == 0));
 	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)
 		json_object_set_new(o, uexec_names[i], json_true());
+	/*
+	 * These depend on the host (sandbox/cgroup.h), all booleans as the
+	 * reference's: a whole-tree kill through a cgroup per process, and the
+	 * kinds of process/start's `limits` this host enforces.
+	 */
+	json_object_set_new(o, "uexecProcessCgroup", json_boolean(s->cgroups.enabled));
+	json_object_set_new(o, "uexecProcessLimitPids",
+			    json_boolean(s->cgroups.where[SANDBOX_CG_PIDS] != SANDBOX_CG_NONE));
+	json_object_set_new(o, "uexecProcessLimitMemory",
+			    json_boolean(s->cgroups.where[SANDBOX_CG_MEMORY] != SANDBOX_CG_NONE));
+	json_object_set_new(o, "uexecProcessLimitCpu",
+			    json_boolean(s->cgroups.where[SANDBOX_CG_CPU] != SANDBOX_CG_NONE));
 	return o;
 }
 
@@ -98,7 +110,7 @@ json_t *env_info_build(struct server *s)
 		json_array_append_new(tmpdirs, uri_or_null(tmpdir));
 	json_object_set_new(info, "temporaryDirectories", tmpdirs);
 	json_object_set_new(info, "tempDir", uri_or_null(tmpdir && *tmpdir == '/' ? tmpdir : "/tmp"));
-	json_object_set_new(info, "capabilities", capabilities());
+	json_object_set_new(info, "capabilities", capabilities(s));
 	return info;
 }
 

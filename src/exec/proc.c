@@ -318,7 +318,7 @@ static bool classify_denial(struct proc *p)
 
 static void publish_exited(struct proc *p)
 {
-	char tail[128];
+	char tail[192];
 	int n;
 
 	p->exited = true;
@@ -327,8 +327,12 @@ static void publish_exited(struct proc *p)
 		     p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
 	/* Only for a start that asked for timeoutMs: the reference's frame is unchanged. */
 	if (p->has_timeout)
-		snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"timedOut\":%s",
-			 p->timed_out ? "true" : "false");
+		n += snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"timedOut\":%s",
+			      p->timed_out ? "true" : "false");
+	/* Only for a process with a memory limit (uexec extension). */
+	if (p->has_cg && p->cg.memory_limited)
+		snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"oomKilled\":%s",
+			 p->oom_killed ? "true" : "false");
 	/* Exited in time: nothing left to time out. Timed out: the SIGKILL stage stays armed. */
 	if (!p->timed_out)
 		uring_timer_cancel(&p->timeout);
@@ -356,6 +360,7 @@ static void proc_exited(struct proc *p, const siginfo_t *si)
 	p->reaped = true;
 	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
 	p->term_signal = si->si_code == CLD_EXITED ? 0 : si->si_status;
+	proc_cg_exited(p);
 	if (p->sandboxed && !all_streams_eof(p)) {
 		/*
 		 * Like the reference, give in-flight output up to 20 ms to arrive
@@ -448,12 +453,15 @@ static void proc_check_closed(struct proc *p)
 	/* Nothing of the sandbox is in use any more: release its mount points. */
 	sandbox_plan_free(p->plan);
 	p->plan = NULL;
+	proc_cg_closed(p);
 	proc_wake_waiters(p);
 	session_proc_closed(p->sess, p);
 }
 
 void proc_kill_group(struct proc *p, int sig)
 {
+	if (sig == SIGKILL)
+		proc_cg_kill(p);
 	if (p->closed)
 		return;
 	/* pid == pgid: the child called setsid(). */
@@ -645,6 +653,7 @@ void proc_free(struct proc *p)
 	}
 	safe_close(p->pidfd);
 	safe_close(p->stdin_fd);
+	proc_cg_free(p);
 	sandbox_plan_free(p->plan);
 	for (size_t i = 0; i < p->write_id_count; i++)
 		free(p->write_id_ring[(p->write_id_head + i) % PROC_WRITE_IDS]);

@@ -16,6 +16,9 @@ pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/cat", "/bin/sleep", "/b
 
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 EXT_CAPS = ["uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList"]
+# host-dependent booleans of the per-process cgroups (test_process_cgroup.py checks their values)
+CGROUP_CAPS = ["uexecProcessCgroup", "uexecProcessLimitPids", "uexecProcessLimitMemory",
+               "uexecProcessLimitCpu"]
 REFERENCE_CAPS = [
     "networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
     "credentialMaskingCustomProviders", "capabilityDiscoverySandbox", "fsWatchMissing",
@@ -44,11 +47,13 @@ def list_procs(c, params={}):
 
 
 def test_capabilities_advertised(sclient):
-    """The four uexec* flags are true, after the reference's flags, which keep their values."""
+    """The four uexec* flags are true, after the reference's flags, which keep their values;
+    the cgroup flags follow, booleans too."""
     caps = sclient.init_result["environmentInfo"]["capabilities"]
     assert list(caps)[:len(REFERENCE_CAPS)] == REFERENCE_CAPS
-    assert list(caps)[len(REFERENCE_CAPS):] == EXT_CAPS
+    assert list(caps)[len(REFERENCE_CAPS):] == EXT_CAPS + CGROUP_CAPS
     assert all(caps[k] is True for k in EXT_CAPS)
+    assert all(caps[k] in (True, False) for k in CGROUP_CAPS)
     assert caps["fsWatchMissing"] is True and caps["windowsMxc"] is False
     assert sclient.result("environment/info")["capabilities"] == caps
 
