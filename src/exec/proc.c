@@ -453,6 +453,9 @@ static void proc_check_closed(struct proc *p)
 	/* Nothing of the sandbox is in use any more: release its mount points. */
 	sandbox_plan_free(p->plan);
 	p->plan = NULL;
+	/* Timed out: what the tree left behind (a setsid daemon) goes too. */
+	if (p->timed_out)
+		proc_cg_kill(p);
 	proc_cg_closed(p);
 	proc_wake_waiters(p);
 	session_proc_closed(p->sess, p);

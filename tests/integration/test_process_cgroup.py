@@ -300,6 +300,20 @@ def test_timeout_kills_tree(server, uniq, marker):
     wait_until(lambda: marked(marker) == [], timeout=5, what="the tree killed at the timeout")
 
 
+def test_timeout_kills_daemon_of_closed_process(server, uniq, marker):
+    """The process dies of the SIGTERM and is closed at once; its setsid daemon (output
+    elsewhere, SIGTERM ignored) goes too."""
+    needs_cgroups()
+    c = server.connect()
+    pid = uniq("to2")
+    c.start(pid, sh("setsid sh -c \"trap '' TERM; sleep 1000 >/dev/null 2>&1\" "
+                    ">/dev/null 2>&1 </dev/null & sleep 1000"), env=menv(marker),
+            timeoutMs=300)
+    run = c.collect(pid)
+    assert run.exited["timedOut"] is True and run.exit_code == 143, run.exited
+    wait_until(lambda: marked(marker) == [], timeout=5, what="the daemon killed")
+
+
 def test_shutdown_kills_everything(server_factory, uniq, marker):
     needs_cgroups()
     srv = server_factory()
