@@ -295,12 +295,13 @@ static void enable_v2(struct sandbox_cg *cg, int own_fd, const char *own)
 		return;
 	r = write_at(own_fd, "cgroup.subtree_control", want);
 	if (r == -EBUSY) {
-		snprintf(path, sizeof(path), "%s/uexec-%d.server", own, (int)getpid());
-		if ((mkdir(path, 0755) == 0 || errno == EEXIST)) {
+		if ((size_t)snprintf(path, sizeof(path), "%s/uexec-%d.server", own, (int)getpid()) <
+			    sizeof(cg->server_cg) &&
+		    (mkdir(path, 0755) == 0 || errno == EEXIST)) {
 			int sfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 			if (sfd >= 0 && write_at(sfd, "cgroup.procs", "0") == 0) {
-				snprintf(cg->server_cg, sizeof(cg->server_cg), "%s", path);
+				memcpy(cg->server_cg, path, strlen(path) + 1); /* fits: checked above */
 				r = write_at(own_fd, "cgroup.subtree_control", want);
 			}
 			safe_close(sfd);
@@ -338,7 +339,7 @@ static void init_v1(struct sandbox_cg *cg)
 
 void sandbox_cg_init(struct sandbox_cg *cg, bool want, char *desc, size_t descsz)
 {
-	char own[4096], err[256] = "", lim[256] = "";
+	char own[4096], err[4400] = "", lim[256] = "";
 	_cleanup_close_ int own_fd = -1;
 	int r;
 
@@ -363,8 +364,12 @@ void sandbox_cg_init(struct sandbox_cg *cg, bool want, char *desc, size_t descsz
 		r = -errno;
 	}
 	if (r >= 0) {
-		snprintf(cg->base, sizeof(cg->base), "%s/uexec-%d.procs", own, (int)getpid());
-		if (mkdir(cg->base, 0755) < 0 && errno != EEXIST) {
+		if ((size_t)snprintf(cg->base, sizeof(cg->base), "%s/uexec-%d.procs", own,
+				     (int)getpid()) >= sizeof(cg->base)) {
+			r = -ENAMETOOLONG;
+			snprintf(err, sizeof(err), "cgroup path too long");
+			cg->base[0] = 0;
+		} else if (mkdir(cg->base, 0755) < 0 && errno != EEXIST) {
 			r = -errno;
 			snprintf(err, sizeof(err), "cannot create %s: %s%s", cg->base, strerror(errno),
 				 errno == EACCES || errno == EPERM || errno == EROFS
@@ -528,13 +533,13 @@ static int set_limits(const struct sandbox_cg *cg, int fd, enum sandbox_cg_where
 		if (where == SANDBOX_CG_V2) {
 			r = write_u64_at(fd, "memory.max", l->memory_max);
 			/* Reached, the limit kills rather than swaps (no file: no swap accounting). */
-			if (r == 0 && write_at(fd, "memory.swap.max", "0") < 0 && errno != ENOENT)
-				r = -errno;
+			if (r == 0 && (r = write_at(fd, "memory.swap.max", "0")) == -ENOENT)
+				r = 0;
 		} else {
 			r = write_u64_at(fd, "memory.limit_in_bytes", l->memory_max);
-			if (r == 0 && write_u64_at(fd, "memory.memsw.limit_in_bytes", l->memory_max) < 0 &&
-			    errno != ENOENT)
-				r = -errno;
+			if (r == 0 && (r = write_u64_at(fd, "memory.memsw.limit_in_bytes",
+							l->memory_max)) == -ENOENT)
+				r = 0;
 		}
 		break;
 	case SANDBOX_CG_CPU:
