@@ -357,9 +357,28 @@ def reaper_of(server_pid):
     return None
 
 
+def test_sigkill_kills_direct_children_without_cgroups(tmp_path, uniq, marker):
+    """Even without cgroups the processes uexec started (its direct children) die with it
+    (PR_SET_PDEATHSIG), pipes and PTY alike."""
+    srv = Server(("--process-cgroups", "off"), logdir=str(tmp_path))
+    try:
+        c = srv.connect()
+        for i, tty in enumerate((False, True)):
+            c.start(uniq("k%d" % i), ["/bin/sleep", "1000"], env=menv(marker), tty=tty)
+        wait_until(lambda: len(marked(marker)) == 2, timeout=5, what="the children")
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait()
+        wait_until(lambda: marked(marker) == [], timeout=5, what="the children dead with uexec")
+    finally:
+        srv.stopped = True
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+
+
 def test_sigkill_leaves_no_process(tmp_path, uniq, marker):
     """SIGKILL of uexec: every process it started dies (the direct children by
     PR_SET_PDEATHSIG, the rest through the cgroups, by the supervisor)."""
+    needs_cgroups()
     srv = Server((), logdir=str(tmp_path))
     try:
         c = srv.connect()
@@ -368,8 +387,7 @@ def test_sigkill_leaves_no_process(tmp_path, uniq, marker):
         srv.proc.wait()
         wait_until(lambda: marked(marker) == [], timeout=10,
                    what="no process of the killed uexec left")
-        if cgroup_why() is None:
-            wait_until(lambda: server_dirs(srv.pid) == [], timeout=10, what="its cgroups removed")
+        wait_until(lambda: server_dirs(srv.pid) == [], timeout=10, what="its cgroups removed")
     finally:
         srv.stopped = True
         if srv.proc.poll() is None:
@@ -517,22 +535,36 @@ def pct(v, p):
     return v[min(len(v) - 1, int(len(v) * p))] * 1000
 
 
+READ_ONLY_SANDBOX = {
+    "permissions": {"type": "managed", "network": "restricted",
+                    "file_system": {"type": "restricted", "entries": [
+                        {"path": {"type": "special", "value": {"kind": "root"}},
+                         "access": "read"}]}},
+    "windowsSandboxLevel": "disabled"}
+
+
 @pytest.mark.needs_programs(PY, "/bin/bash")
-def test_bombs_contained(server, uniq, marker):
-    """A fork bomb (pidsMax 64) and a 4 GiB allocation (memoryMaxBytes 64 MiB) while
-    another connection's spawn->exit latency is sampled: every sampled spawn succeeds,
-    the bomb never holds more than 64 tasks, everything is gone after terminate.
-    The p50/p99 are printed (bench/, not asserts, make performance claims)."""
+@pytest.mark.parametrize("sandboxed", [False, True])
+def test_bombs_contained(server, uniq, marker, sandboxed):
+    """A fork bomb (pidsMax 64) and a 4 GiB allocation (memoryMaxBytes 64 MiB), sandboxed
+    or not, while another connection's spawn->exit latency is sampled: every sampled
+    spawn succeeds, the bomb never holds more than 64 tasks, the allocation is OOM-killed
+    again and again, everything is gone after terminate. The p50/p99 are printed
+    (bench/, not asserts, make performance claims)."""
     needs_limit("pids", "memory")
+    extra = {}
+    if sandboxed:
+        HOST.require("sandbox")
+        extra = {"sandbox": READ_ONLY_SANDBOX}
     before = []
-    spawn_latency(server.url, 30, before)
+    spawn_latency(server.url, 100, before)
     c = server.connect()
     bomb = uniq("bomb")
     c.start(bomb, ["/bin/bash", "-c", "f() { f | f & }; f; sleep 1000"], env=menv(marker),
-            limits={"pidsMax": 64, "memoryMaxBytes": 256 << 20})
+            limits={"pidsMax": 64, "memoryMaxBytes": 256 << 20}, **extra)
     mem = uniq("mem")
-    c.start(mem, sh("while :; do %s -c 'bytearray(4 << 30)'; done" % PY), env=menv(marker),
-            limits={"memoryMaxBytes": 64 << 20})
+    c.start(mem, sh("while :; do %s -c 'bytearray(4 << 30)'; echo oom; done" % PY),
+            env=menv(marker), limits={"memoryMaxBytes": 64 << 20}, **extra)
     leaf = os.path.basename(cgroup_of(marked_pid(c, bomb)))
     if limit_where("pids") == "v2":
         cur = os.path.join(base_dir(server), leaf, "pids.current")
@@ -552,15 +584,16 @@ def test_bombs_contained(server, uniq, marker):
     assert peak == 64 or 0 < peak <= 64, peak
     assert during and all(code == 0 for _, code in during), during[:5]
     assert all(code == 0 for _, code in before)
-    print("\nspawn->exit ms before: p50 %.2f p99 %.2f (n=%d); during the bombs: p50 %.2f "
-          "p99 %.2f (n=%d)" % (pct([d for d, _ in before], .5), pct([d for d, _ in before], .99),
+    print("\n%s: spawn->exit ms before: p50 %.2f p99 %.2f (n=%d); during the bombs: p50 %.2f "
+          "p99 %.2f (n=%d)" % ("sandboxed" if sandboxed else "unsandboxed", pct([d for d, _ in before], .5), pct([d for d, _ in before], .99),
                                len(before), pct([d for d, _ in during], .5),
                                pct([d for d, _ in during], .99), len(during)))
     c.terminate(bomb)
     c.terminate(mem)
     wait_until(lambda: marked(marker) == [], timeout=10, what="both bombs gone")
     c.collect(bomb)
-    c.collect(mem)
+    run = c.collect(mem)
+    assert run.exited["oomKilled"] is True and run.stdout.count(b"oom") >= 1, run.exited
     wait_until(lambda: leaves(server) == [], timeout=5, what="no leaf left")
 
 
