@@ -307,8 +307,13 @@ static void enable_v2(struct sandbox_cg *cg, int own_fd, const char *own)
 			safe_close(sfd);
 		}
 	}
-	if (r < 0)
+	if (r < 0) {
+		/* Other processes share O (a container's root cgroup): back where uexec was. */
+		if (cg->server_cg[0] && write_at(own_fd, "cgroup.procs", "0") == 0 &&
+		    rmdir(cg->server_cg) == 0)
+			cg->server_cg[0] = 0;
 		return;
+	}
 	if (write_at(cg->base_fd, "cgroup.subtree_control", want) < 0)
 		return;
 	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
