@@ -106,6 +106,16 @@ int sandbox_cg_leaf_remove(struct sandbox_cg *cg, struct sandbox_cg_leaf *leaf)
 	return 0;
 }
 
+bool sandbox_cg_leaf_dir(const struct sandbox_cg_leaf *leaf, int *ret_parent_fd,
+			 const char **ret_name)
+{
+	return false;
+}
+
+void sandbox_cg_leaf_removed(struct sandbox_cg_leaf *leaf)
+{
+}
+
 uint64_t sandbox_cg_leaf_oom_kills(const struct sandbox_cg *cg, const struct sandbox_cg_leaf *leaf)
 {
 	return 0;

@@ -698,6 +698,22 @@ uint64_t sandbox_cg_leaf_oom_kills(const struct sandbox_cg *cg, const struct san
 	return 0;
 }
 
+bool sandbox_cg_leaf_dir(const struct sandbox_cg_leaf *leaf, int *ret_parent_fd,
+			 const char **ret_name)
+{
+	if (!leaf->live || leaf->parent_fd < 0)
+		return false;
+	*ret_parent_fd = leaf->parent_fd;
+	*ret_name = leaf->name;
+	return true;
+}
+
+void sandbox_cg_leaf_removed(struct sandbox_cg_leaf *leaf)
+{
+	leaf->parent_fd = -1;
+	leaf->live = leaf->v1_mask != 0;
+}
+
 int sandbox_cg_leaf_remove(struct sandbox_cg *cg, struct sandbox_cg_leaf *leaf)
 {
 	int r = 0;

@@ -112,6 +112,15 @@ int sandbox_cg_leaf_kill(const struct sandbox_cg *cg, const struct sandbox_cg_le
 /* The number of OOM kills in the leaf (memory limit reached), 0 if unknown. */
 uint64_t sandbox_cg_leaf_oom_kills(const struct sandbox_cg *cg, const struct sandbox_cg_leaf *leaf);
 
+/*
+ * The v2 leaf's directory (parent fd and name) for a caller that removes it
+ * itself (the ring's IORING_OP_UNLINKAT); false when it has none. Then
+ * sandbox_cg_leaf_removed() records that it is gone.
+ */
+bool sandbox_cg_leaf_dir(const struct sandbox_cg_leaf *leaf, int *ret_parent_fd,
+			 const char **ret_name);
+void sandbox_cg_leaf_removed(struct sandbox_cg_leaf *leaf);
+
 /* Removes the leaf's directories. Returns 0 (or already gone), -EBUSY while populated, -errno. */
 int sandbox_cg_leaf_remove(struct sandbox_cg *cg, struct sandbox_cg_leaf *leaf);
 

@@ -46,6 +46,8 @@ int uring_init(struct uring *u, unsigned entries)
 		u->has_read_mshot = probe->last_op >= UEXEC_IORING_OP_READ_MULTISHOT &&
 				    (probe->ops[UEXEC_IORING_OP_READ_MULTISHOT].flags &
 				     IO_URING_OP_SUPPORTED);
+		u->has_unlinkat = probe->last_op >= IORING_OP_UNLINKAT &&
+				  (probe->ops[IORING_OP_UNLINKAT].flags & IO_URING_OP_SUPPORTED);
 		io_uring_free_probe(probe);
 	}
 	return 0;

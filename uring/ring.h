@@ -67,6 +67,7 @@ struct uring {
 	struct io_uring ring;
 	bool has_waitid;    /* IORING_OP_WAITID (6.7+) */
 	bool has_read_mshot;
+	bool has_unlinkat;  /* IORING_OP_UNLINKAT (5.11+) */
 	unsigned pending;   /* SQEs prepared but not submitted */
 	int _error;         /* first submission failure that lost an SQE (sticky), or 0 */
 	/* Completions reaped but not dispatched yet, oldest first: _done[_done_head.._done_len). */

@@ -5,12 +5,12 @@
  * clone, the whole-tree kill, the memory limit's OOM kills on
  * process/exited, and the leaf's removal once empty.
  *
- * Removal: when the process is closed its leaf is usually empty already
- * (rmdir, ~20 us). If something is still running in it (a background
- * child, or killed processes still exiting), the leaf's cgroup.events is
- * polled on the ring (kernfs wakes POLLPRI when "populated" changes) and
- * the directory goes when it reads "populated 0". That costs one fd per
- * such leaf, only while it is populated.
+ * Removal: when the process is closed its leaf is usually empty already:
+ * IORING_OP_UNLINKAT (probed; else rmdir, ~20 us). If something is still
+ * running in it (a background child, or killed processes still exiting),
+ * the leaf's cgroup.events is polled on the ring (kernfs wakes POLLPRI when
+ * "populated" changes) and the directory goes when it reads "populated 0".
+ * That costs one fd per such leaf, only while it is populated.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -138,7 +138,7 @@ struct cg_pending {
 	struct list_head link; /* server->cg_pending */
 	struct server *s;
 	struct sandbox_cg_leaf leaf;
-	int fd; /* the leaf's cgroup.events */
+	int fd; /* the leaf's cgroup.events once it was found populated, else -1 */
 	struct uring_op op;
 	char buf[256];
 };
@@ -150,7 +150,7 @@ static void pending_free(struct cg_pending *pd)
 	free(pd);
 }
 
-static void pending_check(struct cg_pending *pd);
+static void pending_remove(struct cg_pending *pd);
 
 static void on_events(struct uring_op *op, int res, uint32_t flags)
 {
@@ -164,23 +164,72 @@ static void on_events(struct uring_op *op, int res, uint32_t flags)
 		pending_free(pd);
 		return;
 	}
-	pending_check(pd);
-}
-
-static void pending_check(struct cg_pending *pd)
-{
 	ssize_t n = pread(pd->fd, pd->buf, sizeof(pd->buf) - 1, 0);
-	struct io_uring_sqe *sqe;
 
 	if (n >= 0) {
 		pd->buf[n] = 0;
-		if (strstr(pd->buf, "populated 0") && sandbox_cg_leaf_remove(&pd->s->cgroups, &pd->leaf) == 0) {
+		if (strstr(pd->buf, "populated 0")) {
+			pending_remove(pd);
+			return;
+		}
+	}
+	io_uring_prep_poll_add(uring_get_sqe(&pd->s->ring, &pd->op, on_events), pd->fd, POLLPRI);
+}
+
+/* After a removal attempt: done, or watch the leaf until it is empty. */
+static void removal_done(struct cg_pending *pd, int r)
+{
+	char path[64];
+
+	if (r != -EBUSY || pd->leaf.parent_fd < 0) {
+		if (r < 0 && r != -EBUSY)
+			log_warning_errno_ratelimited(r, "Removing the cgroup %s failed", pd->leaf.name);
+		/* v1 only and still busy: the shutdown or the next start removes it */
+		pending_free(pd);
+		return;
+	}
+	if (pd->fd < 0) {
+		snprintf(path, sizeof(path), "%s/cgroup.events", pd->leaf.name);
+		pd->fd = openat(pd->leaf.parent_fd, path, O_RDONLY | O_CLOEXEC);
+		if (pd->fd < 0) {
 			pending_free(pd);
 			return;
 		}
 	}
-	sqe = uring_get_sqe(&pd->s->ring, &pd->op, on_events);
-	io_uring_prep_poll_add(sqe, pd->fd, POLLPRI);
+	/* Reads "populated" first: it may have emptied since (kernfs then wakes the poll at once). */
+	on_events(&pd->op, 0, 0);
+}
+
+static void on_unlinked(struct uring_op *op, int res, uint32_t flags)
+{
+	struct cg_pending *pd = container_of(op, struct cg_pending, op);
+
+	(void)flags;
+	if (pd->s->stopping)
+		return;
+	if (res == 0 || res == -ENOENT) {
+		sandbox_cg_leaf_removed(&pd->leaf);
+		res = sandbox_cg_leaf_remove(&pd->s->cgroups, &pd->leaf); /* its v1 directories */
+	}
+	removal_done(pd, res);
+}
+
+/*
+ * The v2 directory goes by IORING_OP_UNLINKAT where the ring has it: the
+ * kernfs removal (~20 us) runs in an io-wq worker, off the loop's thread;
+ * the v1 ones (processes with limits on a hybrid host) at once.
+ */
+static void pending_remove(struct cg_pending *pd)
+{
+	const char *name;
+	int parent;
+
+	if (pd->s->ring.has_unlinkat && sandbox_cg_leaf_dir(&pd->leaf, &parent, &name)) {
+		io_uring_prep_unlinkat(uring_get_sqe(&pd->s->ring, &pd->op, on_unlinked), parent, name,
+				       AT_REMOVEDIR);
+		return;
+	}
+	removal_done(pd, sandbox_cg_leaf_remove(&pd->s->cgroups, &pd->leaf));
 }
 
 /* Removes the leaf now, or once its last process has gone. */
@@ -188,34 +237,20 @@ static void release(struct proc *p)
 {
 	struct server *s = p->sess->srv;
 	struct cg_pending *pd;
-	char path[64];
-	int r;
 
 	if (p->cg_pending || !p->cg.live || s->stopping)
 		return; /* stopping: sandbox_cg_done() purges the bases */
-	r = sandbox_cg_leaf_remove(&s->cgroups, &p->cg);
-	if (r != -EBUSY) {
-		if (r < 0)
-			log_warning_errno_ratelimited(r, "Removing the cgroup of process '%s' failed",
-						      p->id);
-		return;
-	}
-	if (p->cg.parent_fd < 0)
-		return; /* v1 only: no events file; the shutdown or the next start removes it */
 	pd = calloc(1, sizeof(*pd));
-	if (!pd)
-		return;
-	snprintf(path, sizeof(path), "%s/cgroup.events", p->cg.name);
-	pd->fd = openat(p->cg.parent_fd, path, O_RDONLY | O_CLOEXEC);
-	if (pd->fd < 0) {
-		free(pd);
+	if (!pd) {
+		(void)sandbox_cg_leaf_remove(&s->cgroups, &p->cg);
 		return;
 	}
 	pd->s = s;
+	pd->fd = -1;
 	pd->leaf = p->cg;
 	list_add_tail(&pd->link, &s->cg_pending);
 	p->cg_pending = true;
-	pending_check(pd);
+	pending_remove(pd);
 }
 
 void proc_cg_closed(struct proc *p)
