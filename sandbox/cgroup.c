@@ -459,28 +459,50 @@ static _noreturn_ void supervise(struct sandbox_cg *cg, int rfd, pid_t server)
 
 int sandbox_cg_supervise(struct sandbox_cg *cg)
 {
-	int p[2];
-	pid_t pid, server = getpid();
+	int p[2], info[2], st;
+	pid_t pid, sup = 0, server = getpid();
 
 	if (!cg->enabled && cg->where[SANDBOX_CG_PIDS] != SANDBOX_CG_V1 &&
 	    cg->where[SANDBOX_CG_MEMORY] != SANDBOX_CG_V1 && cg->where[SANDBOX_CG_CPU] != SANDBOX_CG_V1)
 		return 0; /* nothing it could kill */
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		int r = -errno;
-
+	if (pipe2(info, O_CLOEXEC) < 0) {
 		close(p[0]);
 		close(p[1]);
-		return r;
+		return -errno;
 	}
+	/*
+	 * Forked twice: the supervisor is not uexec's child (nothing to reap,
+	 * and uexec's children are the processes it started).
+	 */
+	pid = fork();
 	if (pid == 0) {
+		pid_t g;
+
 		close(p[1]);
-		supervise(cg, p[0], server);
+		close(info[0]);
+		g = fork();
+		if (g == 0) {
+			close(info[1]);
+			supervise(cg, p[0], server);
+		}
+		(void)!write(info[1], &g, sizeof(g));
+		_exit(g < 0);
 	}
 	close(p[0]);
-	cg->supervisor = pid;
+	close(info[1]);
+	if (pid > 0) {
+		(void)waitpid(pid, &st, 0);
+		if (read(info[0], &sup, sizeof(sup)) != (ssize_t)sizeof(sup))
+			sup = 0;
+	}
+	close(info[0]);
+	if (pid < 0 || sup <= 0) {
+		close(p[1]);
+		return pid < 0 ? -errno : -ECHILD;
+	}
+	cg->supervisor = sup;
 	cg->supervisor_fd = p[1];
 	return 0;
 }
@@ -758,10 +780,8 @@ void sandbox_cg_done(struct sandbox_cg *cg)
 		if (r < 0)
 			log_warning_errno(r, "Cannot remove the cgroups under %s", cg->v1_base[k]);
 	}
-	if (cg->supervisor > 0) {
-		cg->supervisor_fd = safe_close(cg->supervisor_fd);
-		(void)waitpid(cg->supervisor, NULL, 0);
-		cg->supervisor = 0;
-	}
+	/* The supervisor sees EOF and exits (finding nothing left to purge). */
+	cg->supervisor_fd = safe_close(cg->supervisor_fd);
+	cg->supervisor = 0;
 	/* uexec's own cgroup (pure v2) stays: it is in it until it exits; the next start sweeps it. */
 }

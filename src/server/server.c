@@ -491,6 +491,9 @@ static void setup_cgroups(struct server *s)
 	if (r < 0)
 		log_warning_errno(r, "Cannot start the process that kills uexec's processes if it "
 				     "dies; the next start sweeps them instead");
+	else if (s->cgroups.supervisor > 0)
+		log_info("No orphans: pid %d (uexec-reaper) kills every process uexec started if "
+			 "uexec dies", (int)s->cgroups.supervisor);
 }
 
 int server_init(struct server *s, const struct config *cfg)

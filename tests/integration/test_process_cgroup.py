@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import HOST, Server, pid_alive, wait_until
+from conftest import HOST, Server, children_of, pid_alive, wait_until
 from wsclient import unb64
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep", "/bin/true", "setsid")
@@ -317,6 +317,9 @@ def test_timeout_kills_daemon_of_closed_process(server, uniq, marker):
 def test_shutdown_kills_everything(server_factory, uniq, marker):
     needs_cgroups()
     srv = server_factory()
+    reaper = reaper_of(srv)
+    assert reaper and pid_alive(reaper), srv.stderr_tail()
+    assert reaper not in children_of(srv.pid)   # not uexec's child: its children are commands
     c = srv.connect()
     pid = uniq("sd")
     c.start(pid, sh("setsid sh -c 'sleep 1000 &'"), env=menv(marker))
@@ -325,6 +328,7 @@ def test_shutdown_kills_everything(server_factory, uniq, marker):
     assert srv.terminate() == 0
     assert marked(marker) == []
     assert server_dirs(srv.pid) == []
+    wait_until(lambda: not pid_alive(reaper), timeout=5, what="the supervisor gone too")
 
 
 # ---- item 3: no orphans
@@ -340,21 +344,15 @@ def start_tree(c, uniq, marker):
     wait_until(lambda: len(marked(marker)) >= 18, timeout=10, what="the trees")
 
 
-def reaper_of(server_pid):
-    """The supervisor uexec forked (comm uexec-reaper), or None."""
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        comm = st[st.index("(") + 1:st.rindex(")")]
-        ppid = int(st.rsplit(")", 1)[1].split()[1])
-        if comm == "uexec-reaper" and ppid == server_pid:
-            return int(d)
-    return None
+def reaper_of(server):
+    """The supervisor uexec started (it says its pid at start), or None."""
+    m = re.search(r"No orphans: pid (\d+) \(uexec-reaper\)", server.stderr().decode())
+    if not m:
+        return None
+    pid = int(m.group(1))
+    with open("/proc/%d/comm" % pid) as f:
+        assert f.read().strip() == "uexec-reaper"
+    return pid
 
 
 def test_sigkill_kills_direct_children_without_cgroups(tmp_path, uniq, marker):
@@ -402,7 +400,7 @@ def test_leftover_sweep(tmp_path, uniq, marker):
     try:
         c = a.connect()
         start_tree(c, uniq, marker)
-        reaper = reaper_of(a.pid)
+        reaper = reaper_of(a)
         assert reaper, "uexec has no supervisor"
         os.kill(reaper, signal.SIGKILL)
         wait_until(lambda: not pid_alive(reaper), timeout=5, what="the supervisor killed")
