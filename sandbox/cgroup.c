@@ -428,6 +428,8 @@ static _noreturn_ void supervise(struct sandbox_cg *cg, int rfd, pid_t server)
 	sigemptyset(&all);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
 	(void)prctl(PR_SET_NAME, "uexec-reaper", 0, 0, 0);
+	/* Out of uexec's process group: a SIGKILL to the group must not take it along. */
+	(void)setsid();
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		(void)dup2(null, 0);

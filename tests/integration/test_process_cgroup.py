@@ -373,15 +373,20 @@ def test_sigkill_kills_direct_children_without_cgroups(tmp_path, uniq, marker):
             srv.proc.kill()
 
 
-def test_sigkill_leaves_no_process(tmp_path, uniq, marker):
-    """SIGKILL of uexec: every process it started dies (the direct children by
+@pytest.mark.parametrize("group", [False, True])
+def test_sigkill_leaves_no_process(tmp_path, uniq, marker, group):
+    """SIGKILL of uexec (alone, or its whole process group, as a parent killing its
+    child's tree would): every process it started dies (the direct children by
     PR_SET_PDEATHSIG, the rest through the cgroups, by the supervisor)."""
     needs_cgroups()
     srv = Server((), logdir=str(tmp_path))
     try:
         c = srv.connect()
         start_tree(c, uniq, marker)
-        srv.proc.send_signal(signal.SIGKILL)
+        if group:
+            os.killpg(srv.pid, signal.SIGKILL)   # started with a session of its own
+        else:
+            srv.proc.send_signal(signal.SIGKILL)
         srv.proc.wait()
         wait_until(lambda: marked(marker) == [], timeout=10,
                    what="no process of the killed uexec left")
