@@ -549,12 +549,12 @@ READ_ONLY_SANDBOX = {
 @pytest.mark.needs_programs(PY, "/bin/bash")
 @pytest.mark.parametrize("sandboxed", [False, True])
 def test_bombs_contained(server, uniq, marker, sandboxed):
-    """A fork bomb (pidsMax 64) and a 4 GiB allocation (memoryMaxBytes 64 MiB), sandboxed
-    or not, while another connection's spawn->exit latency is sampled: every sampled
+    """A fork bomb (pidsMax 64) and a 4 GiB allocation (memoryMaxBytes 64 MiB), each held
+    to half a CPU, sandboxed or not, while another connection's spawn->exit latency is sampled: every sampled
     spawn succeeds, the bomb never holds more than 64 tasks, the allocation is OOM-killed
     again and again, everything is gone after terminate. The p50/p99 are printed
     (bench/, not asserts, make performance claims)."""
-    needs_limit("pids", "memory")
+    needs_limit("pids", "memory", "cpu")
     extra = {}
     if sandboxed:
         HOST.require("sandbox")
@@ -564,10 +564,11 @@ def test_bombs_contained(server, uniq, marker, sandboxed):
     c = server.connect()
     bomb = uniq("bomb")
     c.start(bomb, ["/bin/bash", "-c", "f() { f | f & }; f; sleep 1000"], env=menv(marker),
-            limits={"pidsMax": 64, "memoryMaxBytes": 256 << 20}, **extra)
+            limits={"pidsMax": 64, "memoryMaxBytes": 256 << 20, "cpuMaxMillicpu": 500}, **extra)
     mem = uniq("mem")
     c.start(mem, sh("while :; do %s -c 'bytearray(4 << 30)'; echo oom; done" % PY),
-            env=menv(marker), limits={"memoryMaxBytes": 64 << 20}, **extra)
+            env=menv(marker), limits={"memoryMaxBytes": 64 << 20, "cpuMaxMillicpu": 500},
+            **extra)
     leaf = os.path.basename(cgroup_of(marked_pid(c, bomb)))
     if limit_where("pids") == "v2":
         cur = os.path.join(base_dir(server), leaf, "pids.current")
