@@ -359,6 +359,13 @@ void sandbox_cg_init(struct sandbox_cg *cg, bool want, char *desc, size_t descsz
 		own_fd = open(own, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (!want) {
+		/* What an earlier instance left is still swept. */
+		for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++) {
+			char v1[4096];
+
+			if (v1_own_dir(kind_names[k], v1, sizeof(v1)) == 0)
+				sweep(v1);
+		}
 		snprintf(desc, descsz, "Per-process cgroups: off (--process-cgroups=off): "
 			 "process/terminate, timeouts and session expiry kill process groups only; "
 			 "no limits");
