@@ -23,7 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 REF_DEFAULT = "/opt/uexec-ref/codex"
-SCENARIOS = ["kernel", "spawn", "latency", "rpc", "throughput", "echo", "rss", "relay"]
+SCENARIOS = ["kernel", "spawn", "latency", "rpc", "throughput", "echo", "rss", "relay", "cgroup"]
 ALIASES = {"cpu": "spawn", "exit": "latency", "firstout": "latency", "write": "echo"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -98,6 +98,17 @@ CRYPTO_ROWS = [
     ("aesgcm_decrypt_60k", "AES-256-GCM open, 60 KiB records"),
     ("aesgcm_encrypt_ms_per_mb", "AES-256-GCM seal CPU per MB of record"),
 ]
+# uexec only: the per-process cgroup's cost (issue 15: at most 0.1 ms p50), sc_cgroup
+CGROUP_MODES = [("off", ["--process-cgroups", "off"]), ("on", ["--process-cgroups", "on"]),
+                ("limits", ["--process-cgroups", "on", "--process-pids-max", "4096",
+                            "--process-memory-max", "8G"])]
+CGROUP_ROWS = [
+    ("spawn_exited_1c_p50", "spawn->exited p50 (/bin/true, 1 conn)", "ms"),
+    ("spawn_exited_1c_p99", "spawn->exited p99", "ms"),
+    ("spawn_reply_1c_p50", "process/start reply p50", "ms"),
+    ("cpu_per_spawn", "server CPU per spawn", "ms"),
+]
+
 KERNEL_ROWS = [
     ("kernel_spawn_wait_p50", "posix_spawn+pidfd wait p50 (/bin/true)"),
     ("kernel_spawn_wait_p99", "posix_spawn+pidfd wait p99"),
@@ -281,6 +292,30 @@ class Bench:
                            "--warmup", 5)
         finally:
             srv.stop()
+        return out
+
+    def sc_cgroup(self, kind):
+        """Spawn with per-process cgroups off, on, and on with pids + memory limits (on a
+        hybrid host those are v1 directories the child enters before exec)."""
+        if kind != "uexec":
+            return []
+        p, out = self.p, []
+        # each run starts with another mode: the first server of a run measured slower here
+        self.cg_runs = getattr(self, "cg_runs", -1) + 1
+        k = self.cg_runs % len(CGROUP_MODES)
+        for mode, extra in CGROUP_MODES[k:] + CGROUP_MODES[:k]:
+            srv = Server(kind, self.cfg, extra)
+            try:
+                c0 = srv.cpu_ms()
+                res = self.lg(srv, "spawn", "--conns", 1, "--iters", p["spawn_iters"],
+                              "--seconds", p["spawn_secs"], "--warmup", 20)
+                c1 = srv.cpu_ms()
+            finally:
+                srv.stop()
+            n = next(m["iters"] for m in res if m["name"] == "spawn_per_sec_1c") + 20
+            res.append({"name": "cpu_per_spawn", "unit": "ms", "value": (c1 - c0) / n, "iters": n})
+            for m in res:
+                out.append(dict(m, name="cg_%s_%s" % (mode, m["name"])))
         return out
 
     def sc_latency(self, kind):
@@ -589,6 +624,20 @@ def make_table(lines, facts):
     if rt:
         out.append("")
         out.append(rt)
+    crows = [(n, l, u) for n, l, u in CGROUP_ROWS if ("uexec", "cg_off_" + n) in med]
+    if crows:
+        out.append("")
+        out.append("per-process cgroups (uexec --process-cgroups off / on / on with "
+                   "--process-pids-max and --process-memory-max)")
+        out.append(f"  {'metric':<40} {'unit':<5} {'off':>9} {'on':>9} {'limits':>9} {'on-off':>9} "
+                   f"{'limits-off':>10}")
+        for n, l, u in crows:
+            v = [med.get(("uexec", "cg_%s_%s" % (m, n))) for m, _ in CGROUP_MODES]
+            d = ["%9.3f" % (x - v[0]) if x is not None and v[0] is not None else "%9s" % "-"
+                 for x in v[1:]]
+            out.append(f"  {l:<40} {u:<5} " + " ".join("%9.3f" % x if x is not None else "%9s" % "-"
+                                                      for x in v) + f" {d[0]} {d[1]:>10}")
+
     krows = [(n, l) for n, l in KERNEL_ROWS if ("kernel", n) in med]
     if krows:
         out.append("")

@@ -2,7 +2,7 @@
 # The one command for the benchmarks (see bench/README.md):
 #
 #   bench/run.sh [--head] [--quick] [--no-reference] [--no-kernel] [--repeat N]
-#                [--only kernel,spawn,latency,rpc,throughput,echo,rss,relay]
+#                [--only kernel,spawn,latency,rpc,throughput,echo,rss,relay,cgroup]
 #
 # Builds a release tree (build-release/), runs every scenario against uexec and,
 # when installed (scripts/install-reference.sh), the reference codex exec-server,

@@ -74,6 +74,53 @@ const char *sandbox_plan_writable_root(const struct sandbox_plan *plan, const ch
 	return NULL;
 }
 
+int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan)
+{
+	return -1;
+}
+
+/* ---- sandbox/cgroup.c: a host without per-process cgroups (where[] all NONE) ---- */
+
+const char *sandbox_cg_kind_name(enum sandbox_cg_kind k)
+{
+	return "fake";
+}
+
+int sandbox_cg_leaf_new(struct sandbox_cg *cg, int parent_fd, const struct sandbox_cg_limits *l,
+			struct sandbox_cg_leaf *ret)
+{
+	return -ENOTSUP;
+}
+
+void sandbox_cg_leaf_spawned(struct sandbox_cg_leaf *leaf)
+{
+}
+
+int sandbox_cg_leaf_kill(const struct sandbox_cg *cg, const struct sandbox_cg_leaf *leaf)
+{
+	return 0;
+}
+
+int sandbox_cg_leaf_remove(struct sandbox_cg *cg, struct sandbox_cg_leaf *leaf)
+{
+	return 0;
+}
+
+bool sandbox_cg_leaf_dir(const struct sandbox_cg_leaf *leaf, int *ret_parent_fd,
+			 const char **ret_name)
+{
+	return false;
+}
+
+void sandbox_cg_leaf_removed(struct sandbox_cg_leaf *leaf)
+{
+}
+
+uint64_t sandbox_cg_leaf_oom_kills(const struct sandbox_cg *cg, const struct sandbox_cg_leaf *leaf)
+{
+	return 0;
+}
+
 /* ---- proc.c: unreachable, as no spawn succeeds ---- */
 
 #define UNREACHABLE()                                                                  \

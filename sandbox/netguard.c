@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "log.h"
 #include "macro.h"
 #include "netguard.h"
@@ -145,8 +146,11 @@ int netguard_cgroup_mounts(char ***ret, size_t *ret_n)
 	return 0;
 }
 
-/* The directory of this process's cgroup in the cgroup2 hierarchy. */
-static int own_cgroup_dir(char *out, size_t outsz, char *err, size_t errsz)
+/*
+ * The directory of this process's cgroup in the cgroup2 hierarchy; the
+ * parent of uexec-<pid>.server when uexec moved itself there (cgroup.h).
+ */
+int netguard_own_cgroup_dir(char *out, size_t outsz, char *err, size_t errsz)
 {
 	char line[8192], rel[8192] = "";
 	FILE *f;
@@ -192,10 +196,18 @@ static int own_cgroup_dir(char *out, size_t outsz, char *err, size_t errsz)
 		snprintf(err, errsz, "cgroup path too long");
 		return -ENAMETOOLONG;
 	}
+	{
+		char self[64];
+		char *slash = strrchr(out, '/');
+
+		snprintf(self, sizeof(self), "uexec-%d.server", (int)getpid());
+		if (slash && strcmp(slash + 1, self) == 0)
+			*slash = 0;
+	}
 	return 0;
 }
 
-/* Removes guards left by uexec servers that are gone (empty ones only). */
+/* Removes guards left by uexec servers that are gone, killing what is left in them. */
 static void remove_stale(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -214,7 +226,8 @@ static void remove_stale(const char *dir)
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (rmdir(path) == 0)
+		/* Its processes' leaves, and any process still in them, go with it. */
+		if (sandbox_cg_purge(path) == 0)
 			log_info("Removed the stale listener guard %s", path);
 	}
 	closedir(d);
@@ -424,7 +437,7 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 		snprintf(err, errsz, "between 1 and %d ports", MAX_PORTS);
 		return -EINVAL;
 	}
-	r = own_cgroup_dir(dir, sizeof(dir), err, errsz);
+	r = netguard_own_cgroup_dir(dir, sizeof(dir), err, errsz);
 	if (r < 0)
 		return r;
 	remove_stale(dir);
@@ -501,7 +514,7 @@ const char *netguard_path(const struct netguard *g)
 
 void netguard_free(struct netguard *g)
 {
-	int fd;
+	int r;
 
 	if (!g)
 		return;
@@ -519,16 +532,11 @@ void netguard_free(struct netguard *g)
 			(void)map_op(BPF_MAP_DELETE_ELEM, g->map_fd, &key, NULL, 0);
 	}
 	safe_close(g->map_fd);
-	fd = g->cgroup_fd >= 0 ? openat(g->cgroup_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC) : -1;
-	if (fd >= 0) {
-		(void)!write(fd, "1", 1);
-		close(fd);
-	}
 	safe_close(g->cgroup_fd);
-	for (int i = 0; i < 100 && rmdir(g->path) < 0 && errno == EBUSY; i++)
-		usleep(2000);
-	if (rmdir(g->path) < 0 && errno != ENOENT)
-		log_warning_errno(errno, "Cannot remove the listener guard cgroup %s (processes left in it?)",
+	/* cgroup.kill covers the per-process leaves below it too (cgroup.h). */
+	r = sandbox_cg_purge(g->path);
+	if (r < 0)
+		log_warning_errno(r, "Cannot remove the listener guard cgroup %s (processes left in it?)",
 				  g->path);
 	free(g);
 }

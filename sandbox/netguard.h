@@ -43,6 +43,12 @@ int netguard_cgroup_fd(const struct netguard *g);
  */
 int netguard_cgroup_mounts(char ***ret, size_t *ret_n);
 
+/*
+ * The cgroup2 directory of this process (its parent when uexec moved itself
+ * to uexec-<pid>.server, cgroup.h). Returns 0, or -errno with err filled.
+ */
+int netguard_own_cgroup_dir(char *out, size_t outsz, char *err, size_t errsz);
+
 /* The cgroup's path (for logs). */
 const char *netguard_path(const struct netguard *g);
 

@@ -48,6 +48,8 @@ int uring_init(struct uring *u, unsigned entries)
 				     IO_URING_OP_SUPPORTED);
 		u->has_renameat = probe->last_op >= IORING_OP_RENAMEAT &&
 				  (probe->ops[IORING_OP_RENAMEAT].flags & IO_URING_OP_SUPPORTED);
+		u->has_unlinkat = probe->last_op >= IORING_OP_UNLINKAT &&
+				  (probe->ops[IORING_OP_UNLINKAT].flags & IO_URING_OP_SUPPORTED);
 		io_uring_free_probe(probe);
 	}
 	return 0;

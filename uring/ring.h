@@ -68,6 +68,7 @@ struct uring {
 	bool has_waitid;    /* IORING_OP_WAITID (6.7+) */
 	bool has_read_mshot;
 	bool has_renameat;  /* IORING_OP_RENAMEAT (5.11+; fs/rename) */
+	bool has_unlinkat;  /* IORING_OP_UNLINKAT (5.11+) */
 	unsigned pending;   /* SQEs prepared but not submitted */
 	uint64_t n_submit_calls;    /* io_uring_enter submissions (metrics) */
 	uint64_t n_sqes_submitted;  /* SQEs the kernel took */

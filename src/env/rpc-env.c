@@ -59,6 +59,18 @@ static json_t *capabilities(const struct server *s)
 	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)
 		json_object_set_new(o, uexec_names[i], json_true());
 	/*
+	 * These depend on the host (sandbox/cgroup.h), all booleans as the
+	 * reference's: a whole-tree kill through a cgroup per process, and the
+	 * kinds of process/start's `limits` this host enforces.
+	 */
+	json_object_set_new(o, "uexecProcessCgroup", json_boolean(s->cgroups.enabled));
+	json_object_set_new(o, "uexecProcessLimitPids",
+			    json_boolean(s->cgroups.where[SANDBOX_CG_PIDS] != SANDBOX_CG_NONE));
+	json_object_set_new(o, "uexecProcessLimitMemory",
+			    json_boolean(s->cgroups.where[SANDBOX_CG_MEMORY] != SANDBOX_CG_NONE));
+	json_object_set_new(o, "uexecProcessLimitCpu",
+			    json_boolean(s->cgroups.where[SANDBOX_CG_CPU] != SANDBOX_CG_NONE));
+	/*
 	 * True while a denial evidence source is in use (exec's evidence-ring.c):
 	 * sandboxDenied then comes from kernel records and process/exited may
 	 * carry `denials`; false: the reference heuristic.

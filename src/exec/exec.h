@@ -43,6 +43,27 @@ void exec_rpc_process_resize(struct conn *c, json_t *id, json_t *params);
 void exec_rpc_process_close_stdin(struct conn *c, json_t *id, json_t *params);
 void exec_rpc_process_list(struct conn *c, json_t *id, json_t *params);
 
+struct server;
+struct sandbox_cg_limits;
+struct sandbox_cg_leaf;
+
+/*
+ * process/start's `limits` (proc-cgroup.c): the server's limits, lowered by
+ * the request's (never above them; a kind the host cannot enforce is
+ * refused). Returns 0 or -EINVAL with the message in err (512 bytes).
+ */
+int exec_decode_limits(const struct server *s, json_t *limits, struct sandbox_cg_limits *ret,
+		       char *err);
+/*
+ * Makes the process's cgroup leaf (below the listener guard for a guarded
+ * plan). Returns 1 and *ret, 0 when the host has no per-process cgroups and
+ * no limit applies, or -errno.
+ */
+int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
+		 const struct sandbox_cg_limits *l, struct sandbox_cg_leaf *ret);
+/* At shutdown, after the ring: frees the leaves still waiting to be empty. */
+void exec_cg_pending_free(struct server *s);
+
 /* initialize (rpc-session.c). */
 void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params);
 

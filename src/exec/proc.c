@@ -405,7 +405,7 @@ static void audit_exit(const struct proc *p)
 
 static void publish_exited(struct proc *p)
 {
-	char tail[128], *dtail = NULL;
+	char tail[192], *dtail = NULL;
 	json_t *denials = NULL;
 	int n;
 
@@ -427,8 +427,12 @@ static void publish_exited(struct proc *p)
 		     p->next_seq, p->exit_code, p->sandbox_denied ? "true" : "false");
 	/* Only for a start that asked for timeoutMs: the reference's frame is unchanged. */
 	if (p->has_timeout)
-		snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"timedOut\":%s",
-			 p->timed_out ? "true" : "false");
+		n += snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"timedOut\":%s",
+			      p->timed_out ? "true" : "false");
+	/* Only for a process with a memory limit (uexec extension). */
+	if (p->has_cg && p->cg.memory_limited)
+		snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"oomKilled\":%s",
+			 p->oom_killed ? "true" : "false");
 	/* uexec's additive member (README "Protocol extensions"): only when something was denied. */
 	if (denials) {
 		char *js = json_dumps(denials, JSON_COMPACT);
@@ -493,6 +497,7 @@ static void proc_exited(struct proc *p, const siginfo_t *si)
 			    now > p->started_mono_ms ? now - p->started_mono_ms : 0);
 	p->exit_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
 	p->term_signal = si->si_code == CLD_EXITED ? 0 : si->si_status;
+	proc_cg_exited(p);
 	if (p->sandboxed && !all_streams_eof(p)) {
 		/*
 		 * Like the reference, give in-flight output up to 20 ms to arrive
@@ -585,12 +590,18 @@ static void proc_check_closed(struct proc *p)
 	/* Nothing of the sandbox is in use any more: release its mount points. */
 	sandbox_plan_free(p->plan);
 	p->plan = NULL;
+	/* Timed out: what the tree left behind (a setsid daemon) goes too. */
+	if (p->timed_out)
+		proc_cg_kill(p);
+	proc_cg_closed(p);
 	proc_wake_waiters(p);
 	session_proc_closed(p->sess, p);
 }
 
 void proc_kill_group(struct proc *p, int sig)
 {
+	if (sig == SIGKILL)
+		proc_cg_kill(p);
 	if (p->closed)
 		return;
 	/* pid == pgid: the child called setsid(). */
@@ -802,6 +813,7 @@ void proc_free(struct proc *p)
 	safe_close(p->stdin_fd);
 	exec_evidence_cancel(&p->ev_wait);
 	exec_evidence_untrack(p->ev_wait.tree);
+	proc_cg_free(p);
 	sandbox_plan_free(p->plan);
 	for (size_t i = 0; i < p->write_id_count; i++)
 		free(p->write_id_ring[(p->write_id_head + i) % PROC_WRITE_IDS]);

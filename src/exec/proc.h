@@ -118,6 +118,12 @@ struct proc {
 	bool stdin_closed;        /* process/closeStdin: later writes answer stdinClosed */
 	bool pty_wrote;           /* a PTY: something was queued for its stdin, */
 	uint8_t pty_last_byte;    /* ending with this byte (closeStdin: mid-line?) */
+
+	/* its own cgroup (proc-cgroup.c, sandbox/cgroup.h) */
+	bool has_cg;
+	bool cg_pending;          /* handed to the removal-once-empty watch */
+	bool oom_killed;          /* its memory limit was reached (process/exited oomKilled) */
+	struct sandbox_cg_leaf cg;
 };
 
 /*
@@ -135,8 +141,18 @@ void proc_start_output(struct proc *p);
 bool proc_is_idle(const struct proc *p);
 void proc_free(struct proc *p);
 
-/* SIGKILL to the whole process group (no-op once reaped). */
+/*
+ * sig to the process group (no-op once closed); SIGKILL also kills the
+ * process's whole cgroup, whatever left the group (setsid, double fork),
+ * closed or not.
+ */
 void proc_kill_group(struct proc *p, int sig);
+
+/* proc-cgroup.c: the process's leaf killed, read at exit, removed at close or free. */
+void proc_cg_kill(struct proc *p);
+void proc_cg_exited(struct proc *p);
+void proc_cg_closed(struct proc *p);
+void proc_cg_free(struct proc *p);
 
 /* Re-arms streams paused by backpressure. */
 void proc_resume_output(struct proc *p);

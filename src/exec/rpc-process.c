@@ -66,7 +66,7 @@ static bool uuid_is_valid(const char *s)
 enum {
 	F_PROCESS_ID, F_METADATA, F_ARGV, F_CWD, F_ENV_POLICY, F_SHELL_SNAPSHOT, F_ENV, F_TTY,
 	F_PIPE_STDIN, F_ARG0, F_SANDBOX, F_ENFORCE_NET, F_MANAGED_NET, F_NET_PROXY, F_SIZE,
-	F_TIMEOUT_MS, _F_START_MAX
+	F_TIMEOUT_MS, F_LIMITS, _F_START_MAX
 };
 
 static const struct pfield start_fields[] = {
@@ -87,6 +87,7 @@ static const struct pfield start_fields[] = {
 	/* uexec extensions (rpc-process-ext.c); the reference ignores them. */
 	[F_SIZE] = { "size", P_STRUCT, false, "struct PtySize" },
 	[F_TIMEOUT_MS] = { "timeoutMs", P_U64, false, NULL },
+	[F_LIMITS] = { "limits", P_STRUCT, false, "struct ProcessLimits" },
 };
 
 static const struct pfield policy_fields[] = {
@@ -335,6 +336,7 @@ static int track_process(struct session *ss, json_t *process_id, const struct sp
 			 const struct spawn_args *sa, bool sandboxed, struct sandbox_plan **plan,
 			 struct proc **ret)
 {
+	struct sandbox_cg_leaf *leaf = (struct sandbox_cg_leaf *)sa->cgroup;
 	struct proc *p = NULL;
 	int r;
 
@@ -342,6 +344,10 @@ static int track_process(struct session *ss, json_t *process_id, const struct sp
 		     sa->tty, sa->pipe_stdin, sandboxed, *plan, &p);
 	if (r >= 0)
 		*plan = NULL; /* owned by p now */
+	if (r >= 0 && leaf) {
+		p->cg = *leaf; /* owned by p now: killed and removed with it */
+		p->has_cg = true;
+	}
 	if (r >= 0)
 		r = strmap_put(&ss->procs, p->id, p->id_len, p);
 	if (r < 0) {
@@ -351,7 +357,11 @@ static int track_process(struct session *ss, json_t *process_id, const struct sp
 		} else {
 			siginfo_t si;
 
+			if (leaf)
+				(void)sandbox_cg_leaf_kill(&ss->srv->cgroups, leaf);
 			(void)waitid((idtype_t)P_PIDFD, (id_t)res->pidfd, &si, WEXITED);
+			if (leaf)
+				(void)sandbox_cg_leaf_remove(&ss->srv->cgroups, leaf);
 			safe_close(res->pidfd);
 			safe_close(res->stdin_fd);
 			safe_close(res->out_fd);
@@ -452,13 +462,16 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	const char *step = NULL;
 	struct proc *p = NULL;
 	unsigned short rows = 24, cols = 80;
+	struct sandbox_cg_limits limits;
+	struct sandbox_cg_leaf leaf;
 	uint64_t timeout_ms;
-	int r;
+	int r, has_leaf = 0;
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
 	    check_nested(f, err) < 0 ||
 	    exec_decode_start_ext(f[F_SIZE], f[F_TIMEOUT_MS], params_bool(f[F_TTY], false), &rows,
-				  &cols, &timeout_ms, err) < 0) {
+				  &cols, &timeout_ms, err) < 0 ||
+	    exec_decode_limits(c->srv, f[F_LIMITS], &limits, err) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
@@ -515,10 +528,31 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.stderr_fd = -1;
 	sa.rows = rows; /* the reference's fixed 24x80 unless `size` says otherwise */
 	sa.cols = cols;
+	/* Its own cgroup, made before the clone (proc-cgroup.c). */
+	has_leaf = exec_cg_leaf(c->srv, plan, &limits, &leaf);
+	if (has_leaf < 0 && (limits.pids_max || limits.memory_max || limits.cpu_milli)) {
+		/* Limits are promised: no process without them. */
+		log_warning_errno_ratelimited(has_leaf, "Session %s: cannot create a cgroup for "
+					      "process '%s'", ss->id, json_string_value(f[F_PROCESS_ID]));
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "cannot create the process's cgroup for its "
+				"limits: %s", strerror(-has_leaf));
+		goto out;
+	}
+	if (has_leaf < 0) {
+		log_warning_errno_ratelimited(has_leaf, "Session %s: cannot create a cgroup for "
+					      "process '%s'; it starts in the server's",
+					      ss->id, json_string_value(f[F_PROCESS_ID]));
+		has_leaf = 0;
+	}
+	sa.cgroup = has_leaf ? &leaf : NULL;
 	r = spawn_process(&sa, &res, &step);
+	if (has_leaf)
+		sandbox_cg_leaf_spawned(&leaf);
 	audit_start(c, f, argv, cwd, plan, r < 0 ? 0 : res.pid, r);
 	if (r < 0) {
 		c->srv->metrics.spawn_failures++;
+		if (has_leaf)
+			(void)sandbox_cg_leaf_remove(&c->srv->cgroups, &leaf); /* the child is reaped */
 		reply_spawn_error(c, id, argv0, r, step);
 		goto out;
 	}
@@ -674,6 +708,8 @@ static void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 	running = p && !p->exited;
 	if (running)
 		proc_kill_group(p, SIGKILL);
+	else if (p)
+		proc_cg_kill(p); /* what it left running (a daemon, a background job) */
 	r = json_object();
 	json_object_set_new(r, "running", json_boolean(running));
 	rpc_reply(c, id, r);

@@ -180,11 +180,13 @@ void session_destroy_all(struct server *s)
 	struct session *ss, *n;
 	struct proc *p;
 
-	/* Also groups whose leader exited: grandchildren may still hold the pipes. */
+	/*
+	 * Also groups whose leader exited: grandchildren may still hold the
+	 * pipes; and every process's cgroup, closed or not (what left the group).
+	 */
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)
-			if (!p->closed)
-				proc_kill_group(p, SIGKILL);
+			proc_kill_group(p, SIGKILL);
 	/* Reap every child not reaped yet (the pid stays ours until then); SIGKILL cannot be refused. */
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)

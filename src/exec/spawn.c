@@ -30,6 +30,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "macro.h"
 #include "sandbox.h"
@@ -91,7 +92,44 @@ struct child_fds {
 	int in, out, err; /* become 0, 1, 2 */
 	int ctty;         /* PTY slave to make the controlling terminal, or -1 */
 	int errpipe;
+	pid_t server;     /* getpid() of the server */
 };
+
+#if defined(__x86_64__) && SPAWN_CLONE_VM
+#define HAVE_CLONE3_VM 1
+/*
+ * clone3 with a stack of the caller's, the child calling fn(arg) and
+ * exiting with its result: libc has no wrapper, and syscall() cannot be used
+ * with CLONE_VM because the child would return through the parent's stack
+ * frames. rdi = args, rsi = size, rdx = fn, rcx = arg; r8/r9 survive the
+ * syscall (only rcx and r11 are clobbered). The kernel starts the child
+ * with rsp = stack + stack_size (16-aligned), so the call leaves the ABI's
+ * alignment at fn's entry.
+ */
+long spawn_clone3_vm(void *args, size_t size, int (*fn)(void *), void *arg);
+__asm__(".text\n"
+	".globl spawn_clone3_vm\n"
+	".hidden spawn_clone3_vm\n"
+	".type spawn_clone3_vm,@function\n"
+	"spawn_clone3_vm:\n"
+	"	mov %rdx, %r8\n"
+	"	mov %rcx, %r9\n"
+	"	mov $435, %eax\n" /* SYS_clone3 */
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jz 1f\n"
+	"	ret\n"
+	"1:	xor %ebp, %ebp\n"
+	"	mov %r9, %rdi\n"
+	"	call *%r8\n"
+	"	mov %eax, %edi\n"
+	"	mov $60, %eax\n" /* SYS_exit */
+	"	syscall\n"
+	"	hlt\n"
+	".size spawn_clone3_vm, .-spawn_clone3_vm\n");
+#else
+#define HAVE_CLONE3_VM 0
+#endif
 
 static _child_ _noreturn_ void child_fail_step(int errpipe, int err, const char *step)
 {
@@ -264,7 +302,25 @@ static void find_changed_signals(void)
 static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *f)
 {
 	const char *ustep = "sandbox";
+	pid_t ppid;
 	int r;
+
+	/*
+	 * Dies with the server, however it ends (SIGKILL too). Kept across exec
+	 * (not a set-user-ID program; dropping capabilities keeps it), and the
+	 * command of a PID namespace dies with its init. getppid() catches a
+	 * server that died before the prctl (0: the parent is outside our PID
+	 * namespace).
+	 */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(f->errpipe, errno);
+	ppid = getppid();
+	if (ppid != f->server && ppid != 0)
+		child_fail(f->errpipe, ESRCH);
+	/* Its v1 cgroups (limits on a hybrid host), before anything runs: descendants inherit them. */
+	for (int k = 0; a->cgroup && k < _SANDBOX_CG_KIND_MAX; k++)
+		if (a->cgroup->v1_procs[k] >= 0 && write(a->cgroup->v1_procs[k], "0", 1) < 0)
+			child_fail_step(f->errpipe, errno, "joining its cgroup (v1)");
 
 	/* A non-root server's sandbox: this child's user namespace needs its maps first. */
 	r = sandbox_plan_apply_userns(a->sandbox, &ustep);
@@ -498,14 +554,19 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 	int err;
 
 	/* No signal handler may run in the child before it resets them. */
+	int cg = a->cgroup && a->cgroup->fd >= 0 ? a->cgroup->fd : sandbox_plan_cgroup_fd(a->sandbox);
+
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	if (sandbox_plan_cgroup_fd(a->sandbox) >= 0) {
+	if (cg >= 0) {
 		/*
-		 * Straight into the listener guard's cgroup (netguard.h). clone3
-		 * has no libc wrapper that switches stacks, so this child gets
-		 * fork semantics (a copy of the address space, its own stack)
-		 * and still runs only child_main's async-signal-safe code.
+		 * Straight into its own cgroup (sandbox/cgroup.h; for a guarded
+		 * sandbox a leaf below the listener guard, netguard.h), or the
+		 * guard's: writing cgroup.procs later would cost an RCU grace
+		 * period and leave a window. With CLONE_VM on the child's own
+		 * stack as clone() does (spawn_clone3_vm), else (sanitizers,
+		 * other architectures) with fork semantics: a copy of the
+		 * address space, still running only async-signal-safe code.
 		 */
 		struct clone3_args ca = {
 			.flags = CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP |
@@ -513,12 +574,23 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 				 (sandbox_plan_userns(a->sandbox) ? CLONE_NEWUSER : 0),
 			.pidfd = (uint64_t)(uintptr_t)pidfd,
 			.exit_signal = SIGCHLD,
-			.cgroup = (uint64_t)sandbox_plan_cgroup_fd(a->sandbox),
+			.cgroup = (uint64_t)cg,
 		};
 
+#if HAVE_CLONE3_VM
+		ca.flags |= CLONE_VM;
+		ca.stack = (uint64_t)(uintptr_t)((uint8_t *)stack - CHILD_STACK_SIZE);
+		ca.stack_size = CHILD_STACK_SIZE;
+		pid = spawn_clone3_vm(&ca, sizeof(ca), child_entry, ctx);
+		if (pid < 0) {
+			errno = (int)-pid;
+			pid = -1;
+		}
+#else
 		pid = syscall(SYS_clone3, &ca, sizeof(ca));
 		if (pid == 0)
 			child_main(a, cf);
+#endif
 	} else {
 		/*
 		 * With its own PID namespace, the child is its init
@@ -563,6 +635,7 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	if (r < 0)
 		goto out;
 	cf.errpipe = ep_w;
+	cf.server = getpid();
 	ctx.cf = cf;
 
 	pid = clone_child(a, &ctx, &cf, stack, &pidfd);

@@ -2,7 +2,9 @@
 /*
  * Process creation: clone3(CLONE_PIDFD | CLONE_VFORK) + exec, with pipes or a
  * PTY, a new session and process group, and exec errors reported through a
- * CLOEXEC pipe. The child runs async-signal-safe code only.
+ * CLOEXEC pipe. The child runs async-signal-safe code only. It dies with
+ * the server (PR_SET_PDEATHSIG, SIGKILL; sandbox/cgroup.h for its
+ * descendants).
  */
 #pragma once
 
@@ -25,6 +27,9 @@ struct spawn_args {
 	const struct sandbox_plan *sandbox; /* applied in the child before chdir/exec, or NULL */
 	int stderr_fd;                 /* pipes mode: the child's stderr (dup'd), or -1 for a pipe */
 	bool exec_self;                /* run uexec via spawn_self_init()'s fd, not candidates */
+	const struct sandbox_cg_leaf *cgroup; /* the process's own cgroup (sandbox/cgroup.h): cloned
+	                                         into its v2 leaf, v1 directories entered before
+	                                         exec; NULL: the server's (or the guard's) */
 };
 
 struct spawn_result {
@@ -37,6 +42,7 @@ struct spawn_result {
 };
 
 struct sandbox_plan;
+struct sandbox_cg_leaf;
 
 /*
  * Starts the process. Returns 0 and fills *ret (caller owns the fds), or

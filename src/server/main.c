@@ -78,6 +78,16 @@ static void help(void)
 	       "                            (default: auto)\n"
 	       "  --enable-audit            turn the host's auditing on if it is off (and off\n"
 	       "                            again at exit), for --denial-evidence auto\n"
+	       "  --process-cgroups on|off  a cgroup per process (v2: its whole tree is killed\n"
+	       "                            at once, limits apply to it); on where the host\n"
+	       "                            allows it, as logged at start-up (default: on)\n"
+	       "  --process-pids-max N      at most N tasks in a process's tree (default: none)\n"
+	       "  --process-memory-max N    at most N bytes (suffix K, M, G) of memory for a\n"
+	       "                            process's tree; reached, it is OOM-killed\n"
+	       "                            (default: none)\n"
+	       "  --process-cpu-max CPUS    CPU time of a process's tree, in CPUs (0.5, 2;\n"
+	       "                            default: none). These three are every process's\n"
+	       "                            limits and the ceiling of process/start's `limits`\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
 	       "  --log-format FORMAT       text or json: one JSON object per line with time,\n"
 	       "                            level, event, session, process, message and fields\n"
@@ -185,6 +195,49 @@ _printf_(1, 2) static void usage_error(const char *fmt, ...)
 		log_error("Reloading the configuration: %s", msg);
 	else
 		fprintf(stderr, "uexec: %s\n", msg);
+}
+
+/* N with an optional K/M/G/T suffix (powers of 1024), at least 1 MiB. */
+static int parse_bytes(const char *name, const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end && !end[1])
+		shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 :
+			*end == 'G' || *end == 'g' ? 30 : *end == 'T' || *end == 't' ? 40 : 99;
+	if (errno || !*s || s[0] == '-' || end == s || shift == 99 || (*end && !shift) ||
+	    v > (UINT64_MAX >> 1) >> shift || (v << shift) < (1u << 20)) {
+		fprintf(stderr, "uexec: invalid value '%s' for --%s (expected bytes, at least 1M)\n",
+			s, name);
+		return -1;
+	}
+	*ret = v << shift;
+	return 0;
+}
+
+/* CPUs as a decimal (0.5, 2, 1.25) -> thousandths, 0.01 to 4096. */
+static int parse_cpus(const char *name, const char *s, uint64_t *ret)
+{
+	uint64_t milli = 0, scale = 1000;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9' && milli <= 4096000; p++)
+		milli = milli * 10 + (uint64_t)(*p - '0') * 1000;
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if ((scale /= 10) > 0)
+				milli += (uint64_t)(*p - '0') * scale;
+	if (*p || p == s || milli < 10 || milli > 4096000) {
+		fprintf(stderr, "uexec: invalid value '%s' for --%s (expected CPUs, 0.01 to 4096)\n", s,
+			name);
+		return -1;
+	}
+	*ret = milli;
+	return 0;
 }
 
 static int parse_u64(const char *name, const char *s, uint64_t min, uint64_t max, uint64_t *ret)
@@ -547,6 +600,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
 		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
 		ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG, ARG_ENABLE_AUDIT, ARG_DENIAL_EVIDENCE,
+		ARG_CGROUPS, ARG_MEMORY_MAX, ARG_CPU_MAX,
 	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
@@ -567,10 +621,14 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		{ "drain-timeout-ms", 0, UINT32_MAX, &cfg->drain_timeout_ms, NULL },
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
+		{ "process-pids-max", 1, 4194304, &cfg->process_limits.pids_max, NULL },
 	};
-	struct option opts[ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 17] = {
+	struct option opts[ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 20] = {
 		{ "enable-audit", no_argument, NULL, ARG_ENABLE_AUDIT },
 		{ "denial-evidence", required_argument, NULL, ARG_DENIAL_EVIDENCE },
+		{ "process-cgroups", required_argument, NULL, ARG_CGROUPS },
+		{ "process-memory-max", required_argument, NULL, ARG_MEMORY_MAX },
+		{ "process-cpu-max", required_argument, NULL, ARG_CPU_MAX },
 		{ "remote", required_argument, NULL, ARG_REMOTE },
 		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
 		{ "name", required_argument, NULL, ARG_NAME },
@@ -667,6 +725,17 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 			cfg->audit_log = optarg;
 		} else if (c == ARG_CONFIG) {
 			/* read in the first pass */
+		} else if (c == ARG_CGROUPS) {
+			if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+				fprintf(stderr, "uexec: invalid value '%s' for --process-cgroups "
+						"(expected on or off)\n", optarg);
+				r = -1;
+			}
+			cfg->process_cgroups_off = strcmp(optarg, "off") == 0;
+		} else if (c == ARG_MEMORY_MAX) {
+			r = parse_bytes("process-memory-max", optarg, &cfg->process_limits.memory_max);
+		} else if (c == ARG_CPU_MAX) {
+			r = parse_cpus("process-cpu-max", optarg, &cfg->process_limits.cpu_milli);
 		} else if (c == ARG_NO_SANDBOX) {
 			cfg->no_sandbox = true;
 		} else if (c == ARG_ENABLE_AUDIT) {

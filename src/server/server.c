@@ -841,6 +841,39 @@ static void setup_sandbox(struct server *s)
 	log_info("%s", sandbox_describe(&s->sandbox, line, sizeof(line)));
 }
 
+/*
+ * Per-process cgroups (sandbox/cgroup.h): the layout is probed and logged
+ * once, with what is enforced; limits the operator asked for that the host
+ * cannot enforce are said too (requests asking for them are refused).
+ */
+static void setup_cgroups(struct server *s)
+{
+	const struct sandbox_cg_limits *l = &s->cfg.process_limits;
+	const uint64_t asked[_SANDBOX_CG_KIND_MAX] = { l->pids_max, l->memory_max, l->cpu_milli };
+	char desc[1024];
+	int r;
+
+	s->cgroups.base_fd = s->cgroups.supervisor_fd = -1;
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+		s->cgroups.v1_fd[k] = -1;
+	if (s->cfg.fs_helper)
+		return;
+	sandbox_cg_init(&s->cgroups, !s->cfg.process_cgroups_off, desc, sizeof(desc));
+	log_info("%s", desc);
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+		if (asked[k] && s->cgroups.where[k] == SANDBOX_CG_NONE)
+			log_warning("--process-%s-max cannot be enforced on this host (no %s controller "
+				    "available to uexec): processes start without it",
+				    sandbox_cg_kind_name(k), sandbox_cg_kind_name(k));
+	r = sandbox_cg_supervise(&s->cgroups);
+	if (r < 0)
+		log_warning_errno(r, "Cannot start the process that kills uexec's processes if it "
+				     "dies; the next start sweeps them instead");
+	else if (s->cgroups.supervisor > 0)
+		log_info("No orphans: pid %d (uexec-reaper) kills every process uexec started if "
+			 "uexec dies", (int)s->cgroups.supervisor);
+}
+
 int server_init(struct server *s, const struct config *cfg)
 {
 	int r;
@@ -868,6 +901,7 @@ int server_init(struct server *s, const struct config *cfg)
 	list_init(&s->mem_waiters);
 	list_init(&s->mem_paused);
 	list_init(&s->netconns);
+	list_init(&s->cg_pending);
 	s->conn_handlers = &conn_handlers;
 	server_current = s;
 	r = register_methods();
@@ -913,6 +947,8 @@ int server_init(struct server *s, const struct config *cfg)
 		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
 	setup_sandbox(s);
+	/* Before any thread: the supervisor is forked, uexec may move itself to another cgroup. */
+	setup_cgroups(s);
 
 	r = worker_pool_init(s, 2);
 	if (r < 0)
@@ -1027,6 +1063,8 @@ void server_done(struct server *s)
 	json_decref(s->env_info);
 	free(s->login_shell);
 	sandbox_features_done(&s->sandbox);
+	exec_cg_pending_free(s); /* after the ring: their polls are gone with it */
+	sandbox_cg_done(&s->cgroups);
 	netguard_free(s->guard); /* after the processes: it kills what is left in the cgroup */
 	s->guard = NULL;
 	conn_auth_free(s->ws_auth);

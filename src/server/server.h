@@ -15,6 +15,7 @@
 #include "list.h"
 #include "ring.h"
 #include "metrics.h"
+#include "cgroup.h"
 #include "sandbox.h"
 
 struct conn_handlers;
@@ -41,6 +42,9 @@ struct config {
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 	unsigned sandbox_max_ptys;   /* PTYs per sandbox (its devpts's max=) */
 	unsigned landlock_abi_max;   /* testing only: caps the probed Landlock ABI (> 7: no cap) */
+	bool process_cgroups_off;    /* --process-cgroups=off: no per-process cgroup */
+	/* --process-{pids,memory,cpu}-max: every process's limits and the ceiling of `limits` */
+	struct sandbox_cg_limits process_limits;
 	/* Remote mode (src/remote/remote.h): set when --remote is given. */
 	const char *remote_url;
 	const char *environment_id;
@@ -143,6 +147,8 @@ struct server {
 	struct sandbox_features sandbox; /* probed once at start */
 	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
 	const char *denial_evidence;     /* the evidence source in use ("audit", "none"; exec) */
+	struct sandbox_cg cgroups;       /* per-process cgroups and limits (sandbox/cgroup.h) */
+	struct list_head cg_pending;     /* leaves waiting to be empty (src/exec/proc-cgroup.c) */
 	const struct conn_handlers *conn_handlers; /* what the transport calls (transport/conn.h) */
 	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
 	struct ws_auth *ws_auth;   /* the listener's auth and its secrets (conn-auth.c), or NULL */

@@ -21,7 +21,8 @@ KNOWN_CAPABILITIES = {
 # uexec's own extensions (README "Protocol extensions", test_process_ext.py)
 UEXEC_CAPABILITIES = {"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout",
                       "uexecProcessList", "uexecDenialEvidence", "uexecFsRename",
-                      "uexecFsWatch"}
+                      "uexecFsWatch", "uexecProcessCgroup", "uexecProcessLimitPids",
+                      "uexecProcessLimitMemory", "uexecProcessLimitCpu"}
 
 # (method, params, family) for the gating tests; fs/http/config families included
 # because the gate comes before the method is executed.

@@ -17,6 +17,9 @@ pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/cat", "/bin/sleep", "/b
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
 EXT_CAPS = ["uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
             "uexecFsRename", "uexecFsWatch"]
+# host-dependent booleans of the per-process cgroups (test_process_cgroup.py checks their values)
+CGROUP_CAPS = ["uexecProcessCgroup", "uexecProcessLimitPids", "uexecProcessLimitMemory",
+               "uexecProcessLimitCpu"]
 # after them: uexecDenialEvidence, true only while a denial evidence source is in use
 # (test_denial_evidence.py; the suite's servers run with --denial-evidence none)
 EVIDENCE_CAP = "uexecDenialEvidence"
@@ -48,11 +51,13 @@ def list_procs(c, params={}):
 
 
 def test_capabilities_advertised(sclient):
-    """The uexec* flags are true, after the reference's flags, which keep their values."""
+    """The uexec* flags are true, after the reference's flags, which keep their values;
+    the cgroup flags follow, booleans too, then the evidence flag."""
     caps = sclient.init_result["environmentInfo"]["capabilities"]
     assert list(caps)[:len(REFERENCE_CAPS)] == REFERENCE_CAPS
-    assert list(caps)[len(REFERENCE_CAPS):] == EXT_CAPS + [EVIDENCE_CAP]
+    assert list(caps)[len(REFERENCE_CAPS):] == EXT_CAPS + CGROUP_CAPS + [EVIDENCE_CAP]
     assert all(caps[k] is True for k in EXT_CAPS)
+    assert all(caps[k] in (True, False) for k in CGROUP_CAPS)
     assert caps[EVIDENCE_CAP] is False
     assert caps["fsWatchMissing"] is True and caps["windowsMxc"] is False
     assert sclient.result("environment/info")["capabilities"] == caps

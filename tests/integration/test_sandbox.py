@@ -1613,8 +1613,12 @@ time.sleep(3)
     out = run.stdout.decode()
     guard = guard_cgroup(shared_server)  # under the server's own cgroup, not always the root
     assert os.path.basename(guard) == "uexec-%d.sandbox" % shared_server.proc.pid, guard
-    with open(os.path.join(guard, "cgroup.procs")) as f:
-        members = f.read().split()
+    # in the guard's subtree: its own leaf below the guard (test_process_cgroup.py), or
+    # the guard itself where the host has no per-process cgroups
+    members = []
+    for d, _, _ in os.walk(guard):
+        with open(os.path.join(d, "cgroup.procs")) as f:
+            members += f.read().split()
     # the child's pid inside is that of its own PID namespace: find it by its cwd
     cwds = []
     for p in members:

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A managed process's own cgroup (sandbox/cgroup.h): process/start's
+ * `limits` (README.md "Protocol extensions"), the leaf made before the
+ * clone, the whole-tree kill, the memory limit's OOM kills on
+ * process/exited, and the leaf's removal once empty.
+ *
+ * Removal: when the process is closed its leaf is usually empty already:
+ * IORING_OP_UNLINKAT (probed; else rmdir, ~20 us). If something is still
+ * running in it (a background child, or killed processes still exiting),
+ * the leaf's cgroup.events is polled on the ring (kernfs wakes POLLPRI when
+ * "populated" changes) and the directory goes when it reads "populated 0".
+ * That costs one fd per such leaf, only while it is populated.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec.h"
+#include "log.h"
+#include "params.h"
+#include "proc.h"
+#include "sandbox.h"
+#include "session.h"
+
+#define ERRSZ 512
+
+/* The `limits` members and their bounds. */
+static const struct {
+	const char *field, *flag;
+	uint64_t min, max;
+} limit_info[_SANDBOX_CG_KIND_MAX] = {
+	[SANDBOX_CG_PIDS] = { "pidsMax", "--process-pids-max", 1, 4194304 },
+	[SANDBOX_CG_MEMORY] = { "memoryMaxBytes", "--process-memory-max", 1u << 20, 1ull << 62 },
+	[SANDBOX_CG_CPU] = { "cpuMaxMillicpu", "--process-cpu-max", 10, 4096000 },
+};
+
+static uint64_t *limit_of(struct sandbox_cg_limits *l, int k)
+{
+	return k == SANDBOX_CG_PIDS ? &l->pids_max : k == SANDBOX_CG_MEMORY ? &l->memory_max :
+									   &l->cpu_milli;
+}
+
+int exec_decode_limits(const struct server *s, json_t *limits, struct sandbox_cg_limits *ret,
+		       char *err)
+{
+	static const struct pfield fields[] = {
+		{ "pidsMax", P_U64, false, NULL },
+		{ "memoryMaxBytes", P_U64, false, NULL },
+		{ "cpuMaxMillicpu", P_U64, false, NULL },
+	};
+	json_t *f[ELEMENTSOF(fields)];
+	struct sandbox_cg_limits ceiling = s->cfg.process_limits;
+
+	*ret = ceiling;
+	if (!limits)
+		return 0;
+	/* A misspelt member would silently mean "no limit": refused, in serde's deny_unknown_fields words. */
+	if (json_is_object(limits)) {
+		const char *key;
+		json_t *v;
+
+		json_object_foreach(limits, key, v) {
+			size_t i = 0;
+
+			while (i < ELEMENTSOF(fields) && strcmp(key, fields[i].name) != 0)
+				i++;
+			if (i == ELEMENTSOF(fields)) {
+				snprintf(err, ERRSZ, "unknown field `%.64s`, expected one of `pidsMax`, "
+					 "`memoryMaxBytes`, `cpuMaxMillicpu`", key);
+				return -EINVAL;
+			}
+		}
+	}
+	if (params_decode_nested(limits, "ProcessLimits", fields, ELEMENTSOF(fields), f, err, ERRSZ) < 0)
+		return -EINVAL;
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++) {
+		uint64_t v = params_u64(f[k], 0), top = *limit_of(&ceiling, k);
+
+		if (!f[k])
+			continue;
+		if (v < limit_info[k].min || v > limit_info[k].max) {
+			snprintf(err, ERRSZ,
+				 "invalid value: integer `%" PRIu64 "`, expected limits.%s between %" PRIu64
+				 " and %" PRIu64, v, limit_info[k].field, limit_info[k].min,
+				 limit_info[k].max);
+			return -EINVAL;
+		}
+		if (top && v > top) {
+			snprintf(err, ERRSZ,
+				 "limits.%s %" PRIu64 " is above the server's ceiling %" PRIu64 " (%s)",
+				 limit_info[k].field, v, top, limit_info[k].flag);
+			return -EINVAL;
+		}
+		if (s->cgroups.where[k] == SANDBOX_CG_NONE) {
+			snprintf(err, ERRSZ,
+				 "limits.%s cannot be enforced: no %s controller is available to uexec on "
+				 "this host (see its start-up log)", limit_info[k].field,
+				 sandbox_cg_kind_name(k));
+			return -EINVAL;
+		}
+		*limit_of(ret, k) = v;
+	}
+	return 0;
+}
+
+int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
+		 const struct sandbox_cg_limits *l, struct sandbox_cg_leaf *ret)
+{
+	bool limited = false;
+	int r;
+
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+		limited |= *limit_of((struct sandbox_cg_limits *)l, k) != 0 &&
+			   s->cgroups.where[k] != SANDBOX_CG_NONE;
+	if (!s->cgroups.enabled && !limited)
+		return 0;
+	/* Not what the server's ceiling cannot enforce (warned at start-up): the rest applies. */
+	struct sandbox_cg_limits eff = *l;
+
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+		if (s->cgroups.where[k] == SANDBOX_CG_NONE)
+			*limit_of(&eff, k) = 0;
+	r = sandbox_cg_leaf_new(&s->cgroups, sandbox_plan_cgroup_fd(plan), &eff, ret);
+	if (r < 0)
+		return r;
+	return 1;
+}
+
+/* ---- removal once empty ---- */
+
+struct cg_pending {
+	struct list_head link; /* server->cg_pending */
+	struct server *s;
+	struct sandbox_cg_leaf leaf;
+	int fd; /* the leaf's cgroup.events once it was found populated, else -1 */
+	struct uring_op op;
+	char buf[256];
+};
+
+static void pending_free(struct cg_pending *pd)
+{
+	list_del(&pd->link);
+	safe_close(pd->fd);
+	free(pd);
+}
+
+static void pending_remove(struct cg_pending *pd);
+
+static void on_events(struct uring_op *op, int res, uint32_t flags)
+{
+	struct cg_pending *pd = container_of(op, struct cg_pending, op);
+
+	(void)flags;
+	if (pd->s->stopping)
+		return; /* sandbox_cg_done() purges what is left */
+	if (res < 0 && res != -EINTR) {
+		log_debug_errno(res, "Polling cgroup %s failed", pd->leaf.name);
+		pending_free(pd);
+		return;
+	}
+	ssize_t n = pread(pd->fd, pd->buf, sizeof(pd->buf) - 1, 0);
+
+	if (n >= 0) {
+		pd->buf[n] = 0;
+		if (strstr(pd->buf, "populated 0")) {
+			pending_remove(pd);
+			return;
+		}
+	}
+	io_uring_prep_poll_add(uring_get_sqe(&pd->s->ring, &pd->op, on_events), pd->fd, POLLPRI);
+}
+
+/* After a removal attempt: done, or watch the leaf until it is empty. */
+static void removal_done(struct cg_pending *pd, int r)
+{
+	char path[64];
+
+	if (r != -EBUSY || pd->leaf.parent_fd < 0) {
+		if (r < 0 && r != -EBUSY)
+			log_warning_errno_ratelimited(r, "Removing the cgroup %s failed", pd->leaf.name);
+		/* v1 only and still busy: the shutdown or the next start removes it */
+		pending_free(pd);
+		return;
+	}
+	if (pd->fd < 0) {
+		snprintf(path, sizeof(path), "%s/cgroup.events", pd->leaf.name);
+		pd->fd = openat(pd->leaf.parent_fd, path, O_RDONLY | O_CLOEXEC);
+		if (pd->fd < 0) {
+			pending_free(pd);
+			return;
+		}
+	}
+	/* Reads "populated" first: it may have emptied since (kernfs then wakes the poll at once). */
+	on_events(&pd->op, 0, 0);
+}
+
+static void on_unlinked(struct uring_op *op, int res, uint32_t flags)
+{
+	struct cg_pending *pd = container_of(op, struct cg_pending, op);
+
+	(void)flags;
+	if (pd->s->stopping)
+		return;
+	if (res == 0 || res == -ENOENT) {
+		sandbox_cg_leaf_removed(&pd->leaf);
+		res = sandbox_cg_leaf_remove(&pd->s->cgroups, &pd->leaf); /* its v1 directories */
+	}
+	removal_done(pd, res);
+}
+
+/*
+ * The v2 directory goes by IORING_OP_UNLINKAT where the ring has it: the
+ * kernfs removal (~20 us) runs in an io-wq worker, off the loop's thread;
+ * the v1 ones (processes with limits on a hybrid host) at once.
+ */
+static void pending_remove(struct cg_pending *pd)
+{
+	const char *name;
+	int parent;
+
+	if (pd->s->ring.has_unlinkat && sandbox_cg_leaf_dir(&pd->leaf, &parent, &name)) {
+		io_uring_prep_unlinkat(uring_get_sqe(&pd->s->ring, &pd->op, on_unlinked), parent, name,
+				       AT_REMOVEDIR);
+		return;
+	}
+	removal_done(pd, sandbox_cg_leaf_remove(&pd->s->cgroups, &pd->leaf));
+}
+
+/* Removes the leaf now, or once its last process has gone. */
+static void release(struct proc *p)
+{
+	struct server *s = p->sess->srv;
+	struct cg_pending *pd;
+
+	if (p->cg_pending || !p->cg.live || s->stopping)
+		return; /* stopping: sandbox_cg_done() purges the bases */
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		(void)sandbox_cg_leaf_remove(&s->cgroups, &p->cg);
+		return;
+	}
+	pd->s = s;
+	pd->fd = -1;
+	pd->leaf = p->cg;
+	list_add_tail(&pd->link, &s->cg_pending);
+	p->cg_pending = true;
+	pending_remove(pd);
+}
+
+void proc_cg_closed(struct proc *p)
+{
+	if (p->has_cg)
+		release(p);
+}
+
+void proc_cg_kill(struct proc *p)
+{
+	int r;
+
+	if (!p->has_cg)
+		return;
+	r = sandbox_cg_leaf_kill(&p->sess->srv->cgroups, &p->cg);
+	if (r < 0)
+		log_warning_errno_ratelimited(r, "Killing the cgroup of process '%s' failed", p->id);
+}
+
+void proc_cg_exited(struct proc *p)
+{
+	if (!p->has_cg || !p->cg.memory_limited)
+		return;
+	p->oom_killed = sandbox_cg_leaf_oom_kills(&p->sess->srv->cgroups, &p->cg) > 0;
+	if (p->oom_killed)
+		log_info_ratelimited("Session %s: process '%s' (pid %d) reached its memory limit: "
+				     "OOM-killed (exit code %d)", p->sess->id, p->id, (int)p->pid,
+				     p->exit_code);
+}
+
+void proc_cg_free(struct proc *p)
+{
+	if (!p->has_cg)
+		return;
+	/* Whatever is left of the tree goes with the process's record. */
+	proc_cg_kill(p);
+	release(p);
+}
+
+void exec_cg_pending_free(struct server *s)
+{
+	while (!list_empty(&s->cg_pending))
+		pending_free(list_first_entry(&s->cg_pending, struct cg_pending, link));
+}
