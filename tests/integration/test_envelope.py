@@ -133,7 +133,7 @@ def test_error_member_order_and_shape(sclient):
 # (test_process_ext.py); the other names stay unknown.
 @pytest.mark.parametrize("method", ["no/such/method", "process/kill",
                                     "shutdown", "exec", "process/output", "process/exited",
-                                    "process/closed", "initialized", "fs/rename",
+                                    "process/closed", "initialized", "fs/move",
                                     "http/request/bodyDelta"])
 def test_unknown_method(sclient, method):
     """§4/§6: unknown methods -> -32601 'exec-server stub does not implement `m` yet'."""
