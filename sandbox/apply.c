@@ -186,9 +186,17 @@ static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **s
 	 * reference's (bubblewrap's --dev); the process is its owner, uid 0.
 	 */
 	*step = "mounting a private /dev/shm";
-	if (mkdir("/dev/shm", 0755) < 0 ||
-	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256m") < 0)
-		return -errno;
+	{
+		/* --sandbox-uid: the command's uid owns it, as uid 0 does otherwise. */
+		char opts[80] = "mode=0755,size=256m";
+
+		if (pl->uid_userns_fd >= 0)
+			snprintf(opts, sizeof(opts), "mode=0755,size=256m,uid=%u,gid=%u",
+				 pl->sandbox_uid, pl->sandbox_gid);
+		if (mkdir("/dev/shm", 0755) < 0 ||
+		    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			return -errno;
+	}
 	*step = "linking /dev/fd";
 	if (symlink("/proc/kcore", "/dev/core") < 0 || symlink("/proc/self/fd", "/dev/fd") < 0 ||
 	    symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
@@ -255,6 +263,21 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 		pl->rw_fds[i] = open_tree(AT_FDCWD, pl->rw[i],
 					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 		if (pl->rw_fds[i] < 0)
+			return -errno;
+	}
+	/*
+	 * --sandbox-uid: each clone idmapped to its root's owner (whose ids are
+	 * the sandbox's uid and gid there) while it is detached, the only time
+	 * it may be. Fails closed: no idmap, no process.
+	 */
+	*step = "idmapping a writable root (mount_setattr MOUNT_ATTR_IDMAP)";
+	for (size_t i = 0; i < pl->n_rw; i++) {
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP };
+
+		if (pl->rw_idmap[i] < 0)
+			continue;
+		a.userns_fd = (uint64_t)pl->rw_idmap[i];
+		if (mount_setattr(pl->rw_fds[i], "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
 			return -errno;
 	}
 	/*
@@ -373,7 +396,13 @@ static int drop_capabilities(const struct sandbox_plan *pl, const char **step)
 	return set_caps(pl->keep_caps, 0);
 }
 
-static int apply_landlock(const struct sandbox_plan *pl, const char **step)
+/*
+ * Builds the Landlock ruleset (paths opened with the caller's credentials:
+ * before --sandbox-uid's switch, a path its uid cannot reach is still
+ * granted as root grants it). *ret: the ruleset fd, or -1 when this level
+ * handles nothing (ABI 0, or ABI 1-3 without a filesystem ruleset).
+ */
+static int landlock_build(const struct sandbox_plan *pl, int *ret, const char **step)
 {
 	struct ll_ruleset_attr attr = {
 		.handled_access_fs = pl->ll_fs,
@@ -386,7 +415,7 @@ static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 					      : offsetof(struct ll_ruleset_attr, handled_access_net);
 	int rs, r = 0;
 
-	/* Nothing this level can handle (ABI 0, or ABI 1-3 without a filesystem ruleset). */
+	*ret = -1;
 	if (!attr.handled_access_fs && !attr.handled_access_net && !attr.scoped)
 		return 0;
 	*step = "creating the Landlock ruleset";
@@ -431,13 +460,40 @@ static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 		if (ll_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 			r = -errno;
 	}
-	if (r >= 0) {
-		*step = "landlock_restrict_self";
-		if (ll_restrict_self(rs, 0) < 0)
-			r = -errno;
+	if (r < 0) {
+		close(rs);
+		return r;
 	}
-	close(rs);
-	return r;
+	*ret = rs;
+	return 0;
+}
+
+/*
+ * --sandbox-uid: leaves host uid 0 for the namespace the server made (uid
+ * and gid 0 inside are the sandbox's ids outside). After the mounts, which
+ * root built in namespaces the host's user namespace owns, so the process
+ * can never change them (it holds no capability over them). Root's
+ * supplementary groups go first: once inside they could not be dropped
+ * (setgroups is denied there) and would still open root-group files.
+ */
+static int join_uid_userns(const struct sandbox_plan *pl, const char **step)
+{
+	if (pl->uid_userns_fd < 0)
+		return 0;
+	/* Raw syscalls: glibc's set*id wrappers would signal the server's threads (CLONE_VM). */
+	*step = "dropping supplementary groups (--sandbox-uid)";
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
+		return -errno;
+	*step = "joining the --sandbox-uid user namespace (setns)";
+	if (setns(pl->uid_userns_fd, CLONE_NEWUSER) < 0)
+		return -errno;
+	*step = "setresgid(0) in the --sandbox-uid user namespace";
+	if (syscall(SYS_setresgid, 0, 0, 0) < 0)
+		return -errno;
+	*step = "setresuid(0) in the --sandbox-uid user namespace";
+	if (syscall(SYS_setresuid, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
 }
 
 int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
@@ -493,18 +549,31 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 
 int sandbox_plan_apply_creds(const struct sandbox_plan *pl, const char **step)
 {
-	int r;
+	int r, rs;
 
-	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
-		return r;
-	*step = "no_new_privs";
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -errno;
 	/* Full-disk write too: Landlock's scoping keeps signals and TCP in check (ABI 4, 6). */
-	if ((r = apply_landlock(pl, step)) < 0)
+	if ((r = landlock_build(pl, &rs, step)) < 0)
 		return r;
+	if ((r = join_uid_userns(pl, step)) < 0)
+		goto out;
+	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
+		goto out;
+	*step = "no_new_privs";
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		r = -errno;
+		goto out;
+	}
+	*step = "landlock_restrict_self";
+	if (rs >= 0 && ll_restrict_self(rs, 0) < 0) {
+		r = -errno;
+		goto out;
+	}
 	*step = "seccomp";
-	return sandbox_seccomp_apply(pl->seccomp);
+	r = sandbox_seccomp_apply(pl->seccomp);
+out:
+	if (rs >= 0)
+		close(rs);
+	return r;
 }
 
 int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **step)
@@ -590,6 +659,11 @@ int sandbox_plan_apply_init(const struct sandbox_plan *pl, const char **step)
 bool sandbox_plan_userns(const struct sandbox_plan *plan)
 {
 	return plan && plan->userns;
+}
+
+bool sandbox_plan_sandbox_uid(const struct sandbox_plan *plan)
+{
+	return plan && plan->uid_userns_fd >= 0;
 }
 
 bool sandbox_plan_pid_ns(const struct sandbox_plan *plan)

@@ -26,6 +26,8 @@ struct sandbox_plan {
 	bool net_ns;         /* own network namespace (network restricted below Landlock ABI 6) */
 	bool userns;         /* non-root server: cloned into a user namespace of its own (CLONE_NEWUSER) */
 	unsigned uid, gid;   /* with it: the server's ids, mapped to themselves inside */
+	int uid_userns_fd;   /* --sandbox-uid: the namespace the process joins after its mounts (borrowed), or -1 */
+	unsigned sandbox_uid, sandbox_gid; /* with it: the ids outside, for the private /dev/shm */
 	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
 	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;
@@ -36,6 +38,7 @@ struct sandbox_plan {
 
 	char **rw;         /* writable roots (canonical, by depth) */
 	int *rw_fds;       /* child scratch: their clones */
+	int *rw_idmap;     /* --sandbox-uid: per root, the user namespace its clone is idmapped with, or -1 */
 	size_t n_rw;
 	char **ro;         /* existing paths re-bound read-only */
 	size_t n_ro;

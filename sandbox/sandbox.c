@@ -292,6 +292,7 @@ int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)
 	int r;
 
 	memset(f, 0, sizeof(*f));
+	f->uid_userns_fd = -1;
 	f->cap_last_cap = 40;
 	fp = fopen("/proc/sys/kernel/cap_last_cap", "re");
 	if (fp) {
@@ -345,12 +346,213 @@ const char *sandbox_describe(const struct sandbox_features *f, char *buf, size_t
 		 scope ? (f->pid_ns ? "Landlock scoping + PID namespace" : "Landlock scoping")
 		 : f->pid_ns ? "PID namespace"
 			     : "refused (below ABI 6 without uexec-init)");
+	if (f->uid_userns_fd >= 0) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, size - n,
+			 "; identity (--sandbox-uid): uid 0 in a user namespace, uid %u gid %u on the "
+			 "host; writable roots idmapped to their owners (sticky world-writable ones "
+			 "not)",
+			 f->sandbox_uid, f->sandbox_gid);
+	}
 	return buf;
+}
+
+/* ---- --sandbox-uid: user namespaces made by the (root) server ---- */
+
+/* Writes s to path (a /proc file of another process). Returns 0 or -errno. */
+static int write_file(const char *path, const char *s)
+{
+	size_t n = strlen(s);
+	int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+	ssize_t w;
+
+	if (fd < 0)
+		return -errno;
+	w = write(fd, s, n);
+	if (w < 0)
+		r = -errno;
+	else if ((size_t)w != n)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+/*
+ * A user namespace whose uid in_uid is out_uid outside and gid in_gid is
+ * out_gid (one id each, setgroups denied), as an fd. Only a process with
+ * CAP_SETUID over the parent namespace may write such maps, so the server
+ * writes them for a short-lived child that made the namespace; the fd keeps
+ * it alive. Returns the fd or -errno (*what: the failing step).
+ */
+static int make_userns(unsigned in_uid, unsigned out_uid, unsigned in_gid, unsigned out_gid,
+		       const char **what)
+{
+	int ready[2], hold[2], fd = -1, r = 0, e = 0, st;
+	char path[64], line[48];
+	pid_t pid;
+	ssize_t n;
+
+	*what = "pipe";
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		r = -errno;
+		close(ready[0]);
+		close(ready[1]);
+		return r;
+	}
+	*what = "fork";
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (pid == 0) {
+		char c;
+
+		e = unshare(CLONE_NEWUSER) < 0 ? errno : 0;
+		n = write(ready[1], &e, sizeof(e));
+		close(hold[1]);
+		/* Until the server has the namespace's fd (it closes its end). */
+		n = read(hold[0], &c, 1);
+		_exit(n < 0);
+	}
+	close(ready[1]);
+	ready[1] = -1;
+	close(hold[0]);
+	hold[0] = -1;
+	n = read(ready[0], &e, sizeof(e));
+	*what = "unshare(CLONE_NEWUSER)";
+	if (n != (ssize_t)sizeof(e) || e) {
+		r = -(e ? e : EIO);
+		goto reap;
+	}
+	*what = "writing setgroups, uid_map, gid_map";
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+	r = write_file(path, "deny");
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	snprintf(line, sizeof(line), "%u %u 1\n", in_uid, out_uid);
+	if (r >= 0)
+		r = write_file(path, line);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	snprintf(line, sizeof(line), "%u %u 1\n", in_gid, out_gid);
+	if (r >= 0)
+		r = write_file(path, line);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	*what = "opening the user namespace";
+	if (r >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		r = -errno;
+reap:
+	close(hold[1]);
+	hold[1] = -1;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+out:
+	if (ready[1] >= 0)
+		close(ready[1]);
+	if (hold[0] >= 0)
+		close(hold[0]);
+	if (hold[1] >= 0)
+		close(hold[1]);
+	close(ready[0]);
+	return r < 0 ? r : fd;
+}
+
+/*
+ * Idmapping namespaces by writable root owner: the owner's ids (on disk)
+ * are the sandbox ids (outside), so what the command creates belongs to the
+ * owner and the owner's files are the command's. A few owners in practice;
+ * the oldest entry is replaced past the bound (plans hold their own dups).
+ */
+#define IDMAP_CACHE 16
+
+static struct idmap_entry {
+	unsigned uid, gid;
+	int fd;
+} idmap_cache[IDMAP_CACHE];
+static unsigned idmap_n, idmap_next;
+
+/* A dup of the idmapping namespace for owner uid:gid. Returns the fd or -errno. */
+static int idmap_get(const struct sandbox_features *f, unsigned uid, unsigned gid,
+		     const char **what)
+{
+	struct idmap_entry *e = NULL;
+	int fd;
+
+	for (unsigned i = 0; i < idmap_n; i++)
+		if (idmap_cache[i].uid == uid && idmap_cache[i].gid == gid)
+			e = &idmap_cache[i];
+	if (!e) {
+		fd = make_userns(uid, f->sandbox_uid, gid, f->sandbox_gid, what);
+		if (fd < 0)
+			return fd;
+		if (idmap_n < IDMAP_CACHE) {
+			e = &idmap_cache[idmap_n++];
+		} else {
+			e = &idmap_cache[idmap_next];
+			idmap_next = (idmap_next + 1) % IDMAP_CACHE;
+			close(e->fd);
+		}
+		*e = (struct idmap_entry){ uid, gid, fd };
+	}
+	*what = "dup";
+	fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 3);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Parent side, before any child: can path's mount be idmapped with userns_fd
+ * here (its filesystem supports it)? A detached clone, dropped at once.
+ */
+static int idmap_check(const char *path, int userns_fd)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
+	int t = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC), r = 0;
+
+	if (t < 0)
+		return -errno;
+	if (mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+		r = -errno;
+	close(t);
+	return r;
+}
+
+int sandbox_set_uid(struct sandbox_features *f, unsigned uid, unsigned gid, char *err,
+		    size_t errsz)
+{
+	const char *what = "";
+	int fd;
+
+	err[0] = 0;
+	if (geteuid() != 0) {
+		snprintf(err, errsz,
+			 "--sandbox-uid needs uexec to run as root (uexec runs as uid %u: its "
+			 "sandboxes already run as that uid, in a user namespace of their own)",
+			 (unsigned)geteuid());
+		return -EPERM;
+	}
+	fd = make_userns(0, uid, 0, gid, &what);
+	if (fd < 0) {
+		snprintf(err, errsz, "--sandbox-uid %u: a user namespace mapping uid 0 to %u and gid 0 "
+			 "to %u: %s: %s", uid, uid, gid, what, strerror(-fd));
+		return fd;
+	}
+	f->uid_userns_fd = fd;
+	f->sandbox_uid = uid;
+	f->sandbox_gid = gid;
+	return 0;
 }
 
 void sandbox_features_done(struct sandbox_features *f)
 {
 	sandbox_seccomp_done(&f->filters);
+	if (f->uid_userns_fd >= 0)
+		close(f->uid_userns_fd);
+	f->uid_userns_fd = -1;
+	for (unsigned i = 0; i < idmap_n; i++)
+		close(idmap_cache[i].fd);
+	idmap_n = idmap_next = 0;
 }
 
 /* ---- plan ---- */
@@ -692,6 +894,9 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		return -ENOMEM;
 	pl->exe_fd = fs_helper_fd;
 	pl->userns = f->userns;
+	pl->uid_userns_fd = f->uid_userns_fd;
+	pl->sandbox_uid = f->sandbox_uid;
+	pl->sandbox_gid = f->sandbox_gid;
 	pl->uid = (unsigned)geteuid();
 	pl->gid = (unsigned)getegid();
 	pl->restrict_net = !p->network || fs_helper;
@@ -732,8 +937,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			}
 		}
 		pl->drop_caps = true;
-		/* Non-root: root's file access is not ours to keep (caps of the user namespace only). */
-		pl->keep_caps = f->userns ? 0 : FULL_WRITE_CAPS;
+		/*
+		 * Non-root, or --sandbox-uid: root's file access is not ours to
+		 * keep (caps of the user namespace only); it writes what its uid may.
+		 */
+		pl->keep_caps = f->userns || f->uid_userns_fd >= 0 ? 0 : FULL_WRITE_CAPS;
 		/* Below ABI 6 its signals are scoped by a PID namespace only. */
 		pl->pid_ns = f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !fs_helper;
 		*ret = pl;
@@ -767,9 +975,49 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	if (pl->n_rw > 1)
 		qsort(pl->rw, pl->n_rw, sizeof(char *), cmp_depth);
 	pl->rw_fds = calloc(pl->n_rw ? pl->n_rw : 1, sizeof(int));
-	if (!pl->rw_fds) {
+	pl->rw_idmap = malloc((pl->n_rw ? pl->n_rw : 1) * sizeof(int));
+	for (size_t w = 0; pl->rw_idmap && w < pl->n_rw; w++)
+		pl->rw_idmap[w] = -1;
+	if (!pl->rw_fds || !pl->rw_idmap) {
 		r = -ENOMEM;
 		goto fail;
+	}
+	/*
+	 * --sandbox-uid: each writable root idmapped to its owner, so that what
+	 * the command creates there is the owner's on disk (and the owner's
+	 * files are the command's). Not a sticky world-writable directory
+	 * (/tmp): anyone creates there, and its owner's (root's) files must
+	 * stay foreign; files created there are the sandbox uid's.
+	 */
+	for (size_t w = 0; w < pl->n_rw && f->uid_userns_fd >= 0; w++) {
+		const char *what = "";
+
+		if (stat(pl->rw[w], &st) < 0) {
+			r = -errno;
+			snprintf(err, errsz, "--sandbox-uid: stat %s: %s", pl->rw[w], strerror(-r));
+			goto fail;
+		}
+		if (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && (st.st_mode & S_IWOTH))
+			continue;
+		r = idmap_get(f, (unsigned)st.st_uid, (unsigned)st.st_gid, &what);
+		if (r < 0) {
+			snprintf(err, errsz,
+				 "--sandbox-uid: a user namespace to idmap the writable root %s to its "
+				 "owner %u:%u: %s: %s",
+				 pl->rw[w], (unsigned)st.st_uid, (unsigned)st.st_gid, what, strerror(-r));
+			goto fail;
+		}
+		pl->rw_idmap[w] = r;
+		r = idmap_check(pl->rw[w], pl->rw_idmap[w]);
+		if (r < 0) {
+			snprintf(err, errsz,
+				 "--sandbox-uid: the writable root %s cannot be idmapped to its owner "
+				 "(mount_setattr MOUNT_ATTR_IDMAP: %s; does its filesystem support "
+				 "idmapped mounts?)",
+				 pl->rw[w], strerror(-r));
+			r = -EOPNOTSUPP;
+			goto fail;
+		}
 	}
 
 	/* Under each writable root: .git/.agents/.codex and every read entry stay read-only. */
@@ -867,6 +1115,10 @@ void sandbox_plan_free(struct sandbox_plan *pl)
 		return;
 	for (size_t i = 0; i < pl->n_synth; i++)
 		synth_put(pl->synth[i]);
+	for (size_t i = 0; pl->rw_idmap && i < pl->n_rw; i++)
+		if (pl->rw_idmap[i] >= 0)
+			close(pl->rw_idmap[i]);
+	free(pl->rw_idmap);
 	strv_clear(pl->rw, pl->n_rw);
 	free(pl->rw_fds);
 	strv_clear(pl->ro, pl->n_ro);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,10 @@ static void help(void)
 	       "                            where the operator does not want mount namespaces\n"
 	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
 	       "                            private devpts's max=; default: 64)\n"
+	       "  --sandbox-uid UID         root uexec: sandboxed processes run as uid 0 of a user\n"
+	       "                            namespace that is UID on the host (its gid: UID's\n"
+	       "                            passwd group, else UID); writable roots are idmapped\n"
+	       "                            to their owners (docs/SECURITY.md)\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
 	       "\n"
 	       "Remote mode (instead of --listen): register with an environment registry and\n"
@@ -141,6 +146,33 @@ struct num_opt {
 	uint64_t *u64;
 	unsigned *uint;
 };
+
+/*
+ * --sandbox-uid UID: an unprivileged host uid (not 0, not the invalid
+ * (uid_t)-1); its gid is its passwd entry's group, else the same number.
+ */
+static int parse_sandbox_uid(const char *s, struct config *cfg)
+{
+	struct passwd *pw;
+	uint64_t v;
+
+	if (strcmp(s, "0") == 0 || (s[0] && strspn(s, "0") == strlen(s))) {
+		fprintf(stderr, "uexec: --sandbox-uid 0 is host root: give an unprivileged uid "
+				"(e.g. 65534)\n");
+		return -EINVAL;
+	}
+	if (parse_u64("sandbox-uid", s, 1, UINT32_MAX - 1, &v) < 0)
+		return -EINVAL;
+	cfg->sandbox_uid = (unsigned)v;
+	pw = getpwuid((uid_t)v);
+	cfg->sandbox_gid = pw ? (unsigned)pw->pw_gid : (unsigned)v;
+	if (cfg->sandbox_gid == 0) {
+		fprintf(stderr, "uexec: --sandbox-uid %s: its passwd group is gid 0 (root's group): "
+				"give a uid whose group is unprivileged\n", s);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 static int set_log_level(const char *level)
 {
@@ -287,7 +319,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	enum {
 		ARG_NUM = 0x100, /* + index into nums[] */
 		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
-		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
+		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH, ARG_SANDBOX_UID,
 	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
@@ -308,7 +340,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 	};
-	struct option opts[ELEMENTSOF(nums) + 12] = {
+	struct option opts[ELEMENTSOF(nums) + 13] = {
+		{ "sandbox-uid", required_argument, NULL, ARG_SANDBOX_UID },
 		{ "remote", required_argument, NULL, ARG_REMOTE },
 		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
 		{ "name", required_argument, NULL, ARG_NAME },
@@ -326,7 +359,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	int c, r;
 
 	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
-		opts[11 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+		opts[12 + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
 	/* "+": stop at the first operand, the forward subcommand. */
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		r = 0;
@@ -359,6 +392,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			cfg->executor_version = optarg;
 		} else if (c == ARG_LOG_LEVEL) {
 			r = set_log_level(optarg);
+		} else if (c == ARG_SANDBOX_UID) {
+			r = parse_sandbox_uid(optarg, cfg);
 		} else if (c == ARG_NO_SANDBOX) {
 			cfg->no_sandbox = true;
 		} else if (c == ARG_FS_HELPER) {

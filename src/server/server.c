@@ -426,16 +426,16 @@ static int setup_signals(struct server *s)
 }
 
 /* Probes the host once and tells the operator what sandboxed requests will get. */
-static void setup_sandbox(struct server *s)
+static int setup_sandbox(struct server *s)
 {
-	char path[PATH_MAX] = "uexec-init", line[512];
+	char path[PATH_MAX] = "uexec-init", line[1024];
 	int r;
 
 	if (s->cfg.fs_helper) {
 		/* Inside a sandbox already: nothing to probe or announce. */
 		s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
 		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing), "nested sandboxes");
-		return;
+		return 0;
 	}
 	sandbox_probe(&s->sandbox, s->cfg.landlock_abi_max <= SANDBOX_LANDLOCK_ABI_NEWEST
 					   ? (int)s->cfg.landlock_abi_max : -1);
@@ -446,12 +446,22 @@ static void setup_sandbox(struct server *s)
 	if (s->sandbox.missing[0]) {
 		log_warning("Sandboxed processes will be refused: this host lacks %s",
 			    s->sandbox.missing);
-		return;
+		return 0;
 	}
-	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s",
+	if (s->cfg.sandbox_uid) {
+		char err[512];
+
+		r = sandbox_set_uid(&s->sandbox, s->cfg.sandbox_uid, s->cfg.sandbox_gid, err,
+				    sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot run sandboxes as another uid: %s", err);
+	}
+	log_info("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s%s",
 		 s->sandbox.landlock_abi,
 		 s->sandbox.userns ? ", a user namespace per sandbox (uexec is not root: its uid and "
 				     "gid mapped to themselves, as bubblewrap maps them)" : "",
+		 s->sandbox.uid_userns_fd >= 0 ? ", sandboxed processes as an unprivileged uid "
+						 "(--sandbox-uid)" : "",
 		 s->cfg.landlock_abi_max < (unsigned)s->sandbox.landlock_abi_kernel ? " (capped by "
 		 "--landlock-abi-max, testing only)" : "");
 	r = spawn_init(path, sizeof(path));
@@ -461,6 +471,7 @@ static void setup_sandbox(struct server *s)
 				     "PID namespace",
 				  path);
 	log_info("%s", sandbox_describe(&s->sandbox, line, sizeof(line)));
+	return 0;
 }
 
 int server_init(struct server *s, const struct config *cfg)
@@ -470,6 +481,7 @@ int server_init(struct server *s, const struct config *cfg)
 	memset(s, 0, sizeof(*s));
 	s->cfg = *cfg;
 	s->listen_fd = s->signal_fd = -1;
+	s->sandbox.uid_userns_fd = -1;
 	list_init(&s->conns);
 	list_init(&s->dead_conns);
 	list_init(&s->handshaking);
@@ -505,7 +517,9 @@ int server_init(struct server *s, const struct config *cfg)
 	if (r < 0)
 		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
-	setup_sandbox(s);
+	r = setup_sandbox(s);
+	if (r < 0)
+		return r;
 
 	r = worker_pool_init(s, 2);
 	if (r < 0)

@@ -35,6 +35,8 @@ struct config {
 	bool no_sandbox;             /* refuse every restricting sandbox */
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 	unsigned sandbox_max_ptys;   /* PTYs per sandbox (its devpts's max=) */
+	unsigned sandbox_uid;        /* --sandbox-uid: host uid of sandboxed processes (0: not given) */
+	unsigned sandbox_gid;        /* with it: their host gid */
 	unsigned landlock_abi_max;   /* testing only: caps the probed Landlock ABI (> 7: no cap) */
 	/* Remote mode (src/remote/remote.h): set when --remote is given. */
 	const char *remote_url;

@@ -32,7 +32,7 @@ import time
 import pytest
 
 from conftest import (HOST, I386_SOCKET_CODE, TESTS_DIR, X32_SOCKET_CODE, guard_cgroup, own,
-                      pid_alive, require_guard, run_as)
+                      pid_alive, require_guard, sandboxed_ids)
 from wsclient import file_uri
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
@@ -234,8 +234,9 @@ class Area:
         self.victim = os.path.join(self.out, "victim.txt")
         with open(self.victim, "w") as f:
             f.write("original\n")
-        # A non-root uexec (conftest.run_as()): the tree is its uid's, so that only the
-        # sandbox, not file permissions, keeps outside/ unchanged.
+        # A non-root uexec (conftest.run_as()) or --sandbox-uid (conftest.sandbox_uid()):
+        # the tree is that uid's, so that only the sandbox, not file permissions, keeps
+        # outside/ unchanged.
         own(self.base)
 
     def read(self, p):
@@ -721,9 +722,10 @@ def test_read_only_policy(sclient, uniq, area):
              "echo v > %s; exit 1" % (tmpname, area.victim), area.ws, read_only_policy())
     out = text(run)
     assert "root:x:0:0" in out
-    # a non-root server (conftest.run_as()): root's /etc/passwd is closed by its mode first
-    assert out.count(EROFS) == (3 if run_as() else 4), out
-    assert not run_as() or "/etc/passwd: " + EACCES in out, out
+    # sandboxed commands not root on the host (a non-root server, --sandbox-uid): root's
+    # /etc/passwd is closed by its mode first
+    assert out.count(EROFS) == (3 if sandboxed_ids() else 4), out
+    assert not sandboxed_ids() or "/etc/passwd: " + EACCES in out, out
     assert run.start_result["sandboxType"] == "linuxSeccomp"
     assert run.exited["sandboxDenied"] is True
     assert not os.path.exists(tmpname) and os.listdir(area.ws) == []
