@@ -379,17 +379,16 @@ static int write_file(const char *path, const char *s)
 }
 
 /*
- * A user namespace whose uid in_uid is out_uid outside and gid in_gid is
- * out_gid (one id each, setgroups denied), as an fd. Only a process with
+ * A user namespace with these uid_map and gid_map lines (setgroups denied),
+ * as an fd. Only a process with
  * CAP_SETUID over the parent namespace may write such maps, so the server
  * writes them for a short-lived child that made the namespace; the fd keeps
  * it alive. Returns the fd or -errno (*what: the failing step).
  */
-static int make_userns(unsigned in_uid, unsigned out_uid, unsigned in_gid, unsigned out_gid,
-		       const char **what)
+static int make_userns(const char *uid_map, const char *gid_map, const char **what)
 {
 	int ready[2], hold[2], fd = -1, r = 0, e = 0, st;
-	char path[64], line[48];
+	char path[64];
 	pid_t pid;
 	ssize_t n;
 
@@ -432,13 +431,11 @@ static int make_userns(unsigned in_uid, unsigned out_uid, unsigned in_gid, unsig
 	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
 	r = write_file(path, "deny");
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-	snprintf(line, sizeof(line), "%u %u 1\n", in_uid, out_uid);
 	if (r >= 0)
-		r = write_file(path, line);
+		r = write_file(path, uid_map);
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-	snprintf(line, sizeof(line), "%u %u 1\n", in_gid, out_gid);
 	if (r >= 0)
-		r = write_file(path, line);
+		r = write_file(path, gid_map);
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 	*what = "opening the user namespace";
 	if (r >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -460,9 +457,34 @@ out:
 }
 
 /*
- * Idmapping namespaces by writable root owner: the owner's ids (on disk)
- * are the sandbox ids (outside), so what the command creates belongs to the
- * owner and the owner's files are the command's. A few owners in practice;
+ * An idmapping's map: the owner's id on disk is the sandbox's id (so what
+ * the command creates is the owner's, and the owner's files are the
+ * command's), the sandbox's id on disk is the owner's (a swap: each id once),
+ * every other id itself (root's and other users' files keep their owners,
+ * foreign to the command, but mapped: the kernel refuses renaming or removing
+ * an unmapped owner's file with EOVERFLOW even where the directory allows it).
+ */
+static void swap_map(char *buf, size_t size, unsigned owner, unsigned sbx)
+{
+	unsigned a = MIN(owner, sbx), b = MAX(owner, sbx);
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (owner == sbx) {
+		snprintf(buf, size, "0 0 4294967295\n");
+		return;
+	}
+	if (a > 0)
+		n += (size_t)snprintf(buf + n, size - n, "0 0 %u\n", a);
+	n += (size_t)snprintf(buf + n, size - n, "%u %u 1\n%u %u 1\n", owner, sbx, sbx, owner);
+	if (b - a > 1)
+		n += (size_t)snprintf(buf + n, size - n, "%u %u %u\n", a + 1, a + 1, b - a - 1);
+	if (b < 4294967294u)
+		snprintf(buf + n, size - n, "%u %u %u\n", b + 1, b + 1, 4294967294u - b);
+}
+
+/*
+ * Idmapping namespaces by writable root owner. A few owners in practice;
  * the oldest entry is replaced past the bound (plans hold their own dups).
  */
 #define IDMAP_CACHE 16
@@ -484,7 +506,11 @@ static int idmap_get(const struct sandbox_features *f, unsigned uid, unsigned gi
 		if (idmap_cache[i].uid == uid && idmap_cache[i].gid == gid)
 			e = &idmap_cache[i];
 	if (!e) {
-		fd = make_userns(uid, f->sandbox_uid, gid, f->sandbox_gid, what);
+		char um[160], gm[160];
+
+		swap_map(um, sizeof(um), uid, f->sandbox_uid);
+		swap_map(gm, sizeof(gm), gid, f->sandbox_gid);
+		fd = make_userns(um, gm, what);
 		if (fd < 0)
 			return fd;
 		if (idmap_n < IDMAP_CACHE) {
@@ -522,6 +548,7 @@ int sandbox_set_uid(struct sandbox_features *f, unsigned uid, unsigned gid, char
 		    size_t errsz)
 {
 	const char *what = "";
+	char um[48], gm[48];
 	int fd;
 
 	err[0] = 0;
@@ -532,7 +559,10 @@ int sandbox_set_uid(struct sandbox_features *f, unsigned uid, unsigned gid, char
 			 (unsigned)geteuid());
 		return -EPERM;
 	}
-	fd = make_userns(0, uid, 0, gid, &what);
+	/* Only uid and gid 0 inside: every other host id is nobody there. */
+	snprintf(um, sizeof(um), "0 %u 1\n", uid);
+	snprintf(gm, sizeof(gm), "0 %u 1\n", gid);
+	fd = make_userns(um, gm, &what);
 	if (fd < 0) {
 		snprintf(err, errsz, "--sandbox-uid %u: a user namespace mapping uid 0 to %u and gid 0 "
 			 "to %u: %s: %s", uid, uid, gid, what, strerror(-fd));
