@@ -331,10 +331,15 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 				  reopen ? "mode=0111,size=4k" : "mode=0000,size=4k") < 0)
 				return -errno;
 		}
+		/* Ordered by phase (sandbox.c): one tmpfs for the phase's files. */
 		*step = "hiding a denied file";
-		for (size_t i = 0; i < pl->n_deny_file; i++)
-			if (pl->deny_file_phase[i] == ph && (r = hide_files(&pl->deny_file[i], 1)) < 0)
+		for (size_t i = 0, j; i < pl->n_deny_file; i = j) {
+			for (j = i; j < pl->n_deny_file && pl->deny_file_phase[j] == pl->deny_file_phase[i];
+			     j++)
+				;
+			if (pl->deny_file_phase[i] == ph && (r = hide_files(&pl->deny_file[i], j - i)) < 0)
 				return r;
+		}
 	}
 	*step = "making a denied directory read-only";
 	for (size_t i = 0; i < pl->n_deny_dir; i++)

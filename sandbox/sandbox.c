@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "glob.h"
 #include "landlock.h"
 #include "netguard.h"
 #include "list.h"
@@ -835,6 +836,94 @@ static int plan_phases(struct sandbox_plan *pl)
 	return 0;
 }
 
+/* ---- deny globs (glob.c): what they match now, masked as denied paths ---- */
+
+struct glob_ctx {
+	struct sandbox_plan *pl;
+	const struct sandbox_policy *p;
+	size_t matches;
+};
+
+/* Already hidden (a deny entry above it, or nothing grants it): no mount of its own. */
+static bool glob_hidden(const struct glob_ctx *g, const char *path)
+{
+	return sandbox_policy_access(g->p, path) == SANDBOX_DENY ||
+	       strv_has(g->pl->deny_file, g->pl->n_deny_file, path) ||
+	       strv_has(g->pl->deny_dir, g->pl->n_deny_dir, path);
+}
+
+static int glob_add(void *ctx, const char *path)
+{
+	struct glob_ctx *g = ctx;
+
+	if (glob_hidden(g, path))
+		return 0;
+	if (++g->matches > SANDBOX_GLOB_MAX_MATCHES)
+		return -E2BIG;
+	return strv_push(&g->pl->deny_file, &g->pl->n_deny_file, path);
+}
+
+static int glob_add_literal(void *ctx, const char *path, bool is_dir)
+{
+	struct glob_ctx *g = ctx;
+	char canon[PATH_MAX];
+
+	if (!realpath(path, canon) || glob_hidden(g, canon))
+		return 0;
+	if (++g->matches > SANDBOX_GLOB_MAX_MATCHES)
+		return -E2BIG;
+	return is_dir ? strv_push(&g->pl->deny_dir, &g->pl->n_deny_dir, canon)
+		      : strv_push(&g->pl->deny_file, &g->pl->n_deny_file, canon);
+}
+
+static int plan_deny_globs(struct sandbox_plan *pl, const struct sandbox_policy *p, char *err,
+			   size_t errsz)
+{
+	struct glob_ctx g = { .pl = pl, .p = p };
+	struct sandbox_glob_out out = { &g, glob_add, glob_add_literal };
+	size_t entries = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < p->n_deny_globs && r >= 0; i++)
+		r = sandbox_glob_expand(p->deny_globs[i], p->glob_scan_max_depth, &entries, &out, err,
+					errsz);
+	/* Every refusal names the pattern: the policy cannot be enforced as written. */
+	return r < 0 && r != -ENOMEM ? -EINVAL : r;
+}
+
+/*
+ * Denied files ordered by phase, so that apply.c hides each phase's files
+ * with one tmpfs (thousands of glob matches must not mean thousands of
+ * superblocks).
+ */
+static int sort_deny_files(struct sandbox_plan *pl)
+{
+	size_t n = pl->n_deny_file, k = 0;
+	char **v;
+	unsigned *ph;
+
+	if (n < 2)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	ph = malloc(n * sizeof(*ph));
+	if (!v || !ph) {
+		free(v);
+		free(ph);
+		return -ENOMEM;
+	}
+	for (unsigned p = 0; p <= pl->max_phase; p++)
+		for (size_t i = 0; i < n; i++)
+			if (pl->deny_file_phase[i] == p) {
+				v[k] = pl->deny_file[i];
+				ph[k++] = p;
+			}
+	memcpy(pl->deny_file, v, n * sizeof(*v));
+	memcpy(pl->deny_file_phase, ph, n * sizeof(*ph));
+	free(v);
+	free(ph);
+	return 0;
+}
+
 int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan)
 {
 	return plan ? plan->cgroup_fd : -1;
@@ -907,8 +996,10 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			 "Landlock filesystem rules: this kernel offers none (Landlock ABI 0)");
 		return -EOPNOTSUPP;
 	}
-	if (p->n_deny_globs > 0) {
-		snprintf(err, errsz, "glob_pattern deny entries are not supported by this executor");
+	if (p->n_deny_globs > 0 && p->full_write) {
+		snprintf(err, errsz,
+			 "glob_pattern deny entries with full-disk write access are not supported by "
+			 "this executor");
 		return -EINVAL;
 	}
 	/*
@@ -1096,7 +1187,12 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	}
 	if (r < 0)
 		goto fail;
+	r = plan_deny_globs(pl, p, err, errsz);
+	if (r < 0)
+		goto fail;
 	r = plan_phases(pl);
+	if (r >= 0)
+		r = sort_deny_files(pl);
 	if (r < 0)
 		goto fail;
 	pl->private_dev = stat("/dev", &st) == 0 && S_ISDIR(st.st_mode);

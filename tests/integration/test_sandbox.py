@@ -656,8 +656,9 @@ def test_writable_file_entry(sclient, uniq, area):
 
 @needs_sandbox
 def test_glob_deny_refused(sclient, uniq, area):
-    """Deny glob patterns cannot be enforced: fail closed with -32602."""
-    sb = ws_policy(area.ws, extra=[{"path": {"type": "glob_pattern", "pattern": "**/*.env"},
+    """A deny glob that cannot be enforced (its static prefix is `/`: a scan of the whole
+    filesystem) fails closed with -32602 (test_sandbox_globs.py has the enforced ones)."""
+    sb = ws_policy(area.ws, extra=[{"path": {"type": "glob_pattern", "pattern": "/**/*.env"},
                                     "access": "deny"}])
     err = sclient.error("process/start", {"processId": uniq("glob"), "argv": ["/bin/true"],
                                           "cwd": file_uri(area.ws), "env": {}, "tty": False,
