@@ -63,32 +63,41 @@ MATCHING = ("a.env", ".env", "sub/b.env", "sub/deep/c.env", "keys/k1.pem", "keys
 NOT_MATCHING = ("keep.txt", "a.env.bak", "sub/notes.md", "keys/k4.pem.txt", "keys/readme")
 
 
-@pytest.mark.parametrize("server_kind", ["default", "abi0", "sandbox-uid"])
+@pytest.mark.parametrize("server_kind", ["default", "abi0", "abi4", "sandbox-uid", "non-root"])
 def test_matches_hidden_non_matches_not(server_factory, uniq, area, server_kind):
     """`**/*.env` (relative: resolved against the cwd) and an absolute `{pem,key}`
     alternation: every match reads and writes EACCES and cannot be renamed or removed
     (EBUSY); non-matches read and write as the policy says; outside the writable root
     a match is hidden too; a matching file created after the start is not (the
     reference's semantics); nothing changes on the host."""
-    if server_kind == "abi0":
+    ids = None
+    if server_kind in ("abi0", "abi4"):
         HOST.require("uexec-init")
-        srv = server_factory(landlock_abi_max=0)
+        srv = server_factory(landlock_abi_max=int(server_kind[3:]))
+    elif server_kind == "non-root":
+        HOST.require("unprivileged-server", "mount-ns")
+        ids = conftest.NONROOT_UID
+        conftest.set_run_as(ids)
+        try:
+            srv = server_factory()
+        finally:
+            conftest.set_run_as(None)
     elif server_kind == "sandbox-uid":
         if conftest.run_as():
             pytest.skip("--sandbox-uid needs a root uexec")
         conftest.set_sandbox_uid((64321, 64321))
         try:
             srv = server_factory()
-            conftest.own(area.base)
         finally:
             conftest.set_sandbox_uid(None)
+        ids = (64321, 64321)
     else:
         srv = server_factory()
     c = srv.connect()
     make_files(area.ws, MATCHING + NOT_MATCHING)
     make_files(area.out, ("out.env", "out.txt"))
-    if server_kind == "sandbox-uid":
-        conftest.own(area.base, ids=(64321, 64321))
+    if ids:   # the trees are that uid's, so that only the sandbox refuses
+        conftest.own(area.base, ids=ids)
     sb = ws_policy(area.ws, extra=[glob("**/*.env"), glob(area.ws + "/keys/*.{pem,key}"),
                                    glob(area.out + "/*.env")])
     before = {p: open(os.path.join(area.ws, p)).read() for p in MATCHING + NOT_MATCHING}

@@ -36,7 +36,8 @@ from test_sandbox import (EACCES, EROFS, PY, REFUSED, area, listeners, managed, 
                           path_entry, read_only_policy, sandbox, sh, special, text, ws_policy)
 from test_sandbox_levels import (  # noqa: F401
     test_capabilities_zero_and_fds, test_deny_entries_hide, test_full_write_network_restricted,
-    test_hard_link_and_rename_across_roots, test_network_restricted, test_own_pid_namespace,
+    test_hard_link_and_rename_across_roots, test_network_enabled, test_network_restricted,
+    test_own_pid_namespace,
     test_proc_root_escapes, test_proc_root_of_sibling_sandbox, test_proc_sys_and_sys_writes,
     test_protected_existing_dirs, test_protected_missing_dirs, test_raw_devices,
     test_read_only_policy, test_realclient_workspace_write_outcomes, test_rename_across_directories,
