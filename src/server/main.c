@@ -5,8 +5,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <pwd.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +156,7 @@ static int parse_sandbox_uid(const char *s, struct config *cfg)
 	struct passwd *pw;
 	uint64_t v;
 
-	if (strcmp(s, "0") == 0 || (s[0] && strspn(s, "0") == strlen(s))) {
+	if (s[0] && strspn(s, "0") == strlen(s)) {
 		fprintf(stderr, "uexec: --sandbox-uid 0 is host root: give an unprivileged uid "
 				"(e.g. 65534)\n");
 		return -EINVAL;
