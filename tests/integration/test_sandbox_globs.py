@@ -131,6 +131,21 @@ def test_matches_hidden_non_matches_not(server_factory, uniq, area, server_kind)
         [".env", "a.env", "a.env.bak", "keep.txt", "keys", "late.env", "sub"])
 
 
+def test_matches_under_read_only_binds(sclient, uniq, area):
+    """A match under a protected `.git` or a `read` entry inside the writable root (each a
+    read-only bind mounted before the masks of its phase) is hidden too; the start
+    does not fail on the mount order."""
+    make_files(area.ws, (".git/config", "config", "ro/config", "ro/other"))
+    sb = ws_policy(area.ws, extra=[glob("**/config"),
+                                   {"path": {"type": "path", "path": file_uri(area.ws + "/ro")},
+                                    "access": "read"}])
+    run = sh(sclient, uniq, "cat .git/config config ro/config ro/other; echo end", area.ws, sb)
+    out = text(run)
+    for p in (".git/config", "config", "ro/config"):
+        assert "cat: %s: %s" % (p, EACCES) in out, (p, out)
+    assert "data of ro/other\nend" in out, out
+
+
 def test_fs_helper_honours_deny_globs(sclient, area):
     """fs/readFile, fs/writeFile and fs/open under the same sandbox: a match is refused
     (EACCES; writeFile's truncating open meets the read-only mask first: EROFS, as for a

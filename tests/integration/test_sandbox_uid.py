@@ -213,10 +213,13 @@ def test_uid_zero_inside_uid_on_host(uid_server, uclient, uniq, area, policy):
     sb = ws_policy(area.ws) if policy == "workspace" else sandbox(
         {"type": "external", "network": "restricted"})
     pid, _ = ts.start(uclient, uniq, ["/bin/bash", "-c",
+                                      "touch /dev/shm/s && echo shm-ok; "
                                       "echo ids=$(id -u):$(id -g):$(id -G); exec sleep 30"],
                       area.ws, sb)
     run = uclient.collect_until_output(pid, "ids=")
     assert "ids=0:0:0\n" in text(run), text(run)
+    if policy == "workspace":   # its private /dev/shm is the command's (POSIX semaphores)
+        assert "shm-ok\n" in text(run), text(run)
     hp = host_pid_with_cwd(area.ws)
     st = status_ids(hp)
     assert st["uid"] == [str(UID)] * 4, st
