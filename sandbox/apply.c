@@ -5,6 +5,7 @@
  * Everything here is async-signal-safe (the child may share the server's
  * memory): no malloc, no stdio beyond snprintf into stack buffers.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -247,6 +248,93 @@ static int make_mount_point(const char *base, const char *target, int tree_fd)
 	return 0;
 }
 
+struct dirent64_raw {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* One entry of a rebuilt directory: a read-only bind of the original (or its symlink). */
+static int rebind_entry(int old, const char *dir, const char *name, unsigned char type)
+{
+	char target[PATH_MAX], link[PATH_MAX];
+	int t, r = 0;
+
+	if ((size_t)snprintf(target, sizeof(target), "%s/%s", dir, name) >= sizeof(target))
+		return -ENAMETOOLONG;
+	if (type == DT_UNKNOWN) {
+		struct stat st;
+
+		if (fstatat(old, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+	}
+	if (type == DT_LNK) {
+		ssize_t n = readlinkat(old, name, link, sizeof(link) - 1);
+
+		if (n < 0)
+			return errno == ENOENT ? 0 : -errno;
+		link[n] = 0;
+		return symlink(link, target) < 0 ? -errno : 0;
+	}
+	t = open_tree(old, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	if (t < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (type == DT_DIR ? mkdir(target, 0755) < 0 : touch(target) < 0)
+		r = -errno;
+	if (r >= 0 && move_mount(t, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = -errno;
+	close(t);
+	return r;
+}
+
+/*
+ * --sandbox-uid: dir (closed to the sandbox uid, leading to a writable root
+ * or the cwd) becomes a 0711 tmpfs holding a read-only bind of each of its
+ * entries, read through an fd opened before the tmpfs covers it: searchable,
+ * not listable, its entries unchanged (sandbox.c, reach_add).
+ */
+static int reopen_dir(const char *dir)
+{
+	char buf[4096];
+	unsigned count = 0;
+	int old, r = 0;
+
+	old = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (old < 0)
+		return -errno;
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0711,size=64k") < 0) {
+		r = -errno;
+		goto out;
+	}
+	while (r >= 0) {
+		long n = syscall(SYS_getdents64, old, buf, sizeof(buf));
+
+		if (n <= 0) {
+			r = n < 0 ? -errno : 0;
+			break;
+		}
+		for (long off = 0; off < n && r >= 0;) {
+			struct dirent64_raw *d = (struct dirent64_raw *)(buf + off);
+
+			off += d->d_reclen;
+			if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+				continue;
+			if (++count > SANDBOX_REACH_MAX_ENTRIES)
+				r = -E2BIG;
+			else
+				r = rebind_entry(old, dir, d->d_name, d->d_type);
+		}
+	}
+	if (r >= 0)
+		r = set_ro(dir, 0);
+out:
+	close(old);
+	return r;
+}
+
 static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
@@ -290,6 +378,11 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 	r = set_attr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV, 0);
 	if (r < 0)
 		return r;
+	/* Before anything is mounted below them (outer ones first). */
+	*step = "re-binding a directory closed to the --sandbox-uid uid";
+	for (size_t i = 0; i < pl->n_reach; i++)
+		if ((r = reopen_dir(pl->reach[i])) < 0)
+			return r;
 	for (unsigned ph = 0; ph <= pl->max_phase; ph++) {
 		*step = "mounting a writable root";
 		for (size_t i = 0; i < pl->n_rw; i++) {

@@ -13,6 +13,7 @@
  * (uid 0 may write 0644 sysctls without any capability), raw device nodes,
  * TCP, and signals to processes outside the sandbox (scoping, ABI 6).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -891,6 +892,92 @@ static int plan_deny_globs(struct sandbox_plan *pl, const struct sandbox_policy 
 	return r < 0 && r != -ENOMEM ? -EINVAL : r;
 }
 
+/* ---- --sandbox-uid: writable roots reachable through directories closed to its uid ---- */
+
+static bool searchable_by(const struct stat *st, unsigned uid, unsigned gid)
+{
+	if (st->st_uid == uid)
+		return st->st_mode & S_IXUSR;
+	if (st->st_gid == gid)
+		return st->st_mode & S_IXGRP;
+	return st->st_mode & S_IXOTH;
+}
+
+/*
+ * A writable root or the cwd below a directory the sandbox uid cannot search
+ * (a 0700 home of another user: /root/project) would be unreachable: the
+ * process could not even chdir there. Such directories (outside every
+ * writable root: inside one the idmap makes the owner's directories the
+ * command's; not at or below a denied directory, whose mask already leads to
+ * the roots) are rebuilt in the child as a 0711 tmpfs holding a read-only
+ * bind of each entry (apply.c): as if the directory were searchable, not
+ * listable. Its entries keep their own owners and modes (a 0600 file of
+ * root's stays closed, a world-readable one opens).
+ */
+static int reach_add(struct sandbox_plan *pl, const char *target, char *err, size_t errsz)
+{
+	char a[PATH_MAX];
+
+	for (const char *c = target + 1; (c = strchr(c, '/')); c++) {
+		struct stat st;
+		bool covered = false;
+
+		snprintf(a, sizeof(a), "%.*s", (int)(c - target), target);
+		for (size_t i = 0; i < pl->n_rw; i++)
+			covered |= strcmp(a, pl->rw[i]) == 0 || beneath(a, pl->rw[i]);
+		if (covered)
+			return 0;
+		for (size_t i = 0; i < pl->n_deny_dir; i++)
+			covered |= strcmp(a, pl->deny_dir[i]) == 0 || beneath(a, pl->deny_dir[i]);
+		if (covered)
+			return 0;
+		if (lstat(a, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    searchable_by(&st, pl->sandbox_uid, pl->sandbox_gid) ||
+		    strv_has(pl->reach, pl->n_reach, a))
+			continue;
+		{
+			DIR *d = opendir(a);
+			size_t n = 0;
+
+			if (!d) {
+				snprintf(err, errsz, "--sandbox-uid: %s is closed to uid %u and cannot be "
+					 "read: %s", a, pl->sandbox_uid, strerror(errno));
+				return -EOPNOTSUPP;
+			}
+			while (readdir(d))
+				n++;
+			closedir(d);
+			if (n > SANDBOX_REACH_MAX_ENTRIES + 2) {
+				snprintf(err, errsz,
+					 "--sandbox-uid: %s is closed to uid %u and holds more than %d "
+					 "entries to re-bind: make it searchable by that uid (chmod o+x)",
+					 a, pl->sandbox_uid, SANDBOX_REACH_MAX_ENTRIES);
+				return -EOPNOTSUPP;
+			}
+		}
+		if (strv_push(&pl->reach, &pl->n_reach, a) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int plan_reach_roots(struct sandbox_plan *pl, const char *cwd, char *err, size_t errsz)
+{
+	int r = 0;
+
+	for (size_t w = 0; w < pl->n_rw && r >= 0; w++)
+		r = reach_add(pl, pl->rw[w], err, errsz);
+	if (r >= 0 && cwd) {
+		char canon[PATH_MAX];
+
+		r = reach_add(pl, realpath(cwd, canon) ? canon : cwd, err, errsz);
+	}
+	/* Outer directories first: a deeper one is rebuilt inside the outer's binds. */
+	if (r >= 0 && pl->n_reach > 1)
+		qsort(pl->reach, pl->n_reach, sizeof(char *), cmp_depth);
+	return r;
+}
+
 /*
  * Denied files ordered by phase, so that apply.c hides each phase's files
  * with one tmpfs (thousands of glob matches must not mean thousands of
@@ -1188,6 +1275,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	if (r < 0)
 		goto fail;
 	r = plan_deny_globs(pl, p, err, errsz);
+	if (r >= 0 && f->uid_userns_fd >= 0)
+		r = plan_reach_roots(pl, p->cwd, err, errsz);
 	if (r < 0)
 		goto fail;
 	r = plan_phases(pl);
@@ -1252,6 +1341,7 @@ void sandbox_plan_free(struct sandbox_plan *pl)
 	strv_clear(pl->deny_dir, pl->n_deny_dir);
 	strv_clear(pl->deny_file, pl->n_deny_file);
 	strv_clear(pl->cg_mounts, pl->n_cg_mounts);
+	strv_clear(pl->reach, pl->n_reach);
 	free(pl->rw_phase);
 	free(pl->ro_phase);
 	free(pl->synth_phase);

@@ -339,22 +339,76 @@ def test_sticky_world_writable_root_not_idmapped(uclient, uniq, area):
     assert area.read(rootfile) == "r\n"
 
 
-def test_unreachable_cwd_names_the_cause(uclient, uniq):
-    """A workspace whose parent is closed to UID (0700 root): the spawn fails, naming the
-    --sandbox-uid uid and the parent directories, never runs as root."""
+@pytest.fixture
+def closed():
+    """A 0700 root-owned directory (a home of another user) under /var/tmp."""
     base = tempfile.mkdtemp(prefix="uexec-sbxuid-", dir="/var/tmp")   # 0700, root's
-    try:
-        ws = os.path.join(base, "ws")
-        os.makedirs(ws)
-        reply = uclient.call("process/start", {
-            "processId": uniq("cwd"), "argv": ["/bin/true"], "cwd": file_uri(ws),
-            "env": ts.ENV, "tty": False, "sandbox": ws_policy(ws)})
-        assert reply["error"]["code"] == -32603, reply
-        assert ("sandbox setup failed at chdir to the cwd as the --sandbox-uid uid (each parent "
-                "directory must be searchable by that uid): Permission denied (os error 13)"
-                == reply["error"]["message"]), reply
-    finally:
-        subprocess.run(["rm", "-rf", base], check=False)
+    yield base
+    subprocess.run(["umount", "-R", "-l", base], capture_output=True)
+    subprocess.run(["rm", "-rf", base], check=False)
+
+
+def test_workspace_below_a_closed_directory(uid_server, uclient, uniq, closed):
+    """A workspace (and a read-only policy's cwd) below a directory UID cannot search
+    (0700, root's): the sandbox sees that directory as searchable but not listable, each
+    entry re-bound read-only with its own owner and mode: the command runs there, root's
+    0600 file stays closed, a world-readable one opens; nothing changes on the host."""
+    ws = os.path.join(closed, "ws")
+    ro = os.path.join(closed, "ro")
+    sub = os.path.join(closed, "sub")
+    for d in (ws, ro, sub):
+        os.makedirs(d)
+    os.chmod(sub, 0o700)
+    os.chown(ws, *OWNER)
+    for name, mode in (("private", 0o600), ("public", 0o644)):
+        with open(os.path.join(closed, name), "w") as f:
+            f.write(name + "\n")
+        os.chmod(os.path.join(closed, name), mode)
+    os.symlink("public", os.path.join(closed, "link"))
+    before = sorted(os.listdir(closed))
+    script = ("pwd; echo n > new.txt && echo write-ok; cat {c}/private; cat {c}/public {c}/link; "
+              "ls {c}; ls {c}/sub; echo x > {c}/planted; echo end").format(c=closed)
+    run = sh(uclient, uniq, script, ws, ws_policy(ws))
+    out = text(run)
+    assert out.startswith(ws + "\n") and "write-ok" in out and "end" in out, out
+    assert "%s/private: %s" % (closed, EACCES) in out, out
+    assert "public\npublic\n" in out, out
+    assert "ls: cannot open directory '%s': %s" % (closed, EACCES) in out, out
+    assert "ls: cannot open directory '%s/sub': %s" % (closed, EACCES) in out, out
+    assert "%s/planted: %s" % (closed, EROFS) in out, out
+    st = os.stat(os.path.join(ws, "new.txt"))
+    assert (st.st_uid, st.st_gid) == OWNER, st
+    # a read-only policy whose cwd lies there
+    run = sh(uclient, uniq, "pwd; ls; echo end", ro, read_only_policy())
+    assert text(run) == ro + "\nend\n", text(run)
+    assert sorted(os.listdir(closed)) == before    # no mount point left behind
+    assert not os.path.exists(os.path.join(closed, "planted"))
+
+
+def test_unreachable_cwd_names_the_cause(uclient, uniq, closed):
+    """A cwd that is itself closed to UID (0700, root's, not a writable root): the spawn
+    fails, naming the --sandbox-uid uid, never runs as root."""
+    reply = uclient.call("process/start", {
+        "processId": uniq("cwd"), "argv": ["/bin/true"], "cwd": file_uri(closed),
+        "env": ts.ENV, "tty": False, "sandbox": read_only_policy()})
+    assert reply["error"]["code"] == -32603, reply
+    assert ("sandbox setup failed at chdir to the cwd as the --sandbox-uid uid (each parent "
+            "directory must be searchable by that uid): Permission denied (os error 13)"
+            == reply["error"]["message"]), reply
+
+
+def test_closed_directory_with_too_many_entries_refused(uid_server, uclient, uniq, closed):
+    """A closed directory above the workspace with more entries than are re-bound (256):
+    refused, the log saying what to change."""
+    ws = os.path.join(closed, "ws")
+    os.makedirs(ws)
+    subprocess.run("seq -f 'f%.0f' 1 300 | xargs touch", shell=True, cwd=closed, check=True)
+    reply = uclient.call("process/start", {
+        "processId": uniq("many"), "argv": ["/bin/true"], "cwd": file_uri(ws),
+        "env": ts.ENV, "tty": False, "sandbox": ws_policy(ws)})
+    assert reply.get("error") == REFUSED, reply
+    assert ("--sandbox-uid: %s is closed to uid %d and holds more than 256 entries to re-bind: "
+            "make it searchable by that uid (chmod o+x)" % (closed, UID)) in log_of(uid_server)
 
 
 def test_writable_root_without_idmap_support_refused(uid_server, uclient, uniq, area):
