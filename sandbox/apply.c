@@ -5,6 +5,7 @@
  * Everything here is async-signal-safe (the child may share the server's
  * memory): no malloc, no stdio beyond snprintf into stack buffers.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -186,9 +187,17 @@ static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **s
 	 * reference's (bubblewrap's --dev); the process is its owner, uid 0.
 	 */
 	*step = "mounting a private /dev/shm";
-	if (mkdir("/dev/shm", 0755) < 0 ||
-	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256m") < 0)
-		return -errno;
+	{
+		/* --sandbox-uid: the command's uid owns it, as uid 0 does otherwise. */
+		char opts[80] = "mode=0755,size=256m";
+
+		if (pl->uid_userns_fd >= 0)
+			snprintf(opts, sizeof(opts), "mode=0755,size=256m,uid=%u,gid=%u",
+				 pl->sandbox_uid, pl->sandbox_gid);
+		if (mkdir("/dev/shm", 0755) < 0 ||
+		    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			return -errno;
+	}
 	*step = "linking /dev/fd";
 	if (symlink("/proc/kcore", "/dev/core") < 0 || symlink("/proc/self/fd", "/dev/fd") < 0 ||
 	    symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
@@ -239,6 +248,93 @@ static int make_mount_point(const char *base, const char *target, int tree_fd)
 	return 0;
 }
 
+struct dirent64_raw {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* One entry of a rebuilt directory: a read-only bind of the original (or its symlink). */
+static int rebind_entry(int old, const char *dir, const char *name, unsigned char type)
+{
+	char target[PATH_MAX], link[PATH_MAX];
+	int t, r = 0;
+
+	if ((size_t)snprintf(target, sizeof(target), "%s/%s", dir, name) >= sizeof(target))
+		return -ENAMETOOLONG;
+	if (type == DT_UNKNOWN) {
+		struct stat st;
+
+		if (fstatat(old, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+	}
+	if (type == DT_LNK) {
+		ssize_t n = readlinkat(old, name, link, sizeof(link) - 1);
+
+		if (n < 0)
+			return errno == ENOENT ? 0 : -errno;
+		link[n] = 0;
+		return symlink(link, target) < 0 ? -errno : 0;
+	}
+	t = open_tree(old, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	if (t < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (type == DT_DIR ? mkdir(target, 0755) < 0 : touch(target) < 0)
+		r = -errno;
+	if (r >= 0 && move_mount(t, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = -errno;
+	close(t);
+	return r;
+}
+
+/*
+ * --sandbox-uid: dir (closed to the sandbox uid, leading to a writable root
+ * or the cwd) becomes a 0711 tmpfs holding a read-only bind of each of its
+ * entries, read through an fd opened before the tmpfs covers it: searchable,
+ * not listable, its entries unchanged (sandbox.c, reach_add).
+ */
+static int reopen_dir(const char *dir)
+{
+	char buf[4096];
+	unsigned count = 0;
+	int old, r = 0;
+
+	old = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (old < 0)
+		return -errno;
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0711,size=64k") < 0) {
+		r = -errno;
+		goto out;
+	}
+	while (r >= 0) {
+		long n = syscall(SYS_getdents64, old, buf, sizeof(buf));
+
+		if (n <= 0) {
+			r = n < 0 ? -errno : 0;
+			break;
+		}
+		for (long off = 0; off < n && r >= 0;) {
+			struct dirent64_raw *d = (struct dirent64_raw *)(buf + off);
+
+			off += d->d_reclen;
+			if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+				continue;
+			if (++count > SANDBOX_REACH_MAX_ENTRIES)
+				r = -E2BIG;
+			else
+				r = rebind_entry(old, dir, d->d_name, d->d_type);
+		}
+	}
+	if (r >= 0)
+		r = set_ro(dir, 0);
+out:
+	close(old);
+	return r;
+}
+
 static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
@@ -258,6 +354,21 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 			return -errno;
 	}
 	/*
+	 * --sandbox-uid: each clone idmapped to its root's owner (whose ids are
+	 * the sandbox's uid and gid there) while it is detached, the only time
+	 * it may be. Fails closed: no idmap, no process.
+	 */
+	*step = "idmapping a writable root (mount_setattr MOUNT_ATTR_IDMAP)";
+	for (size_t i = 0; i < pl->n_rw; i++) {
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP };
+
+		if (pl->rw_idmap[i] < 0)
+			continue;
+		a.userns_fd = (uint64_t)pl->rw_idmap[i];
+		if (mount_setattr(pl->rw_fds[i], "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
+			return -errno;
+	}
+	/*
 	 * nodev as well (as bubblewrap's binds): a device node anywhere on disk
 	 * opens only through the private /dev, so neither a read-only mount
 	 * (which does not stop writes to devices) nor a missing Landlock
@@ -267,6 +378,11 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 	r = set_attr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV, 0);
 	if (r < 0)
 		return r;
+	/* Before anything is mounted below them (outer ones first). */
+	*step = "re-binding a directory closed to the --sandbox-uid uid";
+	for (size_t i = 0; i < pl->n_reach; i++)
+		if ((r = reopen_dir(pl->reach[i])) < 0)
+			return r;
 	for (unsigned ph = 0; ph <= pl->max_phase; ph++) {
 		*step = "mounting a writable root";
 		for (size_t i = 0; i < pl->n_rw; i++) {
@@ -308,10 +424,15 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 				  reopen ? "mode=0111,size=4k" : "mode=0000,size=4k") < 0)
 				return -errno;
 		}
+		/* Ordered by phase (sandbox.c): one tmpfs for the phase's files. */
 		*step = "hiding a denied file";
-		for (size_t i = 0; i < pl->n_deny_file; i++)
-			if (pl->deny_file_phase[i] == ph && (r = hide_files(&pl->deny_file[i], 1)) < 0)
+		for (size_t i = 0, j; i < pl->n_deny_file; i = j) {
+			for (j = i; j < pl->n_deny_file && pl->deny_file_phase[j] == pl->deny_file_phase[i];
+			     j++)
+				;
+			if (pl->deny_file_phase[i] == ph && (r = hide_files(&pl->deny_file[i], j - i)) < 0)
 				return r;
+		}
 	}
 	*step = "making a denied directory read-only";
 	for (size_t i = 0; i < pl->n_deny_dir; i++)
@@ -373,7 +494,13 @@ static int drop_capabilities(const struct sandbox_plan *pl, const char **step)
 	return set_caps(pl->keep_caps, 0);
 }
 
-static int apply_landlock(const struct sandbox_plan *pl, const char **step)
+/*
+ * Builds the Landlock ruleset (paths opened with the caller's credentials:
+ * before --sandbox-uid's switch, a path its uid cannot reach is still
+ * granted as root grants it). *ret: the ruleset fd, or -1 when this level
+ * handles nothing (ABI 0, or ABI 1-3 without a filesystem ruleset).
+ */
+static int landlock_build(const struct sandbox_plan *pl, int *ret, const char **step)
 {
 	struct ll_ruleset_attr attr = {
 		.handled_access_fs = pl->ll_fs,
@@ -386,7 +513,7 @@ static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 					      : offsetof(struct ll_ruleset_attr, handled_access_net);
 	int rs, r = 0;
 
-	/* Nothing this level can handle (ABI 0, or ABI 1-3 without a filesystem ruleset). */
+	*ret = -1;
 	if (!attr.handled_access_fs && !attr.handled_access_net && !attr.scoped)
 		return 0;
 	*step = "creating the Landlock ruleset";
@@ -431,18 +558,40 @@ static int apply_landlock(const struct sandbox_plan *pl, const char **step)
 		if (ll_add_rule(rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 			r = -errno;
 	}
-	if (r >= 0) {
-		*step = "landlock_restrict_self";
-		/*
-		 * Audit evidence: log this domain's denials after the exec too
-		 * (by default only those before it are); ABI 7 knows the flag.
-		 */
-		if (ll_restrict_self(rs, pl->audit_log && pl->landlock_abi >= 7
-						 ? LL_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0) < 0)
-			r = -errno;
+	if (r < 0) {
+		close(rs);
+		return r;
 	}
-	close(rs);
-	return r;
+	*ret = rs;
+	return 0;
+}
+
+/*
+ * --sandbox-uid: leaves host uid 0 for the namespace the server made (uid
+ * and gid 0 inside are the sandbox's ids outside). After the mounts, which
+ * root built in namespaces the host's user namespace owns, so the process
+ * can never change them (it holds no capability over them). Root's
+ * supplementary groups go first: once inside they could not be dropped
+ * (setgroups is denied there) and would still open root-group files.
+ */
+static int join_uid_userns(const struct sandbox_plan *pl, const char **step)
+{
+	if (pl->uid_userns_fd < 0)
+		return 0;
+	/* Raw syscalls: glibc's set*id wrappers would signal the server's threads (CLONE_VM). */
+	*step = "dropping supplementary groups (--sandbox-uid)";
+	if (syscall(SYS_setgroups, 0, NULL) < 0)
+		return -errno;
+	*step = "joining the --sandbox-uid user namespace (setns)";
+	if (setns(pl->uid_userns_fd, CLONE_NEWUSER) < 0)
+		return -errno;
+	*step = "setresgid(0) in the --sandbox-uid user namespace";
+	if (syscall(SYS_setresgid, 0, 0, 0) < 0)
+		return -errno;
+	*step = "setresuid(0) in the --sandbox-uid user namespace";
+	if (syscall(SYS_setresuid, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
 }
 
 /* Writes s to a /proc file of this process (no stdio: async-signal-safe). */
@@ -533,18 +682,36 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 
 int sandbox_plan_apply_creds(const struct sandbox_plan *pl, const char **step)
 {
-	int r;
+	int r, rs;
 
-	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
-		return r;
-	*step = "no_new_privs";
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -errno;
 	/* Full-disk write too: Landlock's scoping keeps signals and TCP in check (ABI 4, 6). */
-	if ((r = apply_landlock(pl, step)) < 0)
+	if ((r = landlock_build(pl, &rs, step)) < 0)
 		return r;
+	if ((r = join_uid_userns(pl, step)) < 0)
+		goto out;
+	if (pl->drop_caps && (r = drop_capabilities(pl, step)) < 0)
+		goto out;
+	*step = "no_new_privs";
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		r = -errno;
+		goto out;
+	}
+	*step = "landlock_restrict_self";
+	/*
+	 * Audit evidence: log this domain's denials after the exec too (by
+	 * default only those before it are); ABI 7 knows the flag.
+	 */
+	if (rs >= 0 && ll_restrict_self(rs, pl->audit_log && pl->landlock_abi >= 7
+						    ? LL_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0) < 0) {
+		r = -errno;
+		goto out;
+	}
 	*step = "seccomp";
-	return sandbox_seccomp_apply(pl->seccomp, pl->audit_log);
+	r = sandbox_seccomp_apply(pl->seccomp, pl->audit_log);
+out:
+	if (rs >= 0)
+		close(rs);
+	return r;
 }
 
 int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **step)
@@ -630,6 +797,11 @@ int sandbox_plan_apply_init(const struct sandbox_plan *pl, const char **step)
 bool sandbox_plan_userns(const struct sandbox_plan *plan)
 {
 	return plan && plan->userns;
+}
+
+bool sandbox_plan_sandbox_uid(const struct sandbox_plan *plan)
+{
+	return plan && plan->uid_userns_fd >= 0;
 }
 
 bool sandbox_plan_pid_ns(const struct sandbox_plan *plan)

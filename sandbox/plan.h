@@ -11,6 +11,8 @@
 
 struct sock_fprog;
 
+#define SANDBOX_REACH_MAX_ENTRIES 256 /* entries of one directory re-bound for --sandbox-uid */
+
 struct ll_rule {
 	char *path;
 	uint64_t access;
@@ -26,6 +28,10 @@ struct sandbox_plan {
 	bool net_ns;         /* own network namespace (network restricted below Landlock ABI 6) */
 	bool userns;         /* non-root server: cloned into a user namespace of its own (CLONE_NEWUSER) */
 	unsigned uid, gid;   /* with it: the server's ids, mapped to themselves inside */
+	int uid_userns_fd;   /* --sandbox-uid: the namespace the process joins after its mounts (borrowed), or -1 */
+	unsigned sandbox_uid, sandbox_gid; /* with it: the ids outside, for the private /dev/shm */
+	char **reach;        /* with it: directories closed to that uid leading to a root (by depth) */
+	size_t n_reach;
 	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
 	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;
@@ -43,6 +49,7 @@ struct sandbox_plan {
 
 	char **rw;         /* writable roots (canonical, by depth) */
 	int *rw_fds;       /* child scratch: their clones */
+	int *rw_idmap;     /* --sandbox-uid: per root, the user namespace its clone is idmapped with, or -1 */
 	size_t n_rw;
 	char **ro;         /* existing paths re-bound read-only */
 	size_t n_ro;

@@ -4,6 +4,7 @@
  * resolved lexically; existence is decided when the plan is built.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,9 +262,41 @@ static int parse_entry(struct parser *ps, json_t *e)
 		return add_rule(ps, native, a, skip);
 	}
 	if (strcmp(type, "glob_pattern") == 0) {
-		if (!str_member(path, "pattern"))
+		const char *pat = str_member(path, "pattern");
+		struct sandbox_policy *p = ps->p;
+		char **v, *abs, *joined;
+
+		if (!pat)
 			return fail(ps, "missing field `pattern`");
-		ps->p->n_deny_globs++;
+		/* Globs only deny (SANDBOX.md §2.3): one that reads or writes grants nothing. */
+		if (a != SANDBOX_DENY)
+			return 0;
+		if (p->n_deny_globs >= SANDBOX_MAX_DENY_GLOBS)
+			return fail(ps, "too many glob_pattern deny entries (at most 256)");
+		if (strlen(pat) >= PATH_MAX)
+			return fail(ps, "glob_pattern too long");
+		/* Relative patterns resolve against the policy cwd, as the reference resolves them. */
+		if (pat[0] == '/' || !p->cwd) {
+			abs = pat[0] == '/' ? normalize(pat) : strdup(pat);
+		} else {
+			size_t n = strlen(p->cwd) + strlen(pat) + 2;
+
+			joined = malloc(n);
+			if (!joined)
+				return -ENOMEM;
+			snprintf(joined, n, "%s/%s", p->cwd, pat);
+			abs = normalize(joined);
+			free(joined);
+		}
+		if (!abs)
+			return -ENOMEM;
+		v = realloc(p->deny_globs, (p->n_deny_globs + 1) * sizeof(*v));
+		if (!v) {
+			free(abs);
+			return -ENOMEM;
+		}
+		p->deny_globs = v;
+		v[p->n_deny_globs++] = abs;
 		return 0;
 	}
 	return variant_error(ps, type, "one of `path`, `glob_pattern`, `special`");
@@ -327,6 +360,17 @@ static int parse_permissions(struct parser *ps, json_t *perm)
 	}
 	if (strcmp(fst, "restricted") != 0)
 		return variant_error(ps, fst, "`restricted` or `unrestricted`");
+	{
+		json_t *d = json_object_get(fs, "glob_scan_max_depth");
+
+		if (d && !json_is_null(d)) {
+			if (!json_is_integer(d) || json_integer_value(d) < 0)
+				return fail(ps, "invalid value: expected usize for `glob_scan_max_depth`");
+			p->glob_scan_max_depth = json_integer_value(d) > 1000000
+							 ? 1000000
+							 : (long)json_integer_value(d);
+		}
+	}
 	entries = json_object_get(fs, "entries");
 	if (entries && !json_is_array(entries))
 		return fail(ps, "invalid type: expected a sequence for `entries`");
@@ -413,6 +457,7 @@ int sandbox_policy_parse(json_t *sandbox, const struct sandbox_context *ctx,
 	ps.p = calloc(1, sizeof(*ps.p));
 	if (!ps.p)
 		return -ENOMEM;
+	ps.p->glob_scan_max_depth = -1;
 	ps.roots = json_object_get(sandbox, "workspaceRoots");
 	if (ps.roots && !json_is_array(ps.roots)) {
 		r = fail(&ps, "invalid type: expected a sequence for `workspaceRoots`");
@@ -455,6 +500,9 @@ void sandbox_policy_free(struct sandbox_policy *p)
 	for (size_t i = 0; i < p->n_rules; i++)
 		free(p->rules[i].path);
 	free(p->rules);
+	for (size_t i = 0; i < p->n_deny_globs; i++)
+		free(p->deny_globs[i]);
+	free(p->deny_globs);
 	free(p->cwd);
 	free(p);
 }

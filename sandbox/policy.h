@@ -36,9 +36,18 @@ struct sandbox_policy {
 	bool minimal_read;        /* the "minimal" special path: platform read roots */
 	struct sandbox_rule *rules;
 	size_t n_rules;
-	size_t n_deny_globs;      /* glob_pattern deny entries (not enforceable yet) */
+	/*
+	 * glob_pattern deny entries, absolute (a relative one resolved against
+	 * cwd, normalised; relative only when there is no cwd). Expanded by
+	 * sandbox_plan_new (sandbox/glob.c).
+	 */
+	char **deny_globs;
+	size_t n_deny_globs;
+	long glob_scan_max_depth; /* file_system.glob_scan_max_depth, or -1 */
 	char *cwd;                /* policy cwd */
 };
+
+#define SANDBOX_MAX_DENY_GLOBS 256
 
 /* Values the special paths resolve against. */
 struct sandbox_context {

@@ -13,6 +13,7 @@
  * (uid 0 may write 0644 sysctls without any capability), raw device nodes,
  * TCP, and signals to processes outside the sandbox (scoping, ABI 6).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "glob.h"
 #include "landlock.h"
 #include "netguard.h"
 #include "list.h"
@@ -292,6 +294,7 @@ int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)
 	int r;
 
 	memset(f, 0, sizeof(*f));
+	f->uid_userns_fd = -1;
 	f->cap_last_cap = 40;
 	fp = fopen("/proc/sys/kernel/cap_last_cap", "re");
 	if (fp) {
@@ -345,12 +348,243 @@ const char *sandbox_describe(const struct sandbox_features *f, char *buf, size_t
 		 scope ? (f->pid_ns ? "Landlock scoping + PID namespace" : "Landlock scoping")
 		 : f->pid_ns ? "PID namespace"
 			     : "refused (below ABI 6 without uexec-init)");
+	if (f->uid_userns_fd >= 0) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, size - n,
+			 "; identity (--sandbox-uid): uid 0 in a user namespace, uid %u gid %u on the "
+			 "host; writable roots idmapped to their owners (sticky world-writable ones "
+			 "not)",
+			 f->sandbox_uid, f->sandbox_gid);
+	}
 	return buf;
+}
+
+/* ---- --sandbox-uid: user namespaces made by the (root) server ---- */
+
+/* Writes s to path (a /proc file of another process). Returns 0 or -errno. */
+static int write_file(const char *path, const char *s)
+{
+	size_t n = strlen(s);
+	int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+	ssize_t w;
+
+	if (fd < 0)
+		return -errno;
+	w = write(fd, s, n);
+	if (w < 0)
+		r = -errno;
+	else if ((size_t)w != n)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+/*
+ * A user namespace with these uid_map and gid_map lines (setgroups denied),
+ * as an fd. Only a process with
+ * CAP_SETUID over the parent namespace may write such maps, so the server
+ * writes them for a short-lived child that made the namespace; the fd keeps
+ * it alive. Returns the fd or -errno (*what: the failing step).
+ */
+static int make_userns(const char *uid_map, const char *gid_map, const char **what)
+{
+	int ready[2], hold[2], fd = -1, r = 0, e = 0, st;
+	char path[64];
+	pid_t pid;
+	ssize_t n;
+
+	*what = "pipe";
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		r = -errno;
+		close(ready[0]);
+		close(ready[1]);
+		return r;
+	}
+	*what = "fork";
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (pid == 0) {
+		char c;
+
+		e = unshare(CLONE_NEWUSER) < 0 ? errno : 0;
+		n = write(ready[1], &e, sizeof(e));
+		close(hold[1]);
+		/* Until the server has the namespace's fd (it closes its end). */
+		n = read(hold[0], &c, 1);
+		_exit(n < 0);
+	}
+	close(ready[1]);
+	ready[1] = -1;
+	close(hold[0]);
+	hold[0] = -1;
+	n = read(ready[0], &e, sizeof(e));
+	*what = "unshare(CLONE_NEWUSER)";
+	if (n != (ssize_t)sizeof(e) || e) {
+		r = -(e ? e : EIO);
+		goto reap;
+	}
+	*what = "writing setgroups, uid_map, gid_map";
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+	r = write_file(path, "deny");
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	if (r >= 0)
+		r = write_file(path, uid_map);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	if (r >= 0)
+		r = write_file(path, gid_map);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	*what = "opening the user namespace";
+	if (r >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		r = -errno;
+reap:
+	close(hold[1]);
+	hold[1] = -1;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+out:
+	if (ready[1] >= 0)
+		close(ready[1]);
+	if (hold[0] >= 0)
+		close(hold[0]);
+	if (hold[1] >= 0)
+		close(hold[1]);
+	close(ready[0]);
+	return r < 0 ? r : fd;
+}
+
+/*
+ * An idmapping's map: the owner's id on disk is the sandbox's id (so what
+ * the command creates is the owner's, and the owner's files are the
+ * command's), the sandbox's id on disk is the owner's (a swap: each id once),
+ * every other id itself (root's and other users' files keep their owners,
+ * foreign to the command, but mapped: the kernel refuses renaming or removing
+ * an unmapped owner's file with EOVERFLOW even where the directory allows it).
+ */
+static void swap_map(char *buf, size_t size, unsigned owner, unsigned sbx)
+{
+	unsigned a = MIN(owner, sbx), b = MAX(owner, sbx);
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (owner == sbx) {
+		snprintf(buf, size, "0 0 4294967295\n");
+		return;
+	}
+	if (a > 0)
+		n += (size_t)snprintf(buf + n, size - n, "0 0 %u\n", a);
+	n += (size_t)snprintf(buf + n, size - n, "%u %u 1\n%u %u 1\n", owner, sbx, sbx, owner);
+	if (b - a > 1)
+		n += (size_t)snprintf(buf + n, size - n, "%u %u %u\n", a + 1, a + 1, b - a - 1);
+	if (b < 4294967294u)
+		snprintf(buf + n, size - n, "%u %u %u\n", b + 1, b + 1, 4294967294u - b);
+}
+
+/*
+ * Idmapping namespaces by writable root owner. A few owners in practice;
+ * the oldest entry is replaced past the bound (plans hold their own dups).
+ */
+#define IDMAP_CACHE 16
+
+static struct idmap_entry {
+	unsigned uid, gid;
+	int fd;
+} idmap_cache[IDMAP_CACHE];
+static unsigned idmap_n, idmap_next;
+
+/* A dup of the idmapping namespace for owner uid:gid. Returns the fd or -errno. */
+static int idmap_get(const struct sandbox_features *f, unsigned uid, unsigned gid,
+		     const char **what)
+{
+	struct idmap_entry *e = NULL;
+	int fd;
+
+	for (unsigned i = 0; i < idmap_n; i++)
+		if (idmap_cache[i].uid == uid && idmap_cache[i].gid == gid)
+			e = &idmap_cache[i];
+	if (!e) {
+		char um[160], gm[160];
+
+		swap_map(um, sizeof(um), uid, f->sandbox_uid);
+		swap_map(gm, sizeof(gm), gid, f->sandbox_gid);
+		fd = make_userns(um, gm, what);
+		if (fd < 0)
+			return fd;
+		if (idmap_n < IDMAP_CACHE) {
+			e = &idmap_cache[idmap_n++];
+		} else {
+			e = &idmap_cache[idmap_next];
+			idmap_next = (idmap_next + 1) % IDMAP_CACHE;
+			close(e->fd);
+		}
+		*e = (struct idmap_entry){ uid, gid, fd };
+	}
+	*what = "dup";
+	fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 3);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Parent side, before any child: can path's mount be idmapped with userns_fd
+ * here (its filesystem supports it)? A detached clone, dropped at once.
+ */
+static int idmap_check(const char *path, int userns_fd)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd };
+	int t = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC), r = 0;
+
+	if (t < 0)
+		return -errno;
+	if (mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+		r = -errno;
+	close(t);
+	return r;
+}
+
+int sandbox_set_uid(struct sandbox_features *f, unsigned uid, unsigned gid, char *err,
+		    size_t errsz)
+{
+	const char *what = "";
+	char um[48], gm[48];
+	int fd;
+
+	err[0] = 0;
+	if (geteuid() != 0) {
+		snprintf(err, errsz,
+			 "--sandbox-uid needs uexec to run as root (uexec runs as uid %u: its "
+			 "sandboxes already run as that uid, in a user namespace of their own)",
+			 (unsigned)geteuid());
+		return -EPERM;
+	}
+	/* Only uid and gid 0 inside: every other host id is nobody there. */
+	snprintf(um, sizeof(um), "0 %u 1\n", uid);
+	snprintf(gm, sizeof(gm), "0 %u 1\n", gid);
+	fd = make_userns(um, gm, &what);
+	if (fd < 0) {
+		snprintf(err, errsz, "--sandbox-uid %u: a user namespace mapping uid 0 to %u and gid 0 "
+			 "to %u: %s: %s", uid, uid, gid, what, strerror(-fd));
+		return fd;
+	}
+	f->uid_userns_fd = fd;
+	f->sandbox_uid = uid;
+	f->sandbox_gid = gid;
+	return 0;
 }
 
 void sandbox_features_done(struct sandbox_features *f)
 {
 	sandbox_seccomp_done(&f->filters);
+	if (f->uid_userns_fd >= 0)
+		close(f->uid_userns_fd);
+	f->uid_userns_fd = -1;
+	for (unsigned i = 0; i < idmap_n; i++)
+		close(idmap_cache[i].fd);
+	idmap_n = idmap_next = 0;
 }
 
 /* ---- plan ---- */
@@ -603,6 +837,180 @@ static int plan_phases(struct sandbox_plan *pl)
 	return 0;
 }
 
+/* ---- deny globs (glob.c): what they match now, masked as denied paths ---- */
+
+struct glob_ctx {
+	struct sandbox_plan *pl;
+	const struct sandbox_policy *p;
+	size_t matches;
+};
+
+/* Already hidden (a deny entry above it, or nothing grants it): no mount of its own. */
+static bool glob_hidden(const struct glob_ctx *g, const char *path)
+{
+	return sandbox_policy_access(g->p, path) == SANDBOX_DENY ||
+	       strv_has(g->pl->deny_file, g->pl->n_deny_file, path) ||
+	       strv_has(g->pl->deny_dir, g->pl->n_deny_dir, path);
+}
+
+static int glob_add(void *ctx, const char *path)
+{
+	struct glob_ctx *g = ctx;
+
+	if (glob_hidden(g, path))
+		return 0;
+	if (++g->matches > SANDBOX_GLOB_MAX_MATCHES)
+		return -E2BIG;
+	return strv_push(&g->pl->deny_file, &g->pl->n_deny_file, path);
+}
+
+static int glob_add_literal(void *ctx, const char *path, bool is_dir)
+{
+	struct glob_ctx *g = ctx;
+	char canon[PATH_MAX];
+
+	if (!realpath(path, canon) || glob_hidden(g, canon))
+		return 0;
+	if (++g->matches > SANDBOX_GLOB_MAX_MATCHES)
+		return -E2BIG;
+	return is_dir ? strv_push(&g->pl->deny_dir, &g->pl->n_deny_dir, canon)
+		      : strv_push(&g->pl->deny_file, &g->pl->n_deny_file, canon);
+}
+
+static int plan_deny_globs(struct sandbox_plan *pl, const struct sandbox_policy *p, char *err,
+			   size_t errsz)
+{
+	struct glob_ctx g = { .pl = pl, .p = p };
+	struct sandbox_glob_out out = { &g, glob_add, glob_add_literal };
+	size_t entries = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < p->n_deny_globs && r >= 0; i++)
+		r = sandbox_glob_expand(p->deny_globs[i], p->glob_scan_max_depth, &entries, &out, err,
+					errsz);
+	/* Every refusal names the pattern: the policy cannot be enforced as written. */
+	return r < 0 && r != -ENOMEM ? -EINVAL : r;
+}
+
+/* ---- --sandbox-uid: writable roots reachable through directories closed to its uid ---- */
+
+static bool searchable_by(const struct stat *st, unsigned uid, unsigned gid)
+{
+	if (st->st_uid == uid)
+		return st->st_mode & S_IXUSR;
+	if (st->st_gid == gid)
+		return st->st_mode & S_IXGRP;
+	return st->st_mode & S_IXOTH;
+}
+
+/*
+ * A writable root or the cwd below a directory the sandbox uid cannot search
+ * (a 0700 home of another user: /root/project) would be unreachable: the
+ * process could not even chdir there. Such directories (outside every
+ * writable root: inside one the idmap makes the owner's directories the
+ * command's; not at or below a denied directory, whose mask already leads to
+ * the roots) are rebuilt in the child as a 0711 tmpfs holding a read-only
+ * bind of each entry (apply.c): as if the directory were searchable, not
+ * listable. Its entries keep their own owners and modes (a 0600 file of
+ * root's stays closed, a world-readable one opens).
+ */
+static int reach_add(struct sandbox_plan *pl, const char *target, char *err, size_t errsz)
+{
+	char a[PATH_MAX];
+
+	for (const char *c = target + 1; (c = strchr(c, '/')); c++) {
+		struct stat st;
+		bool covered = false;
+
+		snprintf(a, sizeof(a), "%.*s", (int)(c - target), target);
+		for (size_t i = 0; i < pl->n_rw; i++)
+			covered |= strcmp(a, pl->rw[i]) == 0 || beneath(a, pl->rw[i]);
+		if (covered)
+			return 0;
+		for (size_t i = 0; i < pl->n_deny_dir; i++)
+			covered |= strcmp(a, pl->deny_dir[i]) == 0 || beneath(a, pl->deny_dir[i]);
+		if (covered)
+			return 0;
+		if (lstat(a, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    searchable_by(&st, pl->sandbox_uid, pl->sandbox_gid) ||
+		    strv_has(pl->reach, pl->n_reach, a))
+			continue;
+		{
+			DIR *d = opendir(a);
+			size_t n = 0;
+
+			if (!d) {
+				snprintf(err, errsz, "--sandbox-uid: %s is closed to uid %u and cannot be "
+					 "read: %s", a, pl->sandbox_uid, strerror(errno));
+				return -EOPNOTSUPP;
+			}
+			while (readdir(d))
+				n++;
+			closedir(d);
+			if (n > SANDBOX_REACH_MAX_ENTRIES + 2) {
+				snprintf(err, errsz,
+					 "--sandbox-uid: %s is closed to uid %u and holds more than %d "
+					 "entries to re-bind: make it searchable by that uid (chmod o+x)",
+					 a, pl->sandbox_uid, SANDBOX_REACH_MAX_ENTRIES);
+				return -EOPNOTSUPP;
+			}
+		}
+		if (strv_push(&pl->reach, &pl->n_reach, a) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int plan_reach_roots(struct sandbox_plan *pl, const char *cwd, char *err, size_t errsz)
+{
+	int r = 0;
+
+	for (size_t w = 0; w < pl->n_rw && r >= 0; w++)
+		r = reach_add(pl, pl->rw[w], err, errsz);
+	if (r >= 0 && cwd) {
+		char canon[PATH_MAX];
+
+		r = reach_add(pl, realpath(cwd, canon) ? canon : cwd, err, errsz);
+	}
+	/* Outer directories first: a deeper one is rebuilt inside the outer's binds. */
+	if (r >= 0 && pl->n_reach > 1)
+		qsort(pl->reach, pl->n_reach, sizeof(char *), cmp_depth);
+	return r;
+}
+
+/*
+ * Denied files ordered by phase, so that apply.c hides each phase's files
+ * with one tmpfs (thousands of glob matches must not mean thousands of
+ * superblocks).
+ */
+static int sort_deny_files(struct sandbox_plan *pl)
+{
+	size_t n = pl->n_deny_file, k = 0;
+	char **v;
+	unsigned *ph;
+
+	if (n < 2)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	ph = malloc(n * sizeof(*ph));
+	if (!v || !ph) {
+		free(v);
+		free(ph);
+		return -ENOMEM;
+	}
+	for (unsigned p = 0; p <= pl->max_phase; p++)
+		for (size_t i = 0; i < n; i++)
+			if (pl->deny_file_phase[i] == p) {
+				v[k] = pl->deny_file[i];
+				ph[k++] = p;
+			}
+	memcpy(pl->deny_file, v, n * sizeof(*v));
+	memcpy(pl->deny_file_phase, ph, n * sizeof(*ph));
+	free(v);
+	free(ph);
+	return 0;
+}
+
 int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan)
 {
 	return plan ? plan->cgroup_fd : -1;
@@ -675,8 +1083,10 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			 "Landlock filesystem rules: this kernel offers none (Landlock ABI 0)");
 		return -EOPNOTSUPP;
 	}
-	if (p->n_deny_globs > 0) {
-		snprintf(err, errsz, "glob_pattern deny entries are not supported by this executor");
+	if (p->n_deny_globs > 0 && p->full_write) {
+		snprintf(err, errsz,
+			 "glob_pattern deny entries with full-disk write access are not supported by "
+			 "this executor");
 		return -EINVAL;
 	}
 	/*
@@ -692,6 +1102,9 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		return -ENOMEM;
 	pl->exe_fd = fs_helper_fd;
 	pl->userns = f->userns;
+	pl->uid_userns_fd = f->uid_userns_fd;
+	pl->sandbox_uid = f->sandbox_uid;
+	pl->sandbox_gid = f->sandbox_gid;
 	pl->uid = (unsigned)geteuid();
 	pl->gid = (unsigned)getegid();
 	pl->restrict_net = !p->network || fs_helper;
@@ -733,8 +1146,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			}
 		}
 		pl->drop_caps = true;
-		/* Non-root: root's file access is not ours to keep (caps of the user namespace only). */
-		pl->keep_caps = f->userns ? 0 : FULL_WRITE_CAPS;
+		/*
+		 * Non-root, or --sandbox-uid: root's file access is not ours to
+		 * keep (caps of the user namespace only); it writes what its uid may.
+		 */
+		pl->keep_caps = f->userns || f->uid_userns_fd >= 0 ? 0 : FULL_WRITE_CAPS;
 		/* Below ABI 6 its signals are scoped by a PID namespace only. */
 		pl->pid_ns = f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !fs_helper;
 		*ret = pl;
@@ -768,9 +1184,49 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	if (pl->n_rw > 1)
 		qsort(pl->rw, pl->n_rw, sizeof(char *), cmp_depth);
 	pl->rw_fds = calloc(pl->n_rw ? pl->n_rw : 1, sizeof(int));
-	if (!pl->rw_fds) {
+	pl->rw_idmap = malloc((pl->n_rw ? pl->n_rw : 1) * sizeof(int));
+	for (size_t w = 0; pl->rw_idmap && w < pl->n_rw; w++)
+		pl->rw_idmap[w] = -1;
+	if (!pl->rw_fds || !pl->rw_idmap) {
 		r = -ENOMEM;
 		goto fail;
+	}
+	/*
+	 * --sandbox-uid: each writable root idmapped to its owner, so that what
+	 * the command creates there is the owner's on disk (and the owner's
+	 * files are the command's). Not a sticky world-writable directory
+	 * (/tmp): anyone creates there, and its owner's (root's) files must
+	 * stay foreign; files created there are the sandbox uid's.
+	 */
+	for (size_t w = 0; w < pl->n_rw && f->uid_userns_fd >= 0; w++) {
+		const char *what = "";
+
+		if (stat(pl->rw[w], &st) < 0) {
+			r = -errno;
+			snprintf(err, errsz, "--sandbox-uid: stat %s: %s", pl->rw[w], strerror(-r));
+			goto fail;
+		}
+		if (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && (st.st_mode & S_IWOTH))
+			continue;
+		r = idmap_get(f, (unsigned)st.st_uid, (unsigned)st.st_gid, &what);
+		if (r < 0) {
+			snprintf(err, errsz,
+				 "--sandbox-uid: a user namespace to idmap the writable root %s to its "
+				 "owner %u:%u: %s: %s",
+				 pl->rw[w], (unsigned)st.st_uid, (unsigned)st.st_gid, what, strerror(-r));
+			goto fail;
+		}
+		pl->rw_idmap[w] = r;
+		r = idmap_check(pl->rw[w], pl->rw_idmap[w]);
+		if (r < 0) {
+			snprintf(err, errsz,
+				 "--sandbox-uid: the writable root %s cannot be idmapped to its owner "
+				 "(mount_setattr MOUNT_ATTR_IDMAP: %s; does its filesystem support "
+				 "idmapped mounts?)",
+				 pl->rw[w], strerror(-r));
+			r = -EOPNOTSUPP;
+			goto fail;
+		}
 	}
 
 	/* Under each writable root: .git/.agents/.codex and every read entry stay read-only. */
@@ -819,7 +1275,14 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	}
 	if (r < 0)
 		goto fail;
+	r = plan_deny_globs(pl, p, err, errsz);
+	if (r >= 0 && f->uid_userns_fd >= 0)
+		r = plan_reach_roots(pl, p->cwd, err, errsz);
+	if (r < 0)
+		goto fail;
 	r = plan_phases(pl);
+	if (r >= 0)
+		r = sort_deny_files(pl);
 	if (r < 0)
 		goto fail;
 	pl->private_dev = stat("/dev", &st) == 0 && S_ISDIR(st.st_mode);
@@ -868,6 +1331,10 @@ void sandbox_plan_free(struct sandbox_plan *pl)
 		return;
 	for (size_t i = 0; i < pl->n_synth; i++)
 		synth_put(pl->synth[i]);
+	for (size_t i = 0; pl->rw_idmap && i < pl->n_rw; i++)
+		if (pl->rw_idmap[i] >= 0)
+			close(pl->rw_idmap[i]);
+	free(pl->rw_idmap);
 	strv_clear(pl->rw, pl->n_rw);
 	free(pl->rw_fds);
 	strv_clear(pl->ro, pl->n_ro);
@@ -875,6 +1342,7 @@ void sandbox_plan_free(struct sandbox_plan *pl)
 	strv_clear(pl->deny_dir, pl->n_deny_dir);
 	strv_clear(pl->deny_file, pl->n_deny_file);
 	strv_clear(pl->cg_mounts, pl->n_cg_mounts);
+	strv_clear(pl->reach, pl->n_reach);
 	free(pl->rw_phase);
 	free(pl->ro_phase);
 	free(pl->synth_phase);

@@ -33,6 +33,14 @@ struct sandbox_features {
 	 * maps an unprivileged caller without --uid), setgroups denied.
 	 */
 	bool userns;
+	/*
+	 * Root server with --sandbox-uid (sandbox_set_uid): sandboxed processes
+	 * join this user namespace (uid and gid 0 inside are sandbox_uid and
+	 * sandbox_gid outside) once their mount view is built, and each
+	 * writable root is idmapped to its owner. -1: not used.
+	 */
+	int uid_userns_fd;
+	unsigned sandbox_uid, sandbox_gid;
 	/* Set by the server: why sandboxes with network access are refused (empty: they are not). */
 	char network_refused[256];
 	bool seccomp;
@@ -79,6 +87,15 @@ int sandbox_probe(struct sandbox_features *f, int landlock_abi_max);
  * One or two lines for the operator: which mechanism enforces what at this
  * level (f probed, f->pid_ns set). Returns buf.
  */
+/*
+ * Root server, --sandbox-uid: makes the user namespace sandboxed processes
+ * join (uid 0 -> uid, gid 0 -> gid, setgroups denied) and checks that an
+ * idmapped mount can be made with it. Returns 0, or -errno with err saying
+ * what failed.
+ */
+int sandbox_set_uid(struct sandbox_features *f, unsigned uid, unsigned gid, char *err,
+		    size_t errsz);
+
 const char *sandbox_describe(const struct sandbox_features *f, char *buf, size_t size);
 void sandbox_features_done(struct sandbox_features *f);
 
@@ -125,6 +142,9 @@ bool sandbox_plan_userns(const struct sandbox_plan *plan);
 int sandbox_plan_apply_userns(const struct sandbox_plan *plan, const char **ret_step);
 /* In the namespace's init, after the command is cloned and before uexec-init (apply.c). */
 int sandbox_plan_apply_init(const struct sandbox_plan *plan, const char **ret_step);
+
+/* True when the process runs as the --sandbox-uid uid on the host (sandbox_set_uid). */
+bool sandbox_plan_sandbox_uid(const struct sandbox_plan *plan);
 
 /*
  * True when the process must be cloned into a new PID namespace

@@ -380,8 +380,14 @@ static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct chi
 	sigset_t all;
 	int err = ENOENT;
 
-	if (a->cwd && chdir(a->cwd) < 0)
+	if (a->cwd && chdir(a->cwd) < 0) {
+		/* Not root on the host: the usual cause is a parent directory closed to that uid. */
+		if (sandbox_plan_sandbox_uid(a->sandbox))
+			child_fail_step(f->errpipe, errno,
+					"chdir to the cwd as the --sandbox-uid uid (each parent directory "
+					"must be searchable by that uid)");
 		child_fail(f->errpipe, errno);
+	}
 
 	/* Ignored signals survive exec: reset the ones the server changed, then unblock. */
 	for (int i = 0; i < n_changed_signals; i++)
@@ -617,7 +623,7 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	struct child_ctx ctx = { .a = a };
 	struct child_fds cf;
 	void *stack;
-	int p[2], r;
+	int p[2], r, dumpable;
 	long pid;
 	ssize_t n;
 
@@ -638,7 +644,15 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	cf.server = getpid();
 	ctx.cf = cf;
 
+	dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	pid = clone_child(a, &ctx, &cf, stack, &pidfd);
+	/*
+	 * A child sharing this memory (CLONE_VM) that changes its uid
+	 * (--sandbox-uid) makes the shared mm non-dumpable; it has exec'd or
+	 * exited by now (CLONE_VFORK), so the server's own flag goes back.
+	 */
+	if (dumpable >= 0 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != dumpable)
+		(void)prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
 	if (pid < 0) {
 		r = (int)pid;
 		goto out;

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,10 @@ static void help(void)
 	       "  --process-cpu-max CPUS    CPU time of a process's tree, in CPUs (0.5, 2;\n"
 	       "                            default: none). These three are every process's\n"
 	       "                            limits and the ceiling of process/start's `limits`\n"
+	       "  --sandbox-uid UID         root uexec: sandboxed processes run as uid 0 of a user\n"
+	       "                            namespace that is UID on the host (its gid: UID's\n"
+	       "                            passwd group, else UID); writable roots are idmapped\n"
+	       "                            to their owners (docs/SECURITY.md)\n"
 	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
 	       "  --log-format FORMAT       text or json: one JSON object per line with time,\n"
 	       "                            level, event, session, process, message and fields\n"
@@ -263,6 +268,33 @@ struct num_opt {
 	uint64_t *u64;
 	unsigned *uint;
 };
+
+/*
+ * --sandbox-uid UID: an unprivileged host uid (not 0, not the invalid
+ * (uid_t)-1); its gid is its passwd entry's group, else the same number.
+ */
+static int parse_sandbox_uid(const char *s, struct config *cfg)
+{
+	struct passwd *pw;
+	uint64_t v;
+
+	if (s[0] && strspn(s, "0") == strlen(s)) {
+		fprintf(stderr, "uexec: --sandbox-uid 0 is host root: give an unprivileged uid "
+				"(e.g. 65534)\n");
+		return -EINVAL;
+	}
+	if (parse_u64("sandbox-uid", s, 1, UINT32_MAX - 1, &v) < 0)
+		return -EINVAL;
+	cfg->sandbox_uid = (unsigned)v;
+	pw = getpwuid((uid_t)v);
+	cfg->sandbox_gid = pw ? (unsigned)pw->pw_gid : (unsigned)v;
+	if (cfg->sandbox_gid == 0) {
+		fprintf(stderr, "uexec: --sandbox-uid %s: its passwd group is gid 0 (root's group): "
+				"give a uid whose group is unprivileged\n", s);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 static int set_log_level(struct config *cfg, const char *level)
 {
@@ -600,7 +632,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
 		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
 		ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG, ARG_ENABLE_AUDIT, ARG_DENIAL_EVIDENCE,
-		ARG_CGROUPS, ARG_MEMORY_MAX, ARG_CPU_MAX,
+		ARG_CGROUPS, ARG_MEMORY_MAX, ARG_CPU_MAX, ARG_SANDBOX_UID,
 	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
@@ -623,12 +655,13 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 		{ "process-pids-max", 1, 4194304, &cfg->process_limits.pids_max, NULL },
 	};
-	struct option opts[ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 20] = {
+	struct option opts[ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 21] = {
 		{ "enable-audit", no_argument, NULL, ARG_ENABLE_AUDIT },
 		{ "denial-evidence", required_argument, NULL, ARG_DENIAL_EVIDENCE },
 		{ "process-cgroups", required_argument, NULL, ARG_CGROUPS },
 		{ "process-memory-max", required_argument, NULL, ARG_MEMORY_MAX },
 		{ "process-cpu-max", required_argument, NULL, ARG_CPU_MAX },
+		{ "sandbox-uid", required_argument, NULL, ARG_SANDBOX_UID },
 		{ "remote", required_argument, NULL, ARG_REMOTE },
 		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
 		{ "name", required_argument, NULL, ARG_NAME },
@@ -736,6 +769,8 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 			r = parse_bytes("process-memory-max", optarg, &cfg->process_limits.memory_max);
 		} else if (c == ARG_CPU_MAX) {
 			r = parse_cpus("process-cpu-max", optarg, &cfg->process_limits.cpu_milli);
+		} else if (c == ARG_SANDBOX_UID) {
+			r = parse_sandbox_uid(optarg, cfg);
 		} else if (c == ARG_NO_SANDBOX) {
 			cfg->no_sandbox = true;
 		} else if (c == ARG_ENABLE_AUDIT) {

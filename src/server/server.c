@@ -800,17 +800,17 @@ static int setup_signals(struct server *s)
 }
 
 /* Probes the host once and tells the operator what sandboxed requests will get. */
-static void setup_sandbox(struct server *s)
+static int setup_sandbox(struct server *s)
 {
-	char path[PATH_MAX] = "uexec-init", line[512];
-	struct log_field ready[2];
+	char path[PATH_MAX] = "uexec-init", line[1024];
+	struct log_field ready[3];
 	int r;
 
 	if (s->cfg.fs_helper) {
 		/* Inside a sandbox already: nothing to probe or announce. */
 		s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
 		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing), "nested sandboxes");
-		return;
+		return 0;
 	}
 	sandbox_probe(&s->sandbox, s->cfg.landlock_abi_max <= SANDBOX_LANDLOCK_ABI_NEWEST
 					   ? (int)s->cfg.landlock_abi_max : -1);
@@ -821,15 +821,26 @@ static void setup_sandbox(struct server *s)
 	if (s->sandbox.missing[0]) {
 		log_warning("Sandboxed processes will be refused: this host lacks %s",
 			    s->sandbox.missing);
-		return;
+		return 0;
+	}
+	if (s->cfg.sandbox_uid) {
+		char err[512];
+
+		r = sandbox_set_uid(&s->sandbox, s->cfg.sandbox_uid, s->cfg.sandbox_gid, err,
+				    sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot run sandboxes as another uid: %s", err);
 	}
 	ready[0] = LOG_INT("landlockAbi", s->sandbox.landlock_abi);
 	ready[1] = LOG_BOOL("userNamespace", s->sandbox.userns);
+	ready[2] = LOG_BOOL("sandboxUid", s->sandbox.uid_userns_fd >= 0);
 	log_event(LOG_INFO, "sandbox.ready", NULL, ready, ELEMENTSOF(ready),
-		  "Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s",
+		  "Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s%s",
 		 s->sandbox.landlock_abi,
 		 s->sandbox.userns ? ", a user namespace per sandbox (uexec is not root: its uid and "
 				     "gid mapped to themselves, as bubblewrap maps them)" : "",
+		 s->sandbox.uid_userns_fd >= 0 ? ", sandboxed processes as an unprivileged uid "
+						 "(--sandbox-uid)" : "",
 		 s->cfg.landlock_abi_max < (unsigned)s->sandbox.landlock_abi_kernel ? " (capped by "
 		 "--landlock-abi-max, testing only)" : "");
 	r = spawn_init(path, sizeof(path));
@@ -839,6 +850,7 @@ static void setup_sandbox(struct server *s)
 				     "PID namespace",
 				  path);
 	log_info("%s", sandbox_describe(&s->sandbox, line, sizeof(line)));
+	return 0;
 }
 
 /*
@@ -892,6 +904,7 @@ int server_init(struct server *s, const struct config *cfg)
 		(void)clock_gettime(CLOCK_REALTIME, &now);
 		s->metrics.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
 	}
+	s->sandbox.uid_userns_fd = -1;
 	list_init(&s->conns);
 	list_init(&s->dead_conns);
 	list_init(&s->handshaking);
@@ -946,7 +959,9 @@ int server_init(struct server *s, const struct config *cfg)
 	if (r < 0)
 		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
-	setup_sandbox(s);
+	r = setup_sandbox(s);
+	if (r < 0)
+		return r;
 	/* Before any thread: the supervisor is forked, uexec may move itself to another cgroup. */
 	setup_cgroups(s);
 

@@ -41,6 +41,8 @@ struct config {
 	bool no_denial_evidence;     /* --denial-evidence none: the reference heuristic only */
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 	unsigned sandbox_max_ptys;   /* PTYs per sandbox (its devpts's max=) */
+	unsigned sandbox_uid;        /* --sandbox-uid: host uid of sandboxed processes (0: not given) */
+	unsigned sandbox_gid;        /* with it: their host gid */
 	unsigned landlock_abi_max;   /* testing only: caps the probed Landlock ABI (> 7: no cap) */
 	bool process_cgroups_off;    /* --process-cgroups=off: no per-process cgroup */
 	/* --process-{pids,memory,cpu}-max: every process's limits and the ceiling of `limits` */

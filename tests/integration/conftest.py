@@ -65,6 +65,31 @@ def run_as():
     return _as_override[0] or AS_UID
 
 
+# Run every (root) uexec the suite starts with --sandbox-uid UID (issue 13 item 3):
+# UEXEC_TEST_SANDBOX_UID=UID[:GID] (GID: the gid uexec derives, UID's passwd group, else
+# UID; give it when that differs). Sandboxed commands are then that uid on the host, and
+# own() hands the scratch trees to it, so that only the sandbox keeps outside/ unchanged.
+SANDBOX_UID = _parse_as_uid(os.environ.get("UEXEC_TEST_SANDBOX_UID"))
+_sandbox_uid_override = [None]
+
+
+def sandbox_uid():
+    """(uid, gid) of --sandbox-uid for the root Servers started now, or None."""
+    if run_as():
+        return None
+    return _sandbox_uid_override[0] or SANDBOX_UID
+
+
+def set_sandbox_uid(ids):
+    """Makes the next Servers (and own()) use --sandbox-uid ids; None: the suite's setting."""
+    _sandbox_uid_override[0] = ids
+
+
+def sandboxed_ids():
+    """(uid, gid) sandboxed commands run as on the host when it is not root's, or None."""
+    return run_as() or sandbox_uid()
+
+
 def set_run_as(ids):
     """Makes the next Servers (and own()) use ids; None restores the suite's setting."""
     _as_override[0] = ids
@@ -73,7 +98,7 @@ def set_run_as(ids):
 def own(*paths, ids=None):
     """Hands paths (recursively) to the uid uexec runs as, when it is not the tests' own:
     a workspace must be writable by the server's uid, as it is on a real host."""
-    ids = ids or run_as()
+    ids = ids or sandboxed_ids()
     if not ids:
         return
     for p in paths:
@@ -177,6 +202,8 @@ class Server:
             # launcher: a program that switches to the uid itself and execs the rest
             self.args = (launcher or [HOST.program("setpriv"), "--reuid=%d" % self.as_ids[0],
                                       "--regid=%d" % self.as_ids[1], "--clear-groups"]) + self.args
+        elif sandbox_uid() and "--sandbox-uid" not in args:
+            self.args += ["--sandbox-uid", str(sandbox_uid()[0])]
         # a test's own level wins over the suite's ($UEXEC_TEST_LANDLOCK_ABI_MAX); before
         # args, which may end with a subcommand
         cap = landlock_abi_max if landlock_abi_max is not None else LANDLOCK_ABI_MAX

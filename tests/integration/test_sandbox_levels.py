@@ -257,7 +257,7 @@ def test_signal_host_process(server_factory, uniq, area, level):
     (above it, Landlock refuses with EPERM)."""
     srv = level_factory(server_factory, level)()
     c = srv.connect()
-    ids = conftest.run_as()   # a non-root server: the victim is of its uid
+    ids = conftest.sandboxed_ids()   # not root (non-root server, --sandbox-uid): the victim is of that uid
     victim = subprocess.Popen(["sleep", "60"], start_new_session=True,
                               **(dict(user=ids[0], group=ids[1], extra_groups=[]) if ids else {}))
     try:
@@ -387,10 +387,11 @@ t("inside", lambda: os.truncate("mine", 1))
         hostname = f.read()
     run = py(c, uniq, code, area.ws, ws_policy(area.ws))
     r = results(run)
-    # a non-root server (conftest.run_as()): root's /etc/hostname is closed by its mode first
+    # sandboxed commands not root on the host (a non-root server, --sandbox-uid): root's
+    # /etc/hostname is closed by its mode first
     assert {k: r.get(k) for k in ("outside", "protected", "etc")} == \
         {"outside": "EROFS", "protected": "EROFS",
-         "etc": "EACCES" if conftest.run_as() else "EROFS"}, text(run)
+         "etc": "EACCES" if conftest.sandboxed_ids() else "EROFS"}, text(run)
     assert r.get("ftruncate_rdonly") == "EINVAL" and r.get("inside") == "ok", text(run)
     assert area.read(area.victim) == "original\n" and area.read(cfg) == "[core]\n"
     with open("/etc/hostname") as f:

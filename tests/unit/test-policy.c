@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "glob.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "tests.h"
@@ -319,9 +320,71 @@ TEST(glob_patterns_counted)
 
 	ASSERT_EQ(2, p->n_deny_globs);
 	ASSERT_EQ(1, p->n_rules);
+	/* a relative pattern resolves against the cwd, an absolute one is normalised */
+	ASSERT_STREQ("/cwd/**/.env", p->deny_globs[0]);
+	ASSERT_STREQ("/x/*.pem", p->deny_globs[1]);
+	ASSERT_EQ(-1, p->glob_scan_max_depth);
 	sandbox_policy_free(p);
 	parse_bad(WRAP(MANAGED("{\"path\":{\"type\":\"glob_pattern\"},\"access\":\"deny\"}", "restricted")),
 		  "missing field `pattern`");
+
+	/* only deny globs count: a read or write glob grants nothing */
+	p = parse_ok(WRAP(MANAGED(
+		"{\"path\":{\"type\":\"glob_pattern\",\"pattern\":\"/a//b/./*.x\"},\"access\":\"deny\"},"
+		"{\"path\":{\"type\":\"glob_pattern\",\"pattern\":\"/r/*\"},\"access\":\"read\"}",
+		"restricted")));
+	ASSERT_EQ(1, p->n_deny_globs);
+	ASSERT_STREQ("/a/b/*.x", p->deny_globs[0]);
+	sandbox_policy_free(p);
+
+	/* no cwd at all: a relative pattern stays relative (the plan refuses it) */
+	p = parse_ok_ctx(WRAP(MANAGED(
+		"{\"path\":{\"type\":\"glob_pattern\",\"pattern\":\"*.env\"},\"access\":\"deny\"}",
+		"restricted")), NULL, NULL);
+	ASSERT_STREQ("*.env", p->deny_globs[0]);
+	sandbox_policy_free(p);
+}
+
+TEST(glob_scan_max_depth)
+{
+	struct sandbox_policy *p = parse_ok(
+		"{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\","
+		"\"entries\":[],\"glob_scan_max_depth\":3},\"network\":\"restricted\"}}");
+
+	ASSERT_EQ(3, p->glob_scan_max_depth);
+	sandbox_policy_free(p);
+	parse_bad("{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\","
+		  "\"entries\":[],\"glob_scan_max_depth\":-1},\"network\":\"restricted\"}}",
+		  "invalid value: expected usize for `glob_scan_max_depth`");
+}
+
+TEST(glob_match)
+{
+	/* no slash: the name at any depth (ripgrep's --glob, gitignore's rule) */
+	ASSERT_TRUE(sandbox_glob_match("*.env", "a.env"));
+	ASSERT_TRUE(sandbox_glob_match("*.env", "x/y/a.env"));
+	ASSERT_TRUE(sandbox_glob_match("*.env", ".env"));         /* dotfiles are not special */
+	ASSERT_TRUE(!sandbox_glob_match("*.env", "a.env.bak"));
+	/* a slash: the whole path below the root; * stops at slashes */
+	ASSERT_TRUE(sandbox_glob_match("sub/*.pem", "sub/k.pem"));
+	ASSERT_TRUE(!sandbox_glob_match("sub/*.pem", "x/sub/k.pem"));
+	ASSERT_TRUE(!sandbox_glob_match("sub/*.pem", "sub/d/k.pem"));
+	/* ** spans any number of directories, none included */
+	ASSERT_TRUE(sandbox_glob_match("**/*.env", "a.env"));
+	ASSERT_TRUE(sandbox_glob_match("**/*.env", "a/b/c.env"));
+	ASSERT_TRUE(sandbox_glob_match("a/**/b", "a/b"));
+	ASSERT_TRUE(sandbox_glob_match("a/**/b", "a/x/y/b"));
+	ASSERT_TRUE(!sandbox_glob_match("a/**/b", "a/x/y/bc"));
+	ASSERT_TRUE(sandbox_glob_match("a/**", "a/x/y"));
+	ASSERT_TRUE(sandbox_glob_match("**/secrets/**", "p/secrets/q/r"));
+	/* ? and classes, an unclosed [ is literal */
+	ASSERT_TRUE(sandbox_glob_match("k?.[pk]em", "k1.pem"));
+	ASSERT_TRUE(!sandbox_glob_match("k?.[pk]em", "k1.xem"));
+	ASSERT_TRUE(sandbox_glob_match("a[b", "a[b"));
+	/* a trailing slash names directories: never a file */
+	ASSERT_TRUE(!sandbox_glob_match("secrets/", "secrets"));
+	/* many ** do not blow up (dynamic programming) */
+	ASSERT_TRUE(!sandbox_glob_match("**/**/**/**/**/**/**/**/x", "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/y"));
 }
 
 /* ---- §2.4 special kinds ---- */
