@@ -157,8 +157,8 @@ def pid_alive(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
             stat = f.read()
-    except FileNotFoundError:
-        return False
+    except (FileNotFoundError, ProcessLookupError):
+        return False  # gone, or going (a read of a dying task's stat can fail with ESRCH)
     state = stat.rsplit(")", 1)[1].split()[0]
     return state not in ("Z", "X")
 
