@@ -276,6 +276,8 @@ void proc_cg_exited(struct proc *p)
 		return;
 	p->oom_killed = sandbox_cg_leaf_oom_kills(&p->sess->srv->cgroups, &p->cg) > 0;
 	if (p->oom_killed)
+		p->sess->srv->metrics.oom_kills++;
+	if (p->oom_killed)
 		log_info_ratelimited("Session %s: process '%s' (pid %d) reached its memory limit: "
 				     "OOM-killed (exit code %d)", p->sess->id, p->id, (int)p->pid,
 				     p->exit_code);

@@ -385,7 +385,7 @@ static void audit_exit(const struct proc *p)
 {
 	struct timespec ts;
 	uint64_t now;
-	struct log_field fl[8];
+	struct log_field fl[9];
 	size_t n = 0;
 
 	if (!log_audit_enabled())
@@ -400,6 +400,8 @@ static void audit_exit(const struct proc *p)
 	fl[n++] = LOG_INT("durationMs", now > p->started_at_ms ? now - p->started_at_ms : 0);
 	fl[n++] = LOG_BOOL("sandboxDenied", p->sandbox_denied);
 	fl[n++] = LOG_BOOL("timedOut", p->timed_out);
+	if (p->has_cg && p->cg.memory_limited)
+		fl[n++] = LOG_BOOL("oomKilled", p->oom_killed); /* as on process/exited */
 	log_audit("process.exit", fl, n);
 }
 
@@ -623,6 +625,7 @@ static void on_timeout(struct uring_timer *t, bool fired)
 		if (p->reaped)
 			return; /* exited in time; process/exited is only waiting for late output */
 		p->timed_out = true;
+		proc_srv(p)->metrics.timeouts++;
 		f[1] = LOG_STR("signal", "SIGTERM");
 		log_event_ratelimited(LOG_INFO, "process.timeout", &ctx, f, ELEMENTSOF(f),
 				      "Session %s: process '%s' (pid %d) timed out: SIGTERM to its "

@@ -407,13 +407,14 @@ static void reply_spawn_error(struct conn *c, json_t *id, json_t *argv0, int r, 
  * sandbox. Never the environment: its values may hold secrets.
  */
 static void audit_start(struct conn *c, json_t **f, char **argv, const char *cwd,
-			const struct sandbox_plan *plan, pid_t pid, int err)
+			const struct sandbox_plan *plan, const struct sandbox_cg_limits *limits,
+			pid_t pid, int err)
 {
 	size_t argc = json_array_size(f[F_ARGV]), k = 0, bytes = 0;
 	char cwdbuf[PATH_MAX];
 	const char *type = "none";
-	struct log_field sb[6], fl[12];
-	size_t nsb = 0, n = 0;
+	struct log_field sb[6], lim[3], fl[13];
+	size_t nsb = 0, nlim = 0, n = 0;
 
 	if (!log_audit_enabled())
 		return;
@@ -442,6 +443,17 @@ static void audit_start(struct conn *c, json_t **f, char **argv, const char *cwd
 	fl[n++] = LOG_STR("cwd", cwd);
 	fl[n++] = LOG_BOOL("tty", params_bool(f[F_TTY], false));
 	fl[n++] = LOG_OBJ("sandbox", sb, nsb);
+	/* The limits its cgroup enforces (server defaults lowered by the request), those set. */
+	if (limits) {
+		if (limits->pids_max)
+			lim[nlim++] = LOG_INT("pidsMax", limits->pids_max);
+		if (limits->memory_max)
+			lim[nlim++] = LOG_INT("memoryMaxBytes", limits->memory_max);
+		if (limits->cpu_milli)
+			lim[nlim++] = LOG_INT("cpuMaxMillicpu", limits->cpu_milli);
+		if (nlim)
+			fl[n++] = LOG_OBJ("limits", lim, nlim);
+	}
 	if (pid > 0) {
 		fl[n++] = LOG_INT("pid", pid);
 		log_audit("process.start", fl, n);
@@ -548,7 +560,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	r = spawn_process(&sa, &res, &step);
 	if (has_leaf)
 		sandbox_cg_leaf_spawned(&leaf);
-	audit_start(c, f, argv, cwd, plan, r < 0 ? 0 : res.pid, r);
+	audit_start(c, f, argv, cwd, plan, has_leaf ? &limits : NULL, r < 0 ? 0 : res.pid, r);
 	if (r < 0) {
 		c->srv->metrics.spawn_failures++;
 		if (has_leaf)

@@ -2,12 +2,14 @@
 /*
  * The configuration file's TOML parser (conf.h): toml++ behind a C function,
  * in the style of src/env/toml-filter.cc. Only the top level matters: every
- * key is an option name, its value a string, an integer or a boolean; other
- * types are reported by name so that the caller can say what was wrong.
+ * key is an option name, its value a string, an integer, a float or a boolean;
+ * other types are reported by name so that the caller can say what was wrong.
  */
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -96,6 +98,21 @@ extern "C" int server_conf_parse(const char *text, size_t size, struct server_co
 			} else if (auto i = v->as_integer()) {
 				x.type = SERVER_CONF_INTEGER;
 				value = std::to_string(i->get());
+			} else if (auto d = v->as_floating_point(); d && std::isfinite(d->get())) {
+				/* Fixed notation, the shortest that reads back: 0.5, not 5e-01 or 0.50000000000000000. */
+				char buf[400];
+				auto res = std::to_chars(buf, buf + sizeof(buf), d->get(), std::chars_format::fixed);
+
+				if (res.ec != std::errc()) {
+					x.type = SERVER_CONF_OTHER;
+					x.type_name = "a float too large";
+				} else {
+					x.type = SERVER_CONF_FLOAT;
+					value.assign(buf, res.ptr);
+				}
+			} else if (d) {
+				x.type = SERVER_CONF_OTHER;
+				x.type_name = "a float that is not finite";
 			} else if (auto b = v->as_boolean()) {
 				x.type = SERVER_CONF_BOOLEAN;
 				value = b->get() ? "true" : "false";

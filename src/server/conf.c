@@ -18,8 +18,24 @@ static const char *const type_names[] = {
 	[SERVER_CONF_STRING] = "a string",
 	[SERVER_CONF_INTEGER] = "an integer",
 	[SERVER_CONF_BOOLEAN] = "a boolean",
+	[SERVER_CONF_FLOAT] = "a float",
 	[SERVER_CONF_OTHER] = "another type",
 };
+
+/* "a string", "a string or an integer", "a string, an integer or a float". */
+static void types_text(unsigned types, char *out, size_t size)
+{
+	size_t n = 0, left = (size_t)__builtin_popcount(types);
+
+	out[0] = 0;
+	for (int t = 0; t < SERVER_CONF_OTHER && n < size; t++) {
+		if (!(types & SERVER_CONF_TYPE(t)))
+			continue;
+		left--;
+		n += (size_t)snprintf(out + n, size - n, "%s%s", type_names[t],
+				      left == 0 ? "" : left == 1 ? " or " : ", ");
+	}
+}
 
 static int read_file(const char *path, char **ret, size_t *ret_len, char *err, size_t errsz)
 {
@@ -97,13 +113,21 @@ int server_conf_load(const char *path, const struct server_conf_key *keys, size_
 			r = -EINVAL;
 			break;
 		}
-		if (k->type != e[i].type) {
+		if (e[i].type == SERVER_CONF_OTHER || !(k->types & SERVER_CONF_TYPE(e[i].type))) {
+			char want[128];
+
+			types_text(k->types, want, sizeof(want));
 			snprintf(err, errsz, "config file %s: key '%s' must be %s, not %s", path,
-				 e[i].key, type_names[k->type], e[i].type_name);
+				 e[i].key, want, e[i].type_name);
 			r = -EINVAL;
 			break;
 		}
-		if (k->type == SERVER_CONF_BOOLEAN) {
+		if (e[i].type == SERVER_CONF_BOOLEAN && k->bool_args[0]) {
+			const char *v = k->bool_args[strcmp(e[i].value, "true") == 0];
+
+			if (asprintf(&arg, "--%s=%s", e[i].key, v) < 0)
+				arg = NULL;
+		} else if (e[i].type == SERVER_CONF_BOOLEAN) {
 			if (strcmp(e[i].value, "true") != 0)
 				continue; /* false: the flag is not given */
 			if (asprintf(&arg, "--%s", e[i].key) < 0)

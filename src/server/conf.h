@@ -17,15 +17,20 @@ enum server_conf_type {
 	SERVER_CONF_STRING,
 	SERVER_CONF_INTEGER,
 	SERVER_CONF_BOOLEAN,
-	SERVER_CONF_OTHER, /* float, date/time, array, table: no option takes one */
+	SERVER_CONF_FLOAT,
+	SERVER_CONF_OTHER, /* date/time, array, table, a non-finite float: no option takes one */
 };
+
+/* A set of types (struct server_conf_key's types). */
+#define SERVER_CONF_TYPE(t) (1u << (t))
 
 /* One top-level key of the document. */
 struct server_conf_entry {
 	char *key;
 	enum server_conf_type type;
 	const char *type_name; /* the value's TOML type ("a string", "a table", ...) */
-	char *value;           /* the value as an argument: the string, decimal, "true"/"false" */
+	char *value;           /* the value as an argument: the string, decimal (a float in fixed
+				* notation, shortest that reads back), "true"/"false" */
 };
 
 #ifdef __cplusplus
@@ -43,10 +48,15 @@ void server_conf_entries_free(struct server_conf_entry *e, size_t n);
 }
 #endif
 
-/* A key the file may hold and the type its option takes. */
+/*
+ * A key the file may hold and the TOML types its option takes (a set of
+ * SERVER_CONF_TYPE()). A boolean is the flag itself (true: given, false: not)
+ * unless bool_args names the argument each value stands for ({false, true}).
+ */
 struct server_conf_key {
 	const char *name;
-	enum server_conf_type type;
+	unsigned types;
+	const char *bool_args[2];
 };
 
 /* The file as arguments: argv[0..argc), each malloc'd ("--key=value" or "--flag"). */

@@ -341,8 +341,11 @@ static const struct option ws_opts[] = {
 
 /*
  * --config: the file's keys as arguments put before the command line's
- * (conf.h). Every option but these few may be set there, with the type its
- * argument takes: a flag a boolean, a numeric option an integer, others a string.
+ * (conf.h). Every option but these few may be set there, with the TOML types
+ * its argument naturally takes: a flag a boolean, a numeric option an integer,
+ * others a string; and process-memory-max also an integer (bytes),
+ * process-cpu-max also an integer or a float (CPUs), process-cgroups also a
+ * boolean (on/off).
  */
 static int load_config_file(const char *path, const struct option *opts, size_t n_opts,
 			    int num_first, int num_end, struct server_conf_args *ret)
@@ -358,18 +361,34 @@ static int load_config_file(const char *path, const struct option *opts, size_t 
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n_opts && opts[i].name; i++) {
+		struct server_conf_key *k = &keys[n];
+		int val = opts[i].val;
 		bool skip = false;
 
 		for (size_t j = 0; j < ELEMENTSOF(not_in_file); j++)
 			skip |= strcmp(opts[i].name, not_in_file[j]) == 0;
 		if (skip)
 			continue;
-		keys[n].name = opts[i].name;
-		keys[n++].type = opts[i].has_arg == no_argument ? SERVER_CONF_BOOLEAN
-				 : (opts[i].val >= num_first && opts[i].val < num_end) ||
-						   opts[i].val == ARG_WS_SKEW
-					   ? SERVER_CONF_INTEGER
-					   : SERVER_CONF_STRING;
+		k->name = opts[i].name;
+		if (opts[i].has_arg == no_argument)
+			k->types = SERVER_CONF_TYPE(SERVER_CONF_BOOLEAN);
+		else if ((val >= num_first && val < num_end) || val == ARG_WS_SKEW)
+			k->types = SERVER_CONF_TYPE(SERVER_CONF_INTEGER);
+		else if (strcmp(k->name, "process-memory-max") == 0)
+			k->types = SERVER_CONF_TYPE(SERVER_CONF_STRING) |
+				   SERVER_CONF_TYPE(SERVER_CONF_INTEGER);
+		else if (strcmp(k->name, "process-cpu-max") == 0)
+			k->types = SERVER_CONF_TYPE(SERVER_CONF_STRING) |
+				   SERVER_CONF_TYPE(SERVER_CONF_INTEGER) |
+				   SERVER_CONF_TYPE(SERVER_CONF_FLOAT);
+		else if (strcmp(k->name, "process-cgroups") == 0) {
+			k->types = SERVER_CONF_TYPE(SERVER_CONF_STRING) |
+				   SERVER_CONF_TYPE(SERVER_CONF_BOOLEAN);
+			k->bool_args[0] = "off";
+			k->bool_args[1] = "on";
+		} else
+			k->types = SERVER_CONF_TYPE(SERVER_CONF_STRING);
+		n++;
 	}
 	r = server_conf_load(path, keys, n, ret, err, sizeof(err));
 	if (r == -ENOMEM)

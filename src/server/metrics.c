@@ -256,6 +256,11 @@ int server_metrics_render(struct server *s, struct buf *b)
 		m->sandboxed_spawns);
 	counter(&o, "uexec_sandbox_denied_total", "Exits reported with sandboxDenied true.",
 		m->sandbox_denied);
+	counter(&o, "uexec_process_oom_kills_total",
+		"Processes whose exit reported oomKilled (their cgroup's memory limit was reached).",
+		m->oom_kills);
+	counter(&o, "uexec_process_timeouts_total", "Processes killed by their timeoutMs.",
+		m->timeouts);
 	exit_histogram(&o, m);
 	family(&o, "uexec_output_bytes_total", "counter", "Process output read, by stream.");
 	for (int i = 0; i < SERVER_METRICS_N_STREAMS; i++)

@@ -33,6 +33,8 @@ struct server_metrics {
 	uint64_t spawn_failures;        /* process/start that failed to start a process */
 	uint64_t sandboxed_spawns;      /* of spawns, with a restricting sandbox */
 	uint64_t sandbox_denied;        /* exits judged sandboxDenied */
+	uint64_t oom_kills;             /* exits reported oomKilled (memory limit reached) */
+	uint64_t timeouts;              /* processes killed by their timeoutMs */
 	uint64_t exits;                 /* observed in the histogram below */
 	uint64_t exit_buckets[SERVER_METRICS_N_EXIT_BUCKETS]; /* not cumulative */
 	uint64_t exit_ms_sum;

@@ -347,14 +347,16 @@ static size_t first_child(const struct pid_link *all, size_t n, pid_t ppid)
 }
 
 /*
- * SIGKILL to every descendant of the processes not closed yet, found through
- * /proc's parent links while the parents are still alive: a process that left
- * its group (setsid) is still in the tree. One that was orphaned before (its
+ * The fallback without per-process cgroups: SIGKILL to every descendant of
+ * the live processes that have no cgroup of their own, found through /proc's
+ * parent links while the parents are still alive: a process that left its
+ * group (setsid) is still in the tree. One that was orphaned before (its
  * parent gone, adopted by init) is not found: docs/ARCHITECTURE.md,
- * "Operations". Runs once, at the drain timeout, so the blocking /proc walk
- * is acceptable; O(n log n) in the host's processes.
+ * "Operations". Runs once, at the drain timeout, and only when such a process
+ * exists, so the blocking /proc walk is acceptable; O(n log n) in the host's
+ * processes. Returns the number of processes whose tree was walked.
  */
-static void kill_descendants(struct server *s)
+static unsigned kill_descendants(struct server *s)
 {
 	struct pid_link *all = NULL, *grown;
 	size_t n = 0, cap = 0, head = 0, tail = 0;
@@ -362,10 +364,18 @@ static void kill_descendants(struct server *s)
 	struct session *ss;
 	struct proc *p;
 	struct dirent *de;
-	DIR *d = opendir("/proc");
+	unsigned roots = 0;
+	DIR *d;
 
+	list_for_each_entry(ss, &s->sessions, link)
+		list_for_each_entry(p, &ss->procs_list, link)
+			if (!p->closed && !p->reaped && !p->has_cg)
+				roots++;
+	if (roots == 0)
+		return 0; /* every tree is in a cgroup: no walk */
+	d = opendir("/proc");
 	if (!d)
-		return;
+		return 0;
 	while ((de = readdir(d))) {
 		char path[64], buf[512], *rp;
 		pid_t pid = (pid_t)atoi(de->d_name);
@@ -404,7 +414,7 @@ static void kill_descendants(struct server *s)
 	qsort(all, n, sizeof(*all), by_ppid);
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)
-			if (!p->closed && !p->reaped && tail < n)
+			if (!p->closed && !p->reaped && !p->has_cg && tail < n)
 				queue[tail++] = p->pid;
 	while (head < tail) {
 		pid_t parent = queue[head++];
@@ -418,6 +428,7 @@ static void kill_descendants(struct server *s)
 out:
 	free(all);
 	free(queue);
+	return roots;
 }
 
 /* After the drain timeout's kill: how long the killed processes get to be reaped and reported. */
@@ -426,7 +437,8 @@ out:
 static void on_drain_timer(struct uring_timer *t, bool fired)
 {
 	struct server *s = container_of(t, struct server, drain_timer);
-	struct log_field f[2];
+	unsigned live, walked, cgroups = 0;
+	struct log_field f[4];
 	struct session *ss;
 	struct proc *p;
 
@@ -438,21 +450,33 @@ static void on_drain_timer(struct uring_timer *t, bool fired)
 		server_stop(s, 0);
 		return;
 	}
-	f[0] = LOG_INT("timeoutMs", s->cfg.drain_timeout_ms);
-	f[1] = LOG_INT("processes", live_processes(s));
-	log_event(LOG_WARNING, "drain.timeout", NULL, f, ELEMENTSOF(f),
-		  "Drain: %" PRIu64 " ms passed, killing the %u processes left", s->cfg.drain_timeout_ms,
-		  live_processes(s));
 	/*
-	 * The whole tree: descendants that left the group first (their parents
-	 * must be alive to be found), then each group (a sandboxed process's
-	 * PID namespace dies with its init).
+	 * The whole tree. A process with its own cgroup: the cgroup is killed
+	 * (what process/terminate does), closed or not, so whatever it left
+	 * running goes too (setsid daemons, orphans with their output elsewhere).
+	 * Without one (no cgroups on this host, --process-cgroups off): the
+	 * descendants that left the group first, through /proc (their parents
+	 * must be alive to be found), then each group (a sandboxed process's PID
+	 * namespace dies with its init).
 	 */
-	kill_descendants(s);
+	live = live_processes(s);
+	walked = kill_descendants(s);
 	list_for_each_entry(ss, &s->sessions, link)
-		list_for_each_entry(p, &ss->procs_list, link)
+		list_for_each_entry(p, &ss->procs_list, link) {
+			if (p->has_cg && p->cg.live)
+				cgroups++;
 			if (!p->closed)
-				proc_kill_group(p, SIGKILL);
+				proc_kill_group(p, SIGKILL); /* with its cgroup (proc.h) */
+			else
+				proc_cg_kill(p);
+		}
+	f[0] = LOG_INT("timeoutMs", s->cfg.drain_timeout_ms);
+	f[1] = LOG_INT("processes", live);
+	f[2] = LOG_INT("cgroups", cgroups);
+	f[3] = LOG_INT("walked", walked);
+	log_event(LOG_WARNING, "drain.timeout", NULL, f, ELEMENTSOF(f),
+		  "Drain: %" PRIu64 " ms passed, killing the %u processes left (%u cgroups killed, "
+		  "%u trees walked in /proc)", s->cfg.drain_timeout_ms, live, cgroups, walked);
 	s->drain_killed = true;
 	uring_timer_arm(&s->ring, &s->drain_timer, DRAIN_KILL_GRACE_MS, on_drain_timer);
 }

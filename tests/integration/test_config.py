@@ -5,6 +5,8 @@ key; SIGHUP reads the file again (what may change at run time) without dropping
 connections, and reopens the audit log."""
 
 import json
+import os
+import re
 import signal
 import subprocess
 
@@ -144,3 +146,220 @@ def test_sighup_with_a_broken_file_keeps_the_configuration(server_factory, tmp_p
     c.start("a", ["/bin/sleep", "30"], env=PATH_ENV)
     e = c.error("process/start", c.start_params("b", argv=["/bin/echo"]))
     assert "at most 1 running processes" in e["message"], e
+
+
+# ---- every option, with the TOML type it naturally takes
+
+# A valid value for every option of `uexec --help`, as an operator would write it.
+NATURAL = {
+    "listen": '"ws://127.0.0.1:0"',
+    "executor-version": '"1.2.3"',
+    "log-level": '"debug"',
+    "log-format": '"json"',
+    "audit-log": '"-"',
+    "no-sandbox": "true",
+    "resume-window-ms": "60000",
+    "max-sessions": "16",
+    "max-connections": "16",
+    "max-processes": "16",
+    "max-frame-bytes": "1048576",
+    "max-message-bytes": "1048576",
+    "max-json-depth": "64",
+    "max-queued-bytes": "1048576",
+    "max-inflight-bytes-per-conn": "16777216",
+    "max-inflight-bytes": "67108864",
+    "ping-interval-ms": "30000",
+    "handshake-timeout-ms": "10000",
+    "sandbox-max-ptys": "64",
+    "drain-timeout-ms": "30000",
+    "remote": '"https://relay.example/"',
+    "environment-id": '"env-1"',
+    "name": '"devbox"',
+    "use-agent-identity-auth": "true",
+    "enable-audit": "true",
+    "denial-evidence": '"none"',
+    "process-cgroups": "false",
+    "process-pids-max": "4096",
+    "process-memory-max": '"512M"',
+    "process-cpu-max": "0.5",
+    "ws-auth": '"signed-bearer-token"',
+    "ws-token-file": '"/etc/uexec/token"',
+    "ws-token-sha256": '"%s"' % ("ab" * 32),
+    "ws-shared-secret-file": '"/etc/uexec/secret"',
+    "ws-issuer": '"iss-1"',
+    "ws-audience": '"aud-1"',
+    "ws-max-clock-skew-seconds": "30",
+    "allow-unauthenticated": "true",
+    "tls-cert": '"/etc/uexec/cert.pem"',
+    "tls-key": '"/etc/uexec/key.pem"',
+}
+# Other natural spellings of the options that take more than one type.
+MORE_NATURAL = [
+    ("process-memory-max", "536870912"),
+    ("process-memory-max", '"8G"'),
+    ("process-cpu-max", "2"),
+    ("process-cpu-max", "1.25"),
+    ("process-cpu-max", '"0.5"'),
+    ("process-cgroups", "true"),
+    ("process-cgroups", '"off"'),
+    ("denial-evidence", '"auto"'),
+    ("enable-audit", "false"),
+]
+
+
+def help_options():
+    out = uexec("--help").stdout.decode()
+    names = set(re.findall(r"^\s+--([a-z0-9-]+)", out, re.M))
+    return names - {"config", "help", "version"}
+
+
+def test_every_option_is_known_to_the_test():
+    """A new option must get a natural value above (and so be checked below)."""
+    assert help_options() == set(NATURAL), help_options() ^ set(NATURAL)
+
+
+@pytest.mark.parametrize("key,value", sorted(NATURAL.items()) + MORE_NATURAL)
+def test_every_option_takes_its_natural_type(tmp_path, key, value):
+    """The file's key is accepted with its natural TOML type and its value passes the
+    option's own parser: the only complaint is the unknown option that follows it on the
+    command line (which stops the server before anything starts)."""
+    conf = write(tmp_path / "u.toml", "%s = %s\n" % (key, value))
+    p = uexec("--config", conf, "--no-such-option")
+    assert p.returncode == 2
+    err = p.stderr.decode()
+    assert "unrecognized option '--no-such-option'" in err, err
+    assert "config file" not in err and "invalid" not in err, err
+    assert p.stdout == b""
+
+
+@pytest.mark.parametrize("text,key,want,got", [
+    ("process-memory-max = 0.5\n", "process-memory-max", "a string or an integer", "a float"),
+    ("process-cpu-max = true\n", "process-cpu-max", "a string, an integer or a float",
+     "a boolean"),
+    ("process-cpu-max = nan\n", "process-cpu-max", "a string, an integer or a float",
+     "a float that is not finite"),
+    ("process-cgroups = 1\n", "process-cgroups", "a string or a boolean", "an integer"),
+    ('ws-max-clock-skew-seconds = "30"\n', "ws-max-clock-skew-seconds", "an integer",
+     "a string"),
+    ('drain-timeout-ms = "5s"\n', "drain-timeout-ms", "an integer", "a string"),
+    ('enable-audit = "yes"\n', "enable-audit", "a boolean", "a string"),
+])
+def test_new_options_wrong_type(tmp_path, text, key, want, got):
+    conf = write(tmp_path / "u.toml", text)
+    p = uexec("--config", conf)
+    assert p.returncode == 2
+    msg = "key '%s' must be %s, not %s" % (key, want, got)
+    assert msg.encode() in p.stderr, p.stderr
+
+
+def test_float_value_checked_by_the_option(tmp_path):
+    conf = write(tmp_path / "u.toml", "process-cpu-max = 0.001\n")
+    p = uexec("--config", conf)
+    assert p.returncode == 2
+    assert b"invalid value '0.001' for --process-cpu-max" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("lines,want", [
+    (['process-cpu-max = 0.5', 'process-memory-max = "512M"', 'process-pids-max = 300'],
+     {"cpuMaxMillicpu": 500, "memoryMaxBytes": 512 << 20, "pidsMax": 300}),
+    (['process-cpu-max = 2', 'process-memory-max = 536870912'],
+     {"cpuMaxMillicpu": 2000, "memoryMaxBytes": 512 << 20}),
+    (['process-cpu-max = 0.3'], {"cpuMaxMillicpu": 300}),   # not 299: the float's shortest form
+    (['process-cpu-max = "1.25"', 'process-memory-max = "1G"'],
+     {"cpuMaxMillicpu": 1250, "memoryMaxBytes": 1 << 30}),
+])
+def test_limits_from_the_file_apply(server_factory, tmp_path, lines, want):
+    """The limits set in the file are those the process's cgroup gets (the audit log's
+    start line, itself set in the file, says which)."""
+    from test_process_cgroup import needs_limit
+    needs_limit("pids", "memory", "cpu")
+    audit = tmp_path / "audit.jsonl"
+    conf = write(tmp_path / "u.toml", "\n".join(lines + ['audit-log = "%s"' % audit]) + "\n")
+    srv = server_factory("--config", conf)
+    c = srv.connect()
+    assert c.run("p", ["/bin/echo", "x"], env=PATH_ENV).exit_code == 0
+    wait_until(lambda: audit.exists() and b"process.start" in audit.read_bytes(),
+               what="the audit line")
+    start = [json.loads(x) for x in audit.read_bytes().splitlines()
+             if b'"process.start"' in x][0]
+    assert start["limits"] == want, start
+
+
+@pytest.mark.parametrize("value,on", [("false", False), ('"off"', False), ("true", True)])
+def test_process_cgroups_boolean(server_factory, tmp_path, value, on):
+    from test_process_cgroup import cgroup_why
+    if on and cgroup_why():
+        pytest.skip(cgroup_why())
+    conf = write(tmp_path / "u.toml", "process-cgroups = %s\n" % value)
+    srv = server_factory("--config", conf)
+    c = srv.connect()
+    assert c.init_result["environmentInfo"]["capabilities"]["uexecProcessCgroup"] is on
+
+
+def test_jwt_auth_from_the_file(server_factory, tmp_path):
+    """--ws-auth and its options from the file, the skew as an integer: a token expired
+    45 s ago passes with ws-max-clock-skew-seconds = 60 (the default 30 would refuse it),
+    one expired 90 s ago does not; the wrong audience and no token are refused."""
+    import time
+    from test_auth import SECRET, assert_101, assert_401, jwt, upgrade
+    secret = tmp_path / "secret"
+    secret.write_bytes(SECRET)
+    secret.chmod(0o600)
+    conf = write(tmp_path / "u.toml",
+                 'ws-auth = "signed-bearer-token"\n'
+                 'ws-shared-secret-file = "%s"\n'
+                 'ws-issuer = "iss-1"\n'
+                 'ws-audience = "aud-1"\n'
+                 'ws-max-clock-skew-seconds = 60\n' % secret)
+    srv = server_factory("--config", conf)
+    now = int(time.time())
+    ok = {"iss": "iss-1", "aud": "aud-1"}
+    assert_101(upgrade(srv, "Bearer " + jwt(dict(ok, exp=now - 45))))
+    assert_401(upgrade(srv, "Bearer " + jwt(dict(ok, exp=now - 90))), "expired websocket jwt")
+    assert_401(upgrade(srv, "Bearer " + jwt(dict(ok, aud="x", exp=now + 60))),
+               "websocket jwt audience mismatch")
+    assert_401(upgrade(srv, None), "missing websocket bearer token")
+
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "dist",
+                       "uexec.toml.example")
+# The operator-facing options the example must show (the remote-mode ones and
+# executor-version are for other deployments; --help documents them).
+EXAMPLE_KEYS = {k for k in NATURAL if k.startswith(("ws-", "tls-", "process-"))} | {
+    "allow-unauthenticated", "denial-evidence", "enable-audit", "drain-timeout-ms", "listen",
+    "log-format", "log-level", "audit-log", "no-sandbox", "max-sessions", "max-processes"}
+
+
+def example_settings():
+    """(key, value, commented) of every `key = value` line of the example."""
+    out = []
+    with open(EXAMPLE) as f:
+        for line in f:
+            m = re.match(r"^(# )?([a-z0-9-]+) = (\S+)", line)
+            if m:
+                out.append((m.group(2), m.group(3), bool(m.group(1))))
+    return out
+
+
+def test_example_documents_the_options():
+    keys = {k for k, _, _ in example_settings()}
+    assert EXAMPLE_KEYS <= keys, EXAMPLE_KEYS - keys
+    assert keys <= set(NATURAL), keys - set(NATURAL)
+
+
+@pytest.mark.parametrize("key,value", [(k, v) for k, v, _ in example_settings()
+                                       if not v.startswith('"<')])
+def test_example_values_are_accepted(tmp_path, key, value):
+    """Each line of the example, uncommented, has the right type and a valid value."""
+    conf = write(tmp_path / "u.toml", "%s = %s\n" % (key, value))
+    p = uexec("--config", conf, "--no-such-option")
+    err = p.stderr.decode()
+    assert p.returncode == 2 and "unrecognized option '--no-such-option'" in err, err
+    assert "config file" not in err and "invalid" not in err, err
+
+
+def test_example_as_shipped_loads(tmp_path):
+    p = uexec("--config", EXAMPLE, "--no-such-option")
+    err = p.stderr.decode()
+    assert p.returncode == 2 and "unrecognized option '--no-such-option'" in err, err
+    assert "config file" not in err and "invalid" not in err, err

@@ -2,7 +2,8 @@
 """Graceful drain (issue 16 item 7): SIGTERM with --drain-timeout-ms stops accepting,
 refuses new sessions and processes with a clear error, lets running processes finish
 (their exit notifications arrive), then exits 0; the timeout kills what is left (the
-whole group); a second SIGTERM stops at once. Without the flag SIGTERM still stops at
+whole tree: a process's cgroup, or without cgroups its descendants found in /proc and its
+group); a second SIGTERM stops at once. Without the flag SIGTERM still stops at
 once (test_sessions.py)."""
 
 import os
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from conftest import pid_alive, wait_until
+from test_process_cgroup import cgroup_why, marked
 from wsclient import unb64
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep", "/bin/echo")
@@ -81,8 +83,13 @@ def test_second_sigterm_stops_at_once(server_factory):
     wait_until(lambda: not pid_alive(pid), timeout=10, what="the child to die")
 
 
-def test_drain_timeout_kills_the_tree(server_factory):
-    srv = server_factory("--drain-timeout-ms", "700")
+@pytest.mark.parametrize("cgroups", ["on", "off"])
+def test_drain_timeout_kills_the_tree(server_factory, cgroups):
+    """Both ways of killing a tree at the timeout: the process's cgroup, and without
+    cgroups the fallback (descendants through /proc parent links, then the group)."""
+    if cgroups == "on" and cgroup_why():
+        pytest.skip(cgroup_why())
+    srv = server_factory("--drain-timeout-ms", "700", "--process-cgroups", cgroups)
     c = srv.connect()
     # a grandchild in the same group, and one that left it (setsid)
     c.start("tree", sh("sleep 60 & a=$!; setsid sleep 61 & b=$!; echo $a $b; wait"),
@@ -101,6 +108,52 @@ def test_drain_timeout_kills_the_tree(server_factory):
         wait_until(lambda pid=pid: not pid_alive(pid), timeout=10, what="%d to die" % pid)
     err = srv.stderr()
     assert b"killing the 1 processes left" in err, err[-2000:]
+    how = b"(1 cgroups killed, 0 trees walked" if cgroups == "on" else \
+        b"(0 cgroups killed, 1 trees walked"
+    assert how in err, err[-2000:]
+
+
+def test_drain_timeout_kills_setsid_daemons_by_cgroup(server_factory, uniq):
+    """`setsid sh -c 'sleep 1000 &'`: the command exits at once and its daemon is adopted
+    outside uexec's tree (no /proc parent link leads to it); the daemon keeps the output
+    open, so the drain waits for it. At the timeout the cgroup kill takes it, and the
+    daemon of a second command that already closed (its output elsewhere) as well; the
+    server exits 0 with nothing left."""
+    why = cgroup_why()
+    if why:
+        pytest.skip(why)
+    mark = "UEXEC_DRAIN_MARK=%s-%d" % (uniq("d"), time.monotonic_ns())
+    k, v = mark.split("=", 1)
+    env = dict(PATH_ENV, **{k: v})
+    srv = server_factory("--drain-timeout-ms", "700")
+    try:
+        c = srv.connect()
+        c.start("holds", sh("setsid sh -c 'sleep 1000 &'"), env=env)
+        held = c.collect("holds", until="process/exited")
+        assert held.exit_code == 0
+        c.start("quiet", sh("setsid sh -c 'sleep 1000 >/dev/null 2>&1 </dev/null &'"), env=env)
+        quiet = c.collect("quiet")
+        assert quiet.exit_code == 0
+        wait_until(lambda: len(marked(mark)) == 2, timeout=5, what="the two daemons")
+        for pid in marked(mark):   # orphans: their parent (the setsid shell) has gone
+            with open("/proc/%d/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            assert ppid != srv.pid and not marked(mark).count(ppid)
+        t0 = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: b"draining" in srv.stderr(), what="the drain to start")
+        time.sleep(0.3)
+        assert srv.proc.poll() is None and len(marked(mark)) == 2   # held until the timeout
+        held = c.collect("holds", timeout=15, run=held)   # its output closed by the kill
+        assert time.monotonic() - t0 >= 0.6
+        assert srv.terminate(timeout=15) == 0
+        assert marked(mark) == []
+        err = srv.stderr()
+        assert b"killing the 1 processes left (2 cgroups killed, 0 trees walked" in err, \
+            err[-2000:]
+    finally:
+        for pid in marked(mark):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_drain_without_processes_exits_at_once(server_factory):

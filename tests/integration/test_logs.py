@@ -133,10 +133,12 @@ def test_audit_log_content(server_factory, tmp_path):
     assert start["tty"] is False
     assert start["sandbox"] == {"type": "none"}
     assert start["pid"] > 0
+    assert "limits" not in start   # the server sets none, the request asked for none
     exit1 = [r for r in recs if r["event"] == "process.exit" and r["process"] == "a1"][0]
     assert exit1["exitCode"] == 5 and exit1["signal"] == 0 and exit1["pid"] == start["pid"]
     assert 250 <= exit1["durationMs"] < 20000
     assert exit1["sandboxDenied"] is False
+    assert "oomKilled" not in exit1   # no memory limit: as on process/exited
     exit2 = [r for r in recs if r["event"] == "process.exit" and r["process"] == "a2"][0]
     assert exit2["exitCode"] == 137 and exit2["signal"] == signal.SIGKILL
     # the order of events
@@ -220,3 +222,36 @@ def test_audit_to_stdout_is_refused_with_stdio_transport():
                        stdin=subprocess.DEVNULL, timeout=20)
     assert p.returncode == 1 and p.stdout == b""
     assert b"--listen stdio uses for the protocol" in p.stderr
+
+
+def test_audit_log_limits_and_oom(server_factory, tmp_path):
+    """The start line carries the limits the process's cgroup enforces (the server's
+    defaults, lowered by the request); the exit line of a process with a memory limit
+    says whether it was OOM-killed, as process/exited does."""
+    from test_process_cgroup import needs_limit
+    needs_limit("pids", "memory")
+    audit = tmp_path / "audit.jsonl"
+    srv = server_factory("--audit-log", str(audit), "--process-pids-max", "512")
+    c = srv.connect()
+    run = c.run("plain", ["/bin/echo", "x"], env=PATH_ENV)
+    assert run.exit_code == 0
+    run = c.run("oom", ["/usr/bin/python3", "-c", "b = bytearray(4 << 30); print('alive')"],
+                env=PATH_ENV, limits={"memoryMaxBytes": 64 << 20, "pidsMax": 64})
+    assert run.exited["oomKilled"] is True and run.exit_code == 137, run.exited
+    run = c.run("fits", ["/bin/true"], env=PATH_ENV, limits={"memoryMaxBytes": 64 << 20})
+    assert run.exited["oomKilled"] is False
+    wait_until(lambda: audit.read_bytes().count(b"\n") >= 6, what="6 audit lines")
+    recs = json_lines(audit.read_bytes())
+
+    def rec(event, process):
+        return [r for r in recs if r["event"] == event and r["process"] == process][0]
+
+    assert rec("process.start", "plain")["limits"] == {"pidsMax": 512}
+    assert "oomKilled" not in rec("process.exit", "plain")   # no memory limit
+    assert rec("process.start", "oom")["limits"] == {"pidsMax": 64,
+                                                     "memoryMaxBytes": 64 << 20}
+    ex = rec("process.exit", "oom")
+    assert ex["oomKilled"] is True and ex["exitCode"] == 137 and ex["signal"] == 9
+    assert rec("process.start", "fits")["limits"] == {"pidsMax": 512,
+                                                      "memoryMaxBytes": 64 << 20}
+    assert rec("process.exit", "fits")["oomKilled"] is False

@@ -45,6 +45,7 @@ def test_format_and_families(server):
         "uexec_sessions": "gauge", "uexec_sessions_created": "counter",
         "uexec_processes": "gauge", "uexec_spawns": "counter", "uexec_spawn_failures": "counter",
         "uexec_sandboxed_spawns": "counter", "uexec_sandbox_denied": "counter",
+        "uexec_process_oom_kills": "counter", "uexec_process_timeouts": "counter",
         "uexec_process_exit_latency_seconds": "histogram", "uexec_output_bytes": "counter",
         "uexec_jsonrpc_requests": "counter", "uexec_jsonrpc_errors": "counter",
         "uexec_queued_output_bytes": "gauge", "uexec_provided_buffer_exhausted": "counter",
@@ -145,6 +146,33 @@ def test_sandboxed_spawn_and_denial_counted(server, tmp_path):
     _, s = scrape(server)
     assert v(s, "uexec_sandboxed_spawns_total") == 1
     assert v(s, "uexec_sandbox_denied_total") == 1
+
+
+def test_timeouts_and_oom_kills_counted(server):
+    """uexec_process_timeouts_total moves when timeoutMs kills a process, and
+    uexec_process_oom_kills_total when a memory limit does (where the host has one)."""
+    from test_process_cgroup import limit_where, needs_cgroups
+    _, before = scrape(server)
+    c = server.connect()
+    run = c.run("t1", ["/bin/sleep", "30"], timeoutMs=200)
+    assert run.exited["timedOut"] is True
+    run = c.run("t2", ["/bin/true"], timeoutMs=30000)   # in time: not counted
+    assert run.exited["timedOut"] is False
+    _, s = scrape(server)
+    assert v(s, "uexec_process_timeouts_total") - \
+        before[("uexec_process_timeouts_total", ())] == 1
+    assert v(s, "uexec_process_oom_kills_total") == before[("uexec_process_oom_kills_total", ())]
+    needs_cgroups()
+    if not limit_where("memory"):
+        pytest.skip("no memory controller available (cgroup v2 or v1)")
+    run = c.run("o1", ["/usr/bin/python3", "-c", "b = bytearray(4 << 30)"],
+                env={"PATH": "/usr/bin:/bin"}, limits={"memoryMaxBytes": 64 << 20})
+    assert run.exited["oomKilled"] is True, run.exited
+    run = c.run("o2", ["/bin/true"], limits={"memoryMaxBytes": 64 << 20})
+    assert run.exited["oomKilled"] is False
+    _, s2 = scrape(server)
+    assert v(s2, "uexec_process_oom_kills_total") - v(s, "uexec_process_oom_kills_total") == 1
+    assert v(s2, "uexec_process_timeouts_total") == v(s, "uexec_process_timeouts_total")
 
 
 def test_metrics_route_methods(server):
