@@ -372,7 +372,8 @@ static int load_config_file(const char *path, const struct option *opts, size_t 
 		k->name = opts[i].name;
 		if (opts[i].has_arg == no_argument)
 			k->types = SERVER_CONF_TYPE(SERVER_CONF_BOOLEAN);
-		else if ((val >= num_first && val < num_end) || val == ARG_WS_SKEW)
+		else if ((val >= num_first && val < num_end) || val == ARG_WS_SKEW ||
+			 strcmp(k->name, "sandbox-uid") == 0)
 			k->types = SERVER_CONF_TYPE(SERVER_CONF_INTEGER);
 		else if (strcmp(k->name, "process-memory-max") == 0)
 			k->types = SERVER_CONF_TYPE(SERVER_CONF_STRING) |

@@ -171,6 +171,7 @@ NATURAL = {
     "ping-interval-ms": "30000",
     "handshake-timeout-ms": "10000",
     "sandbox-max-ptys": "64",
+    "sandbox-uid": "65534",
     "drain-timeout-ms": "30000",
     "remote": '"https://relay.example/"',
     "environment-id": '"env-1"',
