@@ -34,6 +34,9 @@ struct bpf_denial {
 				 * record of Landlock's denial hook, made before the call returns
 				 * (its exit is reported as well, with the errno) */
 	char comm[16];		/* the thread's name, NUL-terminated */
+	uint32_t addr_len;	/* a refused connect(): bytes of its address in addr; else 0 */
+	uint32_t pad_;
+	uint8_t addr[112];	/* the sockaddr connect() was given (its first addr_len bytes) */
 };
 
 /*

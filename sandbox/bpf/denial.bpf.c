@@ -49,7 +49,11 @@ static __always_inline bool is_denial_error(long ret)
 	return ret == -EROFS_ || ret == -EACCES_ || ret == -EPERM_ || ret == -EXDEV_;
 }
 
-static __always_inline int emit(long nr, long err)
+/*
+ * One record; uaddr/alen: a refused connect()'s address (user memory, read
+ * here while the caller's buffer is still there), else NULL.
+ */
+static __always_inline int emit(long nr, long err, const void *uaddr, long alen)
 {
 	__u64 cg = bpf_get_current_cgroup_id();
 	struct bpf_denial_watch *w;
@@ -65,10 +69,28 @@ static __always_inline int emit(long nr, long err)
 		return 0;
 	}
 	__sync_fetch_and_add(&w->offered, 1);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&dropped, 1);
-		return 0;
+	if (uaddr) {
+		struct bpf_denial_addr_event *a = bpf_ringbuf_reserve(&events, sizeof(*a), 0);
+		__u32 n = alen < 0 ? 0 : alen > BPF_DENIAL_ADDR_BYTES ? BPF_DENIAL_ADDR_BYTES : alen;
+
+		if (!a) {
+			__sync_fetch_and_add(&dropped, 1);
+			return 0;
+		}
+		n &= 0x7f; /* for the verifier: n <= BPF_DENIAL_ADDR_BYTES already */
+		if (n > BPF_DENIAL_ADDR_BYTES)
+			n = BPF_DENIAL_ADDR_BYTES;
+		if (bpf_probe_read_user(a->addr, n, uaddr) < 0)
+			n = 0;
+		a->addr_len = n;
+		a->pad = 0;
+		e = &a->e;
+	} else {
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			__sync_fetch_and_add(&dropped, 1);
+			return 0;
+		}
 	}
 	id = bpf_get_current_pid_tgid();
 	e->pid = (__u32)id;
@@ -79,6 +101,24 @@ static __always_inline int emit(long nr, long err)
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 	return 0;
+}
+
+/* connect(2)'s number and its arguments at exit (the argument registers are not clobbered). */
+#if defined(__TARGET_ARCH_x86)
+#define NR_CONNECT 42
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_CONNECT 203
+#else
+#define NR_CONNECT -2
+#endif
+
+/* The exit of a syscall: a refused connect() carries its address. */
+static __always_inline int emit_regs(struct pt_regs *regs, long nr, long ret)
+{
+	if (nr == NR_CONNECT && (ret == -EPERM_ || ret == -EACCES_))
+		return emit(nr, ret, (const void *)PT_REGS_PARM2_CORE_SYSCALL(regs),
+			    (long)PT_REGS_PARM3_CORE_SYSCALL(regs));
+	return emit(nr, ret, NULL, 0);
 }
 
 /* The syscall number from the registers the exit hook is given. */
@@ -99,7 +139,7 @@ int BPF_PROG(denial_tp_btf, struct pt_regs *regs, long ret)
 {
 	if (!is_denial_error(ret))
 		return 0;
-	return emit(regs_syscall_nr(regs), ret);
+	return emit_regs(regs, regs_syscall_nr(regs), ret);
 }
 
 /* 2: untyped raw tracepoint: the same arguments, registers read with probe reads. */
@@ -110,7 +150,9 @@ int denial_raw_tp(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!is_denial_error(ret))
 		return 0;
-	return emit(regs_syscall_nr((struct pt_regs *)ctx->args[0]), ret);
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+
+	return emit_regs(regs, regs_syscall_nr(regs), ret);
 }
 
 /* 3: the perf tracepoint raw_syscalls:sys_exit (its record has the number). */
@@ -121,7 +163,7 @@ int denial_tp(struct trace_event_raw_sys_exit *ctx)
 
 	if (!is_denial_error(ret))
 		return 0;
-	return emit(BPF_CORE_READ(ctx, id), ret);
+	return emit(BPF_CORE_READ(ctx, id), ret, NULL, 0); /* no registers here: no address */
 }
 
 /*
@@ -134,5 +176,5 @@ int BPF_PROG(denial_landlock, void *subject, void *request)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
-	return emit(regs_syscall_nr((struct pt_regs *)bpf_task_pt_regs(task)), 0);
+	return emit(regs_syscall_nr((struct pt_regs *)bpf_task_pt_regs(task)), 0, NULL, 0);
 }

@@ -212,16 +212,17 @@ TEST(bpf_records_by_cgroup)
 	t = sandbox_evidence_track(ev, pid);
 	sandbox_evidence_set_cgroup(t, 4242);
 	/* another cgroup, a pid that is not ours: dropped */
-	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch"));
+	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch", NULL, 0));
 	/* with both sources complete and nothing recorded: false, whatever the output says */
 	ASSERT_TRUE(!decide(ev, t, 1, "Read-only file system"));
 	/* permission bits and capabilities fail with EACCES/EPERM too: kept, not decisive */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat"));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat", NULL, 0));
 	ASSERT_TRUE(!decide(ev, t, 1, ""));
 	/* a read-only mount's EROFS, from a process known only by its cgroup */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch"));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch", NULL, 0));
 	d = sandbox_evidence_denials(t, &n, &total);
 	ASSERT_EQ(2, n);
+	ASSERT_EQ(SANDBOX_DENIAL_SYSCALL, d[0].kind);
 	ASSERT_EQ(SANDBOX_DENIAL_MOUNT, d[1].kind);
 	ASSERT_EQ(EROFS, d[1].err);
 	ASSERT_STREQ("erofs", d[1].access);
