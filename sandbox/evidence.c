@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "evidence.h"
+#include "filter.h"
 #include "macro.h"
 #include "sandbox.h"
 
@@ -36,6 +37,7 @@ struct sandbox_ev_tree {
 	bool reaped;      /* pid no longer ours: only ses and domains attribute */
 	bool lost;        /* a source dropped records while it was tracked */
 	unsigned probes;  /* unix socket paths looked up (SANDBOX_EVIDENCE_PROBES) */
+	uint64_t ambiguous; /* tracer records of EPERM/EACCES that nothing explains */
 	uint64_t total;
 	uint64_t decisive; /* denials that count for sandboxDenied (not libc's nscd probe) */
 	size_t n;
@@ -396,6 +398,11 @@ bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint6
 			verdict = 0;
 		}
 		snprintf(d.access, sizeof(d.access), "connect.%s", err == -EACCES ? "eacces" : "eperm");
+	} else if (err == -EPERM && sandbox_seccomp_always_refused(syscall_nr)) {
+		verdict = 1; /* only the sandbox refuses this call so */
+		d.kind = SANDBOX_DENIAL_SECCOMP;
+	} else if (refusal) {
+		t->ambiguous++; /* permission bits, a capability, or a sandbox rule: cannot tell */
 	}
 	return feed_tree(ev, t, &d, &o, verdict);
 }
@@ -739,8 +746,9 @@ bool sandbox_evidence_decide(const struct sandbox_evidence *ev, const struct san
 		r = false;
 	} else if (bpf_ok) {
 		/* bpf alone: seccomp's EPERM and Landlock's EACCES look like permission bits. */
-		basis = t->total ? "heuristic (bpf: only EPERM/EACCES)" : "no evidence (bpf: no refusal)";
-		r = t->total ? sandbox_likely_denied(exit_code, texts, lens, n) : false;
+		basis = t->ambiguous ? "heuristic (bpf: EPERM/EACCES of unknown cause)" :
+				       "no evidence (bpf: no unexplained refusal)";
+		r = t->ambiguous ? sandbox_likely_denied(exit_code, texts, lens, n) : false;
 	} else if (audit_ok) {
 		/* Audit alone: a read-only mount refuses before any LSM hook, leaving no record. */
 		basis = "no evidence (audit: EROFS text only)";

@@ -101,7 +101,8 @@ uint64_t sandbox_evidence_cgroup(const struct sandbox_ev_tree *t);
  * capabilities fail the same way) and are only logged, except a refused
  * connect() to a socket that exists: an abstract unix name, another family,
  * or a unix path where a socket is (a probe of an absent one, like libc's
- * nscd socket, would have failed anyway). That check looks the path up in
+ * nscd socket, would have failed anyway), and EPERM from a call only the
+ * sandbox refuses (sandbox_seccomp_always_refused(), kind "seccomp"). That check looks the path up in
  * the server's mount namespace, at most SANDBOX_EVIDENCE_PROBES times per
  * tree; past that, or for a relative path, the tree counts as incomplete.
  */
@@ -145,9 +146,10 @@ void sandbox_evidence_mark_lost(struct sandbox_evidence *ev);
  *     has its own audit session) and bpf (its cgroup was watched): false;
  *     audit alone: mount-made refusals (EROFS) have no record, so true only
  *     if the output names that error ("read-only file system"); bpf alone:
- *     seccomp's and Landlock's refusals are EPERM/EACCES, which it cannot
- *     tell from permission bits, so false only if the tree made no refused
- *     call at all, else the heuristic;
+ *     Landlock's and most seccomp refusals are EPERM/EACCES, which it
+ *     cannot tell from permission bits, so false only if the tree made no
+ *     such refusal left unexplained (a probe of an absent unix socket is
+ *     explained), else the heuristic;
  *   - incomplete evidence (records lost, a budget overflowed, neither an
  *     audit session nor a watched cgroup): the reference heuristic.
  * *ret_basis (may be NULL) names what decided (static string, for the log).
