@@ -21,6 +21,12 @@
  */
 #define BPF_DENIAL_MAX_PER_CGROUP 1024
 
+/*
+ * Levels of the cgroup v2 tree the program looks at for a watched ancestor
+ * of the task's cgroup (a sandbox that made child cgroups of its own leaf).
+ */
+#define BPF_DENIAL_MAX_DEPTH 16
+
 /* The value of a watched cgroup. */
 struct bpf_denial_watch {
 	__u64 offered;		/* records offered to the ring (kept or dropped) */

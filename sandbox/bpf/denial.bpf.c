@@ -2,8 +2,8 @@
 /*
  * The denial tracer's kernel side (libbpf CO-RE; loaded by sandbox/bpf-tracer.c).
  * At every syscall exit of the host it keeps only the errors a sandbox makes
- * (EROFS, EACCES, EPERM, EXDEV), then only for tasks whose cgroup v2 id is in
- * `watched`, and writes one record into the ring buffer `events`; a full ring
+ * (EROFS, EACCES, EPERM, EXDEV), then only for tasks whose cgroup v2 id, or
+ * that of an ancestor, is in `watched`, and writes one record into the ring buffer `events`; a full ring
  * counts the record in `dropped` instead, and a cgroup past its budget of
  * records counts the denial in its map value instead. Three attachments of the same exit
  * hook are compiled in and the loader keeps the first the kernel accepts
@@ -61,8 +61,27 @@ static __always_inline int emit(long nr, long err, const void *uaddr, long alen)
 	__u64 id;
 
 	w = bpf_map_lookup_elem(&watched, &cg);
-	if (!w)
-		return 0;
+	if (!w) {
+		/*
+		 * A cgroup below a watched one: a sandbox allowed to write
+		 * cgroupfs may make child cgroups of its leaf and move into
+		 * them. Its ancestors, from the root down (0 past its depth);
+		 * the record names the watched one.
+		 */
+		for (int level = 0; level < BPF_DENIAL_MAX_DEPTH; level++) {
+			__u64 a = bpf_get_current_ancestor_cgroup_id(level);
+
+			if (!a || a == cg)
+				break;
+			w = bpf_map_lookup_elem(&watched, &a);
+			if (w) {
+				cg = a;
+				break;
+			}
+		}
+		if (!w)
+			return 0;
+	}
 	/* Threads racing here may pass the budget by one each: bounded anyway. */
 	if (w->offered >= BPF_DENIAL_MAX_PER_CGROUP) {
 		__sync_fetch_and_add(&w->suppressed, 1);

@@ -20,7 +20,7 @@ import uuid
 import pytest
 
 from denial_corpus import CASES
-from test_sandbox import ENV, ws_policy
+from test_sandbox import ENV, sandbox, ws_policy
 
 pytestmark = [pytest.mark.needs("x86_64"), pytest.mark.needs("sandbox", "uexec-init")]
 
@@ -344,3 +344,46 @@ def test_flood_with_tracer_is_bounded(both_server, ws):
     assert other_s < 30
     assert tracer_links(srv.proc.pid) == 0
     c2.close()
+
+
+def test_full_write_sandbox_leaving_its_cgroup_is_still_watched(both_server, ws):
+    """The tracer watches a tree's own cgroup and the cgroups below it. A sandbox with
+    full-disk write (no mount namespace) can make a child cgroup of its leaf and move
+    into it: its denials there are still its tree's evidence."""
+    from conftest import HOST
+    mounts = HOST.cgroup2_mounts()
+    if not mounts:
+        pytest.skip("no cgroup v2 mount on this host")
+    srv, c = both_server
+    mnt = mounts[0][1]
+    code = ("import os, subprocess, sys\n"
+            "leaf = open(\"/proc/self/cgroup\").read().strip().splitlines()[-1].split(\"::\")[1]\n"
+            "d = %r + leaf + \"/away\"\n"
+            "try:\n"
+            "    os.mkdir(d)\n"
+            "    open(d + \"/cgroup.procs\", \"w\").write(str(os.getpid()))\n"
+            "except OSError as e:\n"
+            "    print(\"stayed\", e.errno)\n"
+            "    sys.exit(2)\n"
+            "print(\"moved\", open(\"/proc/self/cgroup\").read().strip().splitlines()[-1])\n"
+            "import socket\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            "try:\n"
+            "    s.connect(\"\\0uexec-ev-away\")\n"
+            "except OSError:\n"
+            "    sys.exit(1)\n" % mnt)
+    sb = sandbox({"type": "managed", "file_system": {"type": "unrestricted"},
+                  "network": "restricted"}, cwd=ws)
+    c.start("leave", ["/usr/bin/python3", "-c", code], cwd=ws, env=ENV, sandbox=sb)
+    run = c.collect("leave", 30)
+    out = run.stdout.decode()
+    ex = run.exited
+    if out.startswith("stayed"):
+        # cgroupfs refused the move (read-only here): nothing left the watch
+        assert ex["exitCode"] == 2 and ex["sandboxDenied"] is True, (out, ex)
+        return
+    assert out.startswith("moved ") and out.strip().endswith("/away"), out
+    assert ex["exitCode"] == 1 and ex["sandboxDenied"] is True, (out, ex, run.stderr)
+    # only the tracer's record has the address (audit's refused connect is not evidence)
+    conn = [d for d in ex.get("denials", []) if d.get("object") == "@uexec-ev-away"]
+    assert conn and conn[0]["access"] == "connect.eperm", ex

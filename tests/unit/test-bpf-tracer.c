@@ -398,6 +398,33 @@ TEST(reports_exact_denials_of_watched_cgroup_only)
 	check_exact_denials(open_or_skip());
 }
 
+/*
+ * A task in a cgroup below the watched one (a sandbox that made a child
+ * cgroup of its leaf and moved there) is reported, under the watched id.
+ */
+TEST(descendant_cgroups_are_watched_too)
+{
+	struct bpf_tracer *t = open_or_skip();
+	char sub[4200];
+	struct seen s;
+	pid_t pid;
+
+	fixture_setup();
+	snprintf(sub, sizeof(sub), "%s/sub", fx.cgroup);
+	ASSERT_EQ(0, mkdir(sub, 0755));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	drain(t, &s);
+	join_path = sub;
+	pid = run_child(denials_child, true);
+	join_path = NULL;
+	ASSERT_EQ(4, drain(t, &s));
+	expect(&s.d[0], pid, SYS_openat, -EROFS); /* with the watched leaf's id */
+	expect(&s.d[3], pid, SYS_setuid, -EPERM);
+	ASSERT_EQ(0, rmdir(sub));
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
 /* Each fallback on its own, where this kernel has it. */
 TEST(exact_denials_through_tp_btf)
 {
