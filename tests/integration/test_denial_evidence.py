@@ -387,3 +387,22 @@ def test_full_write_sandbox_leaving_its_cgroup_is_still_watched(both_server, ws)
     # only the tracer's record has the address (audit's refused connect is not evidence)
     conn = [d for d in ex.get("denials", []) if d.get("object") == "@uexec-ev-away"]
     assert conn and conn[0]["access"] == "connect.eperm", ex
+
+
+def test_tracer_without_per_process_cgroups_falls_back(server_factory, ws):
+    """The tracer attributes by a process's own cgroup: with --process-cgroups off it is
+    not loaded, one start-up line says why, and sandboxDenied is the heuristic."""
+    srv = server_factory("--denial-evidence", "bpf", "--process-cgroups", "off")
+    c = srv.connect()
+    line = evidence_line(srv)
+    if line == "?":  # no sandboxes on this host: nothing to judge, nothing logged
+        pytest.skip("no sandbox on this host (no Denial evidence line)")
+    assert "Denial evidence: none (audit: not used (--denial-evidence bpf); bpf: no " \
+           "per-process cgroup v2 leaves" in line, line
+    assert [l for l in srv.stderr().decode(errors="replace").splitlines()
+            if "Denial evidence" in l] == [line]
+    assert c.result("environment/info")["capabilities"]["uexecDenialEvidence"] is False
+    res = {case.name: ex["sandboxDenied"] for case, ex, _ in run_corpus(
+        c, ws, [k for k in CASES if k.name in ("echo-permission-denied", "touch-etc-quiet")])}
+    assert res == {"echo-permission-denied": True, "touch-etc-quiet": False}
+    c.close()
