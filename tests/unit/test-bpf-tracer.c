@@ -450,9 +450,8 @@ static _Noreturn void connect_child(bool unused)
  * the caller's memory): the consumer can tell a probe of an absent socket from
  * a connection the program needed. Not in the perf-tracepoint variant.
  */
-TEST(refused_connect_carries_its_address)
+static void check_connect_address(struct bpf_tracer *t)
 {
-	struct bpf_tracer *t = open_or_skip();
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct sockaddr_un got;
 	struct seen s;
@@ -483,6 +482,16 @@ TEST(refused_connect_carries_its_address)
 	close(fd);
 	bpf_tracer_close(t);
 	fixture_teardown();
+}
+
+TEST(refused_connect_carries_its_address)
+{
+	check_connect_address(open_or_skip());
+}
+
+TEST(refused_connect_address_through_raw_tracepoint)
+{
+	check_connect_address(open_hook_or_skip("raw_tracepoint"));
 }
 
 /* Each fallback on its own, where this kernel has it. */
