@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: MIT
 """Precision and recall of sandboxDenied on the labelled corpus (issue 14).
 
-Runs tests/integration/denial_corpus.py against uexec twice: with
---denial-evidence none (the reference heuristic) and with the audit source
-(--enable-audit), and prints a markdown table plus the misses. Needs root
-and a kernel with audit for the second row. Usage:
+Runs tests/integration/denial_corpus.py against uexec once per evidence
+source: --denial-evidence none (the reference heuristic), audit (audit
+records only), bpf (the sys_exit tracer only) and auto (audit + bpf), and
+prints a markdown table plus the misses; a row whose source is not in use on
+this host says so (the source column is what the server's start-up line
+named). Needs root, a kernel with audit, and BPF for the last rows. Usage:
     UEXEC_BIN=build/src/uexec python3 bench/denial_table.py
+    ... --overhead     sandboxed spawn->exited p50 and syscall-heavy loops per source
+    ... --reference    the reference codex exec-server's row (scripts/install-reference.sh)
 """
 import os
 import sys
@@ -20,12 +24,27 @@ from denial_corpus import CASES  # noqa: E402
 from test_denial_evidence import run_corpus  # noqa: E402
 
 
+SOURCES = (("heuristic (the reference's; `--denial-evidence none`)", "none"),
+           ("audit records (`--denial-evidence audit`)", "audit"),
+           ("BPF sys_exit tracer (`--denial-evidence bpf`)", "bpf"),
+           ("audit + BPF (`--denial-evidence auto`, the default)", "auto"))
+
+
+def source_of(srv):
+    """What the server's start-up line says it uses: "audit + bpf (tp_btf)", "audit", ..."""
+    for line in srv.stderr().decode(errors="replace").splitlines():
+        if "Denial evidence: " in line:
+            rest = line.split("Denial evidence: ", 1)[1]
+            return rest.split(":")[0].split(" (")[0] if not rest.startswith("audit + bpf") \
+                else rest.split(":")[0]
+    return "?"
+
+
 def measure(args):
     srv = Server(args=args, logdir=tempfile.gettempdir())
     try:
         c = srv.connect()
-        source = "audit" if c.result("environment/info")["capabilities"].get(
-            "uexecDenialEvidence") else "none"
+        source = source_of(srv)
         with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
             rows = run_corpus(c, ws)
         c.close()
@@ -49,9 +68,8 @@ def main():
     print("| sandboxDenied from | TP | FP | FN | precision | recall |")
     print("|---|---|---|---|---|---|")
     details = []
-    for label, args in (("heuristic (--denial-evidence none)", ["--denial-evidence", "none"]),
-                        ("audit records", ["--enable-audit"])):
-        source, rows = measure(args)
+    for label, mode in SOURCES:
+        source, rows = measure(["--enable-audit", "--denial-evidence", mode])
         tp, fp, fn, prec, rec = score(rows)
         print("| %s [source: %s] | %d | %d | %d | %.1f%% | %.1f%% |"
               % (label, source, tp, fp, fn, 100 * prec, 100 * rec))
@@ -65,41 +83,57 @@ if __name__ == "__main__" and not {"--overhead", "--reference"} & set(sys.argv):
     main()
 
 
-def overhead(args, n=40):
-    """p50 of sandboxed /bin/true start -> process/exited, and a syscall-heavy sandboxed loop."""
+HEAVY = (("stat", "import os\nfor i in range(200000): os.stat(\"/\")"),
+         ("denied", "import socket\nfor i in range(20000):\n try: socket.socket()\n"
+                    " except OSError: pass"))
+
+
+def overhead(modes, n=40, rounds=3):
+    """p50 of sandboxed /bin/true start -> process/exited, and the median time of each
+    syscall-heavy sandboxed loop (HEAVY), per --denial-evidence mode. One server per mode,
+    all running; every run is interleaved across them so that this shared host's load
+    hits each alike."""
     import statistics
     import time
     from test_sandbox import ENV, ws_policy
-    srv = Server(args=args, logdir=tempfile.gettempdir())
+    srvs = {m: Server(args=["--enable-audit", "--denial-evidence", m], logdir=tempfile.gettempdir())
+            for m in modes}
+    lat = {m: [] for m in modes}
+    heavy = {m: {name: [] for name, _ in HEAVY} for m in modes}
     try:
-        c = srv.connect()
+        cl = {m: s.connect() for m, s in srvs.items()}
         with tempfile.TemporaryDirectory(dir="/var/tmp") as ws:
-            lat = []
             for i in range(n):
-                t0 = time.monotonic()
-                c.start("t%d" % i, ["/bin/true"], cwd=ws, env=ENV, sandbox=ws_policy(ws))
-                c.collect("t%d" % i, 60, until="process/exited")
-                lat.append(time.monotonic() - t0)
-            heavy = {}
-            for name, code in (("stat", "import os\nfor i in range(200000): os.stat(\"/\")"),
-                               ("denied", "import socket\nfor i in range(20000):\n try: socket.socket()\n"
-                                          " except OSError: pass")):
-                t0 = time.monotonic()
-                c.start("h-" + name, ["/usr/bin/python3", "-c", code], cwd=ws, env=ENV,
-                        sandbox=ws_policy(ws))
-                c.collect("h-" + name, 300, until="process/exited")
-                heavy[name] = time.monotonic() - t0
-        c.close()
+                for m, c in cl.items():
+                    t0 = time.monotonic()
+                    c.start("t%d" % i, ["/bin/true"], cwd=ws, env=ENV, sandbox=ws_policy(ws))
+                    c.collect("t%d" % i, 60, until="process/exited")
+                    lat[m].append(time.monotonic() - t0)
+            for r in range(rounds):
+                for name, code in HEAVY:
+                    for m, c in cl.items():
+                        pid = "h-%s-%d" % (name, r)
+                        t0 = time.monotonic()
+                        c.start(pid, ["/usr/bin/python3", "-c", code], cwd=ws, env=ENV,
+                                sandbox=ws_policy(ws))
+                        c.collect(pid, 300, until="process/exited")
+                        heavy[m][name].append(time.monotonic() - t0)
+        for c in cl.values():
+            c.close()
     finally:
-        srv.terminate()
-    return statistics.median(lat) * 1000, heavy
+        for s in srvs.values():
+            s.terminate()
+    return {m: (statistics.median(lat[m]) * 1000,
+                {k: statistics.median(v) for k, v in heavy[m].items()}) for m in modes}
 
 
 def main_overhead():
+    modes = (("heuristic", "none"), ("audit", "audit"), ("bpf", "bpf"), ("audit + bpf", "auto"))
+    res = overhead([m for _, m in modes])
     print("\n| source | sandboxed /bin/true start->exited p50 | 200k stat() loop | 20k refused socket() loop |")
     print("|---|---|---|---|")
-    for label, args in (("heuristic", ["--denial-evidence", "none"]), ("audit", ["--enable-audit"])):
-        p50, heavy = overhead(args)
+    for label, m in modes:
+        p50, heavy = res[m]
         print("| %s | %.1f ms | %.2f s | %.2f s |" % (label, p50, heavy["stat"], heavy["denied"]))
 
 

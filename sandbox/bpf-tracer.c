@@ -124,7 +124,11 @@ void bpf_tracer_close(struct bpf_tracer *t)
 #include "denial-event.h"
 #include "denial.skel.h"
 
-_Static_assert(sizeof(struct bpf_denial) == sizeof(struct bpf_denial_event), "record size");
+_Static_assert(sizeof(struct bpf_denial) == sizeof(struct bpf_denial_addr_event), "record size");
+_Static_assert(offsetof(struct bpf_denial, addr_len) ==
+		       offsetof(struct bpf_denial_addr_event, addr_len), "record layout");
+_Static_assert(offsetof(struct bpf_denial, addr) == offsetof(struct bpf_denial_addr_event, addr),
+	       "record layout");
 _Static_assert(offsetof(struct bpf_denial, cgroup_id) ==
 		       offsetof(struct bpf_denial_event, cgroup_id), "record layout");
 _Static_assert(offsetof(struct bpf_denial, syscall_nr) ==
@@ -461,12 +465,19 @@ int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct 
 		if (len & BPF_RINGBUF_BUSY_BIT)
 			break; /* reserved, not yet submitted: the records after it wait too */
 		deliver = !(len & BPF_RINGBUF_DISCARD_BIT);
-		if (deliver && size != sizeof(d)) {
+		/* Two sizes: the plain record, and a refused connect() with its address. */
+		if (deliver && size != sizeof(struct bpf_denial_event) &&
+		    size != sizeof(struct bpf_denial_addr_event)) {
 			r = -EBADMSG;
 			deliver = false;
 		}
-		if (deliver)
-			memcpy(&d, (const unsigned char *)hdr + BPF_RINGBUF_HDR_SZ, sizeof(d));
+		if (deliver) {
+			memcpy(&d, (const unsigned char *)hdr + BPF_RINGBUF_HDR_SZ, size);
+			if (size == sizeof(struct bpf_denial_event))
+				d.addr_len = 0;
+			if (d.addr_len > sizeof(d.addr))
+				d.addr_len = sizeof(d.addr);
+		}
 		cons += (BPF_RINGBUF_HDR_SZ + (uint64_t)size + 7) & ~(uint64_t)7;
 		/* Give the room back before the callback, which may take its time. */
 		__atomic_store_n(t->consumer_pos, cons, __ATOMIC_RELEASE);

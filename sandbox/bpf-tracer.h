@@ -34,6 +34,9 @@ struct bpf_denial {
 				 * record of Landlock's denial hook, made before the call returns
 				 * (its exit is reported as well, with the errno) */
 	char comm[16];		/* the thread's name, NUL-terminated */
+	uint32_t addr_len;	/* a refused connect(): bytes of its address in addr; else 0 */
+	uint32_t pad_;
+	uint8_t addr[112];	/* the sockaddr connect() was given (its first addr_len bytes) */
 };
 
 /*
@@ -70,8 +73,9 @@ int bpf_tracer_fd(struct bpf_tracer *t);
 const char *bpf_tracer_source(struct bpf_tracer *t);
 
 /*
- * Starts reporting the tasks whose cgroup (not its descendants) has this id
- * (see bpf_tracer_cgroup_id()), up to BPF_TRACER_MAX_PER_CGROUP
+ * Starts reporting the tasks whose cgroup, or an ancestor of it (up to 16
+ * levels from the root), has this id (see bpf_tracer_cgroup_id()); records
+ * carry the watched id. Up to BPF_TRACER_MAX_PER_CGROUP
  * records, then counting only; every syscall that returns after this call
  * is seen, so watch before the first task enters the cgroup. The programs are
  * attached only while some cgroup is watched: the first watch attaches them,

@@ -3,12 +3,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "evidence.h"
+#include "filter.h"
 #include "macro.h"
 #include "sandbox.h"
 
@@ -30,6 +36,8 @@ struct sandbox_ev_tree {
 	uint64_t cgroup;  /* its own cgroup v2 id, or 0 */
 	bool reaped;      /* pid no longer ours: only ses and domains attribute */
 	bool lost;        /* a source dropped records while it was tracked */
+	unsigned probes;  /* unix socket paths looked up (SANDBOX_EVIDENCE_PROBES) */
+	uint64_t ambiguous; /* tracer records of EPERM/EACCES that nothing explains */
 	uint64_t total;
 	uint64_t decisive; /* denials that count for sandboxDenied (not libc's nscd probe) */
 	size_t n;
@@ -165,6 +173,11 @@ void sandbox_evidence_set_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id)
 		t->cgroup = cgroup_id;
 }
 
+uint64_t sandbox_evidence_cgroup(const struct sandbox_ev_tree *t)
+{
+	return t ? t->cgroup : 0;
+}
+
 void sandbox_evidence_reaped(struct sandbox_ev_tree *t)
 {
 	if (t)
@@ -241,13 +254,11 @@ static bool same_denial(const struct sandbox_denial *a, const struct sandbox_den
 	       strcmp(a->access, b->access) == 0;
 }
 
-bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_denial *d,
-			   const struct sandbox_denial_origin *o)
+/* verdict: 1 decisive, 0 not, -1 the default rule for its kind. */
+static bool feed_tree(struct sandbox_evidence *ev, struct sandbox_ev_tree *t,
+		      const struct sandbox_denial *d, const struct sandbox_denial_origin *o,
+		      int verdict)
 {
-	struct sandbox_ev_tree *t = attribute(ev, o);
-
-	if (!t)
-		return false;
 	if (o->domain) {
 		bool cached = false;
 
@@ -265,10 +276,14 @@ bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_den
 	/*
 	 * With the network restricted only AF_UNIX sockets exist, and libc
 	 * probes nscd's socket with connect() in nearly every process (then
-	 * reads /etc/passwd): a refused unix connect is logged, not decisive.
+	 * reads /etc/passwd): a refused connect in an audit record (which has
+	 * no address) is logged, not decisive; the tracer's record has the
+	 * address and its verdict (connect_verdict). EPERM/EACCES alone:
+	 * permission bits and capabilities fail so too.
 	 */
-	decisive = !(d->kind == SANDBOX_DENIAL_SECCOMP && d->syscall == SYS_connect) &&
-		   !(d->kind == SANDBOX_DENIAL_MOUNT && (d->err == EACCES || d->err == EPERM));
+	decisive = verdict >= 0 ? verdict :
+		   !(d->kind == SANDBOX_DENIAL_SECCOMP && d->syscall == SYS_connect) &&
+		   d->kind != SANDBOX_DENIAL_SYSCALL;
 	if (decisive)
 		t->decisive++;
 	/* The first distinct ones: a loop repeating one denial keeps one entry. */
@@ -282,18 +297,114 @@ bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_den
 	return true;
 }
 
-bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
-			       int32_t syscall_nr, int32_t err, const char *comm)
+bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_denial *d,
+			   const struct sandbox_denial_origin *o)
 {
-	struct sandbox_denial d = { .kind = err ? SANDBOX_DENIAL_MOUNT : SANDBOX_DENIAL_FS,
+	struct sandbox_ev_tree *t = attribute(ev, o);
+
+	return t && feed_tree(ev, t, d, o, -1);
+}
+
+/* A name for the log and process/exited: printable ASCII, the rest as '?'. */
+static void printable(char *out, size_t outsz, const char *prefix, const uint8_t *p, size_t n)
+{
+	size_t o = strlen(prefix);
+
+	snprintf(out, outsz, "%s", prefix);
+	for (size_t i = 0; i < n && p[i] && o + 1 < outsz; i++)
+		out[o++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+	out[o < outsz ? o : outsz - 1] = 0;
+}
+
+/*
+ * A refused connect()'s address: its text in d->object, and whether the
+ * refusal kept the program from a socket that is there (1), would have
+ * failed anyway (0: an unnamed address, a unix path with no socket), or
+ * cannot be told (-1: a relative path, the probe budget spent).
+ */
+static int connect_verdict(struct sandbox_ev_tree *t, struct sandbox_denial *d, const uint8_t *a,
+			   size_t len)
+{
+	sa_family_t fam;
+
+	if (len < sizeof(fam))
+		return 0;
+	memcpy(&fam, a, sizeof(fam));
+	if (fam == AF_UNIX) {
+		const uint8_t *path = a + offsetof(struct sockaddr_un, sun_path);
+		size_t plen = len - offsetof(struct sockaddr_un, sun_path);
+		char name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+		struct stat st;
+
+		if (len <= offsetof(struct sockaddr_un, sun_path))
+			return 0; /* unnamed */
+		if (path[0] == 0) {
+			/* Abstract: a name the program meant to reach; nothing to look up from here. */
+			printable(d->object, sizeof(d->object), "@", path + 1, plen - 1);
+			return 1;
+		}
+		if (plen > sizeof(name) - 1)
+			plen = sizeof(name) - 1;
+		memcpy(name, path, plen);
+		name[plen] = 0;
+		printable(d->object, sizeof(d->object), "", (const uint8_t *)name, plen);
+		if (name[0] != '/' || t->probes >= SANDBOX_EVIDENCE_PROBES)
+			return -1;
+		t->probes++;
+		return lstat(name, &st) == 0 && S_ISSOCK(st.st_mode);
+	}
+	if (fam == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in sin;
+		char ip[INET_ADDRSTRLEN];
+
+		memcpy(&sin, a, sizeof(sin));
+		inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
+		snprintf(d->object, sizeof(d->object), "%s:%u", ip, ntohs(sin.sin_port));
+	} else if (fam == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 sin6;
+		char ip[INET6_ADDRSTRLEN];
+
+		memcpy(&sin6, a, sizeof(sin6));
+		inet_ntop(AF_INET6, &sin6.sin6_addr, ip, sizeof(ip));
+		snprintf(d->object, sizeof(d->object), "[%s]:%u", ip, ntohs(sin6.sin6_port));
+	} else {
+		snprintf(d->object, sizeof(d->object), "family %u", (unsigned)fam);
+	}
+	return 1;
+}
+
+bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
+			       int32_t syscall_nr, int32_t err, const char *comm, const void *addr,
+			       size_t addr_len)
+{
+	bool refusal = err == -EACCES || err == -EPERM;
+	struct sandbox_denial d = { .kind = !err ? SANDBOX_DENIAL_FS : refusal ? SANDBOX_DENIAL_SYSCALL
+				    : SANDBOX_DENIAL_MOUNT,
 				    .pid = (int32_t)tgid, .syscall = syscall_nr, .err = -err };
 	struct sandbox_denial_origin o = { .pid = (int32_t)tgid, .cgroup = cgroup_id };
+	struct sandbox_ev_tree *t = attribute(ev, &o);
+	int verdict = -1;
 
+	if (!t)
+		return false;
 	snprintf(d.access, sizeof(d.access), "%s",
 		 err == -EROFS ? "erofs" : err == -EXDEV ? "exdev" : err == -EACCES ? "eacces"
 		 : err == -EPERM ? "eperm" : err ? "errno" : "landlock");
 	snprintf(d.comm, sizeof(d.comm), "%s", comm ? comm : "");
-	return sandbox_evidence_feed(ev, &d, &o);
+	if (refusal && syscall_nr == SYS_connect && addr && addr_len) {
+		verdict = connect_verdict(t, &d, addr, addr_len);
+		if (verdict < 0) {
+			t->lost = true; /* cannot tell: the heuristic, unless something else decides */
+			verdict = 0;
+		}
+		snprintf(d.access, sizeof(d.access), "connect.%s", err == -EACCES ? "eacces" : "eperm");
+	} else if (err == -EPERM && sandbox_seccomp_always_refused(syscall_nr)) {
+		verdict = 1; /* only the sandbox refuses this call so */
+		d.kind = SANDBOX_DENIAL_SECCOMP;
+	} else if (refusal) {
+		t->ambiguous++; /* permission bits, a capability, or a sandbox rule: cannot tell */
+	}
+	return feed_tree(ev, t, &d, &o, verdict);
 }
 
 void sandbox_evidence_mark_lost(struct sandbox_evidence *ev)
@@ -588,7 +699,7 @@ const struct sandbox_denial *sandbox_evidence_denials(const struct sandbox_ev_tr
 
 bool sandbox_evidence_complete(const struct sandbox_ev_tree *t)
 {
-	return t && t->ses && !t->lost;
+	return t && (t->ses || t->cgroup) && !t->lost;
 }
 
 void sandbox_evidence_set_incomplete(struct sandbox_ev_tree *t)
@@ -613,8 +724,11 @@ bool sandbox_evidence_decide(const struct sandbox_evidence *ev, const struct san
 			     const char **ret_basis)
 {
 	const char *basis;
-	bool r;
+	bool r, audit_ok, bpf_ok;
 
+	/* What covered this tree: its own audit session, its watched cgroup. */
+	audit_ok = ev && t && (ev->sources & SANDBOX_EVIDENCE_AUDIT) && t->ses;
+	bpf_ok = ev && t && (ev->sources & SANDBOX_EVIDENCE_BPF) && t->cgroup;
 	if (!ev || !ev->sources || !t) {
 		basis = "heuristic (no evidence source)";
 		r = sandbox_likely_denied(exit_code, texts, lens, n);
@@ -627,13 +741,21 @@ bool sandbox_evidence_decide(const struct sandbox_evidence *ev, const struct san
 	} else if (!sandbox_evidence_complete(t)) {
 		basis = "heuristic (evidence incomplete)";
 		r = sandbox_likely_denied(exit_code, texts, lens, n);
-	} else if (ev->sources & SANDBOX_EVIDENCE_BPF) {
+	} else if (audit_ok && bpf_ok) {
 		basis = "no evidence";
 		r = false;
-	} else {
+	} else if (bpf_ok) {
+		/* bpf alone: seccomp's EPERM and Landlock's EACCES look like permission bits. */
+		basis = t->ambiguous ? "heuristic (bpf: EPERM/EACCES of unknown cause)" :
+				       "no evidence (bpf: no unexplained refusal)";
+		r = t->ambiguous ? sandbox_likely_denied(exit_code, texts, lens, n) : false;
+	} else if (audit_ok) {
 		/* Audit alone: a read-only mount refuses before any LSM hook, leaving no record. */
 		basis = "no evidence (audit: EROFS text only)";
 		r = mentions_erofs(texts, lens, n);
+	} else {
+		basis = "heuristic (no source covers this tree)";
+		r = sandbox_likely_denied(exit_code, texts, lens, n);
 	}
 	if (ret_basis)
 		*ret_basis = basis;
@@ -642,7 +764,7 @@ bool sandbox_evidence_decide(const struct sandbox_evidence *ev, const struct san
 
 const char *sandbox_denial_kind_name(enum sandbox_denial_kind k)
 {
-	static const char *const names[] = { "fs", "net", "scope", "seccomp", "mount" };
+	static const char *const names[] = { "fs", "net", "scope", "seccomp", "mount", "syscall" };
 
 	return (unsigned)k < ELEMENTSOF(names) ? names[k] : "unknown";
 }

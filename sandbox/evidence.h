@@ -12,8 +12,9 @@
  *    with the SYSCALL (1300) record of the same event for the pid and the
  *    audit session. Sees what an LSM or seccomp refused; not EROFS from a
  *    read-only mount (no hook runs), so for that class it is not complete.
- *  - bpf (sandbox/bpf-tracer.[ch], another branch): sys_exit errors of
- *    sandboxed processes; fed through sandbox_evidence_feed() with a pid.
+ *  - bpf (sandbox/bpf-tracer.[ch], read in evidence-ring.c): sys_exit
+ *    errors of the tasks in a tree's own cgroup v2 leaf; fed through
+ *    sandbox_evidence_feed_bpf() with the cgroup id and the pid.
  *
  * Attribution (docs/ARCHITECTURE.md "Denial evidence"): each sandboxed
  * command gets an audit session of its own (apply.c writes its loginuid),
@@ -40,7 +41,8 @@ enum sandbox_denial_kind {
 	SANDBOX_DENIAL_NET,     /* Landlock TCP bind/connect */
 	SANDBOX_DENIAL_SCOPE,   /* Landlock scoping (signal, abstract unix socket) */
 	SANDBOX_DENIAL_SECCOMP, /* a seccomp filter's action */
-	SANDBOX_DENIAL_MOUNT,   /* a syscall error from the mount layer (EROFS, ...): bpf */
+	SANDBOX_DENIAL_MOUNT,   /* a read-only mount's refusal (EROFS, EXDEV): bpf */
+	SANDBOX_DENIAL_SYSCALL, /* a call that failed with EPERM/EACCES, mechanism unknown: bpf */
 };
 
 /* The sources a store was told about (bit mask). */
@@ -86,17 +88,28 @@ void sandbox_evidence_untrack(struct sandbox_evidence *ev, struct sandbox_ev_tre
  * one): the bpf tracer's records carry it and attribute by it.
  */
 void sandbox_evidence_set_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id);
+/* That id, or 0 (none, or t is NULL). */
+uint64_t sandbox_evidence_cgroup(const struct sandbox_ev_tree *t);
 
 /*
  * One record of the bpf sys_exit tracer (sandbox/bpf-tracer.h's struct
  * bpf_denial, passed field by field so this module does not depend on it):
  * err is the negative errno the call returned, 0 for a record of Landlock's
- * own hook. EROFS and EXDEV (the read-only mounts) and Landlock's hook are
+ * own hook; addr/addr_len the address of a refused connect() (NULL, 0
+ * otherwise). EROFS and EXDEV (the read-only mounts) and Landlock's hook are
  * decisive; EACCES and EPERM alone are not (permission bits and missing
- * capabilities fail the same way) and are only logged.
+ * capabilities fail the same way) and are only logged, except a refused
+ * connect() to a socket that exists: an abstract unix name, another family,
+ * or a unix path where a socket is (a probe of an absent one, like libc's
+ * nscd socket, would have failed anyway), and EPERM from a call only the
+ * sandbox refuses (sandbox_seccomp_always_refused(), kind "seccomp"). That check looks the path up in
+ * the server's mount namespace, at most SANDBOX_EVIDENCE_PROBES times per
+ * tree; past that, or for a relative path, the tree counts as incomplete.
  */
 bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
-			       int32_t syscall_nr, int32_t err, const char *comm);
+			       int32_t syscall_nr, int32_t err, const char *comm, const void *addr,
+			       size_t addr_len);
+#define SANDBOX_EVIDENCE_PROBES 8 /* unix socket paths looked up per tree */
 
 /* The tracked child was reaped: its pid may be reused, so it no longer attributes records. */
 void sandbox_evidence_reaped(struct sandbox_ev_tree *t);
@@ -129,11 +142,16 @@ void sandbox_evidence_mark_lost(struct sandbox_evidence *ev);
  * for sandbox_likely_denied (used where evidence cannot decide):
  *   - a denial recorded and a non-zero exit: true;
  *   - exit 0: false;
- *   - no denial while every source stayed complete: with the bpf tracer,
- *     false; with audit alone, mount-made refusals (EROFS) have no record,
- *     so true only if the output names that error ("read-only file system");
- *   - incomplete evidence (records lost, no audit session): the reference
- *     heuristic.
+ *   - no denial while the tree's sources stayed complete: audit (the tree
+ *     has its own audit session) and bpf (its cgroup was watched): false;
+ *     audit alone: mount-made refusals (EROFS) have no record, so true only
+ *     if the output names that error ("read-only file system"); bpf alone:
+ *     Landlock's and most seccomp refusals are EPERM/EACCES, which it
+ *     cannot tell from permission bits, so false only if the tree made no
+ *     such refusal left unexplained (a probe of an absent unix socket is
+ *     explained), else the heuristic;
+ *   - incomplete evidence (records lost, a budget overflowed, neither an
+ *     audit session nor a watched cgroup): the reference heuristic.
  * *ret_basis (may be NULL) names what decided (static string, for the log).
  */
 bool sandbox_evidence_decide(const struct sandbox_evidence *ev, const struct sandbox_ev_tree *t,
@@ -145,7 +163,7 @@ const struct sandbox_denial *sandbox_evidence_denials(const struct sandbox_ev_tr
 						      uint64_t *ret_total);
 bool sandbox_evidence_complete(const struct sandbox_ev_tree *t);
 
-/* "fs", "net", "scope", "seccomp", "mount". */
+/* "fs", "net", "scope", "seccomp", "mount", "syscall". */
 const char *sandbox_denial_kind_name(enum sandbox_denial_kind k);
 
 /* Audit through netlink (evidence-audit.c). */

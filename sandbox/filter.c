@@ -51,6 +51,14 @@ static const int always_denied[] = {
 	SCMP_SYS(swapon), SCMP_SYS(swapoff), SCMP_SYS(acct),
 };
 
+bool sandbox_seccomp_always_refused(long nr)
+{
+	for (size_t i = 0; i < sizeof(always_denied) / sizeof(always_denied[0]); i++)
+		if (always_denied[i] == nr)
+			return true;
+	return nr == SCMP_SYS(socket);
+}
+
 /*
  * Network restricted: the reference's list (SANDBOX.md §3.5), for every
  * family, except getpeername/getsockname: they only describe fds the process

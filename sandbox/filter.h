@@ -30,3 +30,11 @@ void sandbox_seccomp_done(struct sandbox_seccomp *s);
  * Returns 0 or -errno.
  */
 int sandbox_seccomp_apply(const struct sock_fprog *prog, bool log);
+
+/*
+ * True for a syscall whose EPERM, in a sandboxed process, can only be the
+ * sandbox's (the always-denied set, and socket(): a family the restricted
+ * network refuses, or a raw socket without the capabilities the sandbox
+ * drops): the denial tracer's EPERM from one is evidence (evidence.c).
+ */
+bool sandbox_seccomp_always_refused(long nr);

@@ -7,7 +7,10 @@
  */
 #pragma once
 
-/* Ring buffer: a power of two of pages; 256 KiB hold 5461 records of 48 bytes. */
+/*
+ * Ring buffer: a power of two of pages; 256 KiB hold 5461 records of 48 bytes
+ * (1560 of a refused connect(), 168 bytes with its address).
+ */
 #define BPF_DENIAL_RING_BYTES (256 * 1024)
 /* Cgroups watched at once (one per sandboxed process tree). */
 #define BPF_DENIAL_MAX_CGROUPS 8192
@@ -17,6 +20,12 @@
  * reader's work per tree is bounded whatever the flood.
  */
 #define BPF_DENIAL_MAX_PER_CGROUP 1024
+
+/*
+ * Levels of the cgroup v2 tree the program looks at for a watched ancestor
+ * of the task's cgroup (a sandbox that made child cgroups of its own leaf).
+ */
+#define BPF_DENIAL_MAX_DEPTH 16
 
 /* The value of a watched cgroup. */
 struct bpf_denial_watch {
@@ -31,4 +40,19 @@ struct bpf_denial_event {
 	__s32 syscall_nr;
 	__s32 err;	/* the negative errno returned; 0 from Landlock's hook */
 	char comm[16];
+};
+
+/* The first bytes of a refused connect()'s address that a record carries (a whole sockaddr_un). */
+#define BPF_DENIAL_ADDR_BYTES 112
+
+/*
+ * A refused connect() (EPERM or EACCES): the record and the address the call
+ * passed, so that the consumer can tell a probe of an optional local service
+ * (libc's nscd socket, absent) from a connection the program needed.
+ */
+struct bpf_denial_addr_event {
+	struct bpf_denial_event e;
+	__u32 addr_len;	/* bytes read into addr: the call's addrlen, at most BPF_DENIAL_ADDR_BYTES */
+	__u32 pad;
+	__u8 addr[BPF_DENIAL_ADDR_BYTES];
 };

@@ -2,8 +2,8 @@
 /*
  * The denial tracer's kernel side (libbpf CO-RE; loaded by sandbox/bpf-tracer.c).
  * At every syscall exit of the host it keeps only the errors a sandbox makes
- * (EROFS, EACCES, EPERM, EXDEV), then only for tasks whose cgroup v2 id is in
- * `watched`, and writes one record into the ring buffer `events`; a full ring
+ * (EROFS, EACCES, EPERM, EXDEV), then only for tasks whose cgroup v2 id, or
+ * that of an ancestor, is in `watched`, and writes one record into the ring buffer `events`; a full ring
  * counts the record in `dropped` instead, and a cgroup past its budget of
  * records counts the denial in its map value instead. Three attachments of the same exit
  * hook are compiled in and the loader keeps the first the kernel accepts
@@ -49,7 +49,11 @@ static __always_inline bool is_denial_error(long ret)
 	return ret == -EROFS_ || ret == -EACCES_ || ret == -EPERM_ || ret == -EXDEV_;
 }
 
-static __always_inline int emit(long nr, long err)
+/*
+ * One record; uaddr/alen: a refused connect()'s address (user memory, read
+ * here while the caller's buffer is still there), else NULL.
+ */
+static __always_inline int emit(long nr, long err, const void *uaddr, long alen)
 {
 	__u64 cg = bpf_get_current_cgroup_id();
 	struct bpf_denial_watch *w;
@@ -57,18 +61,55 @@ static __always_inline int emit(long nr, long err)
 	__u64 id;
 
 	w = bpf_map_lookup_elem(&watched, &cg);
-	if (!w)
-		return 0;
+	if (!w) {
+		/*
+		 * A cgroup below a watched one: a sandbox allowed to write
+		 * cgroupfs may make child cgroups of its leaf and move into
+		 * them. Its ancestors, from the root down (0 past its depth);
+		 * the record names the watched one.
+		 */
+		for (int level = 0; level < BPF_DENIAL_MAX_DEPTH; level++) {
+			__u64 a = bpf_get_current_ancestor_cgroup_id(level);
+
+			if (!a || a == cg)
+				break;
+			w = bpf_map_lookup_elem(&watched, &a);
+			if (w) {
+				cg = a;
+				break;
+			}
+		}
+		if (!w)
+			return 0;
+	}
 	/* Threads racing here may pass the budget by one each: bounded anyway. */
 	if (w->offered >= BPF_DENIAL_MAX_PER_CGROUP) {
 		__sync_fetch_and_add(&w->suppressed, 1);
 		return 0;
 	}
 	__sync_fetch_and_add(&w->offered, 1);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&dropped, 1);
-		return 0;
+	if (uaddr) {
+		struct bpf_denial_addr_event *a = bpf_ringbuf_reserve(&events, sizeof(*a), 0);
+		__u32 n = alen < 0 ? 0 : alen > BPF_DENIAL_ADDR_BYTES ? BPF_DENIAL_ADDR_BYTES : alen;
+
+		if (!a) {
+			__sync_fetch_and_add(&dropped, 1);
+			return 0;
+		}
+		n &= 0x7f; /* for the verifier: n <= BPF_DENIAL_ADDR_BYTES already */
+		if (n > BPF_DENIAL_ADDR_BYTES)
+			n = BPF_DENIAL_ADDR_BYTES;
+		if (bpf_probe_read_user(a->addr, n, uaddr) < 0)
+			n = 0;
+		a->addr_len = n;
+		a->pad = 0;
+		e = &a->e;
+	} else {
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			__sync_fetch_and_add(&dropped, 1);
+			return 0;
+		}
 	}
 	id = bpf_get_current_pid_tgid();
 	e->pid = (__u32)id;
@@ -79,6 +120,24 @@ static __always_inline int emit(long nr, long err)
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 	return 0;
+}
+
+/* connect(2)'s number and its arguments at exit (the argument registers are not clobbered). */
+#if defined(__TARGET_ARCH_x86)
+#define NR_CONNECT 42
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_CONNECT 203
+#else
+#define NR_CONNECT -2
+#endif
+
+/* The exit of a syscall: a refused connect() carries its address. */
+static __always_inline int emit_regs(struct pt_regs *regs, long nr, long ret)
+{
+	if (nr == NR_CONNECT && (ret == -EPERM_ || ret == -EACCES_))
+		return emit(nr, ret, (const void *)PT_REGS_PARM2_CORE_SYSCALL(regs),
+			    (long)PT_REGS_PARM3_CORE_SYSCALL(regs));
+	return emit(nr, ret, NULL, 0);
 }
 
 /* The syscall number from the registers the exit hook is given. */
@@ -99,7 +158,7 @@ int BPF_PROG(denial_tp_btf, struct pt_regs *regs, long ret)
 {
 	if (!is_denial_error(ret))
 		return 0;
-	return emit(regs_syscall_nr(regs), ret);
+	return emit_regs(regs, regs_syscall_nr(regs), ret);
 }
 
 /* 2: untyped raw tracepoint: the same arguments, registers read with probe reads. */
@@ -110,7 +169,9 @@ int denial_raw_tp(struct bpf_raw_tracepoint_args *ctx)
 
 	if (!is_denial_error(ret))
 		return 0;
-	return emit(regs_syscall_nr((struct pt_regs *)ctx->args[0]), ret);
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+
+	return emit_regs(regs, regs_syscall_nr(regs), ret);
 }
 
 /* 3: the perf tracepoint raw_syscalls:sys_exit (its record has the number). */
@@ -121,7 +182,7 @@ int denial_tp(struct trace_event_raw_sys_exit *ctx)
 
 	if (!is_denial_error(ret))
 		return 0;
-	return emit(BPF_CORE_READ(ctx, id), ret);
+	return emit(BPF_CORE_READ(ctx, id), ret, NULL, 0); /* no registers here: no address */
 }
 
 /*
@@ -134,5 +195,5 @@ int BPF_PROG(denial_landlock, void *subject, void *request)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
-	return emit(regs_syscall_nr((struct pt_regs *)bpf_task_pt_regs(task)), 0);
+	return emit(regs_syscall_nr((struct pt_regs *)bpf_task_pt_regs(task)), 0, NULL, 0);
 }

@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* The denial evidence sources on the ring: audit records in, barriers, the tick (evidence-ring.h). */
+/*
+ * The denial evidence sources on the ring (evidence-ring.h): audit records
+ * in, barriers, the tick; the BPF tracer's ring buffer, its watched cgroups
+ * and its drain at exit.
+ */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/netlink.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf-tracer.h"
 #include "evidence-ring.h"
 #include "log.h"
 #include "macro.h"
@@ -17,6 +25,7 @@
 #define EV_RECV_SIZE (64 * 1024)
 #define EV_WAIT_MS 500 /* a barrier not back by then: the evidence is incomplete */
 #define EV_TICK_MS 100
+#define EV_BPF_DRAIN_ROUNDS 4 /* ring-fulls read at an exit before the tree counts as incomplete */
 
 /*
  * Module state (docs/ARCHITECTURE.md "Global state"): one audit socket and
@@ -28,6 +37,7 @@ static struct {
 	int fd;
 	bool enabled_by_us;
 	bool stopping;
+	bool audit_failed; /* reading records failed at run time: audit is not used since */
 	struct uring_op recv_op;
 	uint8_t *buf;
 	uint32_t next_seq;
@@ -35,6 +45,12 @@ static struct {
 	struct list_head waits;
 	struct uring_timer tick;
 	const char *source;
+	/* The BPF sys_exit tracer, or NULL; bpf_failed: it broke at run time (not used since). */
+	struct bpf_tracer *bpf;
+	bool bpf_failed;
+	struct uring_op bpf_op;
+	uint64_t bpf_dropped; /* bpf_tracer_dropped() as last read */
+	char source_buf[48];
 } ev = { .fd = -1, .source = "none" };
 
 static uint64_t now_ms(void)
@@ -46,6 +62,9 @@ static uint64_t now_ms(void)
 }
 
 static void arm_recv(void);
+static bool bpf_live(void);
+static int bpf_consume(void);
+static void set_source(void);
 
 static void wait_finish(struct exec_ev_wait *w, bool complete)
 {
@@ -61,6 +80,9 @@ static void barrier_reached(uint32_t seq)
 	struct exec_ev_wait *w, *n;
 
 	sandbox_evidence_flush(ev.store);
+	/* Records of other tasks of the trees (still running) made meanwhile: read them too. */
+	if (bpf_live())
+		(void)bpf_consume();
 	list_for_each_entry_safe(w, n, &ev.waits, link)
 		if ((int32_t)(seq - w->seq) >= 0)
 			wait_finish(w, true);
@@ -137,7 +159,7 @@ static void on_message(const struct nlmsghdr *h)
 
 static void on_recv(struct uring_op *op, int res, uint32_t flags)
 {
-	if (ev.stopping || res == -ECANCELED)
+	if (ev.stopping || ev.audit_failed || res == -ECANCELED)
 		return;
 	if (res == -ENOBUFS) {
 		/* The socket's queue overflowed: records were dropped for us. */
@@ -148,9 +170,10 @@ static void on_recv(struct uring_op *op, int res, uint32_t flags)
 		log_warning_errno(res, "Reading audit records failed; sandboxDenied falls back to "
 				       "the heuristic from now on");
 		sandbox_evidence_mark_lost(ev.store);
-		ev.stopping = true;
+		ev.audit_failed = true;
 		/* New sandboxes are built without the logging flags; waiting exits go on. */
 		ev.srv->sandbox.audit_log = false;
+		set_source();
 		while (!list_empty(&ev.waits))
 			wait_finish(list_first_entry(&ev.waits, struct exec_ev_wait, link), false);
 		return;
@@ -178,11 +201,199 @@ static void arm_recv(void)
 	io_uring_prep_recv(sqe, ev.fd, ev.buf, EV_RECV_SIZE, 0);
 }
 
+/* ---- the BPF tracer ---- */
+
+static bool bpf_live(void)
+{
+	return ev.bpf && !ev.bpf_failed && !ev.stopping;
+}
+
+static void set_source(void)
+{
+	bool audit = ev.fd >= 0 && !ev.audit_failed, bpf = ev.bpf && !ev.bpf_failed;
+
+	if (audit && bpf)
+		snprintf(ev.source_buf, sizeof(ev.source_buf), "audit+bpf");
+	else
+		snprintf(ev.source_buf, sizeof(ev.source_buf), "%s", audit ? "audit" : bpf ? "bpf" : "none");
+	ev.source = ev.source_buf;
+	ev.srv->denial_evidence = ev.source;
+}
+
+/*
+ * The tracer broke at run time: what it would have reported from now on is
+ * missing, so every tracked tree counts as incomplete (the heuristic decides
+ * them); new trees are not watched. Logged once.
+ */
+static void bpf_fail(int err, const char *what)
+{
+	if (ev.bpf_failed)
+		return;
+	ev.bpf_failed = true;
+	log_warning_errno(err, "Denial evidence: %s failed; the BPF tracer is not used from now on "
+			       "(sandboxDenied of the running sandboxes falls back to the heuristic)",
+			  what);
+	if (ev.store)
+		sandbox_evidence_mark_lost(ev.store);
+	set_source();
+}
+
+static void on_bpf_record(void *ctx, const struct bpf_denial *d)
+{
+	(void)ctx;
+	(void)sandbox_evidence_feed_bpf(ev.store, d->tgid, d->cgroup_id, d->syscall_nr, d->err, d->comm,
+					d->addr, d->addr_len);
+}
+
+/* The ring's drops since the last look: every tree tracked now may have lost records. */
+static void bpf_check_dropped(void)
+{
+	uint64_t dropped = bpf_tracer_dropped(ev.bpf);
+
+	if (dropped == ev.bpf_dropped)
+		return;
+	log_warning_ratelimited("The denial tracer's ring was full: %llu records lost; denial "
+				"evidence of the running sandboxes is incomplete",
+				(unsigned long long)(dropped - ev.bpf_dropped));
+	sandbox_evidence_mark_lost(ev.store);
+	ev.bpf_dropped = dropped;
+}
+
+/* One ring's worth at most. Returns what bpf_tracer_consume() returned. */
+static int bpf_consume(void)
+{
+	int n = bpf_tracer_consume(ev.bpf, on_bpf_record, NULL);
+
+	if (n == -EBADMSG) {
+		/* A record this build cannot read was skipped: treated like a drop. */
+		log_warning_ratelimited("The denial tracer's ring held a record of unknown size; denial "
+					"evidence of the running sandboxes is incomplete");
+		sandbox_evidence_mark_lost(ev.store);
+	} else if (n < 0) {
+		bpf_fail(n, "reading the BPF tracer's ring");
+		return n;
+	}
+	bpf_check_dropped();
+	return n;
+}
+
+static void arm_bpf(void);
+
+/* The ring became readable (one-shot poll): read one ring's worth, poll again. */
+static void on_bpf_poll(struct uring_op *op, int res, uint32_t flags)
+{
+	(void)op;
+	(void)flags;
+	if (!bpf_live() || res == -ECANCELED)
+		return;
+	if (res < 0) {
+		bpf_fail(res, "polling the BPF tracer's ring");
+		return;
+	}
+	/* More than a ring's worth waiting: the fd is still readable and the poll fires again. */
+	if (bpf_consume() >= 0)
+		arm_bpf();
+}
+
+static void arm_bpf(void)
+{
+	struct io_uring_sqe *sqe = uring_get_sqe(&ev.srv->ring, &ev.bpf_op, on_bpf_poll);
+
+	io_uring_prep_poll_add(sqe, bpf_tracer_fd(ev.bpf), POLLIN);
+}
+
+/*
+ * t's command was reaped: every record its tasks made is in the ring by now
+ * (a record is written before the syscall that made it returns). Reads them
+ * before anything is decided; a ring still full after a few rounds, a drop,
+ * or the cgroup past its budget (its later denials were only counted) make
+ * the tree incomplete.
+ */
+static void bpf_drain_for(struct sandbox_ev_tree *t)
+{
+	uint64_t cg = sandbox_evidence_cgroup(t), offered = 0, suppressed = 0;
+	int n = 0;
+
+	if (!bpf_live() || !cg)
+		return;
+	for (int i = 0; i < EV_BPF_DRAIN_ROUNDS; i++) {
+		n = bpf_consume();
+		if (n < BPF_TRACER_RING_RECORDS)
+			break;
+	}
+	if (n < 0)
+		return; /* bpf_fail() marked every tree */
+	if (n == BPF_TRACER_RING_RECORDS) {
+		log_warning_ratelimited("The denial tracer's ring is still full after %d rounds; "
+					"sandboxDenied of this process falls back to the heuristic",
+					EV_BPF_DRAIN_ROUNDS);
+		sandbox_evidence_set_incomplete(t);
+	}
+	if (bpf_tracer_cgroup_counts(ev.bpf, cg, &offered, &suppressed) == 0 && suppressed > 0)
+		sandbox_evidence_set_incomplete(t);
+}
+
+uint64_t exec_evidence_watch(int cg_fd)
+{
+	uint64_t id = 0;
+	int r;
+
+	if (!bpf_live() || !ev.store || cg_fd < 0)
+		return 0;
+	r = bpf_tracer_cgroup_id(cg_fd, ".", &id);
+	if (r < 0) {
+		log_warning_errno_ratelimited(r, "Denial evidence: the id of a process's cgroup is "
+					      "unknown; its tree has no BPF evidence");
+		return 0;
+	}
+	r = bpf_tracer_watch_cgroup(ev.bpf, id);
+	if (r == -ENOSPC) {
+		log_warning_ratelimited("Denial evidence: the tracer watches %d cgroups already; a new "
+					"process's tree has no BPF evidence", BPF_TRACER_MAX_CGROUPS);
+		return 0;
+	}
+	if (r < 0) {
+		bpf_fail(r, "attaching the BPF tracer");
+		return 0;
+	}
+	return id;
+}
+
+void exec_evidence_unwatch(uint64_t cgroup_id)
+{
+	/* After a run-time failure too: the watch (and the attached program) must go. */
+	if (ev.bpf && cgroup_id)
+		(void)bpf_tracer_unwatch_cgroup(ev.bpf, cgroup_id);
+}
+
+/* Which sources to try: audit unless bpf only, bpf unless audit only. */
+static struct bpf_tracer *open_bpf(struct server *s, enum exec_evidence_mode mode, char *why,
+				   size_t whysz)
+{
+	struct bpf_tracer *t;
+	char err[200];
+
+	if (mode == EXEC_EVIDENCE_AUDIT) {
+		snprintf(why, whysz, "bpf: not used (--denial-evidence audit)");
+		return NULL;
+	}
+	/* It reports by cgroup v2 id: without a cgroup per process it could attribute nothing. */
+	if (!s->cgroups.enabled) {
+		snprintf(why, whysz, "bpf: no per-process cgroup v2 leaves (see the cgroup line)");
+		return NULL;
+	}
+	t = bpf_tracer_open(err, sizeof(err));
+	if (!t)
+		snprintf(why, whysz, "bpf: %s", err);
+	return t;
+}
+
 void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool enable_audit)
 {
 	struct sandbox_audit_status st = { 0 };
-	char err[200];
-	int fd;
+	char audit_why[240] = "", bpf_why[240] = "";
+	unsigned sources = 0;
+	int fd = -1;
 
 	ev.srv = s;
 	s->denial_evidence = ev.source;
@@ -194,31 +405,66 @@ void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool ena
 			 "reference heuristic");
 		return;
 	}
-	fd = sandbox_audit_open(enable_audit, &st, &ev.enabled_by_us, err, sizeof(err));
-	if (fd < 0) {
-		log_info("Denial evidence: none, %s; sandboxDenied uses the reference heuristic", err);
+	if (mode == EXEC_EVIDENCE_BPF) {
+		snprintf(audit_why, sizeof(audit_why), "audit: not used (--denial-evidence bpf)");
+	} else {
+		char err[200];
+
+		fd = sandbox_audit_open(enable_audit, &st, &ev.enabled_by_us, err, sizeof(err));
+		if (fd < 0)
+			snprintf(audit_why, sizeof(audit_why), "audit: %s", err);
+		else
+			sources |= SANDBOX_EVIDENCE_AUDIT;
+	}
+	ev.bpf = open_bpf(s, mode, bpf_why, sizeof(bpf_why));
+	if (ev.bpf)
+		sources |= SANDBOX_EVIDENCE_BPF;
+	if (!sources) {
+		log_info("Denial evidence: none (%s; %s); sandboxDenied uses the reference heuristic",
+			 audit_why, bpf_why);
 		return;
 	}
-	ev.buf = malloc(EV_RECV_SIZE);
-	if (!ev.buf || sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev.store) < 0) {
+	if (sources & SANDBOX_EVIDENCE_AUDIT)
+		ev.buf = malloc(EV_RECV_SIZE);
+	if (((sources & SANDBOX_EVIDENCE_AUDIT) && !ev.buf) ||
+	    sandbox_evidence_new(sources, &ev.store) < 0) {
 		log_warning("Denial evidence: none (out of memory)");
 		free(ev.buf);
 		ev.buf = NULL;
-		if (ev.enabled_by_us)
-			(void)sandbox_audit_disable(fd);
-		close(fd);
+		if (fd >= 0) {
+			if (ev.enabled_by_us)
+				(void)sandbox_audit_disable(fd);
+			close(fd);
+		}
+		bpf_tracer_close(ev.bpf);
+		ev.bpf = NULL;
 		return;
 	}
 	ev.fd = fd;
 	ev.lost = st.lost;
-	ev.source = "audit";
-	s->denial_evidence = ev.source;
-	s->sandbox.audit_log = true;
-	log_info("Denial evidence: audit records (Landlock%s, seccomp)%s; a write refused by a "
-		 "read-only mount leaves none (docs/SECURITY.md)",
-		 s->sandbox.landlock_abi >= 7 ? "" : " not logged below ABI 7",
-		 ev.enabled_by_us ? ", auditing turned on by --enable-audit" : "");
-	arm_recv();
+	set_source();
+	s->sandbox.audit_log = fd >= 0;
+	if (fd >= 0 && ev.bpf)
+		log_info("Denial evidence: audit + bpf (%s): audit records of Landlock%s and seccomp, "
+			 "and the sys_exit tracer for refusals of read-only mounts (EROFS, EXDEV)%s",
+			 bpf_tracer_source(ev.bpf), s->sandbox.landlock_abi >= 7 ? "" :
+			 " (not logged below ABI 7)", ev.enabled_by_us ? "; auditing turned on by "
+			 "--enable-audit" : "");
+	else if (fd >= 0)
+		log_info("Denial evidence: audit (records of Landlock%s and seccomp%s; %s); a write "
+			 "refused by a read-only mount leaves none (docs/SECURITY.md)",
+			 s->sandbox.landlock_abi >= 7 ? "" : ", not logged below ABI 7",
+			 ev.enabled_by_us ? ", auditing turned on by --enable-audit" : "", bpf_why);
+	else
+		log_info("Denial evidence: bpf (%s; %s): refusals of read-only mounts (EROFS, EXDEV) "
+			 "are evidence, EPERM/EACCES alone are not (docs/SECURITY.md)",
+			 bpf_tracer_source(ev.bpf), audit_why);
+	if (fd >= 0)
+		arm_recv();
+	if (ev.bpf) {
+		ev.bpf_dropped = bpf_tracer_dropped(ev.bpf);
+		arm_bpf();
+	}
 }
 
 void exec_evidence_stop(void)
@@ -233,12 +479,14 @@ void exec_evidence_stop(void)
 		wait_finish(w, false);
 	if (ev.recv_op.busy)
 		uring_cancel(&ev.srv->ring, &ev.recv_op);
+	if (ev.bpf_op.busy)
+		uring_cancel(&ev.srv->ring, &ev.bpf_op);
 	uring_timer_cancel(&ev.tick);
 }
 
 bool exec_evidence_idle(void)
 {
-	return !ev.recv_op.busy && uring_op_idle(&ev.tick.op);
+	return !ev.recv_op.busy && !ev.bpf_op.busy && uring_op_idle(&ev.tick.op);
 }
 
 void exec_evidence_done(void)
@@ -251,6 +499,9 @@ void exec_evidence_done(void)
 	ev.fd = -1;
 	sandbox_evidence_free(ev.store);
 	ev.store = NULL;
+	/* Detaches the programs: nothing of uexec stays in the kernel. */
+	bpf_tracer_close(ev.bpf);
+	ev.bpf = NULL;
 	free(ev.buf);
 	ev.buf = NULL;
 	ev.source = "none";
@@ -268,13 +519,29 @@ struct sandbox_evidence *exec_evidence_store(void)
 
 struct sandbox_ev_tree *exec_evidence_track(pid_t pid)
 {
-	return ev.store && !ev.stopping ? sandbox_evidence_track(ev.store, pid) : NULL;
+	bool live = ev.store && !ev.stopping && ((ev.fd >= 0 && !ev.audit_failed) || bpf_live());
+
+	return live ? sandbox_evidence_track(ev.store, pid) : NULL;
+}
+
+void exec_evidence_adopt_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id)
+{
+	if (t)
+		sandbox_evidence_set_cgroup(t, cgroup_id);
+	else
+		exec_evidence_unwatch(cgroup_id);
 }
 
 void exec_evidence_untrack(struct sandbox_ev_tree *t)
 {
-	if (t && ev.store)
-		sandbox_evidence_untrack(ev.store, t);
+	uint64_t cg;
+
+	if (!t || !ev.store)
+		return;
+	/* Decided (or abandoned): its cgroup is no longer watched; the last one detaches the programs. */
+	cg = sandbox_evidence_cgroup(t);
+	sandbox_evidence_untrack(ev.store, t);
+	exec_evidence_unwatch(cg);
 }
 
 bool exec_evidence_wait(struct exec_ev_wait *w, void (*done)(struct exec_ev_wait *w))
@@ -282,7 +549,9 @@ bool exec_evidence_wait(struct exec_ev_wait *w, void (*done)(struct exec_ev_wait
 	uint32_t seq;
 	int r;
 
-	if (!w->tree || ev.fd < 0 || ev.stopping)
+	if (w->tree)
+		bpf_drain_for(w->tree);
+	if (!w->tree || ev.fd < 0 || ev.stopping || ev.audit_failed)
 		return false;
 	seq = ++ev.next_seq;
 	/* The status first (the reply is queued at once): the lost counter. Then the barrier. */

@@ -3,7 +3,9 @@
  * The denial evidence sources on the ring (sandbox/evidence.h holds the
  * store and the decision): the audit netlink socket, read with
  * IORING_OP_RECV, and a barrier so that sandboxDenied is decided only once
- * every record of an exited process has been read.
+ * every record of an exited process has been read; the optional BPF sys_exit
+ * tracer (sandbox/bpf-tracer.h), its ring buffer polled with a one-shot
+ * IORING_OP_POLL_ADD and drained when a watched process exits.
  */
 #pragma once
 
@@ -16,10 +18,12 @@
 
 struct server;
 
-/* What the command line chose (--denial-evidence, --enable-audit). */
+/* What the command line chose (--denial-evidence, --enable-audit); struct config's values. */
 enum exec_evidence_mode {
-	EXEC_EVIDENCE_AUTO, /* audit if the host has it on (or --enable-audit), else the heuristic */
-	EXEC_EVIDENCE_NONE, /* the reference heuristic only */
+	EXEC_EVIDENCE_AUTO,  /* audit if the host has it on (or --enable-audit), and bpf where it loads */
+	EXEC_EVIDENCE_NONE,  /* the reference heuristic only */
+	EXEC_EVIDENCE_AUDIT, /* audit records only (the tracer is not loaded) */
+	EXEC_EVIDENCE_BPF,   /* the BPF tracer only (sandboxes are built without audit's flags) */
 };
 
 /* A process waiting for its evidence to be complete (embedded in struct proc). */
@@ -48,15 +52,34 @@ const char *exec_evidence_source(void);
 /* The store, or NULL without a source. */
 struct sandbox_evidence *exec_evidence_store(void);
 
+/*
+ * Before the clone of a sandboxed process: has the BPF tracer report the
+ * tasks of its own (new, still empty) cgroup, the directory cg_fd. Returns
+ * the cgroup id to pass to exec_evidence_track(), or 0 when the tracer is
+ * not in use or refused (the tree then has no BPF evidence; logged once).
+ */
+uint64_t exec_evidence_watch(int cg_fd);
+/* Stops watching a cgroup that exec_evidence_watch() returned (a failed spawn); 0 is a no-op. */
+void exec_evidence_unwatch(uint64_t cgroup_id);
+
 /* Tracks a sandboxed child (host pid), or NULL without a source. */
 struct sandbox_ev_tree *exec_evidence_track(pid_t pid);
+/*
+ * The tree t (may be NULL) takes over the watch of cgroup_id (0: none) from
+ * exec_evidence_watch(): its records are attributed to t, and
+ * exec_evidence_untrack() ends the watch. Without a tree it ends now.
+ */
+void exec_evidence_adopt_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id);
+/* Forgets t; ends the watch of its cgroup (the last watch detaches the programs). */
 void exec_evidence_untrack(struct sandbox_ev_tree *t);
 
 /*
- * The child of w->tree was reaped: calls w->done once every record queued
- * before now has been read (a barrier through the kernel's audit queue), or
- * after 500 ms (the tree is then marked incomplete). Returns false (and
- * never calls back) when there is nothing to wait for.
+ * The child of w->tree was reaped: drains the BPF tracer's ring now (its
+ * records are in before the exit can be seen; a budget overflow or a drop
+ * marks the tree incomplete), then calls w->done once every audit record
+ * queued before now has been read (a barrier through the kernel's audit
+ * queue), or after 500 ms (the tree is then marked incomplete). Returns
+ * false (and never calls back) when there is nothing to wait for.
  */
 bool exec_evidence_wait(struct exec_ev_wait *w, void (*done)(struct exec_ev_wait *w));
 void exec_evidence_cancel(struct exec_ev_wait *w);

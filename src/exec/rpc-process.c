@@ -333,8 +333,8 @@ static int build_argv(json_t **f, char ***ret)
  * *plan). On failure the child is killed and reaped: no orphan is left.
  */
 static int track_process(struct session *ss, json_t *process_id, const struct spawn_result *res,
-			 const struct spawn_args *sa, bool sandboxed, struct sandbox_plan **plan,
-			 struct proc **ret)
+			 const struct spawn_args *sa, bool sandboxed, uint64_t ev_cgroup,
+			 struct sandbox_plan **plan, struct proc **ret)
 {
 	struct sandbox_cg_leaf *leaf = (struct sandbox_cg_leaf *)sa->cgroup;
 	struct proc *p = NULL;
@@ -344,6 +344,11 @@ static int track_process(struct session *ss, json_t *process_id, const struct sp
 		     sa->tty, sa->pipe_stdin, sandboxed, *plan, &p);
 	if (r >= 0)
 		*plan = NULL; /* owned by p now */
+	/* Its evidence tree owns the tracer's watch of its cgroup from now on. */
+	if (r >= 0)
+		exec_evidence_adopt_cgroup(p->ev_wait.tree, ev_cgroup);
+	else
+		exec_evidence_unwatch(ev_cgroup);
 	if (r >= 0 && leaf) {
 		p->cg = *leaf; /* owned by p now: killed and removed with it */
 		p->has_cg = true;
@@ -476,7 +481,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	unsigned short rows = 24, cols = 80;
 	struct sandbox_cg_limits limits;
 	struct sandbox_cg_leaf leaf;
-	uint64_t timeout_ms;
+	uint64_t timeout_ms, ev_cgroup = 0;
 	int r, has_leaf = 0;
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
@@ -557,6 +562,9 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		has_leaf = 0;
 	}
 	sa.cgroup = has_leaf ? &leaf : NULL;
+	/* The denial tracer watches the leaf before the child enters it (evidence-ring.h). */
+	if (plan && has_leaf)
+		ev_cgroup = exec_evidence_watch(leaf.fd);
 	r = spawn_process(&sa, &res, &step);
 	if (has_leaf)
 		sandbox_cg_leaf_spawned(&leaf);
@@ -565,10 +573,11 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		c->srv->metrics.spawn_failures++;
 		if (has_leaf)
 			(void)sandbox_cg_leaf_remove(&c->srv->cgroups, &leaf); /* the child is reaped */
+		exec_evidence_unwatch(ev_cgroup);
 		reply_spawn_error(c, id, argv0, r, step);
 		goto out;
 	}
-	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, &plan, &p);
+	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, ev_cgroup, &plan, &p);
 	if (r < 0) {
 		c->srv->metrics.spawn_failures++;
 		goto fail;

@@ -74,9 +74,10 @@ static void help(void)
 	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
 	       "                            private devpts's max=; default: 64)\n"
 	       "  --denial-evidence MODE    auto: sandboxDenied from the kernel's audit records\n"
-	       "                            when auditing is on (CAP_AUDIT_READ/WRITE/CONTROL),\n"
-	       "                            else the reference heuristic; none: the heuristic\n"
-	       "                            (default: auto)\n"
+	       "                            when auditing is on (CAP_AUDIT_READ/WRITE/CONTROL)\n"
+	       "                            and the BPF sys_exit tracer where it loads, else\n"
+	       "                            the reference heuristic; audit or bpf: that source\n"
+	       "                            only; none: the heuristic (default: auto)\n"
 	       "  --enable-audit            turn the host's auditing on if it is off (and off\n"
 	       "                            again at exit), for --denial-evidence auto\n"
 	       "  --process-cgroups on|off  a cgroup per process (v2: its whole tree is killed\n"
@@ -796,13 +797,16 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		} else if (c == ARG_ENABLE_AUDIT) {
 			cfg->enable_audit = true;
 		} else if (c == ARG_DENIAL_EVIDENCE) {
-			if (strcmp(optarg, "auto") == 0)
-				cfg->no_denial_evidence = false;
-			else if (strcmp(optarg, "none") == 0)
-				cfg->no_denial_evidence = true;
+			static const char *const modes[] = { "auto", "none", "audit", "bpf" };
+			unsigned m = 0;
+
+			while (m < ELEMENTSOF(modes) && strcmp(optarg, modes[m]) != 0)
+				m++;
+			if (m < ELEMENTSOF(modes))
+				cfg->denial_evidence = m;
 			else {
-				fprintf(stderr, "uexec: --denial-evidence: 'auto' or 'none', not '%s'\n",
-					optarg);
+				fprintf(stderr, "uexec: --denial-evidence: 'auto', 'audit', 'bpf' or 'none', "
+					"not '%s'\n", optarg);
 				r = -EINVAL;
 			}
 		} else if (c == ARG_FS_HELPER) {

@@ -996,7 +996,7 @@ int server_init(struct server *s, const struct config *cfg)
 	/* The sandboxed fs helper is this binary, re-executed through an fd opened now. */
 	if (!s->cfg.fs_helper) {
 		fs_sandbox_init(s);
-		exec_evidence_init(s, s->cfg.no_denial_evidence ? EXEC_EVIDENCE_NONE : EXEC_EVIDENCE_AUTO,
+		exec_evidence_init(s, (enum exec_evidence_mode)s->cfg.denial_evidence,
 				   s->cfg.enable_audit);
 	}
 

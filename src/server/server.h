@@ -38,7 +38,8 @@ struct config {
 	const char *executor_version;
 	bool no_sandbox;             /* refuse every restricting sandbox */
 	bool enable_audit;           /* --enable-audit: turn auditing on for denial evidence */
-	bool no_denial_evidence;     /* --denial-evidence none: the reference heuristic only */
+	unsigned denial_evidence;    /* --denial-evidence: 0 auto, 1 none, 2 audit only, 3 bpf only
+				      * (enum exec_evidence_mode) */
 	bool fs_helper;              /* running as the sandboxed fs helper (--fs-helper) */
 	unsigned sandbox_max_ptys;   /* PTYs per sandbox (its devpts's max=) */
 	unsigned sandbox_uid;        /* --sandbox-uid: host uid of sandboxed processes (0: not given) */

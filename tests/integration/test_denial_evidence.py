@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: MIT
 """sandboxDenied from evidence (issue 14): audit records of Landlock and seccomp
-denials read on the ring, attributed to the sandboxed process tree.
+denials read on the ring, and the BPF sys_exit tracer's records of the
+sandbox's own cgroup, attributed to the sandboxed process tree.
 
 Needs root with CAP_AUDIT_* and a kernel with audit: the server runs with
 --enable-audit (auditing is turned on if it is off, and off again when the
-server stops). Skipped, with the reason, where the server reports no evidence
-source. The labelled corpus is denial_corpus.py; bench/denial_table.py prints
-the precision/recall table from the same runner.
+server stops). The tracer needs BPF privileges, kernel BTF, a build with BPF
+and per-process cgroup v2 leaves. Each test is skipped, with the server's own
+reason, where the source it needs is not in use. The labelled corpus is
+denial_corpus.py; bench/denial_table.py prints the precision/recall table
+from the same runner.
 """
 import os
 import socket
@@ -17,7 +20,7 @@ import uuid
 import pytest
 
 from denial_corpus import CASES
-from test_sandbox import ENV, ws_policy
+from test_sandbox import ENV, sandbox, ws_policy
 
 pytestmark = [pytest.mark.needs("x86_64"), pytest.mark.needs("sandbox", "uexec-init")]
 
@@ -75,15 +78,28 @@ def ws(tmp_path):
     return str(d)
 
 
-@pytest.fixture
-def audit_server(server_factory):
-    before = audit_enabled()
-    srv = server_factory("--enable-audit")
+def evidence_line(srv):
+    """The server's one start-up line naming its evidence sources."""
+    line = [l for l in srv.stderr().decode(errors="replace").splitlines() if "Denial evidence" in l]
+    return line[-1] if line else "?"
+
+
+def start_with(server_factory, mode, want):
+    """A server with --denial-evidence MODE; skips unless its log names `want`."""
+    srv = server_factory("--enable-audit", "--denial-evidence", mode)
     c = srv.connect()
     info = c.result("environment/info")
-    if info["capabilities"].get("uexecDenialEvidence") is not True:
-        line = [l for l in srv.stderr().decode(errors="replace").decode(errors="replace").splitlines() if "Denial evidence" in l]
-        pytest.skip("no audit evidence source on this host: %s" % (line[-1] if line else "?"))
+    if info["capabilities"].get("uexecDenialEvidence") is not True or \
+            ("Denial evidence: %s" % want) not in evidence_line(srv):
+        pytest.skip("evidence source %r not in use on this host: %s" % (want, evidence_line(srv)))
+    return srv, c
+
+
+@pytest.fixture
+def audit_server(server_factory):
+    """Audit records only (--denial-evidence audit)."""
+    before = audit_enabled()
+    srv, c = start_with(server_factory, "audit", "audit (")
     yield srv, c
     c.close()
     srv.terminate()
@@ -97,13 +113,15 @@ def test_info_and_capability_name_the_source(audit_server):
     info = c.result("environment/info")
     assert info["capabilities"]["uexecDenialEvidence"] is True
     assert c.init_result["environmentInfo"]["capabilities"]["uexecDenialEvidence"] is True
-    assert "Denial evidence: audit records" in srv.stderr().decode(errors="replace")
+    assert "Denial evidence: audit (records of Landlock" in srv.stderr().decode(errors="replace")
 
 
 def test_corpus_with_audit(audit_server, ws):
     """Records decide: every LSM/seccomp denial is found (swallowed or in a grandchild),
     no failure that only prints the words is; mount-made denials are found only
-    through their EROFS text (the documented misses of audit alone)."""
+    through their EROFS text (the documented misses of audit alone), and a refused
+    unix connect is not evidence (its record has no address: libc's nscd probe
+    makes the same one)."""
     srv, c = audit_server
     misses, wrong = [], []
     for case, exited, text in run_corpus(c, ws):
@@ -212,4 +230,179 @@ def test_no_kernel_log_without_the_source(server_factory, ws):
     time.sleep(0.3)
     log = subprocess.run(["dmesg"], capture_output=True).stdout.decode(errors="replace")
     assert comm not in log
+    c.close()
+
+
+@pytest.fixture
+def both_server(server_factory):
+    """Audit records and the BPF tracer (--denial-evidence auto)."""
+    before = audit_enabled()
+    srv, c = start_with(server_factory, "auto", "audit + bpf")
+    yield srv, c
+    c.close()
+    srv.terminate()
+    if before is False:
+        assert audit_enabled() is False
+
+
+def test_corpus_with_audit_and_bpf(both_server, ws):
+    """Both sources: every labelled case right (recall and precision 100%), each
+    denied one with its reason in `denials`; the mount-made ones are EROFS/EXDEV
+    records of the tracer, the abstract unix connect is the tracer's record with
+    its address."""
+    srv, c = both_server
+    wrong, by_name = [], {}
+    for case, exited, text in run_corpus(c, ws):
+        by_name[case.name] = exited
+        if exited["sandboxDenied"] is not case.denied:
+            wrong.append((case.name, exited, text[:200]))
+        elif case.denied and not exited.get("denials"):
+            wrong.append((case.name, "no denials member", exited))
+    assert not wrong, wrong
+    for name in ("touch-etc-quiet", "python-write-swallowed", "grandchild-write"):
+        assert [d for d in by_name[name]["denials"] if d["kind"] == "mount" and d["errno"] == 30]
+    assert [d for d in by_name["ln-out"]["denials"] if d["kind"] == "mount"]
+    conn = [d for d in by_name["abstract-connect"]["denials"] if d["access"] == "connect.eperm"]
+    assert conn and conn[0]["object"].startswith("@uexec-ev-") and conn[0]["syscall"] == 42
+    # libc's probe of the absent nscd socket is logged, never listed
+    for ex in by_name.values():
+        assert not [d for d in ex.get("denials", []) if "nscd" in d.get("object", "")]
+    assert "connect.eperm on /var/run/nscd/socket" in srv.stderr().decode(errors="replace") or \
+        not os.path.exists("/etc/nsswitch.conf")
+
+
+def tracer_links(pid):
+    """BPF links of the sys_exit tracer that process pid holds (from /proc/PID/fdinfo)."""
+    n = 0
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                info = f.read()
+        except OSError:
+            continue
+        if "link_id:" in info and any(("link_type:\t%s" % t) in info
+                                      for t in ("raw_tracepoint", "tracing", "perf")):
+            n += 1
+    return n
+
+
+def test_tracer_attached_only_while_sandboxes_run(both_server, ws):
+    """The sys_exit hook slows every syscall of the host while attached: it is attached
+    by the first sandboxed process's watch and detached once the last one is decided
+    (and not for an unsandboxed process)."""
+    srv, c = both_server
+    pid = srv.proc.pid
+    assert tracer_links(pid) == 0
+    c.start("plain", ["/bin/sleep", "0.5"], cwd=ws, env=ENV)
+    time.sleep(0.2)
+    assert tracer_links(pid) == 0
+    c.collect("plain", 30)
+    c.start("a", ["/bin/sleep", "1"], cwd=ws, env=ENV, sandbox=ws_policy(ws))
+    c.start("b", ["/bin/sleep", "0.3"], cwd=ws, env=ENV, sandbox=ws_policy(ws))
+    time.sleep(0.1)
+    assert tracer_links(pid) == 1
+    assert c.collect("b", 30).exited["exitCode"] == 0
+    assert tracer_links(pid) == 1  # "a" is still watched
+    assert c.collect("a", 30).exited["exitCode"] == 0
+    deadline = time.monotonic() + 5
+    while tracer_links(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tracer_links(pid) == 0
+    # a failed spawn gives its watch back too
+    c.error("process/start", c.start_params("bad", ["/nonexistent-uexec-prog"], cwd=ws, env=ENV,
+                                            sandbox=ws_policy(ws)))
+    assert tracer_links(pid) == 0
+
+
+def test_flood_with_tracer_is_bounded(both_server, ws):
+    """10^5 writes refused by a read-only mount (EROFS: only the tracer sees them): the
+    cgroup's budget caps what the ring and the server take, at most 16 denials kept,
+    memory bounded, another client served meanwhile, and the decision still true."""
+    srv, c = both_server
+
+    def rss_kb():
+        with open("/proc/%d/status" % srv.proc.pid) as f:
+            return int([l for l in f if l.startswith("VmRSS")][0].split()[1])
+
+    before = rss_kb()
+    script = ("/usr/bin/python3 -c 'import os\nfor i in range(100000):\n try:\n"
+              "  os.open(\"/etc/uexec-ev-%d\" % (i % 64), os.O_WRONLY | os.O_CREAT)\n"
+              " except OSError:\n  pass\nraise SystemExit(1)'")
+    c.start("flood", ["/bin/bash", "-c", script], cwd=ws, env=ENV, sandbox=ws_policy(ws))
+    c2 = srv.connect()
+    t0 = time.monotonic()
+    c2.start("other", ["/bin/true"], cwd=ws, env=ENV)
+    assert c2.collect("other", 30).exited["exitCode"] == 0
+    other_s = time.monotonic() - t0
+    ex = c.collect("flood", 120).exited
+    assert ex["exitCode"] == 1
+    assert ex["sandboxDenied"] is True
+    assert 1 <= len(ex["denials"]) <= 16
+    assert [d for d in ex["denials"] if d["kind"] == "mount" and d["errno"] == 30]
+    assert rss_kb() - before < 32 * 1024, (before, rss_kb())
+    assert other_s < 30
+    assert tracer_links(srv.proc.pid) == 0
+    c2.close()
+
+
+def test_full_write_sandbox_leaving_its_cgroup_is_still_watched(both_server, ws):
+    """The tracer watches a tree's own cgroup and the cgroups below it. A sandbox with
+    full-disk write (no mount namespace) can make a child cgroup of its leaf and move
+    into it: its denials there are still its tree's evidence."""
+    from conftest import HOST
+    mounts = HOST.cgroup2_mounts()
+    if not mounts:
+        pytest.skip("no cgroup v2 mount on this host")
+    srv, c = both_server
+    mnt = mounts[0][1]
+    code = ("import os, subprocess, sys\n"
+            "leaf = open(\"/proc/self/cgroup\").read().strip().splitlines()[-1].split(\"::\")[1]\n"
+            "d = %r + leaf + \"/away\"\n"
+            "try:\n"
+            "    os.mkdir(d)\n"
+            "    open(d + \"/cgroup.procs\", \"w\").write(str(os.getpid()))\n"
+            "except OSError as e:\n"
+            "    print(\"stayed\", e.errno)\n"
+            "    sys.exit(2)\n"
+            "print(\"moved\", open(\"/proc/self/cgroup\").read().strip().splitlines()[-1])\n"
+            "import socket\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            "try:\n"
+            "    s.connect(\"\\0uexec-ev-away\")\n"
+            "except OSError:\n"
+            "    sys.exit(1)\n" % mnt)
+    sb = sandbox({"type": "managed", "file_system": {"type": "unrestricted"},
+                  "network": "restricted"}, cwd=ws)
+    c.start("leave", ["/usr/bin/python3", "-c", code], cwd=ws, env=ENV, sandbox=sb)
+    run = c.collect("leave", 30)
+    out = run.stdout.decode()
+    ex = run.exited
+    if out.startswith("stayed"):
+        # cgroupfs refused the move (read-only here): nothing left the watch
+        assert ex["exitCode"] == 2 and ex["sandboxDenied"] is True, (out, ex)
+        return
+    assert out.startswith("moved ") and out.strip().endswith("/away"), out
+    assert ex["exitCode"] == 1 and ex["sandboxDenied"] is True, (out, ex, run.stderr)
+    # only the tracer's record has the address (audit's refused connect is not evidence)
+    conn = [d for d in ex.get("denials", []) if d.get("object") == "@uexec-ev-away"]
+    assert conn and conn[0]["access"] == "connect.eperm", ex
+
+
+def test_tracer_without_per_process_cgroups_falls_back(server_factory, ws):
+    """The tracer attributes by a process's own cgroup: with --process-cgroups off it is
+    not loaded, one start-up line says why, and sandboxDenied is the heuristic."""
+    srv = server_factory("--denial-evidence", "bpf", "--process-cgroups", "off")
+    c = srv.connect()
+    line = evidence_line(srv)
+    if line == "?":  # no sandboxes on this host: nothing to judge, nothing logged
+        pytest.skip("no sandbox on this host (no Denial evidence line)")
+    assert "Denial evidence: none (audit: not used (--denial-evidence bpf); bpf: no " \
+           "per-process cgroup v2 leaves" in line, line
+    assert [l for l in srv.stderr().decode(errors="replace").splitlines()
+            if "Denial evidence" in l] == [line]
+    assert c.result("environment/info")["capabilities"]["uexecDenialEvidence"] is False
+    res = {case.name: ex["sandboxDenied"] for case, ex, _ in run_corpus(
+        c, ws, [k for k in CASES if k.name in ("echo-permission-denied", "touch-etc-quiet")])}
+    assert res == {"echo-permission-denied": True, "touch-etc-quiet": False}
     c.close()

@@ -23,7 +23,9 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -396,6 +398,100 @@ static void check_exact_denials(struct bpf_tracer *t)
 TEST(reports_exact_denials_of_watched_cgroup_only)
 {
 	check_exact_denials(open_or_skip());
+}
+
+/*
+ * A task in a cgroup below the watched one (a sandbox that made a child
+ * cgroup of its leaf and moved there) is reported, under the watched id.
+ */
+TEST(descendant_cgroups_are_watched_too)
+{
+	struct bpf_tracer *t = open_or_skip();
+	char sub[4200];
+	struct seen s;
+	pid_t pid;
+
+	fixture_setup();
+	snprintf(sub, sizeof(sub), "%s/sub", fx.cgroup);
+	ASSERT_EQ(0, mkdir(sub, 0755));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	drain(t, &s);
+	join_path = sub;
+	pid = run_child(denials_child, true);
+	join_path = NULL;
+	ASSERT_EQ(4, drain(t, &s));
+	expect(&s.d[0], pid, SYS_openat, -EROFS); /* with the watched leaf's id */
+	expect(&s.d[3], pid, SYS_setuid, -EPERM);
+	ASSERT_EQ(0, rmdir(sub));
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
+/* In the child: as nobody, connect() to the root-only socket fx.tmp/sock (EACCES). */
+static _Noreturn void connect_child(bool unused)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
+	prctl(PR_SET_NAME, CHILD_COMM);
+	join_cgroup();
+	drop_to_nobody();
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%.100s/sock", fx.tmp);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		_exit(80);
+	if (syscall(SYS_connect, fd, &sun, sizeof(sun)) != -1 || errno != EACCES)
+		_exit(81);
+	_exit(0);
+}
+
+/*
+ * A refused connect() carries the address it was given (read at the exit from
+ * the caller's memory): the consumer can tell a probe of an absent socket from
+ * a connection the program needed. Not in the perf-tracepoint variant.
+ */
+static void check_connect_address(struct bpf_tracer *t)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un got;
+	struct seen s;
+	pid_t pid;
+	int fd;
+
+	fixture_setup();
+	if (strlen(fx.tmp) > 100)
+		tests_skip("TMPDIR too long for a unix socket path");
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%.100s/sock", fx.tmp);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_OK(fd);
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sun, sizeof(sun)));
+	ASSERT_EQ(0, chmod(sun.sun_path, 0600));
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	drain(t, &s);
+	pid = run_child(connect_child, false);
+	ASSERT_EQ(1, drain(t, &s));
+	expect(&s.d[0], pid, SYS_connect, -EACCES);
+	if (strncmp(bpf_tracer_source(t), "tracepoint", 10) == 0) {
+		ASSERT_EQ(0, s.d[0].addr_len);
+	} else {
+		ASSERT_EQ(sizeof(sun), s.d[0].addr_len);
+		memcpy(&got, s.d[0].addr, sizeof(got));
+		ASSERT_EQ(AF_UNIX, got.sun_family);
+		ASSERT_STREQ(sun.sun_path, got.sun_path);
+	}
+	close(fd);
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
+TEST(refused_connect_carries_its_address)
+{
+	check_connect_address(open_or_skip());
+}
+
+TEST(refused_connect_address_through_raw_tracepoint)
+{
+	check_connect_address(open_hook_or_skip("raw_tracepoint"));
 }
 
 /* Each fallback on its own, where this kernel has it. */

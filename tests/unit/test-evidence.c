@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,16 +215,17 @@ TEST(bpf_records_by_cgroup)
 	t = sandbox_evidence_track(ev, pid);
 	sandbox_evidence_set_cgroup(t, 4242);
 	/* another cgroup, a pid that is not ours: dropped */
-	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch"));
+	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch", NULL, 0));
 	/* with both sources complete and nothing recorded: false, whatever the output says */
 	ASSERT_TRUE(!decide(ev, t, 1, "Read-only file system"));
 	/* permission bits and capabilities fail with EACCES/EPERM too: kept, not decisive */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat"));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat", NULL, 0));
 	ASSERT_TRUE(!decide(ev, t, 1, ""));
 	/* a read-only mount's EROFS, from a process known only by its cgroup */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch"));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch", NULL, 0));
 	d = sandbox_evidence_denials(t, &n, &total);
 	ASSERT_EQ(2, n);
+	ASSERT_EQ(SANDBOX_DENIAL_SYSCALL, d[0].kind);
 	ASSERT_EQ(SANDBOX_DENIAL_MOUNT, d[1].kind);
 	ASSERT_EQ(EROFS, d[1].err);
 	ASSERT_STREQ("erofs", d[1].access);
@@ -230,6 +234,86 @@ TEST(bpf_records_by_cgroup)
 	sandbox_evidence_untrack(ev, t);
 	sandbox_evidence_free(ev);
 	stop(pid);
+}
+
+/* A refused connect()'s address: a tree of its own per case (cgroup 100 + i), the tracer alone. */
+static bool connect_case(struct sandbox_evidence *ev, uint64_t cg, const void *addr, size_t len,
+			 const char *out, const char **ret_object)
+{
+	struct sandbox_ev_tree *t = sandbox_evidence_track(ev, getpid());
+	const struct sandbox_denial *d;
+	size_t n;
+	uint64_t total;
+	bool r;
+
+	sandbox_evidence_set_cgroup(t, cg);
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, cg, SYS_connect, -EPERM, "prog", addr, len));
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(1, n);
+	ASSERT_STREQ("connect.eperm", d[0].access);
+	*ret_object = strdup(d[0].object);
+	r = decide(ev, t, 1, out);
+	sandbox_evidence_untrack(ev, t);
+	return r;
+}
+
+TEST(bpf_alone_connect_and_seccomp)
+{
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char dir[] = "/tmp/uexec-ev-XXXXXX";
+	const char *obj;
+	int fd;
+
+	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_BPF, &ev));
+	/* nothing refused at all: false, whatever the output says */
+	t = sandbox_evidence_track(ev, getpid());
+	sandbox_evidence_set_cgroup(t, 99);
+	ASSERT_TRUE(!decide(ev, t, 1, "permission denied"));
+	/* EPERM from a call only the sandbox refuses: evidence, kind seccomp */
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 1, 99, SYS_keyctl, -EPERM, "py", NULL, 0));
+	ASSERT_TRUE(decide(ev, t, 1, ""));
+	sandbox_evidence_untrack(ev, t);
+	/* EACCES of an open: permission bits or Landlock, cannot tell: the heuristic */
+	t = sandbox_evidence_track(ev, getpid());
+	sandbox_evidence_set_cgroup(t, 98);
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 1, 98, SYS_openat, -EACCES, "cat", NULL, 0));
+	ASSERT_TRUE(!decide(ev, t, 1, "exit"));
+	ASSERT_TRUE(decide(ev, t, 1, "cat: m: Permission denied"));
+	sandbox_evidence_untrack(ev, t);
+
+	/* a probe of an absent unix socket (libc's nscd one) would have failed anyway */
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/nonexistent-uexec/nscd/socket");
+	ASSERT_TRUE(!connect_case(ev, 101, &sun, sizeof(sun), "permission denied", &obj));
+	ASSERT_STREQ("/nonexistent-uexec/nscd/socket", obj);
+	free((void *)obj);
+	/* a socket that is there: the sandbox kept the program from it */
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/s", dir);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sun, sizeof(sun)));
+	ASSERT_TRUE(connect_case(ev, 102, &sun, sizeof(sun), "", &obj));
+	free((void *)obj);
+	close(fd);
+	unlink(sun.sun_path);
+	rmdir(dir);
+	/* an abstract name: evidence, shown with '@' (odd bytes as '?') */
+	memset(sun.sun_path, 0, sizeof(sun.sun_path));
+	memcpy(sun.sun_path + 1, "uexec\x01x", 7);
+	ASSERT_TRUE(connect_case(ev, 103, &sun, offsetof(struct sockaddr_un, sun_path) + 8, "", &obj));
+	ASSERT_STREQ("@uexec?x", obj);
+	free((void *)obj);
+	/* a relative path cannot be looked up: incomplete, so the heuristic */
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "rel.sock");
+	ASSERT_TRUE(!connect_case(ev, 104, &sun, sizeof(sun), "", &obj));
+	free((void *)obj);
+	ASSERT_TRUE(connect_case(ev, 105, &sun, sizeof(sun), "Operation not permitted", &obj));
+	free((void *)obj);
+	/* an unnamed address (family only): nothing it could reach */
+	ASSERT_TRUE(!connect_case(ev, 106, &sun, sizeof(sa_family_t), "permission denied", &obj));
+	free((void *)obj);
+	sandbox_evidence_free(ev);
 }
 
 TEST(no_source_is_the_heuristic)
