@@ -213,6 +213,19 @@ def test_argv_is_capped_in_the_audit_log(server_factory, tmp_path):
     assert os.path.getsize(audit) < 100000
 
 
+def test_argv_cap_counts_empty_arguments(server_factory, tmp_path):
+    """The cap bounds the line, not only the bytes of the strings: 200000 empty arguments
+    (a 600 kB request) used to make a 600 kB audit line."""
+    audit = tmp_path / "audit.jsonl"
+    srv = server_factory("--audit-log", str(audit))
+    c = srv.connect()
+    c.run("empty", ["/bin/true"] + [""] * 200000, env=PATH_ENV)
+    wait_until(lambda: audit.read_bytes().count(b"\n") >= 2, what="the audit lines")
+    start = events(json_lines(audit.read_bytes()), "process.start")[0]
+    assert start["argc"] == 200001 and start["argvTruncated"] is True
+    assert os.path.getsize(audit) < 100000
+
+
 def test_sighup_reopens_the_audit_log_without_a_config_file(server_factory, tmp_path):
     """Log rotation: move the file away, SIGHUP, the next lines go to a new file."""
     audit, rotated = tmp_path / "audit.jsonl", tmp_path / "audit.jsonl.1"
