@@ -133,6 +133,16 @@ TEST(unknown_and_fallbacks_dropped)
 	/* garbage */
 	feed(ev, 1326, "nonsense");
 	feed(ev, 1423, "audit(");
+	/* a header cut short right after the serial: nothing is read past the record */
+	{
+		static const char cut[] = "audit(1.2:12345";
+		char *exact = malloc(sizeof(cut) - 1);
+
+		ASSERT_TRUE(exact != NULL);
+		memcpy(exact, cut, sizeof(cut) - 1);
+		sandbox_evidence_feed_audit(ev, 1423, exact, sizeof(cut) - 1);
+		free(exact);
+	}
 	sandbox_evidence_flush(ev);
 	sandbox_evidence_denials(t, &n, &total);
 	ASSERT_EQ(0, n);
