@@ -215,3 +215,27 @@ def test_sighup_never_points_the_audit_log_at_the_stdio_protocol(tmp_path):
     for m in c.log:
         assert "jsonrpc" in m or "id" in m or "method" in m, m
         assert m.get("event") is None, m
+
+
+def test_sighup_turning_the_handshake_deadline_off_closes_no_handshake(server_factory, tmp_path):
+    """handshake-timeout-ms = 0 means no deadline: after a reload to 0, a connection that
+    was handshaking is not closed by the timer armed before (it used to be, at once)."""
+    import socket
+    import time
+    from wsclient import http_exchange, upgrade_request
+    path = tmp_path / "u.toml"
+    write(path, "handshake-timeout-ms = 1500\n")
+    srv = server_factory("--config", str(path))
+    s = socket.create_connection((srv.host, srv.port), timeout=10)
+    try:
+        write(path, "handshake-timeout-ms = 0\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+        time.sleep(2.5)      # past the old deadline
+        req, _ = upgrade_request(srv.host, srv.port)
+        s.sendall(req)
+        head = s.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101 "), (head, srv.stderr()[-1000:])
+    finally:
+        s.close()
+    assert b"no WebSocket upgrade within" not in srv.stderr()
