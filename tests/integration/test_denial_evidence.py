@@ -82,7 +82,7 @@ def audit_server(server_factory):
     c = srv.connect()
     info = c.result("environment/info")
     if info["capabilities"].get("uexecDenialEvidence") is not True:
-        line = [l for l in srv.stderr().decode(errors="replace").decode(errors="replace").splitlines() if "Denial evidence" in l]
+        line = [l for l in srv.stderr().decode(errors="replace").splitlines() if "Denial evidence" in l]
         pytest.skip("no audit evidence source on this host: %s" % (line[-1] if line else "?"))
     yield srv, c
     c.close()
