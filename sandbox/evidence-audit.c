@@ -185,11 +185,25 @@ bool sandbox_audit_is_barrier(unsigned type, const char *text, size_t len, pid_t
 			      uint32_t *ret_seq)
 {
 	static const char key[] = "uexec-evidence-barrier=";
-	const char *end = text + len;
+	const char *end = text + len, *p = text;
+	uint32_t sender = 0;
 
 	if (type != AUDIT_TRUSTED_APP)
 		return false;
-	for (const char *p = text; p + sizeof(key) - 1 < end; p++)
+	/*
+	 * The kernel writes the sender's pid first ("audit(T:S): pid=N uid=...
+	 * msg='...'"): a record another process sent, whatever its text says,
+	 * is not our barrier (it would end the waits before the records came).
+	 */
+	while (p < end && *p != ')')
+		p++;
+	if (end - p < 7 || memcmp(p, "): pid=", 7) != 0)
+		return false;
+	for (p += 7; p < end && *p >= '0' && *p <= '9'; p++)
+		sender = sender * 10 + (uint32_t)(*p - '0');
+	if (p >= end || *p != ' ' || sender != (uint32_t)pid)
+		return false;
+	for (; p + sizeof(key) - 1 < end; p++)
 		if (memcmp(p, key, sizeof(key) - 1) == 0) {
 			uint32_t who = 0, v = 0;
 

@@ -490,17 +490,20 @@ static bool field_num(const char *s, size_t len, const char *key, int base, long
 static bool audit_header(const char **s, size_t *len, uint64_t *serial)
 {
 	const char *p = *s, *end = *s + *len, *colon = NULL;
+	uint64_t v = 0;
 
 	if (*len < 8 || memcmp(p, "audit(", 6) != 0)
 		return false;
-	for (const char *q = p + 6; q < end && *q != ')'; q++)
-		if (*q == ':')
-			colon = q;
-	if (!colon)
+	for (p += 6; p < end && *p != ')'; p++)
+		if (*p == ':')
+			colon = p;
+	/* No ')' in the record: nothing follows the header (and no serial to trust). */
+	if (!colon || p == end)
 		return false;
-	*serial = strtoull(colon + 1, NULL, 10);
-	while (p < end && *p != ')')
-		p++;
+	/* The serial, digits up to the ')' (the text is not NUL-terminated). */
+	for (const char *q = colon + 1; q < p && *q >= '0' && *q <= '9'; q++)
+		v = v * 10 + (uint64_t)(*q - '0');
+	*serial = v;
 	p++; /* ')' */
 	if (p < end && *p == ':')
 		p++;

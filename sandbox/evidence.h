@@ -192,7 +192,11 @@ int sandbox_audit_parse_status(const void *payload, size_t len, struct sandbox_a
  * that has exited did. Returns 0 or -errno.
  */
 int sandbox_audit_barrier(int fd, pid_t pid, uint32_t seq);
-/* True if this record is the barrier of server pid; *ret_seq its sequence. */
+/*
+ * True if this record is the barrier of server pid, sent by it (the kernel's
+ * pid= leading the record is pid: another sender's text does not count);
+ * *ret_seq its sequence.
+ */
 bool sandbox_audit_is_barrier(unsigned type, const char *text, size_t len, pid_t pid,
 			      uint32_t *ret_seq);
 /* Turns auditing off again (the server enabled it). Returns 0 or -errno. */

@@ -148,6 +148,38 @@ int log_json_string(struct buf *b, const char *str, size_t len)
 	return 0;
 }
 
+void log_text_escape(const char *s, char *out, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t k = 0;
+
+	if (size == 0)
+		return;
+	for (; *s; s++) {
+		uint8_t c = (uint8_t)*s;
+		char e[4];
+		size_t n = 1;
+
+		e[0] = (char)c;
+		if (c == '\n' || c == '\r' || c == '\t') {
+			e[0] = '\\';
+			e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+			n = 2;
+		} else if (c < 0x20 || c == 0x7f) {
+			e[0] = '\\';
+			e[1] = 'x';
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+			n = 4;
+		}
+		if (k + n >= size)
+			break;
+		memcpy(out + k, e, n);
+		k += n;
+	}
+	out[k] = 0;
+}
+
 static int json_lit(struct buf *b, const char *s)
 {
 	return buf_append(b, s, strlen(s));
@@ -293,13 +325,19 @@ static int log_write_line(int level, int error, const char *event, const struct 
 	int saved = errno, e = error < 0 ? -error : error;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (format == LOG_FORMAT_JSON)
+	if (format == LOG_FORMAT_JSON) {
 		write_json_line(level, e, event, ctx, fields, n, msg);
-	else if (e)
-		fprintf(stderr, "uexec[%d]: %s: %s: %s\n", (int)getpid(), level_name(level), msg,
-			strerror(e));
-	else
-		fprintf(stderr, "uexec[%d]: %s: %s\n", (int)getpid(), level_name(level), msg);
+	} else {
+		char safe[sizeof(msg) * 4];
+
+		/* Client and sandbox strings (process ids, denied paths) cannot start a line. */
+		log_text_escape(msg, safe, sizeof(safe));
+		if (e)
+			fprintf(stderr, "uexec[%d]: %s: %s: %s\n", (int)getpid(), level_name(level),
+				safe, strerror(e));
+		else
+			fprintf(stderr, "uexec[%d]: %s: %s\n", (int)getpid(), level_name(level), safe);
+	}
 	errno = saved;
 	return -e;
 }

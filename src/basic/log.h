@@ -91,6 +91,13 @@ int log_json_fields(struct buf *b, const struct log_field *fields, size_t n);
 void log_format_time(char out[32]);
 
 /*
+ * A text-format log message made safe for a line of its own: newline, CR and
+ * tab become \n, \r, \t, other control bytes (and DEL) \xNN; the rest is
+ * copied. Truncated to fit out[size] (NUL-terminated).
+ */
+void log_text_escape(const char *s, char *out, size_t size);
+
+/*
  * The audit log: fd (O_APPEND file or stdout) owned by the caller, -1 for none.
  * log_audit() writes one JSON line {"time","event",...fields} with one write(2).
  */

@@ -423,8 +423,9 @@ static void audit_start(struct conn *c, json_t **f, char **argv, const char *cwd
 
 	if (!log_audit_enabled())
 		return;
-	while (argv && k < argc && bytes + strlen(argv[k]) <= AUDIT_ARGV_MAX_BYTES)
-		bytes += strlen(argv[k++]);
+	/* Each argument costs its quotes and comma too: 10^5 empty ones are no free ride. */
+	while (argv && k < argc && bytes + strlen(argv[k]) + 3 <= AUDIT_ARGV_MAX_BYTES)
+		bytes += strlen(argv[k++]) + 3;
 	if (f[F_SANDBOX])
 		type = plan ? "restricted" : "unrestricted";
 	sb[nsb++] = LOG_STR("type", type);

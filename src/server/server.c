@@ -519,6 +519,13 @@ static void drain_check(struct server *s)
 	server_stop(s, 0);
 }
 
+/* --audit-log - with --listen stdio: audit lines would go into the protocol's stream. */
+static bool audit_stdout_clash(const char *audit_log, const char *listen)
+{
+	return audit_log && strcmp(audit_log, "-") == 0 && listen &&
+	       (strcmp(listen, "stdio") == 0 || strcmp(listen, "stdio://") == 0);
+}
+
 /* --audit-log: opens path ("-": stdout) into s->audit_fd. 0 or -errno (logged). */
 static int audit_open(struct server *s, const char *path)
 {
@@ -549,17 +556,18 @@ static int audit_open(struct server *s, const char *path)
 
 /*
  * SIGHUP: the auth token or shared secret and the TLS certificate and key are
- * read again; each keeps its previous value when the new one fails to load
+ * read again from the files the new configuration n names (a rotated token
+ * may live in a new file); each keeps its previous value when the new one fails to load
  * (conn_auth_reload / conn_tls_reload log why). Returns < 0 if either failed.
  */
-static int reload_secrets(struct server *s)
+static int reload_secrets(struct server *s, const struct config *n)
 {
 	int r = 0, t = 0;
 
 	if (s->ws_auth)
-		r = conn_auth_reload(s);
+		r = conn_auth_reload(s, n);
 	if (s->tls_server_ctx)
-		t = conn_tls_reload(s);
+		t = conn_tls_reload(s, n);
 	return r < 0 ? r : t;
 }
 
@@ -601,13 +609,20 @@ static void reload(struct server *s)
 	RESTART_ONLY(max_queued_bytes, "max-queued-bytes");
 	RESTART_ONLY(max_inflight_bytes, "max-inflight-bytes");
 	RESTART_ONLY(max_inflight_bytes_per_conn, "max-inflight-bytes-per-conn");
+	/* Auth on or off (or another kind): the listener's start-up checks decide it. */
+	RESTART_ONLY(ws_auth_mode, "ws-auth");
+	RESTART_ONLY(allow_unauthenticated, "allow-unauthenticated");
 #undef RESTART_ONLY
 #undef RESTART_ONLY_STR
 	if (changed)
 		log_warning("Reloading: %s (and any other option not listed as reloadable) takes a "
 			    "restart to change; kept",
 			    changed);
-	if (audit_open(s, n.audit_log) < 0)
+	if (audit_stdout_clash(n.audit_log, s->cfg.listen))
+		log_warning("Reloading: --audit-log - writes to stdout, which --listen stdio uses for "
+			    "the protocol; keeping the audit log %s",
+			    s->audit_path ? s->audit_path : "(none)");
+	else if (audit_open(s, n.audit_log) < 0)
 		log_warning("Reloading: keeping the audit log %s", s->audit_path ? s->audit_path : "(none)");
 	s->cfg.audit_log = NULL; /* the path lives in s->audit_path */
 	s->cfg.log_level = n.log_level;
@@ -625,7 +640,7 @@ static void reload(struct server *s)
 		s->cfg.max_sessions = n.max_sessions;
 	if (n.max_processes)
 		s->cfg.max_processes = n.max_processes;
-	(void)reload_secrets(s);
+	(void)reload_secrets(s, &n);
 	server_conf_args_done(&arena);
 	log_event(LOG_INFO, "config.reloaded", NULL, NULL, 0,
 		  "Configuration reloaded (log level, format, audit log, drain timeout, resume "
@@ -945,8 +960,7 @@ int server_init(struct server *s, const struct config *cfg)
 	if (r < 0)
 		return log_error_errno(r, "Registering the JSON-RPC methods failed");
 
-	if (s->cfg.audit_log && strcmp(s->cfg.audit_log, "-") == 0 &&
-	    (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0))
+	if (audit_stdout_clash(s->cfg.audit_log, s->cfg.listen))
 		return log_error_errno(EINVAL, "--audit-log - writes to stdout, which --listen stdio "
 					       "uses for the protocol");
 	r = audit_open(s, s->cfg.audit_log);

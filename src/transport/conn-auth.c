@@ -189,7 +189,7 @@ int conn_auth_load(const struct config *cfg, struct ws_auth **ret, char *err, si
 	return 0;
 }
 
-int conn_auth_reload(struct server *s)
+int conn_auth_reload(struct server *s, const struct config *cfg)
 {
 	struct ws_auth *a;
 	char err[512];
@@ -197,7 +197,10 @@ int conn_auth_reload(struct server *s)
 
 	if (s->cfg.ws_auth_mode == WS_AUTH_NONE)
 		return 0;
-	r = conn_auth_load(&s->cfg, &a, err, sizeof(err));
+	/* Turning auth on or off, or changing its kind, takes a restart (server.c's reload). */
+	if (cfg->ws_auth_mode != s->cfg.ws_auth_mode)
+		return -EINVAL;
+	r = conn_auth_load(cfg, &a, err, sizeof(err));
 	if (r < 0) {
 		log_warning("Reloading the websocket auth secrets failed, keeping the previous "
 			    "ones: %s", err);

@@ -27,9 +27,12 @@ int conn_auth_load(const struct config *cfg, struct ws_auth **ret, char *err, si
 void conn_auth_free(struct ws_auth *a);
 
 /*
- * Reads s's secret files again and swaps the new auth in for connections
- * accepted from now on (those already upgraded stay, as on the reference:
- * auth is checked on the upgrade only). On failure the previous secrets stay
- * in force and the reason is logged. Returns 0 or -errno.
+ * SIGHUP: builds the auth that cfg (the configuration just re-read) describes
+ * -- its token file, digest or shared secret file, issuer, audience and skew,
+ * which may name other files than at start-up -- and swaps it in for
+ * connections accepted from now on (those already upgraded stay, as on the
+ * reference: auth is checked on the upgrade only). A different --ws-auth mode
+ * is refused (-EINVAL, the caller says it takes a restart). On failure the
+ * previous secrets stay in force and the reason is logged. Returns 0 or -errno.
  */
-int conn_auth_reload(struct server *s);
+int conn_auth_reload(struct server *s, const struct config *cfg);

@@ -52,15 +52,16 @@ void conn_tls_free(SSL_CTX *ctx)
 	SSL_CTX_free(ctx);
 }
 
-int conn_tls_reload(struct server *s)
+int conn_tls_reload(struct server *s, const struct config *cfg)
 {
 	SSL_CTX *ctx;
 	char err[512];
 	int r;
 
-	if (!s->cfg.tls_cert)
+	/* wss:// comes with --listen, which takes a restart: both or neither. */
+	if (!s->cfg.tls_cert || !cfg->tls_cert)
 		return 0;
-	r = conn_tls_load(&s->cfg, &ctx, err, sizeof(err));
+	r = conn_tls_load(cfg, &ctx, err, sizeof(err));
 	if (r < 0) {
 		log_warning("Reloading the TLS certificate failed, keeping the previous one: %s", err);
 		return r;

@@ -24,8 +24,10 @@ int conn_tls_load(const struct config *cfg, struct ssl_ctx_st **ret, char *err, 
 void conn_tls_free(struct ssl_ctx_st *ctx);
 
 /*
- * Reads the certificate and key again and uses them for connections accepted
- * from now on (established ones keep their session). On failure the previous
- * ones stay and the reason is logged. Returns 0 or -errno.
+ * SIGHUP: reads the certificate and key that cfg (the configuration just
+ * re-read; the files may differ from those at start-up) names and uses them
+ * for connections accepted from now on (established ones keep their
+ * session). On failure the previous ones stay and the reason is logged.
+ * Returns 0 or -errno.
  */
-int conn_tls_reload(struct server *s);
+int conn_tls_reload(struct server *s, const struct config *cfg);

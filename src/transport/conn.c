@@ -126,7 +126,8 @@ static void on_handshake_deadline(struct uring_timer *t, bool fired)
 	struct server *s = container_of(t, struct server, handshake_timer);
 	uint64_t now = now_ms();
 
-	if (!fired || s->stopping)
+	/* A reload turned the deadline off (0): those handshaking now get none either. */
+	if (!fired || s->stopping || !s->cfg.handshake_timeout_ms)
 		return;
 	while (!list_empty(&s->handshaking)) {
 		struct conn *c = list_first_entry(&s->handshaking, struct conn, slot_link);

@@ -364,3 +364,96 @@ def test_example_as_shipped_loads(tmp_path):
     err = p.stderr.decode()
     assert p.returncode == 2 and "unrecognized option '--no-such-option'" in err, err
     assert "config file" not in err and "invalid" not in err, err
+def _upgrade_status(srv, token):
+    from wsclient import http_exchange, upgrade_request
+    req, _ = upgrade_request(srv.host, srv.port,
+                             extra_headers=[("Authorization", "Bearer " + token)])
+    return http_exchange(srv.host, srv.port, req)[0]
+
+
+def test_sighup_reads_the_auth_files_the_new_configuration_names(server_factory, tmp_path):
+    """A token rotated into a new file: after SIGHUP the new token opens the listener and
+    the old one is refused (the reload used to re-read the start-up file and report success,
+    leaving the revoked token valid)."""
+    old, new = tmp_path / "token-old", tmp_path / "token-new"
+    old.write_text("old-token-0f3c9a\n")
+    new.write_text("new-token-7d21be\n")
+    path = tmp_path / "u.toml"
+    write(path, 'ws-auth = "capability-token"\nws-token-file = "%s"\n' % old)
+    srv = server_factory("--config", str(path))
+    assert _upgrade_status(srv, "old-token-0f3c9a") == "HTTP/1.1 101 Switching Protocols"
+    write(path, 'ws-auth = "capability-token"\nws-token-file = "%s"\n' % new)
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+    assert _upgrade_status(srv, "new-token-7d21be") == "HTTP/1.1 101 Switching Protocols"
+    assert _upgrade_status(srv, "old-token-0f3c9a") == "HTTP/1.1 401 Unauthorized"
+    # another kind of auth is not a reload's business: kept, and said so
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 40)
+    write(path, 'ws-auth = "signed-bearer-token"\nws-shared-secret-file = "%s"\n' % secret)
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: srv.stderr().count(b"Configuration reloaded") >= 2, what="2nd reload")
+    assert b"ws-auth (and any other option not listed as reloadable) takes a restart" \
+        in srv.stderr()
+    assert _upgrade_status(srv, "old-token-0f3c9a") == "HTTP/1.1 401 Unauthorized"
+    assert _upgrade_status(srv, "new-token-7d21be") == "HTTP/1.1 101 Switching Protocols"
+
+
+def test_sighup_never_points_the_audit_log_at_the_stdio_protocol(tmp_path):
+    """--listen stdio refuses --audit-log - at start; a reload must refuse it too, or
+    audit lines land in the JSON-RPC stream on stdout."""
+    from wsclient import RpcClient, StdioTransport
+    path = tmp_path / "u.toml"
+    write(path, "max-processes = 5\n")
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([UEXEC_BIN, "--listen", "stdio", "--config", str(path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    try:
+        t = StdioTransport(proc)
+        c = RpcClient(t)
+        c.initialize()
+        write(path, 'audit-log = "-"\nmax-processes = 5\n')
+        proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: b"Configuration reloaded" in (tmp_path / "stderr").read_bytes(),
+                   what="the reload")
+        # an audit line on stdout is no JSON-RPC message: the client refuses it
+        run = c.run("p", ["/bin/echo", "hi"], env=PATH_ENV)
+        assert run.stdout == b"hi\n"
+        assert b"--audit-log - writes to stdout" in (tmp_path / "stderr").read_bytes()
+        proc.stdin.close()
+        assert proc.wait(20) == 0
+        rest = t._buf + proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        err.close()
+    # every stdout line is a JSON-RPC message, none an audit line
+    assert b"process.start" not in rest
+    for m in c.log:
+        assert "jsonrpc" in m or "id" in m or "method" in m, m
+        assert m.get("event") is None, m
+
+
+def test_sighup_turning_the_handshake_deadline_off_closes_no_handshake(server_factory, tmp_path):
+    """handshake-timeout-ms = 0 means no deadline: after a reload to 0, a connection that
+    was handshaking is not closed by the timer armed before (it used to be, at once)."""
+    import socket
+    import time
+    from wsclient import http_exchange, upgrade_request
+    path = tmp_path / "u.toml"
+    write(path, "handshake-timeout-ms = 1500\n")
+    srv = server_factory("--config", str(path))
+    s = socket.create_connection((srv.host, srv.port), timeout=10)
+    try:
+        write(path, "handshake-timeout-ms = 0\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+        time.sleep(2.5)      # past the old deadline
+        req, _ = upgrade_request(srv.host, srv.port)
+        s.sendall(req)
+        head = s.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101 "), (head, srv.stderr()[-1000:])
+    finally:
+        s.close()
+    assert b"no WebSocket upgrade within" not in srv.stderr()

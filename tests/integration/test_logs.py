@@ -107,6 +107,23 @@ def test_hostile_strings_are_escaped(server_factory, tmp_path):
     assert events(recs, "process.startFailed")[0]["argv"] == [bad]
 
 
+def test_text_format_lines_cannot_be_forged(server_factory):
+    """The text log prints client strings (a processId) inside messages: a newline in one
+    must not start a line of its own that looks like the server's."""
+    srv = server_factory("--log-level", "debug")
+    c = srv.connect()
+    pid = "t\nuexec[1]: error: FORGED\r\x1b[2K"
+    assert c.run(pid, ["/bin/echo", "x"], env=PATH_ENV).exit_code == 0
+    wait_until(lambda: b"exited with 0" in srv.stderr(), what="the exit line")
+    err = srv.stderr().decode()
+    assert not re.search(r"^uexec\[1\]: error: FORGED", err, re.M), err[-2000:]
+    assert "\x1b" not in err and "\r" not in err
+    # the id is still readable, escaped
+    assert "t\\nuexec[1]: error: FORGED\\r\\x1b[2K" in err, err[-2000:]
+    for line in err.splitlines():
+        assert line.startswith("uexec["), line
+
+
 def test_audit_log_content(server_factory, tmp_path):
     audit = tmp_path / "audit.jsonl"
     srv = server_factory("--audit-log", str(audit))
@@ -195,6 +212,19 @@ def test_argv_is_capped_in_the_audit_log(server_factory, tmp_path):
     start = events(json_lines(audit.read_bytes()), "process.start")[0]
     assert start["argc"] == 201 and start["argvTruncated"] is True
     assert 0 < len(start["argv"]) < 201 and sum(map(len, start["argv"])) <= 65536
+    assert os.path.getsize(audit) < 100000
+
+
+def test_argv_cap_counts_empty_arguments(server_factory, tmp_path):
+    """The cap bounds the line, not only the bytes of the strings: 200000 empty arguments
+    (a 600 kB request) used to make a 600 kB audit line."""
+    audit = tmp_path / "audit.jsonl"
+    srv = server_factory("--audit-log", str(audit))
+    c = srv.connect()
+    c.run("empty", ["/bin/true"] + [""] * 200000, env=PATH_ENV)
+    wait_until(lambda: audit.read_bytes().count(b"\n") >= 2, what="the audit lines")
+    start = events(json_lines(audit.read_bytes()), "process.start")[0]
+    assert start["argc"] == 200001 and start["argvTruncated"] is True
     assert os.path.getsize(audit) < 100000
 
 

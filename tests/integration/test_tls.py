@@ -220,3 +220,52 @@ def test_startup_checks(certs, tmp_path):
     with open(certs["other"]) as f:
         body = "".join(f.read().splitlines()[1:-1])
     assert body[:40] not in r.stderr
+
+
+def test_sighup_loads_the_certificate_the_new_configuration_names(certs, tmp_path):
+    """A certificate renewed into new files: after SIGHUP new connections get it (the
+    reload used to read the start-up files again, keeping the old certificate)."""
+    from conftest import wait_until
+    openssl = HOST.program("openssl")
+    cert2, key2 = tmp_path / "cert2.pem", tmp_path / "key2.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                    "/CN=uexec-renewed", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key2), "-out", str(cert2)],
+                   check=True, capture_output=True, timeout=60)
+    conf = tmp_path / "u.toml"
+    conf.write_text('tls-cert = "%s"\ntls-key = "%s"\n' % (certs["cert"], certs["key"]))
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([UEXEC_BIN, "--listen", "wss://127.0.0.1:0", "--config", str(conf)],
+                            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        url = proc.stdout.readline().decode().strip()
+        port = int(url.rsplit(":", 1)[1])
+
+        def peer_cn(cafile):
+            ctx = ssl.create_default_context(cafile=cafile)
+            with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 10),
+                                 server_hostname="127.0.0.1") as s:
+                return dict(x[0] for x in s.getpeercert()["subject"])["commonName"]
+
+        assert peer_cn(certs["cert"]) == "uexec-test"
+        conf.write_text('tls-cert = "%s"\ntls-key = "%s"\n' % (cert2, key2))
+        proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: b"Configuration reloaded" in (tmp_path / "stderr").read_bytes(),
+                   what="the reload")
+        assert peer_cn(str(cert2)) == "uexec-renewed"
+        # a key that does not match: the renewed pair stays in force
+        conf.write_text('tls-cert = "%s"\ntls-key = "%s"\n' % (cert2, certs["key"]))
+        proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: (tmp_path / "stderr").read_bytes().count(b"Configuration reloaded")
+                   >= 2, what="the 2nd reload")
+        assert b"keeping the previous one" in (tmp_path / "stderr").read_bytes()
+        assert peer_cn(str(cert2)) == "uexec-renewed"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        proc.stdout.close()
+        err.close()
+    for m in SANITIZER_MARKERS:
+        assert m not in (tmp_path / "stderr").read_bytes()

@@ -136,6 +136,16 @@ TEST(unknown_and_fallbacks_dropped)
 	/* garbage */
 	feed(ev, 1326, "nonsense");
 	feed(ev, 1423, "audit(");
+	/* a header cut short right after the serial: nothing is read past the record */
+	{
+		static const char cut[] = "audit(1.2:12345";
+		char *exact = malloc(sizeof(cut) - 1);
+
+		ASSERT_TRUE(exact != NULL);
+		memcpy(exact, cut, sizeof(cut) - 1);
+		sandbox_evidence_feed_audit(ev, 1423, exact, sizeof(cut) - 1);
+		free(exact);
+	}
 	sandbox_evidence_flush(ev);
 	sandbox_evidence_denials(t, &n, &total);
 	ASSERT_EQ(0, n);
@@ -325,7 +335,9 @@ TEST(no_source_is_the_heuristic)
 TEST(barrier_and_status)
 {
 	uint32_t seq = 0;
-	const char rec[] = "audit(1.0:5): pid=7 uid=0 msg='uexec-evidence-barrier=1234:77 exe=\"/x\"'";
+	const char rec[] = "audit(1.0:5): pid=1234 uid=0 msg='uexec-evidence-barrier=1234:77 exe=\"/x\"'";
+	/* sent by another process (pid 7), naming our pid and a sequence: forged */
+	const char forged[] = "audit(1.0:6): pid=7 uid=0 msg='x pid=1234 uexec-evidence-barrier=1234:78'";
 	uint32_t raw[11] = { 0, 1, 0, 0, 0, 64, 3, 0 };
 	struct sandbox_audit_status st;
 
@@ -333,6 +345,8 @@ TEST(barrier_and_status)
 	ASSERT_EQ(77, seq);
 	ASSERT_TRUE(!sandbox_audit_is_barrier(1121, rec, sizeof(rec) - 1, 1235, &seq));
 	ASSERT_TRUE(!sandbox_audit_is_barrier(1326, rec, sizeof(rec) - 1, 1234, &seq));
+	ASSERT_TRUE(!sandbox_audit_is_barrier(1121, forged, sizeof(forged) - 1, 1234, &seq));
+	ASSERT_EQ(77, seq);
 	ASSERT_EQ(0, sandbox_audit_parse_status(raw, sizeof(raw), &st));
 	ASSERT_TRUE(st.enabled);
 	ASSERT_EQ(3, st.lost);

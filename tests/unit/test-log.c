@@ -99,6 +99,27 @@ TEST(fields)
 	buf_done(&b);
 }
 
+static void text_eq(const char *in, size_t size, const char *want)
+{
+	char out[64];
+
+	ASSERT_TRUE(size <= sizeof(out));
+	log_text_escape(in, out, size);
+	if (strcmp(out, want) != 0)
+		tests_fail(__FILE__, __LINE__, "text-escaped %s, want %s", out, want);
+}
+
+TEST(text_escape)
+{
+	text_eq("plain 'x' \"y\" \xc3\xa9", 64, "plain 'x' \"y\" \xc3\xa9");
+	text_eq("id\nuexec[1]: error: forged", 64, "id\\nuexec[1]: error: forged");
+	text_eq("\r\t\x01\x1b[2J\x7f", 64, "\\r\\t\\x01\\x1b[2J\\x7f");
+	/* truncated at a whole escape, always terminated */
+	text_eq("ab\ncd", 4, "ab");
+	text_eq("ab\ncd", 5, "ab\\n");
+	text_eq("abc", 1, "");
+}
+
 TEST(time_format)
 {
 	char t[32];
