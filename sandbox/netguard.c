@@ -218,17 +218,28 @@ static void remove_stale(const char *dir)
 	while ((de = readdir(d))) {
 		char path[4096 + 256];
 		unsigned long pid;
-		int end = 0;
+		int end = 0, lock_fd;
 
 		if (sscanf(de->d_name, "uexec-%lu.sandbox%n", &pid, &end) != 1 ||
 		    de->d_name[end] != 0 || pid == 0 || pid > INT32_MAX)
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		/*
+		 * A live guard's uexec holds its lock (see below), from any PID
+		 * namespace; kept while purging so that two sweeps do not race.
+		 */
+		lock_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (lock_fd < 0)
+			continue;
+		if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0 ||
+		    ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))) {
+			close(lock_fd);
+			continue;
+		}
 		/* Its processes' leaves, and any process still in them, go with it. */
 		if (sandbox_cg_purge(path) == 0)
 			log_info("Removed the stale listener guard %s", path);
+		close(lock_fd);
 	}
 	closedir(d);
 }
@@ -474,6 +485,13 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 		snprintf(err, errsz, "open %s: %s", g->path, strerror(errno));
 		goto fail;
 	}
+	/* Held for the server's life: the sweeps of other servers (any PID namespace) spare it. */
+	if (flock(g->cgroup_fd, LOCK_EX | LOCK_NB) < 0) {
+		r = -errno;
+		snprintf(err, errsz, "%s is held by another uexec: %s", g->path, strerror(errno));
+		g->path[0] = 0; /* not ours to remove */
+		goto fail;
+	}
 	for (size_t t = 0; t < ELEMENTSOF(types); t++) {
 		union bpf_attr attr;
 		int prog = load_prog(types[t], ports, n_ports, g->map_fd, err, errsz);
@@ -534,7 +552,7 @@ void netguard_free(struct netguard *g)
 	safe_close(g->map_fd);
 	safe_close(g->cgroup_fd);
 	/* cgroup.kill covers the per-process leaves below it too (cgroup.h). */
-	r = sandbox_cg_purge(g->path);
+	r = g->path[0] ? sandbox_cg_purge(g->path) : 0;
 	if (r < 0)
 		log_warning_errno(r, "Cannot remove the listener guard cgroup %s (processes left in it?)",
 				  g->path);

@@ -643,3 +643,64 @@ def test_guarded_sandbox_leaf_below_guard(server, uniq, marker, tmp_path):
     wait_until(lambda: marked(marker) == [], timeout=5, what="the sandboxed tree killed")
     c.collect(pid)
     wait_until(lambda: not os.path.exists(leaf), timeout=5, what="the leaf removed")
+
+
+def ns_pid_free_here():
+    """A pid no process on this side has, for a uexec in a PID namespace of its own."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        top = int(f.read())
+    for p in range(top - 2, top // 2, -1):
+        if not os.path.exists("/proc/%d" % p):
+            return p
+    pytest.skip("no free pid to give the namespaced uexec")
+
+
+@pytest.mark.needs_programs("unshare")
+def test_sweep_spares_live_uexec_in_other_pid_namespace(tmp_path, uniq, marker, monkeypatch):
+    """A uexec in another PID namespace sharing this cgroup (containers on one host):
+    its pid means nothing here (kill(pid, 0) says "no such process"), yet it is alive.
+    Another uexec starting must neither kill its processes nor remove its cgroups."""
+    needs_cgroups()
+    import conftest
+    nspid = ns_pid_free_here()
+    wrapper = tmp_path / "in-pidns"
+    # the namespace's pid 1 is sh; uexec gets nspid (ns_last_pid + 1), absent on this side
+    wrapper.write_text("#!/bin/sh\nexec unshare --pid --fork --mount-proc /bin/sh -c "
+                       "'echo %d > /proc/sys/kernel/ns_last_pid && \"$0\" \"$@\"; exit $?' %s \"$@\"\n"
+                       % (nspid - 1, conftest.UEXEC_BIN))
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(conftest, "UEXEC_BIN", str(wrapper))
+    a = Server((), logdir=str(tmp_path))
+    monkeypatch.undo()
+    try:
+        own = HOST.own_cgroup2_dir()[0]
+        base = os.path.join(own, "uexec-%d.procs" % nspid)
+        guard = os.path.join(own, "uexec-%d.sandbox" % nspid)   # the listener guard, if any
+        assert os.path.isdir(base), a.stderr_tail()
+        has_guard = os.path.isdir(guard)
+        assert not pid_alive(nspid)   # what the sweep of the other uexec sees
+        c = a.connect()
+        pid = uniq("d")
+        c.start(pid, sh(DAEMON), env=menv(marker))
+        c.collect_until_output(pid, "started")
+        wait_until(lambda: len(marked(marker)) >= 4, timeout=5, what="the tree")
+        before = sorted(marked(marker))
+        b = Server((), logdir=str(tmp_path))
+        b.check_stop()
+        assert "left by uexec %d" % nspid not in b.stderr().decode(), b.stderr_tail()
+        assert sorted(marked(marker)) == before, "the other uexec's sweep killed them"
+        assert os.path.isdir(base)
+        assert os.path.isdir(guard) == has_guard, "the other uexec's sweep removed its guard"
+        # and it still works: terminate kills its tree through the leaf
+        c.terminate(pid)
+        wait_until(lambda: marked(marker) == [], timeout=10, what="the tree terminated")
+    finally:
+        inner = [p for sh1 in children_of(a.pid) for p in children_of(sh1)]
+        for p in inner:
+            os.kill(p, signal.SIGTERM)
+        try:
+            a.proc.wait(15)
+        except Exception:
+            a.proc.kill()
+        a.stopped = True
+    wait_until(lambda: not os.path.isdir(base), timeout=10, what="its cgroups removed at its exit")
