@@ -704,3 +704,45 @@ def test_sweep_spares_live_uexec_in_other_pid_namespace(tmp_path, uniq, marker, 
             a.proc.kill()
         a.stopped = True
     wait_until(lambda: not os.path.isdir(base), timeout=10, what="its cgroups removed at its exit")
+
+
+def test_clone3_refused_falls_back(tmp_path, uniq, marker, monkeypatch):
+    """Where clone3 answers ENOSYS (Docker's default seccomp profile, valgrind) every
+    process still starts, in its own leaf, and terminate still kills its whole tree."""
+    needs_cgroups()
+    import ctypes.util
+    import sys
+    import conftest
+    if not ctypes.util.find_library("seccomp"):
+        pytest.skip("libseccomp is not installed")
+    wrapper = tmp_path / "no-clone3"
+    wrapper.write_text(
+        "#!%s\nimport ctypes, ctypes.util, errno, os, sys\n"
+        "lib = ctypes.CDLL(ctypes.util.find_library('seccomp'))\n"
+        "lib.seccomp_init.restype = ctypes.c_void_p\n"
+        "lib.seccomp_init.argtypes = [ctypes.c_uint32]\n"
+        "lib.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint]\n"
+        "lib.seccomp_load.argtypes = [ctypes.c_void_p]\n"
+        "ctx = lib.seccomp_init(0x7fff0000)\n"
+        "nr = lib.seccomp_syscall_resolve_name(b'clone3')\n"
+        "assert nr > 0 and lib.seccomp_rule_add(ctx, 0x00050000 | errno.ENOSYS, nr, 0) == 0\n"
+        "assert lib.seccomp_load(ctx) == 0\n"
+        "os.execv(%r, [%r] + sys.argv[1:])\n" % (sys.executable, conftest.UEXEC_BIN,
+                                                  conftest.UEXEC_BIN))
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(conftest, "UEXEC_BIN", str(wrapper))
+    srv = Server((), logdir=str(tmp_path))
+    monkeypatch.undo()
+    try:
+        c = srv.connect()
+        pid = uniq("n")
+        c.start(pid, sh(DAEMON), env=menv(marker))
+        c.collect_until_output(pid, "started")
+        wait_until(lambda: len(marked(marker)) >= 4, timeout=5, what="the tree")
+        rels = {cgroup_of(p) for p in marked(marker)}
+        assert len(rels) == 1 and re.search(r"/uexec-%d\.procs/p\d+$" % srv.pid, rels.pop()), rels
+        assert "clone3 with CLONE_INTO_CGROUP is refused here" in srv.stderr().decode()
+        c.terminate(pid)   # sh itself has exited: its daemons are what is left
+        wait_until(lambda: marked(marker) == [], timeout=5, what="the tree killed")
+    finally:
+        srv.check_stop()
