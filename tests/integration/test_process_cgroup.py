@@ -746,3 +746,41 @@ def test_clone3_refused_falls_back(tmp_path, uniq, marker, monkeypatch):
         wait_until(lambda: marked(marker) == [], timeout=5, what="the tree killed")
     finally:
         srv.check_stop()
+
+
+@pytest.mark.needs_programs("/bin/bash")
+def test_sigkill_leaves_no_sandboxed_process(tmp_path, uniq, marker):
+    """SIGKILL of uexec with sandboxed trees running (a PID namespace of their own; with
+    network access, leaves below the listener guard), setsid daemons inside: none
+    survives, no cgroup of that uexec is left, and the supervisor held nothing of
+    uexec's (no listening socket, no ring) while it waited."""
+    needs_cgroups()
+    HOST.require("sandbox")
+    srv = Server((), logdir=str(tmp_path))
+    try:
+        reaper = reaper_of(srv)
+        assert reaper, srv.stderr_tail()
+        fds = {os.readlink("/proc/%d/fd/%s" % (reaper, f)) for f in os.listdir("/proc/%d/fd" % reaper)}
+        assert all(t == "/dev/null" or t.startswith("pipe:") for t in fds), fds
+        c = srv.connect()
+        sbs = [READ_ONLY_SANDBOX]
+        if HOST.missing("listener-guard") is None:
+            sbs.append({"permissions": {"type": "managed", "network": "enabled",
+                                        "file_system": {"type": "unrestricted"}},
+                        "windowsSandboxLevel": "disabled"})
+        for i, sb in enumerate(sbs):
+            pid = uniq("s%d" % i)
+            c.start(pid, ["/bin/bash", "-c", DAEMON + "; sleep 1000"], env=menv(marker),
+                    sandbox=sb)
+            c.collect_until_output(pid, "started")
+        wait_until(lambda: len(marked(marker)) >= 5 * len(sbs), timeout=10, what="the trees")
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait()
+        wait_until(lambda: marked(marker) == [], timeout=10,
+                   what="no sandboxed process of the killed uexec left")
+        wait_until(lambda: server_dirs(srv.pid) == [], timeout=10, what="its cgroups removed")
+        wait_until(lambda: not pid_alive(reaper), timeout=5, what="the supervisor gone")
+    finally:
+        srv.stopped = True
+        if srv.proc.poll() is None:
+            srv.proc.kill()
