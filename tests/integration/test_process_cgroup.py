@@ -784,3 +784,36 @@ def test_sigkill_leaves_no_sandboxed_process(tmp_path, uniq, marker):
         srv.stopped = True
         if srv.proc.poll() is None:
             srv.proc.kill()
+
+
+@pytest.mark.parametrize("network", ["restricted", "enabled"])
+def test_sandbox_cannot_leave_its_cgroup(server, uniq, marker, network):
+    """A sandboxed process that may write the whole disk, running as root: writing its
+    pid into a cgroup.procs outside its leaf (cgroup v2, or a v1 hierarchy of its
+    limits) would take it out of the whole-tree kill and its limits. Every cgroup
+    mount is read-only in the sandbox; it stays in its leaf and terminate kills it."""
+    needs_cgroups()
+    HOST.require("sandbox")
+    if network == "enabled" and HOST.missing("listener-guard"):
+        pytest.skip("needs listener-guard: %s" % HOST.missing("listener-guard"))
+    targets = [HOST.own_cgroup2_dir()[0]]
+    limits = {}
+    for k, field in (("pids", "pidsMax"),):
+        if limit_where(k) == "v1":
+            targets.append(v1_dir(k))
+            limits[field] = 512
+    sb = {"permissions": {"type": "managed", "network": network, "file_system": {
+        "type": "restricted", "entries": [{"path": {"type": "special", "value": {"kind": "root"}},
+                                           "access": "write"}]}},
+          "windowsSandboxLevel": "disabled"}
+    c = server.connect()
+    pid = uniq("esc")
+    script = "; ".join("echo $$ > %s/cgroup.procs 2>/dev/null && echo MOVED" % t for t in targets)
+    c.start(pid, sh(script + "; echo tried; exec sleep 1000"), env=menv(marker), sandbox=sb,
+            limits=limits)
+    out = c.collect_until_output(pid, "tried").data()
+    assert b"MOVED" not in out, out
+    (p,) = marked(marker)
+    assert re.search(r"/p\d+$", cgroup_of(p)), cgroup_of(p)
+    c.terminate(pid)
+    wait_until(lambda: marked(marker) == [], timeout=5, what="the sandboxed process killed")
