@@ -12,6 +12,7 @@ Every check looks at the host itself (cgroup files, /proc), never at paths of
 one machine; tests that need per-process cgroups skip with the reason where
 the host has no writable cgroup v2."""
 
+import fcntl
 import os
 import re
 import signal
@@ -401,6 +402,7 @@ def test_leftover_sweep(tmp_path, uniq, marker):
     """Supervisor and uexec both SIGKILLed: the setsid daemons survive (only the direct
     children die with uexec), and the next uexec kills them and removes the cgroups."""
     needs_cgroups()
+    held = []
     a = Server((), logdir=str(tmp_path))
     try:
         c = a.connect()
@@ -409,16 +411,25 @@ def test_leftover_sweep(tmp_path, uniq, marker):
         assert reaper, "uexec has no supervisor"
         os.kill(reaper, signal.SIGKILL)
         wait_until(lambda: not pid_alive(reaper), timeout=5, what="the supervisor killed")
+        dirs = server_dirs(a.pid)
         a.proc.send_signal(signal.SIGKILL)
         a.proc.wait()
+        # Until b starts, the leftovers are held as a live uexec holds its own (cgroup.c):
+        # another uexec starting on this host meanwhile must not sweep them first.
+        for d in dirs:
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held.append(fd)
         time.sleep(0.3)
         left = marked(marker)
-        assert left, "nothing survived: the sweep would have nothing to do"
+        assert left, ("nothing survived: the sweep would have nothing to do", server_dirs(a.pid))
         assert server_dirs(a.pid), "the killed uexec's cgroups are gone already"
     finally:
         a.stopped = True
         if a.proc.poll() is None:
             a.proc.kill()
+        for fd in held:
+            os.close(fd)
     b = Server((), logdir=str(tmp_path))
     try:
         wait_until(lambda: marked(marker) == [], timeout=10, what="the sweep killing them")
