@@ -486,6 +486,8 @@ static _noreturn_ void supervise(struct sandbox_cg *cg, int rfd, pid_t server)
 	(void)prctl(PR_SET_NAME, "uexec-reaper", 0, 0, 0);
 	/* Out of uexec's process group: a SIGKILL to the group must not take it along. */
 	(void)setsid();
+	/* Pins no directory (uexec's cwd could be a mount to be unmounted while uexec runs). */
+	(void)!chdir("/");
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		(void)dup2(null, 0);

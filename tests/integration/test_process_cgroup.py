@@ -351,8 +351,12 @@ def reaper_of(server):
     if not m:
         return None
     pid = int(m.group(1))
-    with open("/proc/%d/comm" % pid) as f:
-        assert f.read().strip() == "uexec-reaper"
+
+    def named():
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip() == "uexec-reaper"
+    # uexec logs the pid when the fork returns: the supervisor names itself a moment later
+    wait_until(named, timeout=5, what="the supervisor named uexec-reaper")
     return pid
 
 
@@ -771,8 +775,15 @@ def test_sigkill_leaves_no_sandboxed_process(tmp_path, uniq, marker):
     try:
         reaper = reaper_of(srv)
         assert reaper, srv.stderr_tail()
-        fds = {os.readlink("/proc/%d/fd/%s" % (reaper, f)) for f in os.listdir("/proc/%d/fd" % reaper)}
-        assert all(t == "/dev/null" or t.startswith("pipe:") for t in fds), fds
+
+        def fds():
+            d = "/proc/%d/fd" % reaper
+            return sorted(os.readlink(os.path.join(d, f)) for f in os.listdir(d))
+        # it names itself before it closes what it inherited from uexec
+        wait_until(lambda: len(fds()) == 4 and
+                   all(t == "/dev/null" or t.startswith("pipe:") for t in fds()),
+                   timeout=5, what="the supervisor holding only /dev/null (0-2) and its pipe")
+        assert os.readlink("/proc/%d/cwd" % reaper) == "/"   # uexec's is the test's
         c = srv.connect()
         sbs = [READ_ONLY_SANDBOX]
         if HOST.missing("listener-guard") is None:
