@@ -653,15 +653,17 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 		return -errno;
 	/* Full-disk write too needs a mount namespace for the cgroup and /proc steps below. */
 	*step = "unshare(CLONE_NEWNS)";
-	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns) &&
+	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns || pl->n_cg_mounts) &&
 	    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0))
 		return -errno;
 	if (pl->restrict_fs && (r = apply_mounts(pl, tty_fd, step)) < 0)
 		return r;
 	/*
 	 * Without nsdelegate the cgroup namespace is no boundary: root could
-	 * still write its pid into any cgroup.procs. Read-only cgroup2 mounts
-	 * stop that (clone3's CLONE_INTO_CGROUP is refused by seccomp).
+	 * still write its pid into any cgroup.procs, leaving its own cgroup
+	 * (the listener guard, its leaf and limits, v1 hierarchies too).
+	 * Read-only cgroup mounts stop that (clone3's CLONE_INTO_CGROUP is
+	 * refused by seccomp).
 	 */
 	*step = "making cgroup2 read-only";
 	for (size_t i = 0; i < pl->n_cg_mounts; i++)

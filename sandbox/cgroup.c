@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -240,9 +241,45 @@ static int v1_own_dir(const char *ctrl, char *out, size_t outsz)
 /* ---- the sweep ---- */
 
 /*
+ * Ownership of a base: its uexec holds a flock on the directory for its whole
+ * life (own_lock). The kernel drops it when that uexec dies, however it dies,
+ * and it is seen from every PID namespace (one kernfs inode), where a pid is
+ * not: a uexec in another PID namespace sharing this cgroup has a pid that
+ * means nothing here (kill(pid, 0) fails, or names another process).
+ */
+static int own_lock(int dirfd)
+{
+	return flock(dirfd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+}
+
+/*
+ * True when dir/uexec-<pid>.procs exists and a live uexec holds its lock.
+ * The lock is taken (and kept on *ret_fd) when free, so that two starting
+ * servers do not sweep the same leftover at once.
+ */
+static bool owned(const char *dir, unsigned long pid, int *ret_fd)
+{
+	char path[4096 + 64];
+	int fd;
+
+	*ret_fd = -1;
+	snprintf(path, sizeof(path), "%s/uexec-%lu.procs", dir, pid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false; /* no base: nothing of a live server's to protect */
+	if (own_lock(fd) < 0) {
+		close(fd);
+		return true;
+	}
+	*ret_fd = fd;
+	return false;
+}
+
+/*
  * Purges what uexec servers that are gone left in dir: uexec-<pid>.procs
  * (their processes' leaves), uexec-<pid>.server (empty once they died).
- * A server that is still running (kill(pid, 0) works) is left alone.
+ * Left alone: a base whose lock a live uexec holds (any PID namespace), and,
+ * for servers of versions before the lock, a pid that is alive here.
  */
 static void sweep(const char *dir)
 {
@@ -254,20 +291,25 @@ static void sweep(const char *dir)
 	while ((de = readdir(d))) {
 		char path[4096 + 256], suffix[16];
 		unsigned long pid;
-		int end = 0;
+		int end = 0, lock_fd;
 
 		if (sscanf(de->d_name, "uexec-%lu.%15[a-z]%n", &pid, suffix, &end) != 2 ||
 		    de->d_name[end] != 0 || pid == 0 || pid > INT32_MAX ||
 		    (strcmp(suffix, "procs") != 0 && strcmp(suffix, "server") != 0))
 			continue;
-		if ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+		if (owned(dir, pid, &lock_fd))
 			continue;
+		if ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) {
+			safe_close(lock_fd);
+			continue;
+		}
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (sandbox_cg_purge(path) == 0)
 			log_info("Removed the cgroup %s left by uexec %lu (its processes killed)", path,
 				 pid);
 		else
 			log_warning("Cannot remove the cgroup %s left by uexec %lu", path, pid);
+		safe_close(lock_fd);
 	}
 	closedir(d);
 }
@@ -335,6 +377,8 @@ static void init_v1(struct sandbox_cg *cg)
 		if (mkdir(base, 0755) < 0 && errno != EEXIST)
 			continue;
 		cg->v1_fd[k] = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cg->v1_fd[k] >= 0 && own_lock(cg->v1_fd[k]) < 0)
+			cg->v1_fd[k] = safe_close(cg->v1_fd[k]); /* another live uexec's */
 		if (cg->v1_fd[k] >= 0)
 			cg->where[k] = SANDBOX_CG_V1;
 		else
@@ -394,6 +438,11 @@ void sandbox_cg_init(struct sandbox_cg *cg, bool want, char *desc, size_t descsz
 			r = -errno;
 			snprintf(err, sizeof(err), "%s: %s", cg->base, strerror(errno));
 			(void)rmdir(cg->base);
+		} else if ((r = own_lock(cg->base_fd)) < 0) {
+			/* Held: the base of a live uexec with our pid in another PID namespace. */
+			snprintf(err, sizeof(err), "%s is held by another uexec: %s", cg->base,
+				 strerror(-r));
+			cg->base_fd = safe_close(cg->base_fd);
 		}
 	}
 	if (r >= 0) {
@@ -437,6 +486,8 @@ static _noreturn_ void supervise(struct sandbox_cg *cg, int rfd, pid_t server)
 	(void)prctl(PR_SET_NAME, "uexec-reaper", 0, 0, 0);
 	/* Out of uexec's process group: a SIGKILL to the group must not take it along. */
 	(void)setsid();
+	/* Pins no directory (uexec's cwd could be a mount to be unmounted while uexec runs). */
+	(void)!chdir("/");
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		(void)dup2(null, 0);

@@ -65,10 +65,11 @@ static void unescape(char *s)
 
 /*
  * Calls fn(root, mountpoint, data) for each cgroup2 mount in mountinfo (both
- * unescaped) until it returns nonzero; returns that, or -errno.
+ * unescaped; with v1, cgroup v1 hierarchies too) until it returns nonzero;
+ * returns that, or -errno.
  */
-static int for_each_cgroup2_mount(int (*fn)(const char *root, const char *mnt, void *data),
-				  void *data)
+static int for_each_cgroup_mount(bool v1, int (*fn)(const char *root, const char *mnt, void *data),
+				 void *data)
 {
 	char line[8192];
 	FILE *f;
@@ -82,7 +83,8 @@ static int for_each_cgroup2_mount(int (*fn)(const char *root, const char *mnt, v
 		int n = 0;
 
 		sep = strstr(line, " - ");
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+		if (!sep || (strncmp(sep + 3, "cgroup2 ", 8) != 0 &&
+			     !(v1 && strncmp(sep + 3, "cgroup ", 7) == 0)))
 			continue;
 		*sep = 0;
 		for (tok = strtok_r(line, " ", &save); tok && n < 10; tok = strtok_r(NULL, " ", &save))
@@ -133,7 +135,7 @@ static int add_mount(const char *root, const char *mnt, void *data)
 int netguard_cgroup_mounts(char ***ret, size_t *ret_n)
 {
 	struct mount_list l = { NULL, 0 };
-	int r = for_each_cgroup2_mount(add_mount, &l);
+	int r = for_each_cgroup_mount(true, add_mount, &l);
 
 	if (r < 0) {
 		for (size_t i = 0; i < l.n; i++)
@@ -174,7 +176,7 @@ int netguard_own_cgroup_dir(char *out, size_t outsz, char *err, size_t errsz)
 	}
 
 	struct first_mount m = { "", "" };
-	int r = for_each_cgroup2_mount(take_first, &m);
+	int r = for_each_cgroup_mount(false, take_first, &m);
 
 	if (r < 0) {
 		snprintf(err, errsz, "/proc/self/mountinfo: %s", strerror(-r));
@@ -218,17 +220,28 @@ static void remove_stale(const char *dir)
 	while ((de = readdir(d))) {
 		char path[4096 + 256];
 		unsigned long pid;
-		int end = 0;
+		int end = 0, lock_fd;
 
 		if (sscanf(de->d_name, "uexec-%lu.sandbox%n", &pid, &end) != 1 ||
 		    de->d_name[end] != 0 || pid == 0 || pid > INT32_MAX)
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		/*
+		 * A live guard's uexec holds its lock (see below), from any PID
+		 * namespace; kept while purging so that two sweeps do not race.
+		 */
+		lock_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (lock_fd < 0)
+			continue;
+		if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0 ||
+		    ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))) {
+			close(lock_fd);
+			continue;
+		}
 		/* Its processes' leaves, and any process still in them, go with it. */
 		if (sandbox_cg_purge(path) == 0)
 			log_info("Removed the stale listener guard %s", path);
+		close(lock_fd);
 	}
 	closedir(d);
 }
@@ -474,6 +487,13 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 		snprintf(err, errsz, "open %s: %s", g->path, strerror(errno));
 		goto fail;
 	}
+	/* Held for the server's life: the sweeps of other servers (any PID namespace) spare it. */
+	if (flock(g->cgroup_fd, LOCK_EX | LOCK_NB) < 0) {
+		r = -errno;
+		snprintf(err, errsz, "%s is held by another uexec: %s", g->path, strerror(errno));
+		g->path[0] = 0; /* not ours to remove */
+		goto fail;
+	}
 	for (size_t t = 0; t < ELEMENTSOF(types); t++) {
 		union bpf_attr attr;
 		int prog = load_prog(types[t], ports, n_ports, g->map_fd, err, errsz);
@@ -534,7 +554,7 @@ void netguard_free(struct netguard *g)
 	safe_close(g->map_fd);
 	safe_close(g->cgroup_fd);
 	/* cgroup.kill covers the per-process leaves below it too (cgroup.h). */
-	r = sandbox_cg_purge(g->path);
+	r = g->path[0] ? sandbox_cg_purge(g->path) : 0;
 	if (r < 0)
 		log_warning_errno(r, "Cannot remove the listener guard cgroup %s (processes left in it?)",
 				  g->path);

@@ -37,8 +37,11 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 int netguard_cgroup_fd(const struct netguard *g);
 
 /*
- * The mount points of every cgroup2 mount (a NULL-terminated strv), which a
- * guarded sandbox makes read-only: the cgroup namespace only confines
+ * The mount points of every cgroup mount, v2 and v1 hierarchies (a
+ * NULL-terminated strv), which every sandbox with a mount namespace makes
+ * read-only: else a sandboxed root process could write its pid into a
+ * cgroup.procs outside its leaf (and out of its limits and the whole-tree
+ * kill, or out of the listener guard); the cgroup namespace only confines
  * migrations when the hierarchy is mounted with nsdelegate.
  */
 int netguard_cgroup_mounts(char ***ret, size_t *ret_n);

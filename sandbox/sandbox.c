@@ -1109,8 +1109,9 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->gid = (unsigned)getegid();
 	pl->restrict_net = !p->network || fs_helper;
 	pl->cgroup_fd = pl->restrict_net || !f->mount_ns ? -1 : netguard_cgroup_fd(f->guard);
-	if (pl->cgroup_fd >= 0 && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
-		snprintf(err, errsz, "listing cgroup2 mounts: %s", strerror(-r));
+	/* Every sandbox: its process stays in its cgroup (netguard.h), guarded or not. */
+	if (f->mount_ns && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
+		snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
 		goto fail;
 	}
 	pl->seccomp = fs_helper        ? &f->filters.fs_helper

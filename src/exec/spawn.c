@@ -32,6 +32,7 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "log.h"
 #include "macro.h"
 #include "sandbox.h"
 #include "spawn.h"
@@ -93,6 +94,7 @@ struct child_fds {
 	int ctty;         /* PTY slave to make the controlling terminal, or -1 */
 	int errpipe;
 	pid_t server;     /* getpid() of the server */
+	int cg_procs;     /* cgroup.procs to join before exec (no clone3), or -1 */
 };
 
 #if defined(__x86_64__) && SPAWN_CLONE_VM
@@ -317,6 +319,9 @@ static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct chi
 	ppid = getppid();
 	if (ppid != f->server && ppid != 0)
 		child_fail(f->errpipe, ESRCH);
+	/* Its v2 cgroup where clone3 is refused (clone_child), before anything runs. */
+	if (f->cg_procs >= 0 && write(f->cg_procs, "0", 1) < 0)
+		child_fail_step(f->errpipe, errno, "joining its cgroup");
 	/* Its v1 cgroups (limits on a hybrid host), before anything runs: descendants inherit them. */
 	for (int k = 0; a->cgroup && k < _SANDBOX_CG_KIND_MAX; k++)
 		if (a->cgroup->v1_procs[k] >= 0 && write(a->cgroup->v1_procs[k], "0", 1) < 0)
@@ -551,6 +556,9 @@ static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct ch
 	return 0;
 }
 
+/* clone3 answered ENOSYS (seccomp, valgrind) or E2BIG (Linux 5.3-5.6: no cgroup member) once. */
+static bool clone3_refused;
+
 /* Clones the child with every signal blocked. Returns its pid or -errno. */
 static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struct child_fds *cf,
 			void *stack, int *pidfd)
@@ -564,6 +572,22 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
+	if (cg >= 0 && clone3_refused) {
+		/*
+		 * No clone3 here (Docker's default seccomp profile and valgrind
+		 * answer ENOSYS; kernels before 5.7 have no CLONE_INTO_CGROUP): the
+		 * child writes itself into the cgroup before anything runs, as on
+		 * v1 (slower: the write waits for an RCU grace period).
+		 */
+		cf->cg_procs = openat(cg, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		if (cf->cg_procs < 0) {
+			err = errno;
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return -err;
+		}
+		ctx->cf.cg_procs = cf->cg_procs;
+		cg = -1;
+	}
 	if (cg >= 0) {
 		/*
 		 * Straight into its own cgroup (sandbox/cgroup.h; for a guarded
@@ -597,6 +621,16 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		if (pid == 0)
 			child_main(a, cf);
 #endif
+		if (pid < 0 && (errno == ENOSYS || errno == E2BIG) &&
+		    !clone3_refused) {
+			/* Said once; this spawn and the next ones take the clone() path. */
+			clone3_refused = true;
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			log_warning_errno(-errno, "clone3 with CLONE_INTO_CGROUP is refused here: each "
+					  "process joins its cgroup by writing cgroup.procs before exec "
+					  "instead (slower spawns)");
+			return clone_child(a, ctx, cf, stack, pidfd);
+		}
 	} else {
 		/*
 		 * With its own PID namespace, the child is its init
@@ -612,6 +646,7 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 	}
 	err = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	cf->cg_procs = ctx->cf.cg_procs = safe_close(cf->cg_procs);
 	return pid < 0 ? -err : pid;
 }
 
@@ -642,6 +677,7 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 		goto out;
 	cf.errpipe = ep_w;
 	cf.server = getpid();
+	cf.cg_procs = -1;
 	ctx.cf = cf;
 
 	dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);

@@ -12,6 +12,7 @@ Every check looks at the host itself (cgroup files, /proc), never at paths of
 one machine; tests that need per-process cgroups skip with the reason where
 the host has no writable cgroup v2."""
 
+import fcntl
 import os
 import re
 import signal
@@ -350,8 +351,12 @@ def reaper_of(server):
     if not m:
         return None
     pid = int(m.group(1))
-    with open("/proc/%d/comm" % pid) as f:
-        assert f.read().strip() == "uexec-reaper"
+
+    def named():
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip() == "uexec-reaper"
+    # uexec logs the pid when the fork returns: the supervisor names itself a moment later
+    wait_until(named, timeout=5, what="the supervisor named uexec-reaper")
     return pid
 
 
@@ -401,6 +406,7 @@ def test_leftover_sweep(tmp_path, uniq, marker):
     """Supervisor and uexec both SIGKILLed: the setsid daemons survive (only the direct
     children die with uexec), and the next uexec kills them and removes the cgroups."""
     needs_cgroups()
+    held = []
     a = Server((), logdir=str(tmp_path))
     try:
         c = a.connect()
@@ -409,16 +415,25 @@ def test_leftover_sweep(tmp_path, uniq, marker):
         assert reaper, "uexec has no supervisor"
         os.kill(reaper, signal.SIGKILL)
         wait_until(lambda: not pid_alive(reaper), timeout=5, what="the supervisor killed")
+        dirs = server_dirs(a.pid)
         a.proc.send_signal(signal.SIGKILL)
         a.proc.wait()
+        # Until b starts, the leftovers are held as a live uexec holds its own (cgroup.c):
+        # another uexec starting on this host meanwhile must not sweep them first.
+        for d in dirs:
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held.append(fd)
         time.sleep(0.3)
         left = marked(marker)
-        assert left, "nothing survived: the sweep would have nothing to do"
+        assert left, ("nothing survived: the sweep would have nothing to do", server_dirs(a.pid))
         assert server_dirs(a.pid), "the killed uexec's cgroups are gone already"
     finally:
         a.stopped = True
         if a.proc.poll() is None:
             a.proc.kill()
+        for fd in held:
+            os.close(fd)
     b = Server((), logdir=str(tmp_path))
     try:
         wait_until(lambda: marked(marker) == [], timeout=10, what="the sweep killing them")
@@ -643,3 +658,184 @@ def test_guarded_sandbox_leaf_below_guard(server, uniq, marker, tmp_path):
     wait_until(lambda: marked(marker) == [], timeout=5, what="the sandboxed tree killed")
     c.collect(pid)
     wait_until(lambda: not os.path.exists(leaf), timeout=5, what="the leaf removed")
+
+
+def ns_pid_free_here():
+    """A pid no process on this side has, for a uexec in a PID namespace of its own."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        top = int(f.read())
+    for p in range(top - 2, top // 2, -1):
+        if not os.path.exists("/proc/%d" % p):
+            return p
+    pytest.skip("no free pid to give the namespaced uexec")
+
+
+@pytest.mark.needs_programs("unshare")
+def test_sweep_spares_live_uexec_in_other_pid_namespace(tmp_path, uniq, marker, monkeypatch):
+    """A uexec in another PID namespace sharing this cgroup (containers on one host):
+    its pid means nothing here (kill(pid, 0) says "no such process"), yet it is alive.
+    Another uexec starting must neither kill its processes nor remove its cgroups."""
+    needs_cgroups()
+    import conftest
+    nspid = ns_pid_free_here()
+    wrapper = tmp_path / "in-pidns"
+    # the namespace's pid 1 is sh; uexec gets nspid (ns_last_pid + 1), absent on this side
+    wrapper.write_text("#!/bin/sh\nexec unshare --pid --fork --mount-proc /bin/sh -c "
+                       "'echo %d > /proc/sys/kernel/ns_last_pid && \"$0\" \"$@\"; exit $?' %s \"$@\"\n"
+                       % (nspid - 1, conftest.UEXEC_BIN))
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(conftest, "UEXEC_BIN", str(wrapper))
+    a = Server((), logdir=str(tmp_path))
+    monkeypatch.undo()
+    try:
+        own = HOST.own_cgroup2_dir()[0]
+        base = os.path.join(own, "uexec-%d.procs" % nspid)
+        guard = os.path.join(own, "uexec-%d.sandbox" % nspid)   # the listener guard, if any
+        assert os.path.isdir(base), a.stderr_tail()
+        has_guard = os.path.isdir(guard)
+        assert not pid_alive(nspid)   # what the sweep of the other uexec sees
+        c = a.connect()
+        pid = uniq("d")
+        c.start(pid, sh(DAEMON), env=menv(marker))
+        c.collect_until_output(pid, "started")
+        wait_until(lambda: len(marked(marker)) >= 4, timeout=5, what="the tree")
+        before = sorted(marked(marker))
+        b = Server((), logdir=str(tmp_path))
+        b.check_stop()
+        assert "left by uexec %d" % nspid not in b.stderr().decode(), b.stderr_tail()
+        assert sorted(marked(marker)) == before, "the other uexec's sweep killed them"
+        assert os.path.isdir(base)
+        assert os.path.isdir(guard) == has_guard, "the other uexec's sweep removed its guard"
+        # and it still works: terminate kills its tree through the leaf
+        c.terminate(pid)
+        wait_until(lambda: marked(marker) == [], timeout=10, what="the tree terminated")
+    finally:
+        inner = [p for sh1 in children_of(a.pid) for p in children_of(sh1)]
+        for p in inner:
+            os.kill(p, signal.SIGTERM)
+        try:
+            a.proc.wait(15)
+        except Exception:
+            a.proc.kill()
+        a.stopped = True
+    wait_until(lambda: not os.path.isdir(base), timeout=10, what="its cgroups removed at its exit")
+
+
+def test_clone3_refused_falls_back(tmp_path, uniq, marker, monkeypatch):
+    """Where clone3 answers ENOSYS (Docker's default seccomp profile, valgrind) every
+    process still starts, in its own leaf, and terminate still kills its whole tree."""
+    needs_cgroups()
+    import ctypes.util
+    import sys
+    import conftest
+    if not ctypes.util.find_library("seccomp"):
+        pytest.skip("libseccomp is not installed")
+    wrapper = tmp_path / "no-clone3"
+    wrapper.write_text(
+        "#!%s\nimport ctypes, ctypes.util, errno, os, sys\n"
+        "lib = ctypes.CDLL(ctypes.util.find_library('seccomp'))\n"
+        "lib.seccomp_init.restype = ctypes.c_void_p\n"
+        "lib.seccomp_init.argtypes = [ctypes.c_uint32]\n"
+        "lib.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint]\n"
+        "lib.seccomp_load.argtypes = [ctypes.c_void_p]\n"
+        "ctx = lib.seccomp_init(0x7fff0000)\n"
+        "nr = lib.seccomp_syscall_resolve_name(b'clone3')\n"
+        "assert nr > 0 and lib.seccomp_rule_add(ctx, 0x00050000 | errno.ENOSYS, nr, 0) == 0\n"
+        "assert lib.seccomp_load(ctx) == 0\n"
+        "os.execv(%r, [%r] + sys.argv[1:])\n" % (sys.executable, conftest.UEXEC_BIN,
+                                                  conftest.UEXEC_BIN))
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(conftest, "UEXEC_BIN", str(wrapper))
+    srv = Server((), logdir=str(tmp_path))
+    monkeypatch.undo()
+    try:
+        c = srv.connect()
+        pid = uniq("n")
+        c.start(pid, sh(DAEMON), env=menv(marker))
+        c.collect_until_output(pid, "started")
+        wait_until(lambda: len(marked(marker)) >= 4, timeout=5, what="the tree")
+        rels = {cgroup_of(p) for p in marked(marker)}
+        assert len(rels) == 1 and re.search(r"/uexec-%d\.procs/p\d+$" % srv.pid, rels.pop()), rels
+        assert "clone3 with CLONE_INTO_CGROUP is refused here" in srv.stderr().decode()
+        c.terminate(pid)   # sh itself has exited: its daemons are what is left
+        wait_until(lambda: marked(marker) == [], timeout=5, what="the tree killed")
+    finally:
+        srv.check_stop()
+
+
+@pytest.mark.needs_programs("/bin/bash")
+def test_sigkill_leaves_no_sandboxed_process(tmp_path, uniq, marker):
+    """SIGKILL of uexec with sandboxed trees running (a PID namespace of their own; with
+    network access, leaves below the listener guard), setsid daemons inside: none
+    survives, no cgroup of that uexec is left, and the supervisor held nothing of
+    uexec's (no listening socket, no ring) while it waited."""
+    needs_cgroups()
+    HOST.require("sandbox")
+    srv = Server((), logdir=str(tmp_path))
+    try:
+        reaper = reaper_of(srv)
+        assert reaper, srv.stderr_tail()
+
+        def fds():
+            d = "/proc/%d/fd" % reaper
+            return sorted(os.readlink(os.path.join(d, f)) for f in os.listdir(d))
+        # it names itself before it closes what it inherited from uexec
+        wait_until(lambda: len(fds()) == 4 and
+                   all(t == "/dev/null" or t.startswith("pipe:") for t in fds()),
+                   timeout=5, what="the supervisor holding only /dev/null (0-2) and its pipe")
+        assert os.readlink("/proc/%d/cwd" % reaper) == "/"   # uexec's is the test's
+        c = srv.connect()
+        sbs = [READ_ONLY_SANDBOX]
+        if HOST.missing("listener-guard") is None:
+            sbs.append({"permissions": {"type": "managed", "network": "enabled",
+                                        "file_system": {"type": "unrestricted"}},
+                        "windowsSandboxLevel": "disabled"})
+        for i, sb in enumerate(sbs):
+            pid = uniq("s%d" % i)
+            c.start(pid, ["/bin/bash", "-c", DAEMON + "; sleep 1000"], env=menv(marker),
+                    sandbox=sb)
+            c.collect_until_output(pid, "started")
+        wait_until(lambda: len(marked(marker)) >= 5 * len(sbs), timeout=10, what="the trees")
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait()
+        wait_until(lambda: marked(marker) == [], timeout=10,
+                   what="no sandboxed process of the killed uexec left")
+        wait_until(lambda: server_dirs(srv.pid) == [], timeout=10, what="its cgroups removed")
+        wait_until(lambda: not pid_alive(reaper), timeout=5, what="the supervisor gone")
+    finally:
+        srv.stopped = True
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+
+
+@pytest.mark.parametrize("network", ["restricted", "enabled"])
+def test_sandbox_cannot_leave_its_cgroup(server, uniq, marker, network):
+    """A sandboxed process that may write the whole disk, running as root: writing its
+    pid into a cgroup.procs outside its leaf (cgroup v2, or a v1 hierarchy of its
+    limits) would take it out of the whole-tree kill and its limits. Every cgroup
+    mount is read-only in the sandbox; it stays in its leaf and terminate kills it."""
+    needs_cgroups()
+    HOST.require("sandbox")
+    if network == "enabled" and HOST.missing("listener-guard"):
+        pytest.skip("needs listener-guard: %s" % HOST.missing("listener-guard"))
+    targets = [HOST.own_cgroup2_dir()[0]]
+    limits = {}
+    for k, field in (("pids", "pidsMax"),):
+        if limit_where(k) == "v1":
+            targets.append(v1_dir(k))
+            limits[field] = 512
+    sb = {"permissions": {"type": "managed", "network": network, "file_system": {
+        "type": "restricted", "entries": [{"path": {"type": "special", "value": {"kind": "root"}},
+                                           "access": "write"}]}},
+          "windowsSandboxLevel": "disabled"}
+    c = server.connect()
+    pid = uniq("esc")
+    script = "; ".join("echo $$ > %s/cgroup.procs 2>/dev/null && echo MOVED" % t for t in targets)
+    c.start(pid, sh(script + "; echo tried; exec sleep 1000"), env=menv(marker), sandbox=sb,
+            limits=limits)
+    out = c.collect_until_output(pid, "tried").data()
+    assert b"MOVED" not in out, out
+    (p,) = marked(marker)
+    assert re.search(r"/p\d+$", cgroup_of(p)), cgroup_of(p)
+    c.terminate(pid)
+    wait_until(lambda: marked(marker) == [], timeout=5, what="the sandboxed process killed")
