@@ -400,6 +400,16 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 			if ((r = set_attr(pl->rw[i], AT_RECURSIVE, MOUNT_ATTR_NODEV, 0)) < 0)
 				return r;
 		}
+		/*
+		 * Before anything of the phase is mounted beneath them (a bind of
+		 * each, recursive for the host's own mounts there): they keep
+		 * the root's mount flags and idmap, and cannot move (sandbox.c).
+		 */
+		*step = "pinning a directory leading to a mask";
+		for (size_t i = 0; i < pl->n_pin; i++)
+			if (pl->pin_phase[i] == ph &&
+			    mount(pl->pin[i], pl->pin[i], NULL, MS_BIND | MS_REC, NULL) < 0)
+				return -errno;
 		*step = "binding a read-only path";
 		for (size_t i = 0; i < pl->n_ro; i++)
 			if (pl->ro_phase[i] == ph && (r = bind_ro(pl->ro[i])) < 0)

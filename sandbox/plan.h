@@ -12,6 +12,7 @@
 struct sock_fprog;
 
 #define SANDBOX_REACH_MAX_ENTRIES 256 /* entries of one directory re-bound for --sandbox-uid */
+#define SANDBOX_MAX_PINS 16384        /* directories pinned against renames (see pin below) */
 
 struct ll_rule {
 	char *path;
@@ -59,6 +60,16 @@ struct sandbox_plan {
 	size_t n_deny_dir;
 	char **deny_file;
 	size_t n_deny_file;
+	/*
+	 * Directories strictly between a writable root and a mask beneath it
+	 * (deny file or directory, read-only entry), shallowest first: each is
+	 * bound onto itself so that it cannot be renamed or removed (EBUSY),
+	 * or a process could move a secret to a path the next start's policy
+	 * no longer names.
+	 */
+	char **pin;
+	size_t n_pin;
+	unsigned *pin_phase;
 	bool private_dev;
 	char devpts_opts[80]; /* the private devpts's mount options (max= from the features) */
 	int exe_fd;           /* the fs helper's binary (borrowed), granted by fd; or -1 */

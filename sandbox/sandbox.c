@@ -837,6 +837,83 @@ static int plan_phases(struct sandbox_plan *pl)
 	return 0;
 }
 
+/* ---- pins: the directories leading from a writable root to a mask ---- */
+
+static int cmp_depth_name(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	int d = cmp_depth(a, b);
+
+	return d ? d : strcmp(x, y);
+}
+
+/* Pushes each directory strictly between the deepest writable root above path and path. */
+static int pin_ancestors(struct sandbox_plan *pl, const char *path)
+{
+	char a[PATH_MAX];
+	size_t best = 0, rl = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < pl->n_rw; i++)
+		if (beneath(path, pl->rw[i]) && (!found || depth(pl->rw[i]) >= best)) {
+			found = true;
+			best = depth(pl->rw[i]);
+			rl = strcmp(pl->rw[i], "/") ? strlen(pl->rw[i]) : 0;
+		}
+	if (!found)
+		return 0;
+	for (const char *c = path + rl + 1; (c = strchr(c, '/')); c++) {
+		snprintf(a, sizeof(a), "%.*s", (int)(c - path), path);
+		if (pl->n_pin >= SANDBOX_MAX_PINS)
+			return -E2BIG;
+		if (strv_push(&pl->pin, &pl->n_pin, a) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * A mask covers a path, not the directories leading to it: renamed in one
+ * process (`mv cfg cfg2`: a mount point's ancestors may move), a denied
+ * file or a read-only entry inside a writable root would sit at a path the
+ * next start no longer masks. Each such directory is pinned (bound onto
+ * itself in the child, apply.c): rename and rmdir answer EBUSY.
+ */
+static int plan_pins(struct sandbox_plan *pl, char *err, size_t errsz)
+{
+	size_t k = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < pl->n_deny_file && r >= 0; i++)
+		r = pin_ancestors(pl, pl->deny_file[i]);
+	for (size_t i = 0; i < pl->n_deny_dir && r >= 0; i++)
+		r = pin_ancestors(pl, pl->deny_dir[i]);
+	for (size_t i = 0; i < pl->n_ro && r >= 0; i++)
+		r = pin_ancestors(pl, pl->ro[i]);
+	if (r == -E2BIG)
+		snprintf(err, errsz,
+			 "the masks inside writable roots lie in more than %d directories (each is "
+			 "pinned against renames): deny fewer paths or narrower globs",
+			 SANDBOX_MAX_PINS);
+	if (r < 0 || pl->n_pin == 0)
+		return r;
+	qsort(pl->pin, pl->n_pin, sizeof(char *), cmp_depth_name);
+	for (size_t i = 0; i < pl->n_pin; i++) {
+		if (k && strcmp(pl->pin[k - 1], pl->pin[i]) == 0) {
+			free(pl->pin[i]);
+			continue;
+		}
+		pl->pin[k++] = pl->pin[i];
+	}
+	pl->n_pin = k;
+	pl->pin_phase = calloc(k, sizeof(unsigned));
+	if (!pl->pin_phase)
+		return -ENOMEM;
+	for (size_t i = 0; i < k; i++)
+		pl->pin_phase[i] = rw_phase_above(pl, pl->pin[i]);
+	return 0;
+}
+
 /* ---- deny globs (glob.c): what they match now, masked as denied paths ---- */
 
 struct glob_ctx {
@@ -1283,6 +1360,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	r = plan_phases(pl);
 	if (r >= 0)
 		r = sort_deny_files(pl);
+	if (r >= 0)
+		r = plan_pins(pl, err, errsz);
 	if (r < 0)
 		goto fail;
 	pl->private_dev = stat("/dev", &st) == 0 && S_ISDIR(st.st_mode);
@@ -1348,6 +1427,8 @@ void sandbox_plan_free(struct sandbox_plan *pl)
 	free(pl->synth_phase);
 	free(pl->deny_dir_phase);
 	free(pl->deny_file_phase);
+	strv_clear(pl->pin, pl->n_pin);
+	free(pl->pin_phase);
 	free(pl->rw_mkbase);
 	free(pl->deny_reopen);
 	for (size_t i = 0; i < pl->n_ll; i++)

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: MIT
+"""Second adversarial pass (docs/SECURITY.md "Escape attempts"): an attacker inside a
+sandbox going after the newest mechanisms: deny globs (races between the scan and the
+masks, hard links, the scan's cost on the event loop) and `deny` entries inside a
+writable root across process starts."""
+
+import os
+
+import pytest
+
+import conftest
+from conftest import HOST
+from test_sandbox import EACCES, PY, area, sh, text, ws_policy, path_entry  # noqa: F401
+from test_sandbox_globs import glob, make_files, start_error
+
+pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
+              pytest.mark.needs_programs("/bin/bash", "/bin/sh", PY)]
+
+
+def _server(server_factory, kind):
+    if kind.startswith("abi"):
+        HOST.require("uexec-init")
+        return server_factory(landlock_abi_max=int(kind[3:]))
+    if kind == "sandbox-uid":
+        if conftest.run_as():
+            pytest.skip("--sandbox-uid needs a root uexec")
+        conftest.set_sandbox_uid((64321, 64321))
+        try:
+            return server_factory()
+        finally:
+            conftest.set_sandbox_uid(None)
+    return server_factory()
+
+
+KINDS = ["default", "abi0", "abi4", "sandbox-uid"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_masked_file_cannot_be_hard_linked(server_factory, uniq, area, kind):
+    """A deny-glob match and a `deny` file inside the writable root: `ln` of the masked
+    name to an innocent name (which the next start's glob would not match) fails, so no
+    second name of the secret ever exists; the host keeps one link."""
+    srv = _server(server_factory, kind)
+    c = srv.connect()
+    make_files(area.ws, ("s.env", "d/secret"), content="SECRET\n")
+    if kind == "sandbox-uid":
+        conftest.own(area.base, ids=(64321, 64321))
+    sb = ws_policy(area.ws, extra=[glob("*.env"), path_entry(area.ws + "/d/secret", "deny")])
+    out = text(sh(c, uniq, "ln s.env a.txt; ln d/secret b.txt; ln -P s.env c.txt; "
+                  "cat a.txt b.txt c.txt; echo end", area.ws, sb))
+    assert "end" in out and "SECRET" not in out, out
+    for n in ("a.txt", "b.txt", "c.txt"):
+        assert not os.path.exists(os.path.join(area.ws, n)), (n, out)
+    assert os.stat(os.path.join(area.ws, "s.env")).st_nlink == 1
+    assert os.stat(os.path.join(area.ws, "d/secret")).st_nlink == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_renaming_the_parent_of_a_mask_does_not_unhide_it_next_time(server_factory, uniq, area,
+                                                                    kind):
+    """The masks sit on the secret files; their parent directories are ordinary
+    directories of the writable root. Renaming one in a first process would move the
+    secret to a path the next start's `deny` entry or glob (`<ws>/cfg/*.env`) no longer
+    names, and the next process would read it. The parents of masks inside writable
+    roots cannot be renamed or removed (EBUSY), so the secret keeps its path."""
+    srv = _server(server_factory, kind)
+    c = srv.connect()
+    make_files(area.ws, ("cfg/s.env", "cfg/plain", "d/e/secret", "r/o/f"), content="SECRET\n")
+    if kind == "sandbox-uid":
+        conftest.own(area.base, ids=(64321, 64321))
+    sb = ws_policy(area.ws, extra=[glob(area.ws + "/cfg/*.env"),
+                                   path_entry(area.ws + "/d/e/secret", "deny"),
+                                   path_entry(area.ws + "/r/o", "read")])
+    out1 = text(sh(c, uniq, "mv cfg cfg2; mv d/e d/f; mv d d2; mv r r2; rmdir d/e; "
+                   "echo x >> cfg/plain; echo end", area.ws, sb))
+    assert "end" in out1, out1
+    for a, b in (("cfg", "cfg2"), ("d/e", "d/f"), ("d", "d2"), ("r", "r2")):
+        assert "mv: cannot move '%s' to '%s': Device or resource busy" % (a, b) in out1, out1
+    assert "x\n" == open(os.path.join(area.ws, "cfg/plain")).read()[-2:]  # still writable
+    out3 = text(sh(c, uniq, "echo y >> r2/o/f; echo y >> r/o/f; echo end", area.ws, sb))
+    assert open(os.path.join(area.ws, "r/o/f")).read() == "SECRET\n", out3
+    out2 = text(sh(c, uniq, "cat cfg2/s.env d/f/secret d2/f/secret d2/e/secret cfg/s.env "
+                   "d/e/secret; echo end", area.ws, sb))
+    assert "end" in out2 and "SECRET" not in out2, (out1, out2)
+    assert os.path.exists(os.path.join(area.ws, "cfg/s.env")), out1
+    assert os.path.exists(os.path.join(area.ws, "d/e/secret")), out1
