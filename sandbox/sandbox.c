@@ -959,11 +959,11 @@ static int plan_deny_globs(struct sandbox_plan *pl, const struct sandbox_policy 
 {
 	struct glob_ctx g = { .pl = pl, .p = p };
 	struct sandbox_glob_out out = { &g, glob_add, glob_add_literal };
-	size_t entries = 0;
+	struct sandbox_glob_budget budget = { 0 };
 	int r = 0;
 
 	for (size_t i = 0; i < p->n_deny_globs && r >= 0; i++)
-		r = sandbox_glob_expand(p->deny_globs[i], p->glob_scan_max_depth, &entries, &out, err,
+		r = sandbox_glob_expand(p->deny_globs[i], p->glob_scan_max_depth, &budget, &out, err,
 					errsz);
 	/* Every refusal names the pattern: the policy cannot be enforced as written. */
 	return r < 0 && r != -ENOMEM ? -EINVAL : r;

@@ -11,7 +11,8 @@ import pytest
 import conftest
 from conftest import HOST
 from test_sandbox import EACCES, PY, area, sh, text, ws_policy, path_entry  # noqa: F401
-from test_sandbox_globs import glob, make_files, start_error
+from test_sandbox import REFUSED
+from test_sandbox_globs import glob, log_of, make_files, start_error
 
 pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
               pytest.mark.needs_programs("/bin/bash", "/bin/sh", PY)]
@@ -84,3 +85,29 @@ def test_renaming_the_parent_of_a_mask_does_not_unhide_it_next_time(server_facto
     assert "end" in out2 and "SECRET" not in out2, (out1, out2)
     assert os.path.exists(os.path.join(area.ws, "cfg/s.env")), out1
     assert os.path.exists(os.path.join(area.ws, "d/e/secret")), out1
+
+
+def test_costly_glob_refused_not_run_on_the_event_loop(server, uniq, area):
+    """The scan runs on the server's event loop when the process starts. 64 {a,b}
+    alternatives of 63 components (`**` interleaved) matched against files 31
+    directories deep cost about 1 ms a file (every session stalled meanwhile; the
+    entry limit allows 262 144 files, and with 123 components 61 deep it is 3 ms):
+    the matching work of one start is bounded (SANDBOX_GLOB_MAX_STEPS) and such a
+    pattern refused, naming it. An ordinary pattern over the same tree still starts
+    and hides its match."""
+    deep = os.path.join(area.ws, "deep", *(["aaaa"] * 30))
+    os.makedirs(deep)
+    for i in range(400):
+        open(os.path.join(deep, "f%d.env" % i), "w").close()
+    with open(os.path.join(deep, "f0.env"), "w") as f:
+        f.write("SECRET\n")
+    conftest.own(area.base)
+    c = server.connect()
+    costly = (area.ws + "/deep/**/" + "{a,b}" * 6 + "*/" + "**/a*/" * 30 + "zz")
+    err = start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob(costly)]))
+    assert err.get("error") == REFUSED, err
+    log = log_of(server)
+    assert "deny glob `%s`: " % costly in log and "took more than 16777216 steps" in log, log
+    ok = text(sh(c, uniq, "cat %s/f0.env; echo end" % deep, area.ws,
+                 ws_policy(area.ws, extra=[glob(area.ws + "/deep/**/f0.env")])))
+    assert "end" in ok and "SECRET" not in ok and EACCES in ok, ok
