@@ -663,7 +663,7 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 		return -errno;
 	/* Full-disk write too needs a mount namespace for the cgroup and /proc steps below. */
 	*step = "unshare(CLONE_NEWNS)";
-	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns) &&
+	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns || pl->ro_kernel) &&
 	    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0))
 		return -errno;
 	if (pl->restrict_fs && (r = apply_mounts(pl, tty_fd, step)) < 0)
@@ -687,6 +687,15 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 				(pl->restrict_fs ? MS_RDONLY : 0) | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				NULL) < 0)
 		return -errno;
+	/* After /proc is mounted: its sysctls too (sandbox.c, ro_kernel). */
+	*step = "making /proc/sys, /proc/sysrq-trigger and /sys read-only";
+	if (pl->ro_kernel) {
+		static const char *const kernel_files[] = { "/proc/sys", "/proc/sysrq-trigger", "/sys" };
+
+		for (size_t i = 0; i < ELEMENTSOF(kernel_files); i++)
+			if ((r = bind_ro(kernel_files[i])) < 0 && r != -ENOENT)
+				return r;
+	}
 	return 0;
 }
 

@@ -67,8 +67,8 @@ static void unescape(char *s)
  * Calls fn(root, mountpoint, data) for each cgroup2 mount in mountinfo (both
  * unescaped) until it returns nonzero; returns that, or -errno.
  */
-static int for_each_cgroup2_mount(int (*fn)(const char *root, const char *mnt, void *data),
-				  void *data)
+static int for_each_cgroup_mount(bool v1_too, int (*fn)(const char *root, const char *mnt, void *data),
+				 void *data)
 {
 	char line[8192];
 	FILE *f;
@@ -82,7 +82,8 @@ static int for_each_cgroup2_mount(int (*fn)(const char *root, const char *mnt, v
 		int n = 0;
 
 		sep = strstr(line, " - ");
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+		if (!sep || (strncmp(sep + 3, "cgroup2 ", 8) != 0 &&
+			     (!v1_too || strncmp(sep + 3, "cgroup ", 7) != 0)))
 			continue;
 		*sep = 0;
 		for (tok = strtok_r(line, " ", &save); tok && n < 10; tok = strtok_r(NULL, " ", &save))
@@ -133,7 +134,7 @@ static int add_mount(const char *root, const char *mnt, void *data)
 int netguard_cgroup_mounts(char ***ret, size_t *ret_n)
 {
 	struct mount_list l = { NULL, 0 };
-	int r = for_each_cgroup2_mount(add_mount, &l);
+	int r = for_each_cgroup_mount(true, add_mount, &l);
 
 	if (r < 0) {
 		for (size_t i = 0; i < l.n; i++)
@@ -174,7 +175,7 @@ int netguard_own_cgroup_dir(char *out, size_t outsz, char *err, size_t errsz)
 	}
 
 	struct first_mount m = { "", "" };
-	int r = for_each_cgroup2_mount(take_first, &m);
+	int r = for_each_cgroup_mount(false, take_first, &m);
 
 	if (r < 0) {
 		snprintf(err, errsz, "/proc/self/mountinfo: %s", strerror(-r));

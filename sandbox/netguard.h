@@ -37,9 +37,10 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 int netguard_cgroup_fd(const struct netguard *g);
 
 /*
- * The mount points of every cgroup2 mount (a NULL-terminated strv), which a
- * guarded sandbox makes read-only: the cgroup namespace only confines
- * migrations when the hierarchy is mounted with nsdelegate.
+ * The mount points of every cgroup mount, v2 and v1 (a NULL-terminated
+ * strv), which a guarded or full-disk-write sandbox makes read-only: the
+ * cgroup namespace only confines migrations when the hierarchy is mounted
+ * with nsdelegate, and v1 hierarchies (per-process limits) not at all.
  */
 int netguard_cgroup_mounts(char ***ret, size_t *ret_n);
 

@@ -33,7 +33,13 @@ struct sandbox_plan {
 	unsigned sandbox_uid, sandbox_gid; /* with it: the ids outside, for the private /dev/shm */
 	char **reach;        /* with it: directories closed to that uid leading to a root (by depth) */
 	size_t n_reach;
-	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
+	char **cg_mounts;    /* with it, or ro_kernel: cgroup mount points (v1, v2), made read-only */
+	/*
+	 * Full-disk write as host uid 0 (no capability needed): /proc/sys
+	 * (core_pattern runs a helper as full root), /proc/sysrq-trigger, /sys
+	 * and every cgroup mount are made read-only in a mount namespace.
+	 */
+	bool ro_kernel;
 	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;
 	/*

@@ -1187,7 +1187,7 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->restrict_net = !p->network || fs_helper;
 	pl->cgroup_fd = pl->restrict_net || !f->mount_ns ? -1 : netguard_cgroup_fd(f->guard);
 	if (pl->cgroup_fd >= 0 && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
-		snprintf(err, errsz, "listing cgroup2 mounts: %s", strerror(-r));
+		snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
 		goto fail;
 	}
 	pl->seccomp = fs_helper        ? &f->filters.fs_helper
@@ -1230,6 +1230,25 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		pl->keep_caps = f->userns || f->uid_userns_fd >= 0 ? 0 : FULL_WRITE_CAPS;
 		/* Below ABI 6 its signals are scoped by a PID namespace only. */
 		pl->pid_ns = f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !fs_helper;
+		/*
+		 * Host uid 0 writes root's 0644 kernel files by mode alone, no
+		 * capability: /proc/sys/kernel/core_pattern (`|prog` runs prog as
+		 * full root), sysrq, /sys, cgroup.procs and limits of any cgroup.
+		 * Read-only in a mount namespace of its own, or refused.
+		 */
+		pl->ro_kernel = pl->keep_caps != 0;
+		if (pl->ro_kernel && !f->mount_ns) {
+			snprintf(err, errsz, "full-disk write as root needs a mount namespace to keep "
+				 "/proc/sys, /sys and the cgroup mounts read-only");
+			sandbox_plan_free(pl);
+			return -EOPNOTSUPP;
+		}
+		if (pl->ro_kernel && !pl->n_cg_mounts &&
+		    (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
+			snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
+			sandbox_plan_free(pl);
+			return r;
+		}
 		*ret = pl;
 		return 0;
 	}

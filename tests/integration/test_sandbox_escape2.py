@@ -111,3 +111,71 @@ def test_costly_glob_refused_not_run_on_the_event_loop(server, uniq, area):
     ok = text(sh(c, uniq, "cat %s/f0.env; echo end" % deep, area.ws,
                  ws_policy(area.ws, extra=[glob(area.ws + "/deep/**/f0.env")])))
     assert "end" in ok and "SECRET" not in ok and EACCES in ok, ok
+
+
+CG_PROBE = r'''
+import os
+mounts = []
+for line in open("/proc/self/mountinfo"):
+    f = line.split()
+    fstype = f[f.index("-") + 1]
+    if fstype in ("cgroup", "cgroup2"):
+        mounts.append(f[4])
+own = [l.rstrip("\n").split(":", 2)[2] for l in open("/proc/self/cgroup")]
+res = []
+def t(what, fn):
+    try:
+        fn()
+        res.append(what + "=ok")
+    except OSError as e:
+        res.append(what + "=" + os.strerror(e.errno))
+def w(p, s):
+    with open(p, "w") as f:
+        f.write(s)
+for m in mounts:
+    for rel in set(own + ["/"]):
+        d = os.path.normpath(m + "/" + rel)
+        for name, val in (("pids.max", "max"), ("memory.max", "max"), ("cpu.max", "max"),
+                          ("cgroup.procs", str(os.getpid())), ("cgroup.subtree_control", "+pids"),
+                          ("cgroup.kill", "1"), ("tasks", str(os.getpid()))):
+            if os.path.exists(d + "/" + name):
+                t(d + "/" + name, lambda: w(d + "/" + name, val))
+        t(d + "/mkdir", lambda: os.mkdir(d + "/escape-probe"))
+    t(m + "/cgroup.procs", lambda: w(m + "/cgroup.procs", str(os.getpid())))
+# kernel settings a capability-less uid 0 may write by file mode alone (opened, never written)
+for p in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/proc/sys/vm/drop_caches",
+          "/sys/kernel/uevent_helper", "/proc/sysrq-trigger", "/sys/kernel/mm/transparent_hugepage/enabled"):
+    if os.path.exists(p):
+        t(p, lambda: os.close(os.open(p, os.O_WRONLY)))
+print("MOUNTS", len(mounts))
+print("\n".join(res))
+print("CG", open("/proc/self/cgroup").read())
+'''
+
+FULL = {"type": "managed", "file_system": {"type": "unrestricted"}, "network": "restricted"}
+
+
+@pytest.mark.parametrize("policy", ["workspace", "workspace-net", "full-write", "full-write-net",
+                                    "read-only"])
+@pytest.mark.parametrize("kind", ["default", "abi0", "abi4", "sandbox-uid"])
+def test_cgroupfs_read_only_inside(server_factory, uniq, area, policy, kind):
+    """Whatever the policy (full-disk write included, network on or off) and level, the
+    sandboxed process cannot write a cgroup file (its leaf's limits, any cgroup.procs,
+    subtree_control, cgroup.kill) nor make a cgroup: it stays in its leaf, under its
+    limits."""
+    from test_sandbox import read_only_policy, sandbox
+    srv = _server(server_factory, kind)
+    c = srv.connect()
+    if policy.startswith("workspace"):
+        sb = ws_policy(area.ws, network="enabled" if policy.endswith("-net") else "restricted")
+    elif policy.startswith("full-write"):
+        sb = sandbox(dict(FULL, network="enabled" if policy.endswith("-net") else "restricted"))
+    else:
+        sb = read_only_policy()
+    if kind == "sandbox-uid":
+        conftest.own(area.base, ids=(64321, 64321))
+    run = sh(c, uniq, "%s -c '%s'; echo end" % (PY, CG_PROBE.replace("'", "'\\''")), area.ws, sb)
+    out = text(run)
+    assert "end" in out and "MOUNTS" in out, out
+    oks = [l for l in out.splitlines() if l.endswith("=ok")]
+    assert oks == [], out
