@@ -19,21 +19,23 @@ pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
 
 
 def _server(server_factory, kind):
-    if kind.startswith("abi"):
+    """kind: default, abiN (Landlock ABI at most N), sandbox-uid[-abiN]."""
+    kw = {}
+    if "abi" in kind:
         HOST.require("uexec-init")
-        return server_factory(landlock_abi_max=int(kind[3:]))
-    if kind == "sandbox-uid":
+        kw["landlock_abi_max"] = int(kind.split("abi")[1])
+    if kind.startswith("sandbox-uid"):
         if conftest.run_as():
             pytest.skip("--sandbox-uid needs a root uexec")
         conftest.set_sandbox_uid((64321, 64321))
         try:
-            return server_factory()
+            return server_factory(**kw)
         finally:
             conftest.set_sandbox_uid(None)
-    return server_factory()
+    return server_factory(**kw)
 
 
-KINDS = ["default", "abi0", "abi4", "sandbox-uid"]
+KINDS = ["default", "abi0", "abi4", "sandbox-uid", "sandbox-uid-abi4"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -44,7 +46,7 @@ def test_masked_file_cannot_be_hard_linked(server_factory, uniq, area, kind):
     srv = _server(server_factory, kind)
     c = srv.connect()
     make_files(area.ws, ("s.env", "d/secret"), content="SECRET\n")
-    if kind == "sandbox-uid":
+    if kind.startswith("sandbox-uid"):
         conftest.own(area.base, ids=(64321, 64321))
     sb = ws_policy(area.ws, extra=[glob("*.env"), path_entry(area.ws + "/d/secret", "deny")])
     out = text(sh(c, uniq, "ln s.env a.txt; ln d/secret b.txt; ln -P s.env c.txt; "
@@ -67,7 +69,7 @@ def test_renaming_the_parent_of_a_mask_does_not_unhide_it_next_time(server_facto
     srv = _server(server_factory, kind)
     c = srv.connect()
     make_files(area.ws, ("cfg/s.env", "cfg/plain", "d/e/secret", "r/o/f"), content="SECRET\n")
-    if kind == "sandbox-uid":
+    if kind.startswith("sandbox-uid"):
         conftest.own(area.base, ids=(64321, 64321))
     sb = ws_policy(area.ws, extra=[glob(area.ws + "/cfg/*.env"),
                                    path_entry(area.ws + "/d/e/secret", "deny"),
@@ -172,10 +174,119 @@ def test_cgroupfs_read_only_inside(server_factory, uniq, area, policy, kind):
         sb = sandbox(dict(FULL, network="enabled" if policy.endswith("-net") else "restricted"))
     else:
         sb = read_only_policy()
-    if kind == "sandbox-uid":
+    if kind.startswith("sandbox-uid"):
         conftest.own(area.base, ids=(64321, 64321))
     run = sh(c, uniq, "%s -c '%s'; echo end" % (PY, CG_PROBE.replace("'", "'\\''")), area.ws, sb)
     out = text(run)
     assert "end" in out and "MOUNTS" in out, out
     oks = [l for l in out.splitlines() if l.endswith("=ok")]
     assert oks == [], out
+
+
+VICTIM = r'''
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:   # network restricted: seccomp refuses bind (EPERM); a listener if it ever allowed one
+    s.bind("\0uexec-esc2-" + sys.argv[1]); s.listen(1)
+except OSError:
+    pass
+open("/dev/shm/esc2-" + sys.argv[1], "w").write("victim\n")
+open("victim-ready", "w").write(str(os.getpid()))
+time.sleep(30)
+'''
+
+ATTACKER = r'''
+import ctypes, errno, os, signal, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+tag, vpid = sys.argv[1], int(sys.argv[2])
+res = {}
+def t(what, fn):
+    try:
+        fn()
+        res[what] = "ok"
+    except OSError as e:
+        res[what] = errno.errorcode[e.errno]
+def sc(nr, *a):
+    r = libc.syscall(nr, *a)
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "")
+    return r
+def status(k):
+    return [l.split(":", 1)[1].strip() for l in open("/proc/self/status") if l.startswith(k + ":")][0]
+for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+    res[k] = status(k)
+res["NoNewPrivs"] = status("NoNewPrivs")
+res["Uid"] = status("Uid")
+t("kill_victim", lambda: os.kill(vpid, 0))
+t("pidfd_open_victim", lambda: sc(434, vpid, 0))
+t("proc_mem_victim", lambda: os.close(os.open("/proc/%d/mem" % vpid, os.O_RDONLY)))
+t("abstract_connect", lambda: socket.socket(socket.AF_UNIX).connect("\0uexec-esc2-" + tag))
+t("shm_read", lambda: open("/dev/shm/esc2-" + tag).read())
+t("unshare_user", lambda: sc(272, 0x10000000))
+t("chown_root", lambda: os.chown("mine", 1, 1))
+t("setfcap", lambda: os.setxattr("mine", "security.capability",
+                                  bytes([1, 0, 0, 3] + [0xff] * 4 + [0] * 12)))
+t("setuid_bit", lambda: os.chmod("mine", 0o4755))
+t("setresuid_1", lambda: sc(117, 1, 1, 1))
+print(";".join("%s=%s" % kv for kv in sorted(res.items())))
+'''
+
+
+@pytest.mark.parametrize("policy", ["workspace", "full-write"])
+@pytest.mark.parametrize("kind", ["sandbox-uid", "sandbox-uid-abi4", "sandbox-uid-abi0"])
+def test_sandbox_uid_neighbours_and_identity(server_factory, uniq, area, policy, kind):
+    """--sandbox-uid: every sandbox of the server is uid 0 of the same user namespace
+    (the same host uid). One (workspace or full-disk write) cannot reach another
+    (workspace): no signal nor /proc/<pid>/mem of the other's command (its host pid), no
+    connect to its abstract socket, no read of its /dev/shm; nor regain anything: every capability set empty (full-disk write keeps
+    none, unlike host root), no_new_privs, no nested user namespace, no chown to another
+    id, no file capability, no set-id bit, no other uid."""
+    from test_sandbox import sandbox
+    srv = _server(server_factory, kind)
+    c = srv.connect()
+    os.makedirs(area.ws + "/v")
+    open(area.ws + "/mine", "w").close()
+    conftest.own(area.base, ids=(64321, 64321))
+    sb = ws_policy(area.ws) if policy == "workspace" else sandbox(FULL)
+    tag = uniq("t")
+    vid = uniq("victim")
+    c.start(vid, [PY, "-c", VICTIM, tag], cwd=area.ws + "/v", env={}, sandbox=ws_policy(area.ws))
+    ready = os.path.join(area.ws, "v", "victim-ready")
+    try:
+        conftest.wait_until(lambda: os.path.exists(ready) and os.path.getsize(ready) > 0, 10)
+    except BaseException:
+        c.terminate(vid)
+        raise AssertionError(text(c.collect(vid, timeout=5)))
+    vpid = None
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.readlink("/proc/%s/cwd" % d) == area.ws + "/v" and \
+                        open("/proc/%s/comm" % d).read().strip().startswith("python"):
+                    vpid = int(d)
+            except OSError:
+                pass
+    assert vpid, "victim not found"
+    out = text(sh(c, uniq, "%s -c '%s' %s %d" % (PY, ATTACKER.replace("'", "'\\''"), tag, vpid),
+                  area.ws, sb))
+    c.terminate(vid)
+    res = dict(kv.split("=", 1) for kv in out.strip().splitlines()[-1].split(";"))
+    for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert res[k] == "0000000000000000", (k, out)
+    assert res["NoNewPrivs"] == "1" and res["Uid"].split() == ["0"] * 4, out
+    if policy == "workspace":   # its own PID namespace: the victim is not there
+        assert res["kill_victim"] == "ESRCH" and res["pidfd_open_victim"] == "ESRCH", out
+        assert res["proc_mem_victim"] == "ENOENT", out
+    else:   # full-disk write from ABI 6 shares the host's pids: Landlock scoping, no ptrace
+        assert res["kill_victim"] in ("EPERM", "ESRCH"), out
+        assert res["proc_mem_victim"] in ("EACCES", "ENOENT"), out
+    assert res["abstract_connect"] in ("EPERM", "ECONNREFUSED"), out
+    assert res["shm_read"] == "ENOENT", out        # the victim's /dev/shm is its own
+    # ids other than its own are not mapped in the namespace (EINVAL), or refused
+    assert res["unshare_user"] == "EPERM" and res["setresuid_1"] in ("EPERM", "EINVAL"), out
+    assert res["chown_root"] in ("EPERM", "EINVAL"), out
+    assert res["setfcap"] in ("EPERM", "EINVAL"), out
+    assert res["setuid_bit"] == "EPERM", out
+    st = os.stat(area.ws + "/mine")
+    assert (st.st_uid, st.st_mode & 0o7000) == (64321, 0), st
+    assert not os.listxattr(area.ws + "/mine"), os.listxattr(area.ws + "/mine")
