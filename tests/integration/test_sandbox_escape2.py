@@ -290,3 +290,21 @@ def test_sandbox_uid_neighbours_and_identity(server_factory, uniq, area, policy,
     st = os.stat(area.ws + "/mine")
     assert (st.st_uid, st.st_mode & 0o7000) == (64321, 0), st
     assert not os.listxattr(area.ws + "/mine"), os.listxattr(area.ws + "/mine")
+
+
+def test_pinned_directories_keep_the_idmap(server_factory, uniq, area):
+    """--sandbox-uid with a workspace of another owner (root's: idmapped): a directory
+    pinned because it leads to a deny-glob match stays writable through the idmap, a
+    file created there belongs to the workspace's owner, and it cannot be renamed."""
+    srv = _server(server_factory, "sandbox-uid")
+    c = srv.connect()
+    make_files(area.ws, ("cfg/s.env", "cfg/sub/t.env"), content="SECRET\n")
+    conftest.own(area.base, ids=(0, 0))
+    sb = ws_policy(area.ws, extra=[glob("*.env")])
+    out = text(sh(c, uniq, "echo n > cfg/new && echo w1; echo n > cfg/sub/new && echo w2; "
+                  "mv cfg/sub cfg/sub2; cat cfg/s.env; echo end", area.ws, sb))
+    assert "w1\nw2\n" in out and "end" in out and "SECRET" not in out, out
+    assert "Device or resource busy" in out, out
+    for p in ("cfg/new", "cfg/sub/new"):
+        st = os.stat(os.path.join(area.ws, p))
+        assert (st.st_uid, st.st_gid) == (0, 0), (p, st)
