@@ -216,6 +216,7 @@ def status(k):
 for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
     res[k] = status(k)
 res["NoNewPrivs"] = status("NoNewPrivs")
+res["securebits"] = "%#x" % libc.prctl(27, 0, 0, 0, 0)   # PR_GET_SECUREBITS
 res["Uid"] = status("Uid")
 t("kill_victim", lambda: os.kill(vpid, 0))
 t("pidfd_open_victim", lambda: sc(434, vpid, 0))
@@ -274,6 +275,8 @@ def test_sandbox_uid_neighbours_and_identity(server_factory, uniq, area, policy,
     for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         assert res[k] == "0000000000000000", (k, out)
     assert res["NoNewPrivs"] == "1" and res["Uid"].split() == ["0"] * 4, out
+    # NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE and KEEP_CAPS off, each locked
+    assert res["securebits"] == "0xef", out
     if policy == "workspace":   # its own PID namespace: the victim is not there
         assert res["kill_victim"] == "ESRCH" and res["pidfd_open_victim"] == "ESRCH", out
         assert res["proc_mem_victim"] == "ENOENT", out
