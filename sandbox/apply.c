@@ -688,9 +688,9 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 				NULL) < 0)
 		return -errno;
 	/* After /proc is mounted: its sysctls too (sandbox.c, ro_kernel). */
-	*step = "making /proc/sys, /proc/sysrq-trigger and /sys read-only";
+	*step = "making /proc and /sys read-only";
 	if (pl->ro_kernel) {
-		static const char *const kernel_files[] = { "/proc/sys", "/proc/sysrq-trigger", "/sys" };
+		static const char *const kernel_files[] = { "/proc", "/sys" };
 
 		for (size_t i = 0; i < ELEMENTSOF(kernel_files); i++)
 			if ((r = bind_ro(kernel_files[i])) < 0 && r != -ENOENT)

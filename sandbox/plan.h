@@ -35,9 +35,10 @@ struct sandbox_plan {
 	size_t n_reach;
 	char **cg_mounts;    /* with it, or ro_kernel: cgroup mount points (v1, v2), made read-only */
 	/*
-	 * Full-disk write as host uid 0 (no capability needed): /proc/sys
-	 * (core_pattern runs a helper as full root), /proc/sysrq-trigger, /sys
-	 * and every cgroup mount are made read-only in a mount namespace.
+	 * Full-disk write as host uid 0 (no capability needed): /proc (sysctls:
+	 * core_pattern runs a helper as full root; sysrq; the server's
+	 * oom_score_adj from ABI 6, which shares the host's pids), /sys and
+	 * every cgroup mount are made read-only in a mount namespace.
 	 */
 	bool ro_kernel;
 	size_t n_cg_mounts;

@@ -1233,13 +1233,14 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		/*
 		 * Host uid 0 writes root's 0644 kernel files by mode alone, no
 		 * capability: /proc/sys/kernel/core_pattern (`|prog` runs prog as
-		 * full root), sysrq, /sys, cgroup.procs and limits of any cgroup.
+		 * full root), sysrq, another root process's /proc/<pid>/oom_score_adj
+		 * (the server's), /sys, cgroup.procs and limits of any cgroup.
 		 * Read-only in a mount namespace of its own, or refused.
 		 */
 		pl->ro_kernel = pl->keep_caps != 0;
 		if (pl->ro_kernel && !f->mount_ns) {
 			snprintf(err, errsz, "full-disk write as root needs a mount namespace to keep "
-				 "/proc/sys, /sys and the cgroup mounts read-only");
+				 "/proc, /sys and the cgroup mounts read-only");
 			sandbox_plan_free(pl);
 			return -EOPNOTSUPP;
 		}

@@ -311,3 +311,24 @@ def test_pinned_directories_keep_the_idmap(server_factory, uniq, area):
     for p in ("cfg/new", "cfg/sub/new"):
         st = os.stat(os.path.join(area.ws, p))
         assert (st.st_uid, st.st_gid) == (0, 0), (p, st)
+
+
+@pytest.mark.parametrize("kind", ["default", "abi4", "abi0"])
+def test_full_write_cannot_write_the_servers_proc_files(server_factory, uniq, area, kind):
+    """Full-disk write as host root shares the host's PID namespace from ABI 6: the
+    server's /proc files that only check the file mode (uid 0) were writable:
+    oom_score_adj (raised to 1000: the OOM killer takes the server first),
+    coredump_filter, and its own /proc/self ones too. /proc is read-only in its mount
+    namespace; below ABI 6 the server is not even listed."""
+    from test_sandbox import sandbox
+    srv = _server(server_factory, kind)
+    c = srv.connect()
+    code = ("import os\nfor p in ('/proc/%d/oom_score_adj', '/proc/%d/coredump_filter', "
+            "'/proc/self/oom_score_adj'):\n"
+            "    try:\n        os.close(os.open(p, os.O_WRONLY)); print(p, 'ok')\n"
+            "    except OSError as e:\n        print(p, os.strerror(e.errno))\n"
+            "print('end')\n") % (srv.pid, srv.pid)
+    out = text(sh(c, uniq, "%s -c \"%s\"" % (PY, code), area.ws, sandbox(FULL)))
+    assert "end" in out and " ok" not in out, out
+    with open("/proc/%d/oom_score_adj" % srv.pid) as f:
+        assert f.read().strip() != "1000"
