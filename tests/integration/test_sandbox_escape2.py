@@ -19,8 +19,15 @@ pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
 
 
 def _server(server_factory, kind):
-    """kind: default, abiN (Landlock ABI at most N), sandbox-uid[-abiN]."""
+    """kind: default, abiN (Landlock ABI at most N), sandbox-uid[-abiN], non-root."""
     kw = {}
+    if kind == "non-root":
+        HOST.require("unprivileged-server", "mount-ns")
+        conftest.set_run_as(conftest.NONROOT_UID)
+        try:
+            return server_factory()
+        finally:
+            conftest.set_run_as(None)
     if "abi" in kind:
         HOST.require("uexec-init")
         kw["landlock_abi_max"] = int(kind.split("abi")[1])
@@ -35,7 +42,15 @@ def _server(server_factory, kind):
     return server_factory(**kw)
 
 
-KINDS = ["default", "abi0", "abi4", "sandbox-uid", "sandbox-uid-abi4"]
+KINDS = ["default", "abi0", "abi4", "sandbox-uid", "sandbox-uid-abi4", "non-root"]
+
+
+def _own(area, kind):
+    """The trees are the sandbox's uid's, so that only the sandbox refuses."""
+    if kind.startswith("sandbox-uid"):
+        conftest.own(area.base, ids=(64321, 64321))
+    elif kind == "non-root":
+        conftest.own(area.base, ids=conftest.NONROOT_UID)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -46,8 +61,7 @@ def test_masked_file_cannot_be_hard_linked(server_factory, uniq, area, kind):
     srv = _server(server_factory, kind)
     c = srv.connect()
     make_files(area.ws, ("s.env", "d/secret"), content="SECRET\n")
-    if kind.startswith("sandbox-uid"):
-        conftest.own(area.base, ids=(64321, 64321))
+    _own(area, kind)
     sb = ws_policy(area.ws, extra=[glob("*.env"), path_entry(area.ws + "/d/secret", "deny")])
     out = text(sh(c, uniq, "ln s.env a.txt; ln d/secret b.txt; ln -P s.env c.txt; "
                   "cat a.txt b.txt c.txt; echo end", area.ws, sb))
@@ -69,8 +83,7 @@ def test_renaming_the_parent_of_a_mask_does_not_unhide_it_next_time(server_facto
     srv = _server(server_factory, kind)
     c = srv.connect()
     make_files(area.ws, ("cfg/s.env", "cfg/plain", "d/e/secret", "r/o/f"), content="SECRET\n")
-    if kind.startswith("sandbox-uid"):
-        conftest.own(area.base, ids=(64321, 64321))
+    _own(area, kind)
     sb = ws_policy(area.ws, extra=[glob(area.ws + "/cfg/*.env"),
                                    path_entry(area.ws + "/d/e/secret", "deny"),
                                    path_entry(area.ws + "/r/o", "read")])
