@@ -35,10 +35,11 @@ struct sandbox_plan {
 	size_t n_reach;
 	char **cg_mounts;    /* with it, or ro_kernel: cgroup mount points (v1, v2), made read-only */
 	/*
-	 * Full-disk write as host uid 0 (no capability needed): /proc (sysctls:
-	 * core_pattern runs a helper as full root; sysrq; the server's
-	 * oom_score_adj from ABI 6, which shares the host's pids), /sys and
-	 * every cgroup mount are made read-only in a mount namespace.
+	 * Full-disk write: what uid 0 (or the server's uid) writes by file mode
+	 * alone, no capability needed: /proc (sysctls: core_pattern runs a
+	 * helper as full root; sysrq; the server's oom_score_adj from ABI 6,
+	 * which shares the host's pids), /sys and every cgroup mount are made
+	 * read-only in a mount namespace.
 	 */
 	bool ro_kernel;
 	size_t n_cg_mounts;

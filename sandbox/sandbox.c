@@ -1235,16 +1235,18 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		 * capability: /proc/sys/kernel/core_pattern (`|prog` runs prog as
 		 * full root), sysrq, another root process's /proc/<pid>/oom_score_adj
 		 * (the server's), /sys, cgroup.procs and limits of any cgroup.
+		 * As its own uid (non-root uexec: the server's), /proc/<server>'s
+		 * oom_score_adj and coredump_filter open by mode too from ABI 6.
 		 * Read-only in a mount namespace of its own, or refused.
 		 */
-		pl->ro_kernel = pl->keep_caps != 0;
-		if (pl->ro_kernel && !f->mount_ns) {
-			snprintf(err, errsz, "full-disk write as root needs a mount namespace to keep "
-				 "/proc, /sys and the cgroup mounts read-only");
+		pl->ro_kernel = true;
+		if (!f->mount_ns) {
+			snprintf(err, errsz, "full-disk write needs a mount namespace to keep /proc, "
+				 "/sys and the cgroup mounts read-only");
 			sandbox_plan_free(pl);
 			return -EOPNOTSUPP;
 		}
-		if (pl->ro_kernel && !pl->n_cg_mounts &&
+		if (!pl->n_cg_mounts &&
 		    (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
 			snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
 			sandbox_plan_free(pl);

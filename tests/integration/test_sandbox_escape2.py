@@ -326,7 +326,7 @@ def test_pinned_directories_keep_the_idmap(server_factory, uniq, area):
         assert (st.st_uid, st.st_gid) == (0, 0), (p, st)
 
 
-@pytest.mark.parametrize("kind", ["default", "abi4", "abi0"])
+@pytest.mark.parametrize("kind", ["default", "abi4", "abi0", "non-root", "sandbox-uid"])
 def test_full_write_cannot_write_the_servers_proc_files(server_factory, uniq, area, kind):
     """Full-disk write as host root shares the host's PID namespace from ABI 6: the
     server's /proc files that only check the file mode (uid 0) were writable:
@@ -336,6 +336,7 @@ def test_full_write_cannot_write_the_servers_proc_files(server_factory, uniq, ar
     from test_sandbox import sandbox
     srv = _server(server_factory, kind)
     c = srv.connect()
+    _own(area, kind)
     code = ("import os\nfor p in ('/proc/%d/oom_score_adj', '/proc/%d/coredump_filter', "
             "'/proc/self/oom_score_adj'):\n"
             "    try:\n        os.close(os.open(p, os.O_WRONLY)); print(p, 'ok')\n"
