@@ -346,3 +346,52 @@ def test_full_write_cannot_write_the_servers_proc_files(server_factory, uniq, ar
     assert "end" in out and " ok" not in out, out
     with open("/proc/%d/oom_score_adj" % srv.pid) as f:
         assert f.read().strip() != "1000"
+
+
+AUDIT_FORGE = r'''
+import errno, os, socket, struct
+def t(what, fn):
+    try:
+        fn()
+        print(what, "ok")
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+s = []
+def op():
+    s.append(socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9))   # NETLINK_AUDIT
+def send():
+    # AUDIT_USER_AVC (1107) and AUDIT_TRUSTED_APP (1121): forged user-space records
+    for typ in (1107, 1121):
+        body = b"type=LANDLOCK_ACCESS domain=1 blockers=fs.read_file ses=1 pid=1\0"
+        hdr = struct.pack("=IHHII", 16 + len(body), typ, 0x5, 1, 0)   # NLM_F_REQUEST|ACK
+        s[0].sendto(hdr + body, (0, 0))
+        reply = s[0].recv(4096)
+        err = struct.unpack("=i", reply[16:20])[0]
+        if err:
+            raise OSError(-err, "")
+t("socket", op)
+if s:
+    t("send", send)
+t("loginuid", lambda: open("/proc/self/loginuid", "w").write("0"))
+print("end")
+'''
+
+
+@pytest.mark.parametrize("network", ["restricted", "enabled"])
+@pytest.mark.parametrize("kind", ["default", "abi4", "sandbox-uid"])
+def test_cannot_forge_audit_evidence(server_factory, uniq, area, network, kind):
+    """Denial evidence comes from the audit log: a sandboxed process cannot write a record
+    of its own (no audit netlink socket with network restricted; no CAP_AUDIT_WRITE with
+    it enabled) nor change the audit session its records are attributed by (loginuid)."""
+    srv = _server(server_factory, kind)
+    c = srv.connect()
+    _own(area, kind)
+    out = text(sh(c, uniq, "%s -c '%s'" % (PY, AUDIT_FORGE.replace("'", "'\\''")), area.ws,
+                  ws_policy(area.ws, network=network)))
+    assert "end" in out, out
+    lines = dict(l.split(" ", 1) for l in out.splitlines() if " " in l)
+    if network == "restricted":
+        assert lines["socket"] == "EPERM", out
+    else:
+        assert lines["socket"] == "EPERM" or lines.get("send") in ("EPERM", "ECONNREFUSED"), out
+    assert lines["loginuid"] in ("EPERM", "EROFS", "EACCES"), out
