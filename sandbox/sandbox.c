@@ -847,12 +847,34 @@ static int cmp_depth_name(const void *a, const void *b)
 	return d ? d : strcmp(x, y);
 }
 
-/* Pushes each directory strictly between the deepest writable root above path and path. */
+/* Sorts the pins shallowest first and drops repeats; -E2BIG past SANDBOX_MAX_PINS. */
+static int pins_dedup(struct sandbox_plan *pl)
+{
+	size_t k = 0;
+
+	if (pl->n_pin > 1)
+		qsort(pl->pin, pl->n_pin, sizeof(char *), cmp_depth_name);
+	for (size_t i = 0; i < pl->n_pin; i++) {
+		if (k && strcmp(pl->pin[k - 1], pl->pin[i]) == 0) {
+			free(pl->pin[i]);
+			continue;
+		}
+		pl->pin[k++] = pl->pin[i];
+	}
+	pl->n_pin = k;
+	return k > SANDBOX_MAX_PINS ? -E2BIG : 0;
+}
+
+/*
+ * Pushes each directory strictly between the deepest writable root above
+ * path and path (repeats dropped whenever the list doubles the limit).
+ */
 static int pin_ancestors(struct sandbox_plan *pl, const char *path)
 {
 	char a[PATH_MAX];
 	size_t best = 0, rl = 0;
 	bool found = false;
+	int r;
 
 	for (size_t i = 0; i < pl->n_rw; i++)
 		if (beneath(path, pl->rw[i]) && (!found || depth(pl->rw[i]) >= best)) {
@@ -864,8 +886,8 @@ static int pin_ancestors(struct sandbox_plan *pl, const char *path)
 		return 0;
 	for (const char *c = path + rl + 1; (c = strchr(c, '/')); c++) {
 		snprintf(a, sizeof(a), "%.*s", (int)(c - path), path);
-		if (pl->n_pin >= SANDBOX_MAX_PINS)
-			return -E2BIG;
+		if (pl->n_pin >= 2 * SANDBOX_MAX_PINS && (r = pins_dedup(pl)) < 0)
+			return r;
 		if (strv_push(&pl->pin, &pl->n_pin, a) < 0)
 			return -ENOMEM;
 	}
@@ -881,7 +903,6 @@ static int pin_ancestors(struct sandbox_plan *pl, const char *path)
  */
 static int plan_pins(struct sandbox_plan *pl, char *err, size_t errsz)
 {
-	size_t k = 0;
 	int r = 0;
 
 	for (size_t i = 0; i < pl->n_deny_file && r >= 0; i++)
@@ -890,6 +911,8 @@ static int plan_pins(struct sandbox_plan *pl, char *err, size_t errsz)
 		r = pin_ancestors(pl, pl->deny_dir[i]);
 	for (size_t i = 0; i < pl->n_ro && r >= 0; i++)
 		r = pin_ancestors(pl, pl->ro[i]);
+	if (r >= 0)
+		r = pins_dedup(pl);
 	if (r == -E2BIG)
 		snprintf(err, errsz,
 			 "the masks inside writable roots lie in more than %d directories (each is "
@@ -897,19 +920,10 @@ static int plan_pins(struct sandbox_plan *pl, char *err, size_t errsz)
 			 SANDBOX_MAX_PINS);
 	if (r < 0 || pl->n_pin == 0)
 		return r;
-	qsort(pl->pin, pl->n_pin, sizeof(char *), cmp_depth_name);
-	for (size_t i = 0; i < pl->n_pin; i++) {
-		if (k && strcmp(pl->pin[k - 1], pl->pin[i]) == 0) {
-			free(pl->pin[i]);
-			continue;
-		}
-		pl->pin[k++] = pl->pin[i];
-	}
-	pl->n_pin = k;
-	pl->pin_phase = calloc(k, sizeof(unsigned));
+	pl->pin_phase = calloc(pl->n_pin, sizeof(unsigned));
 	if (!pl->pin_phase)
 		return -ENOMEM;
-	for (size_t i = 0; i < k; i++)
+	for (size_t i = 0; i < pl->n_pin; i++)
 		pl->pin_phase[i] = rw_phase_above(pl, pl->pin[i]);
 	return 0;
 }

@@ -395,3 +395,29 @@ def test_cannot_forge_audit_evidence(server_factory, uniq, area, network, kind):
     else:
         assert lines["socket"] == "EPERM" or lines.get("send") in ("EPERM", "ECONNREFUSED"), out
     assert lines["loginuid"] in ("EPERM", "EROFS", "EACCES"), out
+
+
+def test_pin_limit_counts_directories_not_matches(server, uniq, area):
+    """8000 matches in one directory three levels down share its three pins: the start
+    succeeds and hides them; 6000 matches each in a chain of three directories of its own
+    (18 000 pins, past SANDBOX_MAX_PINS 16 384) are refused, naming the limit."""
+    c = server.connect()
+    shared = os.path.join(area.ws, "a", "b", "c")
+    os.makedirs(shared)
+    for i in range(8000):
+        open(os.path.join(shared, "s%d.env" % i), "w").close()
+    with open(os.path.join(shared, "s0.env"), "w") as f:
+        f.write("SECRET\n")
+    conftest.own(area.base)
+    out = text(sh(c, uniq, "cat a/b/c/s0.env; mv a/b a/x; echo end", area.ws,
+                  ws_policy(area.ws, extra=[glob(area.ws + "/a/**/*.env")])))
+    assert "end" in out and "SECRET" not in out and EACCES in out, out
+    assert "Device or resource busy" in out, out
+    for i in range(6000):
+        d = os.path.join(area.ws, "m", "d%d" % i, "e", "f")
+        os.makedirs(d)
+        open(os.path.join(d, "t.penv"), "w").close()
+    conftest.own(area.base)
+    err = start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob(area.ws + "/m/**/*.penv")]))
+    assert err.get("error") == REFUSED, err
+    assert "lie in more than 16384 directories" in log_of(server), log_of(server)
