@@ -400,6 +400,16 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 			if ((r = set_attr(pl->rw[i], AT_RECURSIVE, MOUNT_ATTR_NODEV, 0)) < 0)
 				return r;
 		}
+		/*
+		 * Before anything of the phase is mounted beneath them (a bind of
+		 * each, recursive for the host's own mounts there): they keep
+		 * the root's mount flags and idmap, and cannot move (sandbox.c).
+		 */
+		*step = "pinning a directory leading to a mask";
+		for (size_t i = 0; i < pl->n_pin; i++)
+			if (pl->pin_phase[i] == ph &&
+			    mount(pl->pin[i], pl->pin[i], NULL, MS_BIND | MS_REC, NULL) < 0)
+				return -errno;
 		*step = "binding a read-only path";
 		for (size_t i = 0; i < pl->n_ro; i++)
 			if (pl->ro_phase[i] == ph && (r = bind_ro(pl->ro[i])) < 0)
@@ -653,7 +663,7 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 		return -errno;
 	/* Full-disk write too needs a mount namespace for the cgroup and /proc steps below. */
 	*step = "unshare(CLONE_NEWNS)";
-	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns || pl->n_cg_mounts) &&
+	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns || pl->n_cg_mounts || pl->ro_kernel) &&
 	    (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0))
 		return -errno;
 	if (pl->restrict_fs && (r = apply_mounts(pl, tty_fd, step)) < 0)
@@ -679,6 +689,15 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 				(pl->restrict_fs ? MS_RDONLY : 0) | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				NULL) < 0)
 		return -errno;
+	/* After /proc is mounted: its sysctls too (sandbox.c, ro_kernel). */
+	*step = "making /proc and /sys read-only";
+	if (pl->ro_kernel) {
+		static const char *const kernel_files[] = { "/proc", "/sys" };
+
+		for (size_t i = 0; i < ELEMENTSOF(kernel_files); i++)
+			if ((r = bind_ro(kernel_files[i])) < 0 && r != -ENOENT)
+				return r;
+	}
 	return 0;
 }
 

@@ -18,7 +18,8 @@
  * them: a static prefix of `/` or nothing is refused, and so is a scan
  * turned off (glob_scan_max_depth 0), a walk over SANDBOX_GLOB_MAX_ENTRIES
  * entries or deeper than SANDBOX_GLOB_MAX_DEPTH, or a directory that cannot
- * be read: the pattern could not be enforced.
+ * be read, or matching that costs more than SANDBOX_GLOB_MAX_STEPS: the
+ * pattern could not be enforced.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -70,19 +71,23 @@ static bool match_components(char **pc, int np, char **sc, int ns)
 {
 	bool ok[MAX_COMPONENTS + 1][MAX_COMPONENTS + 1];
 
-	for (int i = np; i >= 0; i--)
+	for (int i = np; i >= 0; i--) {
+		bool any = i < np && strcmp(pc[i], "**") == 0;
+
 		for (int j = ns; j >= 0; j--) {
 			if (i == np)
 				ok[i][j] = j == ns;
-			else if (strcmp(pc[i], "**") == 0)
+			else if (any)
 				ok[i][j] = ok[i + 1][j] || (j < ns && ok[i][j + 1]);
-			else
-				ok[i][j] = j < ns && fnmatch(pc[i], sc[j], 0) == 0 && ok[i + 1][j + 1];
+			else /* fnmatch only where the rest matches */
+				ok[i][j] = j < ns && ok[i + 1][j + 1] && fnmatch(pc[i], sc[j], 0) == 0;
 		}
+	}
 	return ok[0][0];
 }
 
-bool sandbox_glob_match(const char *glob, const char *rel)
+/* sandbox_glob_match, adding its steps (the table's cells) to *steps. */
+static bool glob_match(const char *glob, const char *rel, size_t *steps)
 {
 	char g[PATH_MAX + 4], s[PATH_MAX];
 	char *pc[MAX_COMPONENTS], *sc[MAX_COMPONENTS];
@@ -103,7 +108,15 @@ bool sandbox_glob_match(const char *glob, const char *rel)
 	ns = split_components(s, sc, MAX_COMPONENTS);
 	if (np < 0 || ns < 0)
 		return false;
+	*steps += (size_t)(np + 1) * (size_t)(ns + 1);
 	return match_components(pc, np, sc, ns);
+}
+
+bool sandbox_glob_match(const char *glob, const char *rel)
+{
+	size_t steps = 0;
+
+	return glob_match(glob, rel, &steps);
 }
 
 /* ---- {a,b} alternation ---- */
@@ -184,7 +197,7 @@ struct scan {
 	long max_depth;          /* -1: none */
 	char path[PATH_MAX];     /* the canonical root, then the current file */
 	size_t root_len;
-	size_t *entries;
+	struct sandbox_glob_budget *budget;
 	struct sandbox_glob_out *out;
 	char *err;
 	size_t errsz;
@@ -193,7 +206,7 @@ struct scan {
 static bool any_match(const struct scan *sc, const char *rel)
 {
 	for (size_t i = 0; i < sc->globs.n; i++)
-		if (sandbox_glob_match(sc->globs.v[i], rel))
+		if (glob_match(sc->globs.v[i], rel, &sc->budget->steps))
 			return true;
 	return false;
 }
@@ -224,7 +237,7 @@ static int scan_dir(struct scan *sc, int dfd, size_t len, int depth)
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (++*sc->entries > SANDBOX_GLOB_MAX_ENTRIES) {
+		if (++sc->budget->entries > SANDBOX_GLOB_MAX_ENTRIES) {
 			snprintf(sc->err, sc->errsz,
 				 "deny glob `%s`: scanning %.*s passed %d entries (the limit): name a "
 				 "narrower directory before the first wildcard, or set glob_scan_max_depth",
@@ -248,6 +261,14 @@ static int scan_dir(struct scan *sc, int dfd, size_t len, int depth)
 			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 				continue; /* gone meanwhile */
 			type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_LNK;
+		}
+		if (type == DT_REG && sc->budget->steps > SANDBOX_GLOB_MAX_STEPS) {
+			snprintf(sc->err, sc->errsz,
+				 "deny glob `%s`: matching the files under %.*s took more than %lu "
+				 "steps (the limit): fewer {a,b} alternatives or path components",
+				 sc->pattern, (int)sc->root_len, sc->path, SANDBOX_GLOB_MAX_STEPS);
+			r = -E2BIG;
+			break;
 		}
 		if (type == DT_REG && any_match(sc, sc->path + sc->root_len + 1)) {
 			r = sc->out->add(sc->out->ctx, sc->path);
@@ -288,7 +309,7 @@ static int scan_dir(struct scan *sc, int dfd, size_t len, int depth)
 	return r;
 }
 
-int sandbox_glob_expand(const char *pattern, long max_depth, size_t *entries,
+int sandbox_glob_expand(const char *pattern, long max_depth, struct sandbox_glob_budget *budget,
 			struct sandbox_glob_out *out, char *err, size_t errsz)
 {
 	struct scan *sc;
@@ -339,7 +360,7 @@ int sandbox_glob_expand(const char *pattern, long max_depth, size_t *entries,
 		return -ENOMEM;
 	sc->pattern = pattern;
 	sc->max_depth = max_depth;
-	sc->entries = entries;
+	sc->budget = budget;
 	sc->out = out;
 	sc->err = err;
 	sc->errsz = errsz;

@@ -12,6 +12,7 @@
 struct sock_fprog;
 
 #define SANDBOX_REACH_MAX_ENTRIES 256 /* entries of one directory re-bound for --sandbox-uid */
+#define SANDBOX_MAX_PINS 16384        /* directories pinned against renames (see pin below) */
 
 struct ll_rule {
 	char *path;
@@ -32,7 +33,15 @@ struct sandbox_plan {
 	unsigned sandbox_uid, sandbox_gid; /* with it: the ids outside, for the private /dev/shm */
 	char **reach;        /* with it: directories closed to that uid leading to a root (by depth) */
 	size_t n_reach;
-	char **cg_mounts;    /* with it: cgroup2 mount points, made read-only */
+	char **cg_mounts;    /* with it, or ro_kernel: cgroup mount points (v1, v2), made read-only */
+	/*
+	 * Full-disk write: what uid 0 (or the server's uid) writes by file mode
+	 * alone, no capability needed: /proc (sysctls: core_pattern runs a
+	 * helper as full root; sysrq; the server's oom_score_adj from ABI 6,
+	 * which shares the host's pids), /sys and every cgroup mount are made
+	 * read-only in a mount namespace.
+	 */
+	bool ro_kernel;
 	size_t n_cg_mounts;
 	const struct sock_fprog *seccomp;
 	/*
@@ -59,6 +68,16 @@ struct sandbox_plan {
 	size_t n_deny_dir;
 	char **deny_file;
 	size_t n_deny_file;
+	/*
+	 * Directories strictly between a writable root and a mask beneath it
+	 * (deny file or directory, read-only entry), shallowest first: each is
+	 * bound onto itself so that it cannot be renamed or removed (EBUSY),
+	 * or a process could move a secret to a path the next start's policy
+	 * no longer names.
+	 */
+	char **pin;
+	size_t n_pin;
+	unsigned *pin_phase;
 	bool private_dev;
 	char devpts_opts[80]; /* the private devpts's mount options (max= from the features) */
 	int exe_fd;           /* the fs helper's binary (borrowed), granted by fd; or -1 */

@@ -837,6 +837,97 @@ static int plan_phases(struct sandbox_plan *pl)
 	return 0;
 }
 
+/* ---- pins: the directories leading from a writable root to a mask ---- */
+
+static int cmp_depth_name(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	int d = cmp_depth(a, b);
+
+	return d ? d : strcmp(x, y);
+}
+
+/* Sorts the pins shallowest first and drops repeats; -E2BIG past SANDBOX_MAX_PINS. */
+static int pins_dedup(struct sandbox_plan *pl)
+{
+	size_t k = 0;
+
+	if (pl->n_pin > 1)
+		qsort(pl->pin, pl->n_pin, sizeof(char *), cmp_depth_name);
+	for (size_t i = 0; i < pl->n_pin; i++) {
+		if (k && strcmp(pl->pin[k - 1], pl->pin[i]) == 0) {
+			free(pl->pin[i]);
+			continue;
+		}
+		pl->pin[k++] = pl->pin[i];
+	}
+	pl->n_pin = k;
+	return k > SANDBOX_MAX_PINS ? -E2BIG : 0;
+}
+
+/*
+ * Pushes each directory strictly between the deepest writable root above
+ * path and path (repeats dropped whenever the list doubles the limit).
+ */
+static int pin_ancestors(struct sandbox_plan *pl, const char *path)
+{
+	char a[PATH_MAX];
+	size_t best = 0, rl = 0;
+	bool found = false;
+	int r;
+
+	for (size_t i = 0; i < pl->n_rw; i++)
+		if (beneath(path, pl->rw[i]) && (!found || depth(pl->rw[i]) >= best)) {
+			found = true;
+			best = depth(pl->rw[i]);
+			rl = strcmp(pl->rw[i], "/") ? strlen(pl->rw[i]) : 0;
+		}
+	if (!found)
+		return 0;
+	for (const char *c = path + rl + 1; (c = strchr(c, '/')); c++) {
+		snprintf(a, sizeof(a), "%.*s", (int)(c - path), path);
+		if (pl->n_pin >= 2 * SANDBOX_MAX_PINS && (r = pins_dedup(pl)) < 0)
+			return r;
+		if (strv_push(&pl->pin, &pl->n_pin, a) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * A mask covers a path, not the directories leading to it: renamed in one
+ * process (`mv cfg cfg2`: a mount point's ancestors may move), a denied
+ * file or a read-only entry inside a writable root would sit at a path the
+ * next start no longer masks. Each such directory is pinned (bound onto
+ * itself in the child, apply.c): rename and rmdir answer EBUSY.
+ */
+static int plan_pins(struct sandbox_plan *pl, char *err, size_t errsz)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < pl->n_deny_file && r >= 0; i++)
+		r = pin_ancestors(pl, pl->deny_file[i]);
+	for (size_t i = 0; i < pl->n_deny_dir && r >= 0; i++)
+		r = pin_ancestors(pl, pl->deny_dir[i]);
+	for (size_t i = 0; i < pl->n_ro && r >= 0; i++)
+		r = pin_ancestors(pl, pl->ro[i]);
+	if (r >= 0)
+		r = pins_dedup(pl);
+	if (r == -E2BIG)
+		snprintf(err, errsz,
+			 "the masks inside writable roots lie in more than %d directories (each is "
+			 "pinned against renames): deny fewer paths or narrower globs",
+			 SANDBOX_MAX_PINS);
+	if (r < 0 || pl->n_pin == 0)
+		return r;
+	pl->pin_phase = calloc(pl->n_pin, sizeof(unsigned));
+	if (!pl->pin_phase)
+		return -ENOMEM;
+	for (size_t i = 0; i < pl->n_pin; i++)
+		pl->pin_phase[i] = rw_phase_above(pl, pl->pin[i]);
+	return 0;
+}
+
 /* ---- deny globs (glob.c): what they match now, masked as denied paths ---- */
 
 struct glob_ctx {
@@ -882,11 +973,11 @@ static int plan_deny_globs(struct sandbox_plan *pl, const struct sandbox_policy 
 {
 	struct glob_ctx g = { .pl = pl, .p = p };
 	struct sandbox_glob_out out = { &g, glob_add, glob_add_literal };
-	size_t entries = 0;
+	struct sandbox_glob_budget budget = { 0 };
 	int r = 0;
 
 	for (size_t i = 0; i < p->n_deny_globs && r >= 0; i++)
-		r = sandbox_glob_expand(p->deny_globs[i], p->glob_scan_max_depth, &entries, &out, err,
+		r = sandbox_glob_expand(p->deny_globs[i], p->glob_scan_max_depth, &budget, &out, err,
 					errsz);
 	/* Every refusal names the pattern: the policy cannot be enforced as written. */
 	return r < 0 && r != -ENOMEM ? -EINVAL : r;
@@ -1154,6 +1245,28 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		pl->keep_caps = f->userns || f->uid_userns_fd >= 0 ? 0 : FULL_WRITE_CAPS;
 		/* Below ABI 6 its signals are scoped by a PID namespace only. */
 		pl->pid_ns = f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !fs_helper;
+		/*
+		 * Host uid 0 writes root's 0644 kernel files by mode alone, no
+		 * capability: /proc/sys/kernel/core_pattern (`|prog` runs prog as
+		 * full root), sysrq, another root process's /proc/<pid>/oom_score_adj
+		 * (the server's), /sys, cgroup.procs and limits of any cgroup.
+		 * As its own uid (non-root uexec: the server's), /proc/<server>'s
+		 * oom_score_adj and coredump_filter open by mode too from ABI 6.
+		 * Read-only in a mount namespace of its own, or refused.
+		 */
+		pl->ro_kernel = true;
+		if (!f->mount_ns) {
+			snprintf(err, errsz, "full-disk write needs a mount namespace to keep /proc, "
+				 "/sys and the cgroup mounts read-only");
+			sandbox_plan_free(pl);
+			return -EOPNOTSUPP;
+		}
+		if (!pl->n_cg_mounts &&
+		    (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
+			snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
+			sandbox_plan_free(pl);
+			return r;
+		}
 		*ret = pl;
 		return 0;
 	}
@@ -1284,6 +1397,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	r = plan_phases(pl);
 	if (r >= 0)
 		r = sort_deny_files(pl);
+	if (r >= 0)
+		r = plan_pins(pl, err, errsz);
 	if (r < 0)
 		goto fail;
 	pl->private_dev = stat("/dev", &st) == 0 && S_ISDIR(st.st_mode);
@@ -1349,6 +1464,8 @@ void sandbox_plan_free(struct sandbox_plan *pl)
 	free(pl->synth_phase);
 	free(pl->deny_dir_phase);
 	free(pl->deny_file_phase);
+	strv_clear(pl->pin, pl->n_pin);
+	free(pl->pin_phase);
 	free(pl->rw_mkbase);
 	free(pl->deny_reopen);
 	for (size_t i = 0; i < pl->n_ll; i++)
