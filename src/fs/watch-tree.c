@@ -92,6 +92,7 @@ struct tnode {
 	char *name;	      /* the root: its whole path */
 	dev_t dev;	      /* the directory's identity when it was added */
 	ino_t ino;
+	long resume; /* a scan stopped at its step's budget goes on at telldir() resume - 1; 0: none */
 };
 
 struct change_watch {
@@ -451,7 +452,10 @@ static void scan_clear(struct change_watch *w)
 /*
  * Scans the directory cur (mode: see enum scan_mode): its subdirectories get nodes and
  * join the queue (a recursive watch), and in SCAN_REPORT mode every entry is
- * reported as created. *budget counts the entries read. Returns 0, or during
+ * reported as created. At most *budget entries are read (counted down): a
+ * larger directory goes back to the head of the queue and goes on from
+ * there at the watch's next turn, so that no directory, however large,
+ * holds the loop for more than one step. Returns 0, or during
  * the initial scan -EDQUOT (maxDirectories), -ENOSPC (the host's inotify
  * limit), -EFBIG (SCAN_ENTRIES_MAX entries), -ENOMEM, which fail the
  * request; later those are overflow events naming the directory.
@@ -468,9 +472,11 @@ static int scan_dir(struct change_watch *w, struct tnode *cur, enum scan_mode mo
 	if (node_path(cur, NULL, path) < 0)
 		return 0;
 	fd = node_open(cur);
-	if (fd < 0)
+	if (fd < 0) {
+		cur->resume = 0;
 		return 0; /* gone or replaced meanwhile: its parent's events say so */
-	if (mode == SCAN_RESYNC) {
+	}
+	if (mode == SCAN_RESYNC && cur->resume == 0) {
 		/* Children whose directory went (or was replaced) while the kernel's events were lost. */
 		list_for_each_entry_safe(child, tmp, &cur->children, sibling) {
 			struct stat st;
@@ -483,13 +489,37 @@ static int scan_dir(struct change_watch *w, struct tnode *cur, enum scan_mode mo
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
+		cur->resume = 0;
 		return 0;
 	}
-	while ((de = readdir(d))) {
-		bool is_dir = de->d_type == DT_DIR;
+	if (cur->resume)
+		seekdir(d, cur->resume - 1);
+	cur->resume = 0;
+	for (;;) {
+		bool is_dir;
 		struct tnode *c = NULL;
 		int r;
 
+		if (*budget == 0 && telldir(d) != -1) {
+			/* The rest at the watch's next turn, before any other directory of it. */
+			long pos = telldir(d);
+
+			if (readdir(d)) {
+				cur->resume = pos + 1;
+				if (mode > cur->scan)
+					cur->scan = mode;
+				if (!list_linked(&cur->scan_link))
+					list_add_tail(&cur->scan_link, w->scan_queue.next);
+				if (!list_linked(&w->scanning_link))
+					list_add_tail(&w->scanning_link, &tw.scanning);
+				arm_step();
+			}
+			break;
+		}
+		de = readdir(d); /* without telldir (never seen), the directory is read to its end */
+		if (!de)
+			break;
+		is_dir = de->d_type == DT_DIR;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (*budget > 0)
@@ -547,9 +577,10 @@ static int scan_one(struct change_watch *w, size_t *budget)
 
 /*
  * A new directory name in n (created or moved in): watched, with what it
- * holds. Its own entries are read at once, before anything else is read from
- * the kernel (so an entry made after its creation was reported comes once);
- * the directories below it are scanned in steps.
+ * holds. Its own entries (up to one step's worth) are read at once, before
+ * anything else is read from the kernel (so an entry made after its creation
+ * was reported comes once); the rest of a large one and the directories below
+ * it are scanned in steps (an entry made meanwhile may come twice).
  */
 static void subtree_appeared(struct change_watch *w, struct tnode *n, const char *name,
 			     const char *path, bool report)

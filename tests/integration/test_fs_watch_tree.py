@@ -17,6 +17,7 @@ import time
 import pytest
 
 import conftest
+import wsclient
 from conftest import fd_count, wait_until
 from wsclient import file_uri as U
 
@@ -576,3 +577,40 @@ def test_directory_swapped_for_a_symlink_is_never_followed(server, tmp_path):
         stop.write_text("")
         sw.wait(timeout=30)
         c.ws.abort()
+
+
+def test_one_large_directory_is_scanned_in_steps(server, tmp_path):
+    """A single directory of 100 000 entries is read a step at a time like a tree of many
+    small ones: another connection's requests are answered many times while the watch is
+    being installed (the old scan read the whole directory in one go, answering none), and
+    every entry is still covered: a change to the last one read is reported."""
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    n = 100000
+    for i in range(n):
+        os.close(os.open(flat / ("f%06d" % i), os.O_CREAT | os.O_WRONLY))
+    (flat / "zdir").mkdir()
+    a, b = server.connect(), server.connect()
+    try:
+        assert b.result("environment/status", {}) is not None  # b is warm
+        rid = a.request("fs/watch", {"path": U(flat), "recursive": True})
+        answered = 0
+        deadline = time.monotonic() + 60
+        while not a.has_reply(rid):
+            assert time.monotonic() < deadline, "the install never ended"
+            b.result("environment/status", {})
+            try:
+                a.pump(0.001)
+            except wsclient.Timeout:
+                answered += 1  # answered while the install was still running
+        res = a.wait_reply(rid, timeout=60)
+        assert list(res["result"]) == ["watchId"], res
+        assert answered >= 5, "only %d replies to another connection during the scan" % answered
+        wid = res["result"]["watchId"]
+        # the subdirectory met at the end of the scan got its kernel watch
+        write(flat / "zdir" / "new")
+        got = events(a, wid, lambda g: any(e["path"] == U(flat / "zdir" / "new") for e in g))
+        assert ev("created", flat / "zdir" / "new") in got, got
+    finally:
+        a.ws.abort()
+        b.ws.abort()
