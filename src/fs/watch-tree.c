@@ -15,7 +15,11 @@
  * directory's kernel watch existed are not lost (one made in between may be
  * reported twice). Symlinks are never followed below the root, and a
  * directory whose inode the watch already holds (a bind mount loop) is not
- * entered twice.
+ * entered twice. A node remembers its directory's dev/ino: a scan reaches
+ * it from the root one name at a time (O_NOFOLLOW, each step checked), and
+ * a kernel watch is taken on the directory as opened (/proc/self/fd), so a
+ * directory replaced by a symlink, or by another directory, before its
+ * events are read is never scanned or watched in its place.
  *
  * Events: created, modified (data or metadata), deleted, renamed (both
  * halves of a move inside the watch, matched by inotify's cookie; a move out
