@@ -431,8 +431,8 @@ static void publish_exited(struct proc *p)
 	if (p->has_timeout)
 		n += snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"timedOut\":%s",
 			      p->timed_out ? "true" : "false");
-	/* Only for a process with a memory limit (uexec extension). */
-	if (p->has_cg && p->cg.memory_limited)
+	/* Only for a start that asked for `limits` and got a memory limit (uexec extension). */
+	if (p->asked_limits && p->has_cg && p->cg.memory_limited)
 		snprintf(tail + n, sizeof(tail) - (size_t)n, ",\"oomKilled\":%s",
 			 p->oom_killed ? "true" : "false");
 	/* uexec's additive member (README "Protocol extensions"): only when something was denied. */

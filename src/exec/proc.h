@@ -107,6 +107,12 @@ struct proc {
 	struct uring_timer timeout;
 	bool has_timeout;
 	bool timed_out;
+	/*
+	 * The start carried `limits`: process/exited may say oomKilled. A
+	 * server default (--process-memory-max) alone does not add the member
+	 * to a reference client's frame.
+	 */
+	bool asked_limits;
 
 	/* stdin */
 	int stdin_fd;             /* pipe write end, or the PTY master (streams[0].fd too) */

@@ -588,6 +588,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		c->srv->metrics.sandboxed_spawns++;
 	if (timeout_ms)
 		proc_set_timeout(p, timeout_ms);
+	p->asked_limits = f[F_LIMITS] != NULL;
 	{
 		struct log_ctx ctx = { .session = ss->id, .process = p->id, .process_len = p->id_len };
 		struct log_field lf[] = { LOG_INT("pid", p->pid), LOG_BOOL("tty", sa.tty),

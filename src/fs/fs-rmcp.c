@@ -495,9 +495,9 @@ static int copy_tree(struct tree_job *j, int sfd, int ddir, const char *dname, u
  * 1 when the directory dir, or one of its ancestors (through "..", i.e.
  * after symlinks were resolved), is src; 0 when none is; or -errno.
  */
-static int ancestor_is(const char *dir, const struct stat *src)
+static int ancestor_is(int at, const char *dir, const struct stat *src)
 {
-	_cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd = openat(at, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat st, ust;
 
 	if (fd < 0)
@@ -556,7 +556,7 @@ static int check_not_inside(struct tree_job *j, const struct stat *src, size_t *
 			*slash = 0;
 	}
 	len = strlen(p);
-	r = ancestor_is(p, src);
+	r = ancestor_is(AT_FDCWD, p, src);
 	if (r < 0)
 		return r;
 	if (r > 0)
@@ -652,19 +652,41 @@ static int refuse_exdev(struct tree_job *j)
 }
 
 /*
+ * Opens path's parent directory (O_PATH, following symlinks as any path
+ * lookup does) into *ret_fd and points *ret_base at path's last name. From
+ * here on the checks and the rename look the last name up in that open
+ * directory only: a parent swapped for a symlink meanwhile changes nothing.
+ */
+static int rename_anchor(const char *path, int *ret_fd, const char **ret_base)
+{
+	_cleanup_free_ char *parent = NULL;
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || !slash[1])
+		return -EINVAL; /* not absolute, or "/" (refused before) */
+	parent = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	if (!parent)
+		return -ENOMEM;
+	*ret_fd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*ret_fd < 0)
+		return -errno;
+	*ret_base = slash + 1;
+	return 0;
+}
+
+/*
  * The checks of fs/rename, in the worker: the source exists; neither the
  * source nor a directory the rename would replace is "/", the server's
  * working or home directory or one of their ancestors (fs/remove's rule: a
  * rename takes them away as surely); a directory does not move into itself
  * or below itself (fs/copy's rule; the kernel's EINVAL stays the backstop);
  * the two names are not the same file (rename(2) would do nothing and
- * succeed, leaving both names). Symlinks are moved, never followed.
+ * succeed, leaving both names). Symlinks are moved, never followed; each
+ * last name is looked up in its parent as opened by rename_anchor().
  */
 static int do_rename(struct tree_job *j)
 {
-	_cleanup_free_ char *parent = NULL;
 	struct stat ss, ds;
-	char *slash;
 	int r;
 
 	r = protect_all(j);
@@ -674,14 +696,20 @@ static int do_rename(struct tree_job *j)
 		return refuse(j, "fs/rename refuses to move the root directory");
 	if (strcmp(j->dest, "/") == 0)
 		return refuse(j, "fs/rename refuses to replace the root directory");
-	if (lstat(j->path, &ss) < 0)
+	r = rename_anchor(j->path, &j->src_dirfd, &j->src_base);
+	if (r < 0)
+		return r;
+	if (fstatat(j->src_dirfd, j->src_base, &ss, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	if (S_ISDIR(ss.st_mode)) {
 		r = check_protected_as(j, &ss, "fs/rename", "move", j->path);
 		if (r < 0)
 			return r;
 	}
-	if (lstat(j->dest, &ds) == 0) {
+	r = rename_anchor(j->dest, &j->dst_dirfd, &j->dst_base);
+	if (r < 0)
+		return r;
+	if (fstatat(j->dst_dirfd, j->dst_base, &ds, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
 			return refuse(j, "fs/rename source and destination are the same file");
 		if (S_ISDIR(ds.st_mode) && !(j->rename_flags & RENAME_NOREPLACE)) {
@@ -693,11 +721,8 @@ static int do_rename(struct tree_job *j)
 		return -errno;
 	}
 	if (S_ISDIR(ss.st_mode)) {
-		slash = strrchr(j->dest, '/');
-		parent = slash == j->dest ? strdup("/") : strndup(j->dest, (size_t)(slash - j->dest));
-		if (!parent)
-			return -ENOMEM;
-		r = ancestor_is(parent, &ss);
+		/* The destination's directory as opened, then its ancestors through "..". */
+		r = ancestor_is(j->dst_dirfd, ".", &ss);
 		if (r < 0)
 			return r;
 		if (r > 0)
@@ -706,8 +731,8 @@ static int do_rename(struct tree_job *j)
 	}
 	if (j->rename_on_ring)
 		return 0;
-	/* No RENAMEAT on this ring: the rename runs here. */
-	if (renameat2(AT_FDCWD, j->path, AT_FDCWD, j->dest, j->rename_flags) < 0)
+	/* No RENAMEAT on this ring: the rename runs here, in the same directories. */
+	if (renameat2(j->src_dirfd, j->src_base, j->dst_dirfd, j->dst_base, j->rename_flags) < 0)
 		return errno == EXDEV ? refuse_exdev(j) : -errno;
 	return 0;
 }
@@ -751,7 +776,8 @@ bool fs_rename_submit(struct tree_job *j)
 		return true;
 	}
 	sqe = uring_get_sqe(&j->srv->ring, &j->ring_op, on_renameat);
-	io_uring_prep_renameat(sqe, AT_FDCWD, j->path, AT_FDCWD, j->dest, j->rename_flags);
+	io_uring_prep_renameat(sqe, j->src_dirfd, j->src_base, j->dst_dirfd, j->dst_base,
+			       j->rename_flags);
 	return true;
 }
 

@@ -68,6 +68,14 @@ struct tree_job {
 	char *home;
 	unsigned rename_flags; /* fs/rename: RENAME_NOREPLACE for overwrite: false */
 	bool rename_on_ring;   /* fs/rename: run() only checks; done() submits IORING_OP_RENAMEAT */
+	/*
+	 * fs/rename: the parent directories of source and destination, opened
+	 * (O_PATH) once by run() and their last names: the checks and the rename
+	 * both resolve the last name in the same directory, so swapping a parent
+	 * for a symlink in between cannot redirect the move (-1 / NULL = none).
+	 */
+	int src_dirfd, dst_dirfd;
+	const char *src_base, *dst_base; /* point into path / dest */
 	struct server *srv;
 	struct uring_op ring_op; /* fs/rename's RENAMEAT */
 

@@ -196,6 +196,8 @@ void fs_tree_job_free(struct tree_job *j)
 	free(j->dest);
 	free(j->cwd);
 	free(j->home);
+	safe_close(j->src_dirfd);
+	safe_close(j->dst_dirfd);
 	free(j);
 }
 
@@ -290,6 +292,7 @@ struct tree_job *fs_tree_job_new(struct conn *c, json_t *id, enum tree_op op)
 	}
 	j->op = op;
 	j->srv = c->srv;
+	j->src_dirfd = j->dst_dirfd = -1;
 	j->work.run = job_run;
 	j->work.done = job_done;
 	conn_mem_init(&j->mem, c);

@@ -15,7 +15,11 @@
  * directory's kernel watch existed are not lost (one made in between may be
  * reported twice). Symlinks are never followed below the root, and a
  * directory whose inode the watch already holds (a bind mount loop) is not
- * entered twice.
+ * entered twice. A node remembers its directory's dev/ino: a scan reaches
+ * it from the root one name at a time (O_NOFOLLOW, each step checked), and
+ * a kernel watch is taken on the directory as opened (/proc/self/fd), so a
+ * directory replaced by a symlink, or by another directory, before its
+ * events are read is never scanned or watched in its place.
  *
  * Events: created, modified (data or metadata), deleted, renamed (both
  * halves of a move inside the watch, matched by inotify's cookie; a move out
@@ -90,6 +94,9 @@ struct tnode {
 	struct change_watch *w;
 	struct tnode *parent; /* NULL for the root */
 	char *name;	      /* the root: its whole path */
+	dev_t dev;	      /* the directory's identity when it was added */
+	ino_t ino;
+	long resume; /* a scan stopped at its step's budget goes on at telldir() resume - 1; 0: none */
 };
 
 struct change_watch {
@@ -301,21 +308,94 @@ static struct tnode *node_on(struct wd_entry *e, const struct change_watch *w)
 }
 
 /*
+ * An fd (O_RDONLY) on n's own directory, or -errno (-ESTALE when a name on
+ * the way now holds another directory). The path is walked from the root
+ * one name at a time with O_NOFOLLOW, each step checked against its node's
+ * identity: a directory of the tree replaced by a symlink (or by another
+ * directory) since its node was made never leads the scan anywhere else.
+ * Only the root's own path follows symlinks, as at fs/watch.
+ */
+static int node_open(const struct tnode *n)
+{
+	const struct tnode *chain[PATH_MAX / 2 + 1];
+	size_t k = 0;
+	int fd = -1;
+
+	for (const struct tnode *p = n; p; p = p->parent) {
+		if (k == ELEMENTSOF(chain))
+			return -ENAMETOOLONG;
+		chain[k++] = p;
+	}
+	while (k-- > 0) {
+		const struct tnode *p = chain[k];
+		struct stat st;
+		int nfd;
+
+		nfd = p->parent ? openat(fd, p->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+				: open(p->name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (nfd < 0) {
+			int r = -errno;
+
+			safe_close(fd);
+			return r == -ELOOP ? -ENOTDIR : r;
+		}
+		safe_close(fd);
+		fd = nfd;
+		if (fstat(fd, &st) < 0 || st.st_dev != p->dev || st.st_ino != p->ino) {
+			safe_close(fd);
+			return -ESTALE;
+		}
+	}
+	/* O_PATH cannot be read: the directory itself, through its fd. */
+	{
+		int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int r = rfd < 0 ? -errno : rfd;
+
+		safe_close(fd);
+		return r;
+	}
+}
+
+/*
+ * inotify_add_watch on the directory dfd refers to (an O_PATH fd), through
+ * its /proc/self/fd link: the kernel watch is on that very inode, whatever
+ * the path names now. Without /proc, the path (last name not followed for a
+ * subdirectory) is the fallback.
+ */
+static int attach_fd(int dfd, const char *path, bool sub, struct wd_entry **ret)
+{
+	char proc[64];
+	int r;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dfd);
+	r = fs_ino_attach(proc, TREE_MASK, ret);
+	if (r == -ENOENT && access("/proc/self/fd", F_OK) < 0)
+		r = fs_ino_attach(path, TREE_MASK | (sub ? IN_DONT_FOLLOW : 0), ret);
+	return r;
+}
+
+/*
  * A node for the directory path (parent's entry name, or the root when
- * parent is NULL). Returns 1 and *ret when watched, 0 when it is not to be
+ * parent is NULL); pfd is the parent's directory fd (node_open), unused for
+ * the root. Returns 1 and *ret when watched, 0 when it is not to be
  * watched (gone, not a directory, a symlink, already held), or -errno:
  * -EDQUOT for maxDirectories, -ENOSPC for the host's inotify limit.
  */
-static int node_add(struct change_watch *w, struct tnode *parent, const char *name,
+static int node_add(struct change_watch *w, struct tnode *parent, int pfd, const char *name,
 		    const char *path, struct tnode **ret)
 {
+	_cleanup_close_ int dfd = -1;
 	struct wd_entry *e;
 	struct tnode *n;
+	struct stat st;
 	int r;
 
 	if (w->n_dirs >= w->max_dirs)
 		return -EDQUOT;
-	r = fs_ino_attach(path, TREE_MASK | (parent ? IN_DONT_FOLLOW : 0), &e);
+	/* Opened first, never through a symlink below the root; watched and checked as opened. */
+	dfd = parent ? openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		     : open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = dfd < 0 ? -errno : fstat(dfd, &st) < 0 ? -errno : attach_fd(dfd, path, parent != NULL, &e);
 	if (parent && (r == -ENOENT || r == -ENOTDIR || r == -ELOOP || r == -EACCES))
 		return 0; /* gone, replaced, a symlink, or unreadable: not part of the tree */
 	if (r < 0)
@@ -336,6 +416,8 @@ static int node_add(struct change_watch *w, struct tnode *parent, const char *na
 	n->w = w;
 	n->wd = e;
 	n->parent = parent;
+	n->dev = st.st_dev;
+	n->ino = st.st_ino;
 	list_add_tail(&n->wd_link, &e->nodes);
 	if (parent)
 		list_add_tail(&n->sibling, &parent->children);
@@ -374,7 +456,10 @@ static void scan_clear(struct change_watch *w)
 /*
  * Scans the directory cur (mode: see enum scan_mode): its subdirectories get nodes and
  * join the queue (a recursive watch), and in SCAN_REPORT mode every entry is
- * reported as created. *budget counts the entries read. Returns 0, or during
+ * reported as created. At most *budget entries are read (counted down): a
+ * larger directory goes back to the head of the queue and goes on from
+ * there at the watch's next turn, so that no directory, however large,
+ * holds the loop for more than one step. Returns 0, or during
  * the initial scan -EDQUOT (maxDirectories), -ENOSPC (the host's inotify
  * limit), -EFBIG (SCAN_ENTRIES_MAX entries), -ENOMEM, which fail the
  * request; later those are overflow events naming the directory.
@@ -390,31 +475,55 @@ static int scan_dir(struct change_watch *w, struct tnode *cur, enum scan_mode mo
 
 	if (node_path(cur, NULL, path) < 0)
 		return 0;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && cur->parent == NULL)
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the root may be a symlink */
-	if (fd < 0)
-		return 0; /* gone meanwhile: its parent's events say so */
-	if (mode == SCAN_RESYNC) {
-		/* Children whose directory went while the kernel's events were lost. */
+	fd = node_open(cur);
+	if (fd < 0) {
+		cur->resume = 0;
+		return 0; /* gone or replaced meanwhile: its parent's events say so */
+	}
+	if (mode == SCAN_RESYNC && cur->resume == 0) {
+		/* Children whose directory went (or was replaced) while the kernel's events were lost. */
 		list_for_each_entry_safe(child, tmp, &cur->children, sibling) {
 			struct stat st;
 
 			if (fstatat(fd, child->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-			    !S_ISDIR(st.st_mode))
+			    !S_ISDIR(st.st_mode) || st.st_dev != child->dev || st.st_ino != child->ino)
 				node_free(child);
 		}
 	}
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
+		cur->resume = 0;
 		return 0;
 	}
-	while ((de = readdir(d))) {
-		bool is_dir = de->d_type == DT_DIR;
+	if (cur->resume)
+		seekdir(d, cur->resume - 1);
+	cur->resume = 0;
+	for (;;) {
+		bool is_dir;
 		struct tnode *c = NULL;
 		int r;
 
+		if (*budget == 0 && telldir(d) != -1) {
+			/* The rest at the watch's next turn, before any other directory of it. */
+			long pos = telldir(d);
+
+			if (readdir(d)) {
+				cur->resume = pos + 1;
+				if (mode > cur->scan)
+					cur->scan = mode;
+				if (!list_linked(&cur->scan_link))
+					list_add_tail(&cur->scan_link, w->scan_queue.next);
+				if (!list_linked(&w->scanning_link))
+					list_add_tail(&w->scanning_link, &tw.scanning);
+				arm_step();
+			}
+			break;
+		}
+		de = readdir(d); /* without telldir (never seen), the directory is read to its end */
+		if (!de)
+			break;
+		is_dir = de->d_type == DT_DIR;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (*budget > 0)
@@ -446,7 +555,7 @@ static int scan_dir(struct change_watch *w, struct tnode *cur, enum scan_mode mo
 				scan_enqueue(c, SCAN_RESYNC);
 			continue;
 		}
-		r = node_add(w, cur, de->d_name, sub, &c);
+		r = node_add(w, cur, dirfd(d), de->d_name, sub, &c);
 		if (r < 0 && w->installing) {
 			ret = r;
 			break;
@@ -472,19 +581,24 @@ static int scan_one(struct change_watch *w, size_t *budget)
 
 /*
  * A new directory name in n (created or moved in): watched, with what it
- * holds. Its own entries are read at once, before anything else is read from
- * the kernel (so an entry made after its creation was reported comes once);
- * the directories below it are scanned in steps.
+ * holds. Its own entries (up to one step's worth) are read at once, before
+ * anything else is read from the kernel (so an entry made after its creation
+ * was reported comes once); the rest of a large one and the directories below
+ * it are scanned in steps (an entry made meanwhile may come twice).
  */
 static void subtree_appeared(struct change_watch *w, struct tnode *n, const char *name,
 			     const char *path, bool report)
 {
 	struct tnode *c = find_child(n, name);
-	int r;
+	int pfd, r;
 
 	if (c)
 		node_free(c); /* a stale node of a name replaced meanwhile */
-	r = node_add(w, n, name, path, &c);
+	pfd = node_open(n);
+	if (pfd < 0)
+		return; /* n itself went or was replaced: its own events follow */
+	r = node_add(w, n, pfd, name, path, &c);
+	safe_close(pfd);
 	if (r < 0) {
 		queue_overflow(w, r == -ENOSPC ? "watchLimit" : "directoryLimit", path);
 		return;
@@ -1026,7 +1140,7 @@ void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
 	}
 	tw.srv = c->srv;
 	if (S_ISDIR(sb.st_mode)) {
-		r = node_add(w, NULL, path, path, &w->root);
+		r = node_add(w, NULL, -1, path, path, &w->root);
 	} else if (strcmp(path, "/") != 0) {
 		/* A file: its directory, filtered by its name. */
 		char *slash = strrchr(path, '/');
@@ -1034,7 +1148,7 @@ void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
 		w->recursive = false;
 		w->only = strdup(slash + 1);
 		dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
-		r = !w->only || !dir ? -ENOMEM : node_add(w, NULL, dir, dir, &w->root);
+		r = !w->only || !dir ? -ENOMEM : node_add(w, NULL, -1, dir, dir, &w->root);
 	}
 	if (r == 0)
 		r = -ENOENT; /* gone, or swapped, between the stat and the watch */

@@ -308,3 +308,65 @@ def test_bad_params(sclient, tmp_path):
     assert sclient.error("fs/rename", {"sourcePath": U(tmp_path / "a"),
                                        "destinationPath": U(tmp_path / "b"),
                                        "overwrite": "no"})["code"] == -32602
+
+
+_SWAPPER = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+a, b, stop = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3]
+print("ready", flush=True)
+while not os.path.exists(stop):
+    for _ in range(200):
+        libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+"""
+
+
+def test_parent_swapped_for_a_symlink_never_moves_a_protected_directory(cwd_server, tmp_path):
+    """TOCTOU: the checks and the rename must look at the same directories. A parent of the
+    source that another process keeps swapping between a real directory and a symlink to the
+    directory holding the server's home must never let the home move away: what was checked
+    (a harmless `d/home`) is what is renamed, never the protected one behind the symlink."""
+    import subprocess
+    import sys
+    import time
+    home = tmp_path / "home"
+    home_ino = home.stat().st_ino
+    real = tmp_path / "d"
+    real.mkdir()
+    os.symlink(str(tmp_path), str(tmp_path / "alt"))  # alt/home is the server's home
+    out = tmp_path / "out"
+    out.mkdir()
+    real_fd = os.open(str(real), os.O_RDONLY | os.O_DIRECTORY)
+    os.mkdir("home", dir_fd=real_fd)
+    stop = tmp_path / "stop"
+    sw = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(real), str(tmp_path / "alt"),
+                           str(stop)], stdout=subprocess.PIPE)
+    c = cwd_server.connect()
+    moved = refused = 0
+    try:
+        assert sw.stdout.readline() == b"ready\n"
+        deadline = time.monotonic() + 8
+        i = 0
+        while time.monotonic() < deadline and i < 3000:
+            i += 1
+            r = rename(c, tmp_path / "d" / "home", out / str(i))
+            if "result" in r:
+                moved += 1
+                try:
+                    os.mkdir("home", dir_fd=real_fd)
+                except FileExistsError:
+                    pass
+            else:
+                refused += 1
+            if not home.is_dir() or home.stat().st_ino != home_ino:
+                break
+    finally:
+        stop.write_text("")
+        sw.wait(timeout=30)
+        os.close(real_fd)
+        c.ws.abort()
+    escaped = [p for p in out.iterdir() if p.stat().st_ino == home_ino]
+    assert home.is_dir() and home.stat().st_ino == home_ino and not escaped, \
+        "the server's home was moved to %s after %d renames" % (escaped, i)
+    assert moved and refused, (moved, refused)  # both branches of the race were taken

@@ -17,6 +17,7 @@ import time
 import pytest
 
 import conftest
+import wsclient
 from conftest import fd_count, wait_until
 from wsclient import file_uri as U
 
@@ -510,3 +511,106 @@ def test_unwatch_bad_params(sclient):
                                                "message": "missing field `watchId`"}
     assert sclient.error("fs/unwatch", {"watchId": 99}) == {
         "code": -32600, "message": "unknown watch id 99"}
+
+
+# ---- symlinks swapped in never lead out of the tree
+
+_EXCHANGER = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, stop = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3]
+print("ready", flush=True)
+n = 0
+while not os.path.exists(stop):
+    libc.renameat2(-100, a, -100, b, 2)  # RENAME_EXCHANGE
+    n += 1
+    t = time.perf_counter() + 0.0003
+    while time.perf_counter() < t:
+        pass
+if n % 2:
+    libc.renameat2(-100, a, -100, b, 2)  # back where it started
+"""
+
+
+def test_directory_swapped_for_a_symlink_is_never_followed(server, tmp_path):
+    """A directory of the tree that another process keeps exchanging with a symlink to a
+    directory outside (same names below it) while the tree is scanned: every directory the
+    watch scans and every kernel watch it takes is the one it found inside the tree, never
+    one reached through the symlink (the path is re-resolved without following symlinks and
+    checked against the node's identity)."""
+    import subprocess
+    import sys
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    n_sub, n_files = 60, 600  # many scan steps
+    for i in range(n_sub):
+        d = root / "a" / ("b%d" % i)
+        d.mkdir(parents=True)
+        for k in range(n_files):
+            os.close(os.open(d / ("f%d" % k), os.O_CREAT | os.O_WRONLY))
+        (outside / ("b%d" % i) / "deep").mkdir(parents=True)
+    os.symlink(str(outside), str(root / "alt"))
+    foreign = {os.stat(p).st_ino for p in [outside] + list(outside.rglob("*"))}
+    stop = tmp_path / "stop"
+    sw = subprocess.Popen([sys.executable, "-c", _EXCHANGER, str(root / "a"),
+                           str(root / "alt"), str(stop)], stdout=subprocess.PIPE)
+    c = server.connect()
+    try:
+        assert sw.stdout.readline() == b"ready\n"
+        r = c.call("fs/watch", {"path": U(root), "recursive": True, "maxDirectories": 8192},
+                   timeout=60)
+        assert list(r.get("result", {})) == ["watchId"], r
+        time.sleep(0.3)
+        stop.write_text("")
+        assert sw.wait(timeout=30) == 0
+        c.drain_notifications(0.5)
+        assert (root / "a").is_dir() and (root / "alt").is_symlink()
+        held = {int(ln.split("ino:")[1].split()[0], 16) for ln in inotify_wds(server.pid)}
+        assert held, "the watch holds kernel watches"
+        assert not held & foreign, "kernel watches on directories outside the tree"
+        # and nothing written outside is reported as part of the tree
+        for i in range(n_sub):
+            write(outside / ("b%d" % i) / "deep" / "x")
+        got = [e for m in c.drain_notifications(1.0) if m["method"] == METHOD
+               for e in m["params"]["events"]]
+        assert not [e for e in got if "/deep" in e.get("path", "")], got
+    finally:
+        stop.write_text("")
+        sw.wait(timeout=30)
+        c.ws.abort()
+
+
+def test_one_large_directory_is_scanned_in_steps(server, tmp_path):
+    """A single directory of 100 000 entries is read a step at a time like a tree of many
+    small ones: another connection's requests are answered many times while the watch is
+    being installed (the old scan read the whole directory in one go, answering none), and
+    every entry is still covered: a change to the last one read is reported."""
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    n = 100000
+    for i in range(n):
+        os.close(os.open(flat / ("f%06d" % i), os.O_CREAT | os.O_WRONLY))
+    (flat / "zdir").mkdir()
+    a, b = server.connect(), server.connect()
+    try:
+        assert b.result("environment/status", {}) is not None  # b is warm
+        rid = a.request("fs/watch", {"path": U(flat), "recursive": True})
+        answered = 0
+        deadline = time.monotonic() + 60
+        while not a.has_reply(rid):
+            assert time.monotonic() < deadline, "the install never ended"
+            b.result("environment/status", {})
+            try:
+                a.pump(0.001)
+            except wsclient.Timeout:
+                answered += 1  # answered while the install was still running
+        res = a.wait_reply(rid, timeout=60)
+        assert list(res["result"]) == ["watchId"], res
+        assert answered >= 5, "only %d replies to another connection during the scan" % answered
+        wid = res["result"]["watchId"]
+        # the subdirectory met at the end of the scan got its kernel watch
+        write(flat / "zdir" / "new")
+        got = events(a, wid, lambda g: any(e["path"] == U(flat / "zdir" / "new") for e in g))
+        assert ev("created", flat / "zdir" / "new") in got, got
+    finally:
+        a.ws.abort()
+        b.ws.abort()

@@ -533,6 +533,26 @@ def test_memory_limit_reports_oom(server, uniq):
     assert list(run.exited) == ["processId", "seq", "exitCode", "sandboxDenied"]
 
 
+@pytest.mark.needs_programs(PY)
+def test_server_memory_default_adds_no_member_to_reference_frames(server_factory, uniq):
+    """--process-memory-max limits every process, but only a start that sent `limits`
+    (the extension) gets oomKilled on process/exited: a reference client's frame is the
+    reference's, also when its process is OOM-killed."""
+    needs_limit("memory")
+    srv = server_factory("--process-memory-max", str(64 << 20))
+    c = srv.connect()
+    pid = uniq("dflt")
+    run = c.run(pid, [PY, "-c", "b = bytearray(4 << 30); print('alive')"], env=ENV)
+    assert run.exit_code == 137 and b"alive" not in run.stdout, run.exited  # the limit holds
+    assert list(run.exited) == ["processId", "seq", "exitCode", "sandboxDenied"], run.exited
+    run = c.run(pid + "b", ["/bin/true"], env=ENV)
+    assert list(run.exited) == ["processId", "seq", "exitCode", "sandboxDenied"], run.exited
+    # the extension still says it where asked, the server's default being the limit
+    run = c.run(pid + "c", [PY, "-c", "b = bytearray(4 << 30)"], env=ENV,
+                limits={"pidsMax": 100})
+    assert run.exited.get("oomKilled") is True and run.exit_code == 137, run.exited
+
+
 def spawn_latency(url, n, out, stop=None):
     """process/start of /bin/true to process/closed, on a connection of its own."""
     import wsclient

@@ -35,7 +35,8 @@ SERVER_CMD = os.environ.get("REPLAY_SERVER_CMD")
 MAPPED_PREFIXES = ["/root/es-scratch", "/root/es-cwd", "/tmp/rc_ref"]
 
 # uexec's own methods (README "Protocol extensions"): the reference answers -32601
-UEXEC_EXTENSION_METHODS = ("process/resize", "process/closeStdin", "process/list")
+UEXEC_EXTENSION_METHODS = ("process/resize", "process/closeStdin", "process/list", "fs/rename",
+                           "fs/watch", "fs/unwatch")
 NOT_IMPLEMENTED_PREFIXES = ("fs/", "environmentConfig/", "http/", "capabilities/",
                             "capabilityRoots/")
 SANDBOX_REFUSAL = "sandbox intent cannot be enforced on this executor"
