@@ -15,6 +15,7 @@
 
 #include "evidence.h"
 #include "filter.h"
+#include "hex.h"
 #include "macro.h"
 #include "sandbox.h"
 
@@ -416,17 +417,6 @@ void sandbox_evidence_mark_lost(struct sandbox_evidence *ev)
 
 /* ---- audit records ---- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /*
  * The value of key in an audit record's text into out (NUL-terminated,
  * truncated): "quoted", or an unquoted token, which for untrusted strings
@@ -454,13 +444,13 @@ static bool field(const char *s, size_t len, const char *key, char *out, size_t 
 		bool all_hex = true;
 
 		while (j < len && s[j] != ' ' && s[j] != '\n' && s[j] != 0) {
-			if (hexval(s[j]) < 0)
+			if (unhexchar((unsigned char)s[j]) < 0)
 				all_hex = false;
 			j++;
 		}
 		if (hex && all_hex && (j - start) % 2 == 0 && j > start) {
 			for (size_t k = start; k + 1 < j && o + 1 < outsz; k += 2)
-				out[o++] = (char)(hexval(s[k]) << 4 | hexval(s[k + 1]));
+				out[o++] = (char)(unhexchar((unsigned char)s[k]) << 4 | unhexchar((unsigned char)s[k + 1]));
 		} else {
 			for (size_t k = start; k < j && o + 1 < outsz; k++)
 				out[o++] = s[k];
