@@ -84,6 +84,15 @@ int bpf_tracer_unwatch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 	return -EOPNOTSUPP;
 }
 
+void bpf_tracer_set_linger(struct bpf_tracer *t, bool linger)
+{
+}
+
+bool bpf_tracer_detach_if_idle(struct bpf_tracer *t)
+{
+	return false;
+}
+
 int bpf_tracer_cgroup_counts(struct bpf_tracer *t, uint64_t cgroup_id, uint64_t *ret_offered,
 			     uint64_t *ret_suppressed)
 {
@@ -157,8 +166,9 @@ struct bpf_tracer {
 	const uint64_t *producer_pos;
 	const unsigned char *data;
 	const char *source;
-	size_t watched;			/* entries in the map; attached while > 0 */
+	size_t watched;			/* entries in the map; attached while > 0 (or lingering) */
 	bool attached;
+	bool linger;			/* the last unwatch leaves the programs attached */
 };
 
 /* The attachments of the exit hook, in the order they are tried. */
@@ -440,11 +450,23 @@ int bpf_tracer_unwatch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 {
 	if (bpf_map__delete_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), 0) < 0)
 		return -errno;
-	if (--t->watched == 0 && t->attached) {
-		denial_bpf__detach(t->skel);
-		t->attached = false;
-	}
+	if (--t->watched == 0 && !t->linger)
+		(void)bpf_tracer_detach_if_idle(t);
 	return 0;
+}
+
+void bpf_tracer_set_linger(struct bpf_tracer *t, bool linger)
+{
+	t->linger = linger;
+}
+
+bool bpf_tracer_detach_if_idle(struct bpf_tracer *t)
+{
+	if (t->watched > 0 || !t->attached)
+		return false;
+	denial_bpf__detach(t->skel);
+	t->attached = false;
+	return true;
 }
 
 int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct bpf_denial *d),

@@ -95,6 +95,19 @@ int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id);
 int bpf_tracer_unwatch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id);
 
 /*
+ * Lingering (off by default): the last unwatch leaves the programs attached,
+ * and bpf_tracer_detach_if_idle() detaches them later. Attaching and
+ * detaching the sys_exit hook costs the caller milliseconds (the kernel's
+ * tracepoint registration waits for RCU), which a server starting one
+ * sandboxed process after another would otherwise pay on every process;
+ * attached, the hook costs every syscall of the host tens of ns.
+ */
+void bpf_tracer_set_linger(struct bpf_tracer *t, bool linger);
+
+/* Detaches the programs if no cgroup is watched. True if it did. */
+bool bpf_tracer_detach_if_idle(struct bpf_tracer *t);
+
+/*
  * How many records this watched cgroup offered to the ring (kept, or dropped
  * because it was full), and how many denials it made past its budget of
  * BPF_TRACER_MAX_PER_CGROUP records, which were counted only. Read

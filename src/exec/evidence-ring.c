@@ -25,6 +25,13 @@
 #define EV_RECV_SIZE (64 * 1024)
 #define EV_WAIT_MS 500 /* a barrier not back by then: the evidence is incomplete */
 #define EV_TICK_MS 100
+/*
+ * The tracer stays attached this long after the last sandboxed tree is
+ * decided: attaching the sys_exit hook again costs the next spawn ~6-8 ms
+ * (tracepoint registration waits for RCU), being attached costs every
+ * syscall of the host ~60 ns (bench/README.md).
+ */
+#define EV_BPF_LINGER_MS 2000
 #define EV_BPF_DRAIN_ROUNDS 4 /* ring-fulls read at an exit before the tree counts as incomplete */
 
 /*
@@ -44,6 +51,7 @@ static struct {
 	uint32_t lost;        /* audit's "lost" counter as last read */
 	struct list_head waits;
 	struct uring_timer tick;
+	struct uring_timer linger; /* detaches the idle tracer (EV_BPF_LINGER_MS) */
 	const char *source;
 	/* The BPF sys_exit tracer, or NULL; bpf_failed: it broke at run time (not used since). */
 	struct bpf_tracer *bpf;
@@ -359,11 +367,23 @@ uint64_t exec_evidence_watch(int cg_fd)
 	return id;
 }
 
+static void on_linger(struct uring_timer *t, bool fired)
+{
+	if (fired && ev.bpf)
+		(void)bpf_tracer_detach_if_idle(ev.bpf);
+}
+
 void exec_evidence_unwatch(uint64_t cgroup_id)
 {
 	/* After a run-time failure too: the watch (and the attached program) must go. */
-	if (ev.bpf && cgroup_id)
-		(void)bpf_tracer_unwatch_cgroup(ev.bpf, cgroup_id);
+	if (!ev.bpf || !cgroup_id)
+		return;
+	(void)bpf_tracer_unwatch_cgroup(ev.bpf, cgroup_id);
+	/* Re-armed by each unwatch: detached once no tree was watched for the whole delay. */
+	if (ev.stopping)
+		(void)bpf_tracer_detach_if_idle(ev.bpf);
+	else
+		uring_timer_arm(&ev.srv->ring, &ev.linger, EV_BPF_LINGER_MS, on_linger);
 }
 
 /* Which sources to try: audit unless bpf only, bpf unless audit only. */
@@ -417,8 +437,10 @@ void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool ena
 			sources |= SANDBOX_EVIDENCE_AUDIT;
 	}
 	ev.bpf = open_bpf(s, mode, bpf_why, sizeof(bpf_why));
-	if (ev.bpf)
+	if (ev.bpf) {
 		sources |= SANDBOX_EVIDENCE_BPF;
+		bpf_tracer_set_linger(ev.bpf, true);
+	}
 	if (!sources) {
 		log_info("Denial evidence: none (%s; %s); sandboxDenied uses the reference heuristic",
 			 audit_why, bpf_why);
@@ -482,11 +504,13 @@ void exec_evidence_stop(void)
 	if (ev.bpf_op.busy)
 		uring_cancel(&ev.srv->ring, &ev.bpf_op);
 	uring_timer_cancel(&ev.tick);
+	uring_timer_cancel(&ev.linger);
 }
 
 bool exec_evidence_idle(void)
 {
-	return !ev.recv_op.busy && !ev.bpf_op.busy && uring_op_idle(&ev.tick.op);
+	return !ev.recv_op.busy && !ev.bpf_op.busy && uring_op_idle(&ev.tick.op) &&
+	       uring_op_idle(&ev.linger.op);
 }
 
 void exec_evidence_done(void)
