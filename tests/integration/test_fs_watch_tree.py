@@ -72,9 +72,15 @@ def expect(c, wid, want):
     return got
 
 
-def quiet(c, t=QUIET):
+def quiet(c, t=QUIET, rescanned=()):
+    """Nothing more comes. `rescanned`: paths reported as created by a scan of a new
+    directory, which README "Protocol extensions" allows to come once more (an entry made
+    while its directory was being read is also in the kernel's queue); only such a repeat
+    is tolerated."""
     got = [m for m in c.drain_notifications(t) if m["method"] == METHOD]
-    assert got == [], got
+    extra = [e for m in got for e in m["params"]["events"]
+             if not (e["kind"] == "created" and e["path"] in rescanned)]
+    assert extra == [], got
 
 
 def inotify_wds(pid):
@@ -160,7 +166,7 @@ def test_new_nested_tree_is_reported_whole(sclient, tmp_path):
             U(root / "x" / "y" / "z" / "leaf")}
     got = events(sclient, wid, lambda g: want <= {e["path"] for e in g})
     assert {e["path"] for e in got} <= want and got[0] == ev("created", root / "x", True)
-    quiet(sclient)
+    quiet(sclient, rescanned=want)
     # the moved-in and nested directories are watched now
     write(root / "in" / "a" / "b" / "new")
     expect(sclient, wid, [ev("created", root / "in" / "a" / "b" / "new"),
