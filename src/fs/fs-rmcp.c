@@ -822,6 +822,27 @@ void fs_rpc_remove(struct conn *c, json_t *id, json_t *params)
 	fs_tree_job_submit(c, id, j);
 }
 
+/*
+ * A tree job with a source and a destination path (fs/copy, fs/rename). Source
+ * first, then destination: the order the reference reports URI errors in.
+ * NULL after answering the request.
+ */
+static struct tree_job *two_path_job(struct conn *c, json_t *id, enum tree_op op, json_t *src,
+				     json_t *dst, json_t *sandbox)
+{
+	_cleanup_free_ char *dest = NULL;
+	struct tree_job *j = fs_tree_path_job(c, id, op, src, sandbox);
+
+	if (!j)
+		return NULL;
+	if (fs_param_path(c, id, dst, &dest) < 0) {
+		fs_tree_job_free(j);
+		return NULL;
+	}
+	j->dest = TAKE_PTR(dest);
+	return j;
+}
+
 void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
@@ -831,20 +852,13 @@ void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	_cleanup_free_ char *dest = NULL;
 	struct tree_job *j;
 
 	if (!fs_decode_params(c, id, params, "WireFsCopyParams", fields, ELEMENTSOF(fields), f))
 		return;
-	/* Source first, then destination: the order the reference reports URI errors in. */
-	j = fs_tree_path_job(c, id, OP_COPY, f[0], f[3]);
+	j = two_path_job(c, id, OP_COPY, f[0], f[1], f[3]);
 	if (!j)
 		return;
-	if (fs_param_path(c, id, f[1], &dest) < 0) {
-		fs_tree_job_free(j);
-		return;
-	}
-	j->dest = TAKE_PTR(dest);
 	j->recursive = params_bool(f[2], false);
 	fs_tree_job_submit(c, id, j);
 }
@@ -858,22 +872,15 @@ void fs_rpc_rename(struct conn *c, json_t *id, json_t *params)
 		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	_cleanup_free_ char *dest = NULL;
 	struct tree_job *j;
 	char cwd[PATH_MAX];
 	const char *home;
 
 	if (!fs_decode_params(c, id, params, "FsRenameParams", fields, ELEMENTSOF(fields), f))
 		return;
-	/* Source first, then destination, as fs/copy reports URI errors. */
-	j = fs_tree_path_job(c, id, OP_RENAME, f[0], f[3]);
+	j = two_path_job(c, id, OP_RENAME, f[0], f[1], f[3]);
 	if (!j)
 		return;
-	if (fs_param_path(c, id, f[1], &dest) < 0) {
-		fs_tree_job_free(j);
-		return;
-	}
-	j->dest = TAKE_PTR(dest);
 	j->rename_flags = params_bool(f[2], true) ? 0 : RENAME_NOREPLACE;
 	j->rename_on_ring = c->srv->ring.has_renameat;
 	/* The directories fs/remove protects, captured the same way. */
