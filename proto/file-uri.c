@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,9 +186,7 @@ static int path_push(struct sbuf *sp, const char *seg, size_t n, int *first)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)seg[i];
 
-		/* url quirk: a leading "C|" drive segment is normalised to "C:". */
-		if (*first && i == 1 && is_drive_letter(seg, n, 0))
-			c = ':';
+		/* ("C|" stays as it is: the reference reads file:///C| as the path /C|) */
 		r = in_path_set(c) ? put_pct(sp, c) : sbuf_putc(sp, (char)c);
 		if (r < 0)
 			return r;
@@ -203,7 +202,7 @@ static void path_pop(struct sbuf *sp)
 	if (!last)
 		return;
 	/* url quirk: a lone normalized drive letter segment is never popped. */
-	if (last == sp->p && is_drive_letter(sp->p + 1, sp->len - 1, 1))
+	if (last == sp->p && is_drive_letter(sp->p + 1, sp->len - 1, 0)) /* "C:" and "C|" stay */
 		return;
 	sp->len = (size_t)(last - sp->p);
 	sp->p[sp->len] = '\0';
@@ -295,11 +294,110 @@ static int forbidden_domain_char(unsigned char c)
  * Parses the file host buffer h[0..n). Returns 0 with *ret_host NULL (local)
  * or a malloc'd serialized host, or a negative errno with *reterr_msg set.
  */
+/*
+ * WHATWG's IPv4 number: decimal, 0x/0X hex or 0-prefixed octal; "" (after a
+ * bare 0x) is 0. Returns 0 with *ret, or -EINVAL; values beyond 2^32 saturate.
+ */
+static int ipv4_number(const char *s, size_t n, uint64_t *ret)
+{
+	unsigned base = 10;
+	uint64_t v = 0;
+
+	if (n == 0)
+		return -EINVAL;
+	if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+		n -= 2;
+	} else if (n >= 2 && s[0] == '0') {
+		base = 8;
+		s++;
+		n--;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int d = s[i] >= '0' && s[i] <= '9' ? s[i] - '0'
+			: s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10 : 99;
+
+		if ((unsigned)d >= base)
+			return -EINVAL;
+		v = v * base + (unsigned)d;
+		if (v > UINT32_MAX)
+			v = (uint64_t)UINT32_MAX + 1; /* too big whatever follows */
+	}
+	*ret = v;
+	return 0;
+}
+
+/*
+ * A host that ends in a number is an IPv4 address (WHATWG URL): parsed and
+ * re-serialised dotted (1.2.3 -> 1.2.0.3, 0x7f.1 -> 127.0.0.1) in *host, or
+ * -EINVAL ("invalid IPv4 address"). Other hosts are left alone. The host is
+ * lower-case here.
+ */
+static int ipv4_host(char **host)
+{
+	const char *h = *host, *parts[5];
+	size_t lens[5], np = 0, n = strlen(h);
+	uint64_t v[4], addr = 0, last;
+	char out[16];
+
+	if (n && h[n - 1] == '.')
+		n--; /* one trailing dot is dropped */
+	if (n == 0)
+		return 0;
+	/* ends in a number: the last part is all digits, or an IPv4 number */
+	{
+		const char *l = h + n;
+		size_t ll = 0;
+		bool digits = true;
+
+		while (l > h && l[-1] != '.')
+			l--, ll++;
+		for (size_t i = 0; i < ll; i++)
+			digits = digits && l[i] >= '0' && l[i] <= '9';
+		if (!(ll && digits) && ipv4_number(l, ll, &last) < 0)
+			return 0;
+	}
+	for (const char *p = h, *e = h + n;; ) {
+		const char *d = memchr(p, '.', (size_t)(e - p));
+
+		if (np == 4)
+			return -EINVAL;
+		parts[np] = p;
+		lens[np++] = d ? (size_t)(d - p) : (size_t)(e - p);
+		if (!d)
+			break;
+		p = d + 1;
+	}
+	for (size_t i = 0; i < np; i++) {
+		if (ipv4_number(parts[i], lens[i], &v[i]) < 0)
+			return -EINVAL;
+		if (i < np - 1 && v[i] > 255)
+			return -EINVAL;
+	}
+	if (v[np - 1] >= (uint64_t)1 << (8 * (5 - np)))
+		return -EINVAL;
+	addr = v[np - 1];
+	for (size_t i = 0; i < np - 1; i++)
+		addr += v[i] << (8 * (3 - i));
+	snprintf(out, sizeof(out), "%u.%u.%u.%u", (unsigned)(addr >> 24), (unsigned)(addr >> 16 & 255),
+		 (unsigned)(addr >> 8 & 255), (unsigned)(addr & 255));
+	{
+		char *dup = strdup(out);
+
+		if (!dup)
+			return -ENOMEM;
+		free(*host);
+		*host = dup;
+	}
+	return 0;
+}
+
 static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_msg)
 {
 	bool v6 = n > 0 && h[0] == '[';
 	char *host;
-	int has_nul;
+	int has_nul, r;
 
 	*ret_host = NULL;
 	if (n == 0)
@@ -326,20 +424,29 @@ static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_ms
 	host = pct_decode(h, n, &has_nul);
 	if (!host)
 		return -ENOMEM;
+	/*
+	 * The url crate runs IDNA (with the URL deny list) before its own check
+	 * of forbidden code points, so those fail as an IDN error.
+	 */
 	for (char *c = host; *c; c++) {
 		*c = ascii_lower(*c);
 		if (forbidden_domain_char((unsigned char)*c)) {
 			free(host);
-			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid domain character");
+			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid international domain name");
 		}
 	}
 	if (has_nul || host[0] == '\0') {
 		free(host);
-		return set_err(reterr_msg, -EINVAL, "invalid URI: invalid domain character");
+		return set_err(reterr_msg, -EINVAL, "invalid URI: invalid international domain name");
 	}
 	if (strcmp(host, "localhost") == 0) {
 		free(host);
 		return 0;
+	}
+	r = ipv4_host(&host);
+	if (r < 0) {
+		free(host);
+		return r == -EINVAL ? set_err(reterr_msg, r, "invalid URI: invalid IPv4 address") : r;
 	}
 	*ret_host = host;
 	return 0;
@@ -479,6 +586,16 @@ int file_uri_to_path(const char *uri, bool allow_native, char **ret_path, char *
 		goto out;
 	}
 
+	/*
+	 * A Windows drive letter ("C:", not "C|") as the first segment of the
+	 * parsed path: the reference refuses it on Linux, as a remote host.
+	 */
+	if (!host && sp.len >= 3 && is_alpha(sp.p[1]) && sp.p[2] == ':' &&
+	    (sp.len == 3 || sp.p[3] == '/')) {
+		sp.p[1] = (char)(sp.p[1] & ~0x20); /* shown upper-case */
+		r = set_err(reterr_msg, -EREMOTE, "'file://%s' is invalid on 'linux'", sp.p);
+		goto out;
+	}
 	path = pct_decode(sp.p, sp.len, &has_nul);
 	if (!path) {
 		r = -ENOMEM;
@@ -545,4 +662,38 @@ oom:
 	free(b.p);
 	errno = ENOMEM;
 	return NULL;
+}
+
+int file_uri_to_pathn(const char *uri, size_t len, bool allow_native, char **ret_path,
+		      char **reterr_msg)
+{
+	const char *s = uri, *e = uri + len;
+	char *copy, *o;
+	int r;
+
+	if (!memchr(uri, 0, len))
+		return file_uri_to_path(uri, allow_native, ret_path, reterr_msg);
+	/* Leading and trailing C0 controls (NULs too) are trimmed, as the URL parser does. */
+	while (s < e && is_c0_or_space((unsigned char)*s))
+		s++;
+	while (e > s && is_c0_or_space((unsigned char)e[-1]))
+		e--;
+	if (allow_native && s < e && s[0] == '/' && (e - s < 2 || s[1] != '/') && memchr(s, 0, (size_t)(e - s)))
+		return set_err(reterr_msg, -EINVAL, "invalid URI: path contains a NUL byte");
+	/* Inside, a NUL is percent-encoded like any C0 control of a path. */
+	copy = malloc(3 * (size_t)(e - s) + 1);
+	if (!copy)
+		return -ENOMEM;
+	for (o = copy; s < e; s++) {
+		if (*s) {
+			*o++ = *s;
+		} else {
+			memcpy(o, "%00", 3);
+			o += 3;
+		}
+	}
+	*o = 0;
+	r = file_uri_to_path(copy, allow_native, ret_path, reterr_msg);
+	free(copy);
+	return r;
 }

@@ -30,7 +30,7 @@
  *            "fragments are not allowed in path URIs",
  *            "'<serialized uri>' is invalid on 'linux'" (a %00 in the path),
  *            or another "invalid URI: ..." text ("empty host",
- *            "invalid domain character", "invalid IPv6 address");
+ *            "invalid international domain name", "invalid IPv6 address");
  *   -EREMOTE a non-local host (file://otherhost/x); *reterr_msg is
  *            "'<uri>' is invalid on 'linux'" where <uri> is the serialized URL
  *            (lower-cased scheme and host, dot segments removed, path set
@@ -40,6 +40,15 @@
  * A decoded NUL byte is rejected with -EINVAL.
  */
 int file_uri_to_path(const char *uri, bool allow_native, char **ret_path, char **reterr_msg);
+
+/*
+ * The same for uri[0..len), which may hold NUL bytes (a JSON string's
+ * "\u0000"): trimmed at both ends, percent-encoded inside (then refused like
+ * %00 with the reference's "'<uri>' is invalid on 'linux'"; in a host: an IDN
+ * error); a native path holding one: -EINVAL "invalid URI: path contains a NUL byte".
+ */
+int file_uri_to_pathn(const char *uri, size_t len, bool allow_native, char **ret_path,
+		      char **reterr_msg);
 
 /*
  * Formats an absolute native path as "file://" + path, percent-encoding bytes

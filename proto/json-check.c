@@ -18,12 +18,20 @@
  *    (double)significand * 1eN with at most 19-20 significant digits kept.
  *  - Nesting: serde_json starts with remaining_depth = 128 and fails when it
  *    reaches 0, i.e. on the 128th nested '[' or '{' (at that bracket).
+ *
+ * The message mode (jcheck_validate_message) is how the reference reads a
+ * WebSocket message, observed against 0.169.0: numbers of any size pass (as
+ * with arbitrary_precision), and a key repeated in one object fails at its
+ * closing quote (tests/reference/steps.py envelope_keys_numbers).
  */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
 
 #include "hex.h"
 #include "json-check.h"
@@ -50,6 +58,8 @@ enum jc_code {
 	JC_TRAILING_CHARACTERS,
 	JC_UNEXPECTED_END_OF_HEX,
 	JC_RECURSION_LIMIT,
+	JC_DUPLICATE_KEY,
+	JC_OUT_OF_MEMORY,
 };
 
 /* serde_json's ErrorCode Display texts. */
@@ -74,13 +84,20 @@ static const char *const jc_text[] = {
 	[JC_TRAILING_CHARACTERS] = "trailing characters",
 	[JC_UNEXPECTED_END_OF_HEX] = "unexpected end of hex escape",
 	[JC_RECURSION_LIMIT] = "recursion limit exceeded",
+	[JC_DUPLICATE_KEY] = "duplicate JSON object key",
+	[JC_OUT_OF_MEMORY] = "out of memory",
 };
+
+struct jc_keys;
 
 struct jc {
 	const uint8_t *p;
 	size_t len;
 	enum jc_code code; /* set with at when a check fails */
 	size_t at;	   /* byte index the error position is computed from */
+	bool lax_numbers;  /* message mode: numbers of any magnitude are accepted */
+	struct jc_keys *keys; /* message mode: the keys of the open objects */
+	size_t dup_start, dup_end; /* JC_DUPLICATE_KEY: the raw key between its quotes */
 };
 
 static bool jc_fail(struct jc *s, enum jc_code code, size_t at)
@@ -255,6 +272,12 @@ static int32_t sat_add(int32_t a, int64_t b)
 	return r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : (int32_t)r;
 }
 
+/* A number that is infinity as an f64: an error, except in message mode. */
+static bool range_fail(struct jc *s, size_t at)
+{
+	return s->lax_numbers ? true : jc_fail(s, JC_NUMBER_OUT_OF_RANGE, at);
+}
+
 /* Exponent part; *i is at the 'e' or 'E'. */
 static bool scan_exponent(struct jc *s, size_t *i, uint64_t significand, int32_t start)
 {
@@ -279,7 +302,7 @@ static bool scan_exponent(struct jc *s, size_t *i, uint64_t significand, int32_t
 
 		if (i32_overflows(exp, d)) {
 			/* Infinity is an error, zero is not; the rest is skipped. */
-			if (significand != 0 && positive)
+			if (significand != 0 && positive && !s->lax_numbers)
 				return jc_fail(s, JC_NUMBER_OUT_OF_RANGE, *i);
 			while (*i < s->len && is_digit(p[*i]))
 				(*i)++;
@@ -288,7 +311,7 @@ static bool scan_exponent(struct jc *s, size_t *i, uint64_t significand, int32_t
 		exp = exp * 10 + d;
 	}
 	if (!float_in_range(significand, sat_add(start, positive ? (int64_t)exp : -(int64_t)exp)))
-		return jc_fail(s, JC_NUMBER_OUT_OF_RANGE, *i);
+		return range_fail(s, *i);
 	return true;
 }
 
@@ -316,7 +339,7 @@ static bool scan_decimal(struct jc *s, size_t *i, uint64_t significand, int32_t 
 	if (*i < s->len && (p[*i] == 'e' || p[*i] == 'E'))
 		return scan_exponent(s, i, significand, exponent);
 	if (!float_in_range(significand, exponent))
-		return jc_fail(s, JC_NUMBER_OUT_OF_RANGE, *i);
+		return range_fail(s, *i);
 	return true;
 }
 
@@ -353,7 +376,7 @@ static bool scan_number(struct jc *s, size_t *i)
 				if (*i < s->len && (p[*i] == 'e' || p[*i] == 'E'))
 					return scan_exponent(s, i, significand, exponent);
 				if (!float_in_range(significand, exponent))
-					return jc_fail(s, JC_NUMBER_OUT_OF_RANGE, *i);
+					return range_fail(s, *i);
 				return true;
 			}
 			significand = significand * 10 + d;
@@ -382,10 +405,237 @@ static bool scan_ident(struct jc *s, size_t *i, const char *rest)
 	return true;
 }
 
+
+/*
+ * Duplicate keys (message mode). The reference reads a message with a map
+ * that refuses a repeated key, streaming: the first repeat in text order
+ * fails, at its closing quote, before any later syntax error. The keys of the
+ * open objects are kept in insertion order (a stack: an object's keys are on
+ * top while it is open and are dropped when it closes) and hashed, decoded,
+ * into chains, so the check is linear and its memory bounded by the keys of
+ * the open objects, which the JSON tree holds anyway.
+ */
+struct jc_key {
+	uint64_t hash;
+	size_t start, end; /* raw text between the quotes */
+	size_t object;     /* serial number of the object the key belongs to */
+	size_t next;       /* next entry in the chain, or SIZE_MAX */
+};
+
+struct jc_keys {
+	struct jc_key *v;
+	size_t n, cap;
+	size_t *heads; /* n_heads chain heads (a power of two), SIZE_MAX = empty */
+	size_t n_heads;
+	uint8_t *scratch; /* decoded keys for comparisons */
+	size_t scratch_cap;
+	uint64_t seed;
+};
+
+/* Appends the UTF-8 of code point cp at out; returns the length. */
+static size_t put_utf8(uint8_t *out, unsigned cp)
+{
+	if (cp < 0x80) {
+		out[0] = (uint8_t)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (uint8_t)(0xC0 | cp >> 6);
+		out[1] = (uint8_t)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (uint8_t)(0xE0 | cp >> 12);
+		out[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+		out[2] = (uint8_t)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	out[0] = (uint8_t)(0xF0 | cp >> 18);
+	out[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F));
+	out[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F));
+	out[3] = (uint8_t)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+static unsigned hex4_value(const uint8_t *p)
+{
+	unsigned v = 0;
+
+	for (int k = 0; k < 4; k++)
+		v = v << 4 | (unsigned)unhexchar(p[k]);
+	return v;
+}
+
+/*
+ * Decodes the validated string body p[start..end) into out (at least
+ * end - start bytes: no escape decodes to more bytes than it takes).
+ */
+static size_t decode_string(const uint8_t *p, size_t start, size_t end, uint8_t *out)
+{
+	size_t o = 0;
+
+	for (size_t i = start; i < end;) {
+		unsigned cp;
+
+		if (p[i] != '\\') {
+			out[o++] = p[i++];
+			continue;
+		}
+		i++;
+		switch (p[i++]) {
+		case 'b':
+			out[o++] = '\b';
+			break;
+		case 'f':
+			out[o++] = '\f';
+			break;
+		case 'n':
+			out[o++] = '\n';
+			break;
+		case 'r':
+			out[o++] = '\r';
+			break;
+		case 't':
+			out[o++] = '\t';
+			break;
+		case 'u':
+			cp = hex4_value(p + i);
+			i += 4;
+			if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 <= end && p[i] == '\\' && p[i + 1] == 'u') {
+				unsigned lo = hex4_value(p + i + 2);
+
+				if (lo >= 0xDC00 && lo <= 0xDFFF) {
+					cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+					i += 6;
+				}
+			}
+			o += put_utf8(out + o, cp);
+			break;
+		default: /* " \ / */
+			out[o++] = p[i - 1];
+		}
+	}
+	return o;
+}
+
+static uint64_t key_hash(uint64_t seed, const uint8_t *k, size_t n)
+{
+	uint64_t h = seed ^ UINT64_C(0xcbf29ce484222325);
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= k[i];
+		h *= UINT64_C(0x100000001b3);
+		h ^= h >> 29;
+	}
+	return h ^ (uint64_t)n;
+}
+
+static void keys_free(struct jc_keys *k)
+{
+	free(k->v);
+	free(k->heads);
+	free(k->scratch);
+}
+
+/* Makes room for a decoded key of up to n bytes, twice (a comparison). */
+static bool keys_scratch(struct jc_keys *k, size_t n)
+{
+	uint8_t *b;
+
+	/* Always a buffer, even for empty keys: memcmp and friends never get NULL. */
+	if (k->scratch && n <= SIZE_MAX / 2 && 2 * n <= k->scratch_cap)
+		return true;
+	if (n > SIZE_MAX / 2)
+		return false;
+	b = realloc(k->scratch, 2 * n + 16);
+	if (!b)
+		return false;
+	k->scratch = b;
+	k->scratch_cap = 2 * n + 16;
+	return true;
+}
+
+static bool keys_rehash(struct jc_keys *k, size_t n_heads)
+{
+	size_t *h = malloc(n_heads * sizeof(*h));
+
+	if (!h)
+		return false;
+	for (size_t i = 0; i < n_heads; i++)
+		h[i] = SIZE_MAX;
+	for (size_t i = 0; i < k->n; i++) {
+		size_t b = (size_t)(k->v[i].hash & (n_heads - 1));
+
+		k->v[i].next = h[b];
+		h[b] = i;
+	}
+	free(k->heads);
+	k->heads = h;
+	k->n_heads = n_heads;
+	return true;
+}
+
+/*
+ * Records the key p[start..end) of object `object`. Returns 1 if the object
+ * already has that key, 0 if not, -1 on OOM.
+ */
+static int keys_add(struct jc_keys *k, const uint8_t *p, size_t start, size_t end, size_t object)
+{
+	size_t n, b;
+	uint64_t h;
+
+	if (!keys_scratch(k, end - start))
+		return -1;
+	n = decode_string(p, start, end, k->scratch);
+	h = key_hash(k->seed, k->scratch, n);
+	if (k->n_heads) {
+		for (size_t e = k->heads[h & (k->n_heads - 1)]; e != SIZE_MAX; e = k->v[e].next) {
+			const struct jc_key *o = &k->v[e];
+			size_t on;
+
+			if (o->object != object)
+				break; /* older entries of the chain belong to enclosing objects */
+			if (o->hash != h)
+				continue;
+			on = decode_string(p, o->start, o->end, k->scratch + n);
+			if (on == n && memcmp(k->scratch, k->scratch + n, n) == 0)
+				return 1;
+		}
+	}
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 16;
+		struct jc_key *v = reallocarray(k->v, cap, sizeof(*v));
+
+		if (!v)
+			return -1;
+		k->v = v;
+		k->cap = cap;
+	}
+	if (k->n >= k->n_heads && !keys_rehash(k, k->n_heads ? 2 * k->n_heads : 16))
+		return -1;
+	b = (size_t)(h & (k->n_heads - 1));
+	k->v[k->n] = (struct jc_key){ .hash = h, .start = start, .end = end, .object = object,
+				      .next = k->heads[b] };
+	k->heads[b] = k->n++;
+	return 0;
+}
+
+/* Drops the keys of the object that closes (the top of the stack). */
+static void keys_close(struct jc_keys *k, size_t object)
+{
+	while (k->n && k->v[k->n - 1].object == object) {
+		struct jc_key *e = &k->v[--k->n];
+
+		k->heads[e->hash & (k->n_heads - 1)] = e->next;
+	}
+}
+
 /* Bit d-1 set: the container at depth d is an object. */
 struct jc_stack {
 	uint64_t obj[JSON_CHECK_DEPTH_MAX / 64];
 	unsigned depth;
+	size_t serial[JSON_CHECK_DEPTH_MAX]; /* message mode: each open object's number */
+	size_t n_objects;
 };
 
 static bool top_is_object(const struct jc_stack *st)
@@ -399,9 +649,10 @@ static bool scan(struct jc *s, unsigned max_depth)
 {
 	const uint8_t *p = s->p;
 	struct jc_stack st;
-	size_t i = 0;
+	size_t i = 0, kstart;
 
 	st.depth = 0;
+	st.n_objects = 0;
 
 value:
 	i = skip_ws(s, i);
@@ -416,9 +667,10 @@ value:
 		/* serde_json: --remaining_depth == 0 fails, at the bracket. */
 		if (st.depth + 1 >= max_depth)
 			return jc_fail(s, JC_RECURSION_LIMIT, i + 1);
-		if (obj)
+		if (obj) {
 			st.obj[b / 64] |= UINT64_C(1) << (b % 64);
-		else
+			st.serial[b] = ++st.n_objects;
+		} else
 			st.obj[b / 64] &= ~(UINT64_C(1) << (b % 64));
 		st.depth++;
 		i = skip_ws(s, i + 1);
@@ -472,9 +724,21 @@ value:
 
 key:
 	/* p[i] is the key's opening quote. */
-	i++;
+	kstart = ++i;
 	if (!scan_string(s, &i))
 		return false;
+	if (s->keys) {
+		size_t start = kstart;
+		int r = keys_add(s->keys, p, start, i - 1, st.serial[st.depth - 1]);
+
+		if (r < 0)
+			return jc_fail(s, JC_OUT_OF_MEMORY, i);
+		if (r > 0) {
+			s->dup_start = start;
+			s->dup_end = i - 1;
+			return jc_fail(s, JC_DUPLICATE_KEY, i);
+		}
+	}
 	i = skip_ws(s, i);
 	if (i == s->len)
 		return jc_fail(s, JC_EOF_OBJECT, s->len);
@@ -512,6 +776,8 @@ after_value:
 	if (p[i] == '}') {
 		i++;
 		st.depth--;
+		if (s->keys)
+			keys_close(s->keys, st.serial[st.depth]);
 		goto after_value;
 	}
 	if (p[i] != ',')
@@ -526,24 +792,77 @@ after_value:
 	return jc_fail(s, JC_KEY_MUST_BE_STRING, i + 1);
 }
 
-int jcheck_validate(const char *buf, size_t len, unsigned max_depth, char *err, size_t errsz)
+static int validate(struct jc *s, unsigned max_depth, char *err, size_t errsz, size_t *ret_len)
 {
-	struct jc s = {.p = (const uint8_t *)buf, .len = len};
 	size_t line = 1, line_start = 0;
 
 	if (max_depth > JSON_CHECK_DEPTH_MAX)
 		max_depth = JSON_CHECK_DEPTH_MAX;
-	if (scan(&s, max_depth))
+	if (scan(s, max_depth))
 		return 0;
+	if (s->code == JC_OUT_OF_MEMORY)
+		return -ENOMEM;
 
-	for (size_t k = 0; k < s.at; k++) {
-		if (s.p[k] == '\n') {
+	for (size_t k = 0; k < s->at; k++) {
+		if (s->p[k] == '\n') {
 			line++;
 			line_start = k + 1;
 		}
 	}
-	if (errsz)
-		snprintf(err, errsz, "%s at line %zu column %zu", jc_text[s.code], line,
-			 s.at - line_start);
+	if (!errsz)
+		return -EBADMSG;
+	if (s->code == JC_DUPLICATE_KEY) {
+		/* The key as decoded; cut (never mid-character) where err is too short. */
+		char pos[64];
+		size_t n, o, room;
+
+		snprintf(pos, sizeof(pos), "` at line %zu column %zu", line, s->at - line_start);
+		o = (size_t)snprintf(err, errsz, "%s `", jc_text[s->code]);
+		if (o >= errsz || !keys_scratch(s->keys, s->dup_end - s->dup_start))
+			return -EBADMSG;
+		n = decode_string(s->p, s->dup_start, s->dup_end, s->keys->scratch);
+		room = errsz - o - 1 > strlen(pos) ? errsz - o - 1 - strlen(pos) : 0;
+		if (n > room) {
+			n = room;
+			while (n && (s->keys->scratch[n] & 0xC0) == 0x80)
+				n--;
+		}
+		memcpy(err + o, s->keys->scratch, n);
+		o += n;
+		o += (size_t)snprintf(err + o, errsz - o, "%s", pos);
+		if (ret_len)
+			*ret_len = o < errsz ? o : errsz - 1;
+		return -EBADMSG;
+	}
+	snprintf(err, errsz, "%s at line %zu column %zu", jc_text[s->code], line,
+		 s->at - line_start);
+	if (ret_len)
+		*ret_len = strlen(err);
 	return -EBADMSG;
+}
+
+int jcheck_validate(const char *buf, size_t len, unsigned max_depth, char *err, size_t errsz)
+{
+	struct jc s = {.p = (const uint8_t *)buf, .len = len};
+
+	return validate(&s, max_depth, err, errsz, NULL);
+}
+
+int jcheck_validate_message(const char *buf, size_t len, unsigned max_depth, char *err,
+			    size_t errsz, size_t *ret_len)
+{
+	static uint64_t seed;
+	struct jc_keys keys = {0};
+	struct jc s = {.p = (const uint8_t *)buf, .len = len, .lax_numbers = true, .keys = &keys};
+	int r;
+
+	/* A per-process seed: chains cannot be stuffed with keys chosen offline. */
+	if (!seed && getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
+		seed = (uint64_t)(uintptr_t)&seed ^ UINT64_C(0x9e3779b97f4a7c15);
+	keys.seed = seed;
+	if (ret_len)
+		*ret_len = 0;
+	r = validate(&s, max_depth, err, errsz, ret_len);
+	keys_free(&keys);
+	return r;
 }

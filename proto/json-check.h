@@ -2,7 +2,8 @@
 /*
  * Validating JSON scanner that fails where serde_json::from_slice would, with
  * serde_json's error text and "at line L column C" position. No I/O, no
- * allocation, no recursion, linear time.
+ * recursion, linear time; jcheck_validate allocates nothing, the message mode
+ * holds the keys of the open objects (chained hash, per-process seed).
  */
 #pragma once
 
@@ -21,3 +22,15 @@
  * err may be NULL when errsz is 0.
  */
 int jcheck_validate(const char *buf, size_t len, unsigned max_depth, char *err, size_t errsz);
+
+/*
+ * The same check the way the reference reads a WebSocket message: numbers of
+ * any magnitude are accepted (they are values, read later as the parameter
+ * they fill), and the first key repeated within one object, in text order,
+ * fails with "duplicate JSON object key `K` at line L column C" (C: its
+ * closing quote), before any later syntax error. Returns 0, -EBADMSG, or
+ * -ENOMEM. *ret_len gets the length of err's text, which may hold a NUL
+ * (the key is quoted as decoded).
+ */
+int jcheck_validate_message(const char *buf, size_t len, unsigned max_depth, char *err,
+			    size_t errsz, size_t *ret_len);

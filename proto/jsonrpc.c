@@ -4,6 +4,7 @@
  * serde untagged enum does it.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,121 @@ static size_t find_bigs(const char *buf, size_t len, uint64_t *vals, bool *colli
 	return n;
 }
 
+/* Whether the number token reads as an infinite double (1e999, 400 digits). */
+static bool token_is_infinite(const char *buf, const struct num_tok *t)
+{
+	size_t n = t->end - t->start;
+	char small[64], *text = n < sizeof(small) ? small : malloc(n + 1);
+	bool inf;
+
+	if (!text)
+		return n > 310; /* OOM: only a token this long can be infinite; decide by length */
+	memcpy(text, buf + t->start, n);
+	text[n] = 0;
+	inf = isinf(strtod(text, NULL));
+	if (text != small)
+		free(text);
+	return inf;
+}
+
+/*
+ * The detail for a request id that is no RequestId: an integer token beyond
+ * 64 bits that fits 128 bits is reported as the reference's number reader
+ * sees it; anything else does not match the enum.
+ */
+static int cmp_digits(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b);
+
+	if (na != nb)
+		return na < nb ? -1 : 1;
+	return memcmp(a, b, na);
+}
+
+static size_t skip_string(const char *buf, size_t len, size_t i)
+{
+	for (i++; i < len && buf[i] != '"'; i += buf[i] == '\\' ? 2 : 1)
+		;
+	return i + 1;
+}
+
+static void id_error(const char *buf, size_t len, char *err, size_t errsz)
+{
+	static const char generic[] = "data did not match any variant of untagged enum RequestId";
+	size_t i = 0, vs, ve;
+	int depth = 0;
+
+	snprintf(err, errsz, "%s", generic);
+	/* The top-level member "id" (the text is valid JSON without repeated keys). */
+	while (i < len && buf[i] != '{')
+		i++;
+	for (i++; i < len;) {
+		size_t ks, ke;
+
+		while (i < len && buf[i] != '"')
+			i++;
+		if (i >= len)
+			return;
+		ks = i + 1;
+		i = skip_string(buf, len, i);
+		ke = i - 1;
+		while (i < len && buf[i] != ':')
+			i++;
+		for (i++; i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r');)
+			i++;
+		vs = i;
+		/* Skip the value. */
+		depth = 0;
+		while (i < len) {
+			char c = buf[i];
+
+			if (c == '"') {
+				i = skip_string(buf, len, i);
+				if (!depth)
+					break;
+				continue;
+			}
+			if (c == '{' || c == '[')
+				depth++;
+			else if (c == '}' || c == ']') {
+				if (!depth)
+					break;
+				depth--;
+			} else if (c == ',' && !depth)
+				break;
+			i++;
+			if (!depth && (c == '}' || c == ']'))
+				break;
+		}
+		ve = i;
+		while (ve > vs && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t' || buf[ve - 1] == '\n' ||
+				   buf[ve - 1] == '\r'))
+			ve--;
+		if (ke - ks == 2 && memcmp(buf + ks, "id", 2) == 0) {
+			bool neg = buf[vs] == '-';
+			const char *d = buf + vs + neg;
+			size_t nd = ve - vs - neg;
+
+			for (size_t k = 0; k < nd; k++)
+				if (d[k] < '0' || d[k] > '9')
+					return;
+			if (!neg && cmp_digits(d, nd, "18446744073709551615") > 0 &&
+			    cmp_digits(d, nd, "340282366920938463463374607431768211455") <= 0)
+				snprintf(err, errsz, "invalid type: integer `%.*s` as u128, expected any value",
+					 (int)(ve - vs), buf + vs);
+			else if (neg && cmp_digits(d, nd, "9223372036854775808") > 0 &&
+				 cmp_digits(d, nd, "170141183460469231731687303715884105728") <= 0)
+				snprintf(err, errsz, "invalid type: integer `%.*s` as i128, expected any value",
+					 (int)(ve - vs), buf + vs);
+			return;
+		}
+		if (i < len && buf[i] == ',')
+			i++;
+		else
+			return;
+	}
+}
+
 /* The rewritten text (see above), NUL-terminated, with its length; NULL on OOM. */
 static char *rewrite_big_integers(const char *buf, size_t len, size_t *ret_len, uint64_t *bigs,
 				  size_t *n_bigs)
@@ -186,9 +302,14 @@ static char *rewrite_big_integers(const char *buf, size_t len, size_t *ret_len, 
 		size_t rl = 0;
 		int over = 0;
 
-		if (!t.integer)
-			continue;
-		if (token_is_big_u64(buf, &t, &v)) {
+		if (!t.integer) {
+			/* Beyond f64 (1e999): a value serde still reads (as a number no field takes). */
+			if (!token_is_infinite(buf, &t))
+				continue;
+			rl = (size_t)snprintf(rep, sizeof(rep), "%s1e308", t.neg ? "-" : "");
+		} else if (token_is_infinite(buf, &t)) {
+			rl = (size_t)snprintf(rep, sizeof(rep), "%s1e308", t.neg ? "-" : "");
+		} else if (token_is_big_u64(buf, &t, &v)) {
 			mag = (uint64_t)0 - v; /* 2^64 - v: the magnitude of its long long */
 			/* The i-th big literal of the text is found[i] (find_bigs). */
 			if (next_big < n_found && !collides[next_big++]) {
@@ -279,6 +400,13 @@ static bool is_registered_big(const json_t *v)
 		if (big_registry.v[i] == v)
 			return true;
 	return false;
+}
+
+static bool big_numbers; /* the last parsed message's text was rewritten (load) */
+
+bool jrpc_had_big_numbers(void)
+{
+	return big_numbers;
 }
 
 int jrpc_u64(const json_t *v, uint64_t *ret)
@@ -532,6 +660,7 @@ static json_t *load(const char *buf, size_t len, json_error_t *jerr)
 			break;
 		}
 	}
+	big_numbers = root && rewritten;
 	free(rewritten);
 	if (root && n_bigs)
 		register_bigs(root, bigs, n_bigs);
@@ -560,13 +689,19 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 {
 	json_error_t jerr;
 	json_t *root, *method, *id;
+	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->kind = JRPC_INVALID;
 	big_registry.n = 0;
+	big_numbers = false;
 
-	/* Syntax errors (and nesting) with serde_json's text and position. */
-	if (jcheck_validate(buf, len, max_depth, ret->error, sizeof(ret->error)) < 0)
+	/* Syntax errors, nesting and repeated keys with the reference's text and position. */
+	r = jcheck_validate_message(buf, len, max_depth, ret->error, sizeof(ret->error),
+				    &ret->error_len);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
 		return 0;
 
 	root = load(buf, len, &jerr);
@@ -586,19 +721,22 @@ int jrpc_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_msg 
 	method = json_object_get(root, "method");
 	if (method) {
 		if (!json_is_string(method)) {
-			snprintf(ret->error, sizeof(ret->error),
-				 "data did not match any variant of untagged enum JSONRPCMessage");
+			/* serde's message for the method member (a String). */
+			snprintf(ret->error, sizeof(ret->error), "invalid type: %s, expected a string",
+				 json_is_null(method) ? "null" : json_is_true(method) ? "boolean `true`"
+				 : json_is_false(method) ? "boolean `false`" : json_is_number(method) ? "number"
+				 : json_is_array(method) ? "sequence" : "map");
 			return 0;
 		}
 		ret->method = json_string_value(method);
+		ret->method_len = json_string_length(method);
 		ret->params = json_object_get(root, "params");
 		if (!id) {
 			ret->kind = JRPC_NOTIFICATION;
 			return 0;
 		}
 		if (!id_is_valid(id)) {
-			snprintf(ret->error, sizeof(ret->error),
-				 "data did not match any variant of untagged enum RequestId");
+			id_error(buf, len, ret->error, sizeof(ret->error));
 			return 0;
 		}
 		ret->id = id;

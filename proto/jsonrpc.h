@@ -22,8 +22,10 @@ struct jrpc_msg {
 	json_t *root;       /* owned; NULL if the text did not parse */
 	json_t *id;         /* borrowed from root (REQUEST) */
 	const char *method; /* borrowed from root (REQUEST, NOTIFICATION) */
+	size_t method_len;  /* its length: a method name may hold "\u0000" */
 	json_t *params;     /* borrowed from root; NULL when absent */
 	char error[256];    /* JRPC_INVALID: serde-like detail, e.g. "expected a JSON-RPC object" */
+	size_t error_len;   /* its length when it holds a NUL (a repeated "\u0000" key), else 0 */
 };
 
 /*
@@ -54,6 +56,13 @@ int jrpc_u64(const json_t *v, uint64_t *ret);
  * params forwarded to another process. NULL on OOM.
  */
 json_t *jrpc_copy_clamped(const json_t *v);
+/*
+ * True if the last parsed message held numbers jansson cannot hold as
+ * written (integers beyond i64: a u64's bits, or a double; numbers beyond
+ * f64): jrpc_dump cannot write them back, so such a message does not
+ * survive a dump and parse. Reset by the next jrpc_parse.
+ */
+bool jrpc_had_big_numbers(void);
 /* An integer's decimal text as the client wrote it (big u64s unsigned). */
 void jrpc_integer_text(const json_t *v, char *buf, size_t size);
 bool jrpc_key_is(const char *key, const char *name);

@@ -146,6 +146,10 @@ _Static_assert(offsetof(struct bpf_denial, err) == offsetof(struct bpf_denial_ev
 	       "record layout");
 _Static_assert(offsetof(struct bpf_denial, comm) == offsetof(struct bpf_denial_event, comm),
 	       "record layout");
+_Static_assert(offsetof(struct bpf_denial, args) == offsetof(struct bpf_denial_event, args),
+	       "record layout");
+_Static_assert(offsetof(struct bpf_denial, nargs) == offsetof(struct bpf_denial_event, nargs),
+	       "record layout");
 
 _Static_assert(BPF_TRACER_MAX_CGROUPS == BPF_DENIAL_MAX_CGROUPS, "limits");
 _Static_assert(BPF_TRACER_MAX_PER_CGROUP == BPF_DENIAL_MAX_PER_CGROUP, "limits");
@@ -506,6 +510,8 @@ int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct 
 		seen++;
 		if (deliver) {
 			d.comm[sizeof(d.comm) - 1] = '\0';
+			if (d.nargs > 6)
+				d.nargs = 0;
 			cb(ctx, &d);
 			n++;
 		}

@@ -22,7 +22,7 @@ struct bpf_tracer;
 /* Limits (the BPF program's map sizes, sandbox/bpf/denial-event.h). */
 #define BPF_TRACER_MAX_CGROUPS 8192	 /* cgroups watched at once */
 #define BPF_TRACER_MAX_PER_CGROUP 1024	 /* records one watched cgroup may offer */
-#define BPF_TRACER_RING_RECORDS 5461	 /* records the ring holds (256 KiB) */
+#define BPF_TRACER_RING_RECORDS 5041	 /* records the ring holds (512 KiB) */
 
 /* One reported syscall (layout shared with the BPF program's record). */
 struct bpf_denial {
@@ -34,6 +34,9 @@ struct bpf_denial {
 				 * record of Landlock's denial hook, made before the call returns
 				 * (its exit is reported as well, with the errno) */
 	char comm[16];		/* the thread's name, NUL-terminated */
+	uint64_t args[6];	/* the call's first nargs arguments (the rest 0) */
+	uint32_t nargs;		/* 5 where the hook had the registers, else 0 */
+	uint32_t pad_args_;
 	uint32_t addr_len;	/* a refused connect(): bytes of its address in addr; else 0 */
 	uint32_t pad_;
 	uint8_t addr[112];	/* the sockaddr connect() was given (its first addr_len bytes) */

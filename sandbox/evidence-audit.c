@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The audit source's netlink socket: status, enabling, joining the read-only log group. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <linux/audit.h>
 #include <linux/netlink.h>
 #include <stdio.h>
@@ -107,6 +109,49 @@ int sandbox_audit_disable(int fd)
 	return set_enabled(fd, 0, 3);
 }
 
+int sandbox_audit_hold(void)
+{
+	int fd = open(SANDBOX_AUDIT_USERS_PATH, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return -errno;
+	/* An exclusive holder is a server deciding at exit: a moment; 2 s at most. */
+	for (int tries = 0; flock(fd, LOCK_SH | LOCK_NB) < 0; tries++) {
+		int r = -errno;
+
+		if (r != -EWOULDBLOCK || tries == 100) {
+			close(fd);
+			return r;
+		}
+		usleep(20000);
+	}
+	return fd;
+}
+
+int sandbox_audit_release(int fd, int hold_fd)
+{
+	int r;
+
+	if (hold_fd < 0) /* no hold: nobody can be told apart; leave auditing as it is */
+		return 0;
+	/* Converting to exclusive succeeds only when no other shared hold is left. */
+	if (flock(hold_fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? 0 : -errno;
+		close(hold_fd);
+		return r;
+	}
+	r = 0;
+	if (access(SANDBOX_AUDIT_ENABLED_PATH, F_OK) == 0) {
+		r = sandbox_audit_disable(fd);
+		if (r >= 0) {
+			(void)unlink(SANDBOX_AUDIT_ENABLED_PATH);
+			r = 1;
+		}
+	}
+	close(hold_fd); /* after turning it off: a server starting now sees it off */
+	return r;
+}
+
 int sandbox_audit_open(bool enable, struct sandbox_audit_status *st, bool *ret_enabled_by_us,
 		       char *err, size_t errsz)
 {
@@ -141,6 +186,11 @@ int sandbox_audit_open(bool enable, struct sandbox_audit_status *st, bool *ret_e
 		}
 		*ret_enabled_by_us = true;
 		st->enabled = true;
+		/* For the last uexec reading audit to turn it off again (sandbox_audit_release). */
+		r = open(SANDBOX_AUDIT_ENABLED_PATH, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (r >= 0)
+			close(r);
+		r = 0;
 	}
 	if (setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp, sizeof(grp)) < 0) {
 		r = -errno;

@@ -35,6 +35,7 @@ struct sandbox_ev_tree {
 	pid_t pid;
 	uint32_t ses;     /* its own audit session, or 0 */
 	uint64_t cgroup;  /* its own cgroup v2 id, or 0 */
+	const struct sock_fprog *filter; /* the seccomp program its processes run under, or NULL */
 	bool reaped;      /* pid no longer ours: only ses and domains attribute */
 	bool lost;        /* a source dropped records while it was tracked */
 	unsigned probes;  /* unix socket paths looked up (SANDBOX_EVIDENCE_PROBES) */
@@ -172,6 +173,12 @@ void sandbox_evidence_set_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id)
 {
 	if (t)
 		t->cgroup = cgroup_id;
+}
+
+void sandbox_evidence_set_filter(struct sandbox_ev_tree *t, const struct sock_fprog *prog)
+{
+	if (t)
+		t->filter = prog;
 }
 
 uint64_t sandbox_evidence_cgroup(const struct sandbox_ev_tree *t)
@@ -376,7 +383,7 @@ static int connect_verdict(struct sandbox_ev_tree *t, struct sandbox_denial *d, 
 
 bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
 			       int32_t syscall_nr, int32_t err, const char *comm, const void *addr,
-			       size_t addr_len)
+			       size_t addr_len, const uint64_t *args, unsigned nargs)
 {
 	bool refusal = err == -EACCES || err == -EPERM;
 	struct sandbox_denial d = { .kind = !err ? SANDBOX_DENIAL_FS : refusal ? SANDBOX_DENIAL_SYSCALL
@@ -399,6 +406,12 @@ bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint6
 			verdict = 0;
 		}
 		snprintf(d.access, sizeof(d.access), "connect.%s", err == -EACCES ? "eacces" : "eperm");
+	} else if (err == -EPERM && t->filter && nargs &&
+		   sandbox_seccomp_refuses(t->filter, syscall_nr, args, nargs, EPERM)) {
+		/* the tree's own filter refuses this very call: its EPERM */
+		verdict = 1;
+		d.kind = SANDBOX_DENIAL_SECCOMP;
+		snprintf(d.access, sizeof(d.access), "errno");
 	} else if (err == -EPERM && sandbox_seccomp_always_refused(syscall_nr)) {
 		verdict = 1; /* only the sandbox refuses this call so */
 		d.kind = SANDBOX_DENIAL_SECCOMP;

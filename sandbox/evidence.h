@@ -90,6 +90,13 @@ void sandbox_evidence_untrack(struct sandbox_evidence *ev, struct sandbox_ev_tre
 void sandbox_evidence_set_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id);
 /* That id, or 0 (none, or t is NULL). */
 uint64_t sandbox_evidence_cgroup(const struct sandbox_ev_tree *t);
+/*
+ * The seccomp program the tree's processes run under (the plan's; it lives
+ * as long as the server): the tracer's EPERM for a call it refuses, run on
+ * the recorded arguments (filter.h's sandbox_seccomp_refuses), is decisive.
+ */
+struct sock_fprog;
+void sandbox_evidence_set_filter(struct sandbox_ev_tree *t, const struct sock_fprog *prog);
 
 /*
  * One record of the bpf sys_exit tracer (sandbox/bpf-tracer.h's struct
@@ -101,14 +108,17 @@ uint64_t sandbox_evidence_cgroup(const struct sandbox_ev_tree *t);
  * capabilities fail the same way) and are only logged, except a refused
  * connect() to a socket that exists: an abstract unix name, another family,
  * or a unix path where a socket is (a probe of an absent one, like libc's
- * nscd socket, would have failed anyway), and EPERM from a call only the
- * sandbox refuses (sandbox_seccomp_always_refused(), kind "seccomp"). That check looks the path up in
+ * nscd socket, would have failed anyway), and EPERM from a call the tree's
+ * seccomp program refuses with these arguments (args: the first nargs, 0
+ * when the hook had none; kind "seccomp"), or, without them, from a call only
+ * the sandbox refuses whatever its arguments (sandbox_seccomp_always_refused()).
+ * The connect check looks the path up in
  * the server's mount namespace, at most SANDBOX_EVIDENCE_PROBES times per
  * tree; past that, or for a relative path, the tree counts as incomplete.
  */
 bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
 			       int32_t syscall_nr, int32_t err, const char *comm, const void *addr,
-			       size_t addr_len);
+			       size_t addr_len, const uint64_t *args, unsigned nargs);
 #define SANDBOX_EVIDENCE_PROBES 8 /* unix socket paths looked up per tree */
 
 /* The tracked child was reaped: its pid may be reused, so it no longer attributes records. */
@@ -201,3 +211,22 @@ bool sandbox_audit_is_barrier(unsigned type, const char *text, size_t len, pid_t
 			      uint32_t *ret_seq);
 /* Turns auditing off again (the server enabled it). Returns 0 or -errno. */
 int sandbox_audit_disable(int fd);
+
+/*
+ * Every uexec that reads audit records holds a shared flock on this file for
+ * as long as it does (sandbox_audit_hold). A server that turns auditing on
+ * (--enable-audit) leaves a mark beside it; the last holder to leave turns
+ * auditing off again if the mark is there (sandbox_audit_release). Before,
+ * the server that had turned it on turned it off at its exit, and a server
+ * started meanwhile, relying on the records, lost them all.
+ */
+#define SANDBOX_AUDIT_USERS_PATH "/run/uexec-audit.users"
+#define SANDBOX_AUDIT_ENABLED_PATH "/run/uexec-audit.enabled"
+/* The shared hold: an fd to keep, or -errno (then nothing is held). */
+int sandbox_audit_hold(void);
+/*
+ * At exit of any server that read audit: when no other holder is left and a
+ * uexec turned auditing on, turns it off (1); else leaves it as it is (0);
+ * -errno on failure. Closes hold_fd (if >= 0) either way.
+ */
+int sandbox_audit_release(int fd, int hold_fd);

@@ -10,6 +10,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,135 @@ static const int always_denied[] = {
 	SCMP_SYS(kexec_load), SCMP_SYS(kexec_file_load), SCMP_SYS(reboot),
 	SCMP_SYS(swapon), SCMP_SYS(swapoff), SCMP_SYS(acct),
 };
+
+/*
+ * The verdict of a sandbox's own filter on one call, computed here: the
+ * classic BPF program runs on the struct seccomp_data the kernel gave it
+ * (native arch, the call's number and arguments; the filters never look at
+ * the instruction pointer). Only what the kernel's seccomp accepts is
+ * interpreted (seccomp_check_filter: loads of the data, scratch memory,
+ * ALU, jumps, returns); anything else, a load outside the data or a jump
+ * out of the program means "cannot tell", so the caller falls back.
+ * Hand-written: libseccomp exports programs but cannot run one, and this is
+ * the one place that needs it.
+ */
+static bool run_filter(const struct sock_fprog *prog, const struct seccomp_data *sd,
+		       unsigned nargs, uint32_t *ret)
+{
+	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
+	const unsigned char *data = (const unsigned char *)sd;
+
+	for (unsigned pc = 0; pc < prog->len; pc++) {
+		const struct sock_filter *f = &prog->filter[pc];
+		uint32_t k = f->k, src = BPF_SRC(f->code) == BPF_X ? x : k;
+		unsigned skip;
+
+		switch (BPF_CLASS(f->code)) {
+		case BPF_LD:
+		case BPF_LDX: {
+			uint32_t v;
+
+			if (BPF_MODE(f->code) == BPF_ABS && BPF_SIZE(f->code) == BPF_W &&
+			    BPF_CLASS(f->code) == BPF_LD) {
+				if (k > sizeof(*sd) - sizeof(v) || k % 4)
+					return false;
+				/* a value the caller does not know: the pointer, a later argument */
+				if (k >= offsetof(struct seccomp_data, instruction_pointer) &&
+				    (k < offsetof(struct seccomp_data, args) ||
+				     (k - offsetof(struct seccomp_data, args)) / 8 >= nargs))
+					return false;
+				memcpy(&v, data + k, sizeof(v));
+			} else if (BPF_MODE(f->code) == BPF_LEN && BPF_SIZE(f->code) == BPF_W) {
+				v = sizeof(*sd);
+			} else if (BPF_MODE(f->code) == BPF_IMM) {
+				v = k;
+			} else if (BPF_MODE(f->code) == BPF_MEM && k < BPF_MEMWORDS) {
+				v = mem[k];
+			} else {
+				return false;
+			}
+			if (BPF_CLASS(f->code) == BPF_LD)
+				a = v;
+			else
+				x = v;
+			break;
+		}
+		case BPF_ST:
+		case BPF_STX:
+			if (f->code != BPF_ST && f->code != BPF_STX)
+				return false;
+			if (k >= BPF_MEMWORDS)
+				return false;
+			mem[k] = BPF_CLASS(f->code) == BPF_ST ? a : x;
+			break;
+		case BPF_ALU:
+			switch (BPF_OP(f->code)) {
+			case BPF_ADD: a += src; break;
+			case BPF_SUB: a -= src; break;
+			case BPF_MUL: a *= src; break;
+			case BPF_DIV: if (!src) return false; a /= src; break;
+			case BPF_MOD: if (!src) return false; a %= src; break;
+			case BPF_AND: a &= src; break;
+			case BPF_OR: a |= src; break;
+			case BPF_XOR: a ^= src; break;
+			case BPF_LSH: a = src < 32 ? a << src : 0; break;
+			case BPF_RSH: a = src < 32 ? a >> src : 0; break;
+			case BPF_NEG: a = -a; break;
+			default: return false;
+			}
+			break;
+		case BPF_JMP:
+			switch (BPF_OP(f->code)) {
+			case BPF_JA: skip = k; break;
+			case BPF_JEQ: skip = a == src ? f->jt : f->jf; break;
+			case BPF_JGT: skip = a > src ? f->jt : f->jf; break;
+			case BPF_JGE: skip = a >= src ? f->jt : f->jf; break;
+			case BPF_JSET: skip = (a & src) ? f->jt : f->jf; break;
+			default: return false;
+			}
+			if (skip >= prog->len - pc)
+				return false;
+			pc += skip;
+			break;
+		case BPF_RET:
+			*ret = BPF_RVAL(f->code) == BPF_A ? a : k;
+			return BPF_RVAL(f->code) == BPF_A || BPF_RVAL(f->code) == BPF_K;
+		case BPF_MISC:
+			if (BPF_MISCOP(f->code) == BPF_TAX)
+				x = a;
+			else if (BPF_MISCOP(f->code) == BPF_TXA)
+				a = x;
+			else
+				return false;
+			break;
+		default:
+			return false;
+		}
+	}
+	return false; /* fell off the end: the kernel refuses such a program */
+}
+
+int sandbox_seccomp_verdict(const struct sock_fprog *prog, long nr, const uint64_t *args,
+			    unsigned nargs, uint32_t *action)
+{
+	struct seccomp_data sd = { .nr = (int)nr, .arch = seccomp_arch_native() };
+
+	if (!prog || !prog->filter || nargs > 6 || (nargs && !args))
+		return -EINVAL;
+	if (nargs)
+		memcpy(sd.args, args, nargs * sizeof(sd.args[0]));
+	return run_filter(prog, &sd, nargs, action) ? 0 : -EINVAL;
+}
+
+bool sandbox_seccomp_refuses(const struct sock_fprog *prog, long nr, const uint64_t *args,
+			     unsigned nargs, int err)
+{
+	uint32_t action;
+
+	return sandbox_seccomp_verdict(prog, nr, args, nargs, &action) == 0 &&
+	       (action & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO &&
+	       (int)(action & SECCOMP_RET_DATA) == err;
+}
 
 bool sandbox_seccomp_always_refused(long nr)
 {
@@ -134,9 +264,14 @@ static int add_process_rules(scmp_filter_ctx ctx)
 		{ SCMP_SYS(sched_setattr), 0 },    { SCMP_SYS(ioprio_set), 1 },
 	};
 	/*
-	 * Calls that set a file mode (argument `mode`), with O_CREAT in
-	 * argument `flags` when that is >= 0: each refused with either set-id
-	 * bit (mknod makes regular files without any capability too).
+	 * Calls that set a file mode (argument `mode`), with O_CREAT or
+	 * O_TMPFILE in argument `flags` when that is >= 0: each refused with
+	 * either set-id bit (mknod makes regular files without any capability
+	 * too). O_TMPFILE has no O_CREAT bit: an unnamed file made with a
+	 * set-id mode and linked in through /proc/self/fd (linkat
+	 * AT_SYMLINK_FOLLOW) kept its mode, an empty setuid-root file that a
+	 * later write by host root (CAP_FSETID: an unsandboxed fs/writeFile)
+	 * fills without clearing the bit.
 	 */
 	static const struct {
 		int nr;
@@ -148,6 +283,8 @@ static int add_process_rules(scmp_filter_ctx ctx)
 		{ SCMP_SYS(mknod), 1, -1 },  { SCMP_SYS(mknodat), 2, -1 },
 	};
 	static const scmp_datum_t setid_bits[] = { S_ISUID, S_ISGID };
+	/* O_TMPFILE is __O_TMPFILE | O_DIRECTORY: its own bit alone. */
+	static const scmp_datum_t create_flags[] = { O_CREAT, O_TMPFILE & ~O_DIRECTORY };
 	int r = 0;
 
 	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
@@ -158,15 +295,21 @@ static int add_process_rules(scmp_filter_ctx ctx)
 		r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), by_pid[i].nr, 1, &c);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(set_mode) && r == 0; i++)
-		for (size_t b = 0; b < ELEMENTSOF(setid_bits) && r == 0; b++) {
-			struct scmp_arg_cmp c[2] = {
-				{ set_mode[i].mode, SCMP_CMP_MASKED_EQ, setid_bits[b], setid_bits[b] },
-				{ (unsigned)set_mode[i].flags, SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT },
-			};
+		for (size_t b = 0; b < ELEMENTSOF(setid_bits) && r == 0; b++)
+			for (size_t f = 0; f < ELEMENTSOF(create_flags) && r == 0; f++) {
+				struct scmp_arg_cmp c[2] = {
+					{ set_mode[i].mode, SCMP_CMP_MASKED_EQ, setid_bits[b],
+					  setid_bits[b] },
+					{ (unsigned)set_mode[i].flags, SCMP_CMP_MASKED_EQ, create_flags[f],
+					  create_flags[f] },
+				};
 
-			r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), set_mode[i].nr,
-						   set_mode[i].flags >= 0 ? 2 : 1, c);
-		}
+				/* Without a flags argument one rule is enough. */
+				if (set_mode[i].flags < 0 && f > 0)
+					break;
+				r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), set_mode[i].nr,
+							   set_mode[i].flags >= 0 ? 2 : 1, c);
+			}
 	/* openat2 and fchmodat2 pass modes the filter cannot check: ENOSYS -> libc falls back. */
 	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
 	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), NR_FCHMODAT2, 0);
@@ -202,10 +345,14 @@ static int build(bool restrict_net, bool allow_io_uring, struct sock_fprog *out)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
 					     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
 	} else {
-		/* Network on: still no VSOCK (the host's hypervisor channel). */
+		/*
+		 * Network on: still no VSOCK (the host's hypervisor channel). The
+		 * kernel reads the family as an int: compare the low 32 bits only,
+		 * or AF_VSOCK | 1 << 32 passes a 64-bit equality and is AF_VSOCK.
+		 */
 		if (r >= 0)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-					     SCMP_A0(SCMP_CMP_EQ, AF_VSOCK));
+					     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, AF_VSOCK));
 	}
 	if (r >= 0)
 		r = export(ctx, out);

@@ -7,6 +7,7 @@
 
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct sandbox_seccomp {
 	struct sock_fprog restricted; /* network off: sockets only AF_UNIX, no connect/bind/... */
@@ -38,3 +39,19 @@ int sandbox_seccomp_apply(const struct sock_fprog *prog, bool log);
  * drops): the denial tracer's EPERM from one is evidence (evidence.c).
  */
 bool sandbox_seccomp_always_refused(long nr);
+
+/*
+ * What prog decides for the native call nr whose first nargs (0-6)
+ * arguments are known: 0 and the SECCOMP_RET_* value in *action, or -EINVAL
+ * when that cannot be told here (the program reads an unknown argument or
+ * the instruction pointer, or holds an instruction the kernel's seccomp
+ * would not accept either).
+ */
+int sandbox_seccomp_verdict(const struct sock_fprog *prog, long nr, const uint64_t *args,
+			    unsigned nargs, uint32_t *action);
+/*
+ * True if prog fails that call with errno err (positive): an error the
+ * denial tracer saw for it, in a process under prog, is the filter's.
+ */
+bool sandbox_seccomp_refuses(const struct sock_fprog *prog, long nr, const uint64_t *args,
+			     unsigned nargs, int err);

@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,13 +34,14 @@
 
 #define MAP_NAME "uexec_ports"
 #define MAP_ENTRIES 4096
-#define LOCK_PATH "/run/uexec-netguard.lock"
 
 struct netguard {
 	int cgroup_fd;
 	int map_fd;   /* the host-wide map of uexec listener ports, or -1 */
 	uint16_t ports[MAX_PORTS];
 	size_t n_ports;
+	int held[2 * MAX_PORTS]; /* sockets holding the ports at the wildcard addresses */
+	size_t n_held;
 	char path[4096];
 };
 
@@ -247,13 +251,15 @@ static void remove_stale(const char *dir)
 }
 
 /*
- * The connect filter: refuse this server's ports, and (with map_fd) every
- * port in the host-wide map, so that no uexec on the host can be reached
- * from a sandbox with network access, whichever server started it.
+ * The connect (and bind) filter: refuse this server's ports, and (with
+ * map_fd) every port in the host-wide map, so that no uexec on the host can
+ * be reached, nor its port taken at another address, from a sandbox with
+ * network access, whichever server started it.
  */
 static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n, int map_fd,
 		     char *err, size_t errsz)
 {
+	bool post_bind = type == BPF_CGROUP_INET4_POST_BIND || type == BPF_CGROUP_INET6_POST_BIND;
 	struct bpf_insn insns[MAX_PORTS + 16];
 	size_t jeq[MAX_PORTS + 1], n_jeq = 0, deny;
 	char vlog[2048] = "";
@@ -261,10 +267,20 @@ static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n,
 	size_t i = 0;
 	int fd;
 
-	/* r2 = ctx->user_port (network byte order in the low 16 bits) */
-	insns[i++] = (struct bpf_insn){ .code = BPF_LDX | BPF_W | BPF_MEM, .dst_reg = BPF_REG_2,
-					.src_reg = BPF_REG_1,
-					.off = offsetof(struct bpf_sock_addr, user_port) };
+	if (post_bind) {
+		/* r2 = ctx->src_port (host byte order), the port bound, chosen by the kernel too */
+		insns[i++] = (struct bpf_insn){ .code = BPF_LDX | BPF_W | BPF_MEM,
+						.dst_reg = BPF_REG_2, .src_reg = BPF_REG_1,
+						.off = offsetof(struct bpf_sock, src_port) };
+		/* to network byte order in the low 16 bits, as user_port and the map's keys */
+		insns[i++] = (struct bpf_insn){ .code = BPF_ALU | BPF_END | BPF_TO_BE,
+						.dst_reg = BPF_REG_2, .imm = 16 };
+	} else {
+		/* r2 = ctx->user_port (network byte order in the low 16 bits) */
+		insns[i++] = (struct bpf_insn){ .code = BPF_LDX | BPF_W | BPF_MEM,
+						.dst_reg = BPF_REG_2, .src_reg = BPF_REG_1,
+						.off = offsetof(struct bpf_sock_addr, user_port) };
+	}
 	for (size_t p = 0; p < n; p++) {
 		jeq[n_jeq++] = i; /* if r2 == port goto deny */
 		insns[i++] = (struct bpf_insn){ .code = BPF_JMP | BPF_JEQ | BPF_K,
@@ -300,7 +316,7 @@ static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n,
 		insns[jeq[k]].off = (int16_t)(deny - jeq[k] - 1);
 
 	memset(&attr, 0, sizeof(attr));
-	attr.prog_type = BPF_PROG_TYPE_CGROUP_SOCK_ADDR;
+	attr.prog_type = post_bind ? BPF_PROG_TYPE_CGROUP_SOCK : BPF_PROG_TYPE_CGROUP_SOCK_ADDR;
 	attr.expected_attach_type = type;
 	attr.insns = (uintptr_t)insns;
 	attr.insn_cnt = (uint32_t)i;
@@ -308,8 +324,14 @@ static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n,
 	attr.log_buf = (uintptr_t)vlog;
 	attr.log_size = sizeof(vlog);
 	attr.log_level = 1;
-	snprintf(attr.prog_name, sizeof(attr.prog_name), "uexec_guard%c",
-		 type == BPF_CGROUP_INET4_CONNECT ? '4' : '6');
+	snprintf(attr.prog_name, sizeof(attr.prog_name), "uexec_guard_%c%c",
+		 post_bind ? 'p'
+		 : type == BPF_CGROUP_INET4_BIND || type == BPF_CGROUP_INET6_BIND ? 'b'
+								       : 'c',
+		 type == BPF_CGROUP_INET4_CONNECT || type == BPF_CGROUP_INET4_BIND ||
+				 type == BPF_CGROUP_INET4_POST_BIND
+			 ? '4'
+			 : '6');
 	fd = sys_bpf(BPF_PROG_LOAD, &attr);
 	if (fd < 0) {
 		int e = errno;
@@ -398,9 +420,9 @@ static int join_map(const uint16_t *ports, size_t n, char *err, size_t errsz)
 {
 	int lock, fd;
 
-	lock = open(LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	lock = open(NETGUARD_LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
-		snprintf(err, errsz, "%s: %s", LOCK_PATH, strerror(errno));
+		snprintf(err, errsz, "%s: %s", NETGUARD_LOCK_PATH, strerror(errno));
 		if (lock >= 0)
 			close(lock);
 		return -errno;
@@ -437,11 +459,66 @@ static int join_map(const uint16_t *ports, size_t n, char *err, size_t errsz)
 	return fd;
 }
 
+/*
+ * Binds each port at the wildcard address of each family (IPv6 only: no
+ * mapped IPv4), without listening, for the guard's life. A listen() on an
+ * unbound socket is bound by the kernel to the wildcard address and an
+ * ephemeral port, and no cgroup hook sees it: the port held there cannot be
+ * chosen (a v6-only [::]:P conflicts with nothing of uexec's 127.0.0.1:P
+ * otherwise). EADDRINUSE is the other good outcome: uexec's own listener
+ * already covers that wildcard (0.0.0.0:P beside 127.0.0.1:P). Anything else
+ * (no IPv6 on the host) leaves nothing to hold.
+ */
+static void hold_ports(struct netguard *g)
+{
+	for (size_t i = 0; i < g->n_ports; i++) {
+		for (int f = 0; f < 2; f++) {
+			int family = f ? AF_INET6 : AF_INET, one = 1;
+			struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+						   .sin6_port = htons(g->ports[i]) };
+			struct sockaddr_in a4 = { .sin_family = AF_INET,
+						  .sin_port = htons(g->ports[i]) };
+			int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+			if (fd < 0)
+				continue;
+			if ((family == AF_INET6 &&
+			     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+			    (family == AF_INET6 ? bind(fd, (struct sockaddr *)&a6, sizeof(a6))
+						: bind(fd, (struct sockaddr *)&a4, sizeof(a4))) < 0 ||
+			    g->n_held >= ELEMENTSOF(g->held)) {
+				if (errno != EADDRINUSE && errno != EADDRNOTAVAIL)
+					log_debug_errno(-errno, "Listener guard: not holding port %u "
+							       "(IPv%d wildcard)",
+							g->ports[i], f ? 6 : 4);
+				close(fd);
+				continue;
+			}
+			g->held[g->n_held++] = fd;
+		}
+	}
+}
+
 int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, char *err,
 		 size_t errsz)
 {
-	static const enum bpf_attach_type types[] = { BPF_CGROUP_INET4_CONNECT,
-						      BPF_CGROUP_INET6_CONNECT };
+	/*
+	 * bind too: a sandbox listening on a guarded port at another address
+	 * (uexec on 127.0.0.1:P, the sandbox on [::1]:P or 127.0.0.2:P) took
+	 * the connections of clients that reach the server as `localhost` (and
+	 * their bearer tokens), or the port of a uexec restarting meanwhile.
+	 */
+	/*
+	 * bind(port 0) asks for no port and gets one the kernel chooses, which
+	 * may be P at another address: post_bind sees the port bound. A
+	 * listen() on an unbound socket binds in the kernel without either
+	 * hook, at the wildcard address: hold_ports() keeps those taken.
+	 */
+	static const enum bpf_attach_type types[] = {
+		BPF_CGROUP_INET4_CONNECT,   BPF_CGROUP_INET6_CONNECT,
+		BPF_CGROUP_INET4_BIND,	    BPF_CGROUP_INET6_BIND,
+		BPF_CGROUP_INET4_POST_BIND, BPF_CGROUP_INET6_POST_BIND,
+	};
 	char dir[4096];
 	struct netguard *g;
 	int r;
@@ -515,6 +592,7 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 			goto fail;
 		}
 	}
+	hold_ports(g);
 	*ret = g;
 	return 0;
 fail:
@@ -553,6 +631,8 @@ void netguard_free(struct netguard *g)
 	}
 	safe_close(g->map_fd);
 	safe_close(g->cgroup_fd);
+	for (size_t i = 0; i < g->n_held; i++)
+		safe_close(g->held[i]);
 	/* cgroup.kill covers the per-process leaves below it too (cgroup.h). */
 	r = g->path[0] ? sandbox_cg_purge(g->path) : 0;
 	if (r < 0)

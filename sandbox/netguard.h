@@ -4,12 +4,15 @@
 /*
  * The listener guard: keeps sandboxed processes that have network access
  * from connecting to uexec's own TCP listener (which would let them start an
- * unsandboxed process).
+ * unsandboxed process), and from binding its port at another address (a
+ * listener on [::1]:P next to uexec's 127.0.0.1:P takes the connections of
+ * clients that say `localhost`, and their bearer tokens).
  *
  * Landlock can only allow-list TCP ports, and seccomp cannot read connect()'s
- * address, so the guard is a cgroup (v2) of its own with two tiny
- * BPF_PROG_TYPE_CGROUP_SOCK_ADDR programs (inet4/inet6 connect) that refuse
- * the listener's port with EPERM, and every port in a host-wide BPF hash map
+ * address, so the guard is a cgroup (v2) of its own with six tiny programs
+ * (BPF_PROG_TYPE_CGROUP_SOCK_ADDR on inet4/inet6 connect and bind,
+ * BPF_PROG_TYPE_CGROUP_SOCK on inet4/inet6 post_bind, which sees a port the
+ * kernel chose) that refuse the listener's port with EPERM, and every port in a host-wide BPF hash map
  * ("uexec_ports", found by name, created under /run/uexec-netguard.lock by the
  * first server) where each uexec registers its ports: so no uexec on the
  * host is reachable from any uexec's sandboxes, including servers started
@@ -18,10 +21,20 @@
  * into that cgroup (clone3 CLONE_INTO_CGROUP: writing cgroup.procs costs a
  * ~15 ms RCU grace period per process) and enter a cgroup namespace rooted
  * there, which confines any later migration to the subtree (and with it the
- * inherited programs).
+ * inherited programs). A listen() on an unbound socket is bound by the kernel
+ * without any hook: the server's ports are held at the wildcard addresses by
+ * sockets that never listen, so the kernel cannot choose them.
  */
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * The host-wide lock every guarded uexec takes (blocking) to join the port
+ * map at start. flock needs no write access, so it is hidden from every
+ * sandbox's view (sandbox.c, plan_secrets): a sandbox holding it would hang
+ * every uexec starting on the host.
+ */
+#define NETGUARD_LOCK_PATH "/run/uexec-netguard.lock"
 
 struct netguard;
 

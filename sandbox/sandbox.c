@@ -18,19 +18,23 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "glob.h"
 #include "landlock.h"
+#include "evidence.h"
 #include "netguard.h"
 #include "list.h"
+#include "log.h"
 #include "macro.h"
 #include "plan.h"
 #include "sandbox.h"
@@ -74,11 +78,49 @@ static struct synth_entry *synth_find(const char *path)
 	return NULL;
 }
 
+/*
+ * The parent directory of path (canonical, absolute) as an O_PATH fd, and
+ * *name its last component; -errno. No symbolic link is followed on the way
+ * (ELOOP): path was canonical when the plan was made, so a link on it now
+ * was planted since, by a sandboxed process that can write a directory
+ * above (a concurrent sandbox, or the one whose process just ended), to
+ * have uexec create or remove a directory elsewhere as root.
+ */
+static int synth_parent(const char *path, const char **name)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS,
+	};
+	const char *slash = strrchr(path, '/');
+	char parent[PATH_MAX];
+	int fd;
+
+	if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof(parent))
+		return -EINVAL;
+	snprintf(parent, sizeof(parent), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	*name = slash + 1;
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, parent, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS) {
+		/* openat2 needs Linux 5.6: compare with the resolved path instead. */
+		char real[PATH_MAX];
+
+		if (!realpath(parent, real))
+			return -errno;
+		if (strcmp(real, parent) != 0)
+			return -ELOOP;
+		fd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
 /* Creates (or shares) an empty directory at path. Returns 0 or -errno. */
 static int synth_get(const char *path)
 {
 	struct synth_entry *e = synth_find(path);
 	size_t n = strlen(path);
+	const char *name;
+	int pfd, r = 0;
 
 	if (e) {
 		e->refs++;
@@ -87,9 +129,14 @@ static int synth_get(const char *path)
 	e = malloc(sizeof(*e) + n + 1);
 	if (!e)
 		return -ENOMEM;
-	if (mkdir(path, 0555) < 0) {
+	pfd = synth_parent(path, &name);
+	if (pfd < 0 || mkdirat(pfd, name, 0555) < 0)
+		r = pfd < 0 ? pfd : -errno;
+	if (pfd >= 0)
+		close(pfd);
+	if (r < 0) {
 		free(e);
-		return -errno;
+		return r;
 	}
 	e->refs = 1;
 	memcpy(e->path, path, n + 1);
@@ -103,8 +150,22 @@ static void synth_put(const char *path)
 
 	if (!e || --e->refs > 0)
 		return;
-	/* Only if still empty: never remove what someone put there meanwhile. */
-	(void)rmdir(e->path);
+	/*
+	 * Only if still empty: never remove what someone put there meanwhile.
+	 * Not through a link planted on the path since (synth_parent): the
+	 * directory is then left where its parent went.
+	 */
+	{
+		const char *name;
+		int pfd = synth_parent(e->path, &name);
+
+		if (pfd >= 0) {
+			(void)unlinkat(pfd, name, AT_REMOVEDIR);
+			close(pfd);
+		} else {
+			log_warning("Left the sandbox mount point %s: %s", e->path, strerror(-pfd));
+		}
+	}
 	list_del(&e->link);
 	free(e);
 }
@@ -578,6 +639,11 @@ int sandbox_set_uid(struct sandbox_features *f, unsigned uid, unsigned gid, char
 
 void sandbox_features_done(struct sandbox_features *f)
 {
+	for (size_t i = 0; i < f->n_secrets; i++)
+		free(f->secrets[i]);
+	free(f->secrets);
+	f->secrets = NULL;
+	f->n_secrets = 0;
 	sandbox_seccomp_done(&f->filters);
 	if (f->uid_userns_fd >= 0)
 		close(f->uid_userns_fd);
@@ -656,6 +722,59 @@ static bool strv_has(char *const *v, size_t n, const char *s)
 		if (strcmp(v[i], s) == 0)
 			return true;
 	return false;
+}
+
+int sandbox_set_secrets(struct sandbox_features *f, const char *const *paths, size_t n)
+{
+	char canon[PATH_MAX];
+	struct stat st;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!paths[i] || !realpath(paths[i], canon) || stat(canon, &st) < 0 ||
+		    S_ISDIR(st.st_mode) || strv_has(f->secrets, f->n_secrets, canon))
+			continue;
+		if (strv_push(&f->secrets, &f->n_secrets, canon) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * One file the plan hides as a deny file, but where a deny directory or file
+ * already covers it. A path gone (or renamed) since the start is skipped
+ * (hide_files needs it to exist).
+ */
+static int plan_hide(struct sandbox_plan *pl, const char *path)
+{
+	bool covered = strv_has(pl->deny_file, pl->n_deny_file, path);
+	struct stat st;
+
+	for (size_t d = 0; d < pl->n_deny_dir && !covered; d++) {
+		covered = beneath(path, pl->deny_dir[d]);
+		/* ...unless a writable root beneath that directory opens it again. */
+		for (size_t w = 0; w < pl->n_rw && covered; w++)
+			covered = !(beneath(pl->rw[w], pl->deny_dir[d]) && beneath(path, pl->rw[w]));
+	}
+	if (covered || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return strv_push(&pl->deny_file, &pl->n_deny_file, path);
+}
+
+/*
+ * The server's secrets (sandbox_set_secrets) and uexec's host-wide locks
+ * (netguard.h, evidence.h; whichever uexec made them) join the plan's deny
+ * files: a sandbox holding one would stall servers starting or stopping.
+ */
+static int plan_secrets(struct sandbox_plan *pl, const struct sandbox_features *f)
+{
+	int r = plan_hide(pl, NETGUARD_LOCK_PATH);
+
+	if (r >= 0)
+		r = plan_hide(pl, SANDBOX_AUDIT_USERS_PATH);
+
+	for (size_t i = 0; i < f->n_secrets && r >= 0; i++)
+		r = plan_hide(pl, f->secrets[i]);
+	return r;
 }
 
 /* A read-only path inside writable root w: bind it read-only, or a synthetic dir if missing. */
@@ -911,6 +1030,14 @@ static int plan_pins(struct sandbox_plan *pl, char *err, size_t errsz)
 		r = pin_ancestors(pl, pl->deny_dir[i]);
 	for (size_t i = 0; i < pl->n_ro && r >= 0; i++)
 		r = pin_ancestors(pl, pl->ro[i]);
+	/*
+	 * And the empty directory masking a missing read or deny entry: moved
+	 * with its parent (`mv x x2` of x/y), it no longer covered the path,
+	 * which the process then created; and uexec's removal at the end went
+	 * through the link left at x (synth_put).
+	 */
+	for (size_t i = 0; i < pl->n_synth && r >= 0; i++)
+		r = pin_ancestors(pl, pl->synth[i]);
 	if (r >= 0)
 		r = pins_dedup(pl);
 	if (r == -E2BIG)
@@ -1389,7 +1516,9 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	}
 	if (r < 0)
 		goto fail;
-	r = plan_deny_globs(pl, p, err, errsz);
+	r = plan_secrets(pl, f);
+	if (r >= 0)
+		r = plan_deny_globs(pl, p, err, errsz);
 	if (r >= 0 && f->uid_userns_fd >= 0)
 		r = plan_reach_roots(pl, p->cwd, err, errsz);
 	if (r < 0)

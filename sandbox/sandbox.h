@@ -54,6 +54,9 @@ struct sandbox_features {
 	bool audit_log;
 	/* Set by the server: PTYs per private devpts (its max=; 0: the kernel's limit). */
 	unsigned max_ptys;
+	/* Set by the server (sandbox_set_secrets): its own files to hide, canonical. */
+	char **secrets;
+	size_t n_secrets;
 	char missing[320];    /* why sandboxing is unavailable (empty when it is) */
 };
 
@@ -95,6 +98,19 @@ int sandbox_probe(struct sandbox_features *f, int landlock_abi_max);
  */
 int sandbox_set_uid(struct sandbox_features *f, unsigned uid, unsigned gid, char *err,
 		    size_t errsz);
+
+/*
+ * Adds files of the server's own that no sandbox may read (its
+ * --ws-token-file, --ws-shared-secret-file, --tls-key, --audit-log; NULL
+ * entries skipped; called again after a reload, earlier ones stay): every
+ * sandbox with a filesystem view, the fs helper's included, gets each as a
+ * `deny` file, whatever its policy reads. Uid 0 (and a non-root server's
+ * uid) opens them by mode alone, and with the token a sandbox with network
+ * access drives the server through any port that forwards to it (a TLS
+ * terminator), unsandboxed. Resolved now; a path that does not exist now is
+ * skipped. Returns 0 or -ENOMEM.
+ */
+int sandbox_set_secrets(struct sandbox_features *f, const char *const *paths, size_t n);
 
 const char *sandbox_describe(const struct sandbox_features *f, char *buf, size_t size);
 void sandbox_features_done(struct sandbox_features *f);

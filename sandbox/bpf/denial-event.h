@@ -8,15 +8,16 @@
 #pragma once
 
 /*
- * Ring buffer: a power of two of pages; 256 KiB hold 5461 records of 48 bytes
- * (1560 of a refused connect(), 168 bytes with its address).
+ * Ring buffer: a power of two of pages; 512 KiB hold 5041 records of 104
+ * bytes with their header (2340 of a refused connect(), 224 bytes with its
+ * address).
  */
-#define BPF_DENIAL_RING_BYTES (256 * 1024)
+#define BPF_DENIAL_RING_BYTES (512 * 1024)
 /* Cgroups watched at once (one per sandboxed process tree). */
 #define BPF_DENIAL_MAX_CGROUPS 8192
 /*
  * Records one cgroup may offer to the ring; later denials are only counted.
- * A quarter of the ring: one flooding process tree cannot fill it, and the
+ * A fifth of the ring: one flooding process tree cannot fill it, and the
  * reader's work per tree is bounded whatever the flood.
  */
 #define BPF_DENIAL_MAX_PER_CGROUP 1024
@@ -40,6 +41,14 @@ struct bpf_denial_event {
 	__s32 syscall_nr;
 	__s32 err;	/* the negative errno returned; 0 from Landlock's hook */
 	char comm[16];
+	/*
+	 * The call's first nargs arguments as the registers held them at entry
+	 * (so that user space can run the sandbox's seccomp program on them);
+	 * nargs 0 where the hook has no registers (the perf tracepoint).
+	 */
+	__u64 args[6];
+	__u32 nargs;
+	__u32 pad_args;
 };
 
 /* The first bytes of a refused connect()'s address that a record carries (a whole sockaddr_un). */

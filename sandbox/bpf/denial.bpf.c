@@ -51,9 +51,11 @@ static __always_inline bool is_denial_error(long ret)
 
 /*
  * One record; uaddr/alen: a refused connect()'s address (user memory, read
- * here while the caller's buffer is still there), else NULL.
+ * here while the caller's buffer is still there), else NULL; regs: the
+ * call's registers (its arguments), or NULL.
  */
-static __always_inline int emit(long nr, long err, const void *uaddr, long alen)
+static __always_inline int emit(long nr, long err, const void *uaddr, long alen,
+				struct pt_regs *regs)
 {
 	__u64 cg = bpf_get_current_cgroup_id();
 	struct bpf_denial_watch *w;
@@ -118,6 +120,19 @@ static __always_inline int emit(long nr, long err, const void *uaddr, long alen)
 	e->syscall_nr = (__s32)nr;
 	e->err = (__s32)err;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->args[5] = 0;
+	e->pad_args = 0;
+	if (regs) {
+		e->args[0] = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		e->args[1] = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		e->args[2] = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		e->args[3] = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		e->args[4] = PT_REGS_PARM5_CORE_SYSCALL(regs);
+		e->nargs = 5; /* libbpf reads no sixth syscall argument portably */
+	} else {
+		e->args[0] = e->args[1] = e->args[2] = e->args[3] = e->args[4] = 0;
+		e->nargs = 0;
+	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -136,8 +151,8 @@ static __always_inline int emit_regs(struct pt_regs *regs, long nr, long ret)
 {
 	if (nr == NR_CONNECT && (ret == -EPERM_ || ret == -EACCES_))
 		return emit(nr, ret, (const void *)PT_REGS_PARM2_CORE_SYSCALL(regs),
-			    (long)PT_REGS_PARM3_CORE_SYSCALL(regs));
-	return emit(nr, ret, NULL, 0);
+			    (long)PT_REGS_PARM3_CORE_SYSCALL(regs), regs);
+	return emit(nr, ret, NULL, 0, regs);
 }
 
 /* The syscall number from the registers the exit hook is given. */
@@ -182,7 +197,7 @@ int denial_tp(struct trace_event_raw_sys_exit *ctx)
 
 	if (!is_denial_error(ret))
 		return 0;
-	return emit(BPF_CORE_READ(ctx, id), ret, NULL, 0); /* no registers here: no address */
+	return emit(BPF_CORE_READ(ctx, id), ret, NULL, 0, NULL); /* no registers: no address, no arguments */
 }
 
 /*
@@ -195,5 +210,5 @@ int BPF_PROG(denial_landlock, void *subject, void *request)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
-	return emit(regs_syscall_nr((struct pt_regs *)bpf_task_pt_regs(task)), 0, NULL, 0);
+	return emit(regs_syscall_nr((struct pt_regs *)bpf_task_pt_regs(task)), 0, NULL, 0, NULL);
 }

@@ -5,10 +5,14 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "environ.h"
 #include "jsonrpc.h"
@@ -285,4 +289,211 @@ int environ_exec_candidates(const char *argv0, char *const *envp, char ***ret)
 	}
 	*ret = v;
 	return 0;
+}
+
+/* ---- PTY spawns (environ.h) */
+
+static const char *env_get(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char *const *p = envp; *p; p++)
+		if (strncmp(*p, name, n) == 0 && (*p)[n] == '=')
+			return *p + n + 1;
+	return NULL;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+const char *environ_pty_dir(const char *cwd, char *const *envp, char *buf, size_t size)
+{
+	const char *home;
+	struct passwd *pw;
+
+	if (cwd && is_dir(cwd))
+		home = cwd;
+	else if (!(home = env_get(envp, "HOME")))
+		home = (pw = getpwuid(getuid())) && pw->pw_dir ? pw->pw_dir : "/";
+	if ((size_t)snprintf(buf, size, "%s", home) >= size)
+		return NULL;
+	return buf;
+}
+
+/* Rust's Path::join: an absolute b replaces a; else a, a separator unless a ends with one, b. */
+static char *path_join(const char *a, const char *b)
+{
+	char *s;
+
+	if (b[0] == '/')
+		return strdup(b);
+	if (asprintf(&s, "%s%s%s", a, a[0] && a[strlen(a) - 1] != '/' ? "/" : "", b) < 0)
+		return NULL;
+	return s;
+}
+
+/* Appends Rust's Debug form of s ("\"...\"", escapes for quotes, backslashes, controls). */
+static int append_debug(char **msg, size_t *len, const char *s)
+{
+	size_t n = strlen(s), o = *len;
+	char *m = realloc(*msg, o + 6 * n + 16); /* "\\u{1f}" is the longest escape */
+
+	if (!m)
+		return -ENOMEM;
+	*msg = m;
+	m[o++] = '"';
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"':
+		case '\\':
+			m[o++] = '\\';
+			m[o++] = (char)*p;
+			break;
+		case '\t':
+			m[o++] = '\\';
+			m[o++] = 't';
+			break;
+		case '\n':
+			m[o++] = '\\';
+			m[o++] = 'n';
+			break;
+		case '\r':
+			m[o++] = '\\';
+			m[o++] = 'r';
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				o += (size_t)sprintf(m + o, "\\u{%x}", *p);
+			else
+				m[o++] = (char)*p;
+		}
+	}
+	m[o++] = '"';
+	m[o] = 0;
+	*len = o;
+	return 0;
+}
+
+static int appendf(char **msg, size_t *len, const char *fmt, ...) _printf_(3, 4);
+
+static int appendf(char **msg, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	char *t;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&t, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	{
+		char *m = realloc(*msg, *len + (size_t)n + 1);
+
+		if (!m) {
+			free(t);
+			return -ENOMEM;
+		}
+		memcpy(m + *len, t, (size_t)n + 1);
+		*msg = m;
+		*len += (size_t)n;
+	}
+	free(t);
+	return 0;
+}
+
+/* "./x", "../x", "." or "..": the first component is . or .. */
+static bool cwd_relative(const char *s)
+{
+	size_t n = s[0] == '.' ? (s[1] == '.' ? 2 : 1) : 0;
+
+	return n && (s[n] == '/' || s[n] == 0);
+}
+
+int environ_pty_resolve(const char *argv0, char *const *envp, const char *dir, char **ret,
+			char **ret_msg)
+{
+	char *msg = NULL, *cand;
+	const char *path;
+	size_t len = 0;
+	int r = 0;
+
+	*ret = NULL;
+	*ret_msg = NULL;
+	if (argv0[0] == '/') {
+		/* as is: the exec reports what is wrong with it */
+		*ret = strdup(argv0);
+		return *ret ? 0 : -ENOMEM;
+	}
+	if (cwd_relative(argv0)) {
+		const char *why;
+
+		cand = path_join(dir, argv0);
+		if (!cand)
+			return -ENOMEM;
+		if (is_dir(cand))
+			why = "it is a directory";
+		else if (access(cand, X_OK) == 0) {
+			*ret = cand;
+			return 0;
+		} else if (access(cand, F_OK) == 0)
+			why = "it is not executable";
+		else
+			why = "it does not exist";
+		r = asprintf(ret_msg, "Unable to spawn %s because %s", cand, why) < 0 ? -ENOMEM : -ENOENT;
+		if (r == -ENOMEM)
+			*ret_msg = NULL;
+		free(cand);
+		return r;
+	}
+	path = env_get(envp, "PATH");
+	if (path) {
+		for (const char *p = path;; p++) {
+			const char *end = strchrnul(p, ':');
+			char *entry = strndup(p, (size_t)(end - p)), *base;
+
+			base = entry ? path_join(dir, entry) : NULL;
+			cand = base ? path_join(base, argv0) : NULL;
+			free(entry);
+			free(base);
+			if (!cand) {
+				r = -ENOMEM;
+				break;
+			}
+			if (is_dir(cand)) {
+				r = appendf(&msg, &len, "%s exists but is a directory.\n", cand);
+			} else if (access(cand, X_OK) == 0) {
+				free(msg);
+				*ret = cand;
+				return 0;
+			} else if (access(cand, F_OK) == 0) {
+				r = appendf(&msg, &len, "%s exists but is not executable.\n", cand);
+			}
+			free(cand);
+			if (r < 0 || !*end)
+				break;
+			p = end;
+		}
+		if (r == 0)
+			r = appendf(&msg, &len, "No viable candidates found in PATH ");
+		if (r == 0)
+			r = append_debug(&msg, &len, path);
+	} else {
+		r = appendf(&msg, &len, "Unable to resolve the PATH");
+	}
+	if (r < 0) {
+		free(msg);
+		return -ENOMEM;
+	}
+	if (asprintf(ret_msg, "Unable to spawn %s because:\n%s", argv0, msg) < 0) {
+		*ret_msg = NULL;
+		free(msg);
+		return -ENOMEM;
+	}
+	free(msg);
+	return -ENOENT;
 }

@@ -24,3 +24,22 @@ int environ_build(json_t *env, json_t *env_policy, json_t *metadata, bool tty,
 int environ_exec_candidates(const char *argv0, char *const *envp, char ***ret);
 
 void environ_strv_free(char **v);
+
+/*
+ * PTY spawns follow the reference's PTY library (portable-pty's
+ * CommandBuilder, as 0.169.0 behaves), not std::process::Command:
+ *
+ * environ_pty_dir() is the directory the child starts in: cwd when it is a
+ * directory, else HOME of envp, else the server user's home from the user
+ * database, else "/". Written to buf (size bytes); returns buf, or NULL
+ * when it does not fit.
+ *
+ * environ_pty_resolve() finds argv0 from dir: an absolute name as is; "./x"
+ * or "../x" under dir only; any other name in each PATH entry of envp joined
+ * to dir (no PATH: not found). Returns 0 with *ret (malloc'd), -ENOMEM, or
+ * -ENOENT with *ret_msg (malloc'd, the library's "Unable to spawn ..." text).
+ * Uses stat(2) and access(2) like the library.
+ */
+const char *environ_pty_dir(const char *cwd, char *const *envp, char *buf, size_t size);
+int environ_pty_resolve(const char *argv0, char *const *envp, const char *dir, char **ret,
+			char **ret_msg);

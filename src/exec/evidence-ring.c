@@ -43,6 +43,7 @@ static struct {
 	struct sandbox_evidence *store;
 	int fd;
 	bool enabled_by_us;
+	int hold_fd; /* the shared hold on SANDBOX_AUDIT_USERS_PATH while audit is read, or -1 */
 	bool stopping;
 	bool audit_failed; /* reading records failed at run time: audit is not used since */
 	struct uring_op recv_op;
@@ -59,7 +60,7 @@ static struct {
 	struct uring_op bpf_op;
 	uint64_t bpf_dropped; /* bpf_tracer_dropped() as last read */
 	char source_buf[48];
-} ev = { .fd = -1, .source = "none" };
+} ev = { .fd = -1, .hold_fd = -1, .source = "none" };
 
 static uint64_t now_ms(void)
 {
@@ -124,8 +125,30 @@ static void on_tick(struct uring_timer *t, bool fired)
 		uring_timer_arm(&ev.srv->ring, &ev.tick, EV_TICK_MS, on_tick);
 }
 
+/* At exit: the last uexec reading audit turns it off again if a uexec turned it on. */
+static void audit_release(int fd)
+{
+	int r = sandbox_audit_release(fd, ev.hold_fd);
+
+	ev.hold_fd = -1;
+	if (r == 1)
+		log_info("Turned auditing off again (turned on by --enable-audit; no other uexec "
+			 "on this host reads its records)");
+	else if (r == 0 && ev.enabled_by_us)
+		log_info("Leaving auditing on: another uexec on this host reads its records (the "
+			 "last one turns it off)");
+	else if (r < 0)
+		log_warning_errno(r, "Cannot turn auditing off again");
+}
+
+static void audit_off(void);
+
 static void on_status(const struct sandbox_audit_status *st)
 {
+	if (!st->enabled) {
+		audit_off();
+		return;
+	}
 	if (st->lost != ev.lost) {
 		log_warning_ratelimited("Audit lost %u records (backlog limit %u, rate limit %u): "
 					"denial evidence of the running sandboxes is incomplete",
@@ -165,6 +188,29 @@ static void on_message(const struct nlmsghdr *h)
 	sandbox_evidence_feed_audit(ev.store, h->nlmsg_type, text, len);
 }
 
+/* Audit records are no longer used (a read failed, or auditing was turned off). */
+static void audit_stop(void)
+{
+	sandbox_evidence_mark_lost(ev.store);
+	ev.audit_failed = true;
+	/* New sandboxes are built without the logging flags; waiting exits go on. */
+	ev.srv->sandbox.audit_log = false;
+	set_source();
+	while (!list_empty(&ev.waits))
+		wait_finish(list_first_entry(&ev.waits, struct exec_ev_wait, link), false);
+}
+
+/* Someone turned auditing off on the host (auditctl -e 0, or a server before the fix). */
+static void audit_off(void)
+{
+	if (ev.audit_failed)
+		return;
+	log_warning("Denial evidence: auditing was turned off on this host; audit records are "
+		    "not used until uexec restarts (sandboxDenied: %s)",
+		    ev.bpf && !ev.bpf_failed ? "the BPF tracer alone" : "the reference heuristic");
+	audit_stop();
+}
+
 static void on_recv(struct uring_op *op, int res, uint32_t flags)
 {
 	if (ev.stopping || ev.audit_failed || res == -ECANCELED)
@@ -175,15 +221,9 @@ static void on_recv(struct uring_op *op, int res, uint32_t flags)
 					"sandboxes is incomplete");
 		sandbox_evidence_mark_lost(ev.store);
 	} else if (res < 0 && res != -EINTR && res != -EAGAIN) {
-		log_warning_errno(res, "Reading audit records failed; sandboxDenied falls back to "
-				       "the heuristic from now on");
-		sandbox_evidence_mark_lost(ev.store);
-		ev.audit_failed = true;
-		/* New sandboxes are built without the logging flags; waiting exits go on. */
-		ev.srv->sandbox.audit_log = false;
-		set_source();
-		while (!list_empty(&ev.waits))
-			wait_finish(list_first_entry(&ev.waits, struct exec_ev_wait, link), false);
+		log_warning_errno(res, "Reading audit records failed; audit records are not used "
+				       "from now on");
+		audit_stop();
 		return;
 	} else if (res > 0) {
 		size_t off = 0, n = (size_t)res;
@@ -250,7 +290,7 @@ static void on_bpf_record(void *ctx, const struct bpf_denial *d)
 {
 	(void)ctx;
 	(void)sandbox_evidence_feed_bpf(ev.store, d->tgid, d->cgroup_id, d->syscall_nr, d->err, d->comm,
-					d->addr, d->addr_len);
+					d->addr, d->addr_len, d->args, d->nargs);
 }
 
 /* The ring's drops since the last look: every tree tracked now may have lost records. */
@@ -430,11 +470,19 @@ void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool ena
 	} else {
 		char err[200];
 
+		/* Held before the status is read: a server turning auditing off waits for it. */
+		ev.hold_fd = sandbox_audit_hold();
+		if (ev.hold_fd < 0)
+			log_warning_errno(ev.hold_fd, "Cannot hold %s: auditing turned on by this "
+				       "server stays on at exit (other servers may rely on it)",
+				       SANDBOX_AUDIT_USERS_PATH);
 		fd = sandbox_audit_open(enable_audit, &st, &ev.enabled_by_us, err, sizeof(err));
-		if (fd < 0)
+		if (fd < 0) {
 			snprintf(audit_why, sizeof(audit_why), "audit: %s", err);
-		else
+			ev.hold_fd = safe_close(ev.hold_fd);
+		} else {
 			sources |= SANDBOX_EVIDENCE_AUDIT;
+		}
 	}
 	ev.bpf = open_bpf(s, mode, bpf_why, sizeof(bpf_why));
 	if (ev.bpf) {
@@ -454,8 +502,7 @@ void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool ena
 		free(ev.buf);
 		ev.buf = NULL;
 		if (fd >= 0) {
-			if (ev.enabled_by_us)
-				(void)sandbox_audit_disable(fd);
+			audit_release(fd);
 			close(fd);
 		}
 		bpf_tracer_close(ev.bpf);
@@ -516,8 +563,7 @@ bool exec_evidence_idle(void)
 void exec_evidence_done(void)
 {
 	if (ev.fd >= 0) {
-		if (ev.enabled_by_us)
-			(void)sandbox_audit_disable(ev.fd);
+		audit_release(ev.fd);
 		close(ev.fd);
 	}
 	ev.fd = -1;

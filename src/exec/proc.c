@@ -19,8 +19,10 @@
 
 #include "base64.h"
 #include "conn.h"
+#include "evidence.h"
 #include "log.h"
 #include "proc-internal.h"
+#include "plan.h"
 #include "proc.h"
 #include "rpc.h"
 #include "session.h"
@@ -746,8 +748,10 @@ int proc_new(struct session *sess, const char *id, size_t id_len, const struct s
 	p->sandboxed = sandboxed;
 	p->plan = plan;
 	/* After CLONE_VFORK returned: the child has its own audit session by now (apply.c). */
-	if (sandboxed)
+	if (sandboxed) {
 		p->ev_wait.tree = exec_evidence_track(p->pid);
+		sandbox_evidence_set_filter(p->ev_wait.tree, plan ? plan->seccomp : NULL);
+	}
 	/* A PTY's stdin is its master, also the output stream's fd (stream_eof()). */
 	p->stdin_fd = tty ? res->out_fd : res->stdin_fd;
 	p->next_seq = 1;

@@ -73,15 +73,15 @@ static const struct pfield start_fields[] = {
 	[F_PROCESS_ID] = { "processId", P_STRING, true, NULL },
 	[F_METADATA] = { "metadata", P_STRUCT, false, "struct ExecMetadata" },
 	[F_ARGV] = { "argv", P_STRING_SEQ, true, NULL },
-	[F_CWD] = { "cwd", P_STRING, false, NULL },
+	[F_CWD] = { "cwd", P_STRING, true, NULL },
 	[F_ENV_POLICY] = { "envPolicy", P_STRUCT, false, "struct ExecEnvPolicy" },
 	[F_SHELL_SNAPSHOT] = { "shellSnapshot", P_STRUCT, false, "struct ShellSnapshotRequest" },
 	[F_ENV] = { "env", P_STRING_MAP, true, NULL },
 	[F_TTY] = { "tty", P_BOOL, true, NULL },
-	[F_PIPE_STDIN] = { "pipeStdin", P_BOOL, false, NULL },
+	[F_PIPE_STDIN] = { "pipeStdin", P_BOOL_DEFAULT, false, NULL },
 	[F_ARG0] = { "arg0", P_STRING, false, NULL },
 	[F_SANDBOX] = { "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
-	[F_ENFORCE_NET] = { "enforceManagedNetwork", P_BOOL, false, NULL },
+	[F_ENFORCE_NET] = { "enforceManagedNetwork", P_BOOL_DEFAULT, false, NULL },
 	[F_MANAGED_NET] = { "managedNetwork", P_STRUCT, false, "struct ManagedNetworkSandboxContext" },
 	[F_NET_PROXY] = { "networkProxy", P_STRUCT, false, "struct RemoteNetworkProxyLaunchConfig" },
 	/* uexec extensions (rpc-process-ext.c); the reference ignores them. */
@@ -287,17 +287,63 @@ static int decode_cwd(struct conn *c, json_t *id, json_t *v, char **ret)
 	*ret = NULL;
 	if (!v)
 		return 0;
-	r = file_uri_to_path(json_string_value(v), true, ret, &uerr);
-	if (r == -EREMOTE)
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
-				"cwd URI `%s` is not valid on this exec-server host: %s",
-				json_string_value(v), uerr);
-	else if (r == -ENOMEM)
+	r = file_uri_to_pathn(json_string_value(v), json_string_length(v), true, ret, &uerr);
+	if (r == -EREMOTE) {
+		/* Both quotes are the serialized URL (file://1.2.3/x -> file://1.2.0.3/x). */
+		const char *end = strstr(uerr, "' is invalid on 'linux'");
+		int n = uerr[0] == '\'' && end ? (int)(end - uerr - 1) : -1;
+
+		if (n >= 0)
+			rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+					"cwd URI `%.*s` is not valid on this exec-server host: %s", n,
+					uerr + 1, uerr);
+		else
+			rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+					"cwd URI `%s` is not valid on this exec-server host: %s",
+					json_string_value(v), uerr);
+	} else if (r == -ENOMEM) {
 		rpc_reply_errno_internal(c, id, ENOMEM);
-	else if (r < 0)
+	} else if (r < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", uerr);
+	}
 	free(uerr);
 	return r;
+}
+
+/*
+ * For an unsandboxed PTY start: *cwd becomes the directory the child starts
+ * in (environ_pty_dir) and *ret the one program to exec. Returns 0, a
+ * negative errno, or -ENOENT after replying with the library's text.
+ */
+static int pty_program(struct conn *c, json_t *id, const char *argv0, char *const *envp,
+		       char **cwd, char ***ret)
+{
+	char dirbuf[PATH_MAX], *dir, *prog = NULL, *msg = NULL, **v;
+	int r;
+
+	if (!environ_pty_dir(*cwd, envp, dirbuf, sizeof(dirbuf)))
+		return -ENAMETOOLONG;
+	dir = strdup(dirbuf);
+	if (!dir)
+		return -ENOMEM;
+	free(*cwd);
+	*cwd = dir;
+	r = environ_pty_resolve(argv0, envp, dir, &prog, &msg);
+	if (r == -ENOENT) {
+		rpc_reply_error_text(c, id, RPC_INTERNAL_ERROR, msg, strlen(msg));
+		free(msg);
+		return r;
+	}
+	if (r < 0)
+		return r;
+	v = calloc(2, sizeof(char *));
+	if (!v) {
+		free(prog);
+		return -ENOMEM;
+	}
+	v[0] = prog;
+	*ret = v;
+	return 0;
 }
 
 /*
@@ -521,21 +567,41 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		goto out;
 	}
 
+	if (json_string_length(argv0) == 0) {
+		/* The reference's spawner refuses an empty program before looking for it. */
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "missing program for %s spawn",
+				params_bool(f[F_TTY], false) ? "PTY" : "pipe");
+		goto out;
+	}
 	r = environ_build(f[F_ENV], f[F_ENV_POLICY], f[F_METADATA], params_bool(f[F_TTY], false),
 			  c->srv->login_shell, &envp);
-	if (r >= 0)
-		r = build_argv(f, &argv);
 	if (r == -EILSEQ) {
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
 		goto out;
 	}
 	if (r >= 0)
+		r = build_argv(f, &argv);
+	if (r == -EILSEQ) {
+		/* A NUL in argv or arg0: std::process::Command's own wording. */
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "nul byte found in provided data");
+		goto out;
+	}
+	sa.explicit_path = strchr(json_string_value(argv0), '/') != NULL;
+	if (r >= 0 && params_bool(f[F_TTY], false) && !plan) {
+		/* A PTY child: the reference's PTY library picks its directory and program. */
+		r = pty_program(c, id, json_string_value(argv0), envp, &cwd, &cands);
+		if (r == -ENOENT) {
+			c->srv->metrics.spawn_failures++;
+			goto out; /* replied */
+		}
+		sa.explicit_path = true;
+	} else if (r >= 0) {
 		r = environ_exec_candidates(json_string_value(argv0), envp, &cands);
+	}
 	if (r < 0)
 		goto fail;
 
 	sa.candidates = (const char *const *)cands;
-	sa.explicit_path = strchr(json_string_value(argv0), '/') != NULL;
 	sa.argv = argv;
 	sa.envp = envp;
 	sa.cwd = cwd;
@@ -690,19 +756,21 @@ static void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "processId", P_STRING, true, NULL },
-		{ "signal", P_ENUM_STR, true, "string or map" },
+		{ "signal", P_ANY, true, NULL },
 	};
+	static const char *const signals[] = { "interrupt", NULL };
 	json_t *f[ELEMENTSOF(fields)];
 	char err[ERRSZ];
+	size_t errlen;
 	struct proc *p;
 
 	if (params_decode(params, "SignalParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
-	if (strcmp(json_string_value(f[1]), "interrupt") != 0) {
-		rpc_reply_error_quoted(c, id, RPC_INVALID_PARAMS, "unknown variant `", f[1],
-				       "`, expected `interrupt`");
+	/* {"interrupt": null} is the same variant (serde's map form). */
+	if (params_unit_enum(f[1], signals, err, sizeof(err), &errlen) < 0) {
+		rpc_reply_error_text(c, id, RPC_INVALID_PARAMS, err, errlen);
 		return;
 	}
 	p = lookup(c, f[0]);

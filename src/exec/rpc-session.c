@@ -28,6 +28,12 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
+	/* After decoding, as the reference: a second initialize with bad params is -32602. */
+	if (c->initialize_done) {
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"initialize may only be sent once per connection");
+		return;
+	}
 	if (f[1]) {
 		const char *sid = json_string_value(f[1]);
 

@@ -109,9 +109,20 @@ static void on_expiry(struct uring_timer *t, bool fired)
 
 void session_detach(struct session *ss, struct conn *c)
 {
+	struct proc *p;
+
 	if (ss->conn != c)
 		return;
 	ss->conn = NULL;
+	/*
+	 * Readers paused because this connection's queue was over --max-queued-bytes
+	 * must go on into retention: nothing would re-arm them (no connection drains
+	 * any more), the children would block on full pipes, and after the expiry's
+	 * kill the paused pipe would never see EOF, so the process never closed and
+	 * its fd and session stayed for the server's life.
+	 */
+	list_for_each_entry(p, &ss->procs_list, link)
+		proc_resume_output(p);
 	{
 		struct log_ctx ctx = { .session = ss->id };
 		struct log_field lf[] = { LOG_STR("client", c->peer),

@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "fs-req.h"
 #include "fs.h"
+#include "log.h"
+#include "server.h"
 
 void fs_handle_unref(struct fs_handle *h)
 {
@@ -32,8 +35,11 @@ static void fs_req_free(struct fs_req *r)
 	free(r->msg);
 	json_decref(r->result);
 	safe_close(r->fd);
+	if (r->at_fd >= 0)
+		close(r->at_fd);
 	free(r->ops);
 	free(r->path);
+	free(r->parent);
 	free(r->data);
 	free(r);
 }
@@ -64,6 +70,7 @@ struct fs_req *fs_req_new(struct conn *c, json_t *id, unsigned n_ops)
 	r->conn = c;
 	r->srv = c->srv;
 	r->fd = -1;
+	r->at_fd = AT_FDCWD;
 	conn_mem_init(&r->mem, c);
 	rpc_pending_start(&r->pend, c, id, req_cancel);
 	return r;
@@ -123,7 +130,7 @@ void fs_req_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
 {
 	struct io_uring_sqe *sqe = fs_req_sqe(r, i, next);
 
-	io_uring_prep_statx(sqe, AT_FDCWD, r->path, flags | AT_STATX_SYNC_AS_STAT,
+	io_uring_prep_statx(sqe, r->at_fd, r->at_name, flags | AT_STATX_SYNC_AS_STAT,
 			    STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_BTIME, stx);
 }
 
@@ -187,7 +194,106 @@ struct fs_req *fs_path_req(struct conn *c, json_t *id, json_t *path, json_t *san
 		return NULL;
 	}
 	r->path = native;
+	r->at_name = native;
 	r->follow = params_bool(follow, true);
 	return r;
 }
 
+
+static void nofollow_checked(struct fs_req *r)
+{
+	int res = r->ops[0].res;
+
+	if (res >= 0) {
+		/* The operation starts from the directory checked, with the last name. */
+		r->at_fd = res;
+		r->at_name = strrchr(r->path, '/') + 1;
+	} else if (!(res == -ENOENT && r->parent_missing_ok) && res != -ENOSYS) {
+		/* (-ENOSYS: a kernel before openat2, 5.6: the last component is still checked) */
+		r->err = res == -ELOOP ? -ENOTDIR : res;
+		fs_req_finish(r, NULL);
+		return;
+	}
+	r->after_check(r);
+}
+
+void fs_req_nofollow_check(struct fs_req *r, bool missing_ok, void (*next)(struct fs_req *r))
+{
+	struct io_uring_sqe *sqe;
+	const char *slash = strrchr(r->path, '/');
+
+	/* fs_param_path normalised the path: absolute, no "." / "..", no trailing slash. */
+	if (r->follow || !slash || strcmp(r->path, "/") == 0) {
+		next(r);
+		return;
+	}
+	r->parent = slash == r->path ? strdup("/") : strndup(r->path, (size_t)(slash - r->path));
+	if (!r->parent) {
+		r->err = -ENOMEM;
+		fs_req_finish(r, NULL);
+		return;
+	}
+	r->how = (struct open_how){ .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				    .resolve = RESOLVE_NO_SYMLINKS };
+	r->after_check = next;
+	r->parent_missing_ok = missing_ok;
+	sqe = fs_req_sqe(r, 0, nofollow_checked);
+	io_uring_prep_openat2(sqe, AT_FDCWD, r->parent, &r->how);
+}
+
+/*
+ * Stats the secret paths for each request that reached an existing file (a
+ * few microseconds): a file kept by dev/ino from start-up or SIGHUP would miss
+ * a token or key rotated by rename, which is how tools replace such files.
+ */
+void fs_secrets_snapshot(const struct server *s, struct fs_secrets *out)
+{
+	struct stat st;
+
+	out->n = 0;
+	out->truncated = false;
+	/* Newest first (the list only grows at each SIGHUP): the files in use now come first. */
+	for (size_t i = s->sandbox.n_secrets; i-- > 0;) {
+		if (stat(s->sandbox.secrets[i], &st) < 0)
+			continue;
+		if (out->n == FS_SECRETS_MAX) {
+			/* Fail closed: no file can be told apart from the ones left out. */
+			log_error_ratelimited("More than %d of the server's secret files exist (kept "
+					      "since start-up and each reload): unsandboxed reads are "
+					      "refused until uexec restarts",
+					      FS_SECRETS_MAX);
+			out->truncated = true;
+			return;
+		}
+		out->id[out->n].dev = st.st_dev;
+		out->id[out->n].ino = st.st_ino;
+		out->n++;
+	}
+}
+
+bool fs_secrets_has(const struct fs_secrets *sec, dev_t dev, ino_t ino)
+{
+	if (sec->truncated)
+		return true;
+	for (size_t i = 0; i < sec->n; i++)
+		if (sec->id[i].dev == dev && sec->id[i].ino == ino)
+			return true;
+	return false;
+}
+
+bool fs_req_is_server_secret(struct fs_req *r, const struct statx *st, const char *method)
+{
+	struct fs_secrets sec;
+
+	if (!r->srv->sandbox.n_secrets)
+		return false;
+	fs_secrets_snapshot(r->srv, &sec);
+	/* A file statx cannot identify cannot be told from a secret (fail closed). */
+	if ((st->stx_mask & STATX_INO) &&
+	    !fs_secrets_has(&sec, makedev(st->stx_dev_major, st->stx_dev_minor), st->stx_ino))
+		return false;
+	log_warning("Refusing %s of %s: it is one of the server's own secret files (token, key or "
+		    "audit log), which no request may read",
+		    method, r->path);
+	return true;
+}

@@ -6,11 +6,15 @@
  */
 #pragma once
 
+#include <linux/openat2.h>
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+
+#include <sys/types.h>
 
 #include "conn-mem.h"
 #include "params.h"
@@ -39,6 +43,26 @@ struct fs_handle {
 	char id[MAX_HANDLE_ID + 1];
 };
 
+/*
+ * The server's own secret files (the files sandboxes never see,
+ * sandbox_set_secrets: --ws-token-file, --ws-shared-secret-file, --tls-key,
+ * --audit-log) by device and inode, as they are now. Unsandboxed file
+ * requests refuse to read them too (EACCES): a sandboxed command could plant
+ * a symlink to one in the workspace for the client to read back (the Codex
+ * CLI reads apply_patch targets without a sandbox).
+ */
+#define FS_SECRETS_MAX 64
+struct fs_secrets {
+	size_t n;
+	bool truncated; /* more existing secret files than FS_SECRETS_MAX: every file counts */
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} id[FS_SECRETS_MAX];
+};
+void fs_secrets_snapshot(const struct server *s, struct fs_secrets *out);
+bool fs_secrets_has(const struct fs_secrets *sec, dev_t dev, ino_t ino);
+
 struct fs_req;
 
 struct fs_op {
@@ -56,6 +80,18 @@ struct fs_req {
 	void (*next)(struct fs_req *r); /* runs when inflight drops to 0 */
 
 	char *path;
+	char *parent;      /* followSymlinks:false: the parent checked first */
+	/*
+	 * Where the request's own operation starts: AT_FDCWD and path, or after
+	 * the followSymlinks:false check the parent as opened (O_PATH) and the
+	 * last name, so that a symlink swapped into the path after the check is
+	 * not followed (at_fd is closed with the request).
+	 */
+	int at_fd;
+	const char *at_name;
+	struct open_how how;
+	void (*after_check)(struct fs_req *r);
+	bool parent_missing_ok;
 	bool follow;
 	bool recursive;
 	int fd;
@@ -97,10 +133,25 @@ void fs_req_finish_error(struct fs_req *r, int code, const char *fmt, ...)
 /* An SQE for op slot i; when every submitted op has completed, next(r) runs. */
 struct io_uring_sqe *fs_req_sqe(struct fs_req *r, unsigned i, void (*next)(struct fs_req *));
 /* STATX of r->path into stx in slot i. */
+/*
+ * followSymlinks:false walks the path the way the reference does, opening
+ * each directory with O_NOFOLLOW: a symlink among the directories is ENOTDIR
+ * (a symlink as the last component is each method's own business). With
+ * !r->follow, checks r->path's parent (openat2 RESOLVE_NO_SYMLINKS; a missing
+ * parent passes when missing_ok) and replies with the error; then, or at once
+ * when following, runs next(r). Uses op slot 0.
+ */
+void fs_req_nofollow_check(struct fs_req *r, bool missing_ok, void (*next)(struct fs_req *r));
+
 void fs_req_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
 	       void (*next)(struct fs_req *));
 /* Closes r->fd on the ring, then replies with r->result (or r->err). */
 void fs_req_close_and_finish(struct fs_req *r);
+/*
+ * True (and logged) if the file r opened, whose statx st has STATX_INO, is
+ * one of the server's secret files (struct fs_secrets): the caller refuses.
+ */
+bool fs_req_is_server_secret(struct fs_req *r, const struct statx *st, const char *method);
 /* params_decode, replying -32602 on failure. */
 bool fs_decode_params(struct conn *c, json_t *id, json_t *params, const char *name,
 	    const struct pfield *f, size_t n, json_t **out);

@@ -265,8 +265,9 @@ static int do_remove(struct tree_job *j)
 
 	pfd = open_parent(j, parent);
 	if (pfd < 0) {
+		/* A symlink among the directories: the reference's O_NOFOLLOW walk says ENOTDIR. */
 		if (errno == ELOOP && !j->follow)
-			return refuse(j, "path contains a symbolic link");
+			return -ENOTDIR;
 		return errno == ENOENT && j->force ? 0 : -errno;
 	}
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -368,6 +369,8 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 		return -errno;
 	if (!S_ISREG(ss.st_mode))
 		return refuse(j, "fs/copy only supports regular files, directories, and symlinks");
+	if (fs_secrets_has(&j->secrets, ss.st_dev, ss.st_ino))
+		return -EACCES; /* one of the server's secret files (fs-req.h) */
 	/* Like the reference (std::fs::copy), a symlink at the destination is written through. */
 	out = openat(ddir, dname, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
 		     ss.st_mode & 0777);
@@ -860,6 +863,7 @@ void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 	if (!j)
 		return;
 	j->recursive = params_bool(f[2], false);
+	fs_secrets_snapshot(c->srv, &j->secrets);
 	fs_tree_job_submit(c, id, j);
 }
 

@@ -461,7 +461,8 @@ static int helper_policy(struct conn *c, json_t *id, json_t *sb, struct sandbox_
 	if (!sb || json_is_null(sb))
 		return 0;
 	if (!json_is_object(sb)) {
-		params_type_error(sb, "struct WireFileSystemSandboxContext", err, sizeof(err));
+		/* never 0: a sandbox context has required fields */
+		(void)params_struct_error(sb, "struct WireFileSystemSandboxContext", err, sizeof(err));
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return -1;
 	}

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "conn-mem.h"
+#include "fs-req.h"
 #include "ring.h"
 #include "rpc.h"
 #include "worker.h"
@@ -67,6 +68,7 @@ struct tree_job {
 	char *cwd; /* fs/remove: directories that must survive (NULL = none) */
 	char *home;
 	unsigned rename_flags; /* fs/rename: RENAME_NOREPLACE for overwrite: false */
+	struct fs_secrets secrets; /* fs/copy: files never read (taken on the loop, fs-req.h) */
 	bool rename_on_ring;   /* fs/rename: run() only checks; done() submits IORING_OP_RENAMEAT */
 	/*
 	 * fs/rename: the parent directories of source and destination, opened

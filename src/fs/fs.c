@@ -19,11 +19,7 @@ int fs_param_path(struct conn *c, json_t *id, json_t *v, char **ret_path)
 	char *msg = NULL;
 	int r;
 
-	if (memchr(json_string_value(v), 0, json_string_length(v))) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "invalid URI: path contains a NUL byte");
-		return -EINVAL;
-	}
-	r = file_uri_to_path(json_string_value(v), true, ret_path, &msg);
+	r = file_uri_to_pathn(json_string_value(v), json_string_length(v), true, ret_path, &msg);
 	if (r == -EREMOTE)
 		rpc_reply_error(c, id, RPC_INVALID_REQUEST, "%s", msg);
 	else if (r == -ENOMEM)

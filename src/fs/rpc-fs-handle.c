@@ -61,6 +61,12 @@ static void open_done(struct fs_req *r)
 		goto fail;
 	}
 	h->fd = r->ops[0].res;
+	if (!h->writable && S_ISREG(r->stx[0].stx_mode) &&
+	    fs_req_is_server_secret(r, &r->stx[0], "fs/open")) {
+		h->fd = safe_close(h->fd);
+		r->err = -EACCES;
+		goto fail;
+	}
 	if (!h->writable && !S_ISREG(r->stx[0].stx_mode)) {
 		h->fd = safe_close(h->fd);
 		if (!r->orphaned) {
@@ -103,8 +109,8 @@ static void open_opened(struct fs_req *r)
 	}
 	r->h->fd = r->ops[0].res;
 	sqe = fs_req_sqe(r, 1, open_done);
-	io_uring_prep_statx(sqe, r->h->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE,
-			    &r->stx[0]);
+	io_uring_prep_statx(sqe, r->h->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
+			    STATX_TYPE | STATX_INO, &r->stx[0]);
 }
 
 /*
@@ -113,46 +119,20 @@ static void open_opened(struct fs_req *r)
  */
 static bool open_mode(struct conn *c, json_t *id, json_t *v, const char **ret)
 {
-	const char *k = NULL;
-	size_t klen = 0;
-	json_t *val = NULL;
+	static const char *const modes[] = { "read", "replace", NULL };
 	char err[256];
+	size_t errlen;
+	int i;
 
 	*ret = "read";
 	if (!v)
 		return true;
-	if (json_is_string(v)) {
-		k = json_string_value(v);
-		klen = json_string_length(v);
-	} else if (json_is_object(v) && json_object_size(v) == 1) {
-		void *it = json_object_iter(v);
-
-		k = json_object_iter_key(it);
-		klen = json_object_iter_key_len(it);
-		val = json_object_iter_value(it);
-	} else if (json_is_object(v)) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
-				"invalid length %zu, expected map with a single key", json_object_size(v));
-		return false;
-	} else {
-		params_type_error(v, "string or map", err, sizeof(err));
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	i = params_unit_enum(v, modes, err, sizeof(err), &errlen);
+	if (i < 0) {
+		rpc_reply_error_text(c, id, RPC_INVALID_PARAMS, err, errlen);
 		return false;
 	}
-	if (!(klen == 4 && memcmp(k, "read", 4) == 0) && !(klen == 7 && memcmp(k, "replace", 7) == 0)) {
-		json_t *ks = json_stringn(k, klen);
-
-		rpc_reply_error_quoted(c, id, RPC_INVALID_PARAMS, "unknown variant `", ks,
-				       "`, expected `read` or `replace`");
-		json_decref(ks);
-		return false;
-	}
-	if (val && !json_is_null(val)) {
-		params_type_error(val, "unit", err, sizeof(err));
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return false;
-	}
-	*ret = k;
+	*ret = modes[i];
 	return true;
 }
 
@@ -213,6 +193,18 @@ void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 			     0666);
 }
 
+/*
+ * A failed read drops the handle, as the reference does (it is then an
+ * unknown handle, and its id can be opened again); a failed write does not.
+ */
+static void handle_drop(struct conn *c, struct fs_handle *h)
+{
+	if (strmap_get(&c->fs_handles, h->id, h->id_len) != h)
+		return; /* closed (and maybe reopened) meanwhile */
+	strmap_remove(&c->fs_handles, h->id, h->id_len);
+	fs_handle_unref(h);
+}
+
 static void block_read_done(struct fs_req *r)
 {
 	int res = r->ops[0].res;
@@ -220,6 +212,8 @@ static void block_read_done(struct fs_req *r)
 	char *b;
 
 	if (res < 0) {
+		if (!r->orphaned)
+			handle_drop(r->conn, r->h);
 		r->err = res;
 		fs_req_finish(r, NULL);
 		return;
@@ -244,7 +238,7 @@ void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 	static const struct pfield fields[] = {
 		{ "handleId", P_STRING, true, NULL },
 		{ "offset", P_U64, true, NULL },
-		{ "len", P_USIZE, false, NULL },
+		{ "len", P_USIZE, true, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
 	struct io_uring_sqe *sqe;
@@ -265,8 +259,13 @@ void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error_quoted(c, id, RPC_NOT_FOUND, "unknown file handle `", f[0], "`");
 		return;
 	}
-	if (h->writable) {
-		rpc_reply_errno(c, id, -EBADF);
+	/* pread(2)'s refusals: a write-only descriptor, an offset beyond loff_t (io_uring
+	 * would read an offset of -1 at the file position). */
+	if (h->writable || params_u64(f[1], 0) > (uint64_t)INT64_MAX) {
+		int e = h->writable ? -EBADF : -EINVAL;
+
+		handle_drop(c, h);
+		rpc_reply_errno(c, id, e);
 		return;
 	}
 	r = fs_req_new(c, id, 1);
@@ -325,7 +324,7 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	static const struct pfield fields[] = {
 		{ "handleId", P_STRING, true, NULL },
 		{ "offset", P_U64, true, NULL },
-		{ "chunk", P_STRING, false, NULL },
+		{ "chunk", P_STRING, true, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_handle *h;
@@ -336,17 +335,28 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 
 	if (!fs_decode_params(c, id, params, "FsWriteBlockParams", fields, ELEMENTSOF(fields), f))
 		return;
-	data = malloc(base64_decoded_max(f[2] ? json_string_length(f[2]) : 0) + 1);
+	data = malloc(base64_decoded_max(json_string_length(f[2])) + 1);
 	if (!data) {
 		rpc_reply_errno_internal(c, id, ENOMEM);
 		return;
 	}
-	if (f[2])
-		n = base64_decode(json_string_value(f[2]), json_string_length(f[2]), data, err,
-				  sizeof(err));
+	n = base64_decode(json_string_value(f[2]), json_string_length(f[2]), data, err, sizeof(err));
 	if (n < 0) {
 		free(data);
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return;
+	}
+	/* The reference's checks of the block, before the handle is looked up. */
+	if (n < 1 || n > BLOCK_LIMIT) {
+		free(data);
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"file write block length must be between 1 and %u", BLOCK_LIMIT);
+		return;
+	}
+	if (params_u64(f[1], 0) > (uint64_t)INT64_MAX - (uint64_t)n) {
+		free(data);
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"file write range exceeds the signed 64-bit file offset limit");
 		return;
 	}
 	h = handle_get(c, f[0]);

@@ -60,6 +60,13 @@ static void metadata_done(struct fs_req *r)
 	fs_req_finish(r, res);
 }
 
+static void metadata_stat(struct fs_req *r)
+{
+	/* lstat and stat in one round trip: isSymlink is about the path itself. */
+	fs_req_statx(r, 0, AT_SYMLINK_NOFOLLOW, &r->stx[0], metadata_done);
+	fs_req_statx(r, 1, 0, &r->stx[1], metadata_done);
+}
+
 void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
@@ -75,9 +82,7 @@ void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
 	r = fs_path_req(c, id, f[0], f[1], f[2], 2);
 	if (!r)
 		return;
-	/* lstat and stat in one round trip: isSymlink is about the path itself. */
-	fs_req_statx(r, 0, AT_SYMLINK_NOFOLLOW, &r->stx[0], metadata_done);
-	fs_req_statx(r, 1, 0, &r->stx[1], metadata_done);
+	fs_req_nofollow_check(r, false, metadata_stat);
 }
 
 /* ---- fs/readFile ---- */
@@ -293,9 +298,18 @@ static void read_file_stat_done(struct fs_req *r)
 		return;
 	}
 	/* Checked on the opened file: nothing can be swapped in after the check. */
+	if (S_ISREG(st->stx_mode) && fs_req_is_server_secret(r, st, "fs/readFile")) {
+		r->err = -EACCES;
+		fs_req_close_and_finish(r);
+		return;
+	}
 	if (!S_ISREG(st->stx_mode)) {
 		r->fd = safe_close(r->fd);
-		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
+		/* The reference's no-follow open has its own wording. */
+		if (r->follow)
+			fs_req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
+		else
+			fs_req_finish_error(r, RPC_INVALID_REQUEST, "path is not a regular file");
 		return;
 	}
 	if (r->orphaned) {
@@ -336,7 +350,20 @@ static void read_file_opened(struct fs_req *r)
 	r->fd = r->ops[0].res;
 	sqe = fs_req_sqe(r, 0, read_file_stat_done);
 	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-			    STATX_TYPE | STATX_SIZE, &r->stx[0]);
+			    STATX_TYPE | STATX_SIZE | STATX_INO, &r->stx[0]);
+}
+
+static void read_file_open(struct fs_req *r)
+{
+	struct io_uring_sqe *sqe = fs_req_sqe(r, 0, read_file_opened);
+
+	/*
+	 * O_NONBLOCK: a FIFO opens without waiting for a writer and is then
+	 * refused as "not a file"; O_NOFOLLOW gives the reference's ELOOP.
+	 */
+	io_uring_prep_openat(sqe, r->at_fd, r->at_name,
+			     O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (r->follow ? 0 : O_NOFOLLOW),
+			     0);
 }
 
 void fs_rpc_read_file(struct conn *c, json_t *id, json_t *params)
@@ -347,7 +374,6 @@ void fs_rpc_read_file(struct conn *c, json_t *id, json_t *params)
 		{ "followSymlinks", P_BOOL, false, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	struct io_uring_sqe *sqe;
 	struct fs_req *r;
 
 	if (!fs_decode_params(c, id, params, "WireFsReadFileParams", fields, ELEMENTSOF(fields), f))
@@ -357,14 +383,7 @@ void fs_rpc_read_file(struct conn *c, json_t *id, json_t *params)
 		return;
 	/* Its size is not known yet: an estimate, so that pipelined requests pause the connection. */
 	conn_mem_set(&r->mem, FS_ESTIMATE);
-	/*
-	 * O_NONBLOCK: a FIFO opens without waiting for a writer and is then
-	 * refused as "not a file"; O_NOFOLLOW gives the reference's ELOOP.
-	 */
-	sqe = fs_req_sqe(r, 0, read_file_opened);
-	io_uring_prep_openat(sqe, AT_FDCWD, r->path,
-			     O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (r->follow ? 0 : O_NOFOLLOW),
-			     0);
+	fs_req_nofollow_check(r, false, read_file_open);
 }
 
 /* ---- fs/writeFile ---- */
@@ -402,6 +421,21 @@ static void write_file_next(struct fs_req *r)
 			    r->off);
 }
 
+static void write_file_stat_done(struct fs_req *r)
+{
+	if (r->ops[0].res < 0) {
+		r->err = r->ops[0].res;
+		fs_req_close_and_finish(r);
+		return;
+	}
+	if (!S_ISREG(r->stx[0].stx_mode)) {
+		r->fd = safe_close(r->fd);
+		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path is not a regular file");
+		return;
+	}
+	write_file_next(r);
+}
+
 static void write_file_opened(struct fs_req *r)
 {
 	if (r->ops[0].res < 0) {
@@ -410,7 +444,30 @@ static void write_file_opened(struct fs_req *r)
 		return;
 	}
 	r->fd = r->ops[0].res;
+	if (!r->follow) {
+		/* The reference's no-follow write takes regular files only. */
+		struct io_uring_sqe *sqe = fs_req_sqe(r, 0, write_file_stat_done);
+
+		io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE,
+				    &r->stx[0]);
+		return;
+	}
 	write_file_next(r);
+}
+
+static void write_file_open(struct fs_req *r)
+{
+	struct io_uring_sqe *sqe = fs_req_sqe(r, 0, write_file_opened);
+
+	/*
+	 * Truncate and rewrite in place (same inode: hard links keep sharing,
+	 * the mode stays), as the reference does. A dangling symlink is followed
+	 * and its target created. O_NONBLOCK: a FIFO without reader fails at once.
+	 */
+	io_uring_prep_openat(sqe, r->at_fd, r->at_name,
+			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+				     (r->follow ? 0 : O_NOFOLLOW),
+			     0666);
 }
 
 void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
@@ -422,7 +479,6 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 		{ "followSymlinks", P_BOOL, false, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	struct io_uring_sqe *sqe;
 	struct fs_req *r;
 	char err[ERRSZ];
 	uint8_t *data;
@@ -450,16 +506,7 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 	r->data = data;
 	r->len = (size_t)n;
 	conn_mem_set(&r->mem, r->len); /* held until written */
-	/*
-	 * Truncate and rewrite in place (same inode: hard links keep sharing,
-	 * the mode stays), as the reference does. A dangling symlink is followed
-	 * and its target created. O_NONBLOCK: a FIFO without reader fails at once.
-	 */
-	sqe = fs_req_sqe(r, 0, write_file_opened);
-	io_uring_prep_openat(sqe, AT_FDCWD, r->path,
-			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-				     (r->follow ? 0 : O_NOFOLLOW),
-			     0666);
+	fs_req_nofollow_check(r, false, write_file_open);
 }
 
 /* ---- fs/createDirectory ---- */
@@ -479,6 +526,12 @@ static void mkdir_done(struct fs_req *r)
 	if (r->ops[last].res == -EEXIST && r->recursive) {
 		/* create_dir_all: an existing directory (or a link to one) is success. */
 		if (r->ops[last + 1].res == 0 && S_ISDIR(r->stx[0].stx_mode)) {
+			fs_req_finish(r, NULL);
+			return;
+		}
+		/* Without following, what exists is opened as a directory: ENOTDIR. */
+		if (!r->follow && r->ops[last + 1].res == 0) {
+			r->err = -ENOTDIR;
 			fs_req_finish(r, NULL);
 			return;
 		}
@@ -512,6 +565,40 @@ static int split_prefixes(struct fs_req *r, bool recursive)
 	return 0;
 }
 
+static void mkdir_chain(struct fs_req *r)
+{
+	struct io_uring_sqe *sqe;
+
+	/*
+	 * Every ancestor top-down, then the path, then a stat of it, as one
+	 * hard-linked chain: one round trip, and a failing mkdir (EEXIST) does
+	 * not cut the chain.
+	 */
+	if (r->at_fd >= 0 && r->n_prefixes > 1) {
+		/*
+		 * The parent exists and was opened without symlinks: only the last
+		 * name is made, from it (a mkdir of an ancestor by its path would
+		 * follow a symlink swapped in meanwhile, and create there).
+		 */
+		for (unsigned i = 0; i + 1 < r->n_prefixes; i++)
+			free(r->prefixes[i]);
+		r->prefixes[0] = r->prefixes[r->n_prefixes - 1];
+		r->n_prefixes = 1;
+	}
+	for (unsigned i = 0; i < r->n_prefixes; i++) {
+		bool last = i + 1 == r->n_prefixes;
+
+		sqe = fs_req_sqe(r, i, mkdir_done);
+		io_uring_prep_mkdirat(sqe, last ? r->at_fd : AT_FDCWD,
+				      last ? r->at_name : r->prefixes[i], 0777);
+		sqe->flags |= IOSQE_IO_HARDLINK;
+	}
+	sqe = fs_req_sqe(r, r->n_prefixes, mkdir_done);
+	io_uring_prep_statx(sqe, r->at_fd, r->at_name,
+			    AT_STATX_SYNC_AS_STAT | (r->follow ? 0 : AT_SYMLINK_NOFOLLOW), STATX_TYPE,
+			    &r->stx[0]);
+}
+
 void fs_rpc_create_directory(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
@@ -521,7 +608,6 @@ void fs_rpc_create_directory(struct conn *c, json_t *id, json_t *params)
 		{ "followSymlinks", P_BOOL, false, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	struct io_uring_sqe *sqe;
 	struct fs_req *r;
 	int err;
 
@@ -542,17 +628,7 @@ void fs_rpc_create_directory(struct conn *c, json_t *id, json_t *params)
 		fs_req_finish(r, NULL);
 		return;
 	}
-	/*
-	 * Every ancestor top-down, then the path, then a stat of it, as one
-	 * hard-linked chain: one round trip, and a failing mkdir (EEXIST) does
-	 * not cut the chain.
-	 */
-	for (unsigned i = 0; i < r->n_prefixes; i++) {
-		sqe = fs_req_sqe(r, i, mkdir_done);
-		io_uring_prep_mkdirat(sqe, AT_FDCWD, r->prefixes[i], 0777);
-		sqe->flags |= IOSQE_IO_HARDLINK;
-	}
-	sqe = fs_req_sqe(r, r->n_prefixes, mkdir_done);
-	io_uring_prep_statx(sqe, AT_FDCWD, r->path, AT_STATX_SYNC_AS_STAT, STATX_TYPE, &r->stx[0]);
+	/* A missing parent is for the mkdirs to create (or to report). */
+	fs_req_nofollow_check(r, true, mkdir_chain);
 }
 

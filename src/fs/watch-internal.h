@@ -55,11 +55,10 @@ void fs_ino_put(struct wd_entry *e);
 /*
  * The reader's calls into watch-tree.c. Every event, in order: e is its
  * wd's entry, or NULL for a wd nobody uses (it still ends a pending rename).
- * An IN_Q_OVERFLOW comes with e NULL. At the end of each read, batch_end:
- * full is true when the read filled the buffer (a rename's second half may
- * be in the next read).
+ * An IN_Q_OVERFLOW comes with e NULL. batch_end at the end of each read (a
+ * rename's second half may come in the next one).
  */
 void fs_tree_watch_event(struct wd_entry *e, const struct inotify_event *ev);
-void fs_tree_watch_batch_end(bool full);
+void fs_tree_watch_batch_end(void);
 /* Frees every fs/watch watch of st (the connection ends). */
 void fs_tree_watch_release(struct fs_watch *st);

@@ -842,22 +842,38 @@ void fs_tree_watch_event(struct wd_entry *e, const struct inotify_event *ev)
 
 static void flush_dirty(void);
 
+/* How long a rename's first half waits for its second before it is a move out. */
+#define FROM_WAIT_MS 20
+
 /* A first half kept across reads whose second half did not come: a move out of the watch. */
 static void on_from_timer(struct uring_timer *t, bool fired)
 {
-	if (!fired || !tw.have_from || tw.from_cookie != tw.timer_cookie)
+	if (!fired || !tw.have_from)
 		return;
+	if (tw.from_cookie != tw.timer_cookie) {
+		/* armed for a first half since paired: this one gets its own wait */
+		tw.timer_cookie = tw.from_cookie;
+		uring_timer_arm(&tw.srv->ring, &tw.from_timer, FROM_WAIT_MS, on_from_timer);
+		return;
+	}
 	from_alone();
 	flush_dirty();
 }
 
-void fs_tree_watch_batch_end(bool full)
+/*
+ * The end of one read of the instance. A first half at its end waits for its
+ * second in the next read, whether or not the buffer was full: rename(2)
+ * queues IN_MOVED_FROM and IN_MOVED_TO one after the other, and a read can
+ * come in between (inotify(7); seen under load: a rename inside the watch
+ * reported as deleted + created).
+ */
+void fs_tree_watch_batch_end(void)
 {
-	if (!full)
+	if (tw.have_from && !tw.srv)
 		from_alone();
-	else if (tw.have_from && tw.srv && !tw.from_timer.armed) {
+	else if (tw.have_from && !tw.from_timer.armed) {
 		tw.timer_cookie = tw.from_cookie;
-		uring_timer_arm(&tw.srv->ring, &tw.from_timer, 20, on_from_timer);
+		uring_timer_arm(&tw.srv->ring, &tw.from_timer, FROM_WAIT_MS, on_from_timer);
 	}
 	flush_dirty();
 }

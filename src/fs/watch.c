@@ -494,8 +494,7 @@ static void on_inotify(struct uring_op *op, int res, uint32_t flags)
 		/* Before the next event: a re-check may free the wd entries it refers to. */
 		run_actions(&todo);
 	}
-	/* A read ends where the next whole event did not fit: a full buffer may split a rename. */
-	fs_tree_watch_batch_end((size_t)res + sizeof(struct inotify_event) + NAME_MAX + 1 > EVBUF_SIZE);
+	fs_tree_watch_batch_end();
 	if (!ino.srv->stopping)
 		arm_read();
 }
@@ -588,7 +587,7 @@ void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{"watchId", P_U64, true, NULL},
-		{"missing", P_STRING_SEQ, false, NULL},
+		{"missing", P_STRING_SEQ, true, NULL},
 		{"present", P_STRING, false, NULL},
 	};
 	_cleanup_(watch_freep) struct missing_watch *w = NULL;

@@ -142,6 +142,56 @@ static int check_u64(const json_t *v, const char *what, bool top, char *err, siz
 	return -EINVAL;
 }
 
+/*
+ * Nested structs a client may send as a sequence (serde reads a struct from
+ * one positionally): the number of fields of those whose first field is
+ * required, SEQ_ALL_DEFAULT for those whose fields all have defaults (an
+ * empty sequence is then the default struct), 0 when not known.
+ */
+#define SEQ_ALL_DEFAULT (-1)
+
+static int struct_seq_fields(const char *what)
+{
+	static const struct {
+		const char *what;
+		int n;
+	} known[] = {
+		{ "struct WireFileSystemSandboxContext", 10 },
+		{ "struct ExecEnvPolicy", 5 },
+		{ "struct ExecMetadata", SEQ_ALL_DEFAULT },
+		{ "struct ManagedNetworkSandboxContext", SEQ_ALL_DEFAULT },
+	};
+
+	for (size_t i = 0; what && i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(what, known[i].what) == 0)
+			return known[i].n;
+	return 0;
+}
+
+/* A struct field's value that is no object: 0 if serde takes it anyway, else -EINVAL. */
+static int struct_error(const json_t *v, const char *what, bool top, char *err, size_t errsz)
+{
+	if (json_is_array(v) && json_array_size(v) == 0) {
+		/* serde's visit_seq with no element: defaults, or the first field missing. */
+		int n = struct_seq_fields(what);
+
+		if (n == SEQ_ALL_DEFAULT)
+			return 0;
+		if (n > 0) {
+			snprintf(err, errsz, "invalid length 0, expected %s with %d element%s", what, n,
+				 n == 1 ? "" : "s");
+			return -EINVAL;
+		}
+	}
+	type_error(v, what, top, err, errsz);
+	return -EINVAL;
+}
+
+int params_struct_error(const json_t *v, const char *what, char *err, size_t errsz)
+{
+	return struct_error(v, what, true, err, errsz);
+}
+
 static int check_value(const struct pfield *f, json_t *v, bool top, char *err, size_t errsz)
 {
 	size_t i;
@@ -155,6 +205,7 @@ static int check_value(const struct pfield *f, json_t *v, bool top, char *err, s
 		type_error(v, "a string", top, err, errsz);
 		return -EINVAL;
 	case P_BOOL:
+	case P_BOOL_DEFAULT:
 		if (json_is_boolean(v))
 			return 0;
 		type_error(v, "a boolean", top, err, errsz);
@@ -190,8 +241,7 @@ static int check_value(const struct pfield *f, json_t *v, bool top, char *err, s
 	case P_STRUCT:
 		if (json_is_object(v))
 			return 0;
-		type_error(v, f->what, top, err, errsz);
-		return -EINVAL;
+		return struct_error(v, f->what, top, err, errsz);
 	case P_ENUM_STR:
 		if (json_is_string(v))
 			return 0;
@@ -201,6 +251,16 @@ static int check_value(const struct pfield *f, json_t *v, bool top, char *err, s
 		return 0;
 	}
 	return 0;
+}
+
+/* The decoded value of a field, or NULL for null and for the empty sequence of a default struct. */
+static json_t *absent_if_default(const struct pfield *f, json_t *v)
+{
+	if (json_is_null(v))
+		return NULL;
+	if (f->type == P_STRUCT && json_is_array(v))
+		return NULL; /* check_value accepted it: an empty sequence of an all-default struct */
+	return v;
 }
 
 static int decode(json_t *params, const char *struct_name, const struct pfield *f, size_t n,
@@ -223,20 +283,20 @@ static int decode(json_t *params, const char *struct_name, const struct pfield *
 		for (size_t i = 0; i < n; i++) {
 			if (i >= json_array_size(params)) {
 				snprintf(err, errsz,
-					 "invalid length %zu, expected struct %s with %zu elements", i,
-					 struct_name, n);
+					 "invalid length %zu, expected struct %s with %zu element%s", i,
+					 struct_name, n, n == 1 ? "" : "s");
 				return -EINVAL;
 			}
 			v = json_array_get(params, i);
-			if (json_is_null(v) && !f[i].required)
+			if (json_is_null(v) && !f[i].required && f[i].type != P_BOOL_DEFAULT)
 				continue;
 			if (check_value(&f[i], v, top, err, errsz) < 0)
 				return -EINVAL;
-			out[i] = json_is_null(v) ? NULL : v;
+			out[i] = absent_if_default(&f[i], v);
 		}
 		if (json_array_size(params) > n) {
-			snprintf(err, errsz, "invalid length %zu, expected struct %s with %zu elements",
-				 json_array_size(params), struct_name, n);
+			snprintf(err, errsz, "invalid length %zu, expected fewer elements in array",
+				 json_array_size(params));
 			return -EINVAL;
 		}
 		return 0;
@@ -252,11 +312,11 @@ static int decode(json_t *params, const char *struct_name, const struct pfield *
 			if (!jrpc_key_is(key, f[i].name))
 				continue;
 			/* Option<T>: null is "absent" unless the field is required. */
-			if (json_is_null(v) && !f[i].required)
+			if (json_is_null(v) && !f[i].required && f[i].type != P_BOOL_DEFAULT)
 				break;
 			if (check_value(&f[i], v, top, err, errsz) < 0)
 				return -EINVAL;
-			out[i] = json_is_null(v) ? NULL : v;
+			out[i] = absent_if_default(&f[i], v);
 			break;
 		}
 	}
@@ -292,4 +352,58 @@ uint64_t params_u64(const json_t *v, uint64_t def)
 bool params_bool(const json_t *v, bool def)
 {
 	return v ? json_is_true(v) : def;
+}
+
+int params_unit_enum(json_t *v, const char *const *variants, char *err, size_t errsz,
+		     size_t *ret_errlen)
+{
+	const char *k;
+	size_t klen, n = 0, o, q;
+	json_t *val = NULL;
+
+	if (!v)
+		v = json_null(); /* a required field sent as null (decoded as absent) */
+	if (json_is_string(v)) {
+		k = json_string_value(v);
+		klen = json_string_length(v);
+	} else if (json_is_object(v)) {
+		void *it = json_object_iter(v);
+
+		if (json_object_size(v) != 1) {
+			snprintf(err, errsz, "invalid value: map, expected map with a single key");
+			*ret_errlen = strlen(err);
+			return -EINVAL;
+		}
+		k = json_object_iter_key(it);
+		klen = jrpc_key_len(k);
+		val = json_object_iter_value(it);
+	} else {
+		type_error(v, "string or map", true, err, errsz);
+		*ret_errlen = strlen(err);
+		return -EINVAL;
+	}
+	for (size_t i = 0; variants[i]; i++) {
+		if (strlen(variants[i]) == klen && memcmp(variants[i], k, klen) == 0) {
+			if (val && !json_is_null(val)) {
+				type_error(val, "unit", true, err, errsz);
+				*ret_errlen = strlen(err);
+				return -EINVAL;
+			}
+			return (int)i;
+		}
+	}
+	while (variants[n])
+		n++;
+	o = (size_t)snprintf(err, errsz, "unknown variant `");
+	q = klen < errsz - o - 1 ? klen : errsz - o - 1;
+	memcpy(err + o, k, q); /* the name as sent, NULs included */
+	o += q;
+	o += (size_t)snprintf(err + o, errsz - o, "`, expected ");
+	for (size_t i = 0; i < n && o < errsz; i++) {
+		const char *sep = i == 0 ? (n > 2 ? "one of " : "") : n == 2 ? " or " : ", ";
+
+		o += (size_t)snprintf(err + o, errsz - o, "%s`%s`", sep, variants[i]);
+	}
+	*ret_errlen = o < errsz ? o : errsz - 1;
+	return -EINVAL;
 }

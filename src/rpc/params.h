@@ -15,6 +15,7 @@
 enum ptype {
 	P_STRING,      /* String */
 	P_BOOL,        /* bool */
+	P_BOOL_DEFAULT, /* bool with #[serde(default)]: absent is false, null is a type error */
 	P_U64,         /* u64 */
 	P_USIZE,       /* usize */
 	P_STRING_SEQ,  /* Vec<String> */
@@ -43,6 +44,14 @@ int params_decode(json_t *params, const char *struct_name, const struct pfield *
 int params_decode_nested(json_t *obj, const char *struct_name, const struct pfield *f, size_t n,
 			 json_t **out, char *err, size_t errsz);
 
+/*
+ * For the value v of a struct-typed field (what: "struct X") that is no
+ * object: 0 when serde takes it anyway (an empty sequence for a struct whose
+ * fields all have defaults, then absent), else -EINVAL with serde's message
+ * ("invalid length 0, expected struct X with N elements", "invalid type: ...").
+ */
+int params_struct_error(const json_t *v, const char *what, char *err, size_t errsz);
+
 /* serde's "invalid type: <unexpected>, expected <what>" for value v. */
 void params_type_error(const json_t *v, const char *what, char *err, size_t errsz);
 
@@ -50,3 +59,16 @@ void params_type_error(const json_t *v, const char *what, char *err, size_t errs
 uint64_t params_u64(const json_t *v, uint64_t def);
 /* Reads a P_BOOL value (NULL -> def). */
 bool params_bool(const json_t *v, bool def);
+
+/*
+ * A serde externally tagged enum of unit variants (NULL-terminated names;
+ * v NULL is a null):
+ * the string "v", or the map {"v": null}. Returns the variant's index, or
+ * -EINVAL with serde's message in err ("unknown variant `x`, expected
+ * `interrupt`", "invalid value: map, expected map with a single key",
+ * "invalid type: number, expected unit", ...). Variant names are compared
+ * with their length, so a name holding a NUL matches none and is quoted
+ * whole: *ret_errlen gets the length of the message (it may hold a NUL).
+ */
+int params_unit_enum(json_t *v, const char *const *variants, char *err, size_t errsz,
+		     size_t *ret_errlen);

@@ -220,6 +220,7 @@ void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *pr
 	char *text = malloc(pl + sl + xl + 1);
 	json_t *msg = json_object(), *err = json_object();
 
+	count_error(c, id, code);
 	if (text && msg && err) {
 		memcpy(text, prefix, pl);
 		memcpy(text + pl, json_string_value(str), sl);
@@ -235,6 +236,18 @@ void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *pr
 	json_decref(err);
 	json_decref(msg);
 	free(text);
+}
+
+void rpc_reply_error_text(struct conn *c, json_t *id, int code, const char *text, size_t len)
+{
+	json_t *t = json_stringn(text, len);
+
+	if (!t) {
+		reply_error_str(c, id, code, text); /* invalid UTF-8: the C string's fallback */
+		return;
+	}
+	rpc_reply_error_quoted(c, id, code, "", t, "");
+	json_decref(t);
 }
 
 void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
@@ -263,8 +276,8 @@ void rpc_reply_errno(struct conn *c, json_t *id, int err)
 	err = err < 0 ? -err : err;
 	if (err == ENOENT)
 		code = RPC_NOT_FOUND;
-	else if (err == EACCES || err == EPERM)
-		code = RPC_INVALID_REQUEST;
+	else if (err == EACCES || err == EPERM || err == EINVAL)
+		code = RPC_INVALID_REQUEST; /* Rust's PermissionDenied and InvalidInput kinds */
 	else
 		code = RPC_INTERNAL_ERROR;
 	reply_error_str(c, id, code, rpc_os_error(err, text, sizeof(text)));
@@ -309,17 +322,23 @@ void rpc_cancel_pending(struct conn *c)
 	}
 }
 
-static void parse_error(struct conn *c, const char *detail)
+/* detail[0..len) may hold a NUL (a repeated "\u0000" key is quoted as it is). */
+static void parse_error(struct conn *c, const char *detail, size_t len)
 {
-	json_t *id = json_integer(-1);
+	json_t *id = json_integer(-1), *d = json_stringn(detail, len);
+	char prefix[160];
 
 	if (c->transport == CONN_WS)
-		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
-				"failed to parse websocket JSON-RPC message from exec-server websocket %s: %s",
-				c->peer, detail);
+		snprintf(prefix, sizeof(prefix),
+			 "failed to parse websocket JSON-RPC message from exec-server websocket %s: ",
+			 c->peer);
 	else
-		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
-				"failed to parse stdio JSON-RPC message: %s", detail);
+		snprintf(prefix, sizeof(prefix), "failed to parse stdio JSON-RPC message: ");
+	if (d)
+		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, prefix, d, "");
+	else
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST, "%s%s", prefix, detail);
+	json_decref(d);
 	json_decref(id);
 }
 
@@ -339,7 +358,7 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 	switch (m.kind) {
 	case JRPC_INVALID:
 		log_debug("Unparsable message from %s: %s", c->peer, m.error);
-		parse_error(c, m.error);
+		parse_error(c, m.error, m.error_len ? m.error_len : strlen(m.error));
 		break;
 
 	case JRPC_RESPONSE:
@@ -349,7 +368,8 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 		break;
 
 	case JRPC_NOTIFICATION:
-		if (strcmp(m.method, "initialized") == 0 && c->initialize_done) {
+		if (strlen(m.method) == m.method_len && strcmp(m.method, "initialized") == 0 &&
+		    c->initialize_done) {
 			c->initialized = true;
 			break;
 		}
@@ -359,15 +379,20 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 		break;
 
 	case JRPC_REQUEST:
-		meth = method_lookup(m.method, &dispatching);
+		/* A name holding a NUL is no method's, and is quoted whole. */
+		meth = strlen(m.method) == m.method_len ? method_lookup(m.method, &dispatching) : NULL;
+		if (!meth)
+			dispatching = stat_unknown();
 		stats[dispatching].requests++;
 		if (!meth) {
-			rpc_reply_error(c, m.id, RPC_METHOD_NOT_FOUND,
-					"exec-server stub does not implement `%s` yet", m.method);
+			rpc_reply_error_quoted(c, m.id, RPC_METHOD_NOT_FOUND,
+					       "exec-server stub does not implement `",
+					       json_object_get(m.root, "method"), "` yet");
 			break;
 		}
 		if (!meth->family) {
-			if (c->initialize_done) {
+			/* initialize decodes its params first: its handler says it. */
+			if (c->initialize_done && !meth->fn) {
 				rpc_reply_error(c, m.id, RPC_INVALID_REQUEST,
 						"initialize may only be sent once per connection");
 				break;

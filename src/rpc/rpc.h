@@ -46,11 +46,13 @@ struct outchunk *rpc_reply_begin(struct conn *c, json_t *id, size_t len, uint8_t
 void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* An error whose message is prefix + the client's string str (NULs kept) + suffix. */
+/* An error whose message is text[0..len), which may hold a NUL. */
+void rpc_reply_error_text(struct conn *c, json_t *id, int code, const char *text, size_t len);
 void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *prefix,
 			    json_t *str, const char *suffix);
 /*
  * Replies with the reference's mapping of an OS error: ENOENT -> -32004,
- * EACCES/EPERM -> -32600, others -> -32603; message "<strerror> (os error N)".
+ * EACCES/EPERM/EINVAL -> -32600, others -> -32603; message "<strerror> (os error N)".
  */
 void rpc_reply_errno(struct conn *c, json_t *id, int err);
 /* Same, but every errno is -32603 (process/start spawn failures). */

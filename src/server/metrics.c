@@ -192,7 +192,7 @@ int server_metrics_render(struct server *s, struct buf *b)
 	const struct server_metrics *m = &s->metrics;
 	struct out o = { b, 0 };
 	uint64_t conns_ws = 0, conns_other = 0, queued = 0, attached = 0, detached = 0;
-	uint64_t running = 0, exited = 0, closed = 0;
+	uint64_t running = 0, exited = 0, closed = 0, paused = 0;
 	struct session *ss;
 	struct conn *c;
 	struct proc *p;
@@ -220,6 +220,9 @@ int server_metrics_render(struct server *s, struct buf *b)
 				exited++;
 			else
 				running++;
+			for (unsigned i = 0; i < p->n_streams; i++)
+				if (p->streams[i].paused)
+					paused++;
 		}
 	}
 
@@ -271,6 +274,10 @@ int server_metrics_render(struct server *s, struct buf *b)
 
 	gauge(&o, "uexec_queued_output_bytes", "Bytes queued for clients and not yet written.",
 	      queued);
+	gauge(&o, "uexec_paused_output_streams",
+	      "Process output streams not read because their client's queue passed "
+	      "--max-queued-bytes (read again below half of it).",
+	      paused);
 	gauge(&o, "uexec_inflight_bytes", "In-flight reply memory charged to connections.",
 	      s->mem_total);
 	counter(&o, "uexec_provided_buffer_exhausted_total",

@@ -194,11 +194,14 @@ static void arm_accept(struct server *s)
 
 /*
  * A sandboxed process with network access could otherwise connect here and
- * start an unsandboxed one (netguard.h). Without the guard such sandboxes
- * still run as root, as on the reference; the operator is told. A non-root
- * server can never have it (a cgroup of its own and BPF cgroup programs need
- * root): its sandboxes with network access are refused instead, since the
- * port they would reach is certainly there (docs/SECURITY.md).
+ * start an unsandboxed one (netguard.h). Where a root server cannot make the
+ * guard (no cgroup2 mount, BPF refused), such sandboxes run only if the
+ * listener wants a token (--ws-auth), which no sandbox can read (the server's
+ * secret files are deny entries of every sandbox); without one they are
+ * refused, failing closed (the reference runs them, unguarded). A non-root
+ * server can never have the guard (a cgroup of its own and BPF cgroup
+ * programs need root): its sandboxes with network access are refused, since
+ * the port they would reach is certainly there (docs/SECURITY.md).
  */
 static void guard_listener(struct server *s, uint16_t port)
 {
@@ -220,9 +223,21 @@ static void guard_listener(struct server *s, uint16_t port)
 		return;
 	}
 	r = netguard_new(&port, 1, &s->guard, err, sizeof(err));
-	if (r < 0) {
+	if (r < 0 && s->cfg.ws_auth_mode) {
 		log_warning("Listener guard unavailable (%s): sandboxed processes with network "
-			    "access can connect to port %u",
+			    "access can connect to port %u, where --ws-auth turns them away (the "
+			    "token is out of their reach)",
+			    err, port);
+		return;
+	}
+	if (r < 0) {
+		snprintf(s->sandbox.network_refused, sizeof(s->sandbox.network_refused),
+			 "network access needs the listener guard (unavailable: %.80s) or --ws-auth: "
+			 "the sandbox could connect to port %u and start unsandboxed processes",
+			 err, port);
+		log_warning("Listener guard unavailable (%s): sandboxed processes with network "
+			    "access are refused (they could connect to port %u and start unsandboxed "
+			    "processes); --ws-auth on the listener lets them run",
 			    err, port);
 		return;
 	}
@@ -445,8 +460,27 @@ static void on_drain_timer(struct uring_timer *t, bool fired)
 	if (!fired || s->stopping)
 		return;
 	if (s->drain_killed) {
-		log_warning("Drain: processes still not reaped %d ms after SIGKILL, stopping",
-			    DRAIN_KILL_GRACE_MS);
+		unsigned not_reaped = 0, not_closed = 0, unsent = 0;
+		struct conn *c;
+
+		/*
+		 * Say what is left: a process killed but not reaped is another thing
+		 * than one whose last output a client that stopped reading never took
+		 * (its paused pipe never reaches EOF), or a reply still queued.
+		 */
+		list_for_each_entry(ss, &s->sessions, link)
+			list_for_each_entry(p, &ss->procs_list, link)
+				if (!p->closed) {
+					not_closed++;
+					if (!p->reaped)
+						not_reaped++;
+				}
+		list_for_each_entry(c, &s->conns, link)
+			if (c->out_bytes > 0)
+				unsent++;
+		log_warning("Drain: stopping %d ms after the SIGKILL with %u processes not reaped, "
+			    "%u not closed (output not read) and %u connections with output unsent",
+			    DRAIN_KILL_GRACE_MS, not_reaped, not_closed - not_reaped, unsent);
 		server_stop(s, 0);
 		return;
 	}
@@ -555,6 +589,21 @@ static int audit_open(struct server *s, const char *path)
 }
 
 /*
+ * The server's own files no sandbox may read (sandbox_set_secrets): its
+ * secrets and the audit log (every session's command lines), as c names
+ * them; at start and after each SIGHUP (a path once hidden stays hidden).
+ */
+static int hide_server_files(struct server *s, const struct config *c)
+{
+	const char *files[] = { c->ws_token_file, c->ws_shared_secret_file, c->tls_key,
+				s->audit_path && strcmp(s->audit_path, "-") ? s->audit_path : NULL };
+
+	if (s->cfg.fs_helper)
+		return 0;
+	return sandbox_set_secrets(&s->sandbox, files, ELEMENTSOF(files));
+}
+
+/*
  * SIGHUP: the auth token or shared secret and the TLS certificate and key are
  * read again from the files the new configuration n names (a rotated token
  * may live in a new file); each keeps its previous value when the new one fails to load
@@ -641,6 +690,9 @@ static void reload(struct server *s)
 	if (n.max_processes)
 		s->cfg.max_processes = n.max_processes;
 	(void)reload_secrets(s, &n);
+	if (hide_server_files(s, &n) < 0)
+		log_warning("Reloading: cannot record the new files to hide from sandboxes (out of "
+			    "memory)");
 	server_conf_args_done(&arena);
 	log_event(LOG_INFO, "config.reloaded", NULL, NULL, 0,
 		  "Configuration reloaded (log level, format, audit log, drain timeout, resume "
@@ -862,6 +914,9 @@ static int setup_sandbox(struct server *s)
 			    s->sandbox.missing);
 		return 0;
 	}
+	r = hide_server_files(s, &s->cfg);
+	if (r < 0)
+		return log_error_errno(r, "Cannot record the files to hide from sandboxes");
 	if (s->cfg.sandbox_uid) {
 		char err[512];
 
@@ -1036,6 +1091,8 @@ int server_init(struct server *s, const struct config *cfg)
 		r = conn_new_stdio(s);
 		if (r < 0)
 			return log_error_errno(r, "Setting up stdio failed");
+		/* No pings on stdio; the ticks end a close whose output is never read. */
+		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
 	} else {
 		r = listen_on(s);
 		if (r < 0)

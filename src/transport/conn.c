@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ static void conn_closed(struct conn *c)
 }
 static void conn_flush(struct conn *c);
 static void conn_kill(struct conn *c);
+static uint64_t peer_acked(const struct conn *c);
 
 /*
  * Dead connections sit on server->dead_conns until their ops are idle; they
@@ -599,6 +601,9 @@ void conn_close(struct conn *c, uint16_t ws_code, const char *why)
 	if (!list_empty(&c->outq) &&
 	    (c->transport == CONN_STDIO || ws_code || c->state == CONN_HTTP)) {
 		c->state = CONN_CLOSING;
+		c->closing_mark = c->out_bytes;
+		c->closing_acked = peer_acked(c);
+		c->closing_stalled = 0;
 		list_del(&c->slot_link);
 		uring_cancel(&c->srv->ring, &c->read_op);
 		/* TLS: close_notify after the last record, before our FIN. */
@@ -986,11 +991,68 @@ static void conn_arm_read(struct conn *c)
 	c->read_armed = true;
 }
 
+/*
+ * A WebSocket that is closing (the peer's Close echoed, or ours after a
+ * protocol error) is no longer read, pinged or evicted: it only flushes what
+ * was queued before the Close. A peer that stopped reading would hold it, its
+ * fd, its queue (up to --max-queued-bytes and more) and its connection slot
+ * for ever. It is ended at the third ping tick in a row at which nothing more
+ * of it had been written (so after two whole ping intervals at least, the
+ * first tick coming any time after the Close); a slow peer that still reads
+ * keeps it.
+ */
+/*
+ * Bytes of c's socket the peer has acknowledged (TCP_INFO's tcpi_bytes_acked,
+ * Linux 4.1; glibc's struct tcp_info stops before it), or 0 where unknown. A
+ * queued writev completes only once all of it is in the socket, so a slow
+ * reader can take longer than a ping interval to move out_bytes; the ACKs
+ * show that it reads.
+ */
+static uint64_t peer_acked(const struct conn *c)
+{
+	struct {
+		struct tcp_info base;
+		uint64_t pacing_rate, max_pacing_rate, bytes_acked;
+	} ti;
+	socklen_t len = sizeof(ti);
+
+	if (c->transport != CONN_WS)
+		return 0;
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(c->fd_out, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    len < offsetof(__typeof__(ti), bytes_acked) + sizeof(ti.bytes_acked))
+		return 0;
+	return ti.bytes_acked;
+}
+
+static void closing_tick(struct conn *c)
+{
+	uint64_t acked = peer_acked(c);
+
+	if (c->out_bytes == 0 || c->out_bytes < c->closing_mark || acked != c->closing_acked) {
+		c->closing_mark = c->out_bytes;
+		c->closing_acked = acked;
+		c->closing_stalled = 0;
+		return;
+	}
+	if (++c->closing_stalled <= CONN_MAX_MISSED_PINGS)
+		return;
+	log_info_ratelimited("Closing connection %s: it stopped reading while closing (%zu bytes "
+			     "left unsent)", c->peer, c->out_bytes);
+	conn_kill(c);
+}
+
 void conn_send_ping_all(struct server *s)
 {
 	struct conn *c, *n;
 
 	list_for_each_entry_safe(c, n, &s->conns, link) {
+		/* stdio at end of input whose stdout is not read: the same rule */
+		if ((c->transport == CONN_WS || c->transport == CONN_STDIO) &&
+		    c->state == CONN_CLOSING) {
+			closing_tick(c);
+			continue;
+		}
 		if (c->transport != CONN_WS || c->state != CONN_OPEN)
 			continue;
 		if (c->pings_unanswered >= CONN_MAX_MISSED_PINGS) {

@@ -78,6 +78,14 @@ struct conn {
 	struct list_head slot_link;
 	uint64_t accepted_ms;      /* CLOCK_MONOTONIC at accept: the handshake deadline runs from it */
 	unsigned pings_unanswered; /* pings sent since the peer last sent anything */
+	/*
+	 * CONN_CLOSING (a WebSocket): out_bytes and the bytes the peer acknowledged
+	 * at the last ping tick, and the ticks in a row at which neither had moved
+	 * (conn_send_ping_all).
+	 */
+	size_t closing_mark;
+	uint64_t closing_acked;
+	unsigned closing_stalled;
 
 	struct buf in;
 	struct ws_parser ws;

@@ -19,6 +19,7 @@ import errno
 import os
 import platform
 import pwd
+import random
 import re
 import shutil
 import signal
@@ -93,6 +94,72 @@ def sandboxed_ids():
 def set_run_as(ids):
     """Makes the next Servers (and own()) use ids; None restores the suite's setting."""
     _as_override[0] = ids
+
+
+def sandbox_server(server_factory, kind, sandbox_uid=(64321, 64321), **kw):
+    """A server for one kind of host the sandbox tests run on: `default` (as the suite
+    runs it), `abiN` (Landlock ABI at most N), `sandbox-uid[-abiN]` (--sandbox-uid
+    sandbox_uid), `non-root` (uexec itself unprivileged). Skips where the host cannot."""
+    if kind == "non-root":
+        HOST.require("unprivileged-server", "mount-ns")
+        set_run_as(NONROOT_UID)
+        try:
+            return server_factory(**kw)
+        finally:
+            set_run_as(None)
+    if "abi" in kind:
+        HOST.require("uexec-init")
+        kw["landlock_abi_max"] = int(kind.split("abi")[1])
+    if kind.startswith("sandbox-uid"):
+        if run_as():
+            pytest.skip("--sandbox-uid needs a root uexec")
+        set_sandbox_uid(sandbox_uid)
+        try:
+            return server_factory(**kw)
+        finally:
+            set_sandbox_uid(None)
+    return server_factory(**kw)
+
+
+def uexec_has_remote():
+    """True if this uexec has remote mode (`--help` names --remote)."""
+    try:
+        p = subprocess.run([UEXEC_BIN, "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--remote" in p.stdout + p.stderr
+
+
+def start_workers(n, deadline, seed, actions, invoke, stop_at_error=True):
+    """The chaos soaks' workers: n threads, each with its own generator seeded from seed,
+    calling invoke(k, action, rnd, tag) with random actions until deadline (or, with
+    stop_at_error, until any worker failed). Returns (errors, counts, threads), filled
+    as they run: errors are "action (tag): exception" texts (a worker stops at its
+    first), counts completed actions by name."""
+    import threading
+    errors, counts = [], {}
+    lock = threading.Lock()
+
+    def worker(k):
+        rnd = random.Random(seed * 31 + k)
+        i = 0
+        while time.monotonic() < deadline and not (errors and stop_at_error):
+            act = rnd.choice(actions)
+            tag = "t%d-%d" % (k, i)
+            i += 1
+            try:
+                invoke(k, act, rnd, tag)
+            except Exception as e:  # noqa: BLE001 - every failure is reported with its seed
+                with lock:
+                    errors.append("%s (%s): %r" % (act.__name__, tag, e))
+                return
+            with lock:
+                counts[act.__name__] = counts.get(act.__name__, 0) + 1
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    return errors, counts, threads
 
 
 def own(*paths, ids=None):
@@ -184,6 +251,21 @@ def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def settled_fd_count(pid, quiet=0.3, timeout=10.0):
+    """The process's fd count once it stayed the same for `quiet` seconds (or the last
+    one seen when `timeout` runs out)."""
+    deadline = time.monotonic() + timeout
+    last, since = fd_count(pid), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        n = fd_count(pid)
+        if n != last:
+            last, since = n, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+    return last
+
+
 class Server:
     """One uexec process listening on an ephemeral port."""
 
@@ -197,11 +279,19 @@ class Server:
         if self.as_ids:
             HOST.require("unprivileged-server")
             home = run_as_home(self.as_ids)
-            env = dict(os.environ if env is None else env, HOME=home, TMPDIR=home)
+            base = os.environ if env is None else env
+            # a TMPDIR the test chose is kept (handed to the uid); else the uid's own
+            tmp = base.get("TMPDIR") if env is not None and \
+                base.get("TMPDIR") != os.environ.get("TMPDIR") else None
+            if tmp:
+                own(tmp, ids=self.as_ids)
+            env = dict(base, HOME=home, TMPDIR=tmp or home)
             cwd = home if cwd is None else cwd
             # launcher: a program that switches to the uid itself and execs the rest
             self.args = (launcher or [HOST.program("setpriv"), "--reuid=%d" % self.as_ids[0],
                                       "--regid=%d" % self.as_ids[1], "--clear-groups"]) + self.args
+        elif launcher:
+            self.args = launcher + self.args
         elif sandbox_uid() and "--sandbox-uid" not in args:
             self.args += ["--sandbox-uid", str(sandbox_uid()[0])]
         # a test's own level wins over the suite's ($UEXEC_TEST_LANDLOCK_ABI_MAX); before
@@ -301,12 +391,14 @@ class Server:
 
 @pytest.fixture
 def server_factory(tmp_path):
-    """make(*flags, env=None, cwd=None) -> Server; all are checked on teardown."""
+    """make(*flags, env=None, cwd=None, ...) -> Server; all are checked on teardown.
+    launcher: a command the server is started through (it execs the rest)."""
     servers = []
 
-    def make(*args, env=None, cwd=None, listen="ws://127.0.0.1:0", landlock_abi_max=None):
+    def make(*args, env=None, cwd=None, listen="ws://127.0.0.1:0", landlock_abi_max=None,
+             launcher=None):
         s = Server(args, env=env, cwd=cwd, logdir=str(tmp_path / "logs"), listen=listen,
-                   landlock_abi_max=landlock_abi_max)
+                   landlock_abi_max=landlock_abi_max, launcher=launcher)
         servers.append(s)
         return s
 
@@ -344,6 +436,65 @@ def sclient(shared_server):
     c = shared_server.connect()
     yield c
     c.ws.abort()
+
+
+def require_level(level, *features):
+    """Skips unless this host can run uexec's sandboxes at Landlock level `level` (and has
+    `features`, probed first)."""
+    HOST.require(*features)
+    abi = HOST.landlock_abi()[0]
+    if abi < level:
+        pytest.skip("needs Landlock ABI %d on the kernel (it offers %d)" % (level, abi))
+    if level < 6:
+        HOST.require("uexec-init")   # below ABI 6 the PID namespace is required
+
+
+def _prepare_level(request, setup, features):
+    if setup:
+        request.getfixturevalue(setup)
+    require_level(request.param, *features)
+
+
+def level_fixtures(levels, setup=None, features=()):
+    """The fixtures of a module that reruns tests once per Landlock level:
+    level_server (one uexec per level, module scope, so pytest groups the tests by
+    level), lclient (a client of it) and uniq (ids unique across the module's
+    servers). setup: the name of a module fixture to set up first (one that changes
+    how every Server starts, e.g. its uid); features: host features to require."""
+    @pytest.fixture(scope="module", params=levels, ids=lambda l: "abi%d" % l)
+    def level_server(request, tmp_path_factory):
+        _prepare_level(request, setup, features)
+        s = Server((), logdir=str(tmp_path_factory.mktemp("logs")), landlock_abi_max=request.param)
+        yield s
+        s.check_stop()
+
+    @pytest.fixture
+    def lclient(level_server):
+        c = level_server.connect()
+        yield c
+        c.ws.abort()
+
+    @pytest.fixture
+    def uniq():
+        counter = [0]
+
+        def make(prefix="p"):
+            counter[0] += 1
+            return "%s-%d-%d-%d" % (prefix, os.getpid(), time.monotonic_ns(), counter[0])
+
+        return make
+
+    return level_server, lclient, uniq
+
+
+def level_fixture(levels, setup=None, features=()):
+    """A `level` fixture: each of `levels` this host can run, skipping the others."""
+    @pytest.fixture(params=levels, ids=lambda l: "abi%d" % l)
+    def level(request):
+        _prepare_level(request, setup, features)
+        return request.param
+
+    return level
 
 
 @pytest.fixture
@@ -505,7 +656,10 @@ class HostProbes:
         "uexec-init": "uexec-init (sandboxes in their own PID namespace)",
         "cgroup2": "a cgroup v2 hierarchy this process belongs to",
         "bpf": "BPF cgroup socket programs and maps",
-        "listener-guard": "the listener guard (sandbox, cgroup v2, BPF, /run)",
+        "listener-guard": "the listener guard (sandbox, cgroup v2, BPF, /run, a root uexec)",
+        "network-sandbox": "sandboxed processes with network access (a root uexec: a non-root "
+                           "one refuses them, it cannot guard its own listener)",
+        "root-server": "a uexec running as root (the oracle of unsandboxed control runs)",
         "io_uring": "io_uring",
         "ipv6": "IPv6 on the loopback interface (::1)",
         "unprivileged-server": "a uexec started as nobody (root, setpriv, io_uring for nobody)",
@@ -700,8 +854,16 @@ class HostProbes:
     def _missing_bpf(self):
         return self._once("bpf", _probe_bpf)
 
+    def _missing_root_server(self):
+        if run_as():
+            return "uexec runs as uid %d (UEXEC_TEST_AS_UID)" % run_as()[0]
+        return self.missing("root")
+
+    def _missing_network_sandbox(self):
+        return self.missing("sandbox") or self.missing("root-server")
+
     def _missing_listener_guard(self):
-        for feature in ("sandbox", "cgroup2", "bpf"):
+        for feature in ("sandbox", "cgroup2", "bpf", "root-server"):
             why = self.missing(feature)
             if why:
                 return why

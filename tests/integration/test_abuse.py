@@ -14,7 +14,7 @@ import time
 import pytest
 
 import conftest
-from conftest import fd_count, wait_until
+from conftest import fd_count, settled_fd_count, wait_until
 from wsclient import (OP_PING, OP_TEXT, ConnectionClosed, HandshakeError, Timeout, WebSocket,
                       WSError)
 
@@ -72,20 +72,6 @@ def close_all(socks):
             s.close()
         except OSError:
             pass
-
-
-def settle_fd_count(pid, timeout=10.0):
-    """The server's fd count once it stayed the same for 0.3 s."""
-    deadline = time.monotonic() + timeout
-    last, since = fd_count(pid), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        n = fd_count(pid)
-        if n != last:
-            last, since = n, time.monotonic()
-        elif time.monotonic() - since > 0.3:
-            break
-    return last
 
 
 # ---- connection slots
@@ -175,7 +161,7 @@ def test_eviction_at_max_connections(server_factory):
     upgrade, else the oldest without initialize; initialized clients are never
     closed for it."""
     srv = server_factory("--max-connections", "8")
-    base = settle_fd_count(srv.pid)
+    base = settled_fd_count(srv.pid)
     initialized = [srv.connect() for _ in range(3)]
     upgraded = srv.ws()                            # no initialize
     silent = [silent_socket(srv) for _ in range(10)]
@@ -253,7 +239,7 @@ def test_full_fd_table_backs_off_and_recovers(server_factory):
     with _NofileLimit(limit):
         srv = server_factory("--max-connections", "1000", "--max-sessions", "1000")
     assert conftest.pid_alive(srv.pid)
-    free = limit - settle_fd_count(srv.pid)
+    free = limit - settled_fd_count(srv.pid)
     assert free > 4, "the server holds %d fds at start" % (limit - free)
     clients = [srv.connect() for _ in range(free)]
     assert fd_count(srv.pid) == limit
@@ -337,10 +323,10 @@ def test_fds_per_running_process(server, kind, cost):
     extra = {"pipeStdin": True} if kind == "pipeStdin" else {}
     tty = kind == "pty"
     c.run("warm", ["/bin/true"], tty=tty, **extra)
-    base = settle_fd_count(server.pid)
+    base = settled_fd_count(server.pid)
     for i in range(n):
         c.start("p%d" % i, ["/bin/sleep", "30"], tty=tty, **extra)
-    used = settle_fd_count(server.pid) - base
+    used = settled_fd_count(server.pid) - base
     assert used == n * cost, "%d %s processes hold %d fds (%.2f each)" % (n, kind, used, used / n)
     if kind != "pipes":
         # stdin still works through what is left
@@ -349,7 +335,7 @@ def test_fds_per_running_process(server, kind, cost):
         c.terminate("p%d" % i)
     for i in range(n):
         c.collect("p%d" % i)
-    wait_until(lambda: settle_fd_count(server.pid) <= base, timeout=15,
+    wait_until(lambda: settled_fd_count(server.pid) <= base, timeout=15,
                what="the processes' fds to be closed")
     c.ws.abort()
 

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Command line: --help, --listen forms, stdio transport (PROTOCOL.md §1.1)."""
 
+import fcntl
 import json
 import os
+import re
 import subprocess
 
 import pytest
 
-from conftest import UEXEC_BIN, SANITIZER_MARKERS
+from conftest import UEXEC_BIN, SANITIZER_MARKERS, children_of, pid_alive, wait_until
 from wsclient import RpcClient, StdioTransport, unb64
 
 # a uexec that serves (not only parses its command line) needs io_uring
@@ -165,3 +167,94 @@ def test_stdio_process_output_before_eof(tmp_path):
             proc.kill()
             proc.wait()
         err.close()
+
+
+@needs_server
+@runs_sh
+@pytest.mark.needs_programs("/usr/bin/yes")
+def test_stdio_exits_at_eof_when_stdout_is_never_read(tmp_path):
+    """stdin reaches EOF while the parent no longer reads stdout (full pipe, output queued):
+    the server flushes what it can, and when nothing moved for three ping intervals it
+    exits anyway, with its processes killed (before, it waited on the pipe for ever and
+    kept the flooding process running)."""
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([UEXEC_BIN, "--listen", "stdio", "--ping-interval-ms", "200"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    try:
+        c = RpcClient(StdioTransport(proc))
+        c.initialize()
+        c.start("y", ["/bin/sh", "-c", "read go; exec /usr/bin/yes flood"],
+                env={"PATH": "/usr/bin:/bin"}, pipeStdin=True)
+        pid = c.result("process/list", {})["processes"][0]["pid"]
+        c.write("y", b"go\n", "1")
+        # Not the pipe's fill level (pages written in part leave slack): the child's own
+        # count. What it wrote, less its 64 KiB pipe, the server read; the messages made of
+        # it are a third larger, so past 512 KiB they exceed our 64 KiB pipe many times
+        # over: output is queued, and stays queued (nobody reads).
+        fd = proc.stdout.fileno()
+        size = fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
+
+        def written():
+            with open("/proc/%d/io" % pid) as f:
+                return int(re.search(r"^wchar: (\d+)$", f.read(), re.M).group(1))
+
+        wait_until(lambda: written() > 8 * size + (512 << 10),
+                   what="the flood to outgrow the server's stdout pipe")
+        assert pid_alive(pid)
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+        wait_until(lambda: not pid_alive(pid), what="the flooding process to be killed")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        err.close()
+    stderr = (tmp_path / "stderr").read_bytes()
+    assert b"stopped reading while closing" in stderr, stderr[-2000:]
+    assert not any(m in stderr for m in SANITIZER_MARKERS), stderr[-2000:]
+
+
+@needs_server
+@runs_sh
+@pytest.mark.needs_programs("/usr/bin/head")
+def test_stdio_slow_reader_at_eof_gets_everything(tmp_path):
+    """The other side of the rule above: a parent that closed stdin and reads stdout
+    slowly, slower than the ping ticks, still gets every byte queued at the end of
+    input (partial writes to its pipe count as progress) and the server exits 0 once
+    all is out."""
+    import time
+    err = open(tmp_path / "stderr", "wb")
+    proc = subprocess.Popen([UEXEC_BIN, "--listen", "stdio", "--ping-interval-ms", "100"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    try:
+        t = StdioTransport(proc)
+        c = RpcClient(t)
+        c.initialize()
+        n = 2 << 20
+        c.start("h", ["/usr/bin/head", "-c", str(n), "/dev/zero"],
+                env={"PATH": "/usr/bin:/bin"})
+        # all of it produced (and queued in the server) before stdin closes: what is
+        # queued at the end of input is delivered, what comes later is not
+        wait_until(lambda: not children_of(proc.pid), what="head to finish")
+        proc.stdin.close()
+        os.set_blocking(proc.stdout.fileno(), True)
+        data = t._buf
+        while True:
+            chunk = os.read(proc.stdout.fileno(), 32768)
+            if not chunk:
+                break
+            data += chunk
+            time.sleep(0.05)  # 640 KiB/s: the 2.7 MB of messages take ~4 s, 40 ticks
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        err.close()
+    msgs = [json.loads(line) for line in data.split(b"\n") if line]
+    got = b"".join(unb64(m["params"]["chunk"]) for m in msgs
+                   if m.get("method") == "process/output")
+    assert len(got) == n and set(got) == {0}
+    assert [m["method"] for m in msgs if m.get("method", "").startswith("process/")][-1] == \
+        "process/closed"
+    assert b"stopped reading while closing" not in (tmp_path / "stderr").read_bytes()

@@ -463,3 +463,50 @@ def test_handle_limit_per_connection(server, tmp_path):
     from conftest import wait_until
     wait_until(lambda: len(os.listdir("/proc/%d/fd" % server.pid)) <= before - 128,
                what="handles closed with the connection")
+
+
+def test_no_follow_holds_while_a_parent_is_swapped_for_a_symlink(sclient, tmp_path):
+    """followSymlinks false: the parent is opened without symlinks and the operation
+    starts from that directory (before, the check's descriptor was closed and the
+    operation walked the path again). A thread keeps exchanging the directory `d` with
+    a symlink to `outside` (renameat2 RENAME_EXCHANGE) while writeFile, createDirectory
+    and getMetadata go through `d`: nothing is written or made in `outside`, and what
+    is answered is success or the reference's refusal, nothing else. Before, 7 of 300
+    writes landed in `outside`."""
+    import ctypes
+    import threading
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "renameat2"):
+        pytest.skip("needs renameat2 in libc")
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    d, swap = ws / "d", ws / "swap"
+    d.mkdir()
+    os.symlink(str(outside), str(swap))
+    stop = threading.Event()
+
+    def swapper():
+        a, b = str(d).encode(), str(swap).encode()
+        while not stop.is_set():
+            if libc.renameat2(-100, a, -100, b, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+                raise OSError(ctypes.get_errno(), "renameat2")
+
+    t = threading.Thread(target=swapper)
+    t.start()
+    try:
+        for i in range(300):
+            p = d / ("f%d" % i)
+            r = sclient.call("fs/writeFile", {"path": file_uri(p), "dataBase64": "eA==",
+                                              "followSymlinks": False})
+            assert "result" in r or r["error"]["code"] in (-32600, -32603, -32004), r
+            r = sclient.call("fs/createDirectory", {"path": file_uri(d / ("n%d" % i)),
+                                                    "recursive": False,
+                                                    "followSymlinks": False})
+            assert "result" in r or r["error"]["code"] in (-32600, -32603, -32004), r
+            r = sclient.call("fs/getMetadata", {"path": file_uri(p), "followSymlinks": False})
+            assert "result" in r or r["error"]["code"] in (-32600, -32603, -32004), r
+    finally:
+        stop.set()
+        t.join()
+    assert os.listdir(str(outside)) == []

@@ -643,9 +643,10 @@ def test_remove_symlinks_never_followed(sclient, tmp_path):
 
 
 def test_remove_follow_symlinks_false(sclient, tmp_path):
-    """§6.11 + uexec: followSymlinks:false removes files and trees but refuses a path with a
-    symlink in it (-32600 'path contains a symbolic link', like fs/getMetadata; the
-    reference only supports it together with recursive:false)."""
+    """§6.11 + uexec: followSymlinks:false removes files and trees but refuses a symlink as
+    the path (-32600 'path contains a symbolic link', like fs/getMetadata; the reference
+    only supports it together with recursive:false) and, as the reference, a symlink among
+    its directories (-32603 ENOTDIR: the directories are opened without following)."""
     R = lambda p, **kw: sclient.call("fs/remove", dict({"path": U(p), "followSymlinks": False},
                                                        **kw))
     link_err = {"code": -32600, "message": "path contains a symbolic link"}
@@ -658,7 +659,10 @@ def test_remove_follow_symlinks_false(sclient, tmp_path):
     os.symlink("real", tmp_path / "link")
     assert R(tmp_path / "link")["error"] == link_err
     assert R(tmp_path / "link", recursive=False)["error"] == link_err
-    assert R(tmp_path / "link" / "x", recursive=False)["error"] == link_err
+    assert R(tmp_path / "link" / "x", recursive=False)["error"] == {
+        "code": -32603, "message": "Not a directory (os error 20)"}
+    assert R(tmp_path / "link" / "x")["error"] == {
+        "code": -32603, "message": "Not a directory (os error 20)"}
     assert os.path.exists(tmp_path / "real" / "x") and os.path.islink(tmp_path / "link")
     assert ok(sclient, "fs/remove", {"path": U(tmp_path / "link"), "followSymlinks": True}) == {}
     assert not os.path.lexists(tmp_path / "link") and os.path.exists(tmp_path / "real" / "x")

@@ -330,8 +330,10 @@ def test_uri_spellings(sclient, tmp_path):
 # ---- watching:false (p09 basic, p08)
 
 def test_watching_false_cases(sclient, tmp_path):
-    """p09 basic: empty or absent `missing`, an existing missing path (alone or among
-    others), present absent, present with an empty missing list -> watching:false."""
+    """p09 basic: empty `missing`, an existing missing path (alone or among others),
+    present absent, present with an empty missing list -> watching:false. `missing`
+    omitted is no watch request at all: -32602 `missing field `missing`` as on the
+    reference 0.169.0 (tests/reference/steps.py params_fs_handles)."""
     exists = tmp_path / "exists"
     exists.write_text("x")
     nope = tmp_path / "nope"
@@ -340,7 +342,8 @@ def test_watching_false_cases(sclient, tmp_path):
     assert watch(sclient, 5, [exists, nope]) is False
     assert watch(sclient, 6, [], exists) is False
     assert watch(sclient, 7, [nope], tmp_path / "not-there") is False
-    assert watch(sclient, 8) is False                      # `missing` omitted
+    assert sclient.error("fs/watchMissing", watch_params(8)) == {
+        "code": -32602, "message": "missing field `missing`"}
     assert watch(sclient, 9, [nope], exists) is True        # p09: nope2 + present exists
     assert watch(sclient, 10, ["/"]) is False               # the root always exists
     # none of the failed ones watches anything

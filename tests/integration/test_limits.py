@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import children_of, fd_count, wait_until
+from conftest import children_of, fd_count, settled_fd_count, wait_until
 
 # the programs this module's processes run (skipped, with the names, where missing)
 pytestmark = pytest.mark.needs_programs("/bin/cat", "/bin/sh", "/bin/sleep", "/bin/true")
@@ -81,20 +81,6 @@ def _session_gone(srv, sid):
         c.ws.wait_closed(20)
 
 
-def _settle_fd_count(pid, timeout=20.0):
-    """Wait until the fd count is stable for a short while; return it."""
-    deadline = time.monotonic() + timeout
-    last, stable_since = fd_count(pid), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        n = fd_count(pid)
-        if n != last:
-            last, stable_since = n, time.monotonic()
-        elif time.monotonic() - stable_since > 0.5:
-            return n
-    return last
-
-
 def test_no_fd_or_zombie_leak_after_50_processes(server_factory):
     """Leak check: after 50 processes (pipe, pipeStdin, PTY, killed) and closed
     connections, the server's fd count returns to baseline and no children remain."""
@@ -108,7 +94,7 @@ def test_no_fd_or_zombie_leak_after_50_processes(server_factory):
     w.ws.wait_closed(20)
     wait_until(lambda: _session_gone(srv, sid), timeout=20, interval=0.6,
                what="the warm-up session to expire")
-    base = _settle_fd_count(srv.pid)
+    base = settled_fd_count(srv.pid, 0.5, 20)
 
     n = 0
     for conn in range(5):
@@ -138,7 +124,7 @@ def test_no_fd_or_zombie_leak_after_50_processes(server_factory):
             c.ws.abort()
     assert n == 50
 
-    wait_until(lambda: _settle_fd_count(srv.pid, 5) <= base, timeout=30,
+    wait_until(lambda: settled_fd_count(srv.pid, 0.5, 5) <= base, timeout=30,
                what="fd count to return to baseline %d (now %d)" % (base, fd_count(srv.pid)))
     wait_until(lambda: not children_of(srv.pid), timeout=20,
                what="no children of the server (left: %r)" % children_of(srv.pid))
@@ -165,7 +151,7 @@ def test_many_connections_do_not_leak_fds(server_factory):
     c.ws.abort()
     wait_until(lambda: _session_gone(srv, sid), timeout=20, interval=0.5,
                what="the warm-up session to expire")
-    base = _settle_fd_count(srv.pid)
+    base = settled_fd_count(srv.pid, 0.5, 20)
     for i in range(300):
         c = srv.connect()
         if i % 3 == 0:
@@ -173,6 +159,6 @@ def test_many_connections_do_not_leak_fds(server_factory):
             c.ws.wait_closed(20)
         else:
             c.ws.abort()
-    wait_until(lambda: _settle_fd_count(srv.pid, 5) <= base, timeout=30,
+    wait_until(lambda: settled_fd_count(srv.pid, 0.5, 5) <= base, timeout=30,
                what="fd count back to %d" % base)
     assert os.path.exists("/proc/%d" % srv.pid)

@@ -48,7 +48,8 @@ def test_format_and_families(server):
         "uexec_process_oom_kills": "counter", "uexec_process_timeouts": "counter",
         "uexec_process_exit_latency_seconds": "histogram", "uexec_output_bytes": "counter",
         "uexec_jsonrpc_requests": "counter", "uexec_jsonrpc_errors": "counter",
-        "uexec_queued_output_bytes": "gauge", "uexec_provided_buffer_exhausted": "counter",
+        "uexec_queued_output_bytes": "gauge", "uexec_paused_output_streams": "gauge",
+        "uexec_provided_buffer_exhausted": "counter",
         "uexec_ring_submit_calls": "counter", "uexec_ring_sqes_submitted": "counter",
         "process_cpu_seconds": "counter", "process_resident_memory_bytes": "gauge",
         "process_open_fds": "gauge", "process_start_time_seconds": "gauge",
@@ -123,6 +124,7 @@ def test_running_process_and_queued_bytes(server):
     _, s = scrape(server)
     assert v(s, "uexec_processes", state="running") == 1
     assert v(s, "uexec_queued_output_bytes") >= 0
+    assert v(s, "uexec_paused_output_streams") == 0
     c.terminate("r1")
     c.collect("r1")
     _, s = scrape(server)

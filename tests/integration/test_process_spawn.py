@@ -248,17 +248,18 @@ def test_required_fields(sclient, field):
                                                 "message": "missing field `%s`" % field}
 
 
-def test_cwd_is_optional(sclient):
-    """p05_schema.out lists cwd as optional (a start without it is accepted): the
-    process then runs in the server's working directory."""
+def test_cwd_is_required(sclient):
+    """§6.6: cwd is required like processId, argv, env and tty: the reference 0.169.0
+    answers a start without it with -32602 `missing field `cwd`` (p05_schema.out's
+    "optional" was an artefact of a probe that stopped at argv) and null with a type
+    error (tests/reference/steps.py params_process)."""
     p = params("nocwd", ["/bin/pwd"])
     del p["cwd"]
-    assert sclient.call("process/start", p)["result"] == {"processId": "nocwd",
-                                                          "sandboxType": "none"}
-    run = sclient.collect("nocwd")
-    assert run.exit_code == 0
-    cwd = run.stdout.decode().strip()
-    assert cwd.startswith("/") and os.path.isdir(cwd)
+    assert sclient.error("process/start", p) == {"code": -32602,
+                                                "message": "missing field `cwd`"}
+    p["cwd"] = None
+    assert sclient.error("process/start", p) == {
+        "code": -32602, "message": "invalid type: null, expected a string"}
 
 
 def test_missing_params_entirely(sclient):

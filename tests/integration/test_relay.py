@@ -18,20 +18,12 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "relay"))
 
-from conftest import HOST, UEXEC_BIN  # noqa: E402
+from conftest import HOST, UEXEC_BIN, uexec_has_remote  # noqa: E402
 from relay_cases import *  # noqa: E402,F401,F403
 from relay_cases import ENV_ID, TOKEN, Relay, rpc_stream, run_echo  # noqa: E402
 
 
-def _has_remote():
-    try:
-        p = subprocess.run([UEXEC_BIN, "--help"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "--remote" in p.stdout + p.stderr
-
-
-pytestmark = pytest.mark.skipif(not _has_remote(),
+pytestmark = pytest.mark.skipif(not uexec_has_remote(),
                                 reason="uexec --help does not mention --remote (remote mode "
                                 "not built yet)")
 

@@ -29,20 +29,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "relay"))
 
 import harness as H  # noqa: E402
 import wsclient  # noqa: E402
-from conftest import HOST, UEXEC_BIN, wait_until  # noqa: E402
+from conftest import HOST, UEXEC_BIN, uexec_has_remote, wait_until  # noqa: E402
 from relay_cases import (ENV_ID, SANITIZER_MARKERS, SHELL_PATH, TOKEN, Relay,  # noqa: E402
                          rpc_stream, run_echo, shim_missing)
 
 
-def _has_remote():
-    try:
-        p = subprocess.run([UEXEC_BIN, "--help"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "--remote" in p.stdout + p.stderr
-
-
-pytestmark = pytest.mark.skipif(not _has_remote(),
+pytestmark = pytest.mark.skipif(not uexec_has_remote(),
                                 reason="uexec --help does not mention --remote (remote mode "
                                 "not built yet)")
 

@@ -902,14 +902,22 @@ def test_own_pid_namespace(sclient, shared_server, uniq, area):
     assert "\nuexec-init 2 \n" in out, out  # /proc/1/cmdline: the static init, not a server copy
     assert "'/proc/%d': %s" % (shared_server.pid, ENOENT) in out, out
     assert run.exit_code == 0
-    # the background sleep died with the namespace: no process runs in the workspace
-    time.sleep(0.2)
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                assert os.readlink("/proc/%s/cwd" % d) != area.ws, "a sandboxed process survived"
-            except OSError:
-                pass
+    # the background sleep (30 s) dies with the namespace: soon no process runs in the
+    # workspace (the kernel tears the namespace down asynchronously; allow 5 s under load)
+    def survivors():
+        found = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    if os.readlink("/proc/%s/cwd" % d) == area.ws:
+                        found.append(d)
+                except OSError:
+                    pass
+        return found
+    deadline = time.monotonic() + 5
+    while survivors() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not survivors(), "a sandboxed process survived"
 
 
 @needs_pid_ns
@@ -1093,6 +1101,7 @@ def test_seccomp_denied_syscalls(sclient, shared_server, uniq, area):
 
 
 @needs_sandbox
+@pytest.mark.needs("root-server")  # unsandboxed, a non-root uexec's child gets EPERM itself
 def test_seccomp_test_has_teeth(sclient, shared_server, uniq, area):
     """Control: unsandboxed, the same calls do not all fail with EPERM, so the
     sandboxed EPERMs above come from the sandbox (the dangerous ones are not run)."""
@@ -1184,7 +1193,9 @@ def test_setuid_and_file_caps_grant_nothing(sclient, uniq, area):
     assert re.search(r"CapPrm:\s+0000000000000000", out) and re.search(r"CapEff:\s+0000000000000000", out), out
     assert "pycaps: " + EPERM in out and "caps-rc=126" in out
     assert out.count(EPERM) >= 2  # setcap
-    assert "mount: /mnt: permission denied" in out and "done" in out
+    # as a non-root uid, mount(8) refuses before asking the kernel
+    assert ("must be superuser to use mount" if sandboxed_ids() else
+            "mount: /mnt: permission denied") in out and "done" in out, out
     with open("/proc/self/mountinfo") as f:
         assert " /mnt " not in f.read()
 
@@ -1487,6 +1498,7 @@ def test_network_restricted(sclient, uniq, area, listeners):
 
 
 @needs_sandbox
+@pytest.mark.needs("network-sandbox")
 def test_network_enabled(sclient, uniq, area, listeners):
     """network enabled (filesystem still restricted): TCP/UDP/unix work, VSOCK stays refused."""
     L = listeners
@@ -1698,10 +1710,11 @@ def test_unsandboxed_never_denied(sclient, uniq):
     {"permissions": {"type": "disabled"}, "windowsSandboxLevel": "disabled"},
     # these two still drop capabilities and filter syscalls: refused without a sandbox
     pytest.param({"permissions": {"type": "external", "network": "enabled"},
-                  "windowsSandboxLevel": "disabled"}, marks=needs_sandbox),
+                  "windowsSandboxLevel": "disabled"},
+                 marks=[needs_sandbox, pytest.mark.needs("network-sandbox")]),
     pytest.param({"permissions": {"type": "managed", "file_system": {"type": "unrestricted"},
                                   "network": "enabled"}, "windowsSandboxLevel": "disabled"},
-                 marks=needs_sandbox),
+                 marks=[needs_sandbox, pytest.mark.needs("network-sandbox")]),
 ], ids=["disabled", "external-enabled", "unrestricted-enabled"])
 def test_sandbox_type_whenever_object_present(sclient, uniq, sb):
     pid = uniq("type")

@@ -9,37 +9,13 @@ import os
 import pytest
 
 import conftest
-from conftest import HOST
+from conftest import HOST, sandbox_server
 from test_sandbox import EACCES, PY, area, sh, text, ws_policy, path_entry  # noqa: F401
 from test_sandbox import REFUSED
 from test_sandbox_globs import glob, log_of, make_files, start_error
 
 pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
               pytest.mark.needs_programs("/bin/bash", "/bin/sh", PY)]
-
-
-def _server(server_factory, kind):
-    """kind: default, abiN (Landlock ABI at most N), sandbox-uid[-abiN], non-root."""
-    kw = {}
-    if kind == "non-root":
-        HOST.require("unprivileged-server", "mount-ns")
-        conftest.set_run_as(conftest.NONROOT_UID)
-        try:
-            return server_factory()
-        finally:
-            conftest.set_run_as(None)
-    if "abi" in kind:
-        HOST.require("uexec-init")
-        kw["landlock_abi_max"] = int(kind.split("abi")[1])
-    if kind.startswith("sandbox-uid"):
-        if conftest.run_as():
-            pytest.skip("--sandbox-uid needs a root uexec")
-        conftest.set_sandbox_uid((64321, 64321))
-        try:
-            return server_factory(**kw)
-        finally:
-            conftest.set_sandbox_uid(None)
-    return server_factory(**kw)
 
 
 KINDS = ["default", "abi0", "abi4", "sandbox-uid", "sandbox-uid-abi4", "non-root"]
@@ -58,7 +34,7 @@ def test_masked_file_cannot_be_hard_linked(server_factory, uniq, area, kind):
     """A deny-glob match and a `deny` file inside the writable root: `ln` of the masked
     name to an innocent name (which the next start's glob would not match) fails, so no
     second name of the secret ever exists; the host keeps one link."""
-    srv = _server(server_factory, kind)
+    srv = sandbox_server(server_factory, kind)
     c = srv.connect()
     make_files(area.ws, ("s.env", "d/secret"), content="SECRET\n")
     _own(area, kind)
@@ -80,7 +56,7 @@ def test_renaming_the_parent_of_a_mask_does_not_unhide_it_next_time(server_facto
     secret to a path the next start's `deny` entry or glob (`<ws>/cfg/*.env`) no longer
     names, and the next process would read it. The parents of masks inside writable
     roots cannot be renamed or removed (EBUSY), so the secret keeps its path."""
-    srv = _server(server_factory, kind)
+    srv = sandbox_server(server_factory, kind)
     c = srv.connect()
     make_files(area.ws, ("cfg/s.env", "cfg/plain", "d/e/secret", "r/o/f"), content="SECRET\n")
     _own(area, kind)
@@ -179,7 +155,9 @@ def test_cgroupfs_read_only_inside(server_factory, uniq, area, policy, kind):
     subtree_control, cgroup.kill) nor make a cgroup: it stays in its leaf, under its
     limits."""
     from test_sandbox import read_only_policy, sandbox
-    srv = _server(server_factory, kind)
+    if policy.endswith("-net"):
+        HOST.require("network-sandbox")
+    srv = sandbox_server(server_factory, kind)
     c = srv.connect()
     if policy.startswith("workspace"):
         sb = ws_policy(area.ws, network="enabled" if policy.endswith("-net") else "restricted")
@@ -256,7 +234,7 @@ def test_sandbox_uid_neighbours_and_identity(server_factory, uniq, area, policy,
     none, unlike host root), no_new_privs, no nested user namespace, no chown to another
     id, no file capability, no set-id bit, no other uid."""
     from test_sandbox import sandbox
-    srv = _server(server_factory, kind)
+    srv = sandbox_server(server_factory, kind)
     c = srv.connect()
     os.makedirs(area.ws + "/v")
     open(area.ws + "/mine", "w").close()
@@ -312,7 +290,7 @@ def test_pinned_directories_keep_the_idmap(server_factory, uniq, area):
     """--sandbox-uid with a workspace of another owner (root's: idmapped): a directory
     pinned because it leads to a deny-glob match stays writable through the idmap, a
     file created there belongs to the workspace's owner, and it cannot be renamed."""
-    srv = _server(server_factory, "sandbox-uid")
+    srv = sandbox_server(server_factory, "sandbox-uid")
     c = srv.connect()
     make_files(area.ws, ("cfg/s.env", "cfg/sub/t.env"), content="SECRET\n")
     conftest.own(area.base, ids=(0, 0))
@@ -334,7 +312,7 @@ def test_full_write_cannot_write_the_servers_proc_files(server_factory, uniq, ar
     coredump_filter, and its own /proc/self ones too. /proc is read-only in its mount
     namespace; below ABI 6 the server is not even listed."""
     from test_sandbox import sandbox
-    srv = _server(server_factory, kind)
+    srv = sandbox_server(server_factory, kind)
     c = srv.connect()
     _own(area, kind)
     code = ("import os\nfor p in ('/proc/%d/oom_score_adj', '/proc/%d/coredump_filter', "
@@ -383,7 +361,9 @@ def test_cannot_forge_audit_evidence(server_factory, uniq, area, network, kind):
     """Denial evidence comes from the audit log: a sandboxed process cannot write a record
     of its own (no audit netlink socket with network restricted; no CAP_AUDIT_WRITE with
     it enabled) nor change the audit session its records are attributed by (loginuid)."""
-    srv = _server(server_factory, kind)
+    if network == "enabled":
+        HOST.require("network-sandbox")
+    srv = sandbox_server(server_factory, kind)
     c = srv.connect()
     _own(area, kind)
     out = text(sh(c, uniq, "%s -c '%s'" % (PY, AUDIT_FORGE.replace("'", "'\\''")), area.ws,

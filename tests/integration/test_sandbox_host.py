@@ -40,6 +40,7 @@ def exposed_copy(monkeypatch):
     src = os.path.dirname(os.path.realpath(conftest.UEXEC_BIN))
     for name in ("uexec", "uexec-init"):
         shutil.copy2(os.path.join(src, name), os.path.join(base, name))
+    conftest.own(base)  # a non-root uexec (UEXEC_TEST_AS_UID) must reach its own binary
     monkeypatch.setattr(conftest, "UEXEC_BIN", os.path.join(base, "uexec"))
     yield base
     shutil.rmtree(base, ignore_errors=True)
@@ -115,6 +116,7 @@ def test_binary_upgraded_outside_the_sandbox(server_factory, monkeypatch):
         monkeypatch.setattr(conftest, "UEXEC_BIN", os.path.join(base, "uexec"))
         with open(os.path.join(work, "f"), "wb") as f:
             f.write(b"hello\n")
+        conftest.own(base, work)
         sb = sandbox(managed([special("minimal", "read"), special("project_roots", "write")]),
                      roots=[work], cwd=work)
         srv = server_factory()
@@ -136,6 +138,7 @@ def test_binary_upgraded_outside_the_sandbox(server_factory, monkeypatch):
 def test_no_exposure_warning_when_binary_is_out_of_reach(server_factory, uniq, tmp_path):
     """The default build location is not under a writable root of the policy: no warning."""
     work = tempfile.mkdtemp(prefix="uexec-self-ws-", dir="/var/tmp")
+    conftest.own(work)
     try:
         srv = server_factory()
         c = srv.connect()

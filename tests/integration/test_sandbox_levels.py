@@ -48,40 +48,8 @@ pytestmark = [pytest.mark.needs("x86_64", "seccomp", "mount-ns"),
 FULL_WRITE = {"type": "external", "network": "restricted"}
 
 
-def require_level(level):
-    """Skips unless this host can run uexec's sandboxes at Landlock level `level`."""
-    abi = HOST.landlock_abi()[0]
-    if abi < level:
-        pytest.skip("needs Landlock ABI %d on the kernel (it offers %d)" % (level, abi))
-    if level < 6:
-        HOST.require("uexec-init")   # below ABI 6 the PID namespace is required
-
-
-@pytest.fixture(scope="module", params=LEVELS, ids=lambda l: "abi%d" % l)
-def level_server(request, tmp_path_factory):
-    """One uexec per level (module scope: pytest groups the tests by level)."""
-    require_level(request.param)
-    s = Server((), logdir=str(tmp_path_factory.mktemp("logs")), landlock_abi_max=request.param)
-    yield s
-    s.check_stop()
-
-
-@pytest.fixture
-def lclient(level_server):
-    c = level_server.connect()
-    yield c
-    c.ws.abort()
-
-
-@pytest.fixture
-def uniq():
-    counter = [0]
-
-    def make(prefix="p"):
-        counter[0] += 1
-        return "%s-%d-%d-%d" % (prefix, os.getpid(), time.monotonic_ns(), counter[0])
-
-    return make
+require_level = conftest.require_level
+level_server, lclient, uniq = conftest.level_fixtures(LEVELS)
 
 
 def level_factory(server_factory, level):
@@ -191,6 +159,7 @@ def test_network_restricted(lclient, uniq, area, listeners):
     ts.test_network_restricted(lclient, uniq, area, listeners)
 
 
+@pytest.mark.needs("network-sandbox")
 def test_network_enabled(lclient, uniq, area, listeners):
     ts.test_network_enabled(lclient, uniq, area, listeners)
 
@@ -244,10 +213,7 @@ t("link", lambda: os.link("a/f" if os.path.exists("a/f") else "b/f", "b/g" if os
 # 2. Each mechanism that replaces a missing ABI, at every level
 
 
-@pytest.fixture(params=ALL_LEVELS, ids=lambda l: "abi%d" % l)
-def level(request):
-    require_level(request.param)
-    return request.param
+level = conftest.level_fixture(ALL_LEVELS)
 
 
 def test_signal_host_process(server_factory, uniq, area, level):

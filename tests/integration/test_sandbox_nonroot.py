@@ -65,46 +65,16 @@ def as_nonroot():
 
 
 def require_nonroot_sandbox(level=None):
-    """Skips where this host cannot give UID a user namespace (the probe says which setting)."""
+    """Skips where this host cannot give UID a user namespace (the probe says which
+    setting), or cannot run level `level`."""
     HOST.require("mount-ns")
     if level is not None:
-        abi = HOST.landlock_abi()[0]
-        if abi < level:
-            pytest.skip("needs Landlock ABI %d on the kernel (it offers %d)" % (level, abi))
-        if level < 6:
-            HOST.require("uexec-init")
+        conftest.require_level(level)
 
 
-@pytest.fixture(scope="module", params=LEVELS, ids=lambda l: "abi%d" % l)
-def level_server(request, tmp_path_factory, as_nonroot):
-    require_nonroot_sandbox(request.param)
-    s = Server((), logdir=str(tmp_path_factory.mktemp("logs")), landlock_abi_max=request.param)
-    yield s
-    s.check_stop()
-
-
-@pytest.fixture(params=LEVELS, ids=lambda l: "abi%d" % l)
-def level(request, as_nonroot):
-    require_nonroot_sandbox(request.param)
-    return request.param
-
-
-@pytest.fixture
-def lclient(level_server):
-    c = level_server.connect()
-    yield c
-    c.ws.abort()
-
-
-@pytest.fixture
-def uniq():
-    counter = [0]
-
-    def make(prefix="p"):
-        counter[0] += 1
-        return "%s-%d-%d-%d" % (prefix, os.getpid(), time.monotonic_ns(), counter[0])
-
-    return make
+level_server, lclient, uniq = conftest.level_fixtures(LEVELS, setup="as_nonroot",
+                                                      features=("mount-ns",))
+level = conftest.level_fixture(LEVELS, setup="as_nonroot", features=("mount-ns",))
 
 
 def log_of(server):

@@ -68,44 +68,8 @@ def with_sandbox_uid():
     conftest.set_sandbox_uid(None)
 
 
-def require_level(level):
-    abi = HOST.landlock_abi()[0]
-    if abi < level:
-        pytest.skip("needs Landlock ABI %d on the kernel (it offers %d)" % (level, abi))
-    if level < 6:
-        HOST.require("uexec-init")
-
-
-@pytest.fixture(scope="module", params=LEVELS, ids=lambda l: "abi%d" % l)
-def level_server(request, tmp_path_factory, with_sandbox_uid):
-    require_level(request.param)
-    s = Server((), logdir=str(tmp_path_factory.mktemp("logs")), landlock_abi_max=request.param)
-    yield s
-    s.check_stop()
-
-
-@pytest.fixture(params=LEVELS, ids=lambda l: "abi%d" % l)
-def level(request, with_sandbox_uid):
-    require_level(request.param)
-    return request.param
-
-
-@pytest.fixture
-def lclient(level_server):
-    c = level_server.connect()
-    yield c
-    c.ws.abort()
-
-
-@pytest.fixture
-def uniq():
-    counter = [0]
-
-    def make(prefix="p"):
-        counter[0] += 1
-        return "%s-%d-%d-%d" % (prefix, os.getpid(), time.monotonic_ns(), counter[0])
-
-    return make
+level_server, lclient, uniq = conftest.level_fixtures(LEVELS, setup="with_sandbox_uid")
+level = conftest.level_fixture(LEVELS, setup="with_sandbox_uid")
 
 
 @pytest.fixture

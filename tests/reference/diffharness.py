@@ -445,6 +445,12 @@ KNOWN_DIFFS = {
     and {k: v for k, v in r.items() if k != "exited"} == {k: v for k, v in u.items() if k != "exited"},
     # a uexec extension method (README "Protocol extensions") that the reference does not know
     "uexec-extension": lambda r, u: _is_err(r, -32601) and not _is_err(u, -32601),
+    # fs/remove with followSymlinks:false and recursive (the default) removes the tree through
+    # directory fds without following any symlink; the reference refuses the combination
+    # (README "Protocol notes", docs/ARCHITECTURE.md "Where uexec deliberately differs")
+    "remove-nofollow-recursive": lambda r, u: _is_err(
+        r, -32603, "recursive no-follow removal is unsupported")
+    and isinstance(u, dict) and (u.get("result") == {} or _is_err(u, -32004)),
     # the follow-up of a refused sandboxed start (nothing to collect on uexec)
     "sandbox-refused-followup": lambda r, u: isinstance(u, dict) and u.get("exited") == []
     and u.get("closed") == 0 and u.get("output") == {},

@@ -558,3 +558,1007 @@ SCRIPTS.append({"name": "fs_stream_sandbox", "doc": "sandboxed fs/open: reads, r
     start("sbxck", FS_SBX_CHECK),
     collect("sbxck"),
 ]})
+
+# ---- parameter decoding of every method (§3, §4, §6): each required field missing, null,
+# of the wrong JSON type, numbers out of range, and an unknown extra field. Paths live under
+# $CWDURI/pv (built by the first step), so successful variants touch nothing else.
+
+PV_SETUP = ("rm -rf pv && mkdir -p pv/d/sub && echo hello > pv/f.txt && echo x > pv/d/x "
+            "&& touch -d @1700000000 pv/f.txt && echo ok")
+PV = "$CWDURI/pv"
+# one value of each JSON type that is wrong for the field's kind
+WRONG = {"str": [5, True, [], {}], "bool": ["yes", 1, []], "u64": ["5", True, 1.5, {}],
+         "arr": ["x", 5, {}], "map": ["x", 5, []], "obj": ["x", 5, True, []]}
+
+
+def param_variants(method, base, fields, tag, extra_numbers=()):
+    """Steps for method: each field of `fields` (name -> (kind, required)) missing (when
+    required), null, each wrong JSON type; then an unknown member; then extra_numbers
+    (field, value) pairs. `base` is a valid params dict (may contain a {n} placeholder that
+    is replaced by a per-variant counter, for ids that must be fresh)."""
+    out = []
+    n = [0]
+
+    def fresh(p):
+        n[0] += 1
+        return {k: (v.replace("{n}", str(n[0])) if isinstance(v, str) else v)
+                for k, v in p.items()}
+
+    for name, (kind, required) in fields.items():
+        if required:
+            p = fresh(base)
+            p.pop(name, None)
+            out.append(req(method, p, label="%s: %s missing" % (tag, name)))
+        p = fresh(base)
+        p[name] = None
+        out.append(req(method, p, label="%s: %s null" % (tag, name)))
+        for w in WRONG[kind]:
+            p = fresh(base)
+            p[name] = w
+            out.append(req(method, p, label="%s: %s = %s" % (tag, name, json_text(w))))
+    p = fresh(base)
+    p["zzUnknownMember"] = {"nested": [1, 2]}
+    out.append(req(method, p, label="%s: unknown member" % tag))
+    for name, v in extra_numbers:
+        p = fresh(base)
+        p[name] = v
+        out.append(req(method, p, label="%s: %s = %s" % (tag, name, json_text(v))))
+    return out
+
+
+def json_text(v):
+    import json
+    return json.dumps(v)
+
+
+BIG_NUMBERS = [0, -1, 18446744073709551615, 18446744073709551616, 9223372036854775808, 1e3,
+               1.0, -0.0]
+
+SCRIPTS.append({"name": "params_process", "doc": "process/* parameter decoding", "steps": [
+    start("pvmk", PV_SETUP + "; sleep 0.2"),   # output before the exit: seqs are stable
+    collect("pvmk"),
+    *param_variants("process/start",
+                    {"processId": "ps{n}", "argv": ["/bin/true"], "cwd": "$CWDURI",
+                     "env": {}, "tty": False},
+                    {"processId": ("str", True), "argv": ("arr", True), "cwd": ("str", True),
+                     "env": ("map", True), "tty": ("bool", True), "pipeStdin": ("bool", False),
+                     "arg0": ("str", False), "envPolicy": ("obj", False),
+                     "metadata": ("obj", False), "sandbox": ("obj", False),
+                     "enforceManagedNetwork": ("bool", False),
+                     "managedNetwork": ("obj", False)}, "start"),
+    req("process/start", {"processId": "psargv", "argv": ["/bin/true", 5], "cwd": "$CWDURI",
+                          "env": {}, "tty": False}, label="start: argv with a number"),
+    req("process/start", {"processId": "psargv2", "argv": [None], "cwd": "$CWDURI",
+                          "env": {}, "tty": False}, label="start: argv [null]"),
+    req("process/start", {"processId": "psenv", "argv": ["/bin/true"], "cwd": "$CWDURI",
+                          "env": {"A": 5}, "tty": False}, label="start: env value number"),
+    req("process/start", {"processId": "psenv2", "argv": ["/bin/true"], "cwd": "$CWDURI",
+                          "env": {"A": True}, "tty": False}, label="start: env value bool"),
+    {"op": "sleep", "secs": 0.5},
+    *param_variants("process/read", {"processId": "pvmk"},
+                    {"processId": ("str", True), "afterSeq": ("u64", False),
+                     "maxBytes": ("u64", False), "waitMs": ("u64", False)}, "read",
+                    extra_numbers=[(f, v) for f in ("afterSeq", "maxBytes", "waitMs")
+                                   for v in BIG_NUMBERS if not (f == "waitMs" and v and
+                                                               not isinstance(v, float)
+                                                               and v > 0)]),
+    *param_variants("process/write", {"processId": "pvmk", "chunk": "", "writeId": "w{n}"},
+                    {"processId": ("str", True), "chunk": ("str", True),
+                     "writeId": ("str", True)}, "write"),
+    *param_variants("process/signal", {"processId": "nope", "signal": "interrupt"},
+                    {"processId": ("str", True), "signal": ("str", True)}, "signal"),
+    req("process/signal", {"processId": "nope", "signal": {"interrupt": None}},
+        label="signal: map variant"),
+    req("process/signal", {"processId": "nope", "signal": {"interrupt": {}}},
+        label="signal: map variant with content"),
+    req("process/signal", {"processId": "nope", "signal": ""}, label="signal: empty"),
+    *param_variants("process/terminate", {"processId": "nope"},
+                    {"processId": ("str", True)}, "terminate"),
+]})
+
+def fs_walk_opt(key, value):
+    """fs/walk with one member of a valid options object replaced ("_drop_": removed)."""
+    o = {"maxDepth": 1, "maxDirectories": 5, "maxEntries": 5, "followDirectorySymlinks": False}
+    if value == "_drop_":
+        o.pop(key)
+        what = "dropped"
+    else:
+        o[key] = value
+        what = "= " + json_text(value)
+    return req("fs/walk", {"path": PV, "options": o}, label="walk: options.%s %s" % (key, what))
+
+
+SCRIPTS.append({"name": "params_fs", "doc": "fs/* parameter decoding", "steps": [
+    start("pvmk", PV_SETUP),
+    collect("pvmk"),
+    *param_variants("fs/readFile", {"path": PV + "/f.txt"},
+                    {"path": ("str", True), "sandbox": ("obj", False),
+                     "followSymlinks": ("bool", False)}, "readFile"),
+    *param_variants("fs/writeFile", {"path": PV + "/w.txt", "dataBase64": "aGk="},
+                    {"path": ("str", True), "dataBase64": ("str", True),
+                     "sandbox": ("obj", False), "followSymlinks": ("bool", False)},
+                    "writeFile"),
+    *param_variants("fs/createDirectory", {"path": PV + "/mk{n}"},
+                    {"path": ("str", True), "recursive": ("bool", False),
+                     "sandbox": ("obj", False), "followSymlinks": ("bool", False)},
+                    "createDirectory"),
+    *param_variants("fs/getMetadata", {"path": PV + "/f.txt"},
+                    {"path": ("str", True), "sandbox": ("obj", False),
+                     "followSymlinks": ("bool", False)}, "getMetadata"),
+    *param_variants("fs/canonicalize", {"path": PV + "/f.txt"},
+                    {"path": ("str", True), "sandbox": ("obj", False)}, "canonicalize"),
+    *param_variants("fs/readDirectory", {"path": PV + "/d"},
+                    {"path": ("str", True), "sandbox": ("obj", False)}, "readDirectory"),
+    *param_variants("fs/remove", {"path": PV + "/nothing{n}"},
+                    {"path": ("str", True), "recursive": ("bool", False),
+                     "force": ("bool", False), "sandbox": ("obj", False),
+                     "followSymlinks": ("bool", False)}, "remove"),
+    *param_variants("fs/copy", {"sourcePath": PV + "/f.txt", "destinationPath": PV + "/c{n}",
+                                "recursive": False},
+                    {"sourcePath": ("str", True), "destinationPath": ("str", True),
+                     "recursive": ("bool", True), "sandbox": ("obj", False)}, "copy"),
+    *param_variants("fs/walk", {"path": PV, "options": {"maxDepth": 1, "maxDirectories": 5,
+                                                       "maxEntries": 5,
+                                                       "followDirectorySymlinks": False}},
+                    {"path": ("str", True), "options": ("obj", True),
+                     "sandbox": ("obj", False)}, "walk"),
+    *[fs_walk_opt(k, v) for k in ("maxDepth", "maxDirectories", "maxEntries")
+      for v in [None, "1", True, 1.5, -1, 18446744073709551616]],
+    *[fs_walk_opt(k, v) for k in ("followDirectorySymlinks", "pruneHiddenDirectories")
+      for v in [None, "true", 1]],
+    *[fs_walk_opt(k, "_drop_") for k in ("maxDepth", "maxDirectories", "maxEntries",
+                                         "followDirectorySymlinks")],
+    fs_walk_opt("zzUnknown", 1),
+    req("fs/walk", {"path": PV, "options": "x"}, label="walk: options string"),
+    req("fs/remove", {"path": PV + "/w.txt"}, label="cleanup w.txt"),
+]})
+
+SCRIPTS.append({"name": "params_fs_handles", "doc": "fs/open etc. and watchMissing decoding",
+                "steps": [
+    start("pvmk", PV_SETUP),
+    collect("pvmk"),
+    *param_variants("fs/open", {"handleId": "h{n}", "path": PV + "/f.txt"},
+                    {"handleId": ("str", True), "path": ("str", True),
+                     "mode": ("str", False), "sandbox": ("obj", False)}, "open"),
+    req("fs/open", {"handleId": "hb", "path": PV + "/f.txt"}, label="open hb"),
+    *param_variants("fs/readBlock", {"handleId": "hb", "offset": 0, "len": 4},
+                    {"handleId": ("str", True), "offset": ("u64", True),
+                     "len": ("u64", True)}, "readBlock",
+                    extra_numbers=[(f, v) for f in ("offset", "len") for v in BIG_NUMBERS]),
+    req("fs/open", {"handleId": "hw", "path": PV + "/blk.txt", "mode": "replace"},
+        label="open hw"),
+    *param_variants("fs/writeBlock", {"handleId": "hw", "offset": 0, "chunk": "eA=="},
+                    {"handleId": ("str", True), "offset": ("u64", True),
+                     "chunk": ("str", True)}, "writeBlock",
+                    extra_numbers=[("offset", v) for v in (-1, 1.5, 18446744073709551616)]
+                    + [("chunk", c) for c in ("eA", "!!!!", "e A=", "eA==\n")]),
+    *param_variants("fs/close", {"handleId": "hb"}, {"handleId": ("str", True)}, "close"),
+    req("fs/close", {"handleId": "hw"}, label="close hw"),
+    req("fs/readFile", {"path": PV + "/blk.txt"}, label="blk.txt after writes"),
+    *param_variants("fs/watchMissing", {"watchId": 1000, "missing": [PV + "/never"]},
+                    {"watchId": ("u64", True), "missing": ("arr", True),
+                     "present": ("str", False)}, "watchMissing",
+                    extra_numbers=[("watchId", v) for v in (-1, 1.5, 18446744073709551616)]),
+    req("fs/watchMissing", {"watchId": 5000, "missing": [PV + "/never", 7]},
+        label="watchMissing: number in missing"),
+    req("fs/watchMissing", {"watchId": 5001, "missing": [PV + "/never"], "present": [PV]},
+        label="watchMissing: present array"),
+]})
+
+# ---- envelope edge cases: ids of every JSON type, batches, method and params shapes (§3)
+
+def raw(text, expect_id, label):
+    return {"op": "raw", "text": text, "expect_id": expect_id, "label": label}
+
+
+SCRIPTS.append({"name": "envelope_ids", "doc": "request ids of every JSON type, odd envelopes",
+                "steps": [
+    raw('{"id":0,"method":"environment/status"}', 0, "id 0"),
+    raw('{"id":"","method":"environment/status"}', "", "id empty string"),
+    raw('{"id":9223372036854775807,"method":"environment/status"}', 9223372036854775807,
+        "id i64 max"),
+    raw('{"id":-9223372036854775808,"method":"environment/status"}', -9223372036854775808,
+        "id i64 min"),
+    raw('{"id":9223372036854775808,"method":"environment/status"}', -1, "id 2^63"),
+    raw('{"id":-9223372036854775809,"method":"environment/status"}', -1, "id below i64 min"),
+    raw('{"id":1e2,"method":"environment/status"}', -1, "id 1e2"),
+    raw('{"id":2.0,"method":"environment/status"}', -1, "id 2.0"),
+    raw('{"id":-0,"method":"environment/status"}', 0, "id -0"),
+    raw('{"id":true,"method":"environment/status"}', -1, "id true"),
+    raw('{"id":{},"method":"environment/status"}', -1, "id object"),
+    raw('{"id":[],"method":"environment/status"}', -1, "id array"),
+    raw('{"id":"\\u00e9\\ud83d\\ude00","method":"environment/status"}', "\u00e9\U0001F600",
+        "id non-ASCII string"),
+    raw('{"id":"\\ud800","method":"environment/status"}', -1, "id lone surrogate"),
+    raw('{"id":"a\\u0000b","method":"environment/status"}', "a\u0000b", "id with NUL"),
+    raw('{"id":41,"id":42,"method":"environment/status"}', -1, "duplicate id member"),
+    raw('{"id":43,"method":"environment/status","method":"environment/info"}', -1,
+        "duplicate method member"),
+    raw('{"id":44,"method":5}', -1, "method number"),
+    raw('{"id":45,"method":null}', -1, "method null"),
+    raw('{"id":46,"method":""}', 46, "method empty"),
+    raw('{"id":47,"method":"environment/status","params":"x"}', 47, "params string (unit)"),
+    raw('{"id":48,"method":"environment/status","params":5}', 48, "params number (unit)"),
+    raw('{"id":49,"method":"environment/status","params":[]}', 49, "params [] (unit)"),
+    raw('{"id":50,"method":"process/read","params":"x"}', 50, "params string (struct)"),
+    raw('{"id":51,"method":"process/read","params":5}', 51, "params number (struct)"),
+    raw('{"id":52,"method":"process/read","params":true}', 52, "params bool (struct)"),
+    raw('{"id":53,"method":"process/read","params":[]}', 53, "params [] (struct)"),
+    raw('{"id":54,"method":"process/read","params":["nope"]}', 54, "params [id] (struct)"),
+    raw('{"id":55,"method":"process/read","params":["nope",0,null,null]}', 55,
+        "params positional full"),
+    raw('{"id":56,"method":"process/read","params":["nope",0,null,null,1]}', 56,
+        "params positional too long"),
+    raw('{"id":57,"method":"environment/status","result":{}}', 57, "method and result"),
+    raw('{"id":58,"method":"environment/status","error":{"code":1,"message":"x"}}', 58,
+        "method and error"),
+    raw('{"method":"environment/status","id":59}', 59, "id after method"),
+    raw('[{"id":60,"method":"environment/status"}]', -1, "batch of one"),
+    raw('[{"id":61,"method":"environment/status"},{"id":62,"method":"environment/status"}]',
+        -1, "batch of two"),
+    raw('{"id":63,"method":"environment/status"} ', 63, "trailing space"),
+    raw('{"id":64,"method":"environment/status"}{"id":65}', -1, "two objects in one frame"),
+    raw('\ufeff{"id":66,"method":"environment/status"}', -1, "byte order mark"),
+    raw('{"id":67,"method":"environment/status",}', -1, "trailing comma"),
+    raw('{"id":68,"method":"environment/status","params":NaN}', -1, "NaN"),
+    raw('{"id":69,"method":"environment/status","params":{"x":1e999}}', -1, "1e999"),
+    raw('"str"', -1, "string message"),
+    raw('null', -1, "null message"),
+    raw('', -1, "empty frame"),
+    req("environment/status", label="id repeated (a)", id=70),
+    req("environment/status", label="id repeated (b)", id=70),
+    req("environment/status", label="still open"),
+]})
+
+SCRIPTS.append({"name": "unknown_methods", "doc": "method names near the real ones", "steps": [
+    req("Process/Start", {}, label="wrong case"),
+    req("process/start ", {}, label="trailing space"),
+    req("process/", {}, label="family only"),
+    req("/", {}, label="slash"),
+    req("process\u0000/start", {}, label="embedded NUL"),
+    req("fs/rename", {}, label="fs/rename", allow=["uexec-extension"]),
+    req("fs/watch", {}, label="fs/watch", allow=["uexec-extension"]),
+    req("process/kill", {}, label="process/kill"),
+    req("initialized", {}, label="initialized as request"),
+    req("x" * 300, {}, label="long name"),
+    req("\u00e9t\u00e9", {}, label="non-ASCII name"),
+    req("no/such", [1, 2], label="unknown with array params"),
+    req("no/such", "x", label="unknown with string params"),
+]})
+
+# ---- processes after exit, unknown and duplicate ids, read edge values (§6.6-§6.10)
+
+SCRIPTS.append({"name": "process_after_exit", "doc": "requests on exited/unknown/duplicate ids",
+                "steps": [
+    start("x1", "echo one; sleep 0.1; echo two >&2; sleep 0.1; exit 4"),
+    collect("x1"),
+    read("x1", "read exited", summarize="read"),
+    read("x1", "read exited afterSeq 2", afterSeq=2),
+    read("x1", "read exited afterSeq 3", afterSeq=3),
+    read("x1", "read exited afterSeq 4 (closed seq)", afterSeq=4),
+    read("x1", "read exited afterSeq far", afterSeq=1000000),
+    read("x1", "read exited afterSeq u64 max", afterSeq=18446744073709551615),
+    read("x1", "read exited waitMs 1", waitMs=1, summarize="read"),
+    read("x1", "read exited waitMs u64 max", waitMs=18446744073709551615, summarize="read"),
+    read("x1", "read exited afterSeq far waitMs 300", afterSeq=99, waitMs=300),
+    read("x1", "read maxBytes 1", maxBytes=1),
+    read("x1", "read maxBytes u64 max", maxBytes=18446744073709551615, summarize="read"),
+    req("process/write", {"processId": "x1", "chunk": "YQ==", "writeId": "1"},
+        label="write exited (no pipeStdin)"),
+    req("process/signal", {"processId": "x1", "signal": "interrupt"}, label="signal exited"),
+    req("process/terminate", {"processId": "x1"}, label="terminate exited"),
+    start("x1", "true", label="start duplicate of exited"),
+    start("x2", "sleep 5", label="start x2 running"),
+    start("x2", "true", label="start duplicate of running"),
+    read("x2", "read running nothing yet"),
+    read("x2", "read running afterSeq far", afterSeq=50),
+    req("process/terminate", {"processId": "x2"}, label="terminate running"),
+    collect("x2"),
+    req("process/terminate", {"processId": "x2"}, label="terminate again"),
+    start("", "echo empty-id", label="start empty processId"),
+    collect(""),
+    read("", "read empty processId", summarize="read"),
+    start("a/b c\nd\u00e9", "echo odd-id", label="start odd processId"),
+    collect("a/b c\nd\u00e9"),
+    start("x" * 5000, "echo long-id", label="start 5000-char processId"),
+    collect("x" * 5000),
+    req("process/read", {"processId": "nul\u0000id"}, label="read NUL processId"),
+    req("process/write", {"processId": "nope", "chunk": "YQ==", "writeId": "1"},
+        label="write unknown"),
+    req("process/write", {"processId": "nope", "chunk": "!!", "writeId": "1"},
+        label="write unknown bad base64"),
+    req("process/write", {"processId": "nope", "chunk": "YQ==", "writeId": ""},
+        label="write unknown empty writeId"),
+    req("process/write", {"processId": "x1", "chunk": "YQ==", "writeId": ""},
+        label="write exited empty writeId"),
+    req("process/signal", {"processId": "nope", "signal": "interrupt"}, label="signal unknown"),
+    start("x3", "cat", pipeStdin=True, label="start x3 cat pipeStdin"),
+    req("process/write", {"processId": "x3", "chunk": "aGk=", "writeId": "1"},
+        label="write x3"),
+    {"op": "wait_output", "pid": "x3", "text": "hi", "timeout": 5, "label": "x3 echoed"},
+    req("process/terminate", {"processId": "x3"}, label="terminate x3"),
+    collect("x3"),
+    req("process/write", {"processId": "x3", "chunk": "aGk=", "writeId": "1"},
+        label="write x3 after exit, same writeId"),
+    req("process/write", {"processId": "x3", "chunk": "", "writeId": "9"},
+        label="write x3 after exit, empty chunk"),
+]})
+
+SCRIPTS.append({"name": "process_start_edges", "doc": "env, cwd and argv edge cases", "steps": [
+    start("v1", "env | sort", env={"": "empty-name"}, label="env empty name"),
+    collect("v1"),
+    start("v2", "env | sort", env={"A=B": "x"}, label="env name with ="),
+    collect("v2"),
+    start("v3", "env | sort", env={"E": ""}, label="env empty value"),
+    collect("v3"),
+    start("v4", "printf '%s' \"$U\"", env={"U": "\u00e9\U0001F600"}, label="env non-ASCII"),
+    collect("v4"),
+    start("v5", "env | sort", env={"A\u0000": "x"}, label="env NUL in name"),
+    start("v6", "echo $PATH", env={}, label="env without PATH"),
+    collect("v6"),
+    req("process/start", {"processId": "v7", "argv": ["true"], "cwd": "$CWDURI", "env": {},
+                          "tty": False}, label="bare program without PATH"),
+    req("process/start", {"processId": "v8", "argv": ["/bin/true", "a\u0000b"],
+                          "cwd": "$CWDURI", "env": {}, "tty": False}, label="argv NUL"),
+    req("process/start", {"processId": "v9", "argv": [""], "cwd": "$CWDURI", "env": {},
+                          "tty": False}, label="argv empty program"),
+    req("process/start", {"processId": "v10", "argv": ["/bin/true"], "cwd": "$CWDURI",
+                          "env": {}, "tty": False, "arg0": "a\u0000b"}, label="arg0 NUL"),
+    req("process/start", {"processId": "v11", "argv": ["/"], "cwd": "$CWDURI",
+                          "env": {}, "tty": False}, label="argv directory"),
+    req("process/start", {"processId": "v12", "argv": ["/etc/hostname"], "cwd": "$CWDURI",
+                          "env": {}, "tty": False}, label="argv not executable"),
+    req("process/start", {"processId": "v13", "argv": ["/bin/true"], "cwd": "file:///etc/hostname",
+                          "env": {}, "tty": False}, label="cwd is a file"),
+    start("v14", "pwd", cwd="$CWDURI/", label="cwd trailing slash"),
+    collect("v14"),
+    start("v15", "pwd", cwd="file:///", label="cwd root"),
+    collect("v15"),
+    start("v16", "pwd", cwd="$CWDURI/./.", label="cwd dot segments"),
+    collect("v16"),
+    req("process/start", {"processId": "v17", "argv": ["/bin/true"], "cwd": "",
+                          "env": {}, "tty": False}, label="cwd empty"),
+    req("process/start", {"processId": "v18", "argv": ["/bin/true"], "cwd": "file://",
+                          "env": {}, "tty": False}, label="cwd file://"),
+    req("process/start", {"processId": "v19", "argv": ["/bin/true"], "cwd": "file:///nonexistent%00x",
+                          "env": {}, "tty": False}, label="cwd %00"),
+    req("process/start", {"processId": "v20", "argv": ["/bin/true"],
+                          "cwd": "file:///" + "a" * 5000, "env": {}, "tty": False},
+        label="cwd longer than PATH_MAX"),
+    req("process/start", {"processId": "v21", "argv": ["/bin/true"],
+                          "cwd": "file:///" + "a" * 300, "env": {}, "tty": False},
+        label="cwd name longer than NAME_MAX"),
+    req("process/start", {"processId": "v22", "argv": ["/" + "b" * 5000], "cwd": "$CWDURI",
+                          "env": {}, "tty": False}, label="argv0 longer than PATH_MAX"),
+    start("v23", "echo $#; sleep 0.2", tty=True, label="tty with args"),
+    collect("v23"),
+    start("v24", "stty size; tty >/dev/null && echo tty; sleep 0.2", tty=True, pipeStdin=True,
+          label="tty with pipeStdin"),
+    collect("v24"),
+    start("v25", "read x; echo got-$x", tty=False, pipeStdin=False,
+          label="read from /dev/null stdin"),
+    collect("v25"),
+    start("v26", "ls -l /proc/self/fd | wc -l >/dev/null; echo ok", label="fds"),
+    collect("v26"),
+]})
+
+# ---- fs/* on odd files: symlinks (dangling, loops, to directories), non-UTF-8 names,
+# special files, files where directories are expected and back, empty/relative/long paths,
+# trailing slashes, unreadable files, copies onto themselves (§5.1, §6.11-§6.21)
+
+FS_EDGE_SETUP = (
+    "rm -rf fe && mkdir -p fe/dir/sub fe/ro fe/full fe/odd && cd fe && echo data > file "
+    "&& ln -s file link-file && ln -s dir link-dir && ln -s missing dangling "
+    "&& ln -s loop1 loop2 && ln -s loop2 loop1 && ln -s self-loop self-loop "
+    "&& mkfifo fifo && printf 'bin' > \"$(printf 'odd/bad\\377name')\" "
+    "&& echo secret > noread && chmod 000 noread && echo x > dir/x && echo y > full/y "
+    "&& /usr/bin/python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.bind('sock')\" "
+    "&& find . -exec touch -h -d @1700000000 {} + && echo ok")
+FE = "$CWDURI/fe"
+
+
+def fe_all(path, tag, skip=()):
+    """the read-only fs methods on one path"""
+    u = FE + path if path.startswith("/") or not path else path
+    out = []
+    if "meta" not in skip:
+        out.append(req("fs/getMetadata", {"path": u}, label="%s: getMetadata" % tag))
+        out.append(req("fs/getMetadata", {"path": u, "followSymlinks": False},
+                       label="%s: getMetadata nofollow" % tag))
+    out += [req("fs/readFile", {"path": u}, label="%s: readFile" % tag),
+            req("fs/readFile", {"path": u, "followSymlinks": False},
+                label="%s: readFile nofollow" % tag),
+            req("fs/readDirectory", {"path": u}, label="%s: readDirectory" % tag),
+            req("fs/canonicalize", {"path": u}, label="%s: canonicalize" % tag),
+            req("fs/open", {"handleId": "e", "path": u}, label="%s: open" % tag),
+            req("fs/close", {"handleId": "e"}, label="%s: close" % tag)]
+    return out
+
+
+SCRIPTS.append({"name": "fs_edges_read", "doc": "read-side fs methods on odd paths", "steps": [
+    start("femk", FS_EDGE_SETUP),
+    collect("femk"),
+    *fe_all("/dangling", "dangling"),
+    *fe_all("/loop1", "loop"),
+    *fe_all("/self-loop", "self loop"),
+    *fe_all("/link-dir", "link to dir", skip=("meta",)),
+    *fe_all("/link-dir/", "link to dir trailing slash", skip=("meta",)),
+    *fe_all("/file/", "file trailing slash"),
+    *fe_all("/file/x", "file as parent"),
+    *fe_all("/fifo", "fifo"),
+    *fe_all("/sock", "socket"),
+    *fe_all("file:///dev/null", "dev null", skip=("meta",)),
+    *fe_all("/odd/bad%FFname", "non-UTF-8 name"),
+    req("fs/readDirectory", {"path": FE + "/odd"}, label="readDirectory lossy name"),
+    *fe_all("/noread", "unreadable (root reads it)", skip=("meta",)),
+    *fe_all("/dir/sub/..", "dot dot", skip=("meta",)),
+    *fe_all("", "empty path"),
+    *fe_all("fe/file", "relative path"),
+    *fe_all("file:///" + "a" * 5000, "longer than PATH_MAX"),
+    *fe_all(FE + "/" + "n" * 256, "name longer than NAME_MAX"),
+    *fe_all(FE + "/%00", "percent NUL"),
+    *fe_all(FE + "/a%2Fb", "percent slash"),
+    req("fs/readDirectory", {"path": FE}, label="readDirectory fe"),
+    # depth 0: fe/odd's non-UTF-8 name is a documented difference (test_fs_tree.py)
+    req("fs/walk", {"path": FE, "options": {"maxDepth": 0, "maxDirectories": 10,
+                                            "maxEntries": 100,
+                                            "followDirectorySymlinks": True}},
+        label="walk fe follow"),
+    req("fs/walk", {"path": FE + "/link-dir", "options": {"maxDepth": 3, "maxDirectories": 10,
+                                                          "maxEntries": 100,
+                                                          "followDirectorySymlinks": True}},
+        label="walk through link root"),
+    req("fs/walk", {"path": FE + "/loop1", "options": {"maxDepth": 3, "maxDirectories": 10,
+                                                       "maxEntries": 100,
+                                                       "followDirectorySymlinks": True}},
+        label="walk loop root"),
+    req("fs/walk", {"path": FE + "/fifo", "options": {"maxDepth": 3, "maxDirectories": 10,
+                                                      "maxEntries": 100,
+                                                      "followDirectorySymlinks": False}},
+        label="walk fifo root"),
+    req("fs/readBlock", {"handleId": "none", "offset": 0, "len": 1}, label="readBlock unknown"),
+    req("fs/writeBlock", {"handleId": "none", "offset": 0, "chunk": ""},
+        label="writeBlock unknown"),
+    req("fs/open", {"handleId": "x" * 33, "path": FE + "/file"}, label="open handle 33 bytes"),
+    req("fs/open", {"handleId": "\u00e9" * 16, "path": FE + "/file"},
+        label="open handle 32 bytes UTF-8"),
+    req("fs/close", {"handleId": "\u00e9" * 16}, label="close it"),
+    req("fs/open", {"handleId": "r", "path": FE + "/file"}, label="open r"),
+    req("fs/readBlock", {"handleId": "r", "offset": 5, "len": 1}, label="readBlock at EOF"),
+    req("fs/readBlock", {"handleId": "r", "offset": 4, "len": 1}, label="readBlock last byte"),
+    req("fs/readBlock", {"handleId": "r", "offset": 4, "len": 2}, label="readBlock past EOF"),
+    req("fs/readBlock", {"handleId": "r", "offset": 0, "len": 5}, label="readBlock exactly all"),
+    req("fs/readBlock", {"handleId": "r", "offset": 9223372036854775807, "len": 1},
+        label="readBlock offset i64 max"),
+    req("fs/readBlock", {"handleId": "r", "offset": 0, "len": 1}, label="readBlock after i64 max"),
+    req("fs/readBlock", {"handleId": "r", "offset": 9223372036854775808, "len": 1},
+        label="readBlock offset 2^63"),
+    req("fs/readBlock", {"handleId": "r", "offset": 0, "len": 1}, label="readBlock after 2^63"),
+    req("fs/open", {"handleId": "r2", "path": FE + "/file"}, label="open r2"),
+    req("fs/readBlock", {"handleId": "r2", "offset": 18446744073709551615, "len": 1},
+        label="readBlock offset u64 max"),
+    req("fs/readBlock", {"handleId": "r2", "offset": 0, "len": 1},
+        label="readBlock after u64 max"),
+    req("fs/open", {"handleId": "r3", "path": FE + "/file"}, label="open r3"),
+    req("fs/readBlock", {"handleId": "r3", "offset": 0, "len": 1048577},
+        label="readBlock len too big"),
+    req("fs/readBlock", {"handleId": "r3", "offset": 0, "len": 1}, label="readBlock after len"),
+    req("fs/close", {"handleId": "r3"}, label="close r3"),
+    req("fs/close", {"handleId": "r3"}, label="close r3 again"),
+]})
+
+SCRIPTS.append({"name": "fs_edges_write", "doc": "write-side fs methods on odd paths", "steps": [
+    start("femk", FS_EDGE_SETUP),
+    collect("femk"),
+    req("fs/writeFile", {"path": FE + "/dangling", "dataBase64": "eA=="},
+        label="writeFile through dangling link"),
+    req("fs/readFile", {"path": FE + "/missing"}, label="dangling target created"),
+    req("fs/writeFile", {"path": FE + "/loop1", "dataBase64": "eA=="}, label="writeFile loop"),
+    req("fs/writeFile", {"path": FE + "/link-dir", "dataBase64": "eA=="},
+        label="writeFile link to dir"),
+    req("fs/writeFile", {"path": FE + "/file/", "dataBase64": "eA=="},
+        label="writeFile trailing slash"),
+    req("fs/writeFile", {"path": FE + "/new/", "dataBase64": "eA=="},
+        label="writeFile new trailing slash"),
+    req("fs/writeFile", {"path": FE + "/file/x", "dataBase64": "eA=="},
+        label="writeFile under file"),
+    req("fs/writeFile", {"path": "file:///dev/null", "dataBase64": "eA=="},
+        label="writeFile /dev/null"),
+    req("fs/writeFile", {"path": FE + "/sock", "dataBase64": "eA=="}, label="writeFile socket"),
+    req("fs/writeFile", {"path": FE, "dataBase64": "eA=="}, label="writeFile dir"),
+    req("fs/writeFile", {"path": FE + "/w", "dataBase64": "eA== "}, label="writeFile b64 space"),
+    req("fs/writeFile", {"path": FE + "/w", "dataBase64": "eA"}, label="writeFile b64 nopad"),
+    req("fs/writeFile", {"path": FE + "/w", "dataBase64": "e"}, label="writeFile b64 len 1"),
+    req("fs/writeFile", {"path": FE + "/w", "dataBase64": "eB=="},
+        label="writeFile b64 trailing bits"),
+    req("fs/writeFile", {"path": FE + "/w", "dataBase64": "eA==eA=="},
+        label="writeFile b64 pad inside"),
+    req("fs/writeFile", {"path": FE + "/w", "dataBase64": "-_8="}, label="writeFile b64 urlsafe"),
+    req("fs/writeFile", {"path": "file:///" + "a" * 5000, "dataBase64": ""},
+        label="writeFile longer than PATH_MAX"),
+    req("fs/writeFile", {"path": FE + "/" + "n" * 256, "dataBase64": ""},
+        label="writeFile name longer than NAME_MAX"),
+    req("fs/writeFile", {"path": FE + "/odd/bad%FFname", "dataBase64": "eHg="},
+        label="writeFile non-UTF-8 name"),
+    req("fs/readFile", {"path": FE + "/odd/bad%FFname"}, label="readFile non-UTF-8 name"),
+    req("fs/createDirectory", {"path": FE + "/file"}, label="mkdir on file"),
+    req("fs/createDirectory", {"path": FE + "/file/sub"}, label="mkdir under file"),
+    req("fs/createDirectory", {"path": FE + "/dangling"}, label="mkdir dangling link"),
+    req("fs/createDirectory", {"path": FE + "/loop1"}, label="mkdir loop"),
+    req("fs/createDirectory", {"path": FE + "/loop1/x"}, label="mkdir under loop"),
+    req("fs/createDirectory", {"path": FE + "/fifo"}, label="mkdir on fifo"),
+    req("fs/createDirectory", {"path": FE + "/link-dir", "recursive": False},
+        label="mkdir link dir non-recursive"),
+    req("fs/createDirectory", {"path": FE + "/nd/", "recursive": False},
+        label="mkdir trailing slash"),
+    req("fs/createDirectory", {"path": FE + "/a/b/c/", "recursive": True},
+        label="mkdir deep trailing slash"),
+    req("fs/createDirectory", {"path": "file:///"}, label="mkdir root"),
+    req("fs/createDirectory", {"path": "file:///", "recursive": False},
+        label="mkdir root non-recursive"),
+    req("fs/createDirectory", {"path": "file:///" + "a" * 5000}, label="mkdir PATH_MAX+"),
+    req("fs/remove", {"path": FE + "/dangling"}, label="remove dangling"),
+    req("fs/remove", {"path": FE + "/loop1"}, label="remove loop link"),
+    req("fs/remove", {"path": FE + "/fifo"}, label="remove fifo"),
+    req("fs/remove", {"path": FE + "/sock", "recursive": False}, label="remove socket"),
+    req("fs/remove", {"path": FE + "/full", "recursive": False},
+        label="remove non-empty non-recursive"),
+    req("fs/remove", {"path": FE + "/full", "recursive": False, "force": False},
+        label="remove non-empty non-recursive no force"),
+    req("fs/remove", {"path": FE + "/dir/sub", "recursive": False},
+        label="remove empty dir non-recursive"),
+    req("fs/remove", {"path": FE + "/file/", "recursive": False}, label="remove file slash"),
+    req("fs/remove", {"path": FE + "/file/x", "force": False}, label="remove under file no force"),
+    req("fs/remove", {"path": FE + "/link-dir/", "recursive": False},
+        label="remove link-dir slash non-recursive"),
+    req("fs/remove", {"path": FE + "/odd/bad%FFname"}, label="remove non-UTF-8 name"),
+    req("fs/remove", {"path": "file:///" + "a" * 5000}, label="remove PATH_MAX+"),
+    req("fs/remove", {"path": "file:///" + "a" * 5000, "force": False},
+        label="remove PATH_MAX+ no force"),
+    req("fs/copy", {"sourcePath": FE + "/dir", "destinationPath": FE + "/dir", "recursive": True},
+        label="copy dir onto itself"),
+    req("fs/copy", {"sourcePath": FE + "/dir", "destinationPath": FE + "/dir/",
+                    "recursive": True}, label="copy dir onto itself slash"),
+    req("fs/copy", {"sourcePath": FE + "/link-dir", "destinationPath": FE + "/dir/in",
+                    "recursive": True}, label="copy dir link into target"),
+    req("fs/copy", {"sourcePath": FE + "/dangling", "destinationPath": FE + "/dang2",
+                    "recursive": False}, label="copy dangling link"),
+    req("fs/copy", {"sourcePath": FE + "/loop1", "destinationPath": FE + "/loop3",
+                    "recursive": False}, label="copy loop link"),
+    req("fs/copy", {"sourcePath": FE + "/sock", "destinationPath": FE + "/sock2",
+                    "recursive": False}, label="copy socket"),
+    req("fs/copy", {"sourcePath": "file:///dev/null", "destinationPath": FE + "/null2",
+                    "recursive": False}, label="copy /dev/null"),
+    req("fs/copy", {"sourcePath": FE + "/file", "destinationPath": FE + "/file/x",
+                    "recursive": False}, label="copy under file"),
+    req("fs/copy", {"sourcePath": FE + "/file", "destinationPath": FE + "/dangling2",
+                    "recursive": False}, label="copy to new"),
+    req("fs/copy", {"sourcePath": FE + "/file", "destinationPath": FE + "/link-file",
+                    "recursive": False}, label="copy onto link to itself"),
+    req("fs/readFile", {"path": FE + "/file"}, label="file after copy onto link"),
+    req("fs/copy", {"sourcePath": FE + "/full", "destinationPath": FE + "/file",
+                    "recursive": True}, label="copy dir onto file"),
+    req("fs/copy", {"sourcePath": FE + "/file", "destinationPath": FE + "/fifo",
+                    "recursive": False}, label="copy onto fifo"),
+    req("fs/copy", {"sourcePath": FE + "/noread", "destinationPath": FE + "/noread2",
+                    "recursive": False}, label="copy unreadable (root)"),
+    req("fs/copy", {"sourcePath": FE + "/odd/bad%FFname", "destinationPath": FE + "/odd/c%FE",
+                    "recursive": False}, label="copy non-UTF-8"),
+    req("fs/readDirectory", {"path": FE + "/odd"}, label="odd after writes"),
+    req("fs/readDirectory", {"path": FE}, label="fe after writes"),
+    req("fs/remove", {"path": FE}, label="cleanup"),
+]})
+
+# ---- repeated keys, numbers beyond f64/i64/u64, ids beyond 64 bits, positional params
+
+SCRIPTS.append({"name": "envelope_keys_numbers", "doc": "duplicate keys, huge numbers, NUL names",
+                "steps": [
+    raw('{"id":41,"id":42,"method":"environment/status"}', -1, "duplicate id"),
+    raw('{"id":1,"method":"environment/status","params":{"a":1,"a":2}}', -1,
+        "duplicate key in params"),
+    raw('{"id":2,"method":"process/read","params":{"processId":"x","afterSeq":1,"afterSeq":2}}',
+        -1, "duplicate params field"),
+    raw('{"id":3,"method":"process/start","params":{"processId":"d4","argv":["/bin/true"],'
+        '"cwd":"$CWDURI","env":{"A":"1","A":"2"},"tty":false}}', -1, "duplicate env name"),
+    raw('{"id":4,"method":"environment/status","params":{"z":{"q":1,"q":2}}}', -1,
+        "duplicate key nested"),
+    raw('{"id":5,"jsonrpc":"2.0","jsonrpc":"2.0","method":"environment/status"}', -1,
+        "duplicate jsonrpc"),
+    raw('{"id":6,"method":"environment/status","params":{"a":1,"\\u0061":2}}', -1,
+        "duplicate key through an escape"),
+    raw('{"id":7,"method":"environment/status","params":{"\\u0000":1,"\\u0000":2}}', -1,
+        "duplicate NUL key"),
+    raw('{"id":8,"method":"environment/status","params":{"a":1,"a":2,}}', -1,
+        "duplicate before a syntax error"),
+    raw('{"id":9,"method":"environment/status","params":{"a":{"b":1},"a":[1,}}', -1,
+        "duplicate before an unfinished array"),
+    raw('{"id":10,"method":"environment/status","params":{"a":{"b":1,"c":2},"b":1,"c":2}}', 10,
+        "same keys in different objects"),
+    raw('[{"a":1,"a":2}]', -1, "duplicate inside a batch"),
+    raw('{"id":3,\n"env":{"A":"1",\n  "A":"2"}}', -1, "duplicate on line 3"),
+    raw('{"id":10,"method":"environment/status","params":{"a":{"b":1,"c":2},"b":1,'
+        '"c":{"a":1,"a":2}}}', -1, "duplicate in a later sibling object"),
+    raw('{"id":11,"method":"environment/status","params":{"x":1e999}}', 11, "1e999 in params"),
+    raw('{"id":12,"method":"environment/status","params":{"x":-1e999,"y":1e-999}}', 12,
+        "-1e999 in params"),
+    raw('{"id":13,"method":"process/read","params":{"processId":"x","afterSeq":1e400}}', 13,
+        "afterSeq 1e400"),
+    raw('{"id":14,"method":"process/read","params":{"processId":"x","afterSeq":1' + "0" * 400
+        + '}}', 14, "afterSeq 400 digits"),
+    raw('{"id":15,"method":"process/read","params":{"processId":1e400}}', 15,
+        "processId 1e400"),
+    raw('{"id":16,"method":"process/read","params":{"processId":"x",'
+        '"afterSeq":-9223372036854775809}}', 16, "afterSeq below i64"),
+    raw('{"id":-9223372036854775809,"method":"environment/status"}', -1, "id below i64"),
+    raw('{"id":18446744073709551616,"method":"environment/status"}', -1, "id 2^64"),
+    raw('{"id":340282366920938463463374607431768211455,"method":"environment/status"}', -1,
+        "id u128 max"),
+    raw('{"id":340282366920938463463374607431768211456,"method":"environment/status"}', -1,
+        "id beyond u128"),
+    raw('{"id":-170141183460469231731687303715884105728,"method":"environment/status"}', -1,
+        "id i128 min"),
+    raw('{"id":-170141183460469231731687303715884105729,"method":"environment/status"}', -1,
+        "id below i128"),
+    raw('{"id":1e999,"method":"environment/status"}', -1, "id 1e999"),
+    raw('{"method":"environment/status","id":18446744073709551616}', -1, "big id after method"),
+    raw('{"id":20,"method":true}', -1, "method true"),
+    raw('{"id":21,"method":[]}', -1, "method array"),
+    raw('{"id":22,"method":{}}', -1, "method object"),
+    raw('{"id":23,"method":"environment/status\\u0000"}', 23, "method with trailing NUL"),
+    raw('{"id":24,"method":"process\\u0000/start","params":{}}', 24, "method with NUL inside"),
+    raw('{"id":25,"method":"process/read","params":["x",0,null,null,1]}', 25,
+        "positional one too many"),
+    raw('{"id":26,"method":"process/terminate","params":["x",1]}', 26,
+        "positional terminate two"),
+    raw('{"id":27,"method":"process/terminate","params":[]}', 27, "positional terminate none"),
+    raw('{"id":28,"method":"fs/getMetadata","params":["$CWDURI",null,null,7]}', 28,
+        "positional getMetadata four"),
+    raw('{"id":29,"method":"fs/walk","params":{"path":"$CWDURI","options":[1,1,1,false,true,5]}}',
+        29, "positional walk options six"),
+    raw('{"id":30,"method":"initialize","params":[]}', 30, "second initialize, params []"),
+    raw('{"id":31,"method":"initialize","params":{}}', 31, "second initialize, params {}"),
+    raw('{"id":32,"method":"initialize"}', 32, "second initialize, no params"),
+    raw('{"id":33,"method":"initialize","params":{"clientName":"x","resumeSessionId":5}}', 33,
+        "second initialize, bad resumeSessionId"),
+    raw('{"id":34,"method":"initialize","params":{"clientName":"x"}}', 34,
+        "second initialize, valid"),
+    req("environment/status", label="still open"),
+]})
+
+SCRIPTS.append({"name": "params_nested", "doc": "nested structs as sequences, unit enum maps",
+                "steps": [
+    req("process/start", {"processId": "n1", "argv": ["/bin/true"], "cwd": "$CWDURI", "env": {},
+                          "tty": False, "envPolicy": []}, label="envPolicy []"),
+    req("process/start", {"processId": "n2", "argv": ["/bin/true"], "cwd": "$CWDURI", "env": {},
+                          "tty": False, "metadata": []}, label="metadata []"),
+    req("process/start", {"processId": "n3", "argv": ["/bin/true"], "cwd": "$CWDURI", "env": {},
+                          "tty": False, "managedNetwork": []}, label="managedNetwork []"),
+    req("process/start", {"processId": "n4", "argv": ["/bin/true"], "cwd": "$CWDURI", "env": {},
+                          "tty": False, "sandbox": []}, label="sandbox []"),
+    req("fs/readFile", {"path": "$CWDURI", "sandbox": []}, label="fs sandbox []"),
+    req("fs/walk", {"path": "$CWDURI", "options": []}, label="walk options []"),
+    req("process/signal", {"processId": "n", "signal": {}}, label="signal {}"),
+    req("process/signal", {"processId": "n", "signal": {"interrupt": None}},
+        label="signal {interrupt: null}"),
+    req("process/signal", {"processId": "n", "signal": {"interrupt": {}}},
+        label="signal {interrupt: {}}"),
+    req("process/signal", {"processId": "n", "signal": {"interrupt": 1}},
+        label="signal {interrupt: 1}"),
+    req("process/signal", {"processId": "n", "signal": {"a": None, "b": None}},
+        label="signal two keys"),
+    req("process/signal", {"processId": "n", "signal": {"foo": None}}, label="signal {foo}"),
+    req("process/signal", {"processId": "n", "signal": "inter\u0000rupt"}, label="signal NUL"),
+    req("process/signal", {"processId": "n", "signal": None}, label="signal null"),
+    req("fs/open", {"handleId": "m1", "path": "$CWDURI/nothing", "mode": {}}, label="mode {}"),
+    req("fs/open", {"handleId": "m2", "path": "$CWDURI/nothing", "mode": {"a": None, "b": None}},
+        label="mode two keys"),
+    req("fs/open", {"handleId": "m3", "path": "$CWDURI/nothing", "mode": {"read": None}},
+        label="mode {read: null}"),
+    req("fs/open", {"handleId": "m4", "path": "$CWDURI/nothing", "mode": {"foo": None}},
+        label="mode {foo}"),
+    req("environmentConfig/read", {}, label="config {}"),
+    req("environmentConfig/read", [], label="config []"),
+    req("environmentConfig/read", {"cwd": None, "configPaths": [["a"]], "requirementsPaths": []},
+        label="config cwd null"),
+    req("environmentConfig/read", {"cwd": "$CWDURI", "configPaths": [["a", 1]],
+                                   "requirementsPaths": []}, label="config path number"),
+    req("environmentConfig/read", {"cwd": "$CWDURI", "configPaths": [["a"]],
+                                   "requirementsPaths": None}, label="config requirements null"),
+    req("environmentConfig/read", {"cwd": "relative", "configPaths": [["a"]],
+                                   "requirementsPaths": []}, label="config cwd relative"),
+]})
+
+# ---- fs/open handles after errors, writeBlock block checks, followSymlinks:false walks
+
+NF_SETUP = ("rm -rf nf && mkdir -p nf/ld && echo hello > nf/f && echo q > nf/ld/q "
+            "&& ln -s ld nf/lk && ln -s f nf/lf && echo ok")
+NF = "$CWDURI/nf"
+
+SCRIPTS.append({"name": "fs_handle_errors", "doc": "readBlock errors drop the handle; "
+                "writeBlock checks its block first", "steps": [
+    start("nfmk", NF_SETUP),
+    collect("nfmk"),
+    req("fs/open", {"handleId": "w", "path": NF + "/out", "mode": "replace"}, label="open w"),
+    req("fs/readBlock", {"handleId": "w", "offset": 0, "len": 1}, label="readBlock on replace"),
+    req("fs/writeBlock", {"handleId": "w", "offset": 0, "chunk": "eA=="},
+        label="writeBlock after it (dropped)"),
+    req("fs/open", {"handleId": "w", "path": NF + "/out", "mode": "replace"}, label="open w again"),
+    req("fs/writeBlock", {"handleId": "w", "offset": 0, "chunk": ""}, label="writeBlock empty"),
+    req("fs/writeBlock", {"handleId": "w", "offset": 0, "chunk": "eA=="},
+        label="writeBlock after empty (kept)"),
+    req("fs/writeBlock", {"handleId": "w", "offset": 9223372036854775807, "chunk": "eA=="},
+        label="writeBlock range i64 max"),
+    req("fs/writeBlock", {"handleId": "w", "offset": 9223372036854775806, "chunk": "eHg="},
+        label="writeBlock range just over"),
+    req("fs/writeBlock", {"handleId": "w", "offset": 9223372036854775808, "chunk": "eA=="},
+        label="writeBlock offset 2^63"),
+    req("fs/writeBlock", {"handleId": "w", "offset": 0, "chunk": "eQ=="},
+        label="writeBlock after range errors (kept)"),
+    req("fs/writeBlock", {"handleId": "none", "offset": 0, "chunk": ""},
+        label="writeBlock unknown, empty"),
+    req("fs/writeBlock", {"handleId": "none", "offset": 9223372036854775807, "chunk": "eA=="},
+        label="writeBlock unknown, range"),
+    req("fs/writeBlock", {"handleId": "none", "offset": 0, "chunk": "!!"},
+        label="writeBlock unknown, bad base64"),
+    req("fs/close", {"handleId": "w"}, label="close w"),
+    req("fs/readFile", {"path": NF + "/out"}, label="out after writes"),
+    req("fs/open", {"handleId": "r", "path": NF + "/f"}, label="open r"),
+    req("fs/writeBlock", {"handleId": "r", "offset": 0, "chunk": "eA=="},
+        label="writeBlock on read handle"),
+    req("fs/readBlock", {"handleId": "r", "offset": 0, "len": 2}, label="readBlock after (kept)"),
+    req("fs/readBlock", {"handleId": "r", "offset": 0, "len": 0}, label="readBlock len 0"),
+    req("fs/readBlock", {"handleId": "r", "offset": 0, "len": 2},
+        label="readBlock after len 0 (kept)"),
+    req("fs/readBlock", {"handleId": "r", "offset": 9223372036854775806, "len": 1},
+        label="readBlock i64 max - 1"),
+    req("fs/readBlock", {"handleId": "r", "offset": 9223372036854775807, "len": 1},
+        label="readBlock i64 max"),
+    req("fs/readBlock", {"handleId": "r", "offset": 0, "len": 1}, label="readBlock after (dropped)"),
+    req("fs/open", {"handleId": "r", "path": NF + "/f"}, label="open r again"),
+    req("fs/readBlock", {"handleId": "r", "offset": 18446744073709551615, "len": 1},
+        label="readBlock u64 max"),
+    req("fs/open", {"handleId": "r", "path": NF + "/f"}, label="open r a third time"),
+    req("fs/readBlock", {"handleId": "r", "offset": 9223372036854775808, "len": 1},
+        label="readBlock 2^63"),
+    req("fs/readBlock", {"handleId": "none", "offset": 18446744073709551615, "len": 1},
+        label="readBlock unknown u64 max"),
+    req("fs/remove", {"path": NF}, label="cleanup"),
+]})
+
+SCRIPTS.append({"name": "fs_nofollow", "doc": "followSymlinks:false through a linked directory",
+                "steps": [
+    start("nfmk", NF_SETUP),
+    collect("nfmk"),
+    req("fs/readFile", {"path": NF + "/lk/q", "followSymlinks": False}, label="readFile via link"),
+    req("fs/writeFile", {"path": NF + "/lk/q", "dataBase64": "", "followSymlinks": False},
+        label="writeFile via link"),
+    req("fs/getMetadata", {"path": NF + "/lk/q", "followSymlinks": False},
+        label="getMetadata via link"),
+    req("fs/createDirectory", {"path": NF + "/lk/new", "followSymlinks": False},
+        label="createDirectory via link"),
+    req("fs/remove", {"path": NF + "/lk/q", "followSymlinks": False, "recursive": False},
+        label="remove via link"),
+    req("fs/readFile", {"path": "file:///proc/self/root/etc/hostname", "followSymlinks": False},
+        label="readFile via /proc/self"),
+    req("fs/readFile", {"path": NF + "/lk", "followSymlinks": False}, label="readFile link"),
+    req("fs/readFile", {"path": NF + "/ld", "followSymlinks": False}, label="readFile dir"),
+    req("fs/readFile", {"path": "file:///dev/null", "followSymlinks": False},
+        label="readFile /dev/null"),
+    req("fs/readFile", {"path": NF + "/f", "followSymlinks": False}, label="readFile file"),
+    req("fs/writeFile", {"path": "file:///dev/null", "dataBase64": "", "followSymlinks": False},
+        label="writeFile /dev/null"),
+    req("fs/writeFile", {"path": NF + "/ld", "dataBase64": "", "followSymlinks": False},
+        label="writeFile dir"),
+    req("fs/writeFile", {"path": NF + "/lf", "dataBase64": "", "followSymlinks": False},
+        label="writeFile link"),
+    req("fs/writeFile", {"path": NF + "/new", "dataBase64": "eA==", "followSymlinks": False},
+        label="writeFile new"),
+    req("fs/getMetadata", {"path": NF + "/lk", "followSymlinks": False}, label="getMetadata link"),
+    req("fs/getMetadata", {"path": "file:///", "followSymlinks": False}, label="getMetadata root"),
+    req("fs/createDirectory", {"path": NF + "/f", "followSymlinks": False},
+        label="createDirectory on file"),
+    req("fs/createDirectory", {"path": NF + "/lk", "followSymlinks": False},
+        label="createDirectory on link"),
+    req("fs/createDirectory", {"path": NF + "/ld", "followSymlinks": False},
+        label="createDirectory on dir"),
+    req("fs/createDirectory", {"path": NF + "/ld", "followSymlinks": False, "recursive": False},
+        label="createDirectory on dir non-recursive"),
+    req("fs/createDirectory", {"path": NF + "/n1/n2", "followSymlinks": False},
+        label="createDirectory new parents"),
+    req("fs/createDirectory", {"path": NF + "/n3/n4", "followSymlinks": False,
+                               "recursive": False}, label="createDirectory missing parent"),
+    req("fs/createDirectory", {"path": NF + "/f", "followSymlinks": True},
+        label="createDirectory on file following"),
+    req("fs/remove", {"path": NF + "/lk", "followSymlinks": False, "recursive": False},
+        label="remove link"),
+    req("fs/remove", {"path": NF + "/nothere", "followSymlinks": False, "recursive": False},
+        label="remove missing"),
+    req("fs/remove", {"path": NF + "/n1", "followSymlinks": False, "recursive": False},
+        label="remove non-empty"),
+    req("fs/remove", {"path": NF + "/nothere", "followSymlinks": False},
+        label="remove recursive no-follow", allow=["remove-nofollow-recursive"]),
+    req("fs/readDirectory", {"path": NF + "/n1"}, label="n1 after"),
+    req("fs/remove", {"path": NF}, label="cleanup"),
+]})
+
+# ---- sizes: sparse huge files, /proc files, blocks ending exactly at the end (§6.12, §6.20)
+
+SZ_SETUP = ("rm -rf sz && mkdir sz && truncate -s 1T sz/huge && truncate -s 536870913 sz/over "
+            "&& : > sz/empty && printf 0123456789 > sz/ten && echo ok")
+SZ = "$CWDURI/sz"
+
+SCRIPTS.append({"name": "fs_sizes", "doc": "size limit, empty and /proc files, block edges",
+                "steps": [
+    start("szmk", SZ_SETUP),
+    collect("szmk"),
+    req("fs/readFile", {"path": SZ + "/huge"}, label="readFile 1 TiB sparse"),
+    req("fs/readFile", {"path": SZ + "/over"}, label="readFile 512 MiB + 1"),
+    req("fs/readFile", {"path": SZ + "/empty"}, label="readFile empty"),
+    req("fs/readFile", {"path": "file:///proc/version"}, label="readFile /proc/version"),
+    req("fs/readFile", {"path": "file:///proc/sys/kernel/ostype"}, label="readFile /proc ostype"),
+    req("fs/getMetadata", {"path": "file:///proc/version"}, label="getMetadata /proc/version"),
+    req("fs/open", {"handleId": "t", "path": SZ + "/ten"}, label="open ten"),
+    req("fs/readBlock", {"handleId": "t", "offset": 0, "len": 10}, label="block ending at EOF"),
+    req("fs/readBlock", {"handleId": "t", "offset": 5, "len": 5}, label="block 5..10"),
+    req("fs/readBlock", {"handleId": "t", "offset": 10, "len": 1}, label="block at EOF"),
+    req("fs/readBlock", {"handleId": "t", "offset": 11, "len": 1}, label="block past EOF"),
+    # (no MiB-sized answers here: the normalising regexes are quadratic on long tokens)
+    req("fs/open", {"handleId": "e", "path": SZ + "/empty"}, label="open empty"),
+    req("fs/readBlock", {"handleId": "e", "offset": 0, "len": 1}, label="block of empty"),
+    req("fs/open", {"handleId": "h", "path": SZ + "/huge"}, label="open 1 TiB"),
+    req("fs/readBlock", {"handleId": "h", "offset": 1099511627775, "len": 4},
+        label="block at the end of 1 TiB"),
+    req("fs/remove", {"path": SZ}, label="cleanup"),
+]})
+
+# ---- program lookup and cwd (§8.3): relative programs, PATH from env, odd PATH entries
+
+PL_SETUP = ("rm -rf pl && mkdir -p pl/bin pl/sub && printf '#!/bin/sh\\necho tool $0\\n' > pl/bin/tool "
+            "&& chmod +x pl/bin/tool && printf '#!/bin/sh\\necho local\\n' > pl/sub/here "
+            "&& chmod +x pl/sub/here && printf 'not exec' > pl/bin/noexec && mkdir pl/bin/dirprog "
+            "&& echo ok")
+
+SCRIPTS.append({"name": "program_lookup", "doc": "argv[0] resolution against env PATH and cwd",
+                "steps": [
+    start("plmk", PL_SETUP),
+    collect("plmk"),
+    req("process/start", {"processId": "l1", "argv": ["tool"], "cwd": "$CWDURI",
+                          "env": {"PATH": "$CWDPATH/pl/bin"}, "tty": False},
+        label="program from env PATH"),
+    collect("l1"),
+    req("process/start", {"processId": "l2", "argv": ["./here"], "cwd": "$CWDURI/pl/sub",
+                          "env": {"PATH": "/usr/bin:/bin"}, "tty": False},
+        label="./program relative to cwd"),
+    collect("l2"),
+    req("process/start", {"processId": "l3", "argv": ["sub/here"], "cwd": "$CWDURI/pl",
+                          "env": {"PATH": "/usr/bin:/bin"}, "tty": False},
+        label="dir/program relative to cwd"),
+    collect("l3"),
+    req("process/start", {"processId": "l4", "argv": ["noexec"], "cwd": "$CWDURI",
+                          "env": {"PATH": "$CWDPATH/pl/bin"}, "tty": False},
+        label="not executable in PATH"),
+    req("process/start", {"processId": "l5", "argv": ["dirprog"], "cwd": "$CWDURI",
+                          "env": {"PATH": "$CWDPATH/pl/bin"}, "tty": False},
+        label="directory in PATH"),
+    req("process/start", {"processId": "l6", "argv": ["tool"], "cwd": "$CWDURI",
+                          "env": {"PATH": ""}, "tty": False}, label="empty PATH"),
+    req("process/start", {"processId": "l7", "argv": ["tool"], "cwd": "$CWDURI/pl/bin",
+                          "env": {"PATH": "relative:."}, "tty": False},
+        label="relative PATH entries"),
+    collect("l7"),
+    req("process/start", {"processId": "l8", "argv": ["$CWDPATH/pl/bin/noexec"],
+                          "cwd": "$CWDURI", "env": {}, "tty": False},
+        label="absolute not executable"),
+    req("process/start", {"processId": "l9", "argv": ["$CWDPATH/pl/bin/dirprog"],
+                          "cwd": "$CWDURI", "env": {}, "tty": False},
+        label="absolute directory"),
+    req("process/start", {"processId": "l10", "argv": ["$CWDPATH/pl/bin/tool/x"],
+                          "cwd": "$CWDURI", "env": {}, "tty": False},
+        label="program under a file"),
+    req("process/start", {"processId": "l11", "argv": ["tool"], "cwd": "$CWDURI",
+                          "env": {"PATH": "$CWDPATH/pl/bin"}, "tty": True},
+        label="program from env PATH, tty"),
+    collect("l11"),
+    req("process/start", {"processId": "l12", "argv": ["nope-prog"], "cwd": "$CWDURI",
+                          "env": {"PATH": "$CWDPATH/pl/bin"}, "tty": True},
+        label="missing program, tty"),
+    req("process/start", {"processId": "l13", "argv": ["/bin/true"], "cwd": "$CWDURI/pl/bin/tool",
+                          "env": {}, "tty": True}, label="cwd a file, tty"),
+    req("process/start", {"processId": "l14", "argv": ["/bin/true"], "cwd": "$CWDURI/missing",
+                          "env": {}, "tty": True}, label="cwd missing, tty"),
+    req("fs/remove", {"path": "$CWDURI/pl"}, label="cleanup"),
+]})
+
+# ---- PTY starts resolve the program and directory like the reference's PTY library
+# (portable-pty): a cwd that is no directory falls back to HOME; "./x" only under the
+# directory; other names only through the child's PATH, with the library's texts.
+
+PT_SETUP = ("rm -rf pt && mkdir -p pt/bin/dirprog && printf x > pt/bin/noexec "
+            "&& printf '#!/bin/sh\\necho tool\\nsleep 0.2\\n' > pt/bin/tool && chmod +x pt/bin/tool "
+            "&& echo ok")   # (the pause: the reference's events of a PTY exiting at once can race)
+PTW, PTB = "$CWDURI/pt", "$CWDPATH/pt/bin"
+
+
+def pty(pid, argv, env, label, cwd=PTW):
+    return req("process/start", {"processId": pid, "argv": argv, "cwd": cwd, "env": env,
+                                 "tty": True}, label=label)
+
+
+SCRIPTS.append({"name": "pty_program_lookup", "doc": "tty:true program and cwd resolution",
+                "steps": [
+    start("ptmk", PT_SETUP),
+    collect("ptmk"),
+    pty("a", ["./bin/dirprog"], {}, "./ directory"),
+    pty("b", ["./bin/noexec"], {}, "./ not executable"),
+    pty("b2", ["./bin/missing"], {}, "./ missing"),
+    pty("c", ["./bin/tool"], {}, "./ program"),
+    collect("c"),
+    pty("l", ["../pt/bin/tool"], {}, "../ program"),
+    collect("l"),
+    pty("q", ["."], {}, "dot"),
+    pty("r", [".."], {}, "dotdot"),
+    pty("d", ["noexec"], {"PATH": PTB}, "PATH: not executable"),
+    pty("e", ["dirprog"], {"PATH": PTB}, "PATH: directory"),
+    pty("f", ["dirprog"], {"PATH": PTB + ":" + PTB + "/:/nonexist"}, "PATH: directory twice"),
+    pty("g", ["tool"], {"PATH": "bin"}, "PATH: relative entry"),
+    collect("g"),
+    pty("h", ["tool"], {"PATH": ":bin"}, "PATH: empty entry first"),
+    collect("h"),
+    pty("i", ["bin/tool"], {"PATH": "/usr/bin"}, "dir/program not in PATH"),
+    pty("j", ["bin/tool"], {"PATH": ""}, "dir/program, empty PATH"),
+    collect("j"),
+    pty("k", ["x"], {"PATH": "a\"b\\c\td\u00e9"}, "PATH with escapes"),
+    pty("e1", ["nope-prog"], {}, "no PATH"),
+    pty("e2", ["sh"], {}, "sh without PATH"),
+    pty("e3", ["nope-prog"], {"PATH": "/a:/b"}, "not in PATH"),
+    pty("e4", ["/nonexistent/prog"], {}, "absolute missing"),
+    pty("e5", ["/etc/hostname"], {}, "absolute not executable"),
+    pty("e6", ["/"], {}, "absolute directory"),
+    pty("m", ["tool"], {"PATH": "bin", "HOME": "$CWDPATH/pt"}, "cwd missing: HOME",
+        cwd="$CWDURI/nonexistent"),
+    collect("m"),
+    pty("m2", ["/bin/sh", "-c", "pwd; sleep 0.2"], {}, "cwd missing: passwd home",
+        cwd="$CWDURI/nonexistent"),
+    collect("m2"),
+    pty("n", ["/bin/sh", "-c", "pwd"], {"HOME": PTB + "/noexec"}, "cwd missing, HOME a file",
+        cwd="$CWDURI/nonexistent"),
+    pty("o", ["/bin/sh", "-c", "pwd"], {"HOME": "relative"}, "cwd missing, HOME relative",
+        cwd="$CWDURI/nonexistent"),
+    pty("t", ["tool"], {"PATH": PTB}, "cwd a file", cwd="$CWDURI/pt/bin/tool"),
+    collect("t"),
+    req("fs/remove", {"path": "$CWDURI/pt"}, label="cleanup"),
+]})
+
+# ---- file: URIs (§5.1): hosts (IDNA errors, IPv4 forms), drive letters, NUL bytes
+
+URI_CASES = [
+    "file://ho st/x", "file://host:80/x", "file://user@host/x", "file://h%00/x", "file://h<st/x",
+    "file://h%20st/x", "file://h^st/x", "file://h|st/x", "file://h%/x", "file://h\u0000/x",
+    "file://a..b/x", "file://%41/x", "file://-a/x", "file://a_b/x", "file://a*b/x",
+    "file://1.2.3/x", "file://999.1.1.1/x", "file://0x7f.1/x", "file://127.0.0.1./x",
+    "file://1.2.3.4.5/x", "file://4294967295/x", "file://4294967296/x", "file://010.0x10.1/x",
+    "file://a.1/x", "file://1.a/x", "file://1..2/x", "file://0x/x", "file://09/x",
+    "file://1.2.3.256/x", "file://0xffffffffff/x", "file://a.0x1g/x", "file://.1/x",
+    "file://1../x", "file://%31.2.3.4/x", "file://[::1]/x", "file://LOCALHOST/tmp",
+    "file:///C:/x", "file:///c:/x", "file:///C|/x", "file:///C:", "file:///c:", "file:///C:x",
+    "file:///CC:/x", "file://C:/x", "file:///tmp/C:/x", "file:C:/x", "file:///C:/../x",
+    "file:///C:/..", "file:///C|/..", "file:///a/../C:",
+    "file:///tmp/a\u0000b", "file:///tmp/a%00b", "\u0000file:///tmp\u0000", "file:///%",
+    "file:///%zz", "file:/\\x", "file:///tmp\\..", "file:///t\nmp", "file://///tmp",
+    "file:", "file://", "file:////", "urn:x", "file:x", "file:tmp",
+]
+
+SCRIPTS.append({"name": "file_uri_edges", "doc": "URI hosts, IPv4 forms, drive letters, NULs",
+                "steps": [
+    *[req("fs/getMetadata", {"path": u}, label="getMetadata %r" % u) for u in URI_CASES],
+    req("process/start", {"processId": "u1", "argv": ["/bin/true"], "cwd": "file:///C:/x",
+                          "env": {}, "tty": False}, label="cwd drive letter"),
+    req("process/start", {"processId": "u2", "argv": ["/bin/true"], "cwd": "file:///tmp/a\u0000b",
+                          "env": {}, "tty": False}, label="cwd with a NUL"),
+    req("process/start", {"processId": "u3", "argv": ["/bin/true"], "cwd": "file://1.2.3/x",
+                          "env": {}, "tty": False}, label="cwd IPv4 host"),
+    req("process/start", {"processId": "u4", "argv": ["/bin/true"], "cwd": "file://h%20st/x",
+                          "env": {}, "tty": False}, label="cwd bad host"),
+    req("environmentConfig/read", {"cwd": "file:///C:/x", "configPaths": [["a"]],
+                                   "requirementsPaths": []}, label="config cwd drive letter"),
+]})

@@ -249,6 +249,45 @@ def p09_base(root, spec):
     os.makedirs(w + "/pres2")
 
 
+_LISTENERS = {}
+
+
+def _listen_forever(port):
+    """A loopback TCP listener that accepts and closes (the probe's `net-enabled`
+    target), one per port for the whole run."""
+    import socket
+    import threading
+    if port in _LISTENERS:
+        return
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(8)
+    _LISTENERS[port] = s
+
+    def loop():
+        while True:
+            try:
+                c, _ = s.accept()
+            except OSError:
+                return
+            c.close()
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def p11_proc(root, spec):
+    """sbx/work (the workspace, with .git, no .agents) holding inside.txt "inside\\n"
+    (ro-read), sbx/outside holding existing.txt "outside\\n" (ww-read-outside), and a
+    listener on 127.0.0.1:8801 that ww-net must not reach and net-enabled does."""
+    sbx = _p(root, "sbx")
+    _rmtree(sbx)
+    os.makedirs(sbx + "/work/.git")
+    os.makedirs(sbx + "/outside")
+    _write(sbx + "/work/inside.txt", "inside\n")
+    _write(sbx + "/outside/existing.txt", "outside\n")
+    _listen_forever(8801)
+
+
 def touch(*rels):
     def fn(root):
         for rel in rels:
@@ -310,6 +349,7 @@ SECTION_SETUP = {
     ("p09", "resume"): p09_base,
     ("p09", "semantics"): p09_base,
     ("p09", "twoconn"): p09_base,
+    ("p11", "proc"): p11_proc,
 }
 
 # p07 sections share one tree (and in the recording one connection): running one

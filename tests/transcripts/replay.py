@@ -48,7 +48,8 @@ TRUNC_RE = re.compile(r"\.\.\.\[truncated(?: in this copy)?, (\d+) chars total\]
 # Whole sections that cannot run on this machine (file, section-prefix, reason).
 SKIP_SECTIONS = [
     ("p08", "", "needs the server running as `nobody` (EACCES probes)"),
-    ("p11", "fs", "sandboxed fs probe on the probe's fixture tree (not recorded); sandbox not implemented"),
+    ("p11", "fs", "summary only: the sandboxed fs probe printed decoded results on a tree it did not record "
+            "(tests/reference/sandbox_views.py compares them live)"),
     ("p10", "", "needs several reference servers with changed HOME/TMPDIR/SHELL/cwd"),
     ("p12", "many", "summary only (300/1000 processes); no frames recorded"),
     ("p12", "large", "summary only (50 MB); no frames recorded"),
@@ -58,9 +59,9 @@ SKIP_SECTIONS = [
     ("p14", "frames", "raw-socket frame probe; client frames not recorded"),
     ("p14", "disconnect", "summary only (15 s disconnect timings)"),
     ("p14", "control", "raw ping/pong/idle probe; client frames not recorded"),
-    ("p14", "size", "raw-socket size probe using fs/writeFile (not implemented)"),
+    ("p14", "size", "raw-socket frame-size probe, client frames not recorded (tests/integration/test_framing.py)"),
     ("p14", "ttl", "80 s session expiry; summary only"),
-    ("p15", "", "--ws-auth is not implemented on uexec (startup flags / 401 probes)"),
+    ("p15", "", "start-up flag and HTTP 401 probes, not frames (tests/integration/test_auth.py)"),
     ("p16", "", "http/request to a local HTTP helper of the reference probe (not implemented)"),
     ("p05", "", "summary only (schema probe prints decoded error texts, not frames)"),
     ("p06", "", "summary only (nested schema probe prints decoded error texts, not frames)"),
@@ -451,8 +452,101 @@ def load_all():
             out.append(("realclient/" + f, parse_realclient(os.path.join(rdir, f))))
     for _, secs in out:
         for sec in secs:
+            strip_profile_noise(sec)
             fixup_section(sec)
     return out
+
+
+# The recording machine's login profile (HOME=/root with pyenv and cargo set up in
+# ~/.bashrc) was sourced by the recorded shells and printed these lines; the replay
+# gives the server a clean HOME (run_section), so they are not output of the probe.
+PROFILE_NOISE_RE = re.compile(rb"^(/root/\.bashrc: line \d+: .*|pyenv: cannot rehash: .*)\r?\n",
+                              re.M)
+
+
+def strip_profile_noise(sec):
+    """Removes the recording's login-profile lines from recorded process output and
+    renumbers the seq of what follows them (notifications, process/read results,
+    afterSeq of later requests), per process."""
+    dropped = {}   # processId -> sorted recorded seqs removed
+
+    def shift(pid, seq):
+        return seq - sum(1 for d in dropped.get(pid, ()) if d < seq) if isinstance(seq, int) else seq
+
+    def clean(chunk_b64):
+        try:
+            raw = base64.b64decode(chunk_b64)
+        except Exception:
+            return chunk_b64
+        return base64.b64encode(PROFILE_NOISE_RE.sub(b"", raw)).decode()
+
+    changed_any = False
+    for e in sec.events:
+        o = e.obj
+        if e.kind not in ("send", "recv") or not isinstance(o, dict) or e.trunc:
+            continue
+        changed = False
+        params = o.get("params") if isinstance(o.get("params"), dict) else None
+        if e.kind == "recv" and o.get("method") == "process/output" and params:
+            pid = params.get("processId")
+            c = clean(params.get("chunk", ""))
+            if c != params.get("chunk"):
+                if c == "":
+                    dropped.setdefault(pid, []).append(params.get("seq"))
+                    e.kind = "dropped"
+                    changed_any = True
+                    continue
+                params["chunk"] = c
+                changed = True
+            if dropped.get(pid):
+                params["seq"] = shift(pid, params.get("seq"))
+                changed = True
+        elif e.kind == "recv" and o.get("method") in ("process/exited", "process/closed") and params:
+            pid = params.get("processId")
+            if dropped.get(pid):
+                params["seq"] = shift(pid, params.get("seq"))
+                changed = True
+        elif e.kind == "recv" and isinstance(o.get("result"), dict) and "chunks" in o["result"]:
+            r = o["result"]
+            kept = []
+            for ch in r.get("chunks") or []:
+                c = clean(ch.get("chunk", ""))
+                if c == "":
+                    changed = True
+                    continue
+                if c != ch.get("chunk"):
+                    ch["chunk"] = c
+                    changed = True
+                kept.append(ch)
+            if changed:
+                r["chunks"] = kept
+        if changed:
+            changed_any = True
+            e.text = json.dumps(o, separators=(",", ":"))
+    if not changed_any:
+        return
+    # process/read results carry no processId: renumber them from the request's
+    sent = {}
+    for e in sec.events:
+        o = e.obj
+        if not isinstance(o, dict):
+            continue
+        if e.kind == "send" and o.get("method") == "process/read" and isinstance(o.get("params"), dict):
+            pid = o["params"].get("processId")
+            sent[(e.conn, o.get("id"))] = pid
+            if dropped.get(pid) and isinstance(o["params"].get("afterSeq"), int):
+                o["params"]["afterSeq"] = shift(pid, o["params"]["afterSeq"])
+                e.text = json.dumps(o, separators=(",", ":"))
+        elif e.kind == "recv" and isinstance(o.get("result"), dict) and "chunks" in o["result"]:
+            pid = sent.get((e.conn, o.get("id")))
+            if not dropped.get(pid):
+                continue
+            r = o["result"]
+            for ch in r.get("chunks") or []:
+                ch["seq"] = shift(pid, ch.get("seq"))
+            r["nextSeq"] = shift(pid, r.get("nextSeq"))
+            e.text = json.dumps(o, separators=(",", ":"))
+    sec.events = [e for e in sec.events if e.kind != "dropped"]
 
 
 def fixup_section(sec):
@@ -980,6 +1074,14 @@ def has_native_path(params):
     miss = params.get("missing")
     if isinstance(miss, list) and any(isinstance(v, str) and v.startswith("/") for v in miss):
         return True
+    # a sandbox entry {"type": "path", "path": "/..."} (the reference wants a file:// URI)
+    fs = ((params.get("sandbox") or {}).get("permissions") or {}).get("file_system") \
+        if isinstance(params.get("sandbox"), dict) else None
+    for ent in (fs.get("entries") or []) if isinstance(fs, dict) else []:
+        path = ent.get("path") if isinstance(ent, dict) else None
+        if isinstance(path, dict) and path.get("type") == "path" and \
+                isinstance(path.get("path"), str) and path["path"].startswith("/"):
+            return True
     return False
 
 
@@ -1460,16 +1562,64 @@ def skip_reason(sec):
 def run_section(sec, args, root, mapper):
     res = Result()
     ensure_dirs(sec, root)
-    srv = Server(cwd=root + "/root/es-cwd")
+    # A clean HOME: children inherit it, and a login shell (`bash -lc`, as the real
+    # client runs commands) would otherwise source this machine's profile.
+    home = root + "/home"
+    os.makedirs(home, exist_ok=True)
+    env = dict(os.environ, HOME=home)
+    # sandboxDenied by the reference's heuristic, the behaviour the recordings show
+    # (uexec's evidence sources are compared in bench/denial_table.py)
+    extra = () if SERVER_CMD else ("--denial-evidence", "none")
+    srv = Server(cwd=root + "/root/es-cwd", env=env, extra_args=extra)
     try:
         rp = Replayer(sec, srv.url, mapper, args.verbose, root)
         asyncio.get_event_loop().run_until_complete(rp.run())
         compare_section(sec, rp, res, mapper)
+        apply_known_section_diffs(sec, res)
         if not srv.alive():
             res.fail("uexec exited during the section (rc %s)" % srv.proc.returncode)
     finally:
         srv.stop()
     return res
+
+
+# Differences of one recorded section that are uexec's by design or artefacts of the
+# recording: (file, section) -> [(substring of the failure message, reason)].
+KNOWN_SECTION_DIFFS = {
+    ("p11", "proc"): [
+        ("ww-id", "a sandboxed command has its own PID namespace (/proc/1 is uexec-init, "
+                  "its root link unreadable; docs/SECURITY.md)"),
+        ("ww-env", "the recorded `env` shows PATH and PYENV_ROOT as the recording machine's "
+                   "~/.bashrc set them"),
+        ("legacy-landlock", "useLegacyLandlock: the reference's helper panicked without "
+                            "bubblewrap; uexec enforces the policy (README)"),
+    ],
+    ("realclient/kill-workspace-write", "conn2"): [
+        ("process/terminate result differs", "uexec kills the tree at once (cgroup.kill): the "
+         "second terminate, 14 ms later, finds it exited; the reference still ran it"),
+        ("43739-24e2033e-f0be-4f34-b37b-6cd26431349c", "uexec reported the exit of the "
+         "terminated process; the reference had not before the recording ended"),
+    ],
+    ("realclient/stdin-workspace-write", "conn2"): [
+        ("process/start id 17: error expected", "the recording's reference could not find its "
+         "codex-linux-sandbox helper (the recording machine's PATH); uexec runs the command"),
+        ("other notifications differ", "the recorded start failed (above), so no mount point fired "
+         "fs/missingChanged there"),
+        ("82949-92d3965d-9c54-4c6e-b07a-bd0da9c7ade8", "the recorded start failed (above)"),
+    ],
+}
+
+
+def apply_known_section_diffs(sec, res):
+    table = KNOWN_SECTION_DIFFS.get((sec.file, sec.name), [])
+    kept = []
+    for f in res.fails:
+        why = next((r for sub, r in table if sub in f[0]), None)
+        if why:
+            res.knw(why)
+        else:
+            kept.append(f)
+    res.fails = kept
 
 
 def status_of(sec, res):
@@ -1509,7 +1659,9 @@ def main():
                 if idx and not any(o == fk or o in fname for o in args.only):
                     extra += ["%s:%s" % (fk, n) for n in order[: max(idx)]]
         args.only = args.only + extra
-    root = tempfile.mkdtemp(prefix="uexec-tr-")
+    # not under /tmp: the sandbox sections' policies make /tmp writable, and their
+    # "outside" directories must not be
+    root = tempfile.mkdtemp(prefix="uexec-tr-", dir="/var/tmp")
     setup_fixtures(root)
     mapper = Mapper(root)
     global MAPPER

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "evidence.h"
+#include "filter.h"
+#include "macro.h"
 #include "tests.h"
 
 /* A child that sleeps until killed; new_session: it writes its loginuid first (root). */
@@ -225,14 +227,14 @@ TEST(bpf_records_by_cgroup)
 	t = sandbox_evidence_track(ev, pid);
 	sandbox_evidence_set_cgroup(t, 4242);
 	/* another cgroup, a pid that is not ours: dropped */
-	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch", NULL, 0));
+	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch", NULL, 0, NULL, 0));
 	/* with both sources complete and nothing recorded: false, whatever the output says */
 	ASSERT_TRUE(!decide(ev, t, 1, "Read-only file system"));
 	/* permission bits and capabilities fail with EACCES/EPERM too: kept, not decisive */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat", NULL, 0));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat", NULL, 0, NULL, 0));
 	ASSERT_TRUE(!decide(ev, t, 1, ""));
 	/* a read-only mount's EROFS, from a process known only by its cgroup */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch", NULL, 0));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch", NULL, 0, NULL, 0));
 	d = sandbox_evidence_denials(t, &n, &total);
 	ASSERT_EQ(2, n);
 	ASSERT_EQ(SANDBOX_DENIAL_SYSCALL, d[0].kind);
@@ -257,7 +259,7 @@ static bool connect_case(struct sandbox_evidence *ev, uint64_t cg, const void *a
 	bool r;
 
 	sandbox_evidence_set_cgroup(t, cg);
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, cg, SYS_connect, -EPERM, "prog", addr, len));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, cg, SYS_connect, -EPERM, "prog", addr, len, NULL, 0));
 	d = sandbox_evidence_denials(t, &n, &total);
 	ASSERT_EQ(1, n);
 	ASSERT_STREQ("connect.eperm", d[0].access);
@@ -282,13 +284,13 @@ TEST(bpf_alone_connect_and_seccomp)
 	sandbox_evidence_set_cgroup(t, 99);
 	ASSERT_TRUE(!decide(ev, t, 1, "permission denied"));
 	/* EPERM from a call only the sandbox refuses: evidence, kind seccomp */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 1, 99, SYS_keyctl, -EPERM, "py", NULL, 0));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 1, 99, SYS_keyctl, -EPERM, "py", NULL, 0, NULL, 0));
 	ASSERT_TRUE(decide(ev, t, 1, ""));
 	sandbox_evidence_untrack(ev, t);
 	/* EACCES of an open: permission bits or Landlock, cannot tell: the heuristic */
 	t = sandbox_evidence_track(ev, getpid());
 	sandbox_evidence_set_cgroup(t, 98);
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 1, 98, SYS_openat, -EACCES, "cat", NULL, 0));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 1, 98, SYS_openat, -EACCES, "cat", NULL, 0, NULL, 0));
 	ASSERT_TRUE(!decide(ev, t, 1, "exit"));
 	ASSERT_TRUE(decide(ev, t, 1, "cat: m: Permission denied"));
 	sandbox_evidence_untrack(ev, t);
@@ -324,6 +326,45 @@ TEST(bpf_alone_connect_and_seccomp)
 	ASSERT_TRUE(!connect_case(ev, 106, &sun, sizeof(sa_family_t), "permission denied", &obj));
 	free((void *)obj);
 	sandbox_evidence_free(ev);
+}
+
+TEST(bpf_eperm_judged_by_the_trees_filter)
+{
+	static const uint64_t setgid[6] = { (uint64_t)AT_FDCWD, 0x1000, 02755 };
+	static const uint64_t plain[6] = { (uint64_t)AT_FDCWD, 0x1000, 0755 };
+	static const struct {
+		const uint64_t *args;
+		unsigned n_args; /* 0: the perf tracepoint, which has none */
+		bool filter;     /* the tree's seccomp program is known */
+		bool denied;
+	} cases[] = {
+		/* a set-id chmod's EPERM: the tree's filter refuses exactly that call */
+		{ setgid, 5, true, true },
+		/* a plain chmod's EPERM (not the owner): the filter allows it, so not evidence */
+		{ plain, 5, true, false },
+		/* without the arguments or without the filter: cannot tell */
+		{ setgid, 0, true, false },
+		{ setgid, 5, false, false },
+	};
+	struct sandbox_evidence *ev;
+	struct sandbox_seccomp f;
+
+	ASSERT_EQ(0, sandbox_seccomp_build(&f));
+	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_BPF, &ev));
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct sandbox_ev_tree *t = sandbox_evidence_track(ev, getpid());
+		uint64_t cg = 77 + i;
+
+		sandbox_evidence_set_cgroup(t, cg);
+		if (cases[i].filter)
+			sandbox_evidence_set_filter(t, &f.restricted);
+		ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 1, cg, SYS_fchmodat, -EPERM, "chmod", NULL,
+						      0, cases[i].args, cases[i].n_args));
+		ASSERT_EQ(cases[i].denied, decide(ev, t, 1, cases[i].denied ? "" : "exit"));
+		sandbox_evidence_untrack(ev, t);
+	}
+	sandbox_evidence_free(ev);
+	sandbox_seccomp_done(&f);
 }
 
 TEST(no_source_is_the_heuristic)

@@ -101,9 +101,13 @@ TEST(whatwg_preprocessing)
 	ok("file:///a\tb\nc\r", false, "/abc");
 	ok("file:///a\\b\\..\\c", false, "/a/c"); /* '\' is a separator in special URLs */
 	ok("file:\\\\\\a", false, "/a");
-	ok("file:///C|/x", false, "/C:/x");      /* url crate drive-letter quirks */
-	ok("file://C:/x", false, "/C:/x");
-	ok("file:///C:/..", false, "/C:");
+	/* drive letters (tests/reference/steps.py file_uri_edges): "C|" is a plain name... */
+	ok("file:///C|/x", false, "/C|/x");
+	/* ...and "C:" first is refused on Linux (TEST(drive_letters)) */
+	bad("file://C:/x", false, -EREMOTE, "'file:///C:/x' is invalid on 'linux'");
+	bad("file:///C:/..", false, -EREMOTE, "'file:///C:/' is invalid on 'linux'");
+	ok("file:///C|/..", false, "/C|");   /* a drive letter is never popped */
+	bad("file:///a/../C:", false, -EREMOTE, "'file:///C:' is invalid on 'linux'");
 }
 
 TEST(relative_errors)
@@ -163,10 +167,12 @@ TEST(remote_hosts)
 
 TEST(host_parse_errors)
 {
-	bad("file://ho st/x", false, -EINVAL, "invalid URI: invalid domain character");
-	bad("file://host:80/x", false, -EINVAL, "invalid URI: invalid domain character");
-	bad("file://user@host/x", false, -EINVAL, "invalid URI: invalid domain character");
-	bad("file://h%00/x", false, -EINVAL, "invalid URI: invalid domain character");
+	/* the reference 0.169.0 (tests/reference/steps.py file_uri_edges): IDNA fails first */
+	bad("file://ho st/x", false, -EINVAL, "invalid URI: invalid international domain name");
+	bad("file://host:80/x", false, -EINVAL, "invalid URI: invalid international domain name");
+	bad("file://user@host/x", false, -EINVAL, "invalid URI: invalid international domain name");
+	bad("file://h%00/x", false, -EINVAL, "invalid URI: invalid international domain name");
+	bad("file://h%/x", false, -EINVAL, "invalid URI: invalid international domain name");
 	bad("file://[zz]/x", false, -EINVAL, "invalid URI: invalid IPv6 address");
 	bad("file://[::1/x", false, -EINVAL, "invalid URI: invalid IPv6 address");
 }
@@ -247,6 +253,74 @@ TEST(round_trips)
 		free(u);
 		free(back);
 	}
+}
+
+TEST(ipv4_hosts)
+{
+	/* hosts that end in a number are IPv4 addresses, re-serialised (WHATWG) */
+	bad("file://1.2.3/x", false, -EREMOTE, "'file://1.2.0.3/x' is invalid on 'linux'");
+	bad("file://0x7f.1/x", false, -EREMOTE, "'file://127.0.0.1/x' is invalid on 'linux'");
+	bad("file://127.0.0.1./x", false, -EREMOTE, "'file://127.0.0.1/x' is invalid on 'linux'");
+	bad("file://4294967295/x", false, -EREMOTE, "'file://255.255.255.255/x' is invalid on 'linux'");
+	bad("file://010.0x10.1/x", false, -EREMOTE, "'file://8.16.0.1/x' is invalid on 'linux'");
+	bad("file://0x/x", false, -EREMOTE, "'file://0.0.0.0/x' is invalid on 'linux'");
+	bad("file://%31.2.3.4/x", false, -EREMOTE, "'file://1.2.3.4/x' is invalid on 'linux'");
+	/* not ending in a number: a domain */
+	bad("file://1.a/x", false, -EREMOTE, "'file://1.a/x' is invalid on 'linux'");
+	bad("file://a.0x1g/x", false, -EREMOTE, "'file://a.0x1g/x' is invalid on 'linux'");
+	bad("file://1../x", false, -EREMOTE, "'file://1../x' is invalid on 'linux'");
+	/* ending in a number, but no address */
+	bad("file://999.1.1.1/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+	bad("file://1.2.3.4.5/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+	bad("file://4294967296/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+	bad("file://a.1/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+	bad("file://1..2/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+	bad("file://09/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+	bad("file://1.2.3.256/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+	bad("file://0xffffffffff/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+	bad("file://.1/x", false, -EINVAL, "invalid URI: invalid IPv4 address");
+}
+
+TEST(drive_letters)
+{
+	/* a Windows drive letter first is refused on Linux, shown upper-case */
+	bad("file:///C:/x", false, -EREMOTE, "'file:///C:/x' is invalid on 'linux'");
+	bad("file:///c:/x", false, -EREMOTE, "'file:///C:/x' is invalid on 'linux'");
+	bad("file:///c:", false, -EREMOTE, "'file:///C:' is invalid on 'linux'");
+	bad("file://C:/x", false, -EREMOTE, "'file:///C:/x' is invalid on 'linux'");
+	bad("file:C:/x", false, -EREMOTE, "'file:///C:/x' is invalid on 'linux'");
+	bad("file:///C:/../x", false, -EREMOTE, "'file:///C:/x' is invalid on 'linux'");
+	/* not a drive letter there */
+	ok("file:///C|/x", false, "/C|/x");
+	ok("file:///C:x", false, "/C:x");
+	ok("file:///CC:/x", false, "/CC:/x");
+	ok("file:///tmp/C:/x", false, "/tmp/C:/x");
+}
+
+TEST(nul_bytes_in_the_string)
+{
+	char *path = NULL, *err = NULL;
+
+	/* inside: percent-encoded, then refused like %00 */
+	ASSERT_EQ(-EINVAL, file_uri_to_pathn("file:///tmp/a\0b", sizeof("file:///tmp/a\0b") - 1, false, &path, &err));
+	ASSERT_STREQ("'file:///tmp/a%00b' is invalid on 'linux'", err);
+	free(err);
+	err = NULL;
+	/* at both ends: trimmed like any C0 control */
+	ASSERT_EQ(0, file_uri_to_pathn("\0file:///tmp\0", sizeof("\0file:///tmp\0") - 1, false, &path, &err));
+	ASSERT_STREQ("/tmp", path);
+	free(path);
+	path = NULL;
+	/* in a host: an IDN error */
+	ASSERT_EQ(-EINVAL, file_uri_to_pathn("file://h\0/x", sizeof("file://h\0/x") - 1, false, &path, &err));
+	ASSERT_STREQ("invalid URI: invalid international domain name", err);
+	free(err);
+	err = NULL;
+	/* a native path holding one (uexec's extension) */
+	ASSERT_EQ(-EINVAL, file_uri_to_pathn("/tmp/a\0b", sizeof("/tmp/a\0b") - 1, true, &path, &err));
+	ASSERT_STREQ("invalid URI: path contains a NUL byte", err);
+	free(err);
+	ASSERT_TRUE(path == NULL);
 }
 
 TEST_MAIN()

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "json-check.h"
 #include "tests.h"
@@ -460,6 +461,96 @@ TEST(truncation_sweep)
 		ASSERT_TRUE(at != NULL);
 		ASSERT_STREQ(want, at);
 	}
+}
+
+/* ---- message mode: repeated keys, numbers of any size */
+
+static const char *chk_msg(const char *s, size_t n, size_t *ret_len)
+{
+	int r;
+
+	snprintf(errbuf, sizeof(errbuf), "(unset)");
+	*ret_len = 12345;
+	r = jcheck_validate_message(s, n, 128, errbuf, sizeof(errbuf), ret_len);
+	if (r == 0)
+		return "OK";
+	if (r != -EBADMSG)
+		return "(bad return code)";
+	return errbuf;
+}
+
+#define MSG(expected, lit)                                                     \
+	do {                                                                   \
+		size_t l_;                                                     \
+		ASSERT_STREQ(expected, chk_msg(lit, sizeof(lit) - 1, &l_));     \
+	} while (0)
+
+TEST(message_mode_repeated_keys)
+{
+	size_t len;
+
+	/* empty keys first: no scratch buffer yet (UBSan: memcmp with NULL) */
+	MSG("duplicate JSON object key `` at line 1 column 8", "{\"\":1,\"\":2}");
+	MSG("OK", "{\"\":{\"\":1},\"a\":2}");
+	MSG("duplicate JSON object key `a` at line 1 column 10", "{\"a\":1,\"a\":2}");
+	MSG("duplicate JSON object key `a` at line 1 column 15", "{\"a\":1,\"\\u0061\":2}");
+	MSG("duplicate JSON object key `\xc3\xa9` at line 1 column 16",
+	    "{\"\\u00e9\":1,\"\xc3\xa9\":2}");
+	MSG("duplicate JSON object key `\xf0\x9f\x98\x80` at line 1 column 32",
+	    "{\"\\ud83d\\ude00\":1,\"\\ud83d\\ude00\":2}");
+	MSG("duplicate JSON object key `q` at line 2 column 10", "{\"z\":{\"q\":1,\n\"x\":[],\"q\":2}}");
+	/* the first repeat wins over a later syntax error, and a later repeat */
+	MSG("duplicate JSON object key `a` at line 1 column 10", "{\"a\":1,\"a\":2,}");
+	MSG("duplicate JSON object key `b` at line 1 column 15", "{\"a\":{\"b\":1,\"b\":2},\"a\":3}");
+	/* but not over an earlier one */
+	MSG("trailing comma at line 1 column 9", "{\"a\":[1,],\"a\":2}");
+	/* the same names in other objects are no repeat */
+	MSG("OK", "{\"a\":{\"a\":{\"a\":1}},\"b\":[{\"a\":1},{\"a\":2}],\"c\":{\"b\":1,\"c\":2}}");
+	MSG("OK", "[{\"a\":1},{\"a\":1}]");
+	MSG("OK", "{\"a\":1,\"A\":2,\"a \":3,\"\":4}");
+	/* a NUL in the key is kept: the length says where the text ends */
+	ASSERT_EQ(-EBADMSG, jcheck_validate_message("{\"\\u0000\":1,\"\\u0000\":2}", 24, 128,
+						     errbuf, sizeof(errbuf), &len));
+	ASSERT_EQ(sizeof("duplicate JSON object key `\0` at line 1 column 20") - 1, len);
+	ASSERT_EQ(0, memcmp(errbuf, "duplicate JSON object key `\0` at line 1 column 20", len + 1));
+	/* the plain check keeps serde_json::from_slice's behaviour */
+	OK("{\"a\":1,\"a\":2}");
+}
+
+TEST(message_mode_many_keys)
+{
+	/* enough keys to rehash the chains several times, the repeat last */
+	size_t n = 5000, o = 0, len;
+	char *buf = malloc(n * 16 + 64);
+
+	ASSERT_TRUE(buf != NULL);
+	buf[o++] = '{';
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)sprintf(buf + o, "\"k%zu\":%zu,", i, i);
+	o += (size_t)sprintf(buf + o, "\"k4321\":0}");
+	ASSERT_EQ(-EBADMSG, jcheck_validate_message(buf, o, 128, errbuf, sizeof(errbuf), &len));
+	ASSERT_TRUE(strncmp(errbuf, "duplicate JSON object key `k4321` at line 1 column ", 51) == 0);
+	o -= strlen("\"k4321\":0}");
+	o += (size_t)sprintf(buf + o, "\"k54321\":0}"); /* a new name: no repeat */
+	ASSERT_EQ(0, jcheck_validate_message(buf, o, 128, errbuf, sizeof(errbuf), &len));
+	free(buf);
+}
+
+TEST(message_mode_numbers)
+{
+	size_t len;
+
+	CHECK("number out of range at line 1 column 5", "1e999");
+	ASSERT_EQ(0, jcheck_validate_message("1e999", 5, 128, errbuf, sizeof(errbuf), &len));
+	{
+		static const char big[] = "[-1e400,1.5e999999999999,123456789012345678901234567890e300]";
+
+		ASSERT_EQ(0, jcheck_validate_message(big, sizeof(big) - 1, 128, errbuf, sizeof(errbuf),
+						     &len));
+	}
+	/* the other number errors stay */
+	MSG("invalid number at line 1 column 4", "[1.]");
+	MSG("invalid number at line 1 column 2", "-a");
 }
 
 TEST_MAIN()

@@ -1,0 +1,890 @@
+# SPDX-License-Identifier: MIT
+"""Third adversarial pass (docs/SECURITY.md "Escape attempts"): doors the earlier passes'
+tables did not list, tried for real from inside a sandbox. Each test here either failed
+before its fix (the finding it names) or pins a door found shut but not covered before.
+"""
+
+import base64
+import os
+import socket
+import stat
+import threading
+
+import pytest
+
+import conftest
+from conftest import HOST, require_guard, sandbox_server
+from test_sandbox import (PRELUDE, PY, area, path_entry, py, results, sh, sh_argv,  # noqa: F401
+                          text, ws_policy)
+from wsclient import file_uri
+
+pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
+              pytest.mark.needs_programs("/bin/bash", "/bin/sh", PY)]
+
+SANDBOX_UID = (64322, 64322)
+
+
+def needs_network_access():
+    """A non-root uexec (the suite's UEXEC_TEST_AS_UID) listening on TCP refuses
+    sandboxes with network access: it has no listener guard (docs/SECURITY.md)."""
+    if conftest.run_as():
+        pytest.skip("a non-root uexec listening on TCP refuses sandboxes with network access "
+                    "(no listener guard)")
+
+
+def secret(path, data):
+    """A 0600 file of the server's uid (root's, or the suite's non-root uexec's)."""
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chmod(path, 0o600)
+    if conftest.run_as():
+        conftest.own(os.path.dirname(path), ids=conftest.run_as())
+
+
+# --------------------------------------------------------------------------
+# finding: set-id files through O_TMPFILE
+
+TMPFILE_CODE = r'''
+O_TMPFILE = 0o20000000 | os.O_DIRECTORY
+def plant(name, mode):
+    fd = os.open(".", O_TMPFILE | os.O_RDWR, mode)
+    if libc.linkat(-100, ("/proc/self/fd/%d" % fd).encode(), -100, name.encode(), 0x400) != 0:
+        raise OSError(ctypes.get_errno(), "linkat")
+t("suid", lambda: plant("t-suid", 0o4755))
+t("sgid", lambda: plant("t-sgid", 0o2755))
+t("plain", lambda: plant("t-plain", 0o755))
+'''
+
+
+@pytest.mark.parametrize("kind", ["default", "sandbox-uid"])
+def test_setid_file_through_o_tmpfile_cannot_be_planted(server_factory, uniq, area, kind):
+    """open(O_TMPFILE) carries no O_CREAT bit, so the seccomp rule against set-id modes
+    at creation let it through: an unnamed file made with mode 4755, linked into the
+    workspace through /proc/self/fd (linkat AT_SYMLINK_FOLLOW), stayed setuid-root on
+    the host (with --sandbox-uid too: the root-owned workspace is idmapped to root),
+    and a later write by host root (an unsandboxed fs/writeFile, which keeps the mode
+    of an existing file and, with CAP_FSETID, the bit) gives it any content. Now
+    refused with EPERM; an O_TMPFILE without a set-id bit still works."""
+    srv = sandbox_server(server_factory, kind, SANDBOX_UID)
+    c = srv.connect()
+    run = py(c, uniq, TMPFILE_CODE, area.ws, ws_policy(area.ws))
+    res = results(run)
+    assert res.get("suid") == "EPERM" and res.get("sgid") == "EPERM", text(run)
+    assert res.get("plain") == "ok", text(run)
+    assert os.path.exists(os.path.join(area.ws, "t-plain"))
+    for name in ("t-suid", "t-sgid"):
+        p = os.path.join(area.ws, name)
+        if not os.path.lexists(p):
+            continue
+        # what host root then writes into it keeps the bit
+        c.call("fs/writeFile", {"path": file_uri(p),
+                                "dataBase64": base64.b64encode(b"#!/bin/sh\nid\n").decode()})
+        st = os.stat(p)
+        assert not (st.st_mode & (stat.S_ISUID | stat.S_ISGID)), \
+            "%s planted with mode %o, owner %d (%r)" % (name, st.st_mode, st.st_uid, text(run))
+
+
+# --------------------------------------------------------------------------
+# finding: the server's own secret files
+
+class Front:
+    """A TCP forwarder to the server's port, as a TLS terminator in front of uexec is
+    (README "TLS": stunnel's accept -> connect)."""
+
+    def __init__(self, port):
+        self.port_to = port
+        self.lst = socket.socket()
+        self.lst.bind(("127.0.0.1", 0))
+        self.lst.listen(8)
+        self.port = self.lst.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @staticmethod
+    def _relay(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        finally:
+            try:
+                b.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lst.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.port_to))
+            threading.Thread(target=self._relay, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._relay, args=(u, c), daemon=True).start()
+
+    def close(self):
+        self.lst.close()
+
+
+DRIVE_CODE = r'''
+sys.path.insert(0, %r)
+import wsclient
+def steal():
+    with open(%r) as f:
+        return f.read().strip()
+t("read", steal)
+try:
+    tok = steal()
+    c = wsclient.connect("ws://127.0.0.1:%d/", extra_headers=[("Authorization", "Bearer " + tok)])
+    c.start("esc", ["/bin/sh", "-c", "echo escaped > %s"], cwd="/", env={})
+    c.collect("esc")
+    print("drive escaped")
+except OSError as e:
+    print("drive", errno.errorcode.get(e.errno, e.errno))
+'''
+
+
+@pytest.mark.parametrize("kind", ["default", "abi0"])
+def test_server_token_hidden_from_sandboxes(server_factory, uniq, area, kind):
+    """The README's production setup keeps the capability token in a root 0600 file and
+    may put a TLS terminator in front of a loopback uexec. A sandboxed uid 0 opens root's
+    0600 files by mode alone, so a workspace-write command read the token and, with
+    network access, drove the server through the terminator's port (the listener
+    guard refuses only uexec's own ports): an unsandboxed root process wrote outside.
+    The server's secret files (--ws-token-file, --ws-shared-secret-file, --tls-key) are
+    now hidden from every sandbox with a filesystem view, the fs helper's included,
+    at every Landlock level: `Permission denied`, also inside a writable root (where
+    the mask cannot be renamed away either)."""
+    secret_dir = os.path.join(area.base, "etc")
+    os.makedirs(secret_dir, mode=0o700)
+    token_file = os.path.join(secret_dir, "token")
+    token = base64.b64encode(os.urandom(24)).decode()
+    secret(token_file, token.encode() + b"\n")
+    kw = {}
+    if kind == "abi0":
+        HOST.require("uexec-init")
+        kw["landlock_abi_max"] = 0
+    srv = server_factory("--ws-auth", "capability-token", "--ws-token-file", token_file, **kw)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    escaped = os.path.join(area.out, "escaped")
+    front = Front(srv.port)
+    # a non-root uexec listening on TCP refuses network access: the read still fails
+    net = "restricted" if conftest.run_as() else "enabled"
+    try:
+        run = py(c, uniq, DRIVE_CODE % (conftest.TESTS_DIR, token_file, front.port, escaped),
+                 area.ws, ws_policy(area.ws, network=net))
+    finally:
+        front.close()
+    assert not os.path.exists(escaped), "escaped through the front: %r" % text(run)
+    assert results(run).get("read") == "EACCES", text(run)
+    assert token not in text(run)
+    # network restricted, read-only policy, and the sandboxed fs helper alike
+    ro = {"permissions": {"type": "managed", "network": "restricted", "file_system": {
+        "type": "restricted", "entries": [{"path": {"type": "special", "value": {
+            "kind": "root"}}, "access": "read"}]}}, "windowsSandboxLevel": "disabled",
+          "cwd": file_uri(area.ws)}
+    out = text(sh(c, uniq, "cat %s; echo end" % token_file, area.ws, ro))
+    assert "end" in out and token not in out and "Permission denied" in out, out
+    r = c.call("fs/readFile", {"path": file_uri(token_file), "sandbox": ws_policy(area.ws)})
+    assert "error" in r and token not in str(r), r
+    assert open(token_file).read().strip() == token
+
+
+def test_server_token_inside_a_writable_root_hidden_and_pinned(server_factory, uniq, area):
+    """A token file inside a writable root (a careless layout): hidden as a `deny`
+    file is there, and its directory cannot be renamed so that the next start would
+    miss it."""
+    d = os.path.join(area.ws, "conf")
+    os.makedirs(d)
+    token_file = os.path.join(d, "token")
+    token = base64.b64encode(os.urandom(24)).decode()
+    secret(token_file, token.encode() + b"\n")
+    srv = server_factory("--ws-auth", "capability-token", "--ws-token-file", token_file)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    out = text(sh(c, uniq, "cat conf/token; mv conf conf2; mv conf/token conf/t2; "
+                  "cat conf2/token conf/t2; echo end", area.ws, ws_policy(area.ws)))
+    assert "end" in out and token not in out, out
+    assert "Permission denied" in out and "Device or resource busy" in out, out
+    assert open(token_file).read().strip() == token
+
+
+# --------------------------------------------------------------------------
+# doors found shut, not covered before
+
+def test_sandboxed_fs_requests_through_planted_symlinks(server, uniq, area):
+    """A sandboxed command plants symlinks in the workspace to a file and a directory
+    outside; the client's later sandboxed fs/* requests on those workspace paths
+    (the fs helper runs under the same plan) write, copy, create, rename and remove
+    nothing outside, and a recursive fs/remove takes the link, not its target."""
+    c = server.connect()
+    os.makedirs(os.path.join(area.out, "dir"))
+    with open(os.path.join(area.out, "dir", "f"), "w") as f:
+        f.write("original\n")
+    with open(os.path.join(area.ws, "src"), "w") as f:
+        f.write("evil\n")
+    conftest.own(area.base)
+    before = area.snapshot()
+    sb = ws_policy(area.ws)
+    out = text(sh(c, uniq, "ln -s %s l1 && ln -s %s l2 && mkdir d && ln -s %s d/l3 && echo end"
+                  % (area.victim, area.out, os.path.join(area.out, "dir")), area.ws, sb))
+    assert "end" in out, out
+    ws = lambda p: file_uri(os.path.join(area.ws, p))  # noqa: E731
+    data = base64.b64encode(b"evil\n").decode()
+    calls = [("fs/writeFile", {"path": ws("l1"), "dataBase64": data}),
+             ("fs/writeFile", {"path": ws("l2/new"), "dataBase64": data}),
+             ("fs/writeFile", {"path": ws("d/l3/f"), "dataBase64": data}),
+             ("fs/copy", {"sourcePath": ws("src"), "destinationPath": ws("l1"),
+                          "recursive": False}),
+             ("fs/copy", {"sourcePath": ws("src"), "destinationPath": ws("l2/copied"),
+                          "recursive": False}),
+             ("fs/createDirectory", {"path": ws("l2/newdir")}),
+             ("fs/rename", {"sourcePath": ws("src"), "destinationPath": ws("l2/moved")}),
+             ("fs/remove", {"path": ws("l2/victim.txt")}),
+             ("fs/remove", {"path": ws("d/l3/f")})]
+    answers = [c.call(m, dict(p, sandbox=sb)) for m, p in calls]
+    for (m, p), a in zip(calls, answers):
+        assert "error" in a, (m, p, a)
+    assert c.call("fs/remove", {"path": ws("d"), "recursive": True, "sandbox": sb}).get(
+        "result") == {}
+    assert not os.path.lexists(os.path.join(area.ws, "d"))
+    assert area.snapshot() == before, answers
+
+
+LISTENER_CODE = r'''
+def fastopen(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.sendto(b"GET /readyz HTTP/1.0\r\n\r\n", 0x20000000, ("127.0.0.1", port))  # MSG_FASTOPEN
+    finally:
+        s.close()
+def mapped(port):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(("::ffff:127.0.0.1", port))
+    finally:
+        s.close()
+def mptcp(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)    # IPPROTO_MPTCP
+    s.settimeout(5)
+    try:
+        s.connect(("127.0.0.1", port))
+    finally:
+        s.close()
+t("fastopen_own", lambda: fastopen(%d))
+t("mapped_own", lambda: mapped(%d))
+t("mptcp_own", lambda: mptcp(%d))
+t("fastopen_other", lambda: fastopen(%d))
+t("mapped_other", lambda: mapped(%d))
+t("mptcp_other", lambda: mptcp(%d))
+'''
+
+
+@pytest.mark.needs("listener-guard")
+def test_listener_guard_holds_for_fastopen_and_mapped_addresses(server, uniq, area):
+    """Network enabled: the server's port reached without connect(2) (TCP Fast Open,
+    sendto with MSG_FASTOPEN), through an IPv4-mapped IPv6 address or over Multipath
+    TCP is refused by the listener guard as connect is (the cgroup connect hooks run
+    for each); another local port stays reachable all three ways."""
+    needs_network_access()
+    require_guard(server)
+    c = server.connect()
+    other = socket.socket()
+    other.bind(("127.0.0.1", 0))
+    other.listen(4)
+    o = other.getsockname()[1]
+    try:
+        run = py(c, uniq, LISTENER_CODE % ((server.port,) * 3 + (o,) * 3), area.ws,
+                 ws_policy(area.ws, network="enabled"))
+    finally:
+        other.close()
+    res = results(run)
+    assert res.get("fastopen_own") == "EPERM" and res.get("mapped_own") == "EPERM", text(run)
+    assert res.get("fastopen_other") == "ok", text(run)
+    if socket.has_ipv6:
+        assert res.get("mapped_other") == "ok", text(run)
+    # Multipath TCP, where the host has it (net.mptcp.enabled)
+    if res.get("mptcp_other") == "ok":
+        assert res.get("mptcp_own") == "EPERM", text(run)
+    else:
+        assert res.get("mptcp_other") in ("EPROTONOSUPPORT", "ENOPROTOOPT"), text(run)
+
+
+FIFO_CODE = r'''
+paths = %r
+t("fifo", lambda: os.open(paths[0], os.O_WRONLY | os.O_NONBLOCK))
+if len(sys.argv) > 1:
+    dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    t("sock", lambda: dgram.sendmsg([b"x"], [], 0, paths[1]))
+    t("stream", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect(paths[2]))
+'''
+
+
+def _root_only_ipc(area):
+    """A root 0600 FIFO (with a reader, so an open for writing would succeed), datagram
+    and stream socket outside the writable roots; returns (paths, readers)."""
+    fifo = os.path.join(area.out, "ctl.fifo")
+    dg = os.path.join(area.out, "ctl.dgram")
+    st = os.path.join(area.out, "ctl.sock")
+    os.mkfifo(fifo, 0o600)
+    old = os.umask(0o177)
+    try:
+        d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        d.bind(dg)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(st)
+        s.listen(4)
+    finally:
+        os.umask(old)
+    d.setblocking(False)
+    s.setblocking(False)
+    r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    return (fifo, dg, st), (r, d, s)
+
+
+def _nothing_arrived(readers):
+    r, d, s = readers
+    try:
+        got = [os.read(r, 10)]
+    except BlockingIOError:
+        got = []
+    for f in (lambda: d.recv(10), lambda: s.accept()):
+        try:
+            got.append(f())
+        except BlockingIOError:
+            pass
+    os.close(r)
+    d.close()
+    s.close()
+    return not [g for g in got if g]
+
+
+@pytest.mark.parametrize("kind", ["default", "sandbox-uid-abi0"])
+def test_root_only_fifo_and_sockets_outside(server_factory, uniq, area, kind):
+    """Read-only mounts do not stop opening a FIFO for writing nor sending to a socket
+    file. A root 0600 FIFO outside the writable roots (a daemon's control pipe, as
+    /run/initctl): Landlock's write right refuses it (ABI >= 2; the default here);
+    with --sandbox-uid, at any level, the file mode does, and the root-only socket
+    files too (with the network restricted, sendmsg to a pathname socket is otherwise
+    open, as on the reference; docs/SECURITY.md "Open findings" for ABI 0-1 and for
+    uid 0 with network access)."""
+    if kind == "default" and HOST.landlock_level() < 2:
+        pytest.skip("needs Landlock ABI >= 2 (write rights on FIFOs); level %d here"
+                    % HOST.landlock_level())
+    srv = sandbox_server(server_factory, kind, SANDBOX_UID)
+    c = srv.connect()
+    paths, readers = _root_only_ipc(area)
+    sockets = kind.startswith("sandbox-uid")
+    argv = [PY, "-c", PRELUDE + FIFO_CODE % (paths,)] + (["sockets"] if sockets else [])
+    run = sh_argv(c, uniq, argv, area.ws, ws_policy(area.ws))
+    res = results(run)
+    assert res.get("fifo") == "EACCES", text(run)
+    if sockets:
+        assert res.get("sock") == "EACCES" and res.get("stream") == "EPERM", text(run)
+        run = sh_argv(c, uniq, argv, area.ws, ws_policy(area.ws, network="enabled"))
+        res = results(run)
+        assert res.get("fifo") == "EACCES", text(run)
+        assert res.get("sock") == "EACCES" and res.get("stream") == "EACCES", text(run)
+    assert _nothing_arrived(readers), text(run)
+
+
+# --------------------------------------------------------------------------
+# finding: a 64-bit comparison of an int argument
+
+def _vsock_missing():
+    try:
+        socket.socket(40, socket.SOCK_STREAM).close()   # AF_VSOCK
+    except OSError as e:
+        return "AF_VSOCK sockets: %s" % os.strerror(e.errno)
+    return None
+
+
+def test_vsock_refused_whatever_the_upper_bits(server, uniq, area):
+    """Network enabled keeps AF_VSOCK (the guest's channel to its hypervisor host)
+    refused. The rule compared socket's family as 64 bits while the kernel reads an
+    int: AF_VSOCK | 1 << 32 passed the filter and made a VSOCK socket. Now the low 32
+    bits are compared (nothing is connected anywhere: creating the socket is the
+    proof)."""
+    needs_network_access()
+    why = _vsock_missing()
+    if why:
+        pytest.skip("needs AF_VSOCK on this host: " + why)
+    c = server.connect()
+    code = r'''
+t("plain", lambda: sc(41, 40, 1, 0))
+t("upper", lambda: sc(41, 40 | (1 << 32), 1, 0))
+t("all_upper", lambda: sc(41, 40 | (0xffffffff << 32), 1, 0))
+'''
+    run = py(c, uniq, code, area.ws, ws_policy(area.ws, network="enabled"))
+    assert results(run) == {"plain": "EPERM", "upper": "EPERM", "all_upper": "EPERM"}, text(run)
+
+
+# --------------------------------------------------------------------------
+# finding: uexec's host-wide lock
+
+NETGUARD_LOCK = "/run/uexec-netguard.lock"   # sandbox/netguard.h NETGUARD_LOCK_PATH
+
+LOCK_CODE = r'''
+import fcntl, time
+def grab():
+    fd = os.open(%r, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+t("flock", grab)
+print("holding", flush=True)
+time.sleep(60)
+'''
+
+
+@pytest.mark.needs("listener-guard")
+def test_netguard_lock_out_of_reach(server_factory, uniq, area):
+    """Every root uexec with the listener guard takes an exclusive flock on
+    /run/uexec-netguard.lock (blocking) to join the host-wide port map at start.
+    flock needs no write access: a sandboxed uid 0 opened the root 0600 file read-only
+    through its read-only view, held the lock, and every uexec started meanwhile on
+    the host hung at start (until the sandbox ended: 60 s here). The file is now
+    hidden from every sandbox's view, and another server starts while the sandbox
+    tries."""
+    needs_network_access()
+    srv = server_factory()
+    require_guard(srv)
+    assert os.path.exists(NETGUARD_LOCK)
+    c = srv.connect()
+    pid = uniq("lock")
+    c.start(pid, [PY, "-c", PRELUDE + LOCK_CODE % NETGUARD_LOCK], cwd=area.ws,
+            env={"PATH": "/usr/bin:/bin"}, sandbox=ws_policy(area.ws))
+    run = c.collect_until_output(pid, b"holding", timeout=15)
+    try:
+        # a server blocked on the lock does not print its URL: failed after 15 s
+        second = server_factory()
+        require_guard(second)
+        c2 = second.connect()
+        c2.start("t", ["/bin/true"], cwd="/", env={})
+        assert c2.collect("t").exit_code == 0
+    finally:
+        c.call("process/terminate", {"processId": pid})
+    assert "flock EACCES" in text(run), text(run)
+
+
+def test_server_jwt_key_hidden_from_sandboxes(server_factory, uniq, area):
+    """The same for the HS256 key of signed bearer tokens (--ws-shared-secret-file):
+    with it a sandbox mints its own tokens. Hidden from processes and the fs helper."""
+    import time
+    from test_auth import SECRET, jwt
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    key = os.path.join(d, "jwt.key")
+    secret(key, SECRET + b"\n")
+    srv = server_factory("--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", key)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + jwt(
+        {"exp": int(time.time()) + 300}))])
+    out = text(sh(c, uniq, "cat %s; echo end" % key, area.ws, ws_policy(area.ws)))
+    assert "end" in out and SECRET.decode() not in out and "Permission denied" in out, out
+    r = c.call("fs/readFile", {"path": file_uri(key), "sandbox": ws_policy(area.ws)})
+    assert "error" in r and base64.b64encode(SECRET).decode()[:20] not in str(r), r
+
+
+def test_rotated_token_and_audit_log_hidden(server_factory, uniq, area):
+    """A token rotated into a new file by SIGHUP (a --config naming another
+    ws-token-file) is hidden from the sandboxes started after the reload, and so is the
+    audit log (0600: every session's command lines, whatever their sandbox), the one of
+    the start and the one a reload names."""
+    import signal
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    toks = {}
+    for n in ("old", "new"):
+        toks[n] = base64.b64encode(os.urandom(24)).decode()
+        secret(os.path.join(d, n), toks[n].encode() + b"\n")
+    conf = os.path.join(d, "u.toml")
+    audit = [os.path.join(d, "audit-1.jsonl"), os.path.join(d, "audit-2.jsonl")]
+
+    def write(tok, log):
+        with open(conf, "w") as f:
+            f.write('ws-auth = "capability-token"\nws-token-file = "%s"\naudit-log = "%s"\n'
+                    % (os.path.join(d, tok), log))
+    write("old", audit[0])
+    secret(conf, open(conf, "rb").read())
+    srv = server_factory("--config", conf)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + toks["old"])])
+    marker = "secret-argv-%d" % os.getpid()
+    assert c.call("process/start", {"processId": "m", "argv": ["/bin/true", marker], "cwd": "/",
+                                    "env": {}, "tty": False}).get("result") is not None
+    c.collect("m")
+    write("new", audit[1])
+    srv.proc.send_signal(signal.SIGHUP)
+    conftest.wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+    out = text(sh(c, uniq, "cat %s %s %s %s; echo end" % (os.path.join(d, "old"),
+                  os.path.join(d, "new"), audit[0], audit[1]), area.ws, ws_policy(area.ws)))
+    assert "end" in out and out.count("Permission denied") == 4, out
+    assert toks["old"] not in out and toks["new"] not in out and marker not in out, out
+    assert marker in open(audit[0]).read()
+
+
+def test_unsandboxed_fs_requests_refuse_server_secrets(server_factory, uniq, area):
+    """A sandboxed command cannot read the token, but it can leave a symlink to it in
+    the workspace; the client reads files there without a sandbox (the Codex CLI's
+    apply_patch does), which would hand the token to the model. Unsandboxed
+    fs/readFile, fs/open (read) and fs/copy refuse the server's secret files, through a
+    link or by their own path (EACCES, logged); other files are served as before."""
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    token_file = os.path.join(d, "token")
+    token = base64.b64encode(os.urandom(24)).decode()
+    secret(token_file, token.encode() + b"\n")
+    srv = server_factory("--ws-auth", "capability-token", "--ws-token-file", token_file)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    link = os.path.join(area.ws, "notes.txt")
+    run = sh(c, uniq, "ln -s %s notes.txt && echo planted" % token_file, area.ws,
+             ws_policy(area.ws))
+    assert "planted" in text(run), text(run)
+    wire_token = base64.b64encode(token.encode() + b"\n").decode()
+    for path in (link, token_file):
+        r = c.call("fs/readFile", {"path": file_uri(path)})
+        assert "error" in r and "os error 13" in r["error"]["message"], r
+        assert wire_token not in str(r)
+        r = c.call("fs/open", {"handleId": "h-" + uniq("o"), "path": file_uri(path)})
+        assert "error" in r and "os error 13" in r["error"]["message"], r
+    dest = os.path.join(area.ws, "copied.txt")
+    r = c.call("fs/copy", {"sourcePath": file_uri(token_file), "destinationPath": file_uri(dest),
+                           "recursive": False})
+    assert "error" in r and "os error 13" in r["error"]["message"], r
+    assert not os.path.exists(dest) or token not in open(dest).read()
+    # a link is copied as a link (as on the reference): reading the copy is refused too
+    r = c.call("fs/copy", {"sourcePath": file_uri(link), "destinationPath": file_uri(dest + "2"),
+                           "recursive": False})
+    assert r.get("result") == {} and os.path.islink(dest + "2"), r
+    r = c.call("fs/readFile", {"path": file_uri(dest + "2")})
+    assert "error" in r and "os error 13" in r["error"]["message"], r
+    assert "Refusing fs/readFile of %s: it is one of the server's own secret files" % link \
+        in srv.stderr().decode(errors="replace")
+    assert token not in srv.stderr().decode(errors="replace")
+    # another file, and a link to it: served
+    other = os.path.join(area.ws, "plain.txt")
+    with open(other, "w") as f:
+        f.write("plain\n")
+    os.symlink(other, os.path.join(area.ws, "plain-link"))
+    r = c.call("fs/readFile", {"path": file_uri(os.path.join(area.ws, "plain-link"))})
+    assert base64.b64decode(r["result"]["dataBase64"]) == b"plain\n", r
+    r = c.call("fs/copy", {"sourcePath": file_uri(other), "destinationPath": file_uri(dest),
+                           "recursive": False})
+    assert r.get("result") == {} and open(dest).read() == "plain\n", r
+
+
+# --------------------------------------------------------------------------
+# finding: the empty directory masking a missing entry could be moved away
+
+def test_missing_entry_mask_cannot_be_moved_away(server, uniq, area):
+    """A `deny` (or `read`) entry that does not exist yet inside a writable root is
+    masked by an empty read-only directory on its first missing component
+    (`x/y` of `x/y/secret`), so that the command cannot create it. Its parent `x`
+    was not pinned: `mv x x2` moved the mask along and the command created
+    `x/y/secret` after all; and with a link left in the parent's place (`r` ->
+    outside), uexec's removal of the mask when the process ended went through it
+    and took an empty directory outside the writable roots (`outside/o`). Now the
+    parents are pinned (EBUSY)."""
+    os.makedirs(os.path.join(area.ws, "x"))
+    os.makedirs(os.path.join(area.ws, "r"))
+    os.makedirs(os.path.join(area.out, "o"))
+    conftest.own(area.base)
+    before = area.snapshot()
+    sb = ws_policy(area.ws, extra=[path_entry(area.ws + "/x/y/secret", "deny"),
+                                   path_entry(area.ws + "/r/o/file", "read")])
+    out = text(sh(server.connect(), uniq,
+                  "mv x x2 && mkdir -p x/y && echo planted > x/y/secret; "
+                  "mv r r2 && ln -s %s r; echo end" % area.out, area.ws, sb))
+    assert "end" in out, out
+    for a, b in (("x", "x2"), ("r", "r2")):
+        assert "mv: cannot move '%s' to '%s': Device or resource busy" % (a, b) in out, out
+    assert not os.path.lexists(os.path.join(area.ws, "x/y/secret")), out
+    assert area.snapshot() == before, out          # outside/o still there
+    assert sorted(os.listdir(area.ws)) == ["r", "x"], (os.listdir(area.ws), out)
+
+
+def test_mask_removal_never_follows_a_planted_link(server, uniq, area):
+    """The same removal, with the link planted by another sandbox that may write the
+    workspace's parent `p` (so the first one's pins do not bind it) but not `outside`:
+    when the first process ends, uexec removes its mask through no symbolic link
+    (openat2 RESOLVE_NO_SYMLINKS on the canonical path): the empty directory outside
+    stays, the mask is left where its parent went (and logged)."""
+    parent = os.path.join(area.base, "p")
+    ws = os.path.join(parent, "ws")
+    os.makedirs(os.path.join(ws, "x"))
+    os.makedirs(os.path.join(area.out, "y"))
+    conftest.own(area.base)
+    c = server.connect()
+    sb = ws_policy(ws, extra=[path_entry(ws + "/x/y/secret", "deny")])
+    pid = uniq("holder")
+    c.start(pid, ["/bin/sh", "-c", "echo ready; read line"], cwd=ws,
+            env={"PATH": "/usr/bin:/bin"}, sandbox=sb, pipeStdin=True)
+    run = c.collect_until_output(pid, b"ready", timeout=15)
+    out = text(sh(c, uniq, "mv ws/x ws/x2 && ln -s %s ws/x && rmdir %s/y; echo end"
+                  % (area.out, area.out), parent, ws_policy(parent)))
+    assert "end" in out and "Read-only file system" in out, out   # outside is not its own
+    c.write(pid, b"\n", "w1")
+    c.collect(pid, run=run)
+    conftest.wait_until(lambda: b"Left the sandbox mount point" in server.stderr(),
+                        what="uexec to leave the moved mask", timeout=10)
+    assert os.path.isdir(os.path.join(area.out, "y")), "uexec removed a directory outside"
+
+
+# --------------------------------------------------------------------------
+# more doors found shut, not covered before
+
+SIGIO_CODE = r'''
+import fcntl, time
+V = %d
+r, w = os.pipe()
+t("setown", lambda: fcntl.fcntl(r, fcntl.F_SETOWN, V))
+t("setsig", lambda: fcntl.fcntl(r, 10, 9))          # F_SETSIG SIGKILL
+t("async", lambda: fcntl.fcntl(r, fcntl.F_SETFL, os.O_ASYNC | os.O_NONBLOCK))
+os.write(w, b"x")
+time.sleep(0.3)
+print("done", flush=True)
+'''
+
+
+@pytest.mark.parametrize("policy", ["workspace", "full-write"])
+@pytest.mark.parametrize("kind", ["default", "abi0"])
+def test_sigio_to_a_host_process(server_factory, uniq, area, policy, kind):
+    """Another way to signal than kill(2): F_SETOWN on a pipe with O_ASYNC and
+    F_SETSIG SIGKILL. The kernel lets a uid 0 owner signal any process this way
+    (sigio_perm asks no capability), so only the PID namespace (the process cannot
+    name the victim) or, where the host's PID namespace is shared (full-disk write
+    from ABI 6), Landlock's signal scoping stops it. A host process survives."""
+    import subprocess
+    srv = sandbox_server(server_factory, kind, SANDBOX_UID)
+    c = srv.connect()
+    full = {"permissions": {"type": "managed", "network": "restricted",
+                            "file_system": {"type": "unrestricted"}},
+            "windowsSandboxLevel": "disabled", "cwd": file_uri(area.ws)}
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        run = py(c, uniq, SIGIO_CODE % victim.pid, area.ws,
+                 ws_policy(area.ws) if policy == "workspace" else full)
+        assert "done" in text(run), text(run)
+        assert victim.poll() is None, "SIGIO killed a host process: %r" % text(run)
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_dev_shm_private(server, uniq, area):
+    """Each sandboxed process has a /dev/shm of its own (POSIX shared memory and
+    semaphores work there): the host's files are not visible and nothing written
+    inside reaches the host's (so no two sandboxes share one)."""
+    host = "/dev/shm/uexec-rt-host-%d" % os.getpid()
+    inner = "/dev/shm/uexec-rt-inner-%d" % os.getpid()
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("needs /dev/shm on this host")
+    with open(host, "w") as f:
+        f.write("host\n")
+    try:
+        c = server.connect()
+        out = text(sh(c, uniq, "cat %s; echo inner > %s && echo wrote; echo end" % (host, inner),
+                      area.ws, ws_policy(area.ws)))
+        assert "end" in out and "wrote" in out and "host\n" not in out, out
+        assert "No such file or directory" in out, out
+        assert not os.path.exists(inner), out
+    finally:
+        os.unlink(host)
+        if os.path.exists(inner):
+            os.unlink(inner)
+
+
+def test_secret_files_past_the_snapshot_fail_closed(server_factory, uniq, area):
+    """The list of secret files only grows (a path once hidden stays hidden): a token
+    rotated into a new file at each of 70 reloads. The unsandboxed fs check knows 64
+    files at most; the newest come first (the token in use is always refused), and past
+    64 every unsandboxed read is refused, with an error in the log, rather than letting
+    the ones left out through (the check stopped at 16, oldest first, silently)."""
+    import signal
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    conf = os.path.join(d, "u.toml")
+    other = os.path.join(area.ws, "plain.txt")
+    with open(other, "w") as f:
+        f.write("plain\n")
+    conftest.own(area.base)
+
+    def rotate(n):
+        tok = "tok-%d-%s" % (n, base64.b64encode(os.urandom(12)).decode())
+        secret(os.path.join(d, "t%d" % n), tok.encode() + b"\n")
+        with open(conf, "w") as f:
+            f.write('ws-auth = "capability-token"\nws-token-file = "%s"\n'
+                    % os.path.join(d, "t%d" % n))
+        secret(conf, open(conf, "rb").read())
+        return tok
+
+    tok = rotate(0)
+    srv = server_factory("--config", conf)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + tok)])
+    for n in range(1, 71):
+        rotate(n)
+        srv.proc.send_signal(signal.SIGHUP)
+        conftest.wait_until(lambda: srv.stderr().count(b"Configuration reloaded") == n,
+                            what="reload %d" % n)
+        if n == 20:
+            # past the old bound of 16: the newest token is still refused, others served
+            r = c.call("fs/readFile", {"path": file_uri(os.path.join(d, "t20"))})
+            assert "error" in r and "os error 13" in r["error"]["message"], r
+            r = c.call("fs/readFile", {"path": file_uri(other)})
+            assert base64.b64decode(r["result"]["dataBase64"]) == b"plain\n", r
+    r = c.call("fs/readFile", {"path": file_uri(other)})
+    assert "error" in r and "os error 13" in r["error"]["message"], r
+    assert b"More than 64 of the server's secret files exist" in srv.stderr()
+
+
+# --------------------------------------------------------------------------
+# finding: the guarded port could be taken at another address
+
+BIND_CODE = r'''
+P = %d
+def listen(fam, addr, port):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(1)
+    return s
+keep = []
+t("own_v6_loopback", lambda: keep.append(listen(socket.AF_INET6, "::1", P)))
+t("own_v4_other", lambda: keep.append(listen(socket.AF_INET, "127.0.0.2", P)))
+t("other_port", lambda: keep.append(listen(socket.AF_INET, "127.0.0.2", 0)))
+'''
+
+
+@pytest.mark.needs("listener-guard")
+def test_guarded_port_cannot_be_taken_at_another_address(server, uniq, area):
+    """Network enabled: uexec listens on 127.0.0.1:P; the sandbox listened on
+    127.0.0.2:P and [::1]:P (no conflict for the kernel), so a client reaching the
+    server as `localhost` (::1 first) talked to the sandbox and handed it its bearer
+    token; a uexec restarting on the host could lose its port the same way. The
+    listener guard refuses binding any guarded port (EPERM); other ports bind."""
+    needs_network_access()
+    require_guard(server)
+    c = server.connect()
+    run = py(c, uniq, BIND_CODE % server.port, area.ws, ws_policy(area.ws, network="enabled"))
+    res = results(run)
+    assert res.get("own_v4_other") == "EPERM", text(run)
+    if HOST.missing("ipv6") is None:
+        assert res.get("own_v6_loopback") == "EPERM", text(run)
+    assert res.get("other_port") == "ok", text(run)
+
+
+EPHEMERAL_CODE = r'''
+import errno
+P = %d
+def fish(make, tries):
+    """-> "taken" if a socket got port P, else "refused N" (EPERM count) or "never"."""
+    refused = 0
+    for _ in range(tries):
+        s = make()
+        try:
+            port = s.getsockname()[1]
+        except OSError as e:
+            s.close()
+            if e.errno != errno.EPERM:
+                raise
+            refused += 1
+            continue
+        s.close()
+        if port == P:
+            return "taken"
+    return "refused%%d" %% refused if refused else "never"
+def bound(fam, addr):
+    def make():
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        try:
+            s.bind((addr, 0))
+        except OSError:
+            s.close()
+            raise
+        return s
+    def wrapped():
+        try:
+            return make()
+        except OSError as e:
+            if e.errno != errno.EPERM:
+                raise
+            class Refused:
+                def getsockname(self):
+                    raise OSError(errno.EPERM, "refused")
+                def close(self):
+                    pass
+            return Refused()
+    return wrapped
+def autobound():
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    s.listen(1)
+    return s
+print("v4_bind0", fish(bound(socket.AF_INET, "127.0.0.2"), TRIES))
+if HAVE6:
+    print("v6_bind0", fish(bound(socket.AF_INET6, "::1"), TRIES))
+    print("v6_listen", fish(autobound, TRIES))
+'''
+
+
+@pytest.mark.needs("listener-guard")
+def test_guarded_port_cannot_be_chosen_by_the_kernel(server, uniq, area):
+    """The same through the kernel's choice: bind(port 0) at another address, and
+    listen() on an unbound IPv6-only socket (bound by the kernel at [::], no bind hook
+    runs), repeated until the ephemeral port that comes is uexec's (P is ephemeral
+    itself: it listens on port 0). Before, both got P within a few thousand tries; now
+    a bind that gets P is refused (EPERM from the post-bind hook) and the wildcard P is
+    held by uexec, so the listen never gets it."""
+    needs_network_access()
+    require_guard(server)
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo, hi = map(int, f.read().split())
+    if not lo <= server.port <= hi:
+        pytest.skip("the server's port %d is outside the ephemeral range" % server.port)
+    # bind(0) and listen() take even ports (connect() odd ones), P among them: each try
+    # finds P with a chance of about 2 / (hi - lo), so these tries miss it with a chance
+    # of e**-12 where nothing guards it
+    tries = 12 * (hi - lo + 1) // 2
+    have6 = HOST.missing("ipv6") is None
+    code = "TRIES = %d\nHAVE6 = %r\n" % (tries, have6) + EPHEMERAL_CODE % server.port
+    c = server.connect()
+    run = py(c, uniq, code, area.ws, ws_policy(area.ws, network="enabled"), timeout=300)
+    lines = dict(line.split() for line in run.stdout.decode().splitlines() if " " in line)
+    assert run.exit_code == 0, text(run)
+    assert lines["v4_bind0"] != "taken", text(run)
+    if have6:
+        assert lines["v6_bind0"] != "taken", text(run)
+        assert lines["v6_listen"] != "taken", text(run)
+
+
+def _setuid_root_program():
+    for p in ("/usr/bin/passwd", "/usr/bin/su", "/bin/su", "/usr/bin/mount", "/bin/mount"):
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if st.st_uid == 0 and st.st_mode & stat.S_ISUID and stat.S_ISREG(st.st_mode):
+            return p
+    return None
+
+
+def test_sandboxed_fs_copy_mints_no_setuid_copy(server, uniq, area):
+    """fs/copy keeps the source's set-id bits where the copy keeps its owner (as
+    `cp -p` by root). Under a sandbox the fs helper's seccomp filter refuses them
+    (fchmod with a set-id mode), so copying a setuid-root program into the workspace,
+    new or over an existing file, leaves no setuid-root file there."""
+    src = _setuid_root_program()
+    if not src:
+        pytest.skip("needs a setuid-root program on this host (passwd, su, mount)")
+    c = server.connect()
+    open(os.path.join(area.ws, "existing"), "w").close()
+    conftest.own(area.base)
+    for name in ("new", "existing"):
+        dst = os.path.join(area.ws, name)
+        c.call("fs/copy", {"sourcePath": file_uri(src), "destinationPath": file_uri(dst),
+                           "recursive": False, "sandbox": ws_policy(area.ws)})
+        if os.path.exists(dst):
+            st = os.stat(dst)
+            assert not (st.st_mode & (stat.S_ISUID | stat.S_ISGID)), \
+                "%s: mode %o owner %d" % (name, st.st_mode, st.st_uid)
