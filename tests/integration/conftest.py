@@ -23,6 +23,7 @@ import random
 import re
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -280,11 +281,15 @@ class Server:
             HOST.require("unprivileged-server")
             home = run_as_home(self.as_ids)
             base = os.environ if env is None else env
-            # a TMPDIR the test chose is kept (handed to the uid); else the uid's own
+            # a TMPDIR the test made for this server is kept (handed to the uid); a shared
+            # one (/tmp, /var/tmp: sticky, world-writable) is never handed over, which would
+            # chown everything in it; the uid gets its own home instead
             tmp = base.get("TMPDIR") if env is not None and \
                 base.get("TMPDIR") != os.environ.get("TMPDIR") else None
-            if tmp:
+            if tmp and os.path.isdir(tmp) and not os.stat(tmp).st_mode & stat.S_ISVTX:
                 own(tmp, ids=self.as_ids)
+            else:
+                tmp = None
             env = dict(base, HOME=home, TMPDIR=tmp or home)
             cwd = home if cwd is None else cwd
             # launcher: a program that switches to the uid itself and execs the rest

@@ -586,12 +586,44 @@ def test_too_many_buffered_records(relay):
 
 
 def test_harness_reset_ends_stream(relay):
-    """§4.2: a Reset from the harness drops the stream; a new stream works."""
-    s, rpc = rpc_stream(relay)
+    """§4.2: a Reset from the harness drops the stream. Data sent on it afterwards is
+    answered with a Reset and never reaches a JSON-RPC connection (the process/start it
+    carried never runs); the stream's connection has ended (its session, which no other
+    stream could resume while the stream lived, is resumable); a new stream works."""
+    h = relay.harness()
+    s = h.open_stream()
+    rpc = s.rpc()
+    sid = rpc.initialize()["sessionId"]
+    # while the stream lives, another stream cannot take its session
+    other = h.open_stream()
+    err = other.rpc().error("initialize", {"clientName": "t", "resumeSessionId": sid})
+    assert err["code"] == -32010, err
+    seen = len(s.seen)
     s.close()
-    time.sleep(0.3)
-    s2, rpc2 = rpc_stream(relay)
-    run_echo(relay, rpc2, "p", "after-reset")
+    marker = os.path.join(relay.work, "ran-after-reset")
+    s.send_message(json.dumps({"id": 99, "method": "process/start",
+                               "params": start_params(relay, "late",
+                                                      ["/bin/sh", "-c", "touch " + marker])}))
+    s.wait_reset(30)
+    assert not [f for f in s.seen[seen:] if f.kind == "data"], "the dropped stream was answered"
+    # the executor reads a physical connection in order: by the Reset above, the reset
+    # stream's connection is gone; resuming its session from another physical connection
+    # races only with that connection's detach, so try until it succeeds
+    deadline = time.monotonic() + 30
+    while True:
+        s3 = h.open_stream()
+        rpc3 = s3.rpc()
+        reply = rpc3.call("initialize", {"clientName": "t", "resumeSessionId": sid})
+        if "result" in reply:
+            break
+        assert reply["error"]["code"] == -32010, reply
+        s3.close()
+        assert time.monotonic() < deadline, "the reset stream's session stayed attached"
+        time.sleep(0.05)
+    assert reply["result"]["sessionId"] == sid, reply
+    rpc3.notify("initialized", {})
+    run_echo(relay, rpc3, "p", "after-reset")
+    assert not os.path.exists(marker), "a request sent on the reset stream ran"
 
 
 # ---------------------------------------------------------------------------
