@@ -14,8 +14,8 @@ import pytest
 
 import conftest
 from conftest import HOST, require_guard, sandbox_server
-from test_sandbox import (PRELUDE, PY, area, path_entry, py, results, sh, sh_argv,  # noqa: F401
-                          text, ws_policy)
+from test_sandbox import (PRELUDE, PY, REFUSED, area, managed, path_entry, py,  # noqa: F401
+                          results, sandbox, sh, sh_argv, special, text, ws_policy)
 from wsclient import file_uri
 
 pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
@@ -888,3 +888,69 @@ def test_sandboxed_fs_copy_mints_no_setuid_copy(server, uniq, area):
             st = os.stat(dst)
             assert not (st.st_mode & (stat.S_ISUID | stat.S_ISGID)), \
                 "%s: mode %o owner %d" % (name, st.st_mode, st.st_uid)
+
+
+# --------------------------------------------------------------------------
+# finding: a refused process/start leaked its plan
+
+def leak_checked_env():
+    """The server's environment with LeakSanitizer on and its reports on stderr (where
+    Server.check_stop looks), whatever the suite's ASAN_OPTIONS say (tests/sanitize.sh
+    sends them to a log directory). A build without ASan ignores it."""
+    opts = [o for o in os.environ.get("ASAN_OPTIONS", "").split(":")
+            if o and not o.startswith(("detect_leaks=", "log_path="))]
+    return dict(os.environ, ASAN_OPTIONS=":".join(opts + ["detect_leaks=1"]))
+
+
+def glob_entry(pattern):
+    return {"path": {"type": "glob_pattern", "pattern": pattern}, "access": "deny"}
+
+
+def test_refused_starts_leak_nothing(server_factory, uniq, area):
+    """A policy the planner refuses after it began the plan, repeated: root write access
+    plus a `deny` entry (the plan was freed without its cgroup mount list, ~300 bytes per
+    request under LeakSanitizer), and refusals met deeper in the builder after it made
+    the masks of missing protected names (a protected name that is a symbolic link, a
+    deny glob whose static prefix is `/`, a glob scan turned off), and root write with a
+    deny glob. Every one is refused with the usual -32602 and runs nothing; the masks
+    made for a refused start are gone from the workspace; and the server, stopped at the
+    end (LeakSanitizer checks at exit on an ASan build), reports nothing."""
+    srv = server_factory(env=leak_checked_env())
+    c = srv.connect()
+    linked = os.path.join(area.base, "linked")
+    os.makedirs(linked)
+    os.symlink(area.out, os.path.join(linked, ".aws"))   # the last protected name
+    conftest.own(area.base)
+    scan_off = ws_policy(area.ws, extra=[glob_entry(area.ws + "/*.env")])
+    scan_off["permissions"]["file_system"]["glob_scan_max_depth"] = 0
+    cases = [
+        ("full-write deny", area.ws, sandbox(managed([special("root", "write"),
+                                                      path_entry(area.out, "deny")]))),
+        ("full-write glob", area.ws, sandbox(managed([special("root", "write"),
+                                                      glob_entry(area.ws + "/*.env")]))),
+        ("protected link", linked, ws_policy(linked)),
+        ("glob from /", area.ws, ws_policy(area.ws, extra=[glob_entry("/*/secrets/*.env")])),
+        ("scan off", area.ws, scan_off),
+    ]
+    why = ["deny entries with full-disk write access are not supported",
+           "glob_pattern deny entries with full-disk write access are not supported",
+           "it is a symbolic link inside a writable root",
+           "its static prefix is `/`",
+           "glob_scan_max_depth 0 turns the scan off"]
+    marker = os.path.join(area.out, "ran")
+    for rnd in range(10):
+        for name, cwd, sb in cases:
+            reply = c.call("process/start", {"processId": uniq("refused"),
+                                             "argv": ["/bin/sh", "-c", "touch " + marker],
+                                             "cwd": file_uri(cwd), "env": {}, "tty": False,
+                                             "sandbox": sb})
+            assert reply.get("error") == REFUSED, (name, reply)
+        if rnd == 0:
+            # the log lines are rate limited: each reason once, from the first round
+            log = srv.stderr().decode("utf-8", "replace")
+            for w in why:
+                assert w in log, (w, log)
+    assert not os.path.exists(marker)
+    assert area.leftovers() == [] and area.leftovers(linked) == [".aws"], \
+        (os.listdir(area.ws), os.listdir(linked))
+    srv.check_stop()
