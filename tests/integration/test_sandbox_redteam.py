@@ -84,6 +84,100 @@ def test_setid_file_through_o_tmpfile_cannot_be_planted(server_factory, uniq, ar
             "%s planted with mode %o, owner %d (%r)" % (name, st.st_mode, st.st_uid, text(run))
 
 
+# Every call that sets a file mode, by raw syscall number (x86_64), with either set-id
+# bit, and again with the upper 32 bits of every argument set (the kernel reads flags as
+# an int and modes as umode_t: a rule comparing 64 bits would miss those); fchmodat2
+# (452) and openat2 (437) by number, as libseccomp 2.5 names neither.
+SETID_CODE = r'''
+import struct
+AT_FDCWD = -100
+O_TMPFILE = 0o20000000 | os.O_DIRECTORY
+UP = 0xffffffff << 32
+def call(nr, *a):
+    r = sc(nr, *a)
+    if r != "ok":
+        raise OSError(getattr(errno, r, 0), r)
+    # the fd (open, openat, creat, openat2) leaks: the process exits at once
+def plain(name):
+    os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o755))
+    return name.encode()
+def tmpfile(name, nr, flags_up, mode):
+    fd = libc.syscall(ctypes.c_long(nr), *([] if nr == 2 else [ctypes.c_long(AT_FDCWD)]),
+                      ctypes.c_char_p(b"."), ctypes.c_long(O_TMPFILE | os.O_RDWR | flags_up),
+                      ctypes.c_long(mode))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "open")
+    if libc.linkat(AT_FDCWD, ("/proc/self/fd/%d" % fd).encode(), AT_FDCWD, name.encode(), 0x400):
+        raise OSError(ctypes.get_errno(), "linkat")
+def openat2(name, mode):
+    how = ctypes.create_string_buffer(struct.pack("QQQ", os.O_CREAT | os.O_WRONLY, mode, 0), 24)
+    call(437, AT_FDCWD, name.encode(), ctypes.addressof(how), 24)
+def fchmod(name, mode):
+    fd = os.open(plain(name), os.O_RDONLY)
+    call(91, fd, mode)
+for bit, b in ((0o4000, "suid"), (0o2000, "sgid")):
+    for up, u in ((0, ""), (UP, "-up")):
+        m, k = 0o755 | bit | up, b + u
+        t("open_creat-" + k, lambda: call(2, ("f1-" + k).encode(), os.O_CREAT | os.O_WRONLY | up, m))
+        t("openat_creat-" + k, lambda: call(257, AT_FDCWD, ("f2-" + k).encode(),
+                                            os.O_CREAT | os.O_WRONLY | up, m))
+        t("open_tmpfile-" + k, lambda: tmpfile("f3-" + k, 2, up, m))
+        t("openat_tmpfile-" + k, lambda: tmpfile("f4-" + k, 257, up, m))
+        t("openat2-" + k, lambda: openat2("f5-" + k, (0o755 | bit) + up))
+        t("creat-" + k, lambda: call(85, ("f6-" + k).encode(), m))
+        t("mknod-" + k, lambda: call(133, ("f7-" + k).encode(), 0o100000 | m, 0))
+        t("mknodat-" + k, lambda: call(259, AT_FDCWD, ("f8-" + k).encode(), 0o100000 | m, 0))
+        t("chmod-" + k, lambda: call(90, plain("f9-" + k), m))
+        t("fchmod-" + k, lambda: fchmod("f10-" + k, m))
+        t("fchmodat-" + k, lambda: call(268, AT_FDCWD, plain("f11-" + k), m))
+        t("fchmodat2-" + k, lambda: call(452, AT_FDCWD, plain("f12-" + k), m, 0))
+        t("os_chmod-" + k, lambda: os.chmod(plain("f13-" + k), 0o755 | bit))
+        t("os_mknod-" + k, lambda: os.mknod("f14-" + k, 0o100755 | bit))
+t("plain_chmod", lambda: call(90, plain("g1"), 0o700))
+t("plain_openat2", lambda: openat2("g2", 0o644))
+print("done", flush=True)
+'''
+SETID_CALLS = ("open_creat", "openat_creat", "open_tmpfile", "openat_tmpfile", "openat2",
+               "creat", "mknod", "mknodat", "chmod", "fchmod", "fchmodat", "fchmodat2",
+               "os_chmod", "os_mknod")
+
+
+def setid_files(root):
+    """Paths under root (not directories) that carry S_ISUID or S_ISGID."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                found.append("%s %o uid %d" % (p, st.st_mode, st.st_uid))
+    return found
+
+
+@pytest.mark.parametrize("kind", ["default", "sandbox-uid"])
+def test_setid_bits_cannot_be_planted_by_any_call(server_factory, uniq, area, kind):
+    """Every way to give a file a set-id mode from inside a sandbox: open/openat with
+    O_CREAT or O_TMPFILE (linked in through /proc/self/fd), openat2, creat, mknod,
+    mknodat, chmod, fchmod, fchmodat, fchmodat2, for setuid and setgid, each also with
+    the upper 32 bits of its flags and mode set. Each fails (EPERM; ENOSYS for openat2
+    and fchmodat2, whose arguments seccomp cannot check, so that libc falls back to a
+    checked call), calls without a set-id bit still work, and no file under the
+    workspace carries either bit afterwards. The same code outside any sandbox plants
+    them all (the check has teeth)."""
+    srv = sandbox_server(server_factory, kind, SANDBOX_UID)
+    c = srv.connect()
+    run = py(c, uniq, SETID_CODE, area.ws, ws_policy(area.ws))
+    res = results(run)
+    assert "done" in text(run), text(run)
+    want = {"openat2": "ENOSYS", "fchmodat2": "ENOSYS"}
+    for call in SETID_CALLS:
+        for k in ("suid", "sgid", "suid-up", "sgid-up"):
+            assert res.get("%s-%s" % (call, k)) == want.get(call, "EPERM"), (call, k, text(run))
+    # without a set-id bit: chmod works, openat2 still answers ENOSYS (libc then uses openat)
+    assert res.get("plain_chmod") == "ok" and res.get("plain_openat2") == "ENOSYS", text(run)
+    assert setid_files(area.base) == [], text(run)
+
+
 # --------------------------------------------------------------------------
 # finding: the server's own secret files
 
