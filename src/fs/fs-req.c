@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -241,59 +242,53 @@ void fs_req_nofollow_check(struct fs_req *r, bool missing_ok, void (*next)(struc
 	io_uring_prep_openat2(sqe, AT_FDCWD, r->parent, &r->how);
 }
 
-/*
- * Stats the secret paths for each request that reached an existing file (a
- * few microseconds): a file kept by dev/ino from start-up or SIGHUP would miss
- * a token or key rotated by rename, which is how tools replace such files.
- */
-void fs_secrets_snapshot(const struct server *s, struct fs_secrets *out)
-{
-	struct stat st;
-
-	out->n = 0;
-	out->truncated = false;
-	/* Newest first (the list only grows at each SIGHUP): the files in use now come first. */
-	for (size_t i = s->sandbox.n_secrets; i-- > 0;) {
-		if (stat(s->sandbox.secrets[i], &st) < 0)
-			continue;
-		if (out->n == FS_SECRETS_MAX) {
-			/* Fail closed: no file can be told apart from the ones left out. */
-			log_error_ratelimited("More than %d of the server's secret files exist (kept "
-					      "since start-up and each reload): unsandboxed reads are "
-					      "refused until uexec restarts",
-					      FS_SECRETS_MAX);
-			out->truncated = true;
-			return;
-		}
-		out->id[out->n].dev = st.st_dev;
-		out->id[out->n].ino = st.st_ino;
-		out->n++;
-	}
-}
-
-bool fs_secrets_has(const struct fs_secrets *sec, dev_t dev, ino_t ino)
-{
-	if (sec->truncated)
-		return true;
-	for (size_t i = 0; i < sec->n; i++)
-		if (sec->id[i].dev == dev && sec->id[i].ino == ino)
-			return true;
-	return false;
-}
-
 bool fs_req_is_server_secret(struct fs_req *r, const struct statx *st, const char *method)
 {
-	struct fs_secrets sec;
+	/* The cached identities (secrets.h): stat'ed again at most once a second. */
+	const struct secret_ids *ids = server_secret_ids(r->srv);
 
-	if (!r->srv->sandbox.n_secrets)
+	if (!ids->all && ids->n == 0)
 		return false;
-	fs_secrets_snapshot(r->srv, &sec);
 	/* A file statx cannot identify cannot be told from a secret (fail closed). */
 	if ((st->stx_mask & STATX_INO) &&
-	    !fs_secrets_has(&sec, makedev(st->stx_dev_major, st->stx_dev_minor), st->stx_ino))
+	    !server_secret_ids_has(ids, makedev(st->stx_dev_major, st->stx_dev_minor), st->stx_ino))
 		return false;
-	log_warning("Refusing %s of %s: it is one of the server's own secret files (token, key or "
-		    "audit log), which no request may read",
+	log_warning("Refusing %s of %s: it is one of the server's own secret files (token, key, "
+		    "audit log or configuration), which no request may read or write",
 		    method, r->path);
 	return true;
+}
+
+static void rewrite_truncated(struct fs_req *r)
+{
+	if (r->ops[0].res < 0)
+		r->err = r->ops[0].res;
+	r->after_rewrite(r);
+}
+
+void fs_req_rewrite_start(struct fs_req *r, int fd, const struct statx *st, const char *method,
+			  void (*next)(struct fs_req *r))
+{
+	struct io_uring_sqe *sqe;
+
+	if (fs_req_is_server_secret(r, st, method)) {
+		r->err = -EACCES;
+		next(r);
+		return;
+	}
+	/* A FIFO, a terminal, /dev/null: written as they are, as O_TRUNC would leave them. */
+	if (!S_ISREG(st->stx_mode)) {
+		next(r);
+		return;
+	}
+	if (!r->srv->ring.has_ftruncate) {
+		/* Before Linux 6.9: here (a large file's blocks are freed on the loop). */
+		if (ftruncate(fd, 0) < 0)
+			r->err = -errno;
+		next(r);
+		return;
+	}
+	r->after_rewrite = next;
+	sqe = fs_req_sqe(r, 0, rewrite_truncated);
+	io_uring_prep_rw(UEXEC_IORING_OP_FTRUNCATE, sqe, fd, NULL, 0, 0);
 }

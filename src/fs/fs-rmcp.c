@@ -10,6 +10,8 @@
  *    names) is refused instead of truncating the file to 0 bytes (§13);
  *  - fs/copy does not carry set-user-ID/set-group-ID bits over to a copy that
  *    ends up with another owner/group (the reference copies all 07777 bits);
+ *  - fs/copy and fs/rename refuse the server's secret files (secrets.h) as
+ *    source or destination (EACCES);
  *  - fs/remove refuses `/` and any directory that is, or contains, the
  *    server's working directory or home directory (§13); a tree is removed
  *    through directory fds with O_NOFOLLOW, never following a symlink;
@@ -348,10 +350,20 @@ static int copy_data(int in, int out)
 	}
 }
 
+/* -EACCES if st is one of the server's secret files (secrets.h), noted for done() to log. */
+static int refuse_secret(struct tree_job *j, const struct stat *st)
+{
+	if (!server_secret_ids_has(&j->secrets, st->st_dev, st->st_ino))
+		return 0;
+	j->secret_refused = true;
+	return -EACCES;
+}
+
 /*
  * Copies the regular file sdir/sname to ddir/dname. The destination is
  * opened without O_TRUNC first so that a destination that is the source
- * itself (a hard link, a symlink to it, the same name) is recognised by
+ * itself (a hard link, a symlink to it, the same name) or one of the
+ * server's secret files (a link planted in the workspace) is recognised by
  * device + inode before anything is lost; the reference truncates it.
  */
 static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, const char *dname)
@@ -369,8 +381,9 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 		return -errno;
 	if (!S_ISREG(ss.st_mode))
 		return refuse(j, "fs/copy only supports regular files, directories, and symlinks");
-	if (fs_secrets_has(&j->secrets, ss.st_dev, ss.st_ino))
-		return -EACCES; /* one of the server's secret files (fs-req.h) */
+	r = refuse_secret(j, &ss);
+	if (r < 0)
+		return r;
 	/* Like the reference (std::fs::copy), a symlink at the destination is written through. */
 	out = openat(ddir, dname, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
 		     ss.st_mode & 0777);
@@ -378,6 +391,9 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 		return -errno;
 	if (fstat(out, &ds) < 0)
 		return -errno;
+	r = refuse_secret(j, &ds);
+	if (r < 0)
+		return r;
 	if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
 		return refuse(j, "fs/copy source and destination are the same file");
 	if (S_ISREG(ds.st_mode) && ftruncate(out, 0) < 0)
@@ -704,6 +720,10 @@ static int do_rename(struct tree_job *j)
 		return r;
 	if (fstatat(j->src_dirfd, j->src_base, &ss, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	/* A secret moved into the workspace would be readable there (secrets.h). */
+	r = refuse_secret(j, &ss);
+	if (r < 0)
+		return r;
 	if (S_ISDIR(ss.st_mode)) {
 		r = check_protected_as(j, &ss, "fs/rename", "move", j->path);
 		if (r < 0)
@@ -713,6 +733,10 @@ static int do_rename(struct tree_job *j)
 	if (r < 0)
 		return r;
 	if (fstatat(j->dst_dirfd, j->dst_base, &ds, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* ...and one replaced would be another token or key at the next reload. */
+		r = refuse_secret(j, &ds);
+		if (r < 0)
+			return r;
 		if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
 			return refuse(j, "fs/rename source and destination are the same file");
 		if (S_ISDIR(ds.st_mode) && !(j->rename_flags & RENAME_NOREPLACE)) {
@@ -863,7 +887,7 @@ void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 	if (!j)
 		return;
 	j->recursive = params_bool(f[2], false);
-	fs_secrets_snapshot(c->srv, &j->secrets);
+	j->secrets = *server_secret_ids(c->srv); /* the worker reads its own copy */
 	fs_tree_job_submit(c, id, j);
 }
 
@@ -887,6 +911,7 @@ void fs_rpc_rename(struct conn *c, json_t *id, json_t *params)
 		return;
 	j->rename_flags = params_bool(f[2], true) ? 0 : RENAME_NOREPLACE;
 	j->rename_on_ring = c->srv->ring.has_renameat;
+	j->secrets = *server_secret_ids(c->srv);
 	/* The directories fs/remove protects, captured the same way. */
 	home = getenv("HOME");
 	if ((getcwd(cwd, sizeof(cwd)) && !(j->cwd = strdup(cwd))) ||

@@ -668,6 +668,132 @@ def test_unsandboxed_fs_requests_refuse_server_secrets(server_factory, uniq, are
     assert r.get("result") == {} and open(dest).read() == "plain\n", r
 
 
+def _refused(r):
+    return "error" in r and "os error 13" in r["error"]["message"]
+
+
+def test_unsandboxed_fs_writes_refuse_server_secrets(server_factory, uniq, area):
+    """The write side of the same link: a sandboxed command plants notes.txt -> the
+    token file (and a directory link to the server's directory); the client's
+    unsandboxed fs/writeFile, fs/open (replace), fs/copy (as destination) and
+    fs/rename (as source or destination) through it, or by the secret's own path,
+    truncated or replaced the token (fs/writeFile opened with O_TRUNC before any
+    check), so that the next reload took a token the writer chose. Now each is
+    refused with EACCES and logged, before anything changes: the token, the
+    --config file (which decides what each reload loads) and the audit log keep
+    their bytes; ordinary files are still written through links."""
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    token_file = os.path.join(d, "token")
+    token = base64.b64encode(os.urandom(24)).decode()
+    secret(token_file, token.encode() + b"\n")
+    conf = os.path.join(d, "uexec.toml")
+    audit = os.path.join(d, "audit.jsonl")
+    secret(conf, ('ws-auth = "capability-token"\nws-token-file = "%s"\naudit-log = "%s"\n'
+                  % (token_file, audit)).encode())
+    srv = server_factory("--config", conf)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    run = sh(c, uniq, "ln -s %s notes.txt && ln -s %s etc && ln -s %s log.txt && cat %s; "
+             "echo planted" % (token_file, d, audit, conf), area.ws, ws_policy(area.ws))
+    # the configuration is hidden from sandboxes as the token is
+    assert "planted" in text(run) and "Permission denied" in text(run), text(run)
+    assert "ws-token-file" not in text(run), text(run)
+    before = {p: open(p, "rb").read() for p in (token_file, conf, audit)}
+    evil = base64.b64encode(b"attacker-token\n").decode()
+    ws = lambda p: file_uri(os.path.join(area.ws, p))  # noqa: E731
+    src = os.path.join(area.ws, "src.txt")
+    with open(src, "w") as f:
+        f.write("attacker-token\n")
+    conftest.own(area.ws)
+    targets = [ws("notes.txt"), file_uri(token_file), ws("etc/token"), ws("etc/uexec.toml"),
+               file_uri(conf), ws("log.txt")]
+    answers = []
+    for t in targets:
+        answers.append(("fs/writeFile", t, c.call("fs/writeFile", {"path": t,
+                                                                   "dataBase64": evil})))
+        answers.append(("fs/open", t, c.call("fs/open", {"handleId": uniq("h"), "path": t,
+                                                         "mode": "replace"})))
+        answers.append(("fs/copy", t, c.call("fs/copy", {"sourcePath": file_uri(src),
+                                                         "destinationPath": t,
+                                                         "recursive": False})))
+    # a rename onto the token through the directory link, or of the token out of it
+    answers.append(("fs/rename", "onto", c.call("fs/rename", {
+        "sourcePath": file_uri(src), "destinationPath": ws("etc/token")})))
+    answers.append(("fs/rename", "out", c.call("fs/rename", {
+        "sourcePath": ws("etc/token"), "destinationPath": ws("stolen")})))
+    for m, t, r in answers:
+        assert _refused(r), (m, t, r)
+    for p, data in before.items():
+        assert open(p, "rb").read() == data and os.path.getsize(p) == len(data), p
+    assert not os.path.lexists(os.path.join(area.ws, "stolen"))
+    log = srv.stderr().decode(errors="replace")
+    for m in ("fs/writeFile", "fs/open"):
+        assert "Refusing %s of %s: it is one of the server's own secret files" \
+            % (m, os.path.join(area.ws, "notes.txt")) in log, log
+    assert "Refusing fs/copy of %s to %s" % (src, os.path.join(area.ws, "notes.txt")) in log, log
+    assert "Refusing fs/rename of %s to %s" % (src, os.path.join(area.ws, "etc/token")) in log
+    assert token not in log and "attacker-token" not in log
+    # the token still opens the door, and other files are written through links as before
+    c2 = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    other = os.path.join(area.ws, "plain.txt")
+    os.symlink(other, os.path.join(area.ws, "plain-link"))
+    r = c2.call("fs/writeFile", {"path": ws("plain-link"), "dataBase64": evil})
+    assert r.get("result") == {} and open(other).read() == "attacker-token\n", r
+    r = c2.call("fs/copy", {"sourcePath": file_uri(src), "destinationPath": ws("copied"),
+                            "recursive": False})
+    assert r.get("result") == {} and open(os.path.join(area.ws, "copied")).read() == \
+        "attacker-token\n", r
+
+
+def test_secret_rotated_by_rename_is_covered(server_factory, uniq, area):
+    """The identities of the server's secret files are cached (taken at start and at
+    each SIGHUP, not stat'ed per request; tests/unit/test-secrets.c) and stat'ed again
+    at most once a second, by the first request that comes a second after the last
+    pass: a token replaced by rename (a new inode) without a SIGHUP is refused through
+    the planted link within that second, and one a SIGHUP names at once."""
+    import signal
+    import time
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    token_file = os.path.join(d, "token")
+    token = base64.b64encode(os.urandom(24)).decode()
+    secret(token_file, token.encode() + b"\n")
+    conf = os.path.join(d, "u.toml")
+    secret(conf, ('ws-auth = "capability-token"\nws-token-file = "%s"\n'
+                  % token_file).encode())
+    srv = server_factory("--config", conf)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    link = os.path.join(area.ws, "notes.txt")
+    os.symlink(token_file, link)
+    assert _refused(c.call("fs/readFile", {"path": file_uri(link)}))
+
+    def rotate(path, n):
+        new = path + ".new"
+        secret(new, ("rotated-%d\n" % n).encode())
+        os.rename(new, path)
+        return os.stat(path).st_ino
+
+    for n in range(3):
+        ino = rotate(token_file, n)
+        rotated = time.monotonic()
+        conftest.wait_until(lambda: _refused(c.call("fs/readFile", {"path": file_uri(link)})),
+                            timeout=30, interval=0.05, what="the rotated token refused")
+        # served at most during the second after the last pass (the request that refreshes
+        # may itself come late on a loaded host: the bound is the server's, not this loop's)
+        assert os.stat(token_file).st_ino == ino
+        assert time.monotonic() - rotated < 30
+    # a new file named by a reload is refused at once
+    token2 = os.path.join(d, "token2")
+    secret(token2, b"second\n")
+    os.symlink(token2, os.path.join(area.ws, "notes2.txt"))
+    with open(conf, "w") as f:
+        f.write('ws-auth = "capability-token"\nws-token-file = "%s"\n' % token2)
+    srv.proc.send_signal(signal.SIGHUP)
+    conftest.wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+    assert _refused(c.call("fs/readFile", {"path": file_uri(os.path.join(area.ws,
+                                                                           "notes2.txt"))}))
+
+
 # --------------------------------------------------------------------------
 # finding: the empty directory masking a missing entry could be moved away
 
