@@ -4,11 +4,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -259,6 +261,34 @@ bool fs_req_is_server_secret(struct fs_req *r, const struct statx *st, const cha
 	return true;
 }
 
+/* Whether this thread's effective set holds CAP_FSETID (true when it cannot tell). */
+static bool have_fsetid(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return true;
+	return d[CAP_TO_INDEX(CAP_FSETID)].effective & CAP_TO_MASK(CAP_FSETID);
+}
+
+int fs_drop_setid(int fd, mode_t mode)
+{
+	if (!(mode & (S_ISUID | S_ISGID)))
+		return 0;
+	if (fchmod(fd, mode & 01777) == 0)
+		return 0;
+	/*
+	 * Not ours to chmod (another owner's file, the sandboxed helper with
+	 * --sandbox-uid): without CAP_FSETID the truncation that follows drops
+	 * the bits itself (the kernel's file_remove_privs rule), so the write
+	 * may go on; with it, refused.
+	 */
+	if (errno == EPERM && !have_fsetid())
+		return 0;
+	return -errno;
+}
+
 static void rewrite_truncated(struct fs_req *r)
 {
 	if (r->ops[0].res < 0)
@@ -270,6 +300,7 @@ void fs_req_rewrite_start(struct fs_req *r, int fd, const struct statx *st, cons
 			  void (*next)(struct fs_req *r))
 {
 	struct io_uring_sqe *sqe;
+	int e;
 
 	if (fs_req_is_server_secret(r, st, method)) {
 		r->err = -EACCES;
@@ -278,6 +309,13 @@ void fs_req_rewrite_start(struct fs_req *r, int fd, const struct statx *st, cons
 	}
 	/* A FIFO, a terminal, /dev/null: written as they are, as O_TRUNC would leave them. */
 	if (!S_ISREG(st->stx_mode)) {
+		next(r);
+		return;
+	}
+	/* Metadata only, rare (set-id files): on the loop. */
+	e = fs_drop_setid(fd, st->stx_mode);
+	if (e < 0) {
+		r->err = e;
 		next(r);
 		return;
 	}

@@ -136,12 +136,23 @@ void fs_req_close_and_finish(struct fs_req *r);
  */
 bool fs_req_is_server_secret(struct fs_req *r, const struct statx *st, const char *method);
 /*
+ * Clears S_ISUID and S_ISGID of the file open as fd, whose mode is mode, if
+ * it has either. Root writes with CAP_FSETID, which keeps them (the kernel
+ * clears them on a write or truncation only for writers without it): a
+ * set-id file would keep its bit with content uexec wrote, a setuid-root
+ * program of any content. Before the file changes; the caller truncates it
+ * next (which is what clears them where fchmod is not allowed and
+ * CAP_FSETID is not held). Returns 0 or -errno.
+ */
+int fs_drop_setid(int fd, mode_t mode);
+/*
  * The file r opened for writing as fd (without O_TRUNC), whose statx st has
  * STATX_TYPE, STATX_MODE and STATX_INO, about to be rewritten from its
  * start: refused (r->err = -EACCES, logged) when it is one of the server's
- * secret files, whatever its type; a regular file is then truncated (on
- * the ring where it has IORING_OP_FTRUNCATE). Nothing changes before the
- * identity is checked on the very fd the request writes through. Runs next(r), with r->err set if
+ * secret files, whatever its type; a regular file then loses its set-id
+ * bits (fs_drop_setid) and is truncated (on the ring where it has
+ * IORING_OP_FTRUNCATE). Nothing changes before the identity is checked on
+ * the very fd the request writes through. Runs next(r), with r->err set if
  * anything failed. Uses op slot 0.
  */
 void fs_req_rewrite_start(struct fs_req *r, int fd, const struct statx *st, const char *method,

@@ -8,8 +8,9 @@
  * Where uexec deliberately differs from the reference 0.169.0:
  *  - fs/copy of a file onto itself (same device and inode, whatever the
  *    names) is refused instead of truncating the file to 0 bytes (§13);
- *  - fs/copy does not carry set-user-ID/set-group-ID bits over to a copy that
- *    ends up with another owner/group (the reference copies all 07777 bits);
+ *  - fs/copy never carries set-user-ID/set-group-ID bits over to the copy,
+ *    and an existing destination loses its own before it is rewritten (the
+ *    reference copies all 07777 bits, and as root keeps the destination's);
  *  - fs/copy and fs/rename refuse the server's secret files (secrets.h) as
  *    source or destination (EACCES);
  *  - fs/remove refuses `/` and any directory that is, or contains, the
@@ -396,8 +397,14 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 		return r;
 	if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
 		return refuse(j, "fs/copy source and destination are the same file");
-	if (S_ISREG(ds.st_mode) && ftruncate(out, 0) < 0)
-		return -errno;
+	if (S_ISREG(ds.st_mode)) {
+		/* An existing set-id file loses its bits before it holds other bytes. */
+		r = fs_drop_setid(out, ds.st_mode);
+		if (r < 0)
+			return r;
+		if (ftruncate(out, 0) < 0)
+			return -errno;
+	}
 	fl = fcntl(out, F_GETFL);
 	if (fl >= 0)
 		(void)fcntl(out, F_SETFL, fl & ~O_NONBLOCK);
@@ -410,16 +417,13 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 	if (!S_ISREG(ds.st_mode))
 		return 0;
 	/*
-	 * The permission bits follow the source, as the reference's do (also on
-	 * an existing file). Set-ID bits only survive when the copy keeps the
-	 * source's owner/group: a root server must not mint root-owned
-	 * set-user-ID copies of other users' programs.
+	 * The permission and sticky bits follow the source, as the reference's
+	 * do (also on an existing file); set-id bits never do (the reference
+	 * copies all 07777): a root server would mint root-owned set-user-ID
+	 * copies of programs (a setuid-root copy of any program a link in the
+	 * workspace names, out of every sandbox's reach to make itself).
 	 */
-	mode = ss.st_mode & 07777;
-	if (ss.st_uid != ds.st_uid)
-		mode &= ~(mode_t)S_ISUID;
-	if (ss.st_gid != ds.st_gid)
-		mode &= ~(mode_t)S_ISGID;
+	mode = ss.st_mode & 01777;
 	return fchmod(out, mode) < 0 ? -errno : 0;
 }
 

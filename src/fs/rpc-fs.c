@@ -471,9 +471,9 @@ static void write_file_open(struct fs_req *r)
 	 * permission bits stay), as the reference does; but not opened with
 	 * O_TRUNC: the file is truncated only once the descriptor is known not
 	 * to be one of the server's secret files (a link planted in the
-	 * workspace) (fs_req_rewrite_start). A
-	 * dangling symlink is followed and its target created. O_NONBLOCK: a
-	 * FIFO without reader fails at once.
+	 * workspace), and without set-id bits (fs_req_rewrite_start). A dangling
+	 * symlink is followed and its target created. O_NONBLOCK: a FIFO
+	 * without reader fails at once.
 	 */
 	io_uring_prep_openat(sqe, r->at_fd, r->at_name,
 			     O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |

@@ -794,6 +794,75 @@ def test_secret_rotated_by_rename_is_covered(server_factory, uniq, area):
                                                                            "notes2.txt"))}))
 
 
+def _setid_file(path, data=b"#!/bin/sh\nid\n", mode=0o6755):
+    with open(path, "wb") as f:
+        f.write(data)
+    conftest.own(path)
+    os.chmod(path, mode)
+    assert stat.S_IMODE(os.stat(path).st_mode) == mode
+
+
+def test_unsandboxed_writes_never_keep_setid_bits(server, uniq, area):
+    """Host root writes with CAP_FSETID, so the kernel keeps an existing file's set-id
+    bits on a write: a setuid-root file (however it came to the workspace) given other
+    bytes by an unsandboxed fs/writeFile, fs/open (replace) + fs/writeBlock or fs/copy
+    was a setuid-root program of the writer's choice. uexec clears S_ISUID and S_ISGID
+    of a file before it rewrites it, and fs/copy never carries them over from the
+    source (the reference keeps both: std::fs::write, std::fs::copy); the other
+    permission bits stay."""
+    c = server.connect()
+    payload = base64.b64encode(b"#!/bin/sh\necho replaced\n").decode()
+    mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)  # noqa: E731
+    w = os.path.join(area.ws, "w")
+    _setid_file(w)
+    r = c.call("fs/writeFile", {"path": file_uri(w), "dataBase64": payload})
+    assert r.get("result") == {} and mode(w) == 0o755, (r, oct(mode(w)))
+    assert open(w, "rb").read() == b"#!/bin/sh\necho replaced\n"
+    # followSymlinks: false takes the same path
+    w2 = os.path.join(area.ws, "w2")
+    _setid_file(w2, mode=0o2750)
+    r = c.call("fs/writeFile", {"path": file_uri(w2), "dataBase64": payload,
+                                "followSymlinks": False})
+    assert r.get("result") == {} and mode(w2) == 0o750, (r, oct(mode(w2)))
+    o = os.path.join(area.ws, "o")
+    _setid_file(o, mode=0o4711)
+    h = uniq("h")
+    r = c.call("fs/open", {"handleId": h, "path": file_uri(o), "mode": "replace"})
+    assert r.get("result") == {"handleId": h}, r
+    assert mode(o) == 0o711 and os.path.getsize(o) == 0
+    r = c.call("fs/writeBlock", {"handleId": h, "offset": 0, "chunk": payload})
+    assert r.get("result") is not None, r
+    c.call("fs/close", {"handleId": h})
+    assert mode(o) == 0o711 and open(o, "rb").read() == b"#!/bin/sh\necho replaced\n"
+    # fs/copy: from a set-id source, to a new file and over an existing set-id one
+    src = os.path.join(area.ws, "src")
+    _setid_file(src, mode=0o6755)
+    old = os.path.join(area.ws, "old")
+    _setid_file(old, b"old\n", 0o4700)
+    for dst in (os.path.join(area.ws, "new"), old):
+        r = c.call("fs/copy", {"sourcePath": file_uri(src), "destinationPath": file_uri(dst),
+                               "recursive": False})
+        assert r.get("result") == {} and mode(dst) == 0o755, (dst, r, oct(mode(dst)))
+        assert open(dst, "rb").read() == b"#!/bin/sh\nid\n"
+    tree = os.path.join(area.ws, "tree")
+    os.makedirs(tree)
+    _setid_file(os.path.join(tree, "prog"), mode=0o4755)
+    r = c.call("fs/copy", {"sourcePath": file_uri(tree), "destinationPath": file_uri(
+        os.path.join(area.ws, "tree2")), "recursive": True})
+    assert r.get("result") == {} and mode(os.path.join(area.ws, "tree2", "prog")) == 0o755, r
+    assert mode(src) == 0o6755   # the source keeps its own
+    # another owner's set-id file, which the sandboxed fs helper may write but not chmod:
+    # written all the same, the truncation (no CAP_FSETID there) clearing the bit
+    theirs = os.path.join(area.ws, "theirs")
+    _setid_file(theirs, mode=0o4777)
+    os.chown(theirs, conftest.NOBODY, conftest.NOBODY)
+    os.chmod(theirs, 0o4777)
+    r = c.call("fs/writeFile", {"path": file_uri(theirs), "dataBase64": payload,
+                                "sandbox": ws_policy(area.ws)})
+    assert r.get("result") == {} and mode(theirs) == 0o777, (r, oct(mode(theirs)))
+    assert open(theirs, "rb").read() == b"#!/bin/sh\necho replaced\n"
+
+
 # --------------------------------------------------------------------------
 # finding: the empty directory masking a missing entry could be moved away
 
