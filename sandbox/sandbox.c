@@ -777,6 +777,23 @@ static int plan_secrets(struct sandbox_plan *pl, const struct sandbox_features *
 	return r;
 }
 
+/*
+ * A reference to the synthetic directory at path, listed in the plan (which
+ * drops it when freed); on failure nothing is held: a reference taken and
+ * not listed would keep the directory on the host after the plan is gone.
+ */
+static int plan_synth(struct sandbox_plan *pl, const char *path)
+{
+	int r = synth_get(path);
+
+	if (r < 0)
+		return r;
+	r = strv_push(&pl->synth, &pl->n_synth, path);
+	if (r < 0)
+		synth_put(path);
+	return r;
+}
+
 /* A read-only path inside writable root w: bind it read-only, or a synthetic dir if missing. */
 static int plan_protect(struct sandbox_plan *pl, const char *path, bool create_if_missing,
 			char *err, size_t errsz)
@@ -796,23 +813,19 @@ static int plan_protect(struct sandbox_plan *pl, const char *path, bool create_i
 				 path);
 			return -EINVAL;
 		}
-		if (synth_find(path)) {
-			r = synth_get(path);
-			return r < 0 ? r : strv_push(&pl->synth, &pl->n_synth, path);
-		}
+		if (synth_find(path))
+			return plan_synth(pl, path);
 		return strv_push(&pl->ro, &pl->n_ro, path);
 	}
 	if (errno != ENOENT || !create_if_missing)
 		return errno == ENOENT ? 0 : -errno;
-	r = synth_get(path);
+	r = plan_synth(pl, path);
 	if (r == -EEXIST)
 		return plan_protect(pl, path, false, err, errsz); /* raced with a creator */
-	if (r < 0) {
+	if (r < 0)
 		snprintf(err, errsz, "cannot create the read-only mount point %s: %s", path,
 			 strerror(-r));
-		return r;
-	}
-	return strv_push(&pl->synth, &pl->n_synth, path);
+	return r;
 }
 
 /*
@@ -1360,7 +1373,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			if (p->rules[i].access == SANDBOX_DENY) {
 				snprintf(err, errsz,
 					 "deny entries with full-disk write access are not supported by this executor");
-				free(pl);
+				/* The whole plan: it holds the cgroup mount list already. */
+				sandbox_plan_free(pl);
 				return -EINVAL;
 			}
 		}

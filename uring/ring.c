@@ -50,6 +50,9 @@ int uring_init(struct uring *u, unsigned entries)
 				  (probe->ops[IORING_OP_RENAMEAT].flags & IO_URING_OP_SUPPORTED);
 		u->has_unlinkat = probe->last_op >= IORING_OP_UNLINKAT &&
 				  (probe->ops[IORING_OP_UNLINKAT].flags & IO_URING_OP_SUPPORTED);
+		u->has_ftruncate = probe->last_op >= UEXEC_IORING_OP_FTRUNCATE &&
+				   (probe->ops[UEXEC_IORING_OP_FTRUNCATE].flags &
+				    IO_URING_OP_SUPPORTED);
 		io_uring_free_probe(probe);
 	}
 	return 0;

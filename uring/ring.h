@@ -13,6 +13,7 @@
 /* Opcodes newer than liburing 2.3's headers (kernel ABI numbers), probed at run time. */
 #define UEXEC_IORING_OP_READ_MULTISHOT 49
 #define UEXEC_IORING_OP_WAITID 50
+#define UEXEC_IORING_OP_FTRUNCATE 55
 
 struct uring_op;
 
@@ -69,6 +70,7 @@ struct uring {
 	bool has_read_mshot;
 	bool has_renameat;  /* IORING_OP_RENAMEAT (5.11+; fs/rename) */
 	bool has_unlinkat;  /* IORING_OP_UNLINKAT (5.11+) */
+	bool has_ftruncate; /* IORING_OP_FTRUNCATE (6.9+; fs/writeFile, fs/open) */
 	unsigned pending;   /* SQEs prepared but not submitted */
 	uint64_t n_submit_calls;    /* io_uring_enter submissions (metrics) */
 	uint64_t n_sqes_submitted;  /* SQEs the kernel took */

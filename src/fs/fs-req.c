@@ -4,10 +4,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -241,59 +244,89 @@ void fs_req_nofollow_check(struct fs_req *r, bool missing_ok, void (*next)(struc
 	io_uring_prep_openat2(sqe, AT_FDCWD, r->parent, &r->how);
 }
 
-/*
- * Stats the secret paths for each request that reached an existing file (a
- * few microseconds): a file kept by dev/ino from start-up or SIGHUP would miss
- * a token or key rotated by rename, which is how tools replace such files.
- */
-void fs_secrets_snapshot(const struct server *s, struct fs_secrets *out)
-{
-	struct stat st;
-
-	out->n = 0;
-	out->truncated = false;
-	/* Newest first (the list only grows at each SIGHUP): the files in use now come first. */
-	for (size_t i = s->sandbox.n_secrets; i-- > 0;) {
-		if (stat(s->sandbox.secrets[i], &st) < 0)
-			continue;
-		if (out->n == FS_SECRETS_MAX) {
-			/* Fail closed: no file can be told apart from the ones left out. */
-			log_error_ratelimited("More than %d of the server's secret files exist (kept "
-					      "since start-up and each reload): unsandboxed reads are "
-					      "refused until uexec restarts",
-					      FS_SECRETS_MAX);
-			out->truncated = true;
-			return;
-		}
-		out->id[out->n].dev = st.st_dev;
-		out->id[out->n].ino = st.st_ino;
-		out->n++;
-	}
-}
-
-bool fs_secrets_has(const struct fs_secrets *sec, dev_t dev, ino_t ino)
-{
-	if (sec->truncated)
-		return true;
-	for (size_t i = 0; i < sec->n; i++)
-		if (sec->id[i].dev == dev && sec->id[i].ino == ino)
-			return true;
-	return false;
-}
-
 bool fs_req_is_server_secret(struct fs_req *r, const struct statx *st, const char *method)
 {
-	struct fs_secrets sec;
+	/* The cached identities (secrets.h): stat'ed again at most once a second. */
+	const struct secret_ids *ids = server_secret_ids(r->srv);
 
-	if (!r->srv->sandbox.n_secrets)
+	if (!ids->all && ids->n == 0)
 		return false;
-	fs_secrets_snapshot(r->srv, &sec);
 	/* A file statx cannot identify cannot be told from a secret (fail closed). */
 	if ((st->stx_mask & STATX_INO) &&
-	    !fs_secrets_has(&sec, makedev(st->stx_dev_major, st->stx_dev_minor), st->stx_ino))
+	    !server_secret_ids_has(ids, makedev(st->stx_dev_major, st->stx_dev_minor), st->stx_ino))
 		return false;
-	log_warning("Refusing %s of %s: it is one of the server's own secret files (token, key or "
-		    "audit log), which no request may read",
+	log_warning("Refusing %s of %s: it is one of the server's own secret files (token, key, "
+		    "audit log or configuration), which no request may read or write",
 		    method, r->path);
 	return true;
+}
+
+/* Whether this thread's effective set holds CAP_FSETID (true when it cannot tell). */
+static bool have_fsetid(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return true;
+	return d[CAP_TO_INDEX(CAP_FSETID)].effective & CAP_TO_MASK(CAP_FSETID);
+}
+
+int fs_drop_setid(int fd, mode_t mode)
+{
+	if (!(mode & (S_ISUID | S_ISGID)))
+		return 0;
+	if (fchmod(fd, mode & 01777) == 0)
+		return 0;
+	/*
+	 * Not ours to chmod (another owner's file, the sandboxed helper with
+	 * --sandbox-uid): without CAP_FSETID the truncation that follows drops
+	 * the bits itself (the kernel's file_remove_privs rule), so the write
+	 * may go on; with it, refused.
+	 */
+	if (errno == EPERM && !have_fsetid())
+		return 0;
+	return -errno;
+}
+
+static void rewrite_truncated(struct fs_req *r)
+{
+	if (r->ops[0].res < 0)
+		r->err = r->ops[0].res;
+	r->after_rewrite(r);
+}
+
+void fs_req_rewrite_start(struct fs_req *r, int fd, const struct statx *st, const char *method,
+			  void (*next)(struct fs_req *r))
+{
+	struct io_uring_sqe *sqe;
+	int e;
+
+	if (fs_req_is_server_secret(r, st, method)) {
+		r->err = -EACCES;
+		next(r);
+		return;
+	}
+	/* A FIFO, a terminal, /dev/null: written as they are, as O_TRUNC would leave them. */
+	if (!S_ISREG(st->stx_mode)) {
+		next(r);
+		return;
+	}
+	/* Metadata only, rare (set-id files): on the loop. */
+	e = fs_drop_setid(fd, st->stx_mode);
+	if (e < 0) {
+		r->err = e;
+		next(r);
+		return;
+	}
+	if (!r->srv->ring.has_ftruncate) {
+		/* Before Linux 6.9: here (a large file's blocks are freed on the loop). */
+		if (ftruncate(fd, 0) < 0)
+			r->err = -errno;
+		next(r);
+		return;
+	}
+	r->after_rewrite = next;
+	sqe = fs_req_sqe(r, 0, rewrite_truncated);
+	io_uring_prep_rw(UEXEC_IORING_OP_FTRUNCATE, sqe, fd, NULL, 0, 0);
 }

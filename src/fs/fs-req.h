@@ -20,6 +20,7 @@
 #include "params.h"
 #include "ring.h"
 #include "rpc.h"
+#include "secrets.h"
 
 #define ERRSZ 512
 #define READ_FILE_LIMIT (512ull << 20) /* the reference's fs/readFile cap */
@@ -42,26 +43,6 @@ struct fs_handle {
 	size_t id_len;
 	char id[MAX_HANDLE_ID + 1];
 };
-
-/*
- * The server's own secret files (the files sandboxes never see,
- * sandbox_set_secrets: --ws-token-file, --ws-shared-secret-file, --tls-key,
- * --audit-log) by device and inode, as they are now. Unsandboxed file
- * requests refuse to read them too (EACCES): a sandboxed command could plant
- * a symlink to one in the workspace for the client to read back (the Codex
- * CLI reads apply_patch targets without a sandbox).
- */
-#define FS_SECRETS_MAX 64
-struct fs_secrets {
-	size_t n;
-	bool truncated; /* more existing secret files than FS_SECRETS_MAX: every file counts */
-	struct {
-		dev_t dev;
-		ino_t ino;
-	} id[FS_SECRETS_MAX];
-};
-void fs_secrets_snapshot(const struct server *s, struct fs_secrets *out);
-bool fs_secrets_has(const struct fs_secrets *sec, dev_t dev, ino_t ino);
 
 struct fs_req;
 
@@ -91,6 +72,7 @@ struct fs_req {
 	const char *at_name;
 	struct open_how how;
 	void (*after_check)(struct fs_req *r);
+	void (*after_rewrite)(struct fs_req *r); /* fs_req_rewrite_start's continuation */
 	bool parent_missing_ok;
 	bool follow;
 	bool recursive;
@@ -149,9 +131,32 @@ void fs_req_statx(struct fs_req *r, unsigned i, int flags, struct statx *stx,
 void fs_req_close_and_finish(struct fs_req *r);
 /*
  * True (and logged) if the file r opened, whose statx st has STATX_INO, is
- * one of the server's secret files (struct fs_secrets): the caller refuses.
+ * one of the server's secret files (secrets.h): the caller refuses with
+ * EACCES. A file statx cannot identify counts as one (fail closed).
  */
 bool fs_req_is_server_secret(struct fs_req *r, const struct statx *st, const char *method);
+/*
+ * Clears S_ISUID and S_ISGID of the file open as fd, whose mode is mode, if
+ * it has either. Root writes with CAP_FSETID, which keeps them (the kernel
+ * clears them on a write or truncation only for writers without it): a
+ * set-id file would keep its bit with content uexec wrote, a setuid-root
+ * program of any content. Before the file changes; the caller truncates it
+ * next (which is what clears them where fchmod is not allowed and
+ * CAP_FSETID is not held). Returns 0 or -errno.
+ */
+int fs_drop_setid(int fd, mode_t mode);
+/*
+ * The file r opened for writing as fd (without O_TRUNC), whose statx st has
+ * STATX_TYPE, STATX_MODE and STATX_INO, about to be rewritten from its
+ * start: refused (r->err = -EACCES, logged) when it is one of the server's
+ * secret files, whatever its type; a regular file then loses its set-id
+ * bits (fs_drop_setid) and is truncated (on the ring where it has
+ * IORING_OP_FTRUNCATE). Nothing changes before the identity is checked on
+ * the very fd the request writes through. Runs next(r), with r->err set if
+ * anything failed. Uses op slot 0.
+ */
+void fs_req_rewrite_start(struct fs_req *r, int fd, const struct statx *st, const char *method,
+			  void (*next)(struct fs_req *r));
 /* params_decode, replying -32602 on failure. */
 bool fs_decode_params(struct conn *c, json_t *id, json_t *params, const char *name,
 	    const struct pfield *f, size_t n, json_t **out);

@@ -8,8 +8,11 @@
  * Where uexec deliberately differs from the reference 0.169.0:
  *  - fs/copy of a file onto itself (same device and inode, whatever the
  *    names) is refused instead of truncating the file to 0 bytes (§13);
- *  - fs/copy does not carry set-user-ID/set-group-ID bits over to a copy that
- *    ends up with another owner/group (the reference copies all 07777 bits);
+ *  - fs/copy never carries set-user-ID/set-group-ID bits over to the copy,
+ *    and an existing destination loses its own before it is rewritten (the
+ *    reference copies all 07777 bits, and as root keeps the destination's);
+ *  - fs/copy and fs/rename refuse the server's secret files (secrets.h) as
+ *    source or destination (EACCES);
  *  - fs/remove refuses `/` and any directory that is, or contains, the
  *    server's working directory or home directory (§13); a tree is removed
  *    through directory fds with O_NOFOLLOW, never following a symlink;
@@ -348,10 +351,20 @@ static int copy_data(int in, int out)
 	}
 }
 
+/* -EACCES if st is one of the server's secret files (secrets.h), noted for done() to log. */
+static int refuse_secret(struct tree_job *j, const struct stat *st)
+{
+	if (!server_secret_ids_has(&j->secrets, st->st_dev, st->st_ino))
+		return 0;
+	j->secret_refused = true;
+	return -EACCES;
+}
+
 /*
  * Copies the regular file sdir/sname to ddir/dname. The destination is
  * opened without O_TRUNC first so that a destination that is the source
- * itself (a hard link, a symlink to it, the same name) is recognised by
+ * itself (a hard link, a symlink to it, the same name) or one of the
+ * server's secret files (a link planted in the workspace) is recognised by
  * device + inode before anything is lost; the reference truncates it.
  */
 static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, const char *dname)
@@ -369,8 +382,9 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 		return -errno;
 	if (!S_ISREG(ss.st_mode))
 		return refuse(j, "fs/copy only supports regular files, directories, and symlinks");
-	if (fs_secrets_has(&j->secrets, ss.st_dev, ss.st_ino))
-		return -EACCES; /* one of the server's secret files (fs-req.h) */
+	r = refuse_secret(j, &ss);
+	if (r < 0)
+		return r;
 	/* Like the reference (std::fs::copy), a symlink at the destination is written through. */
 	out = openat(ddir, dname, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
 		     ss.st_mode & 0777);
@@ -378,10 +392,19 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 		return -errno;
 	if (fstat(out, &ds) < 0)
 		return -errno;
+	r = refuse_secret(j, &ds);
+	if (r < 0)
+		return r;
 	if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
 		return refuse(j, "fs/copy source and destination are the same file");
-	if (S_ISREG(ds.st_mode) && ftruncate(out, 0) < 0)
-		return -errno;
+	if (S_ISREG(ds.st_mode)) {
+		/* An existing set-id file loses its bits before it holds other bytes. */
+		r = fs_drop_setid(out, ds.st_mode);
+		if (r < 0)
+			return r;
+		if (ftruncate(out, 0) < 0)
+			return -errno;
+	}
 	fl = fcntl(out, F_GETFL);
 	if (fl >= 0)
 		(void)fcntl(out, F_SETFL, fl & ~O_NONBLOCK);
@@ -394,16 +417,13 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 	if (!S_ISREG(ds.st_mode))
 		return 0;
 	/*
-	 * The permission bits follow the source, as the reference's do (also on
-	 * an existing file). Set-ID bits only survive when the copy keeps the
-	 * source's owner/group: a root server must not mint root-owned
-	 * set-user-ID copies of other users' programs.
+	 * The permission and sticky bits follow the source, as the reference's
+	 * do (also on an existing file); set-id bits never do (the reference
+	 * copies all 07777): a root server would mint root-owned set-user-ID
+	 * copies of programs (a setuid-root copy of any program a link in the
+	 * workspace names, out of every sandbox's reach to make itself).
 	 */
-	mode = ss.st_mode & 07777;
-	if (ss.st_uid != ds.st_uid)
-		mode &= ~(mode_t)S_ISUID;
-	if (ss.st_gid != ds.st_gid)
-		mode &= ~(mode_t)S_ISGID;
+	mode = ss.st_mode & 01777;
 	return fchmod(out, mode) < 0 ? -errno : 0;
 }
 
@@ -704,6 +724,10 @@ static int do_rename(struct tree_job *j)
 		return r;
 	if (fstatat(j->src_dirfd, j->src_base, &ss, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	/* A secret moved into the workspace would be readable there (secrets.h). */
+	r = refuse_secret(j, &ss);
+	if (r < 0)
+		return r;
 	if (S_ISDIR(ss.st_mode)) {
 		r = check_protected_as(j, &ss, "fs/rename", "move", j->path);
 		if (r < 0)
@@ -713,6 +737,10 @@ static int do_rename(struct tree_job *j)
 	if (r < 0)
 		return r;
 	if (fstatat(j->dst_dirfd, j->dst_base, &ds, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* ...and one replaced would be another token or key at the next reload. */
+		r = refuse_secret(j, &ds);
+		if (r < 0)
+			return r;
 		if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino)
 			return refuse(j, "fs/rename source and destination are the same file");
 		if (S_ISDIR(ds.st_mode) && !(j->rename_flags & RENAME_NOREPLACE)) {
@@ -863,7 +891,7 @@ void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 	if (!j)
 		return;
 	j->recursive = params_bool(f[2], false);
-	fs_secrets_snapshot(c->srv, &j->secrets);
+	j->secrets = *server_secret_ids(c->srv); /* the worker reads its own copy */
 	fs_tree_job_submit(c, id, j);
 }
 
@@ -887,6 +915,7 @@ void fs_rpc_rename(struct conn *c, json_t *id, json_t *params)
 		return;
 	j->rename_flags = params_bool(f[2], true) ? 0 : RENAME_NOREPLACE;
 	j->rename_on_ring = c->srv->ring.has_renameat;
+	j->secrets = *server_secret_ids(c->srv);
 	/* The directories fs/remove protects, captured the same way. */
 	home = getenv("HOME");
 	if ((getcwd(cwd, sizeof(cwd)) && !(j->cwd = strdup(cwd))) ||

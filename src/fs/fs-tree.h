@@ -68,7 +68,9 @@ struct tree_job {
 	char *cwd; /* fs/remove: directories that must survive (NULL = none) */
 	char *home;
 	unsigned rename_flags; /* fs/rename: RENAME_NOREPLACE for overwrite: false */
-	struct fs_secrets secrets; /* fs/copy: files never read (taken on the loop, fs-req.h) */
+	/* fs/copy, fs/rename: files never read nor written (copied on the loop, secrets.h) */
+	struct secret_ids secrets;
+	bool secret_refused;   /* run() refused one of them: done() logs it (loop thread) */
 	bool rename_on_ring;   /* fs/rename: run() only checks; done() submits IORING_OP_RENAMEAT */
 	/*
 	 * fs/rename: the parent directories of source and destination, opened

@@ -56,26 +56,8 @@ static void open_done(struct fs_req *r)
 	struct fs_handle *h = r->h;
 	json_t *res;
 
-	if (r->ops[0].res < 0 || (r->ops[1].res < 0 && !h->writable)) {
-		r->err = r->ops[0].res < 0 ? r->ops[0].res : r->ops[1].res;
+	if (r->err)
 		goto fail;
-	}
-	h->fd = r->ops[0].res;
-	if (!h->writable && S_ISREG(r->stx[0].stx_mode) &&
-	    fs_req_is_server_secret(r, &r->stx[0], "fs/open")) {
-		h->fd = safe_close(h->fd);
-		r->err = -EACCES;
-		goto fail;
-	}
-	if (!h->writable && !S_ISREG(r->stx[0].stx_mode)) {
-		h->fd = safe_close(h->fd);
-		if (!r->orphaned) {
-			strmap_remove(&r->conn->fs_handles, h->id, h->id_len);
-			fs_handle_unref(h);
-		}
-		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
-		return;
-	}
 	/* The sandboxed helper's open: the server takes the fd (fs-sandbox.h). */
 	if (r->srv->cfg.fs_helper) {
 		int e = fs_sandbox_pass_fd(h->fd);
@@ -91,6 +73,7 @@ static void open_done(struct fs_req *r)
 	fs_req_finish(r, res);
 	return;
 fail:
+	h->fd = safe_close(h->fd);
 	if (!r->orphaned) {
 		strmap_remove(&r->conn->fs_handles, h->id, h->id_len);
 		fs_handle_unref(h);
@@ -98,19 +81,50 @@ fail:
 	fs_req_finish(r, NULL);
 }
 
+static void open_stat_done(struct fs_req *r)
+{
+	struct fs_handle *h = r->h;
+
+	if (r->ops[1].res < 0) {
+		r->err = r->ops[1].res;
+		open_done(r);
+		return;
+	}
+	/* "replace": checked and truncated through the very fd the handle writes with. */
+	if (h->writable) {
+		fs_req_rewrite_start(r, h->fd, &r->stx[0], "fs/open", open_done);
+		return;
+	}
+	if (S_ISREG(r->stx[0].stx_mode) && fs_req_is_server_secret(r, &r->stx[0], "fs/open")) {
+		r->err = -EACCES;
+		open_done(r);
+		return;
+	}
+	if (!S_ISREG(r->stx[0].stx_mode)) {
+		h->fd = safe_close(h->fd);
+		if (!r->orphaned) {
+			strmap_remove(&r->conn->fs_handles, h->id, h->id_len);
+			fs_handle_unref(h);
+		}
+		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path `%s` is not a file", r->path);
+		return;
+	}
+	open_done(r);
+}
+
 static void open_opened(struct fs_req *r)
 {
 	struct io_uring_sqe *sqe;
 
-	if (r->ops[0].res < 0 || r->h->writable) {
-		r->ops[1].res = 0;
+	if (r->ops[0].res < 0) {
+		r->err = r->ops[0].res;
 		open_done(r);
 		return;
 	}
 	r->h->fd = r->ops[0].res;
-	sqe = fs_req_sqe(r, 1, open_done);
+	sqe = fs_req_sqe(r, 1, open_stat_done);
 	io_uring_prep_statx(sqe, r->h->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-			    STATX_TYPE | STATX_INO, &r->stx[0]);
+			    STATX_TYPE | STATX_MODE | STATX_INO, &r->stx[0]);
 }
 
 /*
@@ -187,8 +201,9 @@ void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 	}
 	r->h = h;
 	sqe = fs_req_sqe(r, 0, open_opened);
+	/* "replace" truncates only after its checks (fs_req_rewrite_start): no O_TRUNC here. */
 	io_uring_prep_openat(sqe, AT_FDCWD, r->path,
-			     h->writable ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK
+			     h->writable ? O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK
 					 : O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
 			     0666);
 }

@@ -16,6 +16,7 @@
 #include "fs-req.h"
 #include "fs-tree.h"
 #include "fs.h"
+#include "log.h"
 #include "macro.h"
 #include "params.h"
 #include "rpc-fs.h"
@@ -248,6 +249,11 @@ static void job_done(struct work *w)
 	struct conn *c = j->pend.conn;
 	json_t *id = j->pend.id;
 
+	if (j->secret_refused)
+		/* Logged here: the worker threads do not log. Never the contents. */
+		log_warning("Refusing %s of %s to %s: it would read or write one of the server's "
+			    "own secret files (token, key, audit log or configuration)",
+			    j->op == OP_COPY ? "fs/copy" : "fs/rename", j->path, j->dest);
 	if (j->orphaned) {
 		fs_tree_job_free(j);
 		return;

@@ -421,6 +421,15 @@ static void write_file_next(struct fs_req *r)
 			    r->off);
 }
 
+static void write_file_ready(struct fs_req *r)
+{
+	if (r->err) {
+		fs_req_close_and_finish(r);
+		return;
+	}
+	write_file_next(r);
+}
+
 static void write_file_stat_done(struct fs_req *r)
 {
 	if (r->ops[0].res < 0) {
@@ -428,31 +437,29 @@ static void write_file_stat_done(struct fs_req *r)
 		fs_req_close_and_finish(r);
 		return;
 	}
-	if (!S_ISREG(r->stx[0].stx_mode)) {
+	if (!r->follow && !S_ISREG(r->stx[0].stx_mode)) {
+		/* The reference's no-follow write takes regular files only. */
 		r->fd = safe_close(r->fd);
 		fs_req_finish_error(r, RPC_INVALID_REQUEST, "path is not a regular file");
 		return;
 	}
-	write_file_next(r);
+	fs_req_rewrite_start(r, r->fd, &r->stx[0], "fs/writeFile", write_file_ready);
 }
 
 static void write_file_opened(struct fs_req *r)
 {
+	struct io_uring_sqe *sqe;
+
 	if (r->ops[0].res < 0) {
 		r->err = r->ops[0].res;
 		fs_req_finish(r, NULL);
 		return;
 	}
 	r->fd = r->ops[0].res;
-	if (!r->follow) {
-		/* The reference's no-follow write takes regular files only. */
-		struct io_uring_sqe *sqe = fs_req_sqe(r, 0, write_file_stat_done);
-
-		io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE,
-				    &r->stx[0]);
-		return;
-	}
-	write_file_next(r);
+	/* What was opened, before anything is written or truncated (fs_req_rewrite_start). */
+	sqe = fs_req_sqe(r, 0, write_file_stat_done);
+	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
+			    STATX_TYPE | STATX_MODE | STATX_INO, &r->stx[0]);
 }
 
 static void write_file_open(struct fs_req *r)
@@ -460,12 +467,16 @@ static void write_file_open(struct fs_req *r)
 	struct io_uring_sqe *sqe = fs_req_sqe(r, 0, write_file_opened);
 
 	/*
-	 * Truncate and rewrite in place (same inode: hard links keep sharing,
-	 * the mode stays), as the reference does. A dangling symlink is followed
-	 * and its target created. O_NONBLOCK: a FIFO without reader fails at once.
+	 * Rewritten in place (same inode: hard links keep sharing, the
+	 * permission bits stay), as the reference does; but not opened with
+	 * O_TRUNC: the file is truncated only once the descriptor is known not
+	 * to be one of the server's secret files (a link planted in the
+	 * workspace), and without set-id bits (fs_req_rewrite_start). A dangling
+	 * symlink is followed and its target created. O_NONBLOCK: a FIFO
+	 * without reader fails at once.
 	 */
 	io_uring_prep_openat(sqe, r->at_fd, r->at_name,
-			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+			     O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
 				     (r->follow ? 0 : O_NOFOLLOW),
 			     0666);
 }

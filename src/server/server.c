@@ -589,14 +589,21 @@ static int audit_open(struct server *s, const char *path)
 }
 
 /*
- * The server's own files no sandbox may read (sandbox_set_secrets): its
- * secrets and the audit log (every session's command lines), as c names
- * them; at start and after each SIGHUP (a path once hidden stays hidden).
+ * The server's own files no sandbox may read (sandbox_set_secrets) and no
+ * unsandboxed file request may read or write (secrets.h): its secrets, the
+ * audit log (every session's command lines) and the --config file, as c
+ * names them; at start and after each SIGHUP (a path once hidden stays
+ * hidden). The configuration file holds no key, but it may hold the
+ * token's digest (ws-token-sha256: a weak token guessed offline), and it
+ * decides what each SIGHUP loads: rewritten through a planted link, it
+ * would name the client's own token digest, or point the root-written
+ * audit log at any file on the host.
  */
 static int hide_server_files(struct server *s, const struct config *c)
 {
 	const char *files[] = { c->ws_token_file, c->ws_shared_secret_file, c->tls_key,
-				s->audit_path && strcmp(s->audit_path, "-") ? s->audit_path : NULL };
+				s->audit_path && strcmp(s->audit_path, "-") ? s->audit_path : NULL,
+				c->config_file };
 
 	if (s->cfg.fs_helper)
 		return 0;
@@ -690,9 +697,12 @@ static void reload(struct server *s)
 	if (n.max_processes)
 		s->cfg.max_processes = n.max_processes;
 	(void)reload_secrets(s, &n);
-	if (hide_server_files(s, &n) < 0)
+	/* Until a reload records them all, no unsandboxed file request is served (fail closed). */
+	s->secrets.incomplete = hide_server_files(s, &n) < 0;
+	if (s->secrets.incomplete)
 		log_warning("Reloading: cannot record the new files to hide from sandboxes (out of "
-			    "memory)");
+			    "memory): unsandboxed file requests are refused until a reload succeeds");
+	server_secrets_refresh(s);
 	server_conf_args_done(&arena);
 	log_event(LOG_INFO, "config.reloaded", NULL, NULL, 0,
 		  "Configuration reloaded (log level, format, audit log, drain timeout, resume "
@@ -906,6 +916,11 @@ static int setup_sandbox(struct server *s)
 	sandbox_probe(&s->sandbox, s->cfg.landlock_abi_max <= SANDBOX_LANDLOCK_ABI_NEWEST
 					   ? (int)s->cfg.landlock_abi_max : -1);
 	s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
+	/* Without sandboxes too: unsandboxed file requests refuse them all the same. */
+	r = hide_server_files(s, &s->cfg);
+	if (r < 0)
+		return log_error_errno(r, "Cannot record the files to hide from sandboxes");
+	server_secrets_refresh(s);
 	if (s->cfg.no_sandbox)
 		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing),
 			 "sandbox support (disabled by --no-sandbox)");
@@ -914,9 +929,6 @@ static int setup_sandbox(struct server *s)
 			    s->sandbox.missing);
 		return 0;
 	}
-	r = hide_server_files(s, &s->cfg);
-	if (r < 0)
-		return log_error_errno(r, "Cannot record the files to hide from sandboxes");
 	if (s->cfg.sandbox_uid) {
 		char err[512];
 

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "cgroup.h"
 #include "sandbox.h"
+#include "secrets.h"
 
 struct conn_handlers;
 struct server_conf_args;
@@ -148,6 +149,7 @@ struct server {
 	struct rlimit nofile_orig; /* RLIMIT_NOFILE at start, restored in children */
 	struct worker_pool *workers;
 	struct sandbox_features sandbox; /* probed once at start */
+	struct secret_cache secrets;     /* its secret files' identities (secrets.h) */
 	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
 	const char *denial_evidence;     /* the evidence source in use ("audit", "none"; exec) */
 	struct sandbox_cg cgroups;       /* per-process cgroups and limits (sandbox/cgroup.h) */

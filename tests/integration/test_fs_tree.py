@@ -948,8 +948,9 @@ def test_copy_symlinks_and_special_files(sclient, tmp_path):
 
 
 def test_copy_mode_bits(sclient, tmp_path):
-    """§6.19: permission and sticky bits follow the source; uexec drops set-user-ID when the
-    copy changes owner (the reference keeps it), keeps it when the owner is the same."""
+    """§6.19: permission and sticky bits follow the source; set-user-ID and set-group-ID
+    bits never do, whether the copy keeps the owner or not (the reference keeps them: as
+    root that minted root-owned set-id copies; README "Protocol notes")."""
     conftest.HOST.require("root")  # to create files owned by someone else
     write(tmp_path / "mine", b"s", 0o4755)
     write(tmp_path / "sticky", b"s", 0o1644)
@@ -959,7 +960,7 @@ def test_copy_mode_bits(sclient, tmp_path):
     for s in ("mine", "sticky", "theirs"):
         assert copy(sclient, tmp_path / s, tmp_path / (s + "2"))["result"] == {}
     mode = lambda n: stat.S_IMODE(os.stat(tmp_path / n).st_mode)
-    assert mode("mine2") == 0o4755
+    assert mode("mine2") == 0o755 and os.stat(tmp_path / "mine2").st_uid == 0
     assert mode("sticky2") == 0o1644
     assert mode("theirs2") == 0o755 and os.stat(tmp_path / "theirs2").st_uid == 0
 

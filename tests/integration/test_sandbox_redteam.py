@@ -14,8 +14,8 @@ import pytest
 
 import conftest
 from conftest import HOST, require_guard, sandbox_server
-from test_sandbox import (PRELUDE, PY, area, path_entry, py, results, sh, sh_argv,  # noqa: F401
-                          text, ws_policy)
+from test_sandbox import (PRELUDE, PY, REFUSED, area, managed, path_entry, py,  # noqa: F401
+                          results, sandbox, sh, sh_argv, special, text, ws_policy)
 from wsclient import file_uri
 
 pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
@@ -82,6 +82,100 @@ def test_setid_file_through_o_tmpfile_cannot_be_planted(server_factory, uniq, ar
         st = os.stat(p)
         assert not (st.st_mode & (stat.S_ISUID | stat.S_ISGID)), \
             "%s planted with mode %o, owner %d (%r)" % (name, st.st_mode, st.st_uid, text(run))
+
+
+# Every call that sets a file mode, by raw syscall number (x86_64), with either set-id
+# bit, and again with the upper 32 bits of every argument set (the kernel reads flags as
+# an int and modes as umode_t: a rule comparing 64 bits would miss those); fchmodat2
+# (452) and openat2 (437) by number, as libseccomp 2.5 names neither.
+SETID_CODE = r'''
+import struct
+AT_FDCWD = -100
+O_TMPFILE = 0o20000000 | os.O_DIRECTORY
+UP = 0xffffffff << 32
+def call(nr, *a):
+    r = sc(nr, *a)
+    if r != "ok":
+        raise OSError(getattr(errno, r, 0), r)
+    # the fd (open, openat, creat, openat2) leaks: the process exits at once
+def plain(name):
+    os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o755))
+    return name.encode()
+def tmpfile(name, nr, flags_up, mode):
+    fd = libc.syscall(ctypes.c_long(nr), *([] if nr == 2 else [ctypes.c_long(AT_FDCWD)]),
+                      ctypes.c_char_p(b"."), ctypes.c_long(O_TMPFILE | os.O_RDWR | flags_up),
+                      ctypes.c_long(mode))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "open")
+    if libc.linkat(AT_FDCWD, ("/proc/self/fd/%d" % fd).encode(), AT_FDCWD, name.encode(), 0x400):
+        raise OSError(ctypes.get_errno(), "linkat")
+def openat2(name, mode):
+    how = ctypes.create_string_buffer(struct.pack("QQQ", os.O_CREAT | os.O_WRONLY, mode, 0), 24)
+    call(437, AT_FDCWD, name.encode(), ctypes.addressof(how), 24)
+def fchmod(name, mode):
+    fd = os.open(plain(name), os.O_RDONLY)
+    call(91, fd, mode)
+for bit, b in ((0o4000, "suid"), (0o2000, "sgid")):
+    for up, u in ((0, ""), (UP, "-up")):
+        m, k = 0o755 | bit | up, b + u
+        t("open_creat-" + k, lambda: call(2, ("f1-" + k).encode(), os.O_CREAT | os.O_WRONLY | up, m))
+        t("openat_creat-" + k, lambda: call(257, AT_FDCWD, ("f2-" + k).encode(),
+                                            os.O_CREAT | os.O_WRONLY | up, m))
+        t("open_tmpfile-" + k, lambda: tmpfile("f3-" + k, 2, up, m))
+        t("openat_tmpfile-" + k, lambda: tmpfile("f4-" + k, 257, up, m))
+        t("openat2-" + k, lambda: openat2("f5-" + k, (0o755 | bit) + up))
+        t("creat-" + k, lambda: call(85, ("f6-" + k).encode(), m))
+        t("mknod-" + k, lambda: call(133, ("f7-" + k).encode(), 0o100000 | m, 0))
+        t("mknodat-" + k, lambda: call(259, AT_FDCWD, ("f8-" + k).encode(), 0o100000 | m, 0))
+        t("chmod-" + k, lambda: call(90, plain("f9-" + k), m))
+        t("fchmod-" + k, lambda: fchmod("f10-" + k, m))
+        t("fchmodat-" + k, lambda: call(268, AT_FDCWD, plain("f11-" + k), m))
+        t("fchmodat2-" + k, lambda: call(452, AT_FDCWD, plain("f12-" + k), m, 0))
+        t("os_chmod-" + k, lambda: os.chmod(plain("f13-" + k), 0o755 | bit))
+        t("os_mknod-" + k, lambda: os.mknod("f14-" + k, 0o100755 | bit))
+t("plain_chmod", lambda: call(90, plain("g1"), 0o700))
+t("plain_openat2", lambda: openat2("g2", 0o644))
+print("done", flush=True)
+'''
+SETID_CALLS = ("open_creat", "openat_creat", "open_tmpfile", "openat_tmpfile", "openat2",
+               "creat", "mknod", "mknodat", "chmod", "fchmod", "fchmodat", "fchmodat2",
+               "os_chmod", "os_mknod")
+
+
+def setid_files(root):
+    """Paths under root (not directories) that carry S_ISUID or S_ISGID."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                found.append("%s %o uid %d" % (p, st.st_mode, st.st_uid))
+    return found
+
+
+@pytest.mark.parametrize("kind", ["default", "sandbox-uid"])
+def test_setid_bits_cannot_be_planted_by_any_call(server_factory, uniq, area, kind):
+    """Every way to give a file a set-id mode from inside a sandbox: open/openat with
+    O_CREAT or O_TMPFILE (linked in through /proc/self/fd), openat2, creat, mknod,
+    mknodat, chmod, fchmod, fchmodat, fchmodat2, for setuid and setgid, each also with
+    the upper 32 bits of its flags and mode set. Each fails (EPERM; ENOSYS for openat2
+    and fchmodat2, whose arguments seccomp cannot check, so that libc falls back to a
+    checked call), calls without a set-id bit still work, and no file under the
+    workspace carries either bit afterwards. The same code outside any sandbox plants
+    them all (the check has teeth)."""
+    srv = sandbox_server(server_factory, kind, SANDBOX_UID)
+    c = srv.connect()
+    run = py(c, uniq, SETID_CODE, area.ws, ws_policy(area.ws))
+    res = results(run)
+    assert "done" in text(run), text(run)
+    want = {"openat2": "ENOSYS", "fchmodat2": "ENOSYS"}
+    for call in SETID_CALLS:
+        for k in ("suid", "sgid", "suid-up", "sgid-up"):
+            assert res.get("%s-%s" % (call, k)) == want.get(call, "EPERM"), (call, k, text(run))
+    # without a set-id bit: chmod works, openat2 still answers ENOSYS (libc then uses openat)
+    assert res.get("plain_chmod") == "ok" and res.get("plain_openat2") == "ENOSYS", text(run)
+    assert setid_files(area.base) == [], text(run)
 
 
 # --------------------------------------------------------------------------
@@ -574,6 +668,201 @@ def test_unsandboxed_fs_requests_refuse_server_secrets(server_factory, uniq, are
     assert r.get("result") == {} and open(dest).read() == "plain\n", r
 
 
+def _refused(r):
+    return "error" in r and "os error 13" in r["error"]["message"]
+
+
+def test_unsandboxed_fs_writes_refuse_server_secrets(server_factory, uniq, area):
+    """The write side of the same link: a sandboxed command plants notes.txt -> the
+    token file (and a directory link to the server's directory); the client's
+    unsandboxed fs/writeFile, fs/open (replace), fs/copy (as destination) and
+    fs/rename (as source or destination) through it, or by the secret's own path,
+    truncated or replaced the token (fs/writeFile opened with O_TRUNC before any
+    check), so that the next reload took a token the writer chose. Now each is
+    refused with EACCES and logged, before anything changes: the token, the
+    --config file (which decides what each reload loads) and the audit log keep
+    their bytes; ordinary files are still written through links."""
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    token_file = os.path.join(d, "token")
+    token = base64.b64encode(os.urandom(24)).decode()
+    secret(token_file, token.encode() + b"\n")
+    conf = os.path.join(d, "uexec.toml")
+    audit = os.path.join(d, "audit.jsonl")
+    secret(conf, ('ws-auth = "capability-token"\nws-token-file = "%s"\naudit-log = "%s"\n'
+                  % (token_file, audit)).encode())
+    srv = server_factory("--config", conf)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    run = sh(c, uniq, "ln -s %s notes.txt && ln -s %s etc && ln -s %s log.txt && cat %s; "
+             "echo planted" % (token_file, d, audit, conf), area.ws, ws_policy(area.ws))
+    # the configuration is hidden from sandboxes as the token is
+    assert "planted" in text(run) and "Permission denied" in text(run), text(run)
+    assert "ws-token-file" not in text(run), text(run)
+    before = {p: open(p, "rb").read() for p in (token_file, conf, audit)}
+    evil = base64.b64encode(b"attacker-token\n").decode()
+    ws = lambda p: file_uri(os.path.join(area.ws, p))  # noqa: E731
+    src = os.path.join(area.ws, "src.txt")
+    with open(src, "w") as f:
+        f.write("attacker-token\n")
+    conftest.own(area.ws)
+    targets = [ws("notes.txt"), file_uri(token_file), ws("etc/token"), ws("etc/uexec.toml"),
+               file_uri(conf), ws("log.txt")]
+    answers = []
+    for t in targets:
+        answers.append(("fs/writeFile", t, c.call("fs/writeFile", {"path": t,
+                                                                   "dataBase64": evil})))
+        answers.append(("fs/open", t, c.call("fs/open", {"handleId": uniq("h"), "path": t,
+                                                         "mode": "replace"})))
+        answers.append(("fs/copy", t, c.call("fs/copy", {"sourcePath": file_uri(src),
+                                                         "destinationPath": t,
+                                                         "recursive": False})))
+    # a rename onto the token through the directory link, or of the token out of it
+    answers.append(("fs/rename", "onto", c.call("fs/rename", {
+        "sourcePath": file_uri(src), "destinationPath": ws("etc/token")})))
+    answers.append(("fs/rename", "out", c.call("fs/rename", {
+        "sourcePath": ws("etc/token"), "destinationPath": ws("stolen")})))
+    for m, t, r in answers:
+        assert _refused(r), (m, t, r)
+    for p, data in before.items():
+        assert open(p, "rb").read() == data and os.path.getsize(p) == len(data), p
+    assert not os.path.lexists(os.path.join(area.ws, "stolen"))
+    log = srv.stderr().decode(errors="replace")
+    for m in ("fs/writeFile", "fs/open"):
+        assert "Refusing %s of %s: it is one of the server's own secret files" \
+            % (m, os.path.join(area.ws, "notes.txt")) in log, log
+    assert "Refusing fs/copy of %s to %s" % (src, os.path.join(area.ws, "notes.txt")) in log, log
+    assert "Refusing fs/rename of %s to %s" % (src, os.path.join(area.ws, "etc/token")) in log
+    assert token not in log and "attacker-token" not in log
+    # the token still opens the door, and other files are written through links as before
+    c2 = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    other = os.path.join(area.ws, "plain.txt")
+    os.symlink(other, os.path.join(area.ws, "plain-link"))
+    r = c2.call("fs/writeFile", {"path": ws("plain-link"), "dataBase64": evil})
+    assert r.get("result") == {} and open(other).read() == "attacker-token\n", r
+    r = c2.call("fs/copy", {"sourcePath": file_uri(src), "destinationPath": ws("copied"),
+                            "recursive": False})
+    assert r.get("result") == {} and open(os.path.join(area.ws, "copied")).read() == \
+        "attacker-token\n", r
+
+
+def test_secret_rotated_by_rename_is_covered(server_factory, uniq, area):
+    """The identities of the server's secret files are cached (taken at start and at
+    each SIGHUP, not stat'ed per request; tests/unit/test-secrets.c) and stat'ed again
+    at most once a second, by the first request that comes a second after the last
+    pass: a token replaced by rename (a new inode) without a SIGHUP is refused through
+    the planted link within that second, and one a SIGHUP names at once."""
+    import signal
+    import time
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    token_file = os.path.join(d, "token")
+    token = base64.b64encode(os.urandom(24)).decode()
+    secret(token_file, token.encode() + b"\n")
+    conf = os.path.join(d, "u.toml")
+    secret(conf, ('ws-auth = "capability-token"\nws-token-file = "%s"\n'
+                  % token_file).encode())
+    srv = server_factory("--config", conf)
+    c = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    link = os.path.join(area.ws, "notes.txt")
+    os.symlink(token_file, link)
+    assert _refused(c.call("fs/readFile", {"path": file_uri(link)}))
+
+    def rotate(path, n):
+        new = path + ".new"
+        secret(new, ("rotated-%d\n" % n).encode())
+        os.rename(new, path)
+        return os.stat(path).st_ino
+
+    for n in range(3):
+        ino = rotate(token_file, n)
+        rotated = time.monotonic()
+        conftest.wait_until(lambda: _refused(c.call("fs/readFile", {"path": file_uri(link)})),
+                            timeout=30, interval=0.05, what="the rotated token refused")
+        # served at most during the second after the last pass (the request that refreshes
+        # may itself come late on a loaded host: the bound is the server's, not this loop's)
+        assert os.stat(token_file).st_ino == ino
+        assert time.monotonic() - rotated < 30
+    # a new file named by a reload is refused at once
+    token2 = os.path.join(d, "token2")
+    secret(token2, b"second\n")
+    os.symlink(token2, os.path.join(area.ws, "notes2.txt"))
+    with open(conf, "w") as f:
+        f.write('ws-auth = "capability-token"\nws-token-file = "%s"\n' % token2)
+    srv.proc.send_signal(signal.SIGHUP)
+    conftest.wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+    assert _refused(c.call("fs/readFile", {"path": file_uri(os.path.join(area.ws,
+                                                                           "notes2.txt"))}))
+
+
+def _setid_file(path, data=b"#!/bin/sh\nid\n", mode=0o6755):
+    with open(path, "wb") as f:
+        f.write(data)
+    conftest.own(path)
+    os.chmod(path, mode)
+    assert stat.S_IMODE(os.stat(path).st_mode) == mode
+
+
+def test_unsandboxed_writes_never_keep_setid_bits(server, uniq, area):
+    """Host root writes with CAP_FSETID, so the kernel keeps an existing file's set-id
+    bits on a write: a setuid-root file (however it came to the workspace) given other
+    bytes by an unsandboxed fs/writeFile, fs/open (replace) + fs/writeBlock or fs/copy
+    was a setuid-root program of the writer's choice. uexec clears S_ISUID and S_ISGID
+    of a file before it rewrites it, and fs/copy never carries them over from the
+    source (the reference keeps both: std::fs::write, std::fs::copy); the other
+    permission bits stay."""
+    c = server.connect()
+    payload = base64.b64encode(b"#!/bin/sh\necho replaced\n").decode()
+    mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)  # noqa: E731
+    w = os.path.join(area.ws, "w")
+    _setid_file(w)
+    r = c.call("fs/writeFile", {"path": file_uri(w), "dataBase64": payload})
+    assert r.get("result") == {} and mode(w) == 0o755, (r, oct(mode(w)))
+    assert open(w, "rb").read() == b"#!/bin/sh\necho replaced\n"
+    # followSymlinks: false takes the same path
+    w2 = os.path.join(area.ws, "w2")
+    _setid_file(w2, mode=0o2750)
+    r = c.call("fs/writeFile", {"path": file_uri(w2), "dataBase64": payload,
+                                "followSymlinks": False})
+    assert r.get("result") == {} and mode(w2) == 0o750, (r, oct(mode(w2)))
+    o = os.path.join(area.ws, "o")
+    _setid_file(o, mode=0o4711)
+    h = uniq("h")
+    r = c.call("fs/open", {"handleId": h, "path": file_uri(o), "mode": "replace"})
+    assert r.get("result") == {"handleId": h}, r
+    assert mode(o) == 0o711 and os.path.getsize(o) == 0
+    r = c.call("fs/writeBlock", {"handleId": h, "offset": 0, "chunk": payload})
+    assert r.get("result") is not None, r
+    c.call("fs/close", {"handleId": h})
+    assert mode(o) == 0o711 and open(o, "rb").read() == b"#!/bin/sh\necho replaced\n"
+    # fs/copy: from a set-id source, to a new file and over an existing set-id one
+    src = os.path.join(area.ws, "src")
+    _setid_file(src, mode=0o6755)
+    old = os.path.join(area.ws, "old")
+    _setid_file(old, b"old\n", 0o4700)
+    for dst in (os.path.join(area.ws, "new"), old):
+        r = c.call("fs/copy", {"sourcePath": file_uri(src), "destinationPath": file_uri(dst),
+                               "recursive": False})
+        assert r.get("result") == {} and mode(dst) == 0o755, (dst, r, oct(mode(dst)))
+        assert open(dst, "rb").read() == b"#!/bin/sh\nid\n"
+    tree = os.path.join(area.ws, "tree")
+    os.makedirs(tree)
+    _setid_file(os.path.join(tree, "prog"), mode=0o4755)
+    r = c.call("fs/copy", {"sourcePath": file_uri(tree), "destinationPath": file_uri(
+        os.path.join(area.ws, "tree2")), "recursive": True})
+    assert r.get("result") == {} and mode(os.path.join(area.ws, "tree2", "prog")) == 0o755, r
+    assert mode(src) == 0o6755   # the source keeps its own
+    # another owner's set-id file, which the sandboxed fs helper may write but not chmod:
+    # written all the same, the truncation (no CAP_FSETID there) clearing the bit
+    theirs = os.path.join(area.ws, "theirs")
+    _setid_file(theirs, mode=0o4777)
+    os.chown(theirs, conftest.NOBODY, conftest.NOBODY)
+    os.chmod(theirs, 0o4777)
+    r = c.call("fs/writeFile", {"path": file_uri(theirs), "dataBase64": payload,
+                                "sandbox": ws_policy(area.ws)})
+    assert r.get("result") == {} and mode(theirs) == 0o777, (r, oct(mode(theirs)))
+    assert open(theirs, "rb").read() == b"#!/bin/sh\necho replaced\n"
+
+
 # --------------------------------------------------------------------------
 # finding: the empty directory masking a missing entry could be moved away
 
@@ -888,3 +1177,69 @@ def test_sandboxed_fs_copy_mints_no_setuid_copy(server, uniq, area):
             st = os.stat(dst)
             assert not (st.st_mode & (stat.S_ISUID | stat.S_ISGID)), \
                 "%s: mode %o owner %d" % (name, st.st_mode, st.st_uid)
+
+
+# --------------------------------------------------------------------------
+# finding: a refused process/start leaked its plan
+
+def leak_checked_env():
+    """The server's environment with LeakSanitizer on and its reports on stderr (where
+    Server.check_stop looks), whatever the suite's ASAN_OPTIONS say (tests/sanitize.sh
+    sends them to a log directory). A build without ASan ignores it."""
+    opts = [o for o in os.environ.get("ASAN_OPTIONS", "").split(":")
+            if o and not o.startswith(("detect_leaks=", "log_path="))]
+    return dict(os.environ, ASAN_OPTIONS=":".join(opts + ["detect_leaks=1"]))
+
+
+def glob_entry(pattern):
+    return {"path": {"type": "glob_pattern", "pattern": pattern}, "access": "deny"}
+
+
+def test_refused_starts_leak_nothing(server_factory, uniq, area):
+    """A policy the planner refuses after it began the plan, repeated: root write access
+    plus a `deny` entry (the plan was freed without its cgroup mount list, ~300 bytes per
+    request under LeakSanitizer), and refusals met deeper in the builder after it made
+    the masks of missing protected names (a protected name that is a symbolic link, a
+    deny glob whose static prefix is `/`, a glob scan turned off), and root write with a
+    deny glob. Every one is refused with the usual -32602 and runs nothing; the masks
+    made for a refused start are gone from the workspace; and the server, stopped at the
+    end (LeakSanitizer checks at exit on an ASan build), reports nothing."""
+    srv = server_factory(env=leak_checked_env())
+    c = srv.connect()
+    linked = os.path.join(area.base, "linked")
+    os.makedirs(linked)
+    os.symlink(area.out, os.path.join(linked, ".aws"))   # the last protected name
+    conftest.own(area.base)
+    scan_off = ws_policy(area.ws, extra=[glob_entry(area.ws + "/*.env")])
+    scan_off["permissions"]["file_system"]["glob_scan_max_depth"] = 0
+    cases = [
+        ("full-write deny", area.ws, sandbox(managed([special("root", "write"),
+                                                      path_entry(area.out, "deny")]))),
+        ("full-write glob", area.ws, sandbox(managed([special("root", "write"),
+                                                      glob_entry(area.ws + "/*.env")]))),
+        ("protected link", linked, ws_policy(linked)),
+        ("glob from /", area.ws, ws_policy(area.ws, extra=[glob_entry("/*/secrets/*.env")])),
+        ("scan off", area.ws, scan_off),
+    ]
+    why = ["deny entries with full-disk write access are not supported",
+           "glob_pattern deny entries with full-disk write access are not supported",
+           "it is a symbolic link inside a writable root",
+           "its static prefix is `/`",
+           "glob_scan_max_depth 0 turns the scan off"]
+    marker = os.path.join(area.out, "ran")
+    for rnd in range(10):
+        for name, cwd, sb in cases:
+            reply = c.call("process/start", {"processId": uniq("refused"),
+                                             "argv": ["/bin/sh", "-c", "touch " + marker],
+                                             "cwd": file_uri(cwd), "env": {}, "tty": False,
+                                             "sandbox": sb})
+            assert reply.get("error") == REFUSED, (name, reply)
+        if rnd == 0:
+            # the log lines are rate limited: each reason once, from the first round
+            log = srv.stderr().decode("utf-8", "replace")
+            for w in why:
+                assert w in log, (w, log)
+    assert not os.path.exists(marker)
+    assert area.leftovers() == [] and area.leftovers(linked) == [".aws"], \
+        (os.listdir(area.ws), os.listdir(linked))
+    srv.check_stop()

@@ -30,6 +30,9 @@ struct call {
 	uint64_t args[6];
 };
 
+/* Set in the upper half of a 32-bit argument: the kernel never sees these bits. */
+#define UP (0xffffffffULL << 32)
+
 static char scratch[64];
 static struct rlimit nofile;
 
@@ -50,6 +53,14 @@ static size_t calls(struct call *c, pid_t self)
 	     O_CREAT | O_WRONLY | O_CLOEXEC, 04700);
 	CALL("openat read 04700", SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)scratch,
 	     O_RDONLY | O_CLOEXEC, 04700);
+	/* the kernel reads modes as umode_t and flags as int: upper bits change nothing */
+	CALL("chmod 04755|up", SYS_chmod, (uintptr_t)scratch, UP | 04755);
+	CALL("fchmod 02755|up", SYS_fchmod, (uint64_t)-1, UP | 02755);
+	CALL("creat 04700", SYS_creat, (uintptr_t)scratch, 04700);
+	CALL("mknodat 02755", SYS_mknodat, (uint64_t)AT_FDCWD, (uintptr_t)scratch, S_IFREG | 02755,
+	     0);
+	CALL("openat O_TMPFILE|up 04700", SYS_openat, (uint64_t)AT_FDCWD, (uintptr_t)"/tmp",
+	     UP | O_TMPFILE | O_RDWR | O_CLOEXEC, UP | 04700);
 	CALL("socket AF_UNIX", SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CALL("socket AF_INET", SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CALL("socket AF_VSOCK|1<<32", SYS_socket, (1ULL << 32) | 40, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -155,6 +166,8 @@ TEST(restricted_matches_the_kernel)
 {
 	static const char *const refused[] = {
 		"fchmodat 04755", "fchmodat 02755", "chmod 06700", "openat O_CREAT 04700",
+		"chmod 04755|up", "fchmod 02755|up", "creat 04700", "mknodat 02755",
+		"openat O_TMPFILE|up 04700",
 		"socket AF_INET", "socket AF_VSOCK|1<<32", "prlimit64 self by pid", "setpriority pid",
 		"unshare", "io_uring_setup", NULL,
 	};
@@ -167,6 +180,8 @@ TEST(open_net_matches_the_kernel)
 	/* the network on: AF_INET allowed, VSOCK still not */
 	static const char *const refused[] = {
 		"fchmodat 04755", "fchmodat 02755", "chmod 06700", "openat O_CREAT 04700",
+		"chmod 04755|up", "fchmod 02755|up", "creat 04700", "mknodat 02755",
+		"openat O_TMPFILE|up 04700",
 		"socket AF_VSOCK|1<<32", "prlimit64 self by pid", "setpriority pid", "unshare",
 		"io_uring_setup", NULL,
 	};
@@ -179,6 +194,8 @@ TEST(fs_helper_matches_the_kernel)
 	/* uexec's own helper: io_uring allowed for its loop */
 	static const char *const refused[] = {
 		"fchmodat 04755", "fchmodat 02755", "chmod 06700", "openat O_CREAT 04700",
+		"chmod 04755|up", "fchmod 02755|up", "creat 04700", "mknodat 02755",
+		"openat O_TMPFILE|up 04700",
 		"socket AF_INET", "socket AF_VSOCK|1<<32", "prlimit64 self by pid", "setpriority pid",
 		"unshare", NULL,
 	};
