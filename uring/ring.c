@@ -239,6 +239,69 @@ int uring_run_once(struct uring *u)
 	return (int)n;
 }
 
+/*
+ * Teardown: SQEs the kernel has not taken yet whose op (or, for a cancel,
+ * whose target) mine() rejects become NOPs without a handler. They were
+ * prepared by owners being freed and were never going to be submitted (the
+ * loop stopped first): submitting them now could hand the kernel freed
+ * memory.
+ */
+static void neuter_pending(struct uring *u, bool (*mine)(const struct uring_op *op, void *userdata),
+			   void *userdata)
+{
+	struct io_uring_sq *sq = &u->ring.sq;
+
+	for (unsigned i = *sq->khead; i != sq->sqe_tail; i++) {
+		struct io_uring_sqe *sqe = &sq->sqes[i & sq->ring_mask];
+		const struct uring_op *op = (const struct uring_op *)(uintptr_t)sqe->user_data;
+
+		if (sqe->opcode == IORING_OP_ASYNC_CANCEL)
+			op = (const struct uring_op *)(uintptr_t)sqe->addr;
+		if (op && mine(op, userdata))
+			continue;
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, NULL);
+	}
+}
+
+int uring_run_teardown(struct uring *u, bool (*mine)(const struct uring_op *op, void *userdata),
+		       void *userdata, uint64_t timeout_ms)
+{
+	struct __kernel_timespec ts = { .tv_sec = (long long)(timeout_ms / 1000),
+					.tv_nsec = (long long)(timeout_ms % 1000) * 1000000 };
+	struct io_uring_cqe *cqe;
+	int r, n = 0;
+
+	if (u->_error)
+		return u->_error;
+	neuter_pending(u, mine, userdata);
+	/* Completions reaped by uring_get_sqe() may be the ones: do not block past them. */
+	if (u->_done_len == u->_done_head) {
+		r = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
+		u->n_submit_calls++;
+		u->pending = io_uring_sq_ready(&u->ring);
+		if (r < 0 && r != -ETIME && r != -EINTR)
+			return r;
+	}
+	r = reap(u, UINT_MAX);
+	if (r < 0)
+		return r;
+	/* A handler's submission may reap more into the list: it is read afresh each time. */
+	while (u->_done_head < u->_done_len) {
+		struct uring_cqe_copy c = u->_done[u->_done_head++];
+
+		if (u->_done_head == u->_done_len)
+			u->_done_head = u->_done_len = 0;
+		if (!mine(c.op, userdata))
+			continue;
+		if (!(c.flags & IORING_CQE_F_MORE))
+			c.op->busy = false;
+		c.op->fn(c.op, c.res, c.flags);
+		n++;
+	}
+	return n;
+}
+
 int uring_bufs_init(struct uring *u, struct uring_bufs *b, unsigned short bgid, unsigned count,
 		    unsigned size)
 {

@@ -112,6 +112,19 @@ struct io_uring_sqe *uring_get_sqe_nocb(struct uring *u);
  */
 int uring_run_once(struct uring *u);
 
+/*
+ * Teardown only, once the loop has stopped: submits the pending SQEs of the
+ * ops that mine(op, userdata) accepts (and cancels aimed at them), and waits
+ * up to timeout_ms for their completions, which are dispatched. The rest is
+ * left alone as uring_done() would leave it, their owners being torn down:
+ * other pending SQEs become NOPs (they were never going to be submitted, and
+ * may point at freed memory by now), other completions are discarded
+ * undispatched. Returns the number dispatched (0: the time ran out first) or
+ * the -errno of a failed ring or wait.
+ */
+int uring_run_teardown(struct uring *u, bool (*mine)(const struct uring_op *op, void *userdata),
+		       void *userdata, uint64_t timeout_ms);
+
 /* 0, or the -errno that made uring_get_sqe() hand out an SQE that will never be submitted. */
 static inline int uring_error(const struct uring *u)
 {

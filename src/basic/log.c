@@ -12,7 +12,8 @@
 
 static int max_level = LOG_INFO;
 static enum log_format format = LOG_FORMAT_TEXT;
-static int audit_fd = -1;
+static log_audit_sink_fn audit_sink;
+static void *audit_sink_data;
 
 void log_set_max_level(int level)
 {
@@ -358,14 +359,15 @@ int log_event_internal(int level, const char *event, const struct log_ctx *ctx,
 	return 0;
 }
 
-void log_audit_set_fd(int fd)
+void log_audit_set_sink(log_audit_sink_fn fn, void *userdata)
 {
-	audit_fd = fd;
+	audit_sink = fn;
+	audit_sink_data = userdata;
 }
 
 bool log_audit_enabled(void)
 {
-	return audit_fd >= 0;
+	return audit_sink != NULL;
 }
 
 void log_audit(const char *event, const struct log_field *fields, size_t n)
@@ -374,7 +376,7 @@ void log_audit(const char *event, const struct log_field *fields, size_t n)
 	char t[32];
 	int r, saved = errno;
 
-	if (audit_fd < 0)
+	if (!audit_sink)
 		return;
 	log_format_time(t);
 	r = json_lit(&b, "{\"time\":\"");
@@ -397,9 +399,9 @@ void log_audit(const char *event, const struct log_field *fields, size_t n)
 	if (r >= 0)
 		r = json_lit(&b, n > 0 ? "\n" : "}\n");
 	if (r >= 0)
-		r = write_all(audit_fd, b.data, b.len);
-	if (r < 0)
-		log_error_errno_ratelimited(r, "Writing an audit line (%s) failed", event);
+		audit_sink(audit_sink_data, (const char *)b.data, b.len);
+	else
+		log_error_errno_ratelimited(r, "Formatting an audit line (%s) failed", event);
 	buf_done(&b);
 	errno = saved;
 }

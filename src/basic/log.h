@@ -9,7 +9,7 @@
  * "fields"}. Plain log_*() lines have the event "log" and no fields; the lines
  * an operator alerts on go through log_event() with an event name and
  * structured fields. The audit log (--audit-log) is a second sink of JSON
- * lines written by log_audit().
+ * lines formatted by log_audit() and written by whoever set its sink.
  */
 #pragma once
 
@@ -98,10 +98,14 @@ void log_format_time(char out[32]);
 void log_text_escape(const char *s, char *out, size_t size);
 
 /*
- * The audit log: fd (O_APPEND file or stdout) owned by the caller, -1 for none.
- * log_audit() writes one JSON line {"time","event",...fields} with one write(2).
+ * The audit log: log_audit() formats one JSON line {"time","event",...fields}
+ * ending in a newline and hands it whole to the sink, which owns the writing
+ * (src/server/audit.c queues it for the ring: this leaf does no I/O for it).
+ * NULL: no audit log; log_audit_enabled() is false and log_audit() does
+ * nothing.
  */
-void log_audit_set_fd(int fd);
+typedef void (*log_audit_sink_fn)(void *userdata, const char *line, size_t len);
+void log_audit_set_sink(log_audit_sink_fn fn, void *userdata);
 bool log_audit_enabled(void);
 void log_audit(const char *event, const struct log_field *fields, size_t n);
 

@@ -101,7 +101,14 @@ static void help(void)
 	       "  --audit-log PATH          append one JSON line per process start (session,\n"
 	       "                            client address, argv, cwd, sandbox) and exit\n"
 	       "                            (status, duration, sandboxDenied) to PATH, or to\n"
-	       "                            stdout for -; never environment values\n"
+	       "                            stdout for -; never environment values. Written\n"
+	       "                            by the event loop from a queue: a reader or disk\n"
+	       "                            that does not keep up never stalls the server\n"
+	       "  --audit-log-max-queued-bytes N\n"
+	       "                            audit bytes queued unwritten beyond which new lines\n"
+	       "                            are dropped (counted, and a warning logged at most\n"
+	       "                            every 10 s); so are lines a write fails for, such\n"
+	       "                            as on a full disk (default: 1048576)\n"
 	       "  --drain-timeout-ms N      on SIGTERM stop accepting, refuse new processes and\n"
 	       "                            sessions, let running processes finish for up to N\n"
 	       "                            ms, then kill what is left and exit 0; a second\n"
@@ -675,6 +682,9 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 		{ "process-pids-max", 1, 4194304, &cfg->process_limits.pids_max, NULL },
+		/* Less would drop most lines of a long argv (audit lines cut it at 64 KiB). */
+		{ "audit-log-max-queued-bytes", 65536, 1ull << 30, &cfg->audit_log_max_queued_bytes,
+		  NULL },
 	};
 	struct option opts[ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 21] = {
 		{ "enable-audit", no_argument, NULL, ARG_ENABLE_AUDIT },

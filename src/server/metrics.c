@@ -280,6 +280,12 @@ int server_metrics_render(struct server *s, struct buf *b)
 	      paused);
 	gauge(&o, "uexec_inflight_bytes", "In-flight reply memory charged to connections.",
 	      s->mem_total);
+	counter(&o, "uexec_audit_log_dropped_lines_total",
+		"Audit log lines dropped: the queue was full (--audit-log-max-queued-bytes), a "
+		"write failed (a full disk, a closed pipe) or the exit came first.",
+		s->audit.dropped_lines);
+	gauge(&o, "uexec_audit_log_queued_bytes", "Audit log bytes queued and not yet written.",
+	      s->audit.queued);
 	counter(&o, "uexec_provided_buffer_exhausted_total",
 		"Reads that found no provided buffer free (ENOBUFS) and waited.", m->buf_exhausted);
 	counter(&o, "uexec_ring_submit_calls_total", "io_uring submissions (io_uring_enter).",

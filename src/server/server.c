@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -560,31 +561,46 @@ static bool audit_stdout_clash(const char *audit_log, const char *listen)
 	       (strcmp(listen, "stdio") == 0 || strcmp(listen, "stdio://") == 0);
 }
 
-/* --audit-log: opens path ("-": stdout) into s->audit_fd. 0 or -errno (logged). */
+/*
+ * --audit-log: opens path ("-": stdout) and points the audit queue at it;
+ * lines queued for the previous file are still written there (audit.h).
+ * 0 or -errno (logged; the previous file is kept).
+ */
 static int audit_open(struct server *s, const char *path)
 {
 	char *copy = NULL;
-	int fd = -1;
+	struct stat st;
+	int fd = -1, r;
 
 	if (path && strcmp(path, "-") == 0) {
 		fd = STDOUT_FILENO;
 	} else if (path) {
-		/* O_NONBLOCK: a FIFO nobody reads must not stop the loop (the line is lost, logged). */
+		/* O_NONBLOCK: opening a FIFO nobody has open for reading must not wait for one. */
 		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
 		if (fd < 0)
 			return log_error_errno(errno, "Cannot open the audit log %s", path);
+		/*
+		 * A regular file's writes may take a kernel worker when they cannot
+		 * be done at once (that is fine, the loop does not wait); with
+		 * O_NONBLOCK the ring would answer EAGAIN instead, which no poll
+		 * can wait out for a file that is always "writable".
+		 */
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	}
 	if (path && !(copy = strdup(path))) {
 		if (fd > STDOUT_FILENO)
 			safe_close(fd);
 		return log_error_errno(ENOMEM, "Cannot open the audit log %s", path);
 	}
-	if (s->audit_fd > STDOUT_FILENO)
-		safe_close(s->audit_fd);
+	r = server_audit_set_fd(&s->audit, fd, fd > STDOUT_FILENO); /* closes fd on failure */
+	if (r < 0) {
+		free(copy);
+		return log_error_errno(r, "Cannot open the audit log %s", path);
+	}
 	free(s->audit_path);
-	s->audit_fd = fd;
 	s->audit_path = copy;
-	log_audit_set_fd(fd);
+	log_audit_set_sink(fd >= 0 ? server_audit_append : NULL, &s->audit);
 	return 0;
 }
 
@@ -681,6 +697,9 @@ static void reload(struct server *s)
 	else if (audit_open(s, n.audit_log) < 0)
 		log_warning("Reloading: keeping the audit log %s", s->audit_path ? s->audit_path : "(none)");
 	s->cfg.audit_log = NULL; /* the path lives in s->audit_path */
+	/* Lines queued above a lowered bound are still written; new ones wait for room. */
+	s->cfg.audit_log_max_queued_bytes = n.audit_log_max_queued_bytes;
+	s->audit.max_queued = n.audit_log_max_queued_bytes;
 	s->cfg.log_level = n.log_level;
 	s->cfg.log_format = n.log_format;
 	log_set_max_level(n.log_level);
@@ -705,8 +724,9 @@ static void reload(struct server *s)
 	server_secrets_refresh(s);
 	server_conf_args_done(&arena);
 	log_event(LOG_INFO, "config.reloaded", NULL, NULL, 0,
-		  "Configuration reloaded (log level, format, audit log, drain timeout, resume "
-		  "window, ping and handshake timeouts, connection/session/process limits)");
+		  "Configuration reloaded (log level, format, audit log and its queue bound, drain "
+		  "timeout, resume window, ping and handshake timeouts, connection/session/process "
+		  "limits)");
 }
 
 static void on_signal(struct uring_op *op, int res, uint32_t flags)
@@ -1003,7 +1023,8 @@ int server_init(struct server *s, const struct config *cfg)
 		s->tls_server_ctx = tls;
 	}
 	s->cfg = *cfg;
-	s->listen_fd = s->signal_fd = s->audit_fd = -1;
+	s->listen_fd = s->signal_fd = -1;
+	server_audit_init(&s->audit, &s->ring, s->cfg.audit_log_max_queued_bytes);
 	{
 		struct timespec now;
 
@@ -1132,6 +1153,8 @@ int server_run(struct server *s)
 		/* A connection ended: its fd may take a waiting peer. */
 		if (s->accept_paused && s->n_conns < s->accept_paused_conns)
 			accept_resume(s);
+		/* Last: the lines of this whole iteration go in one write. */
+		server_audit_run(&s->audit);
 	}
 	return s->exit_code;
 }
@@ -1169,18 +1192,24 @@ void server_done(struct server *s)
 	session_destroy_all(s);
 	say_goodbye(s);
 	conn_free_all(s);
+	/*
+	 * No audit line comes after the sessions: write what is queued, for a
+	 * bounded time, while the provided buffers are still mapped (reads in
+	 * flight may complete into them meanwhile, undispatched).
+	 */
+	log_audit_set_sink(NULL, NULL);
+	if (s->ring.ring.ring_fd > 0)
+		server_audit_flush(&s->audit, SERVER_AUDIT_EXIT_FLUSH_MS);
 	uring_bufs_done(&s->ring, &s->bufs);
 	exec_evidence_stop();
 	if (s->ring.ring.ring_fd > 0)
 		uring_done(&s->ring);
+	server_audit_done(&s->audit); /* after the ring: a write it still held keeps its lines */
 	exec_evidence_done(); /* after the ring: its receive buffer */
 	netconn_free_all(s); /* after the ring: a recv may still target a netconn's buffer */
 	remote_free(s);
 	safe_close(s->listen_fd);
 	safe_close(s->signal_fd);
-	log_audit_set_fd(-1);
-	if (s->audit_fd > STDOUT_FILENO)
-		safe_close(s->audit_fd);
 	free(s->audit_path);
 	json_decref(s->env_info);
 	free(s->login_shell);

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "audit.h"
 #include "list.h"
 #include "ring.h"
 #include "metrics.h"
@@ -61,6 +62,7 @@ struct config {
 	int log_level;               /* LOG_* (syslog.h) */
 	int log_format;              /* enum log_format (log.h) */
 	const char *audit_log;       /* --audit-log PATH or "-" (stdout), or NULL */
+	uint64_t audit_log_max_queued_bytes; /* audit lines queued unwritten before they are dropped */
 	uint64_t drain_timeout_ms;   /* SIGTERM: let processes finish this long; 0: stop at once */
 	/*
 	 * Reads the configuration again, as at start (the file, then the command
@@ -98,6 +100,7 @@ struct config {
 		.executor_version = "0.169.0", .sandbox_max_ptys = 64,                         \
 		.landlock_abi_max = UINT32_MAX, .log_level = 6 /* LOG_INFO */,                \
 		.ws_max_clock_skew_s = 30,                                                      \
+		.audit_log_max_queued_bytes = SERVER_AUDIT_MAX_QUEUED_DEFAULT,                  \
 	}
 
 /* Provided-buffer group ids. */
@@ -165,8 +168,8 @@ struct server {
 	bool draining;
 	struct uring_timer drain_timer;   /* the drain timeout, then the grace after killing */
 	bool drain_killed;                /* the timeout passed: what was left got SIGKILL */
-	int audit_fd;                     /* --audit-log, or -1 */
-	char *audit_path;                 /* what audit_fd was opened from (owned) */
+	struct server_audit audit;        /* --audit-log's queue and fd (audit.h) */
+	char *audit_path;                 /* what audit.fd was opened from (owned) */
 
 	char *login_shell;   /* the server user's login shell (from the user database) */
 	json_t *env_info;    /* environmentInfo, built once at start */

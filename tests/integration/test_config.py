@@ -157,6 +157,7 @@ NATURAL = {
     "log-level": '"debug"',
     "log-format": '"json"',
     "audit-log": '"-"',
+    "audit-log-max-queued-bytes": "4194304",
     "no-sandbox": "true",
     "resume-window-ms": "60000",
     "max-sessions": "16",
@@ -244,6 +245,8 @@ def test_every_option_takes_its_natural_type(tmp_path, key, value):
      "a string"),
     ('drain-timeout-ms = "5s"\n', "drain-timeout-ms", "an integer", "a string"),
     ('enable-audit = "yes"\n', "enable-audit", "a boolean", "a string"),
+    ('audit-log-max-queued-bytes = "1M"\n', "audit-log-max-queued-bytes", "an integer",
+     "a string"),
 ])
 def test_new_options_wrong_type(tmp_path, text, key, want, got):
     conf = write(tmp_path / "u.toml", text)
@@ -328,7 +331,8 @@ EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 # executor-version are for other deployments; --help documents them).
 EXAMPLE_KEYS = {k for k in NATURAL if k.startswith(("ws-", "tls-", "process-"))} | {
     "allow-unauthenticated", "denial-evidence", "enable-audit", "drain-timeout-ms", "listen",
-    "log-format", "log-level", "audit-log", "no-sandbox", "max-sessions", "max-processes"}
+    "log-format", "log-level", "audit-log", "audit-log-max-queued-bytes", "no-sandbox",
+    "max-sessions", "max-processes"}
 
 
 def example_settings():

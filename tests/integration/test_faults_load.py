@@ -5,16 +5,20 @@ they must not leave behind: fds in the server, processes, sessions, requests wit
 reply, a loop that stops answering others. Every check counts something (fds, processes,
 replies); none measures time."""
 
+import errno
 import json
 import os
 import random
 import re
+import signal
 import socket
+import sys
 import time
 
 import pytest
 
-from conftest import children_of, fd_count, pid_alive, settled_fd_count, wait_until
+from conftest import (HOST, children_of, fd_count, pid_alive, run_as, settled_fd_count,
+                      wait_until)
 from wsclient import OP_TEXT, WebSocket, file_uri, http_exchange, unb64, upgrade_request
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep", "/bin/true", "/usr/bin/head",
@@ -346,3 +350,220 @@ def test_clients_dropping_at_every_stage_leave_nothing(server_factory, tmp_path)
     m = metrics(srv)
     assert m["uexec_queued_output_bytes"] == 0 and m["uexec_inflight_bytes"] == 0, m
     assert settled_fd_count(srv.pid, 0.5, 20) == base
+
+
+# ---- the audit log: a reader or a disk that does not keep up (issue 21 item 2)
+
+AUDIT_QUEUE = 1 << 20             # --audit-log-max-queued-bytes' default
+# Two arguments that make each process.start line ~60 KiB (the audit log cuts argv at
+# 64 KiB): a default pipe (64 KiB) holds one, the default queue about 17.
+BIG_ARGV = ["/bin/true", "x" * 30000, "y" * 30000]
+
+# A launcher that runs the rest of its arguments with stdout on a pipe: a child copies
+# the first line (uexec's URL) to the real stdout for the Server class, then holds the
+# pipe without reading it, until SIGUSR1 makes it copy everything that comes to the file
+# $UEXEC_TEST_PIPE_DUMP. It writes its pid to that path + ".pid" and dies with uexec.
+STALLED_STDOUT = r"""
+import ctypes, os, signal, sys
+dump = os.environ.pop("UEXEC_TEST_PIPE_DUMP")
+r, w = os.pipe()
+if os.fork() == 0:
+    os.close(w)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+    line = b""
+    while not line.endswith(b"\n"):
+        b = os.read(r, 1)
+        if not b:
+            os._exit(1)
+        line += b
+    os.write(1, line)
+    with open(dump + ".pid.tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(dump + ".pid.tmp", dump + ".pid")
+    signal.sigwait([signal.SIGUSR1])
+    with open(dump, "ab", buffering=0) as f:
+        while True:
+            b = os.read(r, 1 << 16)
+            if not b:
+                os._exit(0)
+            f.write(b)
+os.close(r)
+os.dup2(w, 1)
+os.close(w)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def as_uid_prefix():
+    """setpriv's arguments when the suite runs uexec as another uid (a launcher replaces
+    the Server class's own setpriv), else nothing."""
+    ids = run_as()
+    if not ids:
+        return []
+    return [HOST.program("setpriv"), "--reuid=%d" % ids[0], "--regid=%d" % ids[1],
+            "--clear-groups"]
+
+
+def audit_records(data):
+    """Every line of an audit log, each of which must be one whole JSON object."""
+    assert data.endswith(b"\n"), data[-200:]
+    return [json.loads(line) for line in data.split(b"\n")[:-1]]
+
+
+def run_quiet(c, pid, argv):
+    """process/start and its exit: the server answered the whole way."""
+    c.start(pid, argv, env=PATH_ENV)
+    assert c.collect(pid).exit_code == 0
+
+
+def test_audit_log_on_a_stdout_nobody_reads_never_stalls_the_loop(server_factory, tmp_path):
+    """--audit-log - with a parent that never reads stdout: the pipe (64 KiB) and then
+    the queue (1 MiB) fill up, and the server goes on starting processes and answering
+    new clients; the lines that did not fit are dropped whole and counted, and the log
+    warns about them once per 10 s, not once per line. When the reader comes back, the
+    queue drains and every line in the pipe is a whole JSON line: written + dropped is
+    every line made. (The blocking write of before stopped the whole server at the
+    second line.)"""
+    dump = tmp_path / "stdout.dump"
+    env = dict(os.environ, UEXEC_TEST_PIPE_DUMP=str(dump))
+    srv = server_factory("--audit-log", "-", env=env,
+                         launcher=[sys.executable, "-c", STALLED_STDOUT] + as_uid_prefix())
+    c = srv.connect()
+    n = 40                                   # 40 x 60 KiB: well over 64 KiB + 1 MiB
+    began = time.monotonic()
+    for i in range(n):
+        run_quiet(c, "big%d" % i, BIG_ARGV)
+    o = srv.connect()                        # initialize from a new client
+    assert o.result("environment/status", None) == {"status": "ready"}
+    m = metrics(srv)
+    dropped = m["uexec_audit_log_dropped_lines_total"]
+    assert dropped > 0, m
+    assert 0 < m["uexec_audit_log_queued_bytes"] <= AUDIT_QUEUE, m
+    # one warning per 10 s at most (the time only bounds the count the interval allows)
+    warnings = srv.stderr().count(b"Audit log: dropped")
+    assert 1 <= warnings <= 1 + (time.monotonic() - began) // 10, srv.stderr_tail()
+    assert warnings < dropped
+    assert b"its queue is full" in srv.stderr()
+
+    # the reader comes back: the queue drains into the pipe, new lines follow at once
+    pidfile = tmp_path / "stdout.dump.pid"
+    wait_until(pidfile.exists, what="the pipe holder's pid")
+    os.kill(int(pidfile.read_text()), signal.SIGUSR1)
+    wait_until(lambda: metrics(srv)["uexec_audit_log_queued_bytes"] == 0, timeout=60,
+               what="the audit queue to drain into the pipe")
+    run_quiet(o, "after", ["/bin/true"])
+    wait_until(lambda: dump.exists() and dump.read_bytes().count(b'"after"') == 2, timeout=60,
+               what="the lines of a process started after the reader came back")
+    recs = audit_records(dump.read_bytes())
+    assert [r["process"] for r in recs[-2:]] == ["after", "after"], recs[-2:]
+    dropped = metrics(srv)["uexec_audit_log_dropped_lines_total"]
+    assert len(recs) + dropped == 2 * n + 2, (len(recs), dropped)
+    assert {r["event"] for r in recs} == {"process.start", "process.exit"}
+    assert all(len(r["argv"]) == 3 for r in recs if r["event"] == "process.start"
+               and r["process"] != "after")
+
+
+@pytest.mark.needs("root")
+@pytest.mark.needs_programs("unshare", "mount")
+def test_audit_log_on_a_full_disk_drops_and_recovers(server_factory, tmp_path):
+    """--audit-log on a 64 KiB tmpfs mounted in the server's own mount namespace: once a
+    filler takes every block, writes fail with ENOSPC; processes keep starting, the lines
+    are dropped and counted, the log says why. A line cut short by the full disk is kept
+    until the disk has room again, so the file never holds half a line followed by
+    another one. Once the filler is deleted, new lines are written again; written +
+    dropped is every line made."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    ids = run_as()
+    opts = "size=64k,mode=0700" + (",uid=%d,gid=%d" % ids if ids else "")
+    launcher = [HOST.program("unshare"), "-m", "--propagation", "private", "/bin/sh", "-c",
+                'mount -t tmpfs -o "$1" uexec-audit "$0" && shift && exec "$@"', str(mnt),
+                opts] + as_uid_prefix()
+    srv = server_factory("--audit-log", str(mnt / "audit.jsonl"), launcher=launcher)
+    # the test sees the server's tmpfs through its root (root may follow /proc/PID/root)
+    inside = "/proc/%d/root%s" % (srv.pid, mnt)
+    audit, filler = inside + "/audit.jsonl", inside + "/filler"
+    c = srv.connect()
+    run_quiet(c, "a", ["/bin/true"])
+    wait_until(lambda: open(audit, "rb").read().count(b"\n") == 2, what="the first lines")
+
+    # every block taken: the audit file's last page has a little room left, no more
+    with open(filler, "wb", buffering=0) as f:
+        with pytest.raises(OSError) as e:
+            while True:
+                f.write(b"\0" * 4096)
+    assert e.value.errno == errno.ENOSPC
+    n = 4
+    for i in range(n):
+        run_quiet(c, "big%d" % i, BIG_ARGV)
+    wait_until(lambda: metrics(srv)["uexec_audit_log_dropped_lines_total"] >= 2 * n - 1,
+               timeout=30, what="the lines that found the disk full to be dropped")
+    o = srv.connect()
+    assert o.result("environment/status", None) == {"status": "ready"}
+    assert b"Audit log: dropped" in srv.stderr() and b"No space left on device" in srv.stderr()
+    assert srv.stderr().count(b"Audit log: dropped") < 2 * n
+
+    # room again: the next lines (and the rest of a line cut short) are written
+    os.unlink(filler)
+    run_quiet(c, "b", ["/bin/true"])
+    wait_until(lambda: open(audit, "rb").read().count(b'"b"') == 2, timeout=30,
+               what="the lines written once the disk has room")
+    recs = audit_records(open(audit, "rb").read())
+    dropped = metrics(srv)["uexec_audit_log_dropped_lines_total"]
+    assert len(recs) + dropped == 2 * n + 4, (len(recs), dropped)
+    assert [r["process"] for r in recs[:2]] == ["a", "a"]
+    assert [r["process"] for r in recs[-2:]] == ["b", "b"]
+
+
+def test_audit_log_reopened_while_its_fifo_is_stalled(server_factory, tmp_path):
+    """SIGHUP moves the audit log from a FIFO whose reader stopped reading to a file:
+    the new lines go to the file at once, the lines queued before the reload still go to
+    the FIFO, whole and in order, once its reader reads again, and the FIFO's fd is
+    closed after its last line (none leaked). (Before, the FIFO's non-blocking writes
+    lost lines, or wrote part of one, as soon as the pipe was full.)"""
+    fifo, new = tmp_path / "audit.fifo", tmp_path / "audit.jsonl"
+    os.mkfifo(str(fifo))
+    rfd = os.open(str(fifo), os.O_RDONLY | os.O_NONBLOCK)   # a reader that does not read
+    try:
+        conf = tmp_path / "u.toml"
+        conf.write_text('audit-log = "%s"\n' % fifo)
+        srv = server_factory("--config", str(conf))
+        c = srv.connect()
+        n = 3                               # 3 x 60 KiB: more than the pipe holds
+        for i in range(n):
+            run_quiet(c, "big%d" % i, BIG_ARGV)
+        wait_until(lambda: metrics(srv)["uexec_audit_log_queued_bytes"] > 0,
+                   what="lines queued for the full FIFO")
+        conf.write_text('audit-log = "%s"\n' % new)
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+        run_quiet(c, "after", ["/bin/true"])
+        wait_until(lambda: new.exists() and new.read_bytes().count(b"\n") == 2,
+                   what="the new file's lines while the FIFO is stalled")
+
+        def holds_fifo():
+            fds = os.listdir("/proc/%d/fd" % srv.pid)
+            return any(os.path.realpath("/proc/%d/fd/%s" % (srv.pid, fd)) == str(fifo)
+                       for fd in fds)
+        assert holds_fifo()
+        got = b""
+        deadline = time.monotonic() + 60
+        while True:                          # until the server closed its end: EOF
+            try:
+                b = os.read(rfd, 1 << 16)
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the FIFO's lines did not all come"
+                time.sleep(0.01)
+                continue
+            if not b:
+                break
+            got += b
+    finally:
+        os.close(rfd)
+    old = audit_records(got)
+    assert [(r["event"], r["process"]) for r in old] == [
+        (e, "big%d" % i) for i in range(n) for e in ("process.start", "process.exit")]
+    assert [r["process"] for r in audit_records(new.read_bytes())] == ["after", "after"]
+    assert metrics(srv)["uexec_audit_log_dropped_lines_total"] == 0
+    wait_until(lambda: not holds_fifo(), what="the FIFO's fd to be closed")

@@ -49,6 +49,7 @@ def test_format_and_families(server):
         "uexec_process_exit_latency_seconds": "histogram", "uexec_output_bytes": "counter",
         "uexec_jsonrpc_requests": "counter", "uexec_jsonrpc_errors": "counter",
         "uexec_queued_output_bytes": "gauge", "uexec_paused_output_streams": "gauge",
+        "uexec_audit_log_dropped_lines": "counter", "uexec_audit_log_queued_bytes": "gauge",
         "uexec_provided_buffer_exhausted": "counter",
         "uexec_ring_submit_calls": "counter", "uexec_ring_sqes_submitted": "counter",
         "process_cpu_seconds": "counter", "process_resident_memory_bytes": "gauge",
