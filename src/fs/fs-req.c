@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -270,6 +271,20 @@ static bool have_fsetid(void)
 	if (syscall(SYS_capget, &h, d) < 0)
 		return true;
 	return d[CAP_TO_INDEX(CAP_FSETID)].effective & CAP_TO_MASK(CAP_FSETID);
+}
+
+int fs_trunc_open_errno(int dirfd, const char *name, bool follow, int err)
+{
+	_cleanup_close_ int fd = -1;
+	struct statvfs vfs;
+	struct stat st;
+
+	if (err != -EACCES && err != -EPERM)
+		return err;
+	fd = openat(dirfd, name, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatvfs(fd, &vfs) < 0)
+		return err;
+	return vfs.f_flag & ST_RDONLY ? -EROFS : err;
 }
 
 int fs_drop_setid(int fd, mode_t mode)

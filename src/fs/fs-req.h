@@ -146,6 +146,19 @@ bool fs_req_is_server_secret(struct fs_req *r, const struct statx *st, const cha
  */
 int fs_drop_setid(int fd, mode_t mode);
 /*
+ * The error a failed open for writing without O_TRUNC (err, -errno) would
+ * have been with O_TRUNC, which is how the reference opens (std::fs::write,
+ * File::create): the kernel asks for a writable mount first when it is to
+ * truncate an existing regular file, and checks the file's permissions
+ * first otherwise. So a read-only mount where the file's permissions also
+ * refuse the write (a mode-000 deny mask, bound read-only) is EROFS for the
+ * reference and EACCES without O_TRUNC. Returns -EROFS for an -EACCES or
+ * -EPERM whose name (at dirfd; the last link followed if follow) is an
+ * existing regular file on a read-only mount, else err. A statvfs on an
+ * error path only.
+ */
+int fs_trunc_open_errno(int dirfd, const char *name, bool follow, int err);
+/*
  * The file r opened for writing as fd (without O_TRUNC), whose statx st has
  * STATX_TYPE, STATX_MODE and STATX_INO, about to be rewritten from its
  * start: refused (r->err = -EACCES, logged) when it is one of the server's

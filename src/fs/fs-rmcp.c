@@ -389,7 +389,7 @@ static int copy_file(struct tree_job *j, int sdir, const char *sname, int ddir, 
 	out = openat(ddir, dname, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
 		     ss.st_mode & 0777);
 	if (out < 0)
-		return -errno;
+		return fs_trunc_open_errno(ddir, dname, true, -errno);
 	if (fstat(out, &ds) < 0)
 		return -errno;
 	r = refuse_secret(j, &ds);

@@ -117,7 +117,8 @@ static void open_opened(struct fs_req *r)
 	struct io_uring_sqe *sqe;
 
 	if (r->ops[0].res < 0) {
-		r->err = r->ops[0].res;
+		r->err = r->h->writable ? fs_trunc_open_errno(AT_FDCWD, r->path, true, r->ops[0].res)
+					: r->ops[0].res;
 		open_done(r);
 		return;
 	}

@@ -451,7 +451,7 @@ static void write_file_opened(struct fs_req *r)
 	struct io_uring_sqe *sqe;
 
 	if (r->ops[0].res < 0) {
-		r->err = r->ops[0].res;
+		r->err = fs_trunc_open_errno(r->at_fd, r->at_name, r->follow, r->ops[0].res);
 		fs_req_finish(r, NULL);
 		return;
 	}
