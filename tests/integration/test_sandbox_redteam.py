@@ -1251,3 +1251,75 @@ def test_refused_starts_leak_nothing(server_factory, uniq, area):
     assert area.leftovers() == [] and area.leftovers(linked) == [".aws"], \
         (os.listdir(area.ws), os.listdir(linked))
     srv.check_stop()
+
+
+# --------------------------------------------------------------------------
+# finding: a mount point made by one server, removed under another server's sandbox
+
+@pytest.mark.parametrize("kind", ["default", "non-root"])
+def test_mount_point_of_another_server_is_never_removed_under_a_sandbox(server_factory, uniq,
+                                                                          area, kind):
+    """Two uexec on one host, one workspace without .git: B's sandbox made the empty
+    directory .git as its read-only mount point; A's sandbox started meanwhile bound
+    that same directory. When B's process ended, B removed the directory, and removing
+    a directory that is a mount point in another mount namespace is allowed: it
+    detached A's read-only mount, and A's sandbox created a writable .git on the host
+    (and wrote .git/pwned). Now the directory carries a mark and each server holds a
+    shared lock on it while a sandbox of its uses it: B leaves it, A's process still
+    sees it read-only, and A removes it once its process is gone. (A non-root uexec
+    marks with a user. attribute, root with a trusted. one.)"""
+    a, b = sandbox_server(server_factory, kind), sandbox_server(server_factory, kind)
+    if kind == "non-root":
+        conftest.own(area.base, ids=conftest.NONROOT_UID)   # the workspace is that uid's
+    ca, cb = a.connect(), b.connect()
+    sb = ws_policy(area.ws)
+    git = os.path.join(area.ws, ".git")
+    pb, pa = uniq("b"), uniq("a")
+    cb.start(pb, ["/bin/bash", "-c", "read x"], cwd=area.ws, env={"PATH": "/usr/bin:/bin"},
+             sandbox=sb, pipeStdin=True)
+    conftest.wait_until(lambda: os.path.isdir(git), what="B's mount point")
+    ca.start(pa, ["/bin/bash", "-c", "echo started; read x; mkdir .git/hooks; mkdir .git; "
+                  "touch .git/pwned && echo WROTE"],
+             cwd=area.ws, env={"PATH": "/usr/bin:/bin"}, sandbox=sb, pipeStdin=True)
+    ca.collect_until_output(pa, "started")
+    cb.write(pb, b"x\n", "w1")
+    cb.collect(pb)
+    # B has ended its process (closed): its release of the mount point is done
+    assert os.path.isdir(git), "B removed the mount point A's sandbox uses"
+    ca.write(pa, b"x\n", "w1")
+    out = text(ca.collect(pa))
+    assert "WROTE" not in out and "Read-only file system" in out, out
+    assert not os.path.exists(os.path.join(git, "pwned"))
+    conftest.wait_until(lambda: not os.path.lexists(git), what="A removing the mount point")
+    assert not [n for n in os.listdir(area.ws) if n.startswith(".uexec-mount-")]
+
+
+def test_two_servers_share_mount_points_without_failing_starts(server_factory, area):
+    """The same race seen as failed starts: two servers starting sandboxes over one
+    workspace in a loop. A plan saw the other server's mount point and bound it; the
+    other server removed it meanwhile; the start failed with -32603 `sandbox setup
+    failed at binding a read-only path: No such file or directory`. (Found when test
+    files ran two at a time: the real client's policy makes /tmp writable.)"""
+    servers = [server_factory(), server_factory()]
+    sb = ws_policy(area.ws)
+    errors = []
+
+    def loop(srv, k):
+        c = srv.connect()
+        for i in range(60):
+            r = c.call("process/start", {"processId": "p%d-%d" % (k, i), "argv": ["/bin/true"],
+                                         "cwd": file_uri(area.ws), "env": {}, "tty": False,
+                                         "sandbox": sb})
+            if "error" in r:
+                errors.append((k, i, r["error"]))
+                return
+            c.collect("p%d-%d" % (k, i))
+
+    threads = [threading.Thread(target=loop, args=(s, k)) for k, s in enumerate(servers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    conftest.wait_until(lambda: not os.path.lexists(os.path.join(area.ws, ".git")),
+                        what="the last server removing the mount point")
