@@ -178,9 +178,19 @@ def own(*paths, ids=None):
             os.lchown(p, *ids)
 
 
+_homes = []
+
+
 def run_as_home(ids):
-    """HOME and TMPDIR of a uexec run as ids: a 0700 directory it owns under /var/tmp."""
-    d = "/var/tmp/uexec-test-home-%d" % ids[0]
+    """HOME and TMPDIR of a uexec run as ids: a 0700 directory it owns under /var/tmp, one
+    per test process (test files run side by side: none shares another's), removed when
+    the process exits."""
+    d = "/var/tmp/uexec-test-home-%d-%d" % (ids[0], os.getpid())
+    if not _homes:
+        import atexit
+        atexit.register(lambda: [shutil.rmtree(h, ignore_errors=True) for h in _homes])
+    if d not in _homes:
+        _homes.append(d)
     os.makedirs(d, exist_ok=True)
     os.chown(d, *ids)
     os.chmod(d, 0o700)
