@@ -12,7 +12,6 @@ Every check looks at the host itself (cgroup files, /proc), never at paths of
 one machine; tests that need per-process cgroups skip with the reason where
 the host has no writable cgroup v2."""
 
-import fcntl
 import os
 import re
 import signal
@@ -100,9 +99,10 @@ def base_dir(server):
     return os.path.join(HOST.own_cgroup2_dir()[0], "uexec-%d.procs" % server.pid)
 
 
-def server_dirs(pid):
-    """Every cgroup directory uexec `pid` made (v2 and v1), that still exists."""
-    own = HOST.own_cgroup2_dir()[0]
+def server_dirs(pid, own=None):
+    """Every cgroup directory uexec `pid` made (v2 and v1), that still exists. own: the v2
+    cgroup uexec ran in (default: this process's)."""
+    own = own or HOST.own_cgroup2_dir()[0]
     out = [os.path.join(own, "uexec-%d.%s" % (pid, s)) for s in ("procs", "sandbox")]
     for c in KINDS:
         d = v1_dir(c)
@@ -407,45 +407,62 @@ def test_sigkill_leaves_no_process(tmp_path, uniq, marker, group):
             srv.proc.kill()
 
 
+def private_cgroup():
+    """(directory, launcher): a new child of this process's cgroup v2 directory, and a
+    Server launcher that moves uexec into it. A uexec sweeps what dead servers left in its
+    own cgroup only: the servers other test files start meanwhile (they run side by side)
+    never sweep what is left in this one."""
+    d = os.path.join(HOST.own_cgroup2_dir()[0], "uexec-test-%d-%d" % (os.getpid(),
+                                                                      time.monotonic_ns()))
+    os.mkdir(d)
+    return d, ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', d]
+
+
 def test_leftover_sweep(tmp_path, uniq, marker):
     """Supervisor and uexec both SIGKILLed: the setsid daemons survive (only the direct
-    children die with uexec), and the next uexec kills them and removes the cgroups."""
+    children die with uexec), and the next uexec kills them and removes the cgroups. Both
+    run in a cgroup of their own (private_cgroup()): the next uexec is b."""
     needs_cgroups()
-    held = []
-    a = Server((), logdir=str(tmp_path))
+    own, launcher = private_cgroup()
     try:
-        c = a.connect()
-        start_tree(c, uniq, marker)
-        reaper = reaper_of(a)
-        assert reaper, "uexec has no supervisor"
-        os.kill(reaper, signal.SIGKILL)
-        wait_until(lambda: not pid_alive(reaper), what="the supervisor killed")
-        dirs = server_dirs(a.pid)
-        a.proc.send_signal(signal.SIGKILL)
-        a.proc.wait()
-        # Until b starts, the leftovers are held as a live uexec holds its own (cgroup.c):
-        # another uexec starting on this host meanwhile must not sweep them first.
-        for d in dirs:
-            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            held.append(fd)
-        left = marked(marker)   # the setsid daemons outlive both (nothing else kills them)
-        assert left, ("nothing survived: the sweep would have nothing to do", server_dirs(a.pid))
-        assert server_dirs(a.pid), "the killed uexec's cgroups are gone already"
+        a = Server((), logdir=str(tmp_path), launcher=launcher)
+        try:
+            c = a.connect()
+            start_tree(c, uniq, marker)
+            reaper = reaper_of(a)
+            assert reaper, "uexec has no supervisor"
+            os.kill(reaper, signal.SIGKILL)
+            wait_until(lambda: not pid_alive(reaper), what="the supervisor killed")
+            a.proc.send_signal(signal.SIGKILL)
+            a.proc.wait()
+            left = marked(marker)   # the setsid daemons outlive both (nothing else kills them)
+            assert left, ("nothing survived: the sweep would have nothing to do",
+                          server_dirs(a.pid, own))
+            assert server_dirs(a.pid, own), "the killed uexec's cgroups are gone already"
+        finally:
+            a.stopped = True
+            if a.proc.poll() is None:
+                a.proc.kill()
+        b = Server((), logdir=str(tmp_path), launcher=launcher)
+        try:
+            wait_until(lambda: marked(marker) == [], what="the sweep killing them")
+            assert server_dirs(a.pid, own) == []
+            assert re.search(r"Removed the cgroup \S+uexec-%d\.procs left by uexec %d"
+                             % (a.pid, a.pid), b.stderr().decode()), b.stderr_tail()
+        finally:
+            b.check_stop()
     finally:
-        a.stopped = True
-        if a.proc.poll() is None:
-            a.proc.kill()
-        for fd in held:
-            os.close(fd)
-    b = Server((), logdir=str(tmp_path))
+        wait_until(lambda: _rmdir_ok(own), what="the test's cgroup to be removed")
+
+
+def _rmdir_ok(d):
     try:
-        wait_until(lambda: marked(marker) == [], what="the sweep killing them")
-        assert server_dirs(a.pid) == []
-        assert re.search(r"Removed the cgroup \S+uexec-%d\.procs left by uexec %d" % (a.pid, a.pid),
-                         b.stderr().decode()), b.stderr_tail()
-    finally:
-        b.check_stop()
+        os.rmdir(d)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 # ---- item 2: limits
@@ -692,11 +709,18 @@ def test_guarded_sandbox_leaf_below_guard(server, uniq, marker, tmp_path):
 
 
 def ns_pid_free_here():
-    """A pid no process on this side has, for a uexec in a PID namespace of its own."""
+    """A pid no process on this side has, for a uexec in a PID namespace of its own. Picked
+    at random in the upper half: the uexec's cgroups are named after it, and another run
+    of this test beside (in parallel, or another checkout's) must not take the same."""
+    import random
     with open("/proc/sys/kernel/pid_max") as f:
         top = int(f.read())
-    for p in range(top - 2, top // 2, -1):
-        if not os.path.exists("/proc/%d" % p):
+    candidates = list(range(top // 2, top - 2))
+    random.shuffle(candidates)
+    for p in candidates:
+        if not os.path.exists("/proc/%d" % p) and \
+                not os.path.exists(os.path.join(HOST.own_cgroup2_dir()[0] or "/nonexistent",
+                                                "uexec-%d.procs" % p)):
             return p
     pytest.skip("no free pid to give the namespaced uexec")
 
