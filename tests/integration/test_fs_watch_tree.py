@@ -333,10 +333,14 @@ def test_large_tree_installs_in_steps(server, tmp_path):
     try:
         gone.request("fs/watch", {"path": U(root), "recursive": True})
         rid = a.request("fs/watch", {"path": U(root), "recursive": True, "maxDirectories": 900})
+        sid = a.request("environment/status", {})   # right behind it on the same connection
         gone.ws.abort()
         assert b.result("environment/status", {}) is not None
         write(root / "a0" / "b0" / "during")
         res = a.wait_reply(rid, timeout=60)
+        # answered while the install ran: before it, though asked after it
+        replies = [m.get("id") for m in a.log if m.get("id") in (rid, sid)]
+        assert replies == [sid, rid], replies
         assert list(res["result"]) == ["watchId"], res
         wid = res["result"]["watchId"]
         write(root / "a39" / "b19" / "deep")
