@@ -178,9 +178,19 @@ def own(*paths, ids=None):
             os.lchown(p, *ids)
 
 
+_homes = []
+
+
 def run_as_home(ids):
-    """HOME and TMPDIR of a uexec run as ids: a 0700 directory it owns under /var/tmp."""
-    d = "/var/tmp/uexec-test-home-%d" % ids[0]
+    """HOME and TMPDIR of a uexec run as ids: a 0700 directory it owns under /var/tmp, one
+    per test process (test files run side by side: none shares another's), removed when
+    the process exits."""
+    d = "/var/tmp/uexec-test-home-%d-%d" % (ids[0], os.getpid())
+    if not _homes:
+        import atexit
+        atexit.register(lambda: [shutil.rmtree(h, ignore_errors=True) for h in _homes])
+    if d not in _homes:
+        _homes.append(d)
     os.makedirs(d, exist_ok=True)
     os.chown(d, *ids)
     os.chmod(d, 0o700)
@@ -208,7 +218,16 @@ def pytest_configure(config):
 # server management
 
 
-def wait_until(pred, timeout=15.0, interval=0.02, what="condition"):
+# How long a test waits for an event: a process exiting, a server starting or stopping, a
+# connection closing, the kernel tearing a namespace or a cgroup down, a reply. Generous
+# enough for an ASan + UBSan uexec (2-5x slower) on a loaded 2-core machine (load 5+);
+# every wait returns as soon as the event happens, so it costs nothing when the test
+# passes. Never a performance bound: no test asserts how fast something happens
+# (bench/ does). The same as wsclient.DEFAULT_TIMEOUT, the RPC client's default.
+EVENT_TIMEOUT = wsclient.DEFAULT_TIMEOUT
+
+
+def wait_until(pred, timeout=EVENT_TIMEOUT, interval=0.02, what="condition"):
     """Poll pred() until truthy; returns its value or fails the test."""
     deadline = time.monotonic() + timeout
     while True:
@@ -323,7 +342,7 @@ class Server:
         self.pid = self.proc.pid
         self.url = None
         self.stopped = False
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + EVENT_TIMEOUT
         while True:
             with open(self.stdout_path, "rb") as f:
                 data = f.read()
@@ -335,8 +354,8 @@ class Server:
                             % (self.proc.returncode, self.stderr_tail()))
             if time.monotonic() > deadline:
                 self.proc.kill()
-                pytest.fail("uexec did not print its URL within 15 s; stderr:\n%s"
-                            % self.stderr_tail())
+                pytest.fail("uexec did not print its URL within %.0f s; stderr:\n%s"
+                            % (EVENT_TIMEOUT, self.stderr_tail()))
             time.sleep(0.01)
         assert self.url.startswith("ws://127.0.0.1:"), self.url
         self.host, self.port = wsclient.parse_ws_url(self.url)
@@ -360,7 +379,7 @@ class Server:
         err = self.stderr()
         return [m.decode() for m in SANITIZER_MARKERS if m in err]
 
-    def terminate(self, timeout=15.0):
+    def terminate(self, timeout=EVENT_TIMEOUT):
         """SIGTERM and wait; returns the exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -417,6 +436,96 @@ def server_factory(tmp_path):
 def server(server_factory):
     """A fresh uexec with default flags (function scope)."""
     return server_factory()
+
+
+# The limits of bounded_server: every process tree a stress test starts may hold at
+# most this many tasks and this much memory (uexec's own per-process cgroup limits,
+# --process-pids-max and --process-memory-max), so that a bug (a fork loop, a runaway
+# allocation, a tree the server fails to kill) is stopped by the kernel instead of
+# taking the machine and the other tests running on it down. Far above what the
+# tests' trees need (a few tasks and megabytes each).
+STRESS_PIDS_MAX = 256
+STRESS_MEMORY_MAX = 1 << 30
+
+
+def cgroup_limits_of(pid):
+    """{"pids": pids.max, "memory": memory.max or memory.limit_in_bytes} of the cgroups
+    process pid is in, as the kernel enforces them: for each controller, its cgroup in
+    the v1 hierarchy that has it where there is one, else its cgroup v2 directory. A
+    kind is absent when no such file exists (no controller)."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        member = [line.rstrip("\n").split(":", 2) for line in f]
+    mounts = []  # (fstype, root, mount point, super options)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields, rfields = left.split(), right.split()
+            if rfields and rfields[0] in ("cgroup", "cgroup2"):
+                mounts.append((rfields[0], _unescape(fields[3]), _unescape(fields[4]),
+                               rfields[-1].split(",")))
+
+    def directory(fstype, ctrl, rel):
+        for typ, root, mnt, opts in mounts:
+            if typ != fstype or (ctrl and ctrl not in opts):
+                continue
+            if root != "/" and rel != root and not rel.startswith(root + "/"):
+                continue
+            rel2 = rel[len(root):] if root != "/" else rel
+            return mnt + (rel2 if rel2 not in ("", "/") else "")
+        return None
+
+    out = {}
+    for kind, v1_file, v2_file in (("pids", "pids.max", "pids.max"),
+                                   ("memory", "memory.limit_in_bytes", "memory.max")):
+        path = None
+        for _, ctrls, rel in member:
+            if kind in ctrls.split(","):
+                d = directory("cgroup", kind, rel)
+                path = d and os.path.join(d, v1_file)
+        if path is None:
+            v2 = [rel for hid, ctrls, rel in member if hid == "0" and ctrls == ""]
+            d = v2 and directory("cgroup2", None, v2[0])
+            path = d and os.path.join(d, v2_file)
+        value = _read(path) if path else None
+        if value is not None:
+            out[kind] = value
+    return out
+
+
+def bounded_server(server_factory, *args, pids_max=STRESS_PIDS_MAX,
+                   memory_max=STRESS_MEMORY_MAX, **kw):
+    """A server for a test that stresses the machine (floods of output, many or fork-heavy
+    processes): every process tree it starts runs under uexec's own cgroup limits of
+    pids_max tasks and memory_max bytes. Skips, saying why, where the server reports at
+    start that it cannot enforce them on this host (it logs "--process-X-max cannot be
+    enforced"): such a test never runs unbounded. Where it says it can, a process's
+    cgroup files must show both limits (else the test fails: the server claimed limits
+    it does not set). That check costs one short process on a connection of its own,
+    whose session stays detached for the server's resume window."""
+    srv = server_factory("--process-pids-max", str(pids_max),
+                         "--process-memory-max", str(memory_max), *args, **kw)
+    log = srv.stderr().decode("utf-8", "replace")
+    refused = [line.split("warning: ", 1)[-1] for line in log.splitlines()
+               if re.search(r"--process-(pids|memory)-max cannot be enforced", line)]
+    if refused:
+        srv.check_stop()
+        pytest.skip("a stress test runs only within its own process limits, which this "
+                    "uexec cannot enforce here: %s" % "; ".join(refused))
+    c = srv.connect()
+    try:
+        c.start("bounded-server-probe", ["/bin/sleep", "1000"])
+        pid = [p["pid"] for p in c.result("process/list")["processes"]
+               if p["processId"] == "bounded-server-probe"][0]
+        got = cgroup_limits_of(pid)
+        assert c.terminate("bounded-server-probe") == {"running": True}
+        c.collect("bounded-server-probe")
+    finally:
+        c.ws.abort()
+    assert got == {"pids": str(pids_max), "memory": str(memory_max)}, (
+        "the server said nothing about limits it cannot enforce, yet a process of it runs "
+        "with %r (wanted pids %d, memory %d); start-up log:\n%s" % (got, pids_max, memory_max,
+                                                                   srv.stderr_tail()))
+    return srv
 
 
 @pytest.fixture(scope="module")

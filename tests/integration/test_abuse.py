@@ -14,7 +14,7 @@ import time
 import pytest
 
 import conftest
-from conftest import fd_count, settled_fd_count, wait_until
+from conftest import EVENT_TIMEOUT, fd_count, settled_fd_count, wait_until
 from wsclient import (OP_PING, OP_TEXT, ConnectionClosed, HandshakeError, Timeout, WebSocket,
                       WSError)
 
@@ -43,7 +43,7 @@ def nofile():
 
 
 def silent_socket(srv):
-    return socket.create_connection((srv.host, srv.port), timeout=10)
+    return socket.create_connection((srv.host, srv.port), timeout=EVENT_TIMEOUT)
 
 
 def closed_by_server(sock, timeout):
@@ -57,6 +57,21 @@ def closed_by_server(sock, timeout):
         return True
     except socket.timeout:
         return False
+
+
+def closed_now(sock):
+    """True if the server has closed sock (EOF or reset) by now; never waits."""
+    sock.setblocking(False)
+    try:
+        while True:
+            if not sock.recv(65536):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        sock.setblocking(True)
 
 
 def cpu_seconds(pid):
@@ -87,7 +102,7 @@ def test_new_client_served_with_1100_silent_sockets(server, nofile):
     try:
         for _ in range(1100):
             silent.append(silent_socket(server))
-        wait_until(lambda: fd_count(server.pid) >= base + 1000, timeout=15,
+        wait_until(lambda: fd_count(server.pid) >= base + 1000,
                    what="the server to accept the silent connections")
         c = server.connect()
         assert c.result("environment/status", None) == {"status": "ready"}
@@ -101,17 +116,19 @@ def test_handshake_deadline_closes_silent_and_slow_sockets(server_factory):
     its HTTP head too slowly, are closed at the deadline; a connection that
     upgraded in time is not."""
     srv = server_factory("--handshake-timeout-ms", "300")
+    # c is accepted first: its deadline, had it one after its upgrade, would come
+    # before the sockets' below (one timer serves the connections in accept order)
+    c = srv.connect()
     t0 = time.monotonic()
     silent = silent_socket(srv)
     slow = silent_socket(srv)
     slow.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-    c = srv.connect()
     try:
-        assert closed_by_server(silent, 10), "silent socket still open after 10 s"
-        assert closed_by_server(slow, 10), "slow socket still open after 10 s"
-        # never before the deadline (timers do not fire early)
-        assert time.monotonic() - t0 >= 0.25
-        time.sleep(0.5)
+        assert closed_by_server(silent, EVENT_TIMEOUT), "silent socket still open"
+        assert closed_by_server(slow, EVENT_TIMEOUT), "slow socket still open"
+        # never before the deadline (timers do not fire early; t0 precedes both accepts)
+        assert time.monotonic() - t0 >= 0.3
+        # past c's would-be deadline by now (ordered by the closes above): still served
         assert c.result("environment/status", None) == {"status": "ready"}
     finally:
         close_all([silent, slow])
@@ -122,36 +139,47 @@ def test_pong_miss_closes_connection(server_factory):
     """A WebSocket client that sends nothing in answer to the server's pings is
     closed (plain TCP close) after MAX_MISSED_PINGS of them; one that answers
     stays."""
-    srv = server_factory("--ping-interval-ms", "200")
+    import threading
+    # 500 ms: the answering client has a whole second (two ticks) to answer each ping
+    # even on a loaded machine; it is read by a thread of its own, never waiting for the
+    # mute one
+    srv = server_factory("--ping-interval-ms", "500")
     mute = srv.connect()
     good = srv.connect()
     good.ws.auto_pong = True
-    pings = 0
+    stop = threading.Event()
+    good_errors = []
 
-    def pump_good(t):
-        try:
-            good.ws.recv_message(t)     # answers pings
-        except Timeout:
-            pass
-
-    with pytest.raises(ConnectionClosed) as e:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+    def pump_good():
+        while not stop.is_set():
             try:
-                f = mute.ws.recv_frame(0.05)
+                good.ws.recv_message(0.05)     # answers pings
             except Timeout:
-                pump_good(0.05)
-                continue
-            if f.opcode == OP_PING:
-                pings += 1
-    assert e.value.how in ("eof", "reset")
-    # pings sent between initialize and initialized may come before the count starts
-    assert MAX_MISSED_PINGS <= pings <= MAX_MISSED_PINGS + 1
-    # the answering client outlives the mute one and is still served
-    end = time.monotonic() + 0.6
-    while time.monotonic() < end:
-        pump_good(0.1)
-    assert len(good.ws.pings) >= MAX_MISSED_PINGS + 1
+                pass
+            except Exception as e:  # noqa: BLE001 - reported below
+                good_errors.append(e)
+                return
+
+    t = threading.Thread(target=pump_good)
+    t.start()
+    pings = 0
+    try:
+        with pytest.raises(ConnectionClosed) as e:
+            while True:
+                if mute.ws.recv_frame(EVENT_TIMEOUT).opcode == OP_PING:
+                    pings += 1
+        assert e.value.how in ("eof", "reset")
+        # pings sent between initialize and initialized may come before the count starts
+        assert MAX_MISSED_PINGS <= pings <= MAX_MISSED_PINGS + 1
+        # the answering client outlives the mute one: it answers more pings than the mute
+        # one was allowed to miss, after the mute one was closed
+        n = len(good.ws.pings)
+        wait_until(lambda: good_errors or len(good.ws.pings) >= n + MAX_MISSED_PINGS + 1,
+                   what="more pings to the answering client")
+    finally:
+        stop.set()
+        t.join()
+    assert not good_errors, good_errors
     assert good.result("environment/status", None) == {"status": "ready"}
     good.ws.abort()
 
@@ -170,20 +198,21 @@ def test_eviction_at_max_connections(server_factory):
         # 3 + 1 + 10 > 8: the oldest silent sockets made room for the newer ones
         newcomer = srv.connect()
         assert newcomer.result("environment/status", None) == {"status": "ready"}
-        closed = [s for s in silent if closed_by_server(s, 0.5)]
-        assert len(closed) >= 10 - 3, "expected the oldest silent sockets to be closed"
+        # the 7 oldest silent sockets made room (each closed as a newer one came)
+        wait_until(lambda: all(closed_now(s) for s in silent[:7]),
+                   what="the oldest silent sockets to be closed")
         for c in initialized:
             assert c.result("environment/status", None) == {"status": "ready"}
 
         # no connection before its upgrade left: the one without initialize goes
         close_all(silent)
-        wait_until(lambda: fd_count(srv.pid) <= base + 5, timeout=10,
+        wait_until(lambda: fd_count(srv.pid) <= base + 5,
                    what="the silent sockets to be gone")
         initialized += [srv.connect() for _ in range(3)]   # 3 + 1 + 1 + 3 = 8
         last = srv.connect()
         assert last.result("environment/status", None) == {"status": "ready"}
         with pytest.raises(ConnectionClosed):
-            upgraded.recv_frame(10)
+            upgraded.recv_frame(EVENT_TIMEOUT)
         for c in initialized + [newcomer]:
             assert c.result("environment/status", None) == {"status": "ready"}
         for c in initialized + [newcomer, last]:
@@ -199,7 +228,7 @@ def test_all_initialized_at_max_connections_refuses_new(server_factory):
     srv = server_factory("--max-connections", "2")
     a, b = srv.connect(), srv.connect()
     with pytest.raises((HandshakeError, WSError, ConnectionError, OSError)):
-        WebSocket.connect(srv.url, timeout=10)
+        WebSocket.connect(srv.url, timeout=EVENT_TIMEOUT)
     assert a.result("environment/status", None) == {"status": "ready"}
     assert b.result("environment/status", None) == {"status": "ready"}
     a.ws.abort()
@@ -234,7 +263,12 @@ def test_full_fd_table_backs_off_and_recovers(server_factory):
     """With its fd table full of initialized connections and more clients
     connecting, the server does not spin on accept (CPU well under 30% of the
     wall time) nor flood its log; once connections close, a new client is
-    served."""
+    served.
+
+    The CPU bound is no performance claim: a server spinning on accept burns a whole
+    CPU (100% of the wall time, ~40% even when it gets only its share of a 2-core
+    machine at load 5), while one that backs off takes a few ms for the ~60 refused
+    connections of the 3 s (ASan included), far below a tenth of the bound."""
     limit = 64
     with _NofileLimit(limit):
         srv = server_factory("--max-connections", "1000", "--max-sessions", "1000")
@@ -247,7 +281,8 @@ def test_full_fd_table_backs_off_and_recovers(server_factory):
     try:
         for _ in range(50):
             pending.append(silent_socket(srv))
-        time.sleep(0.3)
+        # the server met the full table (accept failed with EMFILE) before the measure
+        wait_until(lambda: b"Too many open files" in srv.stderr(), what="the fd table to fill")
         log0, cpu0, t0 = len(srv.stderr()), cpu_seconds(srv.pid), time.monotonic()
         # keep connecting, at a modest rate, while measuring
         while time.monotonic() - t0 < 3.0:
@@ -255,7 +290,6 @@ def test_full_fd_table_backs_off_and_recovers(server_factory):
             time.sleep(0.05)
         cpu, wall = cpu_seconds(srv.pid) - cpu0, time.monotonic() - t0
         logged = srv.stderr()[log0:]
-        assert b"Too many open files" in srv.stderr(), "the fd table never filled"
         assert cpu < 0.3 * wall, "server used %.2f s of CPU in %.2f s" % (cpu, wall)
         assert len(logged) < 8192, "server logged %d bytes in %.1f s:\n%s" % (
             len(logged), wall, logged[-2000:].decode(errors="replace"))
@@ -265,14 +299,14 @@ def test_full_fd_table_backs_off_and_recovers(server_factory):
         for c in clients:
             c.ws.abort()
     # every fd is given back: a new client is served
-    c = wait_until(lambda: _try_connect(srv), timeout=15, what="a new client to be served")
+    c = wait_until(lambda: _try_connect(srv), what="a new client to be served")
     assert c.result("environment/status", None) == {"status": "ready"}
     c.ws.abort()
 
 
 def _try_connect(srv):
     try:
-        return srv.connect(timeout=2)
+        return srv.connect(timeout=10)
     except (WSError, OSError):
         return None
 
@@ -283,19 +317,21 @@ def test_repeated_log_lines_are_rate_limited(server):
     def protocol_error():
         ws = server.ws()
         ws.send_raw(WebSocket.build_frame(OP_TEXT, b"x", mask=False))  # unmasked: 1002
-        ws.wait_closed(10)
+        ws.wait_closed()
         ws.abort()
 
     n = 3 * LOG_BURST
+    t0 = time.monotonic()
     for _ in range(n):
         protocol_error()
-    wait_until(lambda: server.stderr().count(b"WebSocket protocol error") >= LOG_BURST, timeout=10,
-               what="the first lines")
-    time.sleep(0.3)
+    # The server writes the line (stderr, at once) before it closes the connection, and
+    # each close was waited for: every line of the n errors is in the log by now.
     assert server.stderr().count(b"WebSocket protocol error") == LOG_BURST
-    time.sleep(LOG_INTERVAL_S)
+    # Time is what this is about: the next interval starts LOG_INTERVAL_S after the first
+    # line, which came after t0.
+    time.sleep(max(0.0, t0 + LOG_INTERVAL_S + 0.1 - time.monotonic()))
     protocol_error()
-    wait_until(lambda: server.stderr().count(b"WebSocket protocol error") > LOG_BURST, timeout=10,
+    wait_until(lambda: server.stderr().count(b"WebSocket protocol error") > LOG_BURST,
                what="a line in the next interval")
     assert ("Suppressed %d messages like the next one" % (n - LOG_BURST)).encode() in server.stderr()
 
@@ -335,7 +371,7 @@ def test_fds_per_running_process(server, kind, cost):
         c.terminate("p%d" % i)
     for i in range(n):
         c.collect("p%d" % i)
-    wait_until(lambda: settled_fd_count(server.pid) <= base, timeout=15,
+    wait_until(lambda: settled_fd_count(server.pid) <= base,
                what="the processes' fds to be closed")
     c.ws.abort()
 

@@ -261,7 +261,7 @@ def test_jwt_without_issuer_audience_and_default_skew(server_factory, secret_fil
 # ---- start-up
 
 
-def run_bin(*args, timeout=20):
+def run_bin(*args, timeout=60):
     return subprocess.run([UEXEC_BIN, *args], capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
@@ -331,7 +331,7 @@ class Started:
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(15)
+        rc = self.proc.wait(60)
         self.proc.stdout.close()
         self.proc.stderr.close()
         return rc

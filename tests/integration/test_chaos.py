@@ -22,7 +22,8 @@ import time
 
 import pytest
 
-from conftest import HOST, children_of, own, settled_fd_count, start_workers, wait_until
+from conftest import (HOST, bounded_server, children_of, own, settled_fd_count, start_workers,
+                      wait_until)
 from test_sandbox import Area, ws_policy
 from wsclient import b64, file_uri, http_exchange, unb64
 
@@ -32,7 +33,7 @@ pytestmark = [pytest.mark.slow,
 
 ENV = {"PATH": "/usr/bin:/bin"}
 # the long-running command; its argument marks the processes of one test (drain test)
-SLEEP = ["/bin/sleep", "30"]
+SLEEP = ["/bin/sleep", "1000"]
 THREADS = 4
 
 
@@ -90,7 +91,7 @@ def act_flood_drop(srv, rnd, tmp, tag):
     c.start(tag, ["/usr/bin/head", "-c", str(n), "/dev/zero"], env=ENV,
             tty=rnd.random() < 0.3)
     for _ in range(rnd.randint(0, 5)):
-        if c.next_notification(timeout=20)["method"] == "process/closed":
+        if c.next_notification()["method"] == "process/closed":
             break
     drop(c, rnd)
 
@@ -105,7 +106,7 @@ def act_stdin(srv, rnd, tmp, tag):
         sent += chunk
     got = b""
     while len(got) < len(sent):
-        m = c.next_notification("process/output", timeout=20,
+        m = c.next_notification("process/output",
                                 pred=lambda p: p["processId"] == tag)
         got += unb64(m["params"]["chunk"])
     assert got == sent
@@ -176,7 +177,7 @@ def act_watch(srv, rnd, tmp, tag):
         with open(os.path.join(d, "x%d" % i), "w") as f:
             f.write("x")
     if rnd.random() < 0.5:
-        c.next_notification("fs/changed", timeout=20)
+        c.next_notification("fs/changed")
     drop(c, rnd)
 
 
@@ -189,7 +190,7 @@ def act_scrape(srv, rnd, tmp, tag):
 
 def act_raw(srv, rnd, tmp, tag):
     """Bytes that are not HTTP, or a head cut short, then gone."""
-    s = socket.create_connection((srv.host, srv.port), timeout=10)
+    s = socket.create_connection((srv.host, srv.port), timeout=60)
     try:
         s.sendall(rnd.choice([b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n",
                               bytes(rnd.getrandbits(8) for _ in range(200)), b"\r\n\r\n"]))
@@ -330,13 +331,14 @@ def run_workers(srv, tmp, deadline, seed, actions, stop_at_error=True):
 
 def soak(server_factory, tmp, seconds, seed, actions):
     extra = os.environ.get("UEXEC_CHAOS_ARGS", "").split()  # e.g. --denial-evidence bpf
-    srv = server_factory("--resume-window-ms", "500", "--max-queued-bytes", "262144", *extra)
+    srv = bounded_server(server_factory, "--resume-window-ms", "500", "--max-queued-bytes",
+                         "262144", *extra)
     # what is made once and kept (the server's inotify instance) exists before the baseline
     act_run(srv, random.Random(0), tmp, "warm")
     c = srv.connect()
     c.result("fs/watch", {"path": file_uri(tmp)})
     c.ws.close()
-    wait_until(lambda: sessions_gone(srv), timeout=30, what="the warm-up sessions to end")
+    wait_until(lambda: sessions_gone(srv), what="the warm-up sessions to end")
     base = settled_fd_count(srv.pid, 0.5, 20)
     base_fds = fds_of(srv.pid)
     deadline = time.monotonic() + seconds
@@ -346,14 +348,14 @@ def soak(server_factory, tmp, seconds, seed, actions):
     assert not any(t.is_alive() for t in threads), "a worker hung (seed %d)" % seed
     assert not errors, "seed %d: %s" % (seed, errors)
     print("seed %d, actions: %s" % (seed, counts))
-    wait_until(lambda: sessions_gone(srv), timeout=30, what="every session to end")
-    wait_until(lambda: not children_of(srv.pid), timeout=30,
+    wait_until(lambda: sessions_gone(srv), what="every session to end")
+    wait_until(lambda: not children_of(srv.pid),
                what="no children (left: %r)" % children_of(srv.pid))
     act_run(srv, random.Random(1), tmp, "after")
-    wait_until(lambda: sessions_gone(srv), timeout=30, what="the last session to end")
+    wait_until(lambda: sessions_gone(srv), what="the last session to end")
     # (the BPF tracer stays attached 2 s after the last sandboxed tree: a bpf_link fd)
     try:
-        wait_until(lambda: len(fds_of(srv.pid)) == base, timeout=20, what="the fds of the start")
+        wait_until(lambda: len(fds_of(srv.pid)) == base, what="the fds of the start")
     except BaseException:
         print("fds now vs at the start:",
               sorted(set(fds_of(srv.pid).items()) ^ set(base_fds.items())))
@@ -382,12 +384,12 @@ def test_chaos_drain_under_load(server_factory):
     seconds = float(os.environ.get("UEXEC_CHAOS_SECONDS", "20")) / 2
     seed = int(os.environ.get("UEXEC_CHAOS_SEED", str(random.randrange(1 << 32))))
     scratch = tempfile.mkdtemp(prefix="uexec-chaos-", dir="/var/tmp")
-    mark = "30.%06d" % random.Random(seed).randrange(10 ** 6)
+    mark = "1000.%06d" % random.Random(seed).randrange(10 ** 6)
     SLEEP[1] = mark
     try:
         own(scratch)
-        srv = server_factory("--resume-window-ms", "500", "--max-queued-bytes", "262144",
-                             "--drain-timeout-ms", "1500")
+        srv = bounded_server(server_factory, "--resume-window-ms", "500", "--max-queued-bytes",
+                             "262144", "--drain-timeout-ms", "1500")
         errors, counts, threads = run_workers(srv, scratch, time.monotonic() + 600, seed,
                                               list(ACTIONS), stop_at_error=False)
         time.sleep(seconds)
@@ -400,7 +402,7 @@ def test_chaos_drain_under_load(server_factory):
         before = list(errors)
         t0 = time.monotonic()
         srv.proc.send_signal(signal.SIGTERM)
-        assert srv.proc.wait(30) == 0
+        assert srv.proc.wait(60) == 0
         took = time.monotonic() - t0
         for t in threads:
             t.join(60)
@@ -409,11 +411,11 @@ def test_chaos_drain_under_load(server_factory):
         print("seed %d, actions: %s, exit after %.1f s, %d clients refused or cut off" % (
             seed, counts, took, len(errors)))
         assert took >= 1.4, "exited %.1f s after SIGTERM, before the drain timeout" % took
-        wait_until(lambda: not marked_processes(mark), timeout=10,
+        wait_until(lambda: not marked_processes(mark),
                    what="no process of the drained server (left: %r)" % marked_processes(mark))
         srv.stopped = True
         problems = srv.sanitizer_problems()
         assert not problems, problems
     finally:
-        SLEEP[1] = "30"
+        SLEEP[1] = "1000"
         shutil.rmtree(scratch, ignore_errors=True)

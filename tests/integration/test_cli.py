@@ -21,7 +21,7 @@ FLAGS = ["--listen", "--resume-window-ms", "--max-sessions", "--max-processes",
          "--log-level", "--sandbox-max-ptys"]
 
 
-def run_bin(*args, timeout=20, input=None):
+def run_bin(*args, timeout=60, input=None):
     if not os.access(UEXEC_BIN, os.X_OK):
         pytest.fail("uexec binary not found: %s" % UEXEC_BIN)
     return subprocess.run([UEXEC_BIN, *args], capture_output=True, timeout=timeout, input=input)
@@ -90,7 +90,7 @@ def test_stdio_round_trip_and_exit_on_eof(tmp_path, listen):
         reply = c.wait_reply(-1)
         assert reply["error"]["code"] == -32600
         proc.stdin.close()
-        assert proc.wait(20) == 0
+        assert proc.wait(60) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -115,7 +115,7 @@ def test_stdio_stdout_is_only_json(tmp_path):
         c.initialize()
         assert c.result("environment/status", None) == {"status": "ready"}
         proc.stdin.close()
-        assert proc.wait(20) == 0
+        assert proc.wait(60) == 0
         rest = t._buf + proc.stdout.read()
     finally:
         if proc.poll() is None:
@@ -137,7 +137,7 @@ def test_stdio_input_before_eof_is_processed(tmp_path):
             {"id": 2, "method": "environment/status", "params": None}]
     data = "".join(json.dumps(r) + "\n" for r in reqs).encode()
     r = subprocess.run([UEXEC_BIN, "--listen", "stdio"], input=data,
-                       capture_output=True, timeout=20)
+                       capture_output=True, timeout=60)
     assert r.returncode == 0
     msgs = [json.loads(l) for l in r.stdout.split(b"\n") if l]
     assert [m.get("id") for m in msgs] == [1, 2]
@@ -161,7 +161,7 @@ def test_stdio_process_output_before_eof(tmp_path):
         assert c.terminate("cat") == {"running": True}
         assert c.collect("cat").exit_code == 137
         proc.stdin.close()
-        assert proc.wait(20) == 0
+        assert proc.wait(60) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -202,7 +202,7 @@ def test_stdio_exits_at_eof_when_stdout_is_never_read(tmp_path):
                    what="the flood to outgrow the server's stdout pipe")
         assert pid_alive(pid)
         proc.stdin.close()
-        assert proc.wait(30) == 0
+        assert proc.wait(60) == 0
         wait_until(lambda: not pid_alive(pid), what="the flooding process to be killed")
     finally:
         if proc.poll() is None:
@@ -212,6 +212,17 @@ def test_stdio_exits_at_eof_when_stdout_is_never_read(tmp_path):
     stderr = (tmp_path / "stderr").read_bytes()
     assert b"stopped reading while closing" in stderr, stderr[-2000:]
     assert not any(m in stderr for m in SANITIZER_MARKERS), stderr[-2000:]
+
+
+def pipe_fds(pid):
+    """How many pipes process pid holds open."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("pipe:")
+        except OSError:
+            pass
+    return n
 
 
 @needs_server
@@ -231,11 +242,15 @@ def test_stdio_slow_reader_at_eof_gets_everything(tmp_path):
         c = RpcClient(t)
         c.initialize()
         n = 2 << 20
+        base_pipes = pipe_fds(proc.pid)
         c.start("h", ["/usr/bin/head", "-c", str(n), "/dev/zero"],
                 env={"PATH": "/usr/bin:/bin"})
-        # all of it produced (and queued in the server) before stdin closes: what is
-        # queued at the end of input is delivered, what comes later is not
-        wait_until(lambda: not children_of(proc.pid), what="head to finish")
+        # all of it produced and queued in the server before stdin closes: what is queued
+        # at the end of input is delivered, what comes later is not. head's exit is not
+        # enough (the server may not have read its pipe to the end yet): the server closes
+        # the pipes once it read them to their end, so its pipe fds are back to before.
+        wait_until(lambda: not children_of(proc.pid) and pipe_fds(proc.pid) == base_pipes,
+                   what="head to finish and the server to read all of its output")
         proc.stdin.close()
         os.set_blocking(proc.stdout.fileno(), True)
         data = t._buf
@@ -245,7 +260,7 @@ def test_stdio_slow_reader_at_eof_gets_everything(tmp_path):
                 break
             data += chunk
             time.sleep(0.05)  # 640 KiB/s: the 2.7 MB of messages take ~4 s, 40 ticks
-        assert proc.wait(30) == 0
+        assert proc.wait(60) == 0
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import wsclient
 from wsclient import ConnectionClosed
 
 # the programs this module's processes run (skipped, with the names, where missing)
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.needs_programs("/bin/true")
 PARSE_PREFIX = "failed to parse websocket JSON-RPC message from exec-server websocket %s: "
 
 
-def raw_reply(c, text, timeout=20):
+def raw_reply(c, text, timeout=wsclient.DEFAULT_TIMEOUT):
     """Send raw text, return the next message (ordered dict) and its raw text."""
     c.ws.send_text(text)
     op, payload = c.ws.recv_message(timeout)

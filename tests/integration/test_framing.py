@@ -6,6 +6,7 @@ import struct
 
 import pytest
 
+import wsclient
 from wsclient import (OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT,
                       ConnectionClosed, WebSocket)
 
@@ -16,7 +17,7 @@ def status_reply(i):
     return {"id": i, "result": {"status": "ready"}}
 
 
-def recv_json(ws, timeout=20):
+def recv_json(ws, timeout=wsclient.DEFAULT_TIMEOUT):
     op, payload = ws.recv_message(timeout)
     assert op == OP_TEXT, "server must answer with text frames (§1.3)"
     return json.loads(payload)
@@ -33,7 +34,7 @@ def ws(server):
     w.abort()
 
 
-def assert_closed(ws, allowed_codes, timeout=20):
+def assert_closed(ws, allowed_codes, timeout=wsclient.DEFAULT_TIMEOUT):
     """Server must close: either a Close frame with one of allowed_codes, or EOF."""
     how, code = ws.wait_closed(timeout)
     if how == "close":
@@ -217,7 +218,7 @@ def test_server_pings_periodically_and_does_not_need_pongs(server_factory):
     # wait for 2 pings without answering them
     got = 0
     while got < 2:
-        f = ws.recv_frame(20)
+        f = ws.recv_frame()
         if f.opcode == OP_PING:
             assert f.payload == b""
             got += 1
@@ -300,7 +301,7 @@ def test_close_code_payload_is_two_bytes_plus_reason(ws):
     ws.send_close(4000, b"custom")
     f = None
     while True:
-        f = ws.recv_frame(20)
+        f = ws.recv_frame()
         if f.opcode == OP_CLOSE:
             break
     assert len(f.payload) >= 2

@@ -5,7 +5,6 @@ fs/readFile and fs/writeFile refuse under a sandbox, fs/open refuses with the sa
 
 import base64
 import os
-import time
 
 import pytest
 
@@ -315,12 +314,13 @@ def test_no_fd_or_helper_leaks(server, area):
         c.result("fs/close", {"handleId": "a%d" % i})
     assert fd_count(server.pid) >= base + 7
     c.ws.abort()  # a0..a2 closed, the rest dropped with the connection
-    wait_until(lambda: fd_count(server.pid) == base, timeout=10)
+    wait_until(lambda: fd_count(server.pid) == base, what="the fds of the start")
     d = server.connect()
     for i in range(8):
         d.request("fs/open", {"handleId": "o%d" % i, "path": p, "sandbox": sb})
     d.ws.abort()  # the helpers are still running
-    wait_until(lambda: not _helpers(server.pid) and fd_count(server.pid) == base, timeout=20)
+    wait_until(lambda: not _helpers(server.pid) and fd_count(server.pid) == base,
+               what="no helper and the fds of the start")
     assert warm.result("fs/getMetadata", {"path": p})["isFile"]
     warm.ws.abort()
 
@@ -333,7 +333,6 @@ def test_handle_outlives_its_file_name_and_the_helper(sclient, area):
     p.write_bytes(b"moving\n")
     sclient.result("fs/open", {"handleId": "m", "path": file_uri(p), "sandbox": sb})
     os.rename(p, area / "outside" / "moved.txt")
-    time.sleep(0.05)
     assert unb64(sclient.result("fs/readBlock", {"handleId": "m", "offset": 0, "len": 64})[
         "chunk"]) == b"moving\n"
     sclient.result("fs/close", {"handleId": "m"})

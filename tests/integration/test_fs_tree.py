@@ -1063,26 +1063,30 @@ def test_busy_when_too_many_jobs(server, tmp_path):
 
 
 def test_walk_100k_tree_does_not_stall_long_poll(server, tmp_path):
-    """§6.21 + architecture: walks of a 100 000-file tree run in the worker pool while
-    another connection's process/read long poll is woken by output and answers."""
+    """§6.21 + architecture: walks of a 100 000-file tree run in the worker pool while a
+    process/read long poll is woken by output and answers. Shown by order on one
+    connection: the write that wakes the poll is sent after the six walks, and the poll's
+    answer still comes before the last walk's (a loop that ran the walks itself would
+    read the write only after them)."""
     root = tmp_path / "huge"
     for i in range(100):
         touch_many(root / ("d%03d" % i), ("f%04d" % k for k in range(1000)))
     a = server.connect()
-    b = server.connect()
-    b.start("lp", ["/bin/sh", "-c", "read x; echo got-$x; sleep 30"], env={"PATH": "/usr/bin:/bin"},
-            pipeStdin=True)
-    poll = b.request("process/read", {"processId": "lp", "waitMs": 60000})
+    a.start("lp", ["/bin/sh", "-c", "read x; echo got-$x; sleep 1000"],
+            env={"PATH": "/usr/bin:/bin"}, pipeStdin=True)
+    poll = a.request("process/read", {"processId": "lp", "waitMs": 600000})
     walks = [a.request("fs/walk", {"path": U(root), "options": opts(
         maxDepth=64, maxDirectories=10000, maxEntries=50000)}) for _ in range(6)]
-    b.write("lp", b"go\n", "w1")
-    res = b.wait_reply(poll, timeout=60)["result"]
+    write = a.request("process/write", {"processId": "lp", "chunk": wsclient.b64(b"go\n"),
+                                        "writeId": "w1"})
+    res = a.wait_reply(poll, timeout=120)["result"]
     assert b"".join(wsclient.unb64(ch["chunk"]) for ch in res["chunks"]) == b"got-go\n"
+    assert a.wait_reply(write)["result"] == {"status": "accepted"}
+    assert not all(a.has_reply(i) for i in walks), "every walk answered before the poll"
     for i in walks:
         r = a.wait_reply(i, timeout=120)["result"]
         assert len(r["entries"]) == 50000 and r["truncated"] is True
         assert r["entries"][0] == {"path": U(root / "d000"), "kind": "directory"}
         assert r["entries"][100] == {"path": U(root / "d000" / "f0000"), "kind": "file"}
-    b.terminate("lp")
+    a.terminate("lp")
     a.ws.abort()
-    b.ws.abort()

@@ -3,9 +3,12 @@
 p09_watch.out, p05/p06 decoding texts, p08 permissions, the real-client
 transcripts realclient/basic-*.jsonl).
 
-"Does not fire" is checked without fixed sleeps for correctness: after the
-harmless change the test waits a short bounded time, then makes a real change
-and checks that exactly the expected notification arrives."""
+"Does not fire" is checked by ordering, without any wait: one inotify instance serves
+the whole server and handles the kernel's events in order, sending a fire at once; a
+probe connection's watch on a fresh name, created after the harmless change, fires
+only once that change has been handled, and a reply on the tested connection to a
+request sent after that follows whatever the change made the server send there
+(quiet())."""
 
 import os
 import shutil
@@ -18,14 +21,13 @@ import pytest
 
 import wsclient
 import conftest
-from conftest import SANITIZER_MARKERS, wait_until
+from conftest import EVENT_TIMEOUT, SANITIZER_MARKERS, wait_until
 from wsclient import file_uri
 
 # the programs this module's processes run (skipped, with the names, where missing)
 pytestmark = pytest.mark.needs_programs("/bin/sh")
 
-FIRE_TIMEOUT = 10.0   # the reference fires within ~45 ms; be generous under ASan/load
-QUIET = 0.5           # bounded wait for "nothing more arrives"
+FIRE_TIMEOUT = EVENT_TIMEOUT   # the reference fires within ~45 ms; ASan on a loaded host
 METHOD = "fs/missingChanged"
 _ABSENT = object()
 
@@ -60,9 +62,23 @@ def changed(c, timeout=FIRE_TIMEOUT):
     return m["params"]["watchId"]
 
 
-def quiet(c, t=QUIET):
-    """No fs/missingChanged arrives within t seconds."""
-    got = [m for m in c.drain_notifications(t) if m["method"] == METHOD]
+def quiet(c):
+    """No fs/missingChanged on c for any change made before: ordered, not timed (see the
+    module's docstring). A probe connection watches a fresh name and creates it; its fire
+    comes once the server has handled every earlier inotify event; then c's reply to a
+    request comes after whatever those events made the server send to c."""
+    probe = wsclient.connect(c.url)
+    d = tempfile.mkdtemp(prefix="uexec-quiet-")
+    try:
+        os.chmod(d, 0o755)     # a server that is not root watches it too
+        assert watch(probe, 1, [os.path.join(d, "m")]) is True
+        touch(os.path.join(d, "m"))
+        assert changed(probe) == 1
+    finally:
+        probe.ws.abort()
+        shutil.rmtree(d, ignore_errors=True)
+    assert c.result("environment/status", None) == {"status": "ready"}
+    got = [m for m in c.drain_notifications() if m["method"] == METHOD]
     assert got == [], got
 
 
@@ -457,7 +473,7 @@ def test_two_connections_independent(shared_server, tmp_path):
         touch(tmp_path / "x2")
         assert changed(b) == 1
         quiet(a)
-        quiet(b, 0.1)
+        quiet(b)
     finally:
         a.ws.abort()
         b.ws.abort()
@@ -509,14 +525,14 @@ def test_closing_connection_removes_watch(server, tmp_path, how):
             a.ws.abort()
         else:
             a.ws.close()
-        wait_until(lambda: not inotify_wds(server.pid), timeout=10,
+        wait_until(lambda: not inotify_wds(server.pid),
                    what="the inotify watches to be removed")
         touch(tmp_path / "y")
         quiet(other)
         assert watch(other, 1, [tmp_path / "z"]) is True
         touch(tmp_path / "z")
         expect_only(other, 1)
-        wait_until(lambda: not inotify_wds(server.pid), timeout=10,
+        wait_until(lambda: not inotify_wds(server.pid),
                    what="the fired watch's inotify watches to be removed")
     finally:
         a.ws.abort()
@@ -531,11 +547,11 @@ def test_fired_and_replaced_watches_release_kernel_watches(server, tmp_path):
         assert watch(c, 1, [tmp_path / "a"], tmp_path / "d") is True
         assert len(inotify_wds(server.pid)) == 2               # tmp_path, d itself
         assert watch(c, 2, [tmp_path / "d" / "sub" / "x"]) is True
-        wait_until(lambda: len(inotify_wds(server.pid)) == 1, timeout=10,
+        wait_until(lambda: len(inotify_wds(server.pid)) == 1,
                    what="the replaced watch's kernel watches to go")
         (tmp_path / "d" / "sub").mkdir()
         assert changed(c) == 2
-        wait_until(lambda: not inotify_wds(server.pid), timeout=10,
+        wait_until(lambda: not inotify_wds(server.pid),
                    what="the fired watch's kernel watches to go")
     finally:
         c.ws.abort()
@@ -548,7 +564,7 @@ def test_watch_not_restored_on_resume(server, tmp_path):
     sid = a.init_result["sessionId"]
     assert watch(a, 31, [tmp_path / "after-close"]) is True
     a.ws.abort()
-    wait_until(lambda: not inotify_wds(server.pid), timeout=10, what="watch removal")
+    wait_until(lambda: not inotify_wds(server.pid), what="watch removal")
     b = server.connect(initialize=False)
     try:
         assert b.initialize(resume=sid)["sessionId"] == sid
@@ -647,7 +663,7 @@ def _start_unprivileged(logdir):
                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd="/",
                             start_new_session=True)
     url = None
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + EVENT_TIMEOUT
     while url is None:
         with open(out.name, "rb") as f:
             data = f.read()
@@ -687,7 +703,7 @@ def test_eacces_on_ancestor_is_watching_false(tmp_path):
             c.ws.abort()
         proc.send_signal(signal.SIGTERM)
         try:
-            rc = proc.wait(15)
+            rc = proc.wait(EVENT_TIMEOUT)
         except subprocess.TimeoutExpired:
             proc.kill()
             rc = proc.wait()

@@ -6,8 +6,8 @@ and on queued events, an overflow event instead of silent loss, a limit on watch
 connection, and watches that end with their connection without leaving a kernel watch.
 
 Sequences are checked exactly where inotify fixes them (one writer, changes made one after
-the other); "nothing more" is a bounded wait followed by a real change that must arrive
-next."""
+the other); "nothing more" is checked by ordering, without waiting: a marker file created
+afterwards must be the next thing reported (quiet())."""
 
 import collections
 import os
@@ -19,12 +19,11 @@ import pytest
 
 import conftest
 import wsclient
-from conftest import fd_count, wait_until
+from conftest import EVENT_TIMEOUT, fd_count, wait_until
 from wsclient import file_uri as U
 
 METHOD = "fs/changed"
-TIMEOUT = 10.0
-QUIET = 0.4
+TIMEOUT = EVENT_TIMEOUT
 
 
 # ---- helpers
@@ -82,15 +81,34 @@ def expect(c, wid, want):
     return got
 
 
-def quiet(c, t=QUIET, rescanned=()):
-    """Nothing more comes. `rescanned`: paths reported as created by a scan of a new
-    directory, which README "Protocol extensions" allows to come once more (an entry made
-    while its directory was being read is also in the kernel's queue); only such a repeat
-    is tolerated."""
-    got = [m for m in c.drain_notifications(t) if m["method"] == METHOD]
-    extra = [e for m in got for e in m["params"]["events"]
-             if not (e["kind"] == "created" and e["path"] in rescanned)]
-    assert extra == [], got
+def quiet(c, marker, wid, rescanned=(), via=None):
+    """Nothing more comes to c for the changes made before: ordered, not timed. marker: a
+    new file to create inside watch wid of connection `via` (c by default). inotify
+    queues its creation after every earlier change; the server handles the kernel's
+    events in that order (one instance for all watches) and sends each batch's events
+    before it reads the next requests. So once the marker's `created` came on via, what
+    the earlier changes made the server send to via came before it, and to c (when it
+    is another connection) before c's reply to a request sent after it. `rescanned`:
+    paths reported as created by a scan of a new directory, which README "Protocol
+    extensions" allows to come once more (an entry made while its directory was being
+    read is also in the kernel's queue); only such a repeat is tolerated."""
+    via = via or c
+    open(marker, "w").close()                  # created, not modified
+    mark = ev("created", marker)
+    before = []
+    while True:
+        m = via.next_notification(METHOD, timeout=TIMEOUT)
+        evs = m["params"]["events"]
+        if m["params"]["watchId"] == wid and mark in evs:
+            before += evs[:evs.index(mark)] + evs[evs.index(mark) + 1:]
+            break
+        before += evs
+    if via is not c:
+        assert c.result("environment/status", None) == {"status": "ready"}
+        before = [e for m in c.drain_notifications() if m["method"] == METHOD
+                  for e in m["params"]["events"]]
+    extra = [e for e in before if not (e["kind"] == "created" and e["path"] in rescanned)]
+    assert extra == [], before
 
 
 def inotify_wds(pid):
@@ -109,6 +127,19 @@ def inotify_wds(pid):
 def write(path, data="x"):
     with open(path, "w") as f:
         f.write(data)
+
+
+def quiet_marker(c, marker, wid):
+    """Creates marker inside watch wid of c and returns every fs/changed event that came
+    on c before its `created` (the events of every earlier change: see quiet())."""
+    open(marker, "w").close()
+    mark, before = ev("created", marker), []
+    while True:
+        m = c.next_notification(METHOD, timeout=TIMEOUT)
+        evs = m["params"]["events"]
+        if m["params"]["watchId"] == wid and mark in evs:
+            return before + evs[:evs.index(mark)]
+        before += evs
 
 
 # ---- the extension is advertised
@@ -150,7 +181,7 @@ def test_tree_sequence_with_new_subdirectory(sclient, tmp_path):
                           ev("modified", root / "old" / "deep")])
     shutil.rmtree(root / "old")
     expect(sclient, wid, [ev("deleted", root / "old" / "deep"), ev("deleted", root / "old", True)])
-    quiet(sclient)
+    quiet(sclient, root / "quiet", wid)
 
 
 def test_new_nested_tree_is_reported_whole(sclient, tmp_path):
@@ -176,7 +207,7 @@ def test_new_nested_tree_is_reported_whole(sclient, tmp_path):
             U(root / "x" / "y" / "z" / "leaf")}
     got = events(sclient, wid, lambda g: want <= {e["path"] for e in g})
     assert {e["path"] for e in got} <= want and got[0] == ev("created", root / "x", True)
-    quiet(sclient, rescanned=want)
+    quiet(sclient, root / "quiet", wid, rescanned=want)
     # the moved-in and nested directories are watched now
     write(root / "in" / "a" / "b" / "new")
     expect(sclient, wid, [ev("created", root / "in" / "a" / "b" / "new"),
@@ -190,7 +221,7 @@ def test_moved_out_of_the_tree_is_deleted_and_unwatched(sclient, tmp_path):
     os.rename(root / "d", tmp_path / "outside")
     expect(sclient, wid, [ev("deleted", root / "d", True)])
     write(tmp_path / "outside" / "f")          # no longer in the tree
-    quiet(sclient)
+    quiet(sclient, root / "quiet", wid)
     write(root / "still")
     expect(sclient, wid, [ev("created", root / "still"), ev("modified", root / "still")])
 
@@ -203,7 +234,7 @@ def test_not_recursive_sees_direct_entries_only(sclient, tmp_path):
     os.mkdir(root / "new")
     expect(sclient, wid, [ev("created", root / "new", True)])
     write(root / "new" / "inner")
-    quiet(sclient)
+    quiet(sclient, root / "quiet", wid)
     os.unlink(root / "new" / "inner")
     os.rmdir(root / "new")
     expect(sclient, wid, [ev("deleted", root / "new", True)])
@@ -229,7 +260,7 @@ def test_file_watch(sclient, tmp_path):
     expect(sclient, wid, [ev("created", f), ev("modified", f)])
     os.rename(f, tmp_path / "elsewhere")
     expect(sclient, wid, [ev("renamed", tmp_path / "elsewhere", old=f)])
-    quiet(sclient)
+    quiet(sclient, f, wid)                     # the watched name itself is the marker
 
 
 def test_root_removed_ends_the_watch(server, tmp_path):
@@ -247,7 +278,7 @@ def test_root_removed_ends_the_watch(server, tmp_path):
                        {"kind": "ended", "reason": "deleted"}]
         assert c.error("fs/unwatch", {"watchId": wid}) == {
             "code": -32600, "message": "unknown watch id %d" % wid}
-        wait_until(lambda: not inotify_wds(server.pid), timeout=10, what="no kernel watch")
+        wait_until(lambda: not inotify_wds(server.pid), what="no kernel watch")
         root.mkdir()
         wid2 = watch(c, root)
         os.rename(root, tmp_path / "moved")
@@ -281,7 +312,7 @@ def test_two_watches_on_one_tree_and_watch_missing_share_the_instance(server, tm
         expect(b, wb, [ev("created", root / "n"), ev("modified", root / "n")])
         assert b.next_notification("fs/missingChanged", timeout=TIMEOUT)["params"] == {
             "watchId": 2}
-        quiet(a)
+        quiet(a, root / "quiet", wb, via=b)
     finally:
         a.ws.abort()
         b.ws.abort()
@@ -302,10 +333,14 @@ def test_large_tree_installs_in_steps(server, tmp_path):
     try:
         gone.request("fs/watch", {"path": U(root), "recursive": True})
         rid = a.request("fs/watch", {"path": U(root), "recursive": True, "maxDirectories": 900})
+        sid = a.request("environment/status", {})   # right behind it on the same connection
         gone.ws.abort()
         assert b.result("environment/status", {}) is not None
         write(root / "a0" / "b0" / "during")
         res = a.wait_reply(rid, timeout=60)
+        # answered while the install ran: before it, though asked after it
+        replies = [m.get("id") for m in a.log if m.get("id") in (rid, sid)]
+        assert replies == [sid, rid], replies
         assert list(res["result"]) == ["watchId"], res
         wid = res["result"]["watchId"]
         write(root / "a39" / "b19" / "deep")
@@ -319,13 +354,13 @@ def test_large_tree_installs_in_steps(server, tmp_path):
                  (m.get("method") == METHOD and m["params"]["watchId"] == wid)]
         assert order[0].get("id") == rid
         # 1 + 40 + 800 directories: one kernel watch each, the aborted install's are gone
-        wait_until(lambda: len(inotify_wds(server.pid)) == 841, timeout=10,
+        wait_until(lambda: len(inotify_wds(server.pid)) == 841,
                    what="only the installed watch's kernel watches")
     finally:
         a.ws.abort()
         b.ws.abort()
         gone.ws.abort()
-    wait_until(lambda: not inotify_wds(server.pid), timeout=10, what="no kernel watch")
+    wait_until(lambda: not inotify_wds(server.pid), what="no kernel watch")
 
 
 # ---- limits and overflow
@@ -374,7 +409,12 @@ def test_queue_bound_overflow_event(server_factory, tmp_path):
     big enough to fill the socket buffers quickly."""
     srv = server_factory("--max-queued-bytes", "65536")
     c = srv.connect()
+    probe = srv.connect()
     try:
+        # the probe's watch tells when the server has read the renames (see below)
+        beacon = tmp_path / "beacon"
+        beacon.mkdir()
+        bid = watch(probe, beacon)
         root = tmp_path / ("d" * 200) / ("e" * 200) / ("f" * 200)
         root.mkdir(parents=True)
         a, b = root / ("a" * 200), root / ("b" * 200)
@@ -384,11 +424,14 @@ def test_queue_bound_overflow_event(server_factory, tmp_path):
         for _ in range(n):
             os.rename(a, b)
             os.rename(b, a)
-        time.sleep(0.5)                     # the server reads them all while we do not read
-        got = events(c, wid, lambda g: any(e["kind"] == "overflow" for e in g), timeout=30)
+        # The server reads them all while c does not read: the kernel queues the beacon's
+        # creation after them, and the server handles its events in order, so the probe
+        # hears of the beacon once every rename has been handled (queued for c, or dropped).
+        open(beacon / "m", "w").close()
+        expect(probe, bid, [ev("created", beacon / "m")])
+        got = events(c, wid, lambda g: any(e["kind"] == "overflow" for e in g))
         open(root / "after", "w").close()   # the watch goes on after the drain
-        got += events(c, wid, lambda g: any(e.get("path") == U(root / "after") for e in g),
-                      timeout=30)
+        got += events(c, wid, lambda g: any(e.get("path") == U(root / "after") for e in g))
         assert got[-1] == ev("created", root / "after")
         got = got[:-1]
         marks = [i for i, e in enumerate(got) if e["kind"] == "overflow"]
@@ -414,6 +457,7 @@ def test_queue_bound_overflow_event(server_factory, tmp_path):
             assert segs[-1][-1] == real[-1]      # the last rename was not lost
     finally:
         c.ws.abort()
+        probe.ws.abort()
 
 
 def test_kernel_queue_overflow(server, tmp_path):
@@ -446,8 +490,9 @@ def test_kernel_queue_overflow(server, tmp_path):
         # fs/watchMissing: its anchor's event was lost too; the re-check fires it
         assert c.next_notification("fs/missingChanged", timeout=TIMEOUT)["params"] == {
             "watchId": 1}
-        c.drain_notifications(0.5)
-        write(root / "late" / "x")           # watched again after the re-scan
+        # the re-scan reports `late` and its entries as it finds them: x, whether made
+        # before or after the scan reached `late`, is reported as created
+        write(root / "late" / "x")
         got = events(c, wid, lambda g: any(e.get("path") == U(root / "late" / "x") for e in g))
         assert ev("created", root / "late" / "x") in got
     finally:
@@ -495,7 +540,7 @@ def test_watches_per_connection_limit_and_unwatch(server, tmp_path):
         assert c.result("fs/unwatch", {"watchId": 3}) == {}
         assert len(inotify_wds(server.pid)) == 15
         write(dirs[2] / "unwatched")
-        quiet(c)
+        quiet(c, dirs[0] / "quiet", ids[0])
         assert watch(c, dirs[16]) == 17
         assert c.error("fs/unwatch", {"watchId": 3}) == {
             "code": -32600, "message": "unknown watch id 3"}
@@ -518,7 +563,7 @@ def test_no_leaks_after_disconnect(server, tmp_path, how):
     first = server.connect()
     watch(first, root)                      # the instance is opened once, then kept
     first.ws.abort()
-    wait_until(lambda: not inotify_wds(server.pid), timeout=10, what="no kernel watch")
+    wait_until(lambda: not inotify_wds(server.pid), what="no kernel watch")
     other = server.connect()
     base_fds = fd_count(server.pid)
     c = server.connect()
@@ -529,11 +574,11 @@ def test_no_leaks_after_disconnect(server, tmp_path, how):
         c.ws.abort()
     else:
         c.ws.close()
-    wait_until(lambda: not inotify_wds(server.pid), timeout=10, what="the kernel watches to go")
-    wait_until(lambda: fd_count(server.pid) == base_fds, timeout=10, what="the fds to go")
+    wait_until(lambda: not inotify_wds(server.pid), what="the kernel watches to go")
+    wait_until(lambda: fd_count(server.pid) == base_fds, what="the fds to go")
+    wid = watch(other, root)                # direct entries only: d0/f is not one
     write(root / "d0" / "f")
-    quiet(other)
-    wid = watch(other, root)
+    quiet(other, root / "quiet", wid)
     write(root / "g")
     expect(other, wid, [ev("created", root / "g"), ev("modified", root / "g")])
     other.ws.abort()
@@ -615,10 +660,14 @@ def test_directory_swapped_for_a_symlink_is_never_followed(server, tmp_path):
         r = c.call("fs/watch", {"path": U(root), "recursive": True, "maxDirectories": 8192},
                    timeout=60)
         assert list(r.get("result", {})) == ["watchId"], r
+        wid = r["result"]["watchId"]
+        # (the exchanges go on a moment with the watch installed: its events are handled
+        # while the names keep swapping; the checks below do not depend on how long)
         time.sleep(0.3)
         stop.write_text("")
-        assert sw.wait(timeout=30) == 0
-        c.drain_notifications(0.5)
+        assert sw.wait(timeout=EVENT_TIMEOUT) == 0
+        # every event of the exchanges handled (ordered by a marker made after them)
+        quiet_marker(c, root / "m1", wid)
         assert (root / "a").is_dir() and (root / "alt").is_symlink()
         held = {int(ln.split("ino:")[1].split()[0], 16) for ln in inotify_wds(server.pid)}
         assert held, "the watch holds kernel watches"
@@ -626,12 +675,11 @@ def test_directory_swapped_for_a_symlink_is_never_followed(server, tmp_path):
         # and nothing written outside is reported as part of the tree
         for i in range(n_sub):
             write(outside / ("b%d" % i) / "deep" / "x")
-        got = [e for m in c.drain_notifications(1.0) if m["method"] == METHOD
-               for e in m["params"]["events"]]
+        got = quiet_marker(c, root / "m2", wid)    # what those writes caused came before
         assert not [e for e in got if "/deep" in e.get("path", "")], got
     finally:
         stop.write_text("")
-        sw.wait(timeout=30)
+        sw.wait(timeout=EVENT_TIMEOUT)
         c.ws.abort()
 
 

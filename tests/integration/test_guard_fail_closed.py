@@ -32,7 +32,7 @@ try:
     print("token=readable")
 except OSError as e:
     print("token=%s" % type(e).__name__)
-s = socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=5)
+s = socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=60)
 s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
 print("status=" + s.recv(4096).split(b"\r\n")[0].decode())

@@ -63,7 +63,7 @@ def installed(tmp_path_factory):
 
 def help_options():
     out = subprocess.run([UEXEC_BIN, "--help"], capture_output=True, check=True,
-                         timeout=20).stdout.decode()
+                         timeout=60).stdout.decode()
     return set(re.findall(r"^\s+(?:-h, )?(--[a-z][a-z0-9-]+)", out, re.M))
 
 
@@ -80,7 +80,7 @@ def test_install_lists_the_expected_files(installed):
     for exe in (path(o["bindir"], "uexec"), path(o["libexecdir"], "uexec-init")):
         assert os.access(exe, os.X_OK), exe
     p = subprocess.run([path(o["bindir"], "uexec"), "--version"], capture_output=True,
-                       timeout=20)
+                       timeout=60)
     assert p.returncode == 0 and p.stdout.startswith(b"uexec ")
 
 
@@ -89,7 +89,7 @@ def test_uexec_looks_for_uexec_init_where_it_is_installed(installed):
     o = installed["opts"]
     libexec = os.path.join(installed["prefix"], o["libexecdir"])
     out = subprocess.run([installed["path"](o["bindir"], "uexec"), "--help"],
-                         capture_output=True, timeout=20).stdout.decode()
+                         capture_output=True, timeout=60).stdout.decode()
     assert re.search(r"next to the uexec binary or in\s+%s;" % re.escape(libexec), out), out
     assert os.path.isfile(installed["path"](o["libexecdir"], "uexec-init"))
 
@@ -176,7 +176,7 @@ def _seccomp_refusing(name, err):
 @pytest.mark.parametrize("err", [errno.EPERM, errno.ENOSYS])
 def test_refused_io_uring_gives_an_actionable_error(err):
     p = subprocess.run([UEXEC_BIN, "--listen", "ws://127.0.0.1:0"], capture_output=True,
-                       preexec_fn=_seccomp_refusing("io_uring_setup", err), timeout=30,
+                       preexec_fn=_seccomp_refusing("io_uring_setup", err), timeout=60,
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 1, (p.returncode, p.stderr)
     msg = p.stderr.decode()
@@ -198,7 +198,7 @@ def test_seccomp_delta_merges_into_a_docker_profile(tmp_path):
                           "excludes": {"caps": ["CAP_SYS_ADMIN"]}}]}
     (tmp_path / "default.json").write_text(json.dumps(base))
     p = subprocess.run([sys.executable, os.path.join(DIST, "docker", "seccomp-merge.py"),
-                        str(tmp_path / "default.json")], capture_output=True, timeout=30)
+                        str(tmp_path / "default.json")], capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
     merged = json.loads(p.stdout)
     assert merged["defaultAction"] == "SCMP_ACT_ERRNO" and merged["syscalls"][:2] == base["syscalls"]
@@ -207,5 +207,5 @@ def test_seccomp_delta_merges_into_a_docker_profile(tmp_path):
     assert all(r["action"] == "SCMP_ACT_ALLOW" for r in merged["syscalls"][2:])
     bad = subprocess.run([sys.executable, os.path.join(DIST, "docker", "seccomp-merge.py"),
                           os.path.join(DIST, "docker", "seccomp-io_uring.json")],
-                         capture_output=True, timeout=30)
+                         capture_output=True, timeout=60)
     assert bad.returncode == 1 and b"not a Docker seccomp profile" in bad.stderr

@@ -113,7 +113,7 @@ def test_initialized_repeated_is_ignored(fresh):
 def test_initialized_before_initialize_closes(fresh):
     """§2.1: initialized before initialize closes the connection."""
     fresh.notify("initialized", {})
-    how, _ = fresh.ws.wait_closed(20)
+    how, _ = fresh.ws.wait_closed()
     assert how in ("close", "eof")
 
 

@@ -65,7 +65,7 @@ def test_max_sessions_resume_allowed(server_factory):
     a = srv.connect()
     sid = a.init_result["sessionId"]
     a.ws.close()
-    a.ws.wait_closed(20)
+    a.ws.wait_closed()
     b = srv.connect(initialize=False)
     assert b.initialize(resume=sid)["sessionId"] == sid
     b.ws.abort()
@@ -78,7 +78,7 @@ def _session_gone(srv, sid):
         return err is not None and err["code"] == -32600
     finally:
         c.ws.close()
-        c.ws.wait_closed(20)
+        c.ws.wait_closed()
 
 
 def test_no_fd_or_zombie_leak_after_50_processes(server_factory):
@@ -91,8 +91,8 @@ def test_no_fd_or_zombie_leak_after_50_processes(server_factory):
     w.run("warm", ["/bin/true"])
     w.run("warmpty", ["/bin/true"], tty=True)
     w.ws.close()
-    w.ws.wait_closed(20)
-    wait_until(lambda: _session_gone(srv, sid), timeout=20, interval=0.6,
+    w.ws.wait_closed()
+    wait_until(lambda: _session_gone(srv, sid), interval=0.6,
                what="the warm-up session to expire")
     base = settled_fd_count(srv.pid, 0.5, 20)
 
@@ -119,14 +119,14 @@ def test_no_fd_or_zombie_leak_after_50_processes(server_factory):
             n += 1
         if conn % 2:
             c.ws.close()
-            c.ws.wait_closed(20)
+            c.ws.wait_closed()
         else:
             c.ws.abort()
     assert n == 50
 
-    wait_until(lambda: settled_fd_count(srv.pid, 0.5, 5) <= base, timeout=30,
+    wait_until(lambda: settled_fd_count(srv.pid, 0.5, 5) <= base,
                what="fd count to return to baseline %d (now %d)" % (base, fd_count(srv.pid)))
-    wait_until(lambda: not children_of(srv.pid), timeout=20,
+    wait_until(lambda: not children_of(srv.pid),
                what="no children of the server (left: %r)" % children_of(srv.pid))
 
 
@@ -139,7 +139,7 @@ def test_no_zombies_after_kill(server):
         c.terminate("z%d" % i)
         c.collect("z%d" % i)
     wait_until(lambda: "Z" not in children_of(server.pid).values() and
-               not children_of(server.pid), timeout=20, what="children to be reaped")
+               not children_of(server.pid), what="children to be reaped")
     c.ws.abort()
 
 
@@ -149,16 +149,16 @@ def test_many_connections_do_not_leak_fds(server_factory):
     c = srv.connect()
     sid = c.init_result["sessionId"]
     c.ws.abort()
-    wait_until(lambda: _session_gone(srv, sid), timeout=20, interval=0.5,
+    wait_until(lambda: _session_gone(srv, sid), interval=0.5,
                what="the warm-up session to expire")
     base = settled_fd_count(srv.pid, 0.5, 20)
     for i in range(300):
         c = srv.connect()
         if i % 3 == 0:
             c.ws.close()
-            c.ws.wait_closed(20)
+            c.ws.wait_closed()
         else:
             c.ws.abort()
-    wait_until(lambda: settled_fd_count(srv.pid, 0.5, 5) <= base, timeout=30,
+    wait_until(lambda: settled_fd_count(srv.pid, 0.5, 5) <= base,
                what="fd count back to %d" % base)
     assert os.path.exists("/proc/%d" % srv.pid)

@@ -197,7 +197,7 @@ def test_audit_log_unwritable_path_fails_start(tmp_path):
     import subprocess
     from conftest import UEXEC_BIN
     p = subprocess.run([UEXEC_BIN, "--audit-log", str(tmp_path / "no" / "such" / "dir" / "a.log")],
-                       capture_output=True, timeout=20)
+                       capture_output=True, timeout=60)
     assert p.returncode == 1
     assert b"Cannot open the audit log" in p.stderr
 
@@ -249,7 +249,7 @@ def test_audit_to_stdout_is_refused_with_stdio_transport():
     import subprocess
     from conftest import UEXEC_BIN
     p = subprocess.run([UEXEC_BIN, "--listen", "stdio", "--audit-log", "-"], capture_output=True,
-                       stdin=subprocess.DEVNULL, timeout=20)
+                       stdin=subprocess.DEVNULL, timeout=60)
     assert p.returncode == 1 and p.stdout == b""
     assert b"--listen stdio uses for the protocol" in p.stderr
 

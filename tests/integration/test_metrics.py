@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from conftest import wait_until
 from wsclient import headers_dict, http_exchange
 
 prometheus_parser = pytest.importorskip(
@@ -109,13 +110,9 @@ def test_values_move_when_a_process_runs(server):
 
     # the connection goes: its session is detached (kept for the resume window)
     c.close()
-    deadline = time.monotonic() + 10
-    while True:
-        _, s = scrape(server)
-        if v(s, "uexec_sessions", state="detached") == 1:
-            break
-        assert time.monotonic() < deadline, "session never showed as detached"
-        time.sleep(0.05)
+    s = wait_until(lambda: [s for _, s in [scrape(server)]
+                            if v(s, "uexec_sessions", state="detached") == 1],
+                   what="the session to show as detached")[0]
     assert v(s, "uexec_sessions", state="attached") == 0
 
 

@@ -4,6 +4,7 @@ import json
 import pytest
 
 import conftest
+import wsclient
 from wsclient import file_uri
 
 
@@ -12,7 +13,7 @@ def raw_reply(c, text):
     """Sends text as is; returns the reply (notifications in between are skipped)."""
     c.ws.send_text(text)
     while True:
-        msg = json.loads(c.ws.recv_text(10))
+        msg = json.loads(c.ws.recv_text(wsclient.DEFAULT_TIMEOUT))
         if "id" in msg:
             return msg
 

@@ -467,7 +467,7 @@ def test_terminate_unknown_and_finished(sclient):
 
 def test_terminate_kills_background_grandchild(sclient):
     """§6.10: the whole group dies, including a background grandchild."""
-    sclient.start("tg", sh("sleep 30 & echo $!; wait"), env=PATH_ENV)
+    sclient.start("tg", sh("sleep 1000 & echo $!; wait"), env=PATH_ENV)
     run = sclient.collect_until_output("tg", b"\n")
     gpid = int(run.stdout.split()[0])
     assert pid_alive(gpid)
@@ -485,7 +485,7 @@ def test_terminate_missing_process_id(sclient):
 
 def test_terminate_pid_gone(sclient):
     """§6.10: after terminate the child pid no longer exists."""
-    sclient.start("kpid", sh("echo $$; exec sleep 30"), env=PATH_ENV)
+    sclient.start("kpid", sh("echo $$; exec sleep 1000"), env=PATH_ENV)
     run = sclient.collect_until_output("kpid", b"\n")
     pid = int(run.stdout.split()[0])
     sclient.terminate("kpid")

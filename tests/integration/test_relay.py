@@ -34,7 +34,7 @@ def executor_cmd():
     return lambda base, env_id: [UEXEC_BIN, "--remote", base, "--environment-id", env_id]
 
 
-def _run(args, env, timeout=20):
+def _run(args, env, timeout=60):
     return subprocess.run([UEXEC_BIN] + args, env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -77,13 +77,13 @@ def test_secrets_stay_out_of_the_log(relay):
     h = relay.harness()
     bad = h.open_stream(wait=False)
     try:
-        bad.wait_reset(10)
+        bad.wait_reset(60)
     except Exception:
         pass
     relay.control(validate="401")
     bad2 = h.open_stream(wait=False)
     try:
-        bad2.next_frame(10)
+        bad2.next_frame(60)
     except Exception:
         pass
     err = relay.stderr_text()

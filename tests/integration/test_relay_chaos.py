@@ -17,7 +17,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "relay"))
 
-from conftest import (HOST, UEXEC_BIN, children_of, fd_count, start_workers,  # noqa: E402
+from conftest import (HOST, UEXEC_BIN, children_of, fd_count, settled_fd_count, start_workers,  # noqa: E402
                       uexec_has_remote, wait_until)
 from relay_cases import SHELL_PATH, relay, rpc_stream, run_echo  # noqa: E402,F401
 
@@ -55,7 +55,7 @@ def act_flood_drop(relay, h, rnd, tag):
     rpc.start(tag, ["/usr/bin/head", "-c", str(rnd.choice([1 << 16, 1 << 20, 8 << 20])),
                     "/dev/zero"], cwd=relay.work, env={"PATH": SHELL_PATH})
     for _ in range(rnd.randint(0, 6)):
-        if rpc.next_notification(timeout=20)["method"] == "process/closed":
+        if rpc.next_notification()["method"] == "process/closed":
             break
     drop(s, rnd)
 
@@ -68,7 +68,7 @@ def act_two_streams(relay, h, rnd, tag):
         rpc.start(pid, ["/bin/sh", "-c", "echo out-%s" % pid], cwd=relay.work,
                   env={"PATH": SHELL_PATH})
     for rpc, pid in ((rb, tag + "b"), (ra, tag + "a")):
-        run = rpc.collect(pid, timeout=30)
+        run = rpc.collect(pid)
         assert run.stdout == ("out-%s\n" % pid).encode() and run.exit_code == 0
     a.close()
     phys.abort()
@@ -102,9 +102,8 @@ def test_relay_chaos_soak(relay):
     pid = relay.exe.pid
     h = relay.harness()
     act_run(relay, h, random.Random(0), "warm")
-    wait_until(lambda: not children_of(pid), timeout=30, what="the warm-up process to go")
-    time.sleep(1)
-    base = fd_count(pid)
+    wait_until(lambda: not children_of(pid), what="the warm-up process to go")
+    base = settled_fd_count(pid, 1.0)   # what the warm-up left closing is closed
     deadline = time.monotonic() + seconds
     harnesses = [relay.harness() for _ in range(THREADS)]
     errors, counts, threads = start_workers(
@@ -116,11 +115,11 @@ def test_relay_chaos_soak(relay):
     assert not errors, "seed %d: %s" % (seed, errors)
     print("seed %d, actions: %s" % (seed, counts))
     assert relay.exe.poll() is None, "the executor died"
-    wait_until(lambda: not children_of(pid), timeout=30,
+    wait_until(lambda: not children_of(pid),
                what="no children (left: %r)" % children_of(pid))
     s, rpc = rpc_stream(relay, h)
     run_echo(relay, rpc, "after", "still-here")
     s.close()
     s.phys.close()
-    wait_until(lambda: fd_count(pid) == base, timeout=30,
+    wait_until(lambda: fd_count(pid) == base,
                what="the executor's fds of the start (%d)" % base)

@@ -31,8 +31,9 @@ import time
 
 import pytest
 
-from conftest import (HOST, I386_SOCKET_CODE, TESTS_DIR, X32_SOCKET_CODE, guard_cgroup, own,
-                      pid_alive, require_guard, sandbox_uid, sandboxed_ids)
+from conftest import (EVENT_TIMEOUT, HOST, I386_SOCKET_CODE, TESTS_DIR, X32_SOCKET_CODE,
+                      guard_cgroup, own, pid_alive, require_guard, sandbox_uid, sandboxed_ids,
+                      wait_until)
 from wsclient import file_uri
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
@@ -152,7 +153,7 @@ def start(client, uniq, argv, cwd, sb, tty=False, env=None, **extra):
     return pid, res
 
 
-def sh(client, uniq, script, cwd, sb, tty=False, timeout=30.0, **extra):
+def sh(client, uniq, script, cwd, sb, tty=False, timeout=EVENT_TIMEOUT, **extra):
     """Runs bash -c script; returns the ProcRun (with .start_result)."""
     pid, res = start(client, uniq, ["/bin/bash", "-c", script], cwd, sb, tty=tty, **extra)
     run = client.collect(pid, timeout)
@@ -194,7 +195,7 @@ def py(client, uniq, code, cwd, sb, **kw):
     return sh_argv(client, uniq, [PY, "-c", PRELUDE + code], cwd, sb, **kw)
 
 
-def sh_argv(client, uniq, argv, cwd, sb, timeout=30.0, **kw):
+def sh_argv(client, uniq, argv, cwd, sb, timeout=EVENT_TIMEOUT, **kw):
     pid, res = start(client, uniq, argv, cwd, sb, **kw)
     run = client.collect(pid, timeout)
     run.start_result = res
@@ -771,7 +772,7 @@ print("done")
         run = py(sclient, uniq, code, area.ws, sandbox({"type": "disabled"}))
         assert run.start_result["sandboxType"] == "linuxSeccomp"
         assert run.stdout == b"done\n", text(run)
-        lst.settimeout(5)
+        lst.settimeout(EVENT_TIMEOUT)
         conn, _ = lst.accept()
         assert conn.recv(10) == b"hi"
         conn.close()
@@ -791,11 +792,13 @@ def test_legacy_sandbox_policy_refused(sclient, uniq, area, legacy):
     decoding error and nothing runs (fail closed)."""
     legacy = json.loads(json.dumps(legacy).replace("WS", area.ws))
     sb = {"sandboxPolicy": legacy, "windowsSandboxLevel": "disabled"}
+    pid = uniq("legacy")
     err = sclient.error("process/start", {
-        "processId": uniq("legacy"), "argv": ["/bin/sh", "-c", "echo x > %s" % area.victim],
+        "processId": pid, "argv": ["/bin/sh", "-c", "echo x > %s; exec sleep 1000" % area.victim],
         "cwd": file_uri(area.ws), "env": {}, "tty": False, "sandbox": sb})
     assert err == {"code": -32602, "message": "missing field `permissions`"}
-    time.sleep(0.2)
+    # nothing started: a process started all the same would be listed (it would wait)
+    assert pid not in [p["processId"] for p in sclient.result("process/list")["processes"]]
     assert area.read(area.victim) == "original\n" and area.leftovers() == []
 
 
@@ -893,7 +896,7 @@ def test_own_pid_namespace(sclient, shared_server, uniq, area):
     reach, and background processes end with the command."""
     script = ("echo pid=$$; ps -e -o pid=,comm= | tr -s ' ' | sed 's/^ //' | sort -n | head -3; "
               "echo n=$(ls -d /proc/[0-9]* | wc -l); tr '\\0' ' ' < /proc/1/cmdline; echo; "
-              "ls /proc/%d >/dev/null; (sleep 30 & echo bg=$!)" % shared_server.pid)
+              "ls /proc/%d >/dev/null; (sleep 1000 & echo bg=$!)" % shared_server.pid)
     run = sh(sclient, uniq, script, area.ws, ws_policy(area.ws))
     out = text(run)
     assert "pid=2\n" in out, out
@@ -914,10 +917,7 @@ def test_own_pid_namespace(sclient, shared_server, uniq, area):
                 except OSError:
                     pass
         return found
-    deadline = time.monotonic() + 5
-    while survivors() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not survivors(), "a sandboxed process survived"
+    wait_until(lambda: not survivors(), what="no sandboxed process left (one survived?)")
 
 
 @needs_pid_ns
@@ -927,7 +927,7 @@ def test_proc_root_of_sibling_sandbox(sclient, uniq, area):
     other = os.path.join(area.base, "other")
     os.makedirs(other)
     own(other)
-    b_pid, _ = start(sclient, uniq, ["/bin/bash", "-c", "echo pid=$$; sleep 30"], other,
+    b_pid, _ = start(sclient, uniq, ["/bin/bash", "-c", "echo pid=$$; sleep 1000"], other,
                      ws_policy(other))
     b_run = sclient.collect_until_output(b_pid, "pid=")
     # its host pid (inside, it is pid 2 of its own namespace): the process whose cwd is `other`
@@ -1026,7 +1026,6 @@ def test_deny_bypass_via_block_device(sclient, uniq, area):
 SYSCALLS = r'''
 import subprocess, time
 child = subprocess.Popen(["sleep", "30"])
-time.sleep(0.05)
 SRV = %d
 t("io_uring_setup", lambda: sc(425, 1, ctypes.create_string_buffer(128)))
 t("io_uring_enter", lambda: sc(426, 0, 0, 0, 0, 0, 0))
@@ -1289,19 +1288,25 @@ def test_kill_server_and_init(server_factory, uniq, area):
     process survive."""
     srv = server_factory()
     c = srv.connect()
-    c.start("victim", ["/bin/sleep", "60"], cwd="/", env={})
+    c.start("victim", ["/bin/sleep", "1000"], cwd="/", env={})
     read = c.read("victim")
     assert read["exited"] is False
     # Only harmless signals go to pid 1 and to "everyone" (-1), in case scoping regresses:
-    # SIGWINCH is ignored by default; this test process counts the ones it receives.
+    # SIGWINCH is ignored by default. This test process blocks it meanwhile: one sent by
+    # the sandbox stays pending (the kill is over when the command has ended), so
+    # sigpending() tells without waiting for a handler to run (one counts too, should
+    # another thread of this process take it).
     got = []
     old = signal.signal(signal.SIGWINCH, lambda *a: got.append(1))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGWINCH})
     try:
         run = sh(c, uniq, "kill -0 %d; kill -TERM %d; kill -KILL %d; kill -0 1; kill -CONT 1; "
                  "kill -WINCH %d; kill -WINCH -1; sleep 5 & kill $! && echo own-child-ok; echo survived"
                  % ((srv.pid,) * 3 + (os.getpid(),)), area.ws, ws_policy(area.ws))
-        time.sleep(0.2)
+        if signal.SIGWINCH in signal.sigpending():
+            got.append(1)
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGWINCH, old)
     out = text(run)
     assert out.count("(%d) - No such process" % srv.pid) == 3, out
@@ -1326,7 +1331,7 @@ def test_prlimit_of_other_processes(server_factory, uniq, area):
     capability when the credentials match, and Landlock does not scope it."""
     srv = server_factory()
     c = srv.connect()
-    victim = subprocess.Popen(["sleep", "60"])
+    victim = subprocess.Popen(["sleep", "1000"])
     try:
         code = r'''
 class RL(ctypes.Structure):
@@ -1379,16 +1384,20 @@ def test_other_ptys_unreachable(sclient, uniq, area):
     """A sandboxed process cannot open another process's terminal (/dev/pts/N of an
     unsandboxed PTY session) to read its input or write into it."""
     vpid = uniq("victim")
-    sclient.start(vpid, ["/bin/bash", "-c", "tty; sleep 3; read -t 5 -r line; echo victim-got:$line"],
+    go = os.path.join(area.base, "victim-reads")
+    # the victim reads its line only once the spy has tried (ordered by `go`, not timed)
+    sclient.start(vpid, ["/bin/bash", "-c", "tty; while [ ! -e %s ]; do sleep 0.02; done; "
+                         "read -r line; echo victim-got:$line" % go],
                   cwd="/", env=ENV, tty=True)
     vrun = sclient.collect_until_output(vpid, "/dev/pts/")
     pts = re.search(rb"/dev/pts/\d+", vrun.pty).group(0).decode()
     spy_pid, _ = start(sclient, uniq, ["/bin/bash", "-c",
-                                       "echo INJECTED > %s; timeout 5 head -n1 %s; echo spy-done"
-                                       % (pts, pts)], area.ws, ws_policy(area.ws))
-    time.sleep(1)
+                                       "echo INJECTED > %s; echo spy-reads; timeout 30 head -n1 %s; "
+                                       "echo spy-done" % (pts, pts)], area.ws, ws_policy(area.ws))
+    spy = sclient.collect_until_output(spy_pid, "spy-reads")
     sclient.write(vpid, b"secret-input\n", "w1")
-    spy = sclient.collect(spy_pid)
+    spy = sclient.collect(spy_pid, run=spy)
+    open(go, "w").close()
     vrun = sclient.collect(vpid, run=vrun)
     assert b"INJECTED" not in vrun.pty, "sandbox wrote into another terminal"
     assert b"secret-input" not in spy.stdout, "sandbox read another terminal's input"
@@ -1421,7 +1430,7 @@ def listeners():
     ps.listen(4)
     own(d)   # a non-root server's sandbox reaches them as on the host (not refused by modes)
     for s in (tcp, udp, ab, abd, pd, ps):
-        s.settimeout(0.5)
+        s.settimeout(EVENT_TIMEOUT)   # for what must arrive; got_nothing() does not wait
     ns = type("L", (), {})()
     ns.tcp, ns.udp, ns.ab, ns.abd, ns.pd, ns.ps, ns.tag, ns.dir = tcp, udp, ab, abd, pd, ps, tag, d
     yield ns
@@ -1431,14 +1440,21 @@ def listeners():
 
 
 def got_nothing(sock, dgram=False):
+    """True if nothing reached sock by now. No wait: a loopback or unix connect or
+    datagram reaches it within the call that makes it, and the sandboxed process that
+    would have made it has ended before this is asked."""
+    timeout = sock.gettimeout()
+    sock.settimeout(0)
     try:
         if dgram:
             sock.recv(100)
         else:
             sock.accept()[0].close()
         return False
-    except socket.timeout:
+    except (socket.timeout, BlockingIOError):
         return True
+    finally:
+        sock.settimeout(timeout)
 
 
 NET_CODE = r'''
@@ -1620,7 +1636,7 @@ def move():
         f.write(str(os.getpid()))
 t("move", move)
 print("pid", os.getpid(), flush=True)
-time.sleep(3)
+time.sleep(1000)   # until terminated, after the checks
 ''' % (os.path.join(mnt, "cgroup.procs"),)
     if full_write:
         sb = sandbox({"type": "managed", "file_system": {"type": "unrestricted"},

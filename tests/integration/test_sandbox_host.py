@@ -202,6 +202,6 @@ def test_sandbox_pty_limit(server_factory, uniq, flag, limit):
 def test_sandbox_max_ptys_flag_validated():
     """--sandbox-max-ptys 0 would mean no limit to the kernel: refused."""
     r = subprocess.run([conftest.UEXEC_BIN, "--sandbox-max-ptys", "0"], capture_output=True,
-                       timeout=10)
+                       timeout=60)
     assert r.returncode == 2
     assert b"--sandbox-max-ptys" in r.stderr

@@ -224,7 +224,7 @@ def test_signal_host_process(server_factory, uniq, area, level):
     srv = level_factory(server_factory, level)()
     c = srv.connect()
     ids = conftest.sandboxed_ids()   # not root (non-root server, --sandbox-uid): the victim is of that uid
-    victim = subprocess.Popen(["sleep", "60"], start_new_session=True,
+    victim = subprocess.Popen(["sleep", "1000"], start_new_session=True,
                               **(dict(user=ids[0], group=ids[1], extra_groups=[]) if ids else {}))
     try:
         for name, sb in (("workspace", ws_policy(area.ws)), ("full-write", sandbox(FULL_WRITE))):

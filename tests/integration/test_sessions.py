@@ -101,7 +101,7 @@ def test_resume_session_attached_elsewhere(shared_server):
 def test_processes_survive_disconnect(server):
     """§2.2: closing the connection does not kill the session's processes."""
     c = server.connect()
-    c.start("live", sh("echo $$; exec sleep 60"), env=PATH_ENV)
+    c.start("live", sh("echo $$; exec sleep 1000"), env=PATH_ENV)
     pid = int(c.collect_until_output("live", b"\n").stdout.split()[0])
     c.ws.close()
     c.ws.wait_closed(20)
@@ -152,18 +152,18 @@ def test_resume_window_expiry_kills_process_group(server_factory):
     srv = server_factory("--resume-window-ms", "1000")
     c = srv.connect()
     sid = c.init_result["sessionId"]
-    c.start("t", sh("trap '' HUP; sleep 60 & echo $$ $!; wait"), env=PATH_ENV)
+    c.start("t", sh("trap '' HUP; sleep 1000 & echo $$ $!; wait"), env=PATH_ENV)
     pids = [int(x) for x in c.collect_until_output("t", b"\n").stdout.split()[:2]]
-    c.start("tp", sh("echo $$; exec sleep 60"), env=PATH_ENV, tty=True)
+    c.start("tp", sh("echo $$; exec sleep 1000"), env=PATH_ENV, tty=True)
     pids.append(int(c.collect_until_output("tp", b"\n").pty.split()[0]))
     assert all(pid_alive(p) for p in pids)
     c.ws.abort()
     for p in pids:
-        wait_until(lambda p=p: not pid_alive(p), timeout=20, what="pid %d to be killed" % p)
+        wait_until(lambda p=p: not pid_alive(p), what="pid %d to be killed" % p)
     c2 = srv.connect(initialize=False)
     wait_until(lambda: c2.call("initialize", {"clientName": "x", "resumeSessionId": sid})
                .get("error") == {"code": -32600, "message": "unknown session id %s" % sid},
-               timeout=20, interval=0.2, what="the session to expire")
+               interval=0.2, what="the session to expire")
     c2.ws.abort()
 
 
@@ -186,29 +186,29 @@ def test_sigterm_kills_children_and_exits_zero(server_factory):
     """§1.1/§8.4: SIGTERM ends the server with exit 0; pipe and PTY children die with it."""
     srv = server_factory()
     c = srv.connect()
-    c.start("pipe", sh("echo $$; exec sleep 60"), env=PATH_ENV)
-    c.start("pty", sh("echo $$; exec sleep 60"), env=PATH_ENV, tty=True)
-    c.start("grp", sh("sleep 60 & echo $!; wait"), env=PATH_ENV)
+    c.start("pipe", sh("echo $$; exec sleep 1000"), env=PATH_ENV)
+    c.start("pty", sh("echo $$; exec sleep 1000"), env=PATH_ENV, tty=True)
+    c.start("grp", sh("sleep 1000 & echo $!; wait"), env=PATH_ENV)
     pids = [int(c.collect_until_output("pipe", b"\n").stdout.split()[0]),
             int(c.collect_until_output("pty", b"\n").pty.split()[0]),
             int(c.collect_until_output("grp", b"\n").stdout.split()[0])]
     assert all(pid_alive(p) for p in pids)
     assert srv.terminate() == 0
     for p in pids:
-        wait_until(lambda p=p: not pid_alive(p), timeout=20, what="child %d to die" % p)
+        wait_until(lambda p=p: not pid_alive(p), what="child %d to die" % p)
 
 
 def test_sigterm_with_detached_session(server_factory):
     """§2.2/§8.4: children of detached sessions also die when the server exits."""
     srv = server_factory()
     c = srv.connect()
-    c.start("d", sh("echo $$; exec sleep 60"), env=PATH_ENV)
+    c.start("d", sh("echo $$; exec sleep 1000"), env=PATH_ENV)
     pid = int(c.collect_until_output("d", b"\n").stdout.split()[0])
     c.ws.abort()
     c2 = srv.connect()  # make sure the disconnect was processed
     c2.ws.abort()
     assert srv.terminate() == 0
-    wait_until(lambda: not pid_alive(pid), timeout=20, what="child to die")
+    wait_until(lambda: not pid_alive(pid), what="child to die")
 
 
 def test_server_exit_code_zero_with_open_connections(server_factory):

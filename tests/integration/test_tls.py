@@ -15,7 +15,7 @@ import time
 import pytest
 
 import wsclient
-from conftest import UEXEC_BIN, HOST, SANITIZER_MARKERS
+from conftest import EVENT_TIMEOUT, HOST, SANITIZER_MARKERS, UEXEC_BIN, wait_until
 from wsclient import headers_dict
 
 TOKEN = "tls-token-5be0c1"
@@ -63,8 +63,9 @@ class TlsServer:
 
     def https(self, request):
         """One raw request over TLS; returns (status line, headers, body)."""
-        sock = self.ctx.wrap_socket(socket.create_connection(("127.0.0.1", self.port), 10),
-                                    server_hostname="127.0.0.1")
+        sock = self.ctx.wrap_socket(
+            socket.create_connection(("127.0.0.1", self.port), EVENT_TIMEOUT),
+            server_hostname="127.0.0.1")
         try:
             sock.sendall(request)
             data = b""
@@ -85,7 +86,7 @@ class TlsServer:
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(15)
+        rc = self.proc.wait(EVENT_TIMEOUT)
         self.proc.stdout.close()
         self.err.close()
         assert rc == 0, self.stderr()[-2000:]
@@ -157,19 +158,16 @@ def test_wss_http_routes_and_auth(tls_server, tmp_path):
 def test_plaintext_client_and_untrusting_client(tls_server):
     s = tls_server()
     # a plain HTTP request is not TLS: the handshake fails and the connection is closed
-    sock = socket.create_connection(("127.0.0.1", s.port), 10)
+    sock = socket.create_connection(("127.0.0.1", s.port), EVENT_TIMEOUT)
     sock.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
-    sock.settimeout(10)
+    sock.settimeout(EVENT_TIMEOUT)
     try:
         data = sock.recv(65536)
     except ConnectionResetError:
         data = b""
     sock.close()
     assert not data.startswith(b"HTTP/"), data
-    deadline = time.monotonic() + 5
-    while b"TLS handshake failed" not in s.stderr():
-        assert time.monotonic() < deadline, s.stderr()[-2000:]
-        time.sleep(0.05)
+    wait_until(lambda: b"TLS handshake failed" in s.stderr(), what="the handshake failure logged")
     # a client that does not trust the certificate gives up; the server stays up
     with pytest.raises(ssl.SSLCertVerificationError):
         wsclient.WebSocket.connect("ws://127.0.0.1:%d" % s.port,
@@ -180,19 +178,20 @@ def test_plaintext_client_and_untrusting_client(tls_server):
 def test_tls_handshake_deadline(tls_server):
     """A client that opens TCP and never sends a ClientHello is closed at the deadline."""
     s = tls_server("--handshake-timeout-ms", "300")
-    sock = socket.create_connection(("127.0.0.1", s.port), 10)
-    sock.settimeout(10)
     t0 = time.monotonic()
+    sock = socket.create_connection(("127.0.0.1", s.port), EVENT_TIMEOUT)
+    sock.settimeout(EVENT_TIMEOUT)    # the close is the event: no bound on how soon
     try:
         data = sock.recv(100)
     except ConnectionResetError:
         data = b""
-    assert data == b"" and time.monotonic() - t0 < 8
+    assert data == b""
+    assert time.monotonic() - t0 >= 0.3   # not before the deadline (t0 precedes the accept)
     sock.close()
 
 
 def run_bin(*args):
-    return subprocess.run([UEXEC_BIN, *args], capture_output=True, text=True, timeout=30,
+    return subprocess.run([UEXEC_BIN, *args], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
 
 

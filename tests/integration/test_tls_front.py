@@ -13,7 +13,7 @@ import time
 import pytest
 
 import wsclient
-from conftest import HOST
+from conftest import EVENT_TIMEOUT, HOST
 
 TOKEN = "tls-front-token-93b1"
 
@@ -57,10 +57,10 @@ def tls_front(server_factory, tmp_path):
                           stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                           start_new_session=True)
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + EVENT_TIMEOUT
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                socket.create_connection(("127.0.0.1", port), timeout=EVENT_TIMEOUT).close()
                 break
             except OSError:
                 assert st.poll() is None, open(tmp_path / "stunnel.log").read()
@@ -71,7 +71,7 @@ def tls_front(server_factory, tmp_path):
         yield "wss://127.0.0.1:%d" % port, ctx
     finally:
         st.terminate()
-        st.wait(15)
+        st.wait(EVENT_TIMEOUT)
         log.close()
 
 

@@ -8,29 +8,32 @@ import json
 
 import pytest
 
+from conftest import EVENT_TIMEOUT
+
 # the programs this module's processes run (skipped, with the names, where missing)
 pytestmark = pytest.mark.needs_programs("/bin/sh")
 
 websockets = pytest.importorskip("websockets")
+T = EVENT_TIMEOUT   # every wait for the server
 
 
 async def _session(url):
     async with websockets.connect(url, compression=None, max_size=None,
-                                  ping_interval=None) as ws:
+                                  ping_interval=None, open_timeout=T, close_timeout=T) as ws:
         await ws.send(json.dumps({"id": 1, "method": "initialize",
                                   "params": {"clientName": "codex-environment",
                                              "resumeSessionId": None}}))
-        init = json.loads(await asyncio.wait_for(ws.recv(), 20))
+        init = json.loads(await asyncio.wait_for(ws.recv(), T))
         await ws.send(json.dumps({"method": "initialized", "params": {}}))
         pong_waiter = await ws.ping(b"lib-ping")
-        await asyncio.wait_for(pong_waiter, 20)
+        await asyncio.wait_for(pong_waiter, T)
         await ws.send(json.dumps({"id": 2, "method": "process/start", "params": {
             "processId": "lib", "argv": ["/bin/sh", "-c", "echo from-lib; exit 2"],
             "cwd": "file:///tmp", "env": {}, "tty": False, "pipeStdin": False, "arg0": None,
             "sandbox": None}}))
         msgs = []
         while True:
-            m = json.loads(await asyncio.wait_for(ws.recv(), 20))
+            m = json.loads(await asyncio.wait_for(ws.recv(), T))
             msgs.append(m)
             if m.get("method") == "process/closed":
                 break
@@ -57,10 +60,10 @@ def test_websockets_library_client(server):
 
 async def _big_message(url, size):
     async with websockets.connect(url, compression=None, max_size=None,
-                                  ping_interval=None) as ws:
+                                  ping_interval=None, open_timeout=T, close_timeout=T) as ws:
         await ws.send(json.dumps({"id": 1, "method": "initialize",
                                   "params": {"clientName": "big"}}))
-        await asyncio.wait_for(ws.recv(), 20)
+        await asyncio.wait_for(ws.recv(), T)
         await ws.send(json.dumps({"method": "initialized"}))
         # fragmented by the library (async iterator -> continuation frames)
         text = json.dumps({"id": 2, "method": "process/read",
@@ -71,7 +74,7 @@ async def _big_message(url, size):
                 yield text[i:i + 65536]
 
         await ws.send(parts())
-        reply = json.loads(await asyncio.wait_for(ws.recv(), 30))
+        reply = json.loads(await asyncio.wait_for(ws.recv(), T))
         return reply
 
 

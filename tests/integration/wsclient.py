@@ -24,7 +24,11 @@ import time
 import urllib.parse
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-DEFAULT_TIMEOUT = 20.0
+# How long a blocking operation waits for the server by default: for an event (a reply, a
+# notification, a close), never a performance bound. Generous enough for an ASan + UBSan
+# uexec (2-5x slower) on a loaded 2-core machine; a wait returns as soon as the event
+# comes, so it costs nothing when the test passes. conftest.EVENT_TIMEOUT is the same.
+DEFAULT_TIMEOUT = 60.0
 
 OP_CONT = 0x0
 OP_TEXT = 0x1
@@ -711,7 +715,7 @@ class RpcClient:
         params.update(extra)
         return params
 
-    def collect(self, process_id, timeout=30.0, until="process/closed", run=None):
+    def collect(self, process_id, timeout=DEFAULT_TIMEOUT, until="process/closed", run=None):
         """Gather notifications of one process until `until` arrives."""
         run = run or ProcRun(process_id)
         deadline = time.monotonic() + timeout
@@ -727,7 +731,7 @@ class RpcClient:
             if m["method"] == until:
                 return run
 
-    def collect_until_output(self, process_id, needle, timeout=30.0, run=None):
+    def collect_until_output(self, process_id, needle, timeout=DEFAULT_TIMEOUT, run=None):
         """Gather notifications of one process until its output contains needle."""
         run = run or ProcRun(process_id)
         if isinstance(needle, str):
@@ -747,7 +751,7 @@ class RpcClient:
                                      % (process_id, needle, run.data()[-500:]))
         return run
 
-    def run(self, process_id, argv, timeout=30.0, **kw):
+    def run(self, process_id, argv, timeout=DEFAULT_TIMEOUT, **kw):
         self.start(process_id, argv, **kw)
         return self.collect(process_id, timeout)
 
@@ -793,6 +797,7 @@ def connect(url, initialize=True, client_name="uexec-tests", keep_log=True, **kw
     ws = WebSocket.connect(url, **kw)
     rpc = RpcClient(ws, keep_log=keep_log)
     rpc.ws = ws
+    rpc.url = url          # another connection to the same server (ordering checks)
     if initialize:
         rpc.init_result = rpc.initialize(client_name)
     return rpc

@@ -41,6 +41,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 import wsclient  # noqa: E402
 
+# how long the harness waits for the executor or the fake (an event, never a performance bound)
+TIMEOUT = wsclient.DEFAULT_TIMEOUT
+
 RECORD_MAX = 60 * 1024
 MESSAGE_MAX = 64 * 1024 * 1024
 NOISE_TAG = 16
@@ -365,14 +368,14 @@ class RegistryError(Exception):
 SSL_CONTEXT = None
 
 
-def urlopen(req, timeout=15):
+def urlopen(req, timeout=TIMEOUT):
     url = req if isinstance(req, str) else req.full_url
     if url.startswith("https://") and SSL_CONTEXT is not None:
         return urllib.request.urlopen(req, timeout=timeout, context=SSL_CONTEXT)
     return urllib.request.urlopen(req, timeout=timeout)
 
 
-def post_json(url, obj, token="test-harness-token", timeout=15):
+def post_json(url, obj, token="test-harness-token", timeout=TIMEOUT):
     req = urllib.request.Request(url, data=json.dumps(obj).encode(), method="POST",
                                  headers={"content-type": "application/json",
                                           "authorization": "Bearer " + token})
@@ -383,7 +386,7 @@ def post_json(url, obj, token="test-harness-token", timeout=15):
         raise RegistryError(e.code, e.read().decode("utf-8", "replace"))
 
 
-def get_json(url, timeout=15):
+def get_json(url, timeout=TIMEOUT):
     with urlopen(url, timeout=timeout) as r:
         return json.loads(r.read())
 
@@ -433,7 +436,7 @@ class Physical:
             return
         self.queues[f.stream_id].append(f)
 
-    def next_frame(self, stream_id, timeout=20.0):
+    def next_frame(self, stream_id, timeout=TIMEOUT):
         deadline = time.monotonic() + timeout
         q = self.queues[stream_id]
         while not q:
@@ -443,7 +446,7 @@ class Physical:
             self.pump(remaining)
         return q.popleft()
 
-    def wait_closed(self, timeout=20.0):
+    def wait_closed(self, timeout=TIMEOUT):
         """True once the server ends the connection within timeout (frames are queued)."""
         deadline = time.monotonic() + timeout
         try:
@@ -493,12 +496,12 @@ class Stream:
     def frame(self, kind, **kw):
         return encode_frame(self.stream_id, kind, **kw)
 
-    def next_frame(self, timeout=20.0):
+    def next_frame(self, timeout=TIMEOUT):
         f = self.phys.next_frame(self.stream_id, timeout)
         self.seen.append(f)
         return f
 
-    def wait_reset(self, timeout=20.0):
+    def wait_reset(self, timeout=TIMEOUT):
         """The reason of the next Reset for this stream (other frames are kept in seen);
         raises Timeout or ConnectionClosed (the physical connection ended instead)."""
         deadline = time.monotonic() + timeout
@@ -510,7 +513,7 @@ class Stream:
 
     # -- handshake
     def handshake(self, authorization=None, prologue_registration=None, send_resume=True,
-                  timeout=20.0, wait=True, prologue_width=8):
+                  timeout=TIMEOUT, wait=True, prologue_width=8):
         authz = self.bundle["harness_key_authorization"] if authorization is None else authorization
         if isinstance(authz, str):
             authz = authz.encode()
@@ -526,7 +529,7 @@ class Stream:
             self.finish_handshake(timeout)
         return self
 
-    def finish_handshake(self, timeout=20.0):
+    def finish_handshake(self, timeout=TIMEOUT):
         deadline = time.monotonic() + timeout
         while True:
             f = self.next_frame(max(0.0, deadline - time.monotonic()))
@@ -577,7 +580,7 @@ class Stream:
             self.inbox.append(bytes(self.reasm[4:4 + n]))
             del self.reasm[:4 + n]
 
-    def recv_message(self, timeout=20.0):
+    def recv_message(self, timeout=TIMEOUT):
         deadline = time.monotonic() + timeout
         while not self.inbox:
             f = self.next_frame(max(0.0, deadline - time.monotonic()))

@@ -29,6 +29,10 @@ sys.path.insert(0, HERE)
 import harness as H  # noqa: E402
 import wsclient  # noqa: E402  (harness put tests/integration on sys.path)
 
+# How long a case waits for an event (a reply, a reset, a reconnection, a process ending):
+# generous for an ASan executor on a loaded machine; never a performance bound.
+TIMEOUT = wsclient.DEFAULT_TIMEOUT
+
 PYTHON = sys.executable
 FAKE = os.path.join(HERE, "fake_relay.py")
 ENV_ID = "env1"
@@ -90,17 +94,17 @@ class Relay:
 
     # -- the fake's log and knobs
     def log(self, since=0):
-        with H.urlopen("%s/_log?since=%d" % (self.base, since), timeout=10) as r:
+        with H.urlopen("%s/_log?since=%d" % (self.base, since)) as r:
             return json.loads(r.read())
 
     def state(self):
-        with H.urlopen(self.base + "/_state", timeout=10) as r:
+        with H.urlopen(self.base + "/_state") as r:
             return json.loads(r.read())
 
     def control(self, **knobs):
         req = urllib.request.Request(self.base + "/_control", data=json.dumps(knobs).encode(),
                                      method="POST", headers={"content-type": "application/json"})
-        with H.urlopen(req, timeout=10) as r:
+        with H.urlopen(req) as r:
             return json.loads(r.read())
 
     def requests(self, op):
@@ -111,7 +115,7 @@ class Relay:
         return [e for e in self.log() if e.get("kind") == "ws" and e["event"] == "open"
                 and e["role"] == "executor"]
 
-    def wait_connected(self, n=1, timeout=20.0):
+    def wait_connected(self, n=1, timeout=TIMEOUT):
         """Until the executor has opened its n-th rendezvous connection (and holds it)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -150,7 +154,7 @@ class Relay:
                 continue
             try:
                 os.killpg(p.pid, signal.SIGTERM)
-                p.wait(10)
+                p.wait(TIMEOUT)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
@@ -207,7 +211,7 @@ def start_msg(relay, name="marker", id=2, process_id="m"):
                 "params": start_params(relay, process_id, marker_cmd(relay, name))})
 
 
-def refused(stream, timeout=20.0):
+def refused(stream, timeout=TIMEOUT):
     """'reset' (a Reset came for the stream) or 'closed' (the physical connection ended)."""
     try:
         stream.wait_reset(timeout)
@@ -220,8 +224,41 @@ def refused(stream, timeout=20.0):
                                                  [f.kind for f in stream.seen]))
 
 
-def assert_not_ran(relay, name="marker", settle=0.5):
-    time.sleep(settle)
+def processes_naming(text):
+    """pids of the processes whose command line holds text."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    if text.encode() in f.read():
+                        out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def marker_settled(relay, name="marker"):
+    """Returns once a marker command the executor may have started for what was sent
+    before has done its write. Ordered, not timed: the executor handles the frames of its
+    rendezvous connection in order, so a command run on a new stream now (its reply, its
+    process's end) comes after it started anything sent before; a marker command started
+    then runs (its command line names the marker) until it has written. Knobs that would
+    refuse the new stream are reset first. (What is left to chance: the fake relay
+    forwarding the new stream's frames ahead of the old one's, and a command started but
+    not yet exec'd when looked for; both far shorter than the new stream's round trip.)"""
+    relay.control(validate="ok", validate_delay_ms=0)
+    s, rpc = rpc_stream(relay)
+    run_echo(relay, rpc, "after-" + name, "ordered")
+    wait_until_gone = time.monotonic() + TIMEOUT
+    while processes_naming(relay.marker(name)):
+        assert time.monotonic() < wait_until_gone, "a marker command never ended"
+        time.sleep(0.05)
+    s.close()
+
+
+def assert_not_ran(relay, name="marker"):
+    marker_settled(relay, name)
     assert not os.path.exists(relay.marker(name)), "the refused request ran anyway"
 
 
@@ -235,7 +272,7 @@ def rpc_stream(relay, h=None, phys=None, **kw):
 
 def run_echo(relay, rpc, pid, text):
     rpc.start(pid, ["echo", text], cwd=relay.work, env={"PATH": SHELL_PATH})
-    run = rpc.collect(pid, timeout=30)
+    run = rpc.collect(pid, timeout=TIMEOUT)
     assert run.stdout == (text + "\n").encode(), run.stdout
     assert run.exit_code == 0
     return run
@@ -299,7 +336,7 @@ def test_two_concurrent_streams(relay):
         rpc.start(pid, ["/bin/sh", "-c", "sleep 0.3; echo out-%s" % pid], cwd=relay.work,
                   env={"PATH": SHELL_PATH})
     for rpc, pid in ((rc, "c"), (rb, "b"), (ra, "a")):
-        run = rpc.collect(pid, timeout=30)
+        run = rpc.collect(pid, timeout=TIMEOUT)
         assert run.stdout == ("out-%s\n" % pid).encode()
 
 
@@ -335,7 +372,7 @@ def test_reorder_within_window(relay):
     rpc.next_id = 10
     assert json.loads(s.recv_message())["id"] == 1
     assert json.loads(s.recv_message())["id"] == 2
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + TIMEOUT
     while not os.path.exists(relay.marker()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert os.path.exists(relay.marker())
@@ -357,7 +394,7 @@ def test_duplicate_record_dropped(relay):
     rpc.wait_reply(1)
     rpc.wait_reply(2)
     # the marker command's reply came; wait for it to end before reading its file
-    assert rpc.collect("m", timeout=30).exit_code == 0
+    assert rpc.collect("m", timeout=TIMEOUT).exit_code == 0
     run_echo(relay, rpc, "after", "still-alive")
     with open(relay.marker()) as f:
         assert f.read() == "ran\n"
@@ -419,25 +456,34 @@ def test_validate_garbage(relay):
 
 @pytest.mark.slow
 def test_validate_timeout(relay):
-    """§4.2 step 6-7: validation is bounded by 10 s."""
-    relay.control(validate_delay_ms=13000)
+    """§4.2 step 6-7: validation is bounded by 10 s: the stream is reset at the executor's
+    timeout (not before), long before the registry's answer (90 s) would have come."""
+    relay.control(validate_delay_ms=90000)
     h = relay.harness()
-    s = h.open_stream(wait=False)
     t0 = time.monotonic()
-    assert refused(s, timeout=30) == "reset"
-    assert 8.0 < time.monotonic() - t0 < 13.0
+    s = h.open_stream(wait=False)
+    assert refused(s, timeout=75) == "reset"
+    assert time.monotonic() - t0 > 8.0
 
 
 def test_slow_validate_does_not_block_others(relay):
-    """§4.2 step 6: the physical loop keeps serving other streams during a validation."""
+    """§4.2 step 6: the physical loop keeps serving other streams during a validation:
+    another stream's command runs from start to end while the registry is still holding
+    the validation it was asked for (its answer comes 6 s after the request, within the
+    executor's 10 s bound; the fake's log says when it was asked and whether it answered)."""
     s1, rpc1 = rpc_stream(relay)
-    relay.control(validate_delay_ms=3000)
+    relay.control(validate_delay_ms=6000)
     h = relay.harness()
     slow = h.open_stream(wait=False)
-    t0 = time.monotonic()
+    deadline = time.monotonic() + TIMEOUT
+    while not relay.requests("validate")[1:]:     # the first was s1's
+        assert time.monotonic() < deadline, "the executor never asked to validate"
+        time.sleep(0.05)
     run_echo(relay, rpc1, "busy", "not-blocked")
-    assert time.monotonic() - t0 < 2.5
-    slow.finish_handshake(timeout=15)
+    pending = relay.requests("validate")[1]
+    assert "status" not in pending, "answered before the other stream's command ended: " \
+        "cannot tell (the machine took 6 s for it?)"
+    slow.finish_handshake(timeout=TIMEOUT)
 
 
 def test_oversize_authorization(relay):
@@ -497,14 +543,28 @@ def test_data_before_handshake(relay):
 
 
 def test_data_during_pending_handshake(relay):
-    """§4.2: Data while the validation is pending -> Reset; the handshake never completes."""
+    """§4.2: Data while the validation is pending -> Reset; the handshake never completes:
+    a second stream on the same physical connection completes its handshake and, once the
+    registry's answer to the first stream's validation (if the executor asked for one) is
+    due, a command; no msg2 for the first came before that (the executor sends on its
+    connection in order; see marker_settled() for what the fake relay's forwarding leaves
+    to chance)."""
     relay.control(validate_delay_ms=1500)
     h = relay.harness()
     s = h.open_stream(wait=False)
     s.send_data(0, b"\x00" * 40)
-    assert refused(s) in ("reset", "closed")
-    time.sleep(2.0)
-    assert not any(f.kind == "handshake" for f in s.seen[:1])
+    how = refused(s)
+    assert how in ("reset", "closed")
+    if how == "closed":
+        return   # the physical connection is gone, and any msg2 with it
+    relay.control(validate_delay_ms=0)
+    s2, rpc2 = rpc_stream(relay, h, s.phys)
+    asked = relay.requests("validate")
+    if len(asked) > 1:   # the first stream's came first (before its reset, or before s2's)
+        time.sleep(max(0.0, asked[0]["t"] + 1.5 - time.time()))   # the fake's answer is due
+    run_echo(relay, rpc2, "p", "after-pending")
+    late = list(s.phys.queues[s.stream_id])
+    assert not any(f.kind == "handshake" for f in s.seen + late), [f.kind for f in s.seen + late]
 
 
 def test_second_handshake_on_active_stream(relay):
@@ -556,12 +616,12 @@ def test_replayed_record_new_seq(relay):
     s.send_seq = 3
     rpc = s.rpc()
     rpc.wait_reply(2)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + TIMEOUT
     while not os.path.exists(relay.marker()) and time.monotonic() < deadline:
         time.sleep(0.05)
     s.send_data(3, recs[2])
     assert refused(s) in ("reset", "closed")
-    time.sleep(0.5)
+    marker_settled(relay)
     with open(relay.marker()) as f:
         assert f.read() == "ran\n"
 
@@ -644,7 +704,7 @@ def test_failed_handshakes_close_physical_connection(relay, executor_kind):
         s = h.open_stream(phys, bundle=phys.bundle, wait=False,
                           prologue_registration="reg-wrong-%d" % i)
         try:
-            s.wait_reset(10)
+            s.wait_reset(TIMEOUT)
             outcomes.append("reset")
         except (wsclient.ConnectionClosed, OSError):
             outcomes.append("closed")
@@ -657,7 +717,7 @@ def test_failed_handshakes_close_physical_connection(relay, executor_kind):
     ex_close = [e for e in relay.log() if e.get("kind") == "ws" and e["role"] == "executor"
                 and e["event"] == "close"]
     assert ex_close, "the executor's rendezvous connection did not end"
-    relay.wait_connected(n=2, timeout=20)
+    relay.wait_connected(n=2)
     s2, rpc2 = rpc_stream(relay)
     run_echo(relay, rpc2, "p", "reconnected")
 
@@ -676,22 +736,29 @@ def test_stream_limit_128(relay):
     rpc = streams[127].rpc()
     rpc.initialize()
     run_echo(relay, rpc, "p", "still-128")
-    # one ends: a new one fits again
+    # one ends: a new one fits again, once the executor has handled the end (on another
+    # physical connection nothing orders the two: try until it fits)
     streams[0].close()
-    time.sleep(0.5)
-    s, rpc2 = rpc_stream(relay, h)
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        try:
+            s, rpc2 = rpc_stream(relay, h)
+            break
+        except H.StreamReset:
+            assert time.monotonic() < deadline, "no room after a stream ended"
+            time.sleep(0.05)
     run_echo(relay, rpc2, "q", "129-after-one-left")
 
 
 def test_harness_disconnect_mid_output(relay):
     """A harness that vanishes while output streams: the executor stays healthy (a new stream
-    works) and the process is not left behind forever."""
+    works). (That the process does not stay for ever, the session's resume window being
+    long by default, test_relay.py checks with a short one.)"""
     s, rpc = rpc_stream(relay)
     rpc.start("flood", ["/bin/sh", "-c", "while :; do echo flood-flood-flood-flood; done"],
               cwd=relay.work, env={"PATH": SHELL_PATH})
-    rpc.collect_until_output("flood", "flood-flood", timeout=20)
+    rpc.collect_until_output("flood", "flood-flood", timeout=TIMEOUT)
     s.phys.abort()
-    time.sleep(0.5)
     s2, rpc2 = rpc_stream(relay)
     run_echo(relay, rpc2, "p", "healthy")
 
@@ -700,7 +767,7 @@ def test_executor_reconnects_after_drop(relay):
     """§7.5 step 3-4: the rendezvous drops the executor; it connects again (after ~1 s) with
     the same registration, and new streams work."""
     relay.control(drop_executor="abort")
-    relay.wait_connected(n=2, timeout=20)
+    relay.wait_connected(n=2)
     assert len(relay.requests("register")) == 1
     s, rpc = rpc_stream(relay)
     run_echo(relay, rpc, "p", "after-drop")
@@ -717,7 +784,7 @@ def test_keepalive_ping_and_pong_timeout(relay):
     pings = [e for e in relay.log() if e.get("kind") == "ws" and e["event"] == "ping"
              and e["role"] == "executor"]
     assert pings and all(e["len"] == 0 for e in pings)
-    assert 85 <= elapsed <= 100, elapsed
+    assert 85 <= elapsed, elapsed      # not before (the wait above bounds it from above)
     relay.control(ignore_pings=False)
     s, rpc = rpc_stream(relay)
     run_echo(relay, rpc, "p", "after-pong-timeout")
@@ -726,7 +793,7 @@ def test_keepalive_ping_and_pong_timeout(relay):
 def test_upgrade_refused_reregisters(relay):
     """§7.5 step 5: a 4xx on the rendezvous upgrade makes the executor register again."""
     relay.control(refuse_upgrades=1, drop_executor="close")
-    relay.wait_connected(n=2, timeout=30)
+    relay.wait_connected(n=2)
     regs = relay.requests("register")
     assert len(regs) == 2, [r["status"] for r in regs]
     assert regs[0]["body"]["executor_public_key"] == regs[1]["body"]["executor_public_key"], \
@@ -763,7 +830,7 @@ def test_register_401_is_fatal(tmp_path, executor_cmd, executor_kind):
     try:
         r.control(register_fail={"status": 401, "count": -1})
         p = subprocess.run(executor_cmd(r.base, ENV_ID), env=r.env(), capture_output=True,
-                           text=True, timeout=30, stdin=subprocess.DEVNULL)
+                           text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
         assert p.returncode != 0
         assert len(r.requests("register")) == 1
         if executor_kind == "uexec":
