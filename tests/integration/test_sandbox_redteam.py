@@ -550,9 +550,9 @@ def test_netguard_lock_out_of_reach(server_factory, uniq, area):
     pid = uniq("lock")
     c.start(pid, [PY, "-c", PRELUDE + LOCK_CODE % NETGUARD_LOCK], cwd=area.ws,
             env={"PATH": "/usr/bin:/bin"}, sandbox=ws_policy(area.ws))
-    run = c.collect_until_output(pid, b"holding", timeout=15)
+    run = c.collect_until_output(pid, b"holding", timeout=conftest.EVENT_TIMEOUT)
     try:
-        # a server blocked on the lock does not print its URL: failed after 15 s
+        # a server blocked on the lock does not print its URL (its start times out)
         second = server_factory()
         require_guard(second)
         c2 = second.connect()
@@ -785,7 +785,8 @@ def test_secret_rotated_by_rename_is_covered(server_factory, uniq, area):
         ino = rotate(token_file, n)
         rotated = time.monotonic()
         conftest.wait_until(lambda: _refused(c.call("fs/readFile", {"path": file_uri(link)})),
-                            timeout=30, interval=0.05, what="the rotated token refused")
+                            timeout=conftest.EVENT_TIMEOUT, interval=0.05,
+                            what="the rotated token refused")
         # served at most during the second after the last pass (the request that refreshes
         # may itself come late on a loaded host: the bound is the server's, not this loop's)
         assert os.stat(token_file).st_ino == ino
@@ -917,14 +918,14 @@ def test_mask_removal_never_follows_a_planted_link(server, uniq, area):
     pid = uniq("holder")
     c.start(pid, ["/bin/sh", "-c", "echo ready; read line"], cwd=ws,
             env={"PATH": "/usr/bin:/bin"}, sandbox=sb, pipeStdin=True)
-    run = c.collect_until_output(pid, b"ready", timeout=15)
+    run = c.collect_until_output(pid, b"ready", timeout=conftest.EVENT_TIMEOUT)
     out = text(sh(c, uniq, "mv ws/x ws/x2 && ln -s %s ws/x && rmdir %s/y; echo end"
                   % (area.out, area.out), parent, ws_policy(parent)))
     assert "end" in out and "Read-only file system" in out, out   # outside is not its own
     c.write(pid, b"\n", "w1")
     c.collect(pid, run=run)
     conftest.wait_until(lambda: b"Left the sandbox mount point" in server.stderr(),
-                        what="uexec to leave the moved mask", timeout=10)
+                        what="uexec to leave the moved mask", timeout=conftest.EVENT_TIMEOUT)
     assert os.path.isdir(os.path.join(area.out, "y")), "uexec removed a directory outside"
 
 
