@@ -109,12 +109,12 @@ static struct conn *conn_alloc(struct server *s, enum conn_transport t)
 	return c;
 }
 
-static uint64_t now_ms(void)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -126,17 +126,19 @@ static uint64_t now_ms(void)
 static void on_handshake_deadline(struct uring_timer *t, bool fired)
 {
 	struct server *s = container_of(t, struct server, handshake_timer);
-	uint64_t now = now_ms();
+	uint64_t now = now_ns();
 
 	/* A reload turned the deadline off (0): those handshaking now get none either. */
 	if (!fired || s->stopping || !s->cfg.handshake_timeout_ms)
 		return;
 	while (!list_empty(&s->handshaking)) {
 		struct conn *c = list_first_entry(&s->handshaking, struct conn, slot_link);
-		uint64_t deadline = c->accepted_ms + s->cfg.handshake_timeout_ms;
+		uint64_t deadline = c->accepted_ns + s->cfg.handshake_timeout_ms * 1000000;
 
+		/* Nanoseconds, and the wait rounded up: a deadline never fires early. */
 		if (deadline > now) {
-			uring_timer_arm(&s->ring, t, deadline - now, on_handshake_deadline);
+			uring_timer_arm(&s->ring, t, (deadline - now + 999999) / 1000000,
+					on_handshake_deadline);
 			return;
 		}
 		log_info_ratelimited("Closing connection %s: no WebSocket upgrade within %" PRIu64
@@ -174,7 +176,7 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	c->state = CONN_HTTP;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->tls = TAKE_PTR(tls);
-	c->accepted_ms = now_ms();
+	c->accepted_ns = now_ns();
 	list_add_tail(&c->slot_link, &s->handshaking);
 	if (s->cfg.handshake_timeout_ms && !s->handshake_timer.armed)
 		uring_timer_arm(&s->ring, &s->handshake_timer, s->cfg.handshake_timeout_ms,

@@ -76,7 +76,7 @@ struct conn {
 	 * (both oldest first: eviction and the handshake deadline take the head).
 	 */
 	struct list_head slot_link;
-	uint64_t accepted_ms;      /* CLOCK_MONOTONIC at accept: the handshake deadline runs from it */
+	uint64_t accepted_ns;      /* CLOCK_MONOTONIC at accept: the handshake deadline runs from it */
 	unsigned pings_unanswered; /* pings sent since the peer last sent anything */
 	/*
 	 * CONN_CLOSING (a WebSocket): out_bytes and the bytes the peer acknowledged
