@@ -265,6 +265,15 @@ static _child_ _noreturn_ void pid1_spawn_command(const struct spawn_args *a, st
 	long pid;
 	int r;
 
+	/*
+	 * Not dumpable before the command can run: until init execs
+	 * uexec-init it holds the server's (close-on-exec) fds, and a dumpable
+	 * init's /proc/1/fd would be listable by a command of the same uid (a
+	 * non-root server). Non-dumpable, /proc/1 is owned by root. The flag
+	 * is the shared mm's (CLONE_VM): spawn() puts the server's back, and
+	 * the command's exec gives it an mm of its own.
+	 */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	pid = clone(command_entry, command_stack + CHILD_STACK_SIZE,
 		    SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
 	if (pid < 0)

@@ -848,11 +848,16 @@ def test_proc_root_escapes(sclient, shared_server, uniq, area):
     """/proc/self/root stays inside the read-only view. The sandbox has its own PID
     namespace: the server is not in its /proc at all, and pid 1 there is uexec's init
     (full capabilities, no Landlock domain), whose /proc/1/{root,cwd,fd,environ,mem}
-    are refused (no CAP_SYS_PTRACE, Landlock ptrace scoping)."""
+    are refused (no CAP_SYS_PTRACE, Landlock ptrace scoping). Its fds are counted once
+    it runs uexec-init: until then init holds the server's close-on-exec fds (a
+    non-root server's init is not dumpable then, so its /proc/1/fd is root's)."""
     srv = shared_server.pid
     rel = os.path.relpath(area.victim, "/")
     script = ("echo a > /proc/self/root/{rel}; echo b > /proc/1/root/{rel}; "
-              "ls /proc/1/cwd/; echo fds=$(ls /proc/1/fd/ | wc -l); cat /proc/1/environ; "
+              "ls /proc/1/cwd/; "
+              "i=0; until tr '\\0' ' ' < /proc/1/cmdline | grep -q '^uexec-init '; do "
+              "i=$((i+1)); [ $i -lt 6000 ] || break; sleep 0.01; done; "
+              "echo fds=$(ls /proc/1/fd/ | wc -l); cat /proc/1/environ; "
               "python3 -c \"open('/proc/1/mem','rb')\" 2>&1 | tail -1; "
               "echo d > /proc/1/root/{ws}/x; echo c > /proc/{s}/root/{rel}; cat /proc/{s}/environ; "
               "exit 1").format(rel=rel, s=srv, ws=area.ws.lstrip("/"))
