@@ -513,6 +513,15 @@ def main():
             if os.geteuid() != 0 or not setpriv:
                 print("SKIP: UEXEC_E2E_AS_UID needs root and setpriv (util-linux)")
                 return SKIP
+            # every parent of --out must be searchable by that uid (the default, under
+            # ~root, is not): else each start fails chdir with EACCES, far from the cause
+            probe = subprocess.run([setpriv, "--reuid=%d" % AS_UID[0], "--regid=%d" % AS_UID[1],
+                                    "--clear-groups", "test", "-x", outroot])
+            if probe.returncode != 0:
+                print("error: uid %d cannot search %s (a parent directory is closed to it); "
+                      "set UEXEC_E2E_OUT to a directory it can reach (outside /tmp)"
+                      % (AS_UID[0], outroot))
+                return 1
             give_to_as_uid(shome)
             base_argv = [setpriv, "--reuid=%d" % AS_UID[0], "--regid=%d" % AS_UID[1],
                          "--clear-groups"] + base_argv
