@@ -198,6 +198,7 @@ static int synth_make_here(int pfd, const char *name, bool mark)
 {
 	_cleanup_close_ int fd = -1;
 
+	/* Writable until marked: a user. attribute needs write access to the inode. */
 	if (mkdirat(pfd, name, mark ? 0700 : 0555) < 0)
 		return -errno;
 	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -227,17 +228,12 @@ static int synth_make(int pfd, const char *name)
 	int r;
 
 	snprintf(tmp, sizeof(tmp), ".uexec-mount-%d-%u", (int)getpid(), seq++);
-	/* Writable until marked: a user. attribute needs write access to the inode. */
-	if (mkdirat(pfd, tmp, 0700) < 0)
-		return -errno;
-	fd = openat(pfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) < 0 ||
-	    fsetxattr(fd, synth_mark_name(), "1", 1, 0) < 0 || fchmod(fd, 0555) < 0) {
-		r = -errno;
-		(void)unlinkat(pfd, tmp, AT_REMOVEDIR);
-		if (r == -EOPNOTSUPP || r == -EPERM || r == -EACCES)
+	fd = synth_make_here(pfd, tmp, true);
+	if (fd < 0) {
+		/* no extended attributes here (or not for this uid): unmarked, in place */
+		if (fd == -EOPNOTSUPP || fd == -EPERM || fd == -EACCES)
 			return synth_make_here(pfd, name, false);
-		return r;
+		return fd;
 	}
 	if (renameat2(pfd, tmp, pfd, name, RENAME_NOREPLACE) < 0) {
 		r = -errno;

@@ -47,7 +47,7 @@ def silent_socket(srv):
 
 
 def closed_by_server(sock, timeout):
-    """True once the server closed sock (EOF or reset) within timeout."""
+    """True once the server closed sock (EOF or reset) within timeout (0: by now)."""
     sock.settimeout(timeout)
     try:
         while True:
@@ -55,21 +55,14 @@ def closed_by_server(sock, timeout):
                 return True
     except (ConnectionResetError, BrokenPipeError):
         return True
-    except socket.timeout:
+    except (socket.timeout, BlockingIOError):
         return False
 
 
 def closed_now(sock):
     """True if the server has closed sock (EOF or reset) by now; never waits."""
-    sock.setblocking(False)
     try:
-        while True:
-            if not sock.recv(65536):
-                return True
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    except BlockingIOError:
-        return False
+        return closed_by_server(sock, 0)
     finally:
         sock.setblocking(True)
 

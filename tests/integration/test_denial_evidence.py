@@ -483,22 +483,6 @@ def test_corpus_with_bpf_alone(bpf_server, ws):
     assert [d for d in setgid if d["kind"] == "seccomp" and d["errno"] == 1], setgid
 
 
-def tracer_links(pid):
-    """BPF links of the sys_exit tracer that process pid holds (from /proc/PID/fdinfo)."""
-    n = 0
-    d = "/proc/%d/fdinfo" % pid
-    for fd in os.listdir(d):
-        try:
-            with open(os.path.join(d, fd)) as f:
-                info = f.read()
-        except OSError:
-            continue
-        if "link_id:" in info and any(("link_type:\t%s" % t) in info
-                                      for t in ("raw_tracepoint", "tracing", "perf")):
-            n += 1
-    return n
-
-
 def tracer_link_ids(pid):
     """The link ids of the sys_exit tracer's BPF links that process pid holds."""
     out = []
@@ -513,6 +497,11 @@ def tracer_link_ids(pid):
                                       for t in ("raw_tracepoint", "tracing", "perf")):
             out.append(info.split("link_id:")[1].split()[0])
     return out
+
+
+def tracer_links(pid):
+    """How many BPF links of the sys_exit tracer process pid holds (from /proc/PID/fdinfo)."""
+    return len(tracer_link_ids(pid))
 
 
 def wait_detached(pid, timeout=EVENT_TIMEOUT):
