@@ -5,19 +5,24 @@
  * Everything here is async-signal-safe (the child may share the server's
  * memory): no malloc, no stdio beyond snprintf into stack buffers.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -635,6 +640,66 @@ static void new_audit_session(const struct sandbox_plan *pl)
 	(void)write_proc("/proc/self/loginuid", out + i);
 }
 
+/*
+ * Managed network, in the new network namespace (still with the capabilities
+ * of its owner): loopback up, the proxy's TCP listener and UDP socket bound
+ * on 127.0.0.1, both sent to the server (sandbox.h). They are close-on-exec
+ * here: the command never holds them.
+ */
+static int proxy_listeners(const struct sandbox_plan *pl, const char **step)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sandbox_proxy_ports ports = { 0 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov = { &ports, sizeof(ports) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct ifreq ifr = { 0 };
+	socklen_t len = sizeof(sin);
+	int fds[2] = { -1, -1 }, r = 0;
+
+	*step = "bringing up loopback in the network namespace";
+	memcpy(ifr.ifr_name, "lo", 3);
+	fds[0] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fds[0] < 0 || ioctl(fds[0], SIOCGIFFLAGS, &ifr) < 0)
+		goto fail;
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(fds[0], SIOCSIFFLAGS, &ifr) < 0)
+		goto fail;
+	/* That socket becomes the SOCKS5 UDP relay's. */
+	*step = "binding the proxy's UDP socket";
+	if (bind(fds[0], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    getsockname(fds[0], (struct sockaddr *)&sin, &len) < 0)
+		goto fail;
+	ports.udp = ntohs(sin.sin_port);
+	*step = "listening for the proxy";
+	sin.sin_port = 0;
+	len = sizeof(sin);
+	fds[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fds[1] < 0 || bind(fds[1], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    listen(fds[1], SOMAXCONN) < 0 || getsockname(fds[1], (struct sockaddr *)&sin, &len) < 0)
+		goto fail;
+	ports.tcp = ntohs(sin.sin_port);
+	*step = "sending the proxy's sockets to the server";
+	cm.h.cmsg_level = SOL_SOCKET;
+	cm.h.cmsg_type = SCM_RIGHTS;
+	cm.h.cmsg_len = CMSG_LEN(2 * sizeof(int));
+	memcpy(CMSG_DATA(&cm.h), (int[]){ fds[1], fds[0] }, 2 * sizeof(int));
+	if (sendmsg(pl->proxy_sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(ports))
+		goto fail;
+	goto out;
+fail:
+	r = -errno;
+out:
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return r;
+}
+
 int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
@@ -661,6 +726,8 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 	*step = "unshare(CLONE_NEWNET)";
 	if (pl->net_ns && unshare(CLONE_NEWNET) < 0)
 		return -errno;
+	if (pl->proxy_sock >= 0 && (r = proxy_listeners(pl, step)) < 0)
+		return r;
 	/* Full-disk write too needs a mount namespace for the cgroup and /proc steps below. */
 	*step = "unshare(CLONE_NEWNS)";
 	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns || pl->n_cg_mounts || pl->ro_kernel) &&

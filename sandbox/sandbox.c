@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1508,7 +1509,7 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	 * Without the listener guard (root only), a sandbox with network access
 	 * could connect to this server and start an unsandboxed process.
 	 */
-	if (p->network && !fs_helper && f->network_refused[0]) {
+	if (p->network && !p->managed_network && !fs_helper && f->network_refused[0]) {
 		snprintf(err, errsz, "%s", f->network_refused);
 		return -EOPNOTSUPP;
 	}
@@ -1522,8 +1523,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->sandbox_gid = f->sandbox_gid;
 	pl->uid = (unsigned)geteuid();
 	pl->gid = (unsigned)getegid();
+	pl->proxy_sock = -1;
 	pl->restrict_net = !p->network || fs_helper;
-	pl->cgroup_fd = pl->restrict_net || !f->mount_ns ? -1 : netguard_cgroup_fd(f->guard);
+	/* A managed network's namespace does not reach this server: no listener guard needed. */
+	pl->cgroup_fd = pl->restrict_net || p->managed_network || !f->mount_ns
+				? -1 : netguard_cgroup_fd(f->guard);
 	/* Every sandbox: its process stays in its cgroup (netguard.h), guarded or not. */
 	if (f->mount_ns && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
 		snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
@@ -1540,7 +1544,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	 * private one is their only scope (seccomp leaves sendmsg), and it
 	 * backs TCP too (as bubblewrap --unshare-net). Not for the helper.
 	 */
-	pl->net_ns = pl->restrict_net && !fs_helper && f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE;
+	pl->net_ns = (pl->restrict_net && !fs_helper && f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE) ||
+		     (p->managed_network && !fs_helper);
 	if (f->landlock_abi >= 4 && pl->restrict_net)
 		pl->ll_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
 	if (f->landlock_abi >= SANDBOX_LANDLOCK_ABI_SCOPE)
@@ -1766,6 +1771,57 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 fail:
 	sandbox_plan_free(pl);
 	return r;
+}
+
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock)
+{
+	plan->proxy_sock = sock;
+}
+
+int sandbox_proxy_receive(int sock, int *ret_tcp, int *ret_udp, struct sandbox_proxy_ports *ret_ports)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} cm;
+	struct sandbox_proxy_ports ports;
+	struct iovec iov = { &ports, sizeof(ports) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h;
+	int fds[2];
+	ssize_t n;
+
+	/* Sent before the child's exec, which the spawn waited for (CLONE_VFORK): never blocks. */
+	do
+		n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? -EPROTO : -errno;
+	h = CMSG_FIRSTHDR(&mh);
+	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+		return -EPROTO;
+	if (h->cmsg_len != CMSG_LEN(2 * sizeof(int))) {
+		/* Only our own child writes here; still, nothing received stays open. */
+		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+		for (size_t i = 0; i < k && i < 2; i++) {
+			memcpy(&fds[0], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+			close(fds[0]);
+		}
+		return -EPROTO;
+	}
+	memcpy(fds, CMSG_DATA(h), sizeof(fds));
+	if (n != (ssize_t)sizeof(ports) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -EPROTO;
+	}
+	*ret_tcp = fds[0];
+	*ret_udp = fds[1];
+	*ret_ports = ports;
+	return 0;
 }
 
 void sandbox_plan_free(struct sandbox_plan *pl)

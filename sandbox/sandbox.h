@@ -159,6 +159,24 @@ int sandbox_plan_apply_userns(const struct sandbox_plan *plan, const char **ret_
 /* In the namespace's init, after the command is cloned and before uexec-init (apply.c). */
 int sandbox_plan_apply_init(const struct sandbox_plan *plan, const char **ret_step);
 
+/*
+ * Managed network (NETWORK.md): the process gets a network namespace of its
+ * own whose only interface is loopback, and in it, before anything of the
+ * command runs, the child makes the proxy's listeners (TCP on 127.0.0.1,
+ * UDP on 127.0.0.1 for SOCKS5 UDP, ports chosen by the kernel) and sends
+ * them over sock (one end of a SOCK_SEQPACKET pair, borrowed: the caller
+ * keeps and closes it) as one message: struct sandbox_proxy_ports and two
+ * fds (SCM_RIGHTS). Nothing else is reachable from the namespace, so every
+ * connection the command makes goes through those listeners. The parent
+ * takes them with sandbox_proxy_receive() once the spawn returned.
+ */
+struct sandbox_proxy_ports {
+	uint16_t tcp, udp; /* host byte order */
+};
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock);
+/* Returns 0 with the two listeners (CLOEXEC, non-blocking) and their ports, or -errno. */
+int sandbox_proxy_receive(int sock, int *ret_tcp, int *ret_udp, struct sandbox_proxy_ports *ret_ports);
+
 /* True when the process runs as the --sandbox-uid uid on the host (sandbox_set_uid). */
 bool sandbox_plan_sandbox_uid(const struct sandbox_plan *plan);
 
