@@ -61,6 +61,19 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	return -EOPNOTSUPP;
 }
 
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock)
+{
+	(void)plan;
+	(void)sock;
+}
+
+int sandbox_proxy_receive(int sock, int fds[SANDBOX_PROXY_NFDS])
+{
+	(void)sock;
+	(void)fds;
+	return -EPROTO;
+}
+
 void sandbox_plan_free(struct sandbox_plan *plan)
 {
 	if (plan)

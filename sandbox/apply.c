@@ -5,7 +5,6 @@
  * Everything here is async-signal-safe (the child may share the server's
  * memory): no malloc, no stdio beyond snprintf into stack buffers.
  */
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -642,59 +641,64 @@ static void new_audit_session(const struct sandbox_plan *pl)
 
 /*
  * Managed network, in the new network namespace (still with the capabilities
- * of its owner): loopback up, the proxy's TCP listener and UDP socket bound
- * on 127.0.0.1, both sent to the server (sandbox.h). They are close-on-exec
- * here: the command never holds them.
+ * of its owner): loopback up, then the proxy's sockets on their fixed ports
+ * (sandbox.h), sent to the server. They are close-on-exec here: the command
+ * never holds them.
  */
 static int proxy_listeners(const struct sandbox_plan *pl, const char **step)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sandbox_proxy_ports ports = { 0 };
+	static const struct {
+		int type;
+		uint16_t port;
+	} socks[SANDBOX_PROXY_NFDS] = {
+		[SANDBOX_PROXY_HTTP] = { SOCK_STREAM, SANDBOX_PROXY_HTTP_PORT },
+		[SANDBOX_PROXY_SOCKS] = { SOCK_STREAM, SANDBOX_PROXY_SOCKS_PORT },
+		[SANDBOX_PROXY_SOCKS_UDP] = { SOCK_DGRAM, SANDBOX_PROXY_SOCKS_PORT },
+	};
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(SANDBOX_PROXY_NFDS * sizeof(int))];
 	} cm = { 0 };
-	struct iovec iov = { &ports, sizeof(ports) };
+	char tag = 'P';
+	struct iovec iov = { &tag, 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
 			     .msg_controllen = sizeof(cm.buf) };
 	struct ifreq ifr = { 0 };
-	socklen_t len = sizeof(sin);
-	int fds[2] = { -1, -1 }, r = 0;
+	int fds[SANDBOX_PROXY_NFDS], r = 0;
 
+	for (size_t i = 0; i < SANDBOX_PROXY_NFDS; i++)
+		fds[i] = -1;
 	*step = "bringing up loopback in the network namespace";
 	memcpy(ifr.ifr_name, "lo", 3);
-	fds[0] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fds[0] = socket(AF_INET, socks[0].type | SOCK_CLOEXEC, 0);
 	if (fds[0] < 0 || ioctl(fds[0], SIOCGIFFLAGS, &ifr) < 0)
 		goto fail;
 	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 	if (ioctl(fds[0], SIOCSIFFLAGS, &ifr) < 0)
 		goto fail;
-	/* That socket becomes the SOCKS5 UDP relay's. */
-	*step = "binding the proxy's UDP socket";
-	if (bind(fds[0], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
-	    getsockname(fds[0], (struct sockaddr *)&sin, &len) < 0)
-		goto fail;
-	ports.udp = ntohs(sin.sin_port);
-	*step = "listening for the proxy";
-	sin.sin_port = 0;
-	len = sizeof(sin);
-	fds[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fds[1] < 0 || bind(fds[1], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
-	    listen(fds[1], SOMAXCONN) < 0 || getsockname(fds[1], (struct sockaddr *)&sin, &len) < 0)
-		goto fail;
-	ports.tcp = ntohs(sin.sin_port);
+	*step = "binding the proxy's sockets in the network namespace";
+	for (size_t i = 0; i < SANDBOX_PROXY_NFDS; i++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(socks[i].port),
+					   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+		if (fds[i] < 0 && (fds[i] = socket(AF_INET, socks[i].type | SOCK_CLOEXEC, 0)) < 0)
+			goto fail;
+		if (bind(fds[i], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+		    (socks[i].type == SOCK_STREAM && listen(fds[i], SOMAXCONN) < 0))
+			goto fail;
+	}
 	*step = "sending the proxy's sockets to the server";
 	cm.h.cmsg_level = SOL_SOCKET;
 	cm.h.cmsg_type = SCM_RIGHTS;
-	cm.h.cmsg_len = CMSG_LEN(2 * sizeof(int));
-	memcpy(CMSG_DATA(&cm.h), (int[]){ fds[1], fds[0] }, 2 * sizeof(int));
-	if (sendmsg(pl->proxy_sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(ports))
+	cm.h.cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(&cm.h), fds, sizeof(fds));
+	if (sendmsg(pl->proxy_sock, &mh, MSG_NOSIGNAL) != 1)
 		goto fail;
 	goto out;
 fail:
 	r = -errno;
 out:
-	for (int i = 0; i < 2; i++)
+	for (size_t i = 0; i < SANDBOX_PROXY_NFDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return r;

@@ -1778,19 +1778,20 @@ void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock)
 	plan->proxy_sock = sock;
 }
 
-int sandbox_proxy_receive(int sock, int *ret_tcp, int *ret_udp, struct sandbox_proxy_ports *ret_ports)
+int sandbox_proxy_receive(int sock, int fds[SANDBOX_PROXY_NFDS])
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(SANDBOX_PROXY_NFDS * sizeof(int))];
 	} cm;
-	struct sandbox_proxy_ports ports;
-	struct iovec iov = { &ports, sizeof(ports) };
+	char tag;
+	struct iovec iov = { &tag, 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
 			     .msg_controllen = sizeof(cm.buf) };
 	struct cmsghdr *h;
-	int fds[2];
+	size_t k;
 	ssize_t n;
+	bool ok;
 
 	/* Sent before the child's exec, which the spawn waited for (CLONE_VFORK): never blocks. */
 	do
@@ -1801,26 +1802,19 @@ int sandbox_proxy_receive(int sock, int *ret_tcp, int *ret_udp, struct sandbox_p
 	h = CMSG_FIRSTHDR(&mh);
 	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
 		return -EPROTO;
-	if (h->cmsg_len != CMSG_LEN(2 * sizeof(int))) {
+	k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	ok = n == 1 && tag == 'P' && k == SANDBOX_PROXY_NFDS && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+	for (size_t i = 0; i < k && i < SANDBOX_PROXY_NFDS; i++) {
+		memcpy(&fds[i], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+		if (fcntl(fds[i], F_SETFL, O_NONBLOCK) < 0)
+			ok = false;
+	}
+	if (!ok) {
 		/* Only our own child writes here; still, nothing received stays open. */
-		size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-		for (size_t i = 0; i < k && i < 2; i++) {
-			memcpy(&fds[0], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-			close(fds[0]);
-		}
+		for (size_t i = 0; i < k && i < SANDBOX_PROXY_NFDS; i++)
+			close(fds[i]);
 		return -EPROTO;
 	}
-	memcpy(fds, CMSG_DATA(h), sizeof(fds));
-	if (n != (ssize_t)sizeof(ports) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return -EPROTO;
-	}
-	*ret_tcp = fds[0];
-	*ret_udp = fds[1];
-	*ret_ports = ports;
 	return 0;
 }
 

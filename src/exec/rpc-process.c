@@ -5,6 +5,7 @@
  * uexec's extensions of rpc-process-ext.c).
  */
 #include <errno.h>
+#include <sys/socket.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -241,7 +242,7 @@ void exec_warn_self_writable(const struct sandbox_plan *plan, const char *what)
  * when nothing is restricted: "disabled"), or replies and returns < 0. Fails
  * closed: a policy this host cannot enforce is refused, never run unsandboxed.
  */
-static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd,
+static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd, bool managed,
 			 struct sandbox_plan **ret)
 {
 	struct sandbox_context ctx = { .cwd = cwd, .tmpdir = getenv("TMPDIR") };
@@ -261,6 +262,7 @@ static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd
 		return r;
 	}
 	*ret = NULL;
+	pol->managed_network = managed;
 	if (pol->kind == SANDBOX_DISABLED) {
 		sandbox_policy_free(pol);
 		return 0;
@@ -529,7 +531,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	struct sandbox_cg_limits limits;
 	struct sandbox_cg_leaf leaf;
 	uint64_t timeout_ms, ev_cgroup = 0;
-	int r, has_leaf = 0;
+	int r, has_leaf = 0, psock[2] = { -1, -1 };
+	bool managed;
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
 	    check_nested(f, err) < 0 ||
@@ -551,8 +554,16 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	argv0 = json_array_get(f[F_ARGV], 0);
 	if (decode_cwd(c, id, f[F_CWD], &cwd) < 0)
 		goto out;
-	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, &plan) < 0)
+	managed = f[F_NET_PROXY] && !json_is_null(f[F_NET_PROXY]);
+	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, managed, &plan) < 0)
 		goto out;
+	if (managed && plan) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, psock) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		sandbox_plan_set_proxy(plan, psock[1]);
+	}
 	if (lookup(c, f[F_PROCESS_ID])) {
 		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
 				       " already exists");
@@ -633,6 +644,14 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	if (plan && has_leaf)
 		ev_cgroup = exec_evidence_watch(leaf.fd);
 	r = spawn_process(&sa, &res, &step);
+	psock[1] = safe_close(psock[1]);
+	if (r >= 0 && psock[0] >= 0) {
+		int pfds[SANDBOX_PROXY_NFDS];
+
+		/* WIP: the proxy itself is not there yet (kept open to look at). */
+		if (sandbox_proxy_receive(psock[0], pfds) == 0)
+			log_info("WIP proxy fds %d %d %d", pfds[0], pfds[1], pfds[2]);
+	}
 	if (has_leaf)
 		sandbox_cg_leaf_spawned(&leaf);
 	audit_start(c, f, argv, cwd, plan, has_leaf ? &limits : NULL, r < 0 ? 0 : res.pid, r);
@@ -675,6 +694,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 fail:
 	rpc_reply_errno_internal(c, id, r);
 out:
+	safe_close(psock[0]);
+	safe_close(psock[1]);
 	sandbox_plan_free(plan);
 	free(cwd);
 	free(argv);
