@@ -19,6 +19,7 @@
 #include "exec.h"
 #include "file-uri.h"
 #include "log.h"
+#include "netproxy-config.h"
 #include "params.h"
 #include "proc.h"
 #include "rpc.h"
@@ -181,7 +182,7 @@ int exec_check_sandbox_shape(json_t *sb, char *err)
 	return 0;
 }
 
-static int check_nested(json_t *start[], char *err)
+static int check_nested(json_t *start[], struct netproxy_config **npc, bool *mn_ttcp, char *err)
 {
 	json_t *tmp[ELEMENTSOF(policy_fields)];
 
@@ -212,10 +213,18 @@ static int check_nested(json_t *start[], char *err)
 	if (start[F_MANAGED_NET]) {
 		static const struct pfield mn[] = {
 			{ "allowLocalBinding", P_BOOL, false, NULL },
+			{ "transparentTcp", P_BOOL, false, NULL },
 		};
 		if (params_decode_nested(start[F_MANAGED_NET], "ManagedNetworkSandboxContext", mn,
 					 ELEMENTSOF(mn), tmp, err, ERRSZ) < 0)
 			return -EINVAL;
+		*mn_ttcp = params_bool(tmp[1], false);
+	}
+	if (start[F_NET_PROXY]) {
+		int r = netproxy_config_decode(start[F_NET_PROXY], npc, err, ERRSZ);
+
+		if (r < 0)
+			return r;
 	}
 	if (start[F_SANDBOX] && exec_check_sandbox_shape(start[F_SANDBOX], err) < 0)
 		return -EINVAL;
@@ -531,30 +540,38 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	struct sandbox_cg_limits limits;
 	struct sandbox_cg_leaf leaf;
 	uint64_t timeout_ms, ev_cgroup = 0;
-	int r, has_leaf = 0, psock[2] = { -1, -1 };
-	bool managed;
+	int r = 0, has_leaf = 0, psock[2] = { -1, -1 };
+	struct netproxy_config *npc = NULL;
+	bool managed, mn_ttcp = false;
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
-	    check_nested(f, err) < 0 ||
+	    (r = check_nested(f, &npc, &mn_ttcp, err)) < 0 ||
 	    exec_decode_start_ext(f[F_SIZE], f[F_TIMEOUT_MS], params_bool(f[F_TTY], false), &rows,
 				  &cols, &timeout_ms, err) < 0 ||
-	    exec_decode_limits(c->srv, f[F_LIMITS], &limits, err) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	    exec_decode_limits(c->srv, f[F_LIMITS], &limits, err) < 0 ||
+	    /* After every decoding error, before the other checks (the reference's order). */
+	    netproxy_config_check(npc, mn_ttcp, err, sizeof(err)) < 0) {
+		if (r == -ENOMEM)
+			rpc_reply_errno_internal(c, id, ENOMEM);
+		else
+			rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		netproxy_config_free(npc);
 		return;
 	}
 	if (json_array_size(f[F_ARGV]) == 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "argv must not be empty");
-		return;
+		goto out;
 	}
 	if (c->srv->draining) {
 		rpc_reply_error(c, id, RPC_SERVER_DRAINING,
 				"exec-server is shutting down: no new processes are started");
-		return;
+		goto out;
 	}
 	argv0 = json_array_get(f[F_ARGV], 0);
 	if (decode_cwd(c, id, f[F_CWD], &cwd) < 0)
 		goto out;
-	managed = f[F_NET_PROXY] && !json_is_null(f[F_NET_PROXY]);
+	/* Enforced (the reference's rule): a proxy, enforceManagedNetwork, and any sandbox object. */
+	managed = npc && params_bool(f[F_ENFORCE_NET], false) && f[F_SANDBOX];
 	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, managed, &plan) < 0)
 		goto out;
 	if (managed && plan) {
@@ -694,6 +711,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 fail:
 	rpc_reply_errno_internal(c, id, r);
 out:
+	netproxy_config_free(npc);
 	safe_close(psock[0]);
 	safe_close(psock[1]);
 	sandbox_plan_free(plan);
