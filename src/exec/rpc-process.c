@@ -20,6 +20,7 @@
 #include "file-uri.h"
 #include "log.h"
 #include "netproxy-config.h"
+#include "netproxy-env.h"
 #include "params.h"
 #include "proc.h"
 #include "rpc.h"
@@ -607,6 +608,9 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
 		goto out;
 	}
+	/* The proxies' ports in the command's own namespace (sandbox.h). TODO: unenforced mode. */
+	if (r >= 0 && managed)
+		r = netproxy_env_apply(npc, SANDBOX_PROXY_HTTP_PORT, SANDBOX_PROXY_SOCKS_PORT, &envp);
 	if (r >= 0)
 		r = build_argv(f, &argv);
 	if (r == -EILSEQ) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "netproxy-config.h"
+#include "netproxy-env.h"
 #include "tests.h"
 
 #define BASE_PROXY                                                                              \
@@ -149,6 +150,66 @@ TEST(checks_in_the_reference_order)
 	       "{\"proxy\":{" BASE_PROXY ",\"domains\":{\"\":\"allow\"}}}");
 	expect("invalid network proxy config: domain pattern is empty",
 	       "{\"proxy\":{" BASE_PROXY ",\"domains\":{\"*.\":\"allow\"}}}");
+}
+
+static const char *get(char **env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; *env; env++)
+		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+			return *env + n + 1;
+	return NULL;
+}
+
+static size_t count(char **env)
+{
+	size_t n = 0;
+
+	while (env[n])
+		n++;
+	return n;
+}
+
+TEST(environment)
+{
+	struct netproxy_config cfg = { .enable_socks5 = true };
+	char **env = calloc(4, sizeof(*env));
+
+	env[0] = strdup("PLAIN=hello");
+	env[1] = strdup("HTTP_PROXY=http://1.2.3.4:9");
+	env[2] = strdup("no_proxy=x");
+	ASSERT_EQ(0, netproxy_env_apply(&cfg, 3128, 1080, &env));
+	ASSERT_EQ(35, (int)count(env)); /* the reference's 34 and PLAIN */
+	ASSERT_STREQ("hello", get(env, "PLAIN"));
+	ASSERT_STREQ("http://127.0.0.1:3128", get(env, "HTTP_PROXY"));
+	ASSERT_STREQ("http://127.0.0.1:3128", get(env, "https_proxy"));
+	ASSERT_STREQ("http://127.0.0.1:3128", get(env, "PIP_PROXY"));
+	ASSERT_STREQ("socks5h://127.0.0.1:1080", get(env, "ALL_PROXY"));
+	ASSERT_STREQ("socks5h://127.0.0.1:1080", get(env, "ftp_proxy"));
+	ASSERT_STREQ("", get(env, "NO_PROXY"));
+	ASSERT_STREQ("", get(env, "no_proxy"));
+	ASSERT_STREQ("0", get(env, "CODEX_NETWORK_ALLOW_LOCAL_BINDING"));
+	ASSERT_STREQ("1", get(env, "CODEX_NETWORK_PROXY_ACTIVE"));
+	ASSERT_STREQ("1", get(env, "NODE_USE_ENV_PROXY"));
+	ASSERT_STREQ("true", get(env, "ELECTRON_GET_USE_PROXY"));
+	for (char **e = env; *e; e++)
+		free(*e);
+	free(env);
+
+	/* no SOCKS5: the SOCKS variables name the HTTP proxy; local binding: the local list */
+	cfg.enable_socks5 = false;
+	cfg.allow_local_binding = true;
+	env = calloc(1, sizeof(*env));
+	ASSERT_EQ(0, netproxy_env_apply(&cfg, 40645, 40087, &env));
+	ASSERT_EQ(34, (int)count(env));
+	ASSERT_STREQ("http://127.0.0.1:40645", get(env, "all_proxy"));
+	ASSERT_STREQ("localhost,127.0.0.1,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16",
+		     get(env, "npm_config_noproxy"));
+	ASSERT_STREQ("1", get(env, "CODEX_NETWORK_ALLOW_LOCAL_BINDING"));
+	for (char **e = env; *e; e++)
+		free(*e);
+	free(env);
 }
 
 TEST_MAIN()
