@@ -8,6 +8,7 @@
 #include "netproxy-config.h"
 #include "macro.h"
 #include "params.h"
+#include "policy.h"
 
 enum {
 	L_PROXY,
@@ -351,21 +352,29 @@ int netproxy_config_check(const struct netproxy_config *cfg, bool managed_transp
 			 "requires an enabled proxy");
 		return -EINVAL;
 	}
-	for (size_t i = 0; i < cfg->n_unix_sockets; i++) {
+	for (size_t i = 0, k = 0; i < cfg->n_unix_sockets; i++) {
 		const char *p = cfg->unix_sockets[i].path;
 
-		if (p[0] != '/') {
-			debug_quote(p, q, sizeof(q));
-			snprintf(err, errsz, "invalid network proxy config: invalid "
-				 "network.allow_unix_sockets[%zu]: expected a NUL-free absolute path for "
-				 "Linux, got %s", i, q);
-			return -EINVAL;
+		/* network.allow_unix_sockets: the index counts the allowed entries only */
+		if (!cfg->unix_sockets[i].allow)
+			continue;
+		if (p[0] == '/') {
+			k++;
+			continue;
 		}
+		debug_quote(p, q, sizeof(q));
+		snprintf(err, errsz, "invalid network proxy config: invalid "
+			 "network.allow_unix_sockets[%zu]: expected a NUL-free absolute path for "
+			 "Linux, got %s", k, q);
+		return -EINVAL;
 	}
 	for (size_t i = 0; i < cfg->n_domains; i++) {
 		char perr[512];
 
-		r = netproxy_pattern_check(cfg->domains[i].pattern, perr, sizeof(perr));
+		if (cfg->domains[i].perm == NP_PERM_NONE)
+			continue;
+		r = np_pattern_check(cfg->domains[i].pattern, cfg->domains[i].perm == NP_PERM_DENY,
+				     perr, sizeof(perr));
 		if (r < 0) {
 			snprintf(err, errsz, "invalid network proxy config: %s", perr);
 			return r;
@@ -374,12 +383,3 @@ int netproxy_config_check(const struct netproxy_config *cfg, bool managed_transp
 	return 0;
 }
 
-int netproxy_pattern_check(const char *pattern, char *err, size_t errsz)
-{
-	/* TODO(issue 22): the reference's grammar, from the semantics notes. */
-	if (!pattern[0] || strcmp(pattern, "*.") == 0) {
-		snprintf(err, errsz, "domain pattern is empty");
-		return -EINVAL;
-	}
-	return 0;
-}

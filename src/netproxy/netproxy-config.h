@@ -64,7 +64,4 @@ int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, 
 int netproxy_config_check(const struct netproxy_config *cfg, bool managed_transparent_tcp,
 			  char *err, size_t errsz);
 
-/* The pattern check alone (policy.c's matcher relies on it): 0 or -EINVAL with the text. */
-int netproxy_pattern_check(const char *pattern, char *err, size_t errsz);
-
 void netproxy_config_free(struct netproxy_config *cfg);
