@@ -24,6 +24,7 @@
 #include "proc-internal.h"
 #include "plan.h"
 #include "proc.h"
+#include "proxy.h"
 #include "rpc.h"
 #include "session.h"
 #include "sandbox.h"
@@ -594,6 +595,9 @@ static void proc_check_closed(struct proc *p)
 	/* Nothing of the sandbox is in use any more: release its mount points. */
 	sandbox_plan_free(p->plan);
 	p->plan = NULL;
+	/* The proxy lives until the process is closed, as the reference's does. */
+	netproxy_free(p->netproxy);
+	p->netproxy = NULL;
 	/* Timed out: what the tree left behind (a setsid daemon) goes too. */
 	if (p->timed_out)
 		proc_cg_kill(p);
@@ -822,6 +826,7 @@ void proc_free(struct proc *p)
 	exec_evidence_untrack(p->ev_wait.tree);
 	proc_cg_free(p);
 	sandbox_plan_free(p->plan);
+	netproxy_free(p->netproxy);
 	for (size_t i = 0; i < p->write_id_count; i++)
 		free(p->write_id_ring[(p->write_id_head + i) % PROC_WRITE_IDS]);
 	free(p->write_id_ring);

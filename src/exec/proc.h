@@ -76,6 +76,7 @@ struct proc {
 	bool pipe_stdin;
 	bool sandboxed;
 	struct sandbox_plan *plan;   /* owned; freed when the process is closed */
+	struct netproxy *netproxy;   /* managed network: its proxy (owned), closed with the process */
 	struct uring_timer grace;    /* sandboxed: wait for late output before judging */
 	bool reaped;                 /* the child is gone; exited is published after the grace */
 	int raw_exit_code;

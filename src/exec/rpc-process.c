@@ -21,6 +21,7 @@
 #include "log.h"
 #include "netproxy-config.h"
 #include "netproxy-env.h"
+#include "proxy.h"
 #include "params.h"
 #include "proc.h"
 #include "rpc.h"
@@ -543,7 +544,9 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	uint64_t timeout_ms, ev_cgroup = 0;
 	int r = 0, has_leaf = 0, psock[2] = { -1, -1 };
 	struct netproxy_config *npc = NULL;
+	struct netproxy *np = NULL;
 	bool managed, mn_ttcp = false;
+	int nr = 0;
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
 	    (r = check_nested(f, &npc, &mn_ttcp, err)) < 0 ||
@@ -669,9 +672,15 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	if (r >= 0 && psock[0] >= 0) {
 		int pfds[SANDBOX_PROXY_NFDS];
 
-		/* WIP: the proxy itself is not there yet (kept open to look at). */
-		if (sandbox_proxy_receive(psock[0], pfds) == 0)
-			log_info("WIP proxy fds %d %d %d", pfds[0], pfds[1], pfds[2]);
+		nr = sandbox_proxy_receive(psock[0], pfds);
+		if (nr == 0)
+			nr = netproxy_new(c->srv, TAKE_PTR(npc), pfds[SANDBOX_PROXY_HTTP],
+					  pfds[SANDBOX_PROXY_SOCKS], pfds[SANDBOX_PROXY_SOCKS_UDP],
+					  &np, err, sizeof(err));
+		if (nr < 0)
+			/* The command runs without a way out; it is ended below (fail closed). */
+			log_warning_errno(nr, "Session %s: cannot start the network proxy of '%s': %s",
+					  ss->id, json_string_value(f[F_PROCESS_ID]), nr == -EINVAL ? err : "");
 	}
 	if (has_leaf)
 		sandbox_cg_leaf_spawned(&leaf);
@@ -686,9 +695,13 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	}
 	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, ev_cgroup, &plan, &p);
 	if (r < 0) {
+		netproxy_free(np);
 		c->srv->metrics.spawn_failures++;
 		goto fail;
 	}
+	p->netproxy = TAKE_PTR(np);
+	if (nr < 0)
+		proc_kill_group(p, SIGKILL);
 	c->srv->metrics.spawns++;
 	if (f[F_SANDBOX])
 		c->srv->metrics.sandboxed_spawns++;

@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The managed network's HTTP proxy on the ring (proxy.h). One struct npc per
+ * client connection: its client side is an adopted netconn, its upstream an
+ * outbound one. A request head is read whole (at most NPC_HEAD_MAX), decided
+ * by the policy, then refused with the reference's answer or forwarded:
+ * CONNECT as a raw tunnel (200 sent once the target is known to be
+ * allowed, as the reference sends it before dialing), a plain request with
+ * its head rewritten to origin form and its declared body, after which the
+ * client's reading stops until the upstream ends the response (one request
+ * per upstream connection, "connection: close" to the origin: nothing the
+ * client pipelines reaches an upstream the policy did not see).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "http.h"
+#include "list.h"
+#include "log.h"
+#include "macro.h"
+#include "netconn.h"
+#include "netproxy-config.h"
+#include "policy.h"
+#include "proxy.h"
+#include "ring.h"
+#include "server.h"
+
+#define NPC_HEAD_MAX (64 * 1024)     /* a request head larger than this: 431 */
+#define NPC_MAX_CONNS 256            /* client connections per process */
+#define NPC_QUEUE_HIGH (256 * 1024)  /* bytes queued toward one side before its source pauses */
+#define NPC_CONNECT_TIMEOUT_MS 30000
+
+struct netproxy {
+	struct server *srv;
+	struct netproxy_config *cfg;
+	struct np_policy *pol;
+	int http_fd, socks_fd, udp_fd;
+	struct uring_op accept_op;
+	struct list_head conns;
+	unsigned n_conns;
+	bool freeing; /* netproxy_free() ran: freed once the accept op is back */
+};
+
+enum npc_state {
+	NPC_HEAD,    /* reading a request head */
+	NPC_UPSTREAM, /* upstream connecting */
+	NPC_TUNNEL,  /* bytes both ways (CONNECT) */
+	NPC_FORWARD, /* a plain request: its body to upstream, then the response back */
+	NPC_DONE,    /* ending */
+};
+
+struct npc {
+	struct list_head link;
+	struct netproxy *np;
+	struct netconn *client, *up;
+	enum npc_state state;
+	struct buf head;       /* request bytes not yet handled */
+	bool connect;          /* CONNECT */
+	uint64_t body_left;    /* FORWARD: request body bytes still to pass */
+	char host[256];        /* normalised */
+	uint16_t port;
+	char peer[64];
+};
+
+static void npc_free(struct npc *c)
+{
+	list_del(&c->link);
+	c->np->n_conns--;
+	buf_done(&c->head);
+	free(c);
+}
+
+static void npc_maybe_free(struct npc *c)
+{
+	if (!c->client && !c->up)
+		npc_free(c);
+}
+
+/* ---- answers ---- */
+
+static void send_text(struct npc *c, const char *status, const char *header, const char *body)
+{
+	char date[64], out[1024];
+	int n;
+
+	if (!c->client || http_format_date(time(NULL), date, sizeof(date)) < 0)
+		return;
+	n = snprintf(out, sizeof(out),
+		     "HTTP/1.1 %s\r\ncontent-type: text/plain\r\n%s%s%scontent-length: %zu\r\n"
+		     "date: %s\r\n\r\n%s",
+		     status, header ? "x-proxy-error: " : "", header ? header : "", header ? "\r\n" : "",
+		     strlen(body), date, body);
+	if (n > 0 && (size_t)n < sizeof(out))
+		(void)netconn_send(c->client, out, (size_t)n);
+}
+
+/* The reference's JSON refusal of a plain request (keys in its order, no newline). */
+static void send_refusal_json(struct npc *c, const char *reason, const char *header,
+			      const char *message, const char *source)
+{
+	struct buf body = { 0 }, out = { 0 };
+	char date[64], port[16];
+
+	if (!c->client || http_format_date(time(NULL), date, sizeof(date)) < 0)
+		return;
+	snprintf(port, sizeof(port), "%u", (unsigned)c->port);
+	if (buf_append(&body, "{\"status\":\"blocked\",\"host\":", 27) < 0 ||
+	    log_json_string(&body, c->host, strlen(c->host)) < 0 ||
+	    buf_append(&body, ",\"reason\":", 10) < 0 ||
+	    log_json_string(&body, reason, strlen(reason)) < 0 ||
+	    buf_append(&body, ",\"decision\":\"deny\",\"source\":", 28) < 0 ||
+	    log_json_string(&body, source, strlen(source)) < 0 ||
+	    buf_append(&body, ",\"protocol\":\"http\",\"port\":", 26) < 0 ||
+	    buf_append(&body, port, strlen(port)) < 0 ||
+	    buf_append(&body, ",\"message\":", 11) < 0 ||
+	    log_json_string(&body, message, strlen(message)) < 0 || buf_append(&body, "}", 1) < 0)
+		goto out;
+	{
+		char hdr[512];
+		int n = snprintf(hdr, sizeof(hdr),
+				 "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
+				 "x-proxy-error: %s\r\ncontent-length: %zu\r\ndate: %s\r\n\r\n",
+				 header, body.len, date);
+
+		if (n > 0 && (size_t)n < sizeof(hdr) && buf_append(&out, hdr, (size_t)n) == 0 &&
+		    buf_append(&out, body.data, body.len) == 0)
+			(void)netconn_send(c->client, out.data, out.len);
+	}
+out:
+	buf_done(&body);
+	buf_done(&out);
+}
+
+static void refuse(struct npc *c, enum np_verdict v)
+{
+	if (c->connect)
+		send_text(c, "403 Forbidden", np_verdict_header(v), np_verdict_message(v));
+	else
+		send_refusal_json(c, np_verdict_reason(v), np_verdict_header(v), np_verdict_message(v),
+				  "baseline_policy");
+}
+
+/* Ends the client connection once what was queued is written. */
+static void finish_client(struct npc *c)
+{
+	c->state = NPC_DONE;
+	if (c->client)
+		netconn_shutdown(c->client);
+}
+
+/* ---- upstream ---- */
+
+static void up_connected(struct netconn *nc);
+static void up_data(struct netconn *nc, const uint8_t *p, size_t n);
+static void up_drained(struct netconn *nc);
+static void up_closed(struct netconn *nc, int err, const char *why);
+static int up_resolved(struct netconn *nc, const struct addrinfo *list);
+
+static const struct netconn_handlers up_handlers = {
+	.connected = up_connected,
+	.data = up_data,
+	.drained = up_drained,
+	.closed = up_closed,
+	.resolved = up_resolved,
+};
+
+static void client_resume(struct npc *c);
+static void pass_body(struct npc *c);
+
+static int up_resolved(struct netconn *nc, const struct addrinfo *list)
+{
+	struct npc *c = netconn_userdata(nc);
+
+	/* allowlisted names only when every answer is public (DNS rebinding); not with allowLocalBinding */
+	if (c->np->cfg->allow_local_binding)
+		return 0;
+	for (const struct addrinfo *a = list; a; a = a->ai_next)
+		if (!np_addr_public(a->ai_addr))
+			return -EACCES;
+	return 0;
+}
+
+static void up_connected(struct netconn *nc)
+{
+	struct npc *c = netconn_userdata(nc);
+
+	if (c->connect) {
+		char date[64], out[128];
+		int n;
+
+		c->state = NPC_TUNNEL;
+		if (http_format_date(time(NULL), date, sizeof(date)) >= 0 &&
+		    (n = snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\ndate: %s\r\n\r\n", date)) > 0)
+			(void)netconn_send(c->client, out, (size_t)n);
+		/* bytes the client sent behind its CONNECT head belong to the tunnel */
+		if (c->head.len && netconn_send(nc, c->head.data, c->head.len) == 0)
+			buf_consume(&c->head, c->head.len);
+		client_resume(c);
+		return;
+	}
+	c->state = NPC_FORWARD;
+	pass_body(c);
+}
+
+static void up_data(struct netconn *nc, const uint8_t *p, size_t n)
+{
+	struct npc *c = netconn_userdata(nc);
+
+	if (!c->client || netconn_send(c->client, p, n) < 0) {
+		netconn_close(nc);
+		c->up = NULL;
+		npc_maybe_free(c);
+		return;
+	}
+	if (netconn_queued(c->client) > NPC_QUEUE_HIGH)
+		netconn_set_reading(nc, false);
+}
+
+static void up_drained(struct netconn *nc)
+{
+	struct npc *c = netconn_userdata(nc);
+
+	client_resume(c);
+}
+
+static void up_closed(struct netconn *nc, int err, const char *why)
+{
+	struct npc *c = netconn_userdata(nc);
+	bool was_connecting = c->state == NPC_UPSTREAM;
+
+	c->up = NULL;
+	if (was_connecting && !c->connect) {
+		if (err == -EACCES)
+			refuse(c, NP_NOT_ALLOWED_LOCAL);
+		else
+			send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+	} else if (was_connecting && err == -EACCES) {
+		refuse(c, NP_NOT_ALLOWED_LOCAL);
+	}
+	log_debug("Network proxy: %s:%u from %s ended: %s", c->host, (unsigned)c->port, c->peer,
+		  why ? why : "closed");
+	finish_client(c);
+	npc_maybe_free(c);
+}
+
+/* ---- client ---- */
+
+static void client_data(struct netconn *nc, const uint8_t *p, size_t n);
+static void client_drained(struct netconn *nc);
+static void client_closed(struct netconn *nc, int err, const char *why);
+
+static const struct netconn_handlers client_handlers = {
+	.data = client_data,
+	.drained = client_drained,
+	.closed = client_closed,
+};
+
+static void client_resume(struct npc *c)
+{
+	if (c->client && c->state == NPC_TUNNEL && (!c->up || netconn_queued(c->up) <= NPC_QUEUE_HIGH))
+		netconn_set_reading(c->client, true);
+	if (c->up && c->client && netconn_queued(c->client) <= NPC_QUEUE_HIGH)
+		netconn_set_reading(c->up, true);
+}
+
+/* FORWARD: the declared body out of the buffer; then the client's reading stops. */
+static void pass_body(struct npc *c)
+{
+	size_t k = c->head.len < c->body_left ? c->head.len : (size_t)c->body_left;
+
+	if (k && c->up && netconn_send(c->up, c->head.data, k) == 0) {
+		buf_consume(&c->head, k);
+		c->body_left -= k;
+	}
+	if (c->client)
+		netconn_set_reading(c->client, c->body_left > 0);
+}
+
+static uint16_t default_port(const char *scheme, size_t n)
+{
+	if ((n == 4 && !strncasecmp(scheme, "http", 4)) || (n == 2 && !strncasecmp(scheme, "ws", 2)))
+		return 80;
+	if ((n == 5 && !strncasecmp(scheme, "https", 5)) || (n == 3 && !strncasecmp(scheme, "wss", 3)))
+		return 443;
+	return 0;
+}
+
+/* "host[:port]" (brackets for IPv6) into c->host/c->port; def when no port. 0 or -EINVAL. */
+static int set_authority(struct npc *c, const char *a, size_t n, uint16_t def)
+{
+	const char *colon = NULL;
+	unsigned long port = def;
+
+	if (n && a[0] == '[') {
+		const char *close = memchr(a, ']', n);
+
+		if (!close)
+			return -EINVAL;
+		if ((size_t)(close - a) + 1 < n) {
+			if (close[1] != ':')
+				return -EINVAL;
+			colon = close + 1;
+		}
+	} else {
+		colon = memchr(a, ':', n);
+	}
+	if (colon) {
+		char *end;
+		char num[8];
+		size_t k = (size_t)(a + n - colon - 1);
+
+		if (k == 0 || k >= sizeof(num))
+			return -EINVAL;
+		memcpy(num, colon + 1, k);
+		num[k] = 0;
+		port = strtoul(num, &end, 10);
+		if (*end || port == 0 || port > 65535)
+			return -EINVAL;
+	}
+	if (!np_normalize_host(a, n, c->host, sizeof(c->host)))
+		return -EINVAL;
+	c->port = (uint16_t)port;
+	return 0;
+}
+
+static bool hop_by_hop(const struct http_header *h, const struct http_header *conn)
+{
+	static const char *const names[] = { "connection", "keep-alive", "proxy-connection",
+					     "proxy-authorization", "te", "trailer", "upgrade", NULL };
+
+	for (size_t i = 0; names[i]; i++)
+		if (h->name_len == strlen(names[i]) && !strncasecmp(h->name, names[i], h->name_len))
+			return true;
+	/* every header Connection names */
+	if (conn) {
+		const char *v = conn->value, *e = v + conn->value_len;
+
+		while (v < e) {
+			const char *t = memchr(v, ',', (size_t)(e - v));
+			const char *end = t ? t : e;
+
+			while (v < end && (*v == ' ' || *v == '\t'))
+				v++;
+			while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+				end--;
+			if ((size_t)(end - v) == h->name_len && !strncasecmp(v, h->name, h->name_len))
+				return true;
+			v = t ? t + 1 : e;
+		}
+	}
+	return false;
+}
+
+/* The request head for the origin: origin-form target, hop-by-hop headers dropped, close. */
+static int rewrite_head(const struct http_request *req, const char *path, size_t path_len,
+			struct buf *out)
+{
+	const struct http_header *conn = http_request_header(req, "connection");
+	char line[64];
+
+	if (buf_append(out, req->method, req->method_len) < 0 || buf_append(out, " ", 1) < 0 ||
+	    buf_append(out, path, path_len) < 0)
+		return -ENOMEM;
+	snprintf(line, sizeof(line), " HTTP/1.%d\r\n", req->minor_version);
+	if (buf_append(out, line, strlen(line)) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < req->n_headers; i++) {
+		const struct http_header *h = &req->headers[i];
+
+		if (hop_by_hop(h, conn))
+			continue;
+		if (buf_append(out, h->name, h->name_len) < 0 || buf_append(out, ": ", 2) < 0 ||
+		    buf_append(out, h->value, h->value_len) < 0 || buf_append(out, "\r\n", 2) < 0)
+			return -ENOMEM;
+	}
+	return buf_append(out, "connection: close\r\n\r\n", 21);
+}
+
+static int open_upstream(struct npc *c)
+{
+	struct netconn_config cfg = { .host = c->host, .port = c->port, .nodelay = true,
+				      .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS };
+
+	c->state = NPC_UPSTREAM;
+	netconn_set_reading(c->client, false);
+	return netconn_open(c->np->srv, &cfg, &up_handlers, c, &c->up);
+}
+
+/* One complete request head in c->head (n bytes of it). */
+static void handle_request(struct npc *c, const struct http_request *req, size_t n)
+{
+	const char *t = req->path, *path = "/";
+	size_t tl = req->path_len, path_len = 1;
+	enum np_verdict v;
+	struct buf head = { 0 };
+	const struct http_header *cl;
+	bool limited = c->np->cfg->mode == NP_MODE_LIMITED;
+
+	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
+	if (c->connect) {
+		const struct http_header *h = http_request_header(req, "host");
+
+		/* CONNECT host:port; "CONNECT /x" falls back to Host; no port is 80 */
+		if (tl && t[0] == '/') {
+			t = h ? h->value : "";
+			tl = h ? h->value_len : 0;
+		}
+		if (!tl || set_authority(c, t, tl, 80) < 0) {
+			send_text(c, "400 Bad Request", NULL, "missing authority");
+			goto done;
+		}
+	} else {
+		const char *sep = tl ? memchr(t, ':', tl) : NULL;
+
+		if (sep && sep + 2 < t + tl && sep[1] == '/' && sep[2] == '/') {
+			const char *auth = sep + 3, *end = auth;
+			uint16_t def = default_port(t, (size_t)(sep - t));
+
+			while (end < t + tl && *end != '/' && *end != '?' && *end != '#')
+				end++;
+			if (memchr(auth, '@', (size_t)(end - auth)))
+				auth = (const char *)memchr(auth, '@', (size_t)(end - auth)) + 1;
+			if (end == auth || set_authority(c, auth, (size_t)(end - auth), def) < 0 ||
+			    !c->port) {
+				send_text(c, "400 Bad Request", NULL, "missing host");
+				goto done;
+			}
+			if (end < t + tl) {
+				path = end;
+				path_len = (size_t)(t + tl - end);
+			}
+		} else {
+			const struct http_header *h = http_request_header(req, "host");
+
+			/* origin form: the Host header is the target (the reference proxies it) */
+			if (!h || set_authority(c, h->value, h->value_len, 80) < 0) {
+				send_text(c, "400 Bad Request", NULL, "missing host");
+				goto done;
+			}
+			path = t;
+			path_len = tl;
+		}
+	}
+
+	v = np_policy_decide(c->np->pol, c->host);
+	if (v == NP_DENIED || v == NP_NOT_ALLOWED || v == NP_NOT_ALLOWED_LOCAL) {
+		log_info_ratelimited("Network proxy: refused %s %s:%u from %s (%s)",
+				     c->connect ? "CONNECT" : "request", c->host, (unsigned)c->port,
+				     c->peer, np_verdict_reason(v));
+		refuse(c, v);
+		buf_consume(&c->head, n);
+		return; /* the connection stays open for the next request */
+	}
+	if (limited && c->connect) {
+		send_text(c, "403 Forbidden", "blocked-by-mitm-required", "MITM required for limited HTTPS.");
+		buf_consume(&c->head, n);
+		return;
+	}
+	if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
+			 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
+			 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
+		send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
+				  "Method not allowed in limited mode.", "mode_guard");
+		buf_consume(&c->head, n);
+		return;
+	}
+
+	if (!c->connect) {
+		cl = http_request_header(req, "content-length");
+		c->body_left = 0;
+		if (cl) {
+			char num[24], *end;
+
+			if (cl->value_len == 0 || cl->value_len >= sizeof(num))
+				goto bad;
+			memcpy(num, cl->value, cl->value_len);
+			num[cl->value_len] = 0;
+			c->body_left = strtoull(num, &end, 10);
+			if (*end)
+				goto bad;
+		}
+		if (http_request_header(req, "transfer-encoding")) {
+			/* TODO(issue 22): chunked request bodies need re-framing */
+			send_text(c, "501 Not Implemented", NULL, "chunked request bodies are not supported yet");
+			goto done;
+		}
+		if (rewrite_head(req, path, path_len, &head) < 0)
+			goto done;
+	}
+	buf_consume(&c->head, n);
+	if (open_upstream(c) < 0) {
+		c->up = NULL;
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		goto done;
+	}
+	if (head.len && netconn_send(c->up, head.data, head.len) < 0) {
+		/* not connected yet: queue it in front of the body in c->head */
+		struct buf merged = { 0 };
+
+		if (buf_append(&merged, head.data, head.len) < 0 ||
+		    buf_append(&merged, c->head.data, c->head.len) < 0) {
+			buf_done(&merged);
+			goto done;
+		}
+		c->body_left += head.len;
+		buf_done(&c->head);
+		c->head = merged;
+	}
+	buf_done(&head);
+	return;
+bad:
+	{
+		char out[256];
+		int k = http_format_bad_request(time(NULL), out, sizeof(out));
+
+		if (k > 0)
+			(void)netconn_send(c->client, out, (size_t)k);
+	}
+done:
+	buf_done(&head);
+	finish_client(c);
+}
+
+static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
+{
+	struct npc *c = netconn_userdata(nc);
+	struct http_request req;
+	int r;
+
+	switch (c->state) {
+	case NPC_TUNNEL:
+		if (!c->up || netconn_send(c->up, p, n) < 0) {
+			finish_client(c);
+			return;
+		}
+		if (netconn_queued(c->up) > NPC_QUEUE_HIGH)
+			netconn_set_reading(nc, false);
+		return;
+	case NPC_HEAD:
+	case NPC_UPSTREAM:
+	case NPC_FORWARD:
+		if (buf_append(&c->head, p, n) < 0) {
+			finish_client(c);
+			return;
+		}
+		if (c->state == NPC_FORWARD)
+			pass_body(c);
+		break;
+	case NPC_DONE:
+		return;
+	}
+	/* Refusals keep the connection: every complete head in the buffer is handled in turn. */
+	while (c->state == NPC_HEAD && c->head.len) {
+		r = http_request_parse((const char *)c->head.data, c->head.len, NPC_HEAD_MAX, &req);
+		if (r == -EAGAIN)
+			return;
+		if (r == -E2BIG) {
+			send_text(c, "431 Request Header Fields Too Large", NULL, "");
+			finish_client(c);
+			return;
+		}
+		if (r < 0) {
+			char out[256];
+			int k = http_format_bad_request(time(NULL), out, sizeof(out));
+
+			if (k > 0)
+				(void)netconn_send(nc, out, (size_t)k);
+			finish_client(c);
+			return;
+		}
+		handle_request(c, &req, (size_t)r);
+	}
+}
+
+static void client_drained(struct netconn *nc)
+{
+	client_resume(netconn_userdata(nc));
+}
+
+static void client_closed(struct netconn *nc, int err, const char *why)
+{
+	struct npc *c = netconn_userdata(nc);
+
+	c->client = NULL;
+	if (c->up) {
+		if (c->state == NPC_TUNNEL)
+			netconn_shutdown(c->up); /* what is queued still reaches the target */
+		else {
+			netconn_close(c->up);
+			c->up = NULL;
+		}
+	}
+	npc_maybe_free(c);
+}
+
+/* ---- listener ---- */
+
+static void arm_accept(struct netproxy *np);
+
+static void on_accept(struct uring_op *op, int res, uint32_t flags)
+{
+	struct netproxy *np = container_of(op, struct netproxy, accept_op);
+	struct npc *c;
+
+	if (np->freeing) {
+		if (res >= 0)
+			close(res);
+		free(np);
+		return;
+	}
+	if (res < 0) {
+		if (res != -ECANCELED)
+			log_warning_errno_ratelimited(res, "Network proxy: accept failed");
+		if (res == -EMFILE || res == -ENFILE || res == -ENOMEM)
+			return; /* TODO(issue 22): pause and retry as the server's listener does */
+		arm_accept(np);
+		return;
+	}
+	if (np->n_conns >= NPC_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
+		log_warning_ratelimited("Network proxy: refusing a connection (%u open)", np->n_conns);
+		close(res);
+		arm_accept(np);
+		return;
+	}
+	c->np = np;
+	snprintf(c->peer, sizeof(c->peer), "proxy client %d", res);
+	list_add_tail(&c->link, &np->conns);
+	np->n_conns++;
+	if (netconn_adopt(np->srv, res, c->peer, &client_handlers, c, &c->client) < 0) {
+		c->client = NULL;
+		npc_free(c);
+	}
+	arm_accept(np);
+}
+
+static void arm_accept(struct netproxy *np)
+{
+	struct io_uring_sqe *sqe = uring_get_sqe(&np->srv->ring, &np->accept_op, on_accept);
+
+	io_uring_prep_accept(sqe, np->http_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
+int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int socks_fd,
+		 int udp_fd, struct netproxy **ret, char *err, size_t errsz)
+{
+	struct netproxy *np = calloc(1, sizeof(*np));
+	int r;
+
+	if (!np) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = np_policy_new(cfg, &np->pol, err, errsz);
+	if (r < 0)
+		goto fail;
+	np->srv = s;
+	np->cfg = cfg;
+	np->http_fd = http_fd;
+	np->socks_fd = socks_fd;
+	np->udp_fd = udp_fd;
+	list_init(&np->conns);
+	arm_accept(np);
+	*ret = np;
+	return 0;
+fail:
+	if (np)
+		np_policy_free(np->pol);
+	free(np);
+	netproxy_config_free(cfg);
+	safe_close(http_fd);
+	safe_close(socks_fd);
+	safe_close(udp_fd);
+	return r;
+}
+
+void netproxy_free(struct netproxy *np)
+{
+	struct npc *c, *tmp;
+
+	if (!np)
+		return;
+	list_for_each_entry_safe(c, tmp, &np->conns, link) {
+		if (c->client)
+			netconn_close(c->client);
+		if (c->up)
+			netconn_close(c->up);
+		c->client = c->up = NULL;
+		npc_free(c);
+	}
+	np_policy_free(np->pol);
+	netproxy_config_free(np->cfg);
+	np->http_fd = safe_close(np->http_fd);
+	np->socks_fd = safe_close(np->socks_fd);
+	np->udp_fd = safe_close(np->udp_fd);
+	if (uring_op_idle(&np->accept_op)) {
+		free(np);
+		return;
+	}
+	np->freeing = true;
+	uring_cancel(&np->srv->ring, &np->accept_op);
+}
