@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: MIT
+"""The managed network (issue 22, work in progress): process/start.networkProxy with
+enforceManagedNetwork and a sandbox. The command runs in a network namespace of its own
+whose only endpoints are the proxy's listeners (served by uexec's loop); the proxy
+answers as the reference's does (docs/netproxy-wire-notes.md §6). Origins are HTTP
+servers of this test on the host's loopback, reached by the proxy from the host."""
+import http.server
+import json
+import os
+import socket
+import threading
+
+import pytest
+
+from test_sandbox import area, sh, text, ws_policy  # noqa: F401
+
+pytestmark = [pytest.mark.needs("x86_64", "seccomp", "sandbox"),
+              pytest.mark.needs_programs("/bin/bash", "/usr/bin/curl")]
+
+
+def launch(domains=None, mode="full", local=False, socks=True):
+    return {"proxy": {"enabled": True, "enableSocks5": socks, "enableSocks5Udp": True,
+                      "allowUpstreamProxy": False, "dangerouslyAllowAllUnixSockets": False,
+                      "mode": mode, "domains": domains, "unixSockets": None,
+                      "allowLocalBinding": local},
+            "environmentId": "remote", "executionId": "e1"}
+
+
+class Origin(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        seen = {"method": self.command, "path": self.path, "body": body.decode(),
+                "proxy_auth": self.headers.get("Proxy-Authorization"),
+                "connection": self.headers.get("Connection")}
+        out = json.dumps(seen).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    do_GET = do_POST = do_HEAD = answer
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture
+def origin():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Origin)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+
+
+def run(sclient, uniq, area, script, **np):
+    sb = ws_policy(area.ws, network="enabled")
+    r = sh(sclient, uniq, script, area.ws, sb, networkProxy=launch(**np),
+           enforceManagedNetwork=True)
+    assert r.start_result["sandboxType"] == "linuxSeccomp"
+    return r
+
+
+def body_after_head(out):
+    return out.split("\r\n\r\n", 1)[1] if "\r\n\r\n" in out else out
+
+
+def test_env_names_the_proxies(sclient, uniq, area):
+    r = run(sclient, uniq, area, "env | grep -ci proxy; echo $http_proxy $ALL_PROXY \"[$NO_PROXY]\"")
+    lines = r.stdout.decode().split("\n")
+    assert lines[0] == "33"   # 34 variables, CODEX_NETWORK_ALLOW_LOCAL_BINDING has no "proxy"
+    assert lines[1] == "http://127.0.0.1:3128 socks5h://127.0.0.1:1080 []"
+
+
+def test_allowed_request_is_forwarded(sclient, uniq, area, origin):
+    r = run(sclient, uniq, area,
+            "curl -sS -H 'Proxy-Authorization: Basic eDp5' -d hi http://127.0.0.1:%d/p?q=1" % origin,
+            domains={"127.0.0.1": "allow"})
+    seen = json.loads(r.stdout)
+    assert seen == {"method": "POST", "path": "/p?q=1", "body": "hi", "proxy_auth": None,
+                    "connection": "close"}, text(r)
+
+
+def test_refusals_are_the_references(sclient, uniq, area, origin):
+    r = run(sclient, uniq, area,
+            "curl -sS -i http://denied.invalid/; echo '<>'; curl -sS -i http://127.0.0.1:%d/; "
+            "echo '<>'; curl -sS -i http://blocked.test/" % origin,
+            domains={"*.test": "allow", "blocked.test": "deny"})
+    parts = r.stdout.decode().split("<>\n")
+    assert parts[0].startswith("HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
+                               "x-proxy-error: blocked-by-allowlist\r\ncontent-length: 177\r\n")
+    assert body_after_head(parts[0]) == (
+        '{"status":"blocked","host":"denied.invalid","reason":"not_allowed","decision":"deny",'
+        '"source":"baseline_policy","protocol":"http","port":80,"message":"Domain not in allowlist."}')
+    assert body_after_head(parts[1]) == (
+        '{"status":"blocked","host":"127.0.0.1","reason":"not_allowed_local","decision":"deny",'
+        '"source":"baseline_policy","protocol":"http","port":%d,"message":"Sandbox policy blocks '
+        'local/private network addresses."}' % origin)
+    assert "x-proxy-error: blocked-by-denylist" in parts[2]
+    assert body_after_head(parts[2]).endswith('"reason":"denied","decision":"deny","source":'
+                                              '"baseline_policy","protocol":"http","port":80,'
+                                              '"message":"Domain denied by the sandbox policy."}')
+
+
+# status line, content-type, x-proxy-error, content-length, date (fixed width), blank, body
+REFUSED_CONNECT_LEN = 24 + 26 + 37 + 20 + 37 + 2 + 24
+
+
+def test_connect_tunnel_and_its_refusal(sclient, uniq, area, origin):
+    script = ("exec 3<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\n\\r\\n"
+              "GET /t HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' >&3; cat <&3; "
+              "echo '<>'; exec 4<>/dev/tcp/127.0.0.1/3128; printf 'CONNECT denied.invalid:443 "
+              "HTTP/1.1\\r\\n\\r\\n' >&4; head -c %d <&4") % (origin, REFUSED_CONNECT_LEN)
+    r = run(sclient, uniq, area, script, domains={"127.0.0.1": "allow"})
+    ok, refused = r.stdout.decode().split("<>\n")
+    assert ok.startswith("HTTP/1.1 200 OK\r\ndate: ")
+    assert '"path": "/t"' in ok
+    assert refused.startswith("HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n"
+                              "x-proxy-error: blocked-by-allowlist\r\ncontent-length: 24\r\n")
+    assert refused.endswith("\r\n\r\nDomain not in allowlist.")
+
+
+def test_limited_mode(sclient, uniq, area, origin):
+    r = run(sclient, uniq, area,
+            "curl -sS http://127.0.0.1:%d/g; echo '<>'; curl -sS -d x http://127.0.0.1:%d/; "
+            "echo '<>'; curl -sS -i -p http://127.0.0.1:%d/ 2>&1" % (origin, origin, origin),
+            domains={"127.0.0.1": "allow"}, mode="limited")
+    get, post, connect = r.stdout.decode().split("<>\n")
+    assert json.loads(get)["method"] == "GET"
+    assert post == ('{"status":"blocked","host":"127.0.0.1","reason":"method_not_allowed",'
+                    '"decision":"deny","source":"mode_guard","protocol":"http","port":%d,'
+                    '"message":"Method not allowed in limited mode."}' % origin)
+    assert "x-proxy-error: blocked-by-mitm-required" in connect
+
+
+def test_only_the_proxy_is_reachable(sclient, uniq, area, origin):
+    """A direct connection bypassing the proxy: loopback has nothing but the proxy's
+    listeners, every other address is unreachable; the host's origin is never reached."""
+    r = run(sclient, uniq, area,
+            "curl -sS --noproxy '*' http://127.0.0.1:%d/ 2>&1; echo rc=$?; "
+            "python3 -c \"import socket; s=socket.socket(); print(s.connect_ex(('192.0.2.1', 80)))\"; "
+            "ls /sys/class/net 2>/dev/null | wc -l" % origin,
+            domains={"127.0.0.1": "allow"})
+    out = r.stdout.decode()
+    assert "Couldn't connect to server" in out and "rc=7" in out
+    import errno
+    assert "\n%d\n" % errno.ENETUNREACH in out
+
+
+def test_allowlisted_name_resolving_to_a_private_address_is_refused(sclient, uniq, area, origin):
+    """DNS rebinding: a name the policy allows only if public, resolved by the server, is
+    refused when an answer is local (here a hosts-file name of the loopback)."""
+    import ipaddress
+    name = None
+    for cand in (socket.gethostname(), "ip6-localhost", "ip6-loopback"):
+        try:
+            addrs = {a[4][0] for a in socket.getaddrinfo(cand, 80)}
+        except (socket.gaierror, UnicodeError):
+            continue
+        if cand != "localhost" and any(not ipaddress.ip_address(a.split("%")[0]).is_global
+                                       for a in addrs):
+            name = cand.lower().rstrip(".")
+            break
+    if not name:
+        pytest.skip("no host name resolving to a local address here (the host's own name, "
+                    "ip6-localhost)")
+    r = run(sclient, uniq, area, "curl -sS http://%s:%d/" % (name, origin), domains={name: "allow"})
+    assert r.stdout.decode() == (
+        '{"status":"blocked","host":"%s","reason":"not_allowed_local","decision":"deny",'
+        '"source":"baseline_policy","protocol":"http","port":%d,"message":"Sandbox policy blocks '
+        'local/private network addresses."}' % (name, origin))
+
+
+def test_bad_launch_is_refused_with_the_references_text(sclient, uniq, area):
+    bad = launch()
+    bad["proxy"]["enabled"] = False
+    err = sclient.error("process/start", {"processId": uniq("np"), "argv": ["/bin/true"],
+                                          "cwd": "file://" + area.ws, "env": {}, "tty": False,
+                                          "networkProxy": bad})
+    assert err == {"code": -32602, "message": "invalid network proxy config: executor-local "
+                   "network proxy launch requires an enabled proxy"}
