@@ -11,6 +11,7 @@
  * per upstream connection, "connection: close" to the origin: nothing the
  * client pipelines reaches an upstream the policy did not see).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
@@ -44,7 +45,7 @@ struct netproxy {
 	struct netproxy_config *cfg;
 	struct np_policy *pol;
 	int http_fd, socks_fd, udp_fd;
-	struct uring_op accept_op;
+	struct uring_op accept_op, socks_accept_op;
 	struct list_head conns;
 	unsigned n_conns;
 	bool freeing; /* netproxy_free() ran: freed once the accept op is back */
@@ -56,6 +57,8 @@ enum npc_state {
 	NPC_TUNNEL,  /* bytes both ways (CONNECT) */
 	NPC_FORWARD, /* a plain request: its body to upstream, then the response back */
 	NPC_DONE,    /* ending */
+	NPC_SOCKS_GREETING, /* SOCKS5: the client's methods */
+	NPC_SOCKS_REQUEST,  /* SOCKS5: its request */
 };
 
 struct npc {
@@ -64,7 +67,8 @@ struct npc {
 	struct netconn *client, *up;
 	enum npc_state state;
 	struct buf head;       /* request bytes not yet handled */
-	bool connect;          /* CONNECT */
+	bool connect;          /* CONNECT (or a SOCKS5 CONNECT: socks too) */
+	bool socks;            /* a SOCKS5 client */
 	uint64_t body_left;    /* FORWARD: request body bytes still to pass */
 	char host[256];        /* normalised */
 	uint16_t port;
@@ -193,6 +197,16 @@ static void up_connected(struct netconn *nc)
 {
 	struct npc *c = netconn_userdata(nc);
 
+	if (c->socks) {
+		static const uint8_t ok[10] = { 5, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+		c->state = NPC_TUNNEL;
+		(void)netconn_send(c->client, ok, sizeof(ok));
+		if (c->head.len && netconn_send(nc, c->head.data, c->head.len) == 0)
+			buf_consume(&c->head, c->head.len);
+		client_resume(c);
+		return;
+	}
 	if (c->connect) {
 		char date[64], out[128];
 		int n;
@@ -238,7 +252,14 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 	bool was_connecting = c->state == NPC_UPSTREAM;
 
 	c->up = NULL;
-	if (was_connecting && !c->connect) {
+	if (was_connecting && c->socks) {
+		uint8_t fail[10] = { 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+		fail[1] = err == -EACCES ? 2 : err == -EHOSTUNREACH ? 4 : err == -ENETUNREACH ? 3
+			  : err == -ETIMEDOUT ? 6 : 5;
+		if (c->client)
+			(void)netconn_send(c->client, fail, sizeof(fail));
+	} else if (was_connecting && !c->connect) {
 		if (err == -EACCES)
 			refuse(c, NP_NOT_ALLOWED_LOCAL);
 		else
@@ -451,6 +472,29 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		}
 	}
 
+	/* x-unix-socket (plain requests): unsupported on Linux, before any host policy */
+	if (!c->connect && http_request_header(req, "x-unix-socket")) {
+		if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
+				 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
+				 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
+			static const char body[] =
+				"{\"status\":\"blocked\",\"host\":\"unix-socket\",\"reason\":\"method_not_allowed\"}";
+			char date[64], out[512];
+			int k;
+
+			if (http_format_date(time(NULL), date, sizeof(date)) >= 0 &&
+			    (k = snprintf(out, sizeof(out),
+					  "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
+					  "x-proxy-error: blocked-by-method-policy\r\ncontent-length: %zu\r\n"
+					  "date: %s\r\n\r\n%s", sizeof(body) - 1, date, body)) > 0 &&
+			    (size_t)k < sizeof(out))
+				(void)netconn_send(c->client, out, (size_t)k);
+		} else {
+			send_text(c, "501 Not Implemented", NULL, "unix sockets unsupported");
+		}
+		buf_consume(&c->head, n);
+		return;
+	}
 	v = np_policy_decide(c->np->pol, c->host);
 	if (v == NP_DENIED || v == NP_NOT_ALLOWED || v == NP_NOT_ALLOWED_LOCAL) {
 		log_info_ratelimited("Network proxy: refused %s %s:%u from %s (%s)",
@@ -530,6 +574,104 @@ done:
 	finish_client(c);
 }
 
+static void socks_reply(struct npc *c, uint8_t code)
+{
+	const uint8_t r[10] = { 5, code, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+	(void)netconn_send(c->client, r, sizeof(r));
+	finish_client(c);
+}
+
+/* SOCKS5 (RFC 1928), no authentication; CONNECT only so far. */
+static void socks_input(struct npc *c)
+{
+	const uint8_t *b = c->head.data;
+	size_t len = c->head.len, need, alen;
+	char raw[260];
+	enum np_verdict v;
+
+	if (c->state == NPC_SOCKS_GREETING) {
+		if (len < 2)
+			return;
+		if (b[0] != 5) {
+			finish_client(c); /* SOCKS4 or not SOCKS: closed without an answer */
+			return;
+		}
+		if (len < 2u + b[1])
+			return;
+		if (!memchr(b + 2, 0, b[1])) {
+			static const uint8_t none[2] = { 5, 0xff };
+
+			(void)netconn_send(c->client, none, sizeof(none));
+			finish_client(c);
+			return;
+		}
+		{
+			static const uint8_t noauth[2] = { 5, 0 };
+
+			(void)netconn_send(c->client, noauth, sizeof(noauth));
+		}
+		buf_consume(&c->head, 2u + b[1]);
+		c->state = NPC_SOCKS_REQUEST;
+		b = c->head.data;
+		len = c->head.len;
+	}
+	if (len < 5)
+		return;
+	if (b[0] != 5) {
+		finish_client(c);
+		return;
+	}
+	switch (b[3]) {
+	case 1: alen = 4; need = 4 + 4 + 2; break;
+	case 4: alen = 16; need = 4 + 16 + 2; break;
+	case 3: alen = b[4]; need = 5 + alen + 2; break;
+	default:
+		finish_client(c); /* unknown address type: reset, as the reference */
+		return;
+	}
+	if (len < need)
+		return;
+	if (b[1] != 1) {
+		/* BIND, and UDP ASSOCIATE (TODO(issue 22): the UDP relay): command not supported */
+		socks_reply(c, 7);
+		return;
+	}
+	if (b[3] == 1)
+		inet_ntop(AF_INET, b + 4, raw, sizeof(raw));
+	else if (b[3] == 4)
+		snprintf(raw, sizeof(raw), "[%s]", inet_ntop(AF_INET6, b + 4, raw + 200, 60));
+	else {
+		memcpy(raw, b + 5, alen);
+		raw[alen] = 0;
+	}
+	c->port = (uint16_t)(b[need - 2] << 8 | b[need - 1]);
+	buf_consume(&c->head, need);
+	c->connect = true;
+	if (!np_normalize_host(raw, strlen(raw), c->host, sizeof(c->host))) {
+		socks_reply(c, 2);
+		return;
+	}
+	/* limited mode: only 443 is considered (and it needs the MITM the launch lacks) */
+	if (c->np->cfg->mode == NP_MODE_LIMITED) {
+		log_info_ratelimited("Network proxy: refused SOCKS5 %s:%u (limited mode)", c->host,
+				     (unsigned)c->port);
+		socks_reply(c, 2);
+		return;
+	}
+	v = np_policy_decide(c->np->pol, c->host);
+	if (v == NP_DENIED || v == NP_NOT_ALLOWED || v == NP_NOT_ALLOWED_LOCAL) {
+		log_info_ratelimited("Network proxy: refused SOCKS5 %s:%u (%s)", c->host,
+				     (unsigned)c->port, np_verdict_reason(v));
+		socks_reply(c, 2);
+		return;
+	}
+	if (open_upstream(c) < 0) {
+		c->up = NULL;
+		socks_reply(c, 1);
+	}
+}
+
 static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 {
 	struct npc *c = netconn_userdata(nc);
@@ -555,6 +697,14 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 		if (c->state == NPC_FORWARD)
 			pass_body(c);
 		break;
+	case NPC_SOCKS_GREETING:
+	case NPC_SOCKS_REQUEST:
+		if (buf_append(&c->head, p, n) < 0 || c->head.len > 1024) {
+			finish_client(c);
+			return;
+		}
+		socks_input(c);
+		return;
 	case NPC_DONE:
 		return;
 	}
@@ -604,17 +754,29 @@ static void client_closed(struct netconn *nc, int err, const char *why)
 
 /* ---- listener ---- */
 
-static void arm_accept(struct netproxy *np);
+static void arm_accept(struct netproxy *np, bool socks);
+
+static void accepted(struct netproxy *np, int res, bool socks);
 
 static void on_accept(struct uring_op *op, int res, uint32_t flags)
 {
-	struct netproxy *np = container_of(op, struct netproxy, accept_op);
+	accepted(container_of(op, struct netproxy, accept_op), res, false);
+}
+
+static void on_socks_accept(struct uring_op *op, int res, uint32_t flags)
+{
+	accepted(container_of(op, struct netproxy, socks_accept_op), res, true);
+}
+
+static void accepted(struct netproxy *np, int res, bool socks)
+{
 	struct npc *c;
 
 	if (np->freeing) {
 		if (res >= 0)
 			close(res);
-		free(np);
+		if (uring_op_idle(&np->accept_op) && uring_op_idle(&np->socks_accept_op))
+			free(np);
 		return;
 	}
 	if (res < 0) {
@@ -622,16 +784,18 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 			log_warning_errno_ratelimited(res, "Network proxy: accept failed");
 		if (res == -EMFILE || res == -ENFILE || res == -ENOMEM)
 			return; /* TODO(issue 22): pause and retry as the server's listener does */
-		arm_accept(np);
+		arm_accept(np, socks);
 		return;
 	}
 	if (np->n_conns >= NPC_MAX_CONNS || !(c = calloc(1, sizeof(*c)))) {
 		log_warning_ratelimited("Network proxy: refusing a connection (%u open)", np->n_conns);
 		close(res);
-		arm_accept(np);
+		arm_accept(np, socks);
 		return;
 	}
 	c->np = np;
+	c->socks = socks;
+	c->state = socks ? NPC_SOCKS_GREETING : NPC_HEAD;
 	snprintf(c->peer, sizeof(c->peer), "proxy client %d", res);
 	list_add_tail(&c->link, &np->conns);
 	np->n_conns++;
@@ -639,14 +803,20 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 		c->client = NULL;
 		npc_free(c);
 	}
-	arm_accept(np);
+	arm_accept(np, socks);
 }
 
-static void arm_accept(struct netproxy *np)
+static void arm_accept(struct netproxy *np, bool socks)
 {
-	struct io_uring_sqe *sqe = uring_get_sqe(&np->srv->ring, &np->accept_op, on_accept);
+	struct io_uring_sqe *sqe;
 
-	io_uring_prep_accept(sqe, np->http_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (socks) {
+		sqe = uring_get_sqe(&np->srv->ring, &np->socks_accept_op, on_socks_accept);
+		io_uring_prep_accept(sqe, np->socks_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	} else {
+		sqe = uring_get_sqe(&np->srv->ring, &np->accept_op, on_accept);
+		io_uring_prep_accept(sqe, np->http_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	}
 }
 
 int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int socks_fd,
@@ -668,7 +838,12 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 	np->socks_fd = socks_fd;
 	np->udp_fd = udp_fd;
 	list_init(&np->conns);
-	arm_accept(np);
+	/* Without SOCKS5 nothing listens on its port: a connect there is refused at once. */
+	if (!cfg->enable_socks5)
+		np->socks_fd = safe_close(np->socks_fd);
+	arm_accept(np, false);
+	if (np->socks_fd >= 0)
+		arm_accept(np, true);
 	*ret = np;
 	return 0;
 fail:
@@ -701,10 +876,13 @@ void netproxy_free(struct netproxy *np)
 	np->http_fd = safe_close(np->http_fd);
 	np->socks_fd = safe_close(np->socks_fd);
 	np->udp_fd = safe_close(np->udp_fd);
-	if (uring_op_idle(&np->accept_op)) {
+	if (uring_op_idle(&np->accept_op) && uring_op_idle(&np->socks_accept_op)) {
 		free(np);
 		return;
 	}
 	np->freeing = true;
-	uring_cancel(&np->srv->ring, &np->accept_op);
+	if (!uring_op_idle(&np->accept_op))
+		uring_cancel(&np->srv->ring, &np->accept_op);
+	if (!uring_op_idle(&np->socks_accept_op))
+		uring_cancel(&np->srv->ring, &np->socks_accept_op);
 }

@@ -181,3 +181,34 @@ def test_bad_launch_is_refused_with_the_references_text(sclient, uniq, area):
                                           "networkProxy": bad})
     assert err == {"code": -32602, "message": "invalid network proxy config: executor-local "
                    "network proxy launch requires an enabled proxy"}
+
+
+def test_socks5_connect(sclient, uniq, area, origin):
+    r = run(sclient, uniq, area,
+            "curl -sS --socks5-hostname 127.0.0.1:1080 http://127.0.0.1:%d/s; echo '<>'; "
+            "curl -sS --socks5-hostname 127.0.0.1:1080 http://denied.invalid/ 2>&1; echo rc=$?"
+            % origin, domains={"127.0.0.1": "allow"})
+    ok, refused = r.stdout.decode().split("<>\n")
+    assert json.loads(ok)["path"] == "/s"
+    assert "rc=97" in refused and "(2)" in refused, refused   # reply 2: not allowed by ruleset
+
+
+def test_socks5_off_and_limited(sclient, uniq, area, origin):
+    r = run(sclient, uniq, area,
+            "echo $ALL_PROXY; curl -sS --socks5-hostname 127.0.0.1:1080 http://127.0.0.1:%d/ 2>&1;"
+            " echo rc=$?" % origin, domains={"127.0.0.1": "allow"}, socks=False)
+    out = r.stdout.decode()
+    assert out.startswith("http://127.0.0.1:3128\n") and "rc=7" in out, out
+    r = run(sclient, uniq, area,
+            "curl -sS --socks5-hostname 127.0.0.1:1080 http://127.0.0.1:%d/ 2>&1; echo rc=$?"
+            % origin, domains={"127.0.0.1": "allow"}, mode="limited")
+    assert "rc=97" in r.stdout.decode()
+
+
+def test_unix_socket_header_is_unsupported(sclient, uniq, area, origin):
+    r = run(sclient, uniq, area,
+            "curl -sS -i -H 'x-unix-socket: /run/x.sock' http://127.0.0.1:%d/" % origin,
+            domains={"127.0.0.1": "allow"})
+    out = r.stdout.decode()
+    assert out.startswith("HTTP/1.1 501 Not Implemented\r\ncontent-type: text/plain\r\n")
+    assert out.endswith("\r\n\r\nunix sockets unsupported")
