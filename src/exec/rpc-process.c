@@ -5,6 +5,7 @@
  * uexec's extensions of rpc-process-ext.c).
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <limits.h>
 #include <signal.h>
@@ -528,6 +529,22 @@ static void audit_start(struct conn *c, json_t **f, char **argv, const char *cwd
 	}
 }
 
+/* Two TCP listeners on the host's 127.0.0.1 (HTTP, SOCKS5), ports chosen by the kernel. */
+static int host_listeners(int fds[2], uint16_t ports[2])
+{
+	for (int i = 0; i < 2; i++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t len = sizeof(sin);
+
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+		    listen(fds[i], SOMAXCONN) < 0 || getsockname(fds[i], (struct sockaddr *)&sin, &len) < 0)
+			return -errno;
+		ports[i] = ntohs(sin.sin_port);
+	}
+	return 0;
+}
+
 static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 {
 	struct session *ss = c->sess;
@@ -546,7 +563,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	struct netproxy_config *npc = NULL;
 	struct netproxy *np = NULL;
 	bool managed, mn_ttcp = false;
-	int nr = 0;
+	int nr = 0, hfds[2] = { -1, -1 };
+	uint16_t hports[2] = { 0, 0 };
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
 	    (r = check_nested(f, &npc, &mn_ttcp, err)) < 0 ||
@@ -611,9 +629,19 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
 		goto out;
 	}
-	/* The proxies' ports in the command's own namespace (sandbox.h). TODO: unenforced mode. */
-	if (r >= 0 && managed)
-		r = netproxy_env_apply(npc, SANDBOX_PROXY_HTTP_PORT, SANDBOX_PROXY_SOCKS_PORT, &envp);
+	/*
+	 * The proxies' ports: fixed in the command's own namespace (sandbox.h);
+	 * not enforced (no sandbox, or enforceManagedNetwork false), listeners
+	 * of the server's own on the host's loopback, as the reference does.
+	 */
+	if (r >= 0 && npc && !managed) {
+		r = host_listeners(hfds, hports);
+		if (r < 0)
+			goto fail;
+	}
+	if (r >= 0 && npc)
+		r = netproxy_env_apply(npc, managed ? SANDBOX_PROXY_HTTP_PORT : hports[0],
+				       managed ? SANDBOX_PROXY_SOCKS_PORT : hports[1], &envp);
 	if (r >= 0)
 		r = build_argv(f, &argv);
 	if (r == -EILSEQ) {
@@ -693,6 +721,13 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		reply_spawn_error(c, id, argv0, r, step);
 		goto out;
 	}
+	if (npc && !managed) {
+		nr = netproxy_new(c->srv, TAKE_PTR(npc), TAKE_FD(hfds[0]), TAKE_FD(hfds[1]), -1, &np,
+				  err, sizeof(err));
+		if (nr < 0)
+			log_warning_errno(nr, "Session %s: cannot start the network proxy of '%s': %s",
+					  ss->id, json_string_value(f[F_PROCESS_ID]), nr == -EINVAL ? err : "");
+	}
 	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, ev_cgroup, &plan, &p);
 	if (r < 0) {
 		netproxy_free(np);
@@ -728,6 +763,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 fail:
 	rpc_reply_errno_internal(c, id, r);
 out:
+	safe_close(hfds[0]);
+	safe_close(hfds[1]);
 	netproxy_config_free(npc);
 	safe_close(psock[0]);
 	safe_close(psock[1]);

@@ -212,3 +212,25 @@ def test_unix_socket_header_is_unsupported(sclient, uniq, area, origin):
     out = r.stdout.decode()
     assert out.startswith("HTTP/1.1 501 Not Implemented\r\ncontent-type: text/plain\r\n")
     assert out.endswith("\r\n\r\nunix sockets unsupported")
+
+
+@pytest.mark.parametrize("form", ["no-sandbox", "not-enforced"])
+def test_unenforced_proxy_listens_on_the_hosts_loopback(sclient, uniq, area, origin, form):
+    """Without enforcement (no sandbox object, or enforceManagedNetwork false) the reference
+    still starts the proxy and names it in the environment, on host ports of its own."""
+    extra = {"networkProxy": launch(domains={"127.0.0.1": "allow"})}
+    if form == "not-enforced":
+        extra.update(sandbox=ws_policy(area.ws, network="enabled"), enforceManagedNetwork=False)
+    pid = uniq("ue")
+    sclient.start(pid, ["/bin/bash", "-c",
+                        "echo $http_proxy; curl -sS http://127.0.0.1:%d/u; echo; "
+                        "curl -sS http://denied.invalid/" % origin], cwd=area.ws, **extra)
+    out = sclient.collect(pid).stdout.decode().split("\n")
+    http_port = int(out[0].rsplit(":", 1)[1])
+    assert out[0] == "http://127.0.0.1:%d" % http_port and http_port not in (3128, origin)
+    assert json.loads(out[1])["path"] == "/u"
+    assert json.loads(out[2])["reason"] == "not_allowed"
+    # closed with the process: nothing listens there any more
+    s = socket.socket()
+    assert s.connect_ex(("127.0.0.1", http_port)) != 0
+    s.close()
