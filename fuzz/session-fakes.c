@@ -218,3 +218,9 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 		((uint8_t *)buf)[i] = fake_stats.random_counter++;
 	return (ssize_t)len;
 }
+
+void proc_network_decision(void *owner, const char *tail)
+{
+	(void)owner;
+	(void)tail;
+}

@@ -100,6 +100,12 @@ static void notify_event(struct proc *p, const char *method, const char *tail)
 	conn_commit(c, o);
 }
 
+/* network/policyDecision of the process's proxy (proxy.h's sink). */
+void proc_network_decision(void *owner, const char *tail)
+{
+	notify_event(owner, "network/policyDecision", tail);
+}
+
 /* ---- retention ---- */
 
 static void retain(struct proc *p, uint64_t seq, uint8_t stream, const uint8_t *data, size_t len)

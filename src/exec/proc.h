@@ -189,3 +189,6 @@ int proc_resize(struct proc *p, unsigned short rows, unsigned short cols);
 void proc_close_stdin(struct proc *p);
 /* The process/list entry of p (NULL without memory). */
 json_t *proc_describe(const struct proc *p);
+
+/* The sink of the process's network proxy: a network/policyDecision to its session's client. */
+void proc_network_decision(void *owner, const char *tail);

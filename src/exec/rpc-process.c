@@ -735,6 +735,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		goto fail;
 	}
 	p->netproxy = TAKE_PTR(np);
+	if (p->netproxy)
+		netproxy_set_decision_sink(p->netproxy, proc_network_decision, p);
 	if (nr < 0)
 		proc_kill_group(p, SIGKILL);
 	c->srv->metrics.spawns++;

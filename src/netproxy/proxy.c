@@ -49,6 +49,8 @@ struct netproxy {
 	struct list_head conns;
 	unsigned n_conns;
 	bool freeing; /* netproxy_free() ran: freed once the accept op is back */
+	void (*sink)(void *owner, const char *tail);
+	void *owner;
 };
 
 enum npc_state {
@@ -72,7 +74,10 @@ struct npc {
 	uint64_t body_left;    /* FORWARD: request body bytes still to pass */
 	char host[256];        /* normalised */
 	uint16_t port;
-	char peer[64];
+	char peer[64];          /* the client's address, "127.0.0.1:PORT" */
+	const char *method;     /* the request's method (static copy below), NULL for SOCKS5 */
+	char method_buf[16];
+	bool decided;           /* the domain decision was reported */
 };
 
 static void npc_free(struct npc *c)
@@ -144,6 +149,45 @@ out:
 	buf_done(&out);
 }
 
+/* One network/policyDecision (the reference's members, in its order). */
+static void emit(struct npc *c, bool domain, bool allow, const char *source, const char *reason)
+{
+	struct netproxy *np = c->np;
+	struct buf b = { 0 };
+	char ts[32], num[64];
+
+	if (!np->sink)
+		return;
+	log_format_time(ts);
+	snprintf(num, sizeof(num), ",\"port\":%u", (unsigned)c->port);
+	if (buf_append(&b, ",\"timestamp\":\"", 14) < 0 || buf_append(&b, ts, strlen(ts)) < 0 ||
+	    buf_append(&b, "\",\"scope\":\"", 11) < 0 ||
+	    buf_append(&b, domain ? "domain" : "non_domain", domain ? 6 : 10) < 0 ||
+	    buf_append(&b, "\",\"decision\":\"", 14) < 0 ||
+	    buf_append(&b, allow ? "allow" : "deny", allow ? 5 : 4) < 0 ||
+	    buf_append(&b, "\",\"source\":", 11) < 0 || log_json_string(&b, source, strlen(source)) < 0 ||
+	    buf_append(&b, ",\"reason\":", 10) < 0 || log_json_string(&b, reason, strlen(reason)) < 0 ||
+	    buf_append(&b, ",\"protocol\":\"", 13) < 0)
+		goto out;
+	{
+		const char *proto = c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
+
+		if (buf_append(&b, proto, strlen(proto)) < 0 || buf_append(&b, "\",\"host\":", 9) < 0 ||
+		    log_json_string(&b, c->host, strlen(c->host)) < 0 ||
+		    buf_append(&b, num, strlen(num)) < 0)
+			goto out;
+	}
+	if (c->method && (buf_append(&b, ",\"method\":", 10) < 0 ||
+			  log_json_string(&b, c->method, strlen(c->method)) < 0))
+		goto out;
+	if (buf_append(&b, ",\"client\":", 10) < 0 || log_json_string(&b, c->peer, strlen(c->peer)) < 0 ||
+	    buf_append(&b, ",\"policyOverride\":false", 23) < 0 || buf_append(&b, "", 1) < 0)
+		goto out;
+	np->sink(np->owner, (const char *)b.data);
+out:
+	buf_done(&b);
+}
+
 static void refuse(struct npc *c, enum np_verdict v)
 {
 	if (c->connect)
@@ -185,11 +229,17 @@ static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 	struct npc *c = netconn_userdata(nc);
 
 	/* allowlisted names only when every answer is public (DNS rebinding); not with allowLocalBinding */
-	if (c->np->cfg->allow_local_binding)
-		return 0;
-	for (const struct addrinfo *a = list; a; a = a->ai_next)
-		if (!np_addr_public(a->ai_addr))
-			return -EACCES;
+	if (!c->np->cfg->allow_local_binding)
+		for (const struct addrinfo *a = list; a; a = a->ai_next)
+			if (!np_addr_public(a->ai_addr)) {
+				if (!c->decided)
+					emit(c, true, false, "baseline_policy", "not_allowed_local");
+				c->decided = true;
+				return -EACCES;
+			}
+	if (!c->decided)
+		emit(c, true, true, "baseline_policy", "allow");
+	c->decided = true;
 	return 0;
 }
 
@@ -427,6 +477,10 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	bool limited = c->np->cfg->mode == NP_MODE_LIMITED;
 
 	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
+	c->decided = false;
+	snprintf(c->method_buf, sizeof(c->method_buf), "%.*s",
+		 (int)MIN(req->method_len, sizeof(c->method_buf) - 1), req->method);
+	c->method = c->method_buf;
 	if (c->connect) {
 		const struct http_header *h = http_request_header(req, "host");
 
@@ -500,11 +554,17 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		log_info_ratelimited("Network proxy: refused %s %s:%u from %s (%s)",
 				     c->connect ? "CONNECT" : "request", c->host, (unsigned)c->port,
 				     c->peer, np_verdict_reason(v));
+		emit(c, true, false, "baseline_policy", np_verdict_reason(v));
 		refuse(c, v);
 		buf_consume(&c->head, n);
 		return; /* the connection stays open for the next request */
 	}
+	if (v == NP_ALLOW || limited) {
+		emit(c, true, true, "baseline_policy", "allow");
+		c->decided = true;
+	}
 	if (limited && c->connect) {
+		emit(c, false, false, "mode_guard", "mitm_required");
 		send_text(c, "403 Forbidden", "blocked-by-mitm-required", "MITM required for limited HTTPS.");
 		buf_consume(&c->head, n);
 		return;
@@ -512,6 +572,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
 			 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
 			 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
+		emit(c, false, false, "mode_guard", "method_not_allowed");
 		send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
 				  "Method not allowed in limited mode.", "mode_guard");
 		buf_consume(&c->head, n);
@@ -653,7 +714,9 @@ static void socks_input(struct npc *c)
 		return;
 	}
 	/* limited mode: only 443 is considered (and it needs the MITM the launch lacks) */
+	c->method = NULL;
 	if (c->np->cfg->mode == NP_MODE_LIMITED) {
+		emit(c, false, false, "mode_guard", "method_not_allowed");
 		log_info_ratelimited("Network proxy: refused SOCKS5 %s:%u (limited mode)", c->host,
 				     (unsigned)c->port);
 		socks_reply(c, 2);
@@ -663,8 +726,13 @@ static void socks_input(struct npc *c)
 	if (v == NP_DENIED || v == NP_NOT_ALLOWED || v == NP_NOT_ALLOWED_LOCAL) {
 		log_info_ratelimited("Network proxy: refused SOCKS5 %s:%u (%s)", c->host,
 				     (unsigned)c->port, np_verdict_reason(v));
+		emit(c, true, false, "baseline_policy", np_verdict_reason(v));
 		socks_reply(c, 2);
 		return;
+	}
+	if (v == NP_ALLOW) {
+		emit(c, true, true, "baseline_policy", "allow");
+		c->decided = true;
 	}
 	if (open_upstream(c) < 0) {
 		c->up = NULL;
@@ -795,8 +863,17 @@ static void accepted(struct netproxy *np, int res, bool socks)
 	}
 	c->np = np;
 	c->socks = socks;
+	{
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char a[INET6_ADDRSTRLEN] = "?";
+
+		if (getpeername(res, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a));
+		snprintf(c->peer, sizeof(c->peer), "%s:%u", a,
+			 ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port) : 0);
+	}
 	c->state = socks ? NPC_SOCKS_GREETING : NPC_HEAD;
-	snprintf(c->peer, sizeof(c->peer), "proxy client %d", res);
 	list_add_tail(&c->link, &np->conns);
 	np->n_conns++;
 	if (netconn_adopt(np->srv, res, c->peer, &client_handlers, c, &c->client) < 0) {
@@ -855,6 +932,13 @@ fail:
 	safe_close(socks_fd);
 	safe_close(udp_fd);
 	return r;
+}
+
+void netproxy_set_decision_sink(struct netproxy *np, void (*fn)(void *owner, const char *tail),
+				void *owner)
+{
+	np->sink = fn;
+	np->owner = owner;
 }
 
 void netproxy_free(struct netproxy *np)

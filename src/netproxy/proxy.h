@@ -24,5 +24,12 @@ struct netproxy_config;
  */
 int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int socks_fd,
 		 int udp_fd, struct netproxy **ret, char *err, size_t errsz);
+/*
+ * Where decisions go (network/policyDecision, docs/netproxy-wire-notes.md
+ * §9.1): fn gets the notification's params after processId, starting with a
+ * comma (",\"timestamp\":...,\"policyOverride\":false"). Until set, none.
+ */
+void netproxy_set_decision_sink(struct netproxy *np, void (*fn)(void *owner, const char *tail),
+				void *owner);
 /* Closes the listeners and every connection (no handler runs after it). NULL is fine. */
 void netproxy_free(struct netproxy *np);

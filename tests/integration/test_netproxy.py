@@ -234,3 +234,35 @@ def test_unenforced_proxy_listens_on_the_hosts_loopback(sclient, uniq, area, ori
     s = socket.socket()
     assert s.connect_ex(("127.0.0.1", http_port)) != 0
     s.close()
+
+
+def decisions(client, pid, n):
+    return [client.next_notification("network/policyDecision", 60,
+                                     pred=lambda p: p.get("processId") == pid)["params"]
+            for _ in range(n)]
+
+
+def test_every_decision_is_notified(sclient, uniq, area, origin):
+    """network/policyDecision (always on, as the reference's): members in its order."""
+    pid = uniq("pd")
+    sclient.start(pid, ["/bin/bash", "-c",
+                        "curl -sS -o /dev/null http://127.0.0.1:%d/; "
+                        "curl -sS -o /dev/null http://denied.invalid/; "
+                        "curl -sS -o /dev/null -d x http://127.0.0.1:%d/" % (origin, origin)],
+                  cwd=area.ws, sandbox=ws_policy(area.ws, network="enabled"),
+                  enforceManagedNetwork=True,
+                  networkProxy=launch(domains={"127.0.0.1": "allow"}, mode="limited"))
+    sclient.collect(pid)
+    got = decisions(sclient, pid, 4)
+    for d in got:
+        assert list(d) == ["processId", "timestamp", "scope", "decision", "source", "reason",
+                           "protocol", "host", "port", "method", "client", "policyOverride"]
+        assert d["timestamp"].endswith("Z") and d["client"].startswith("127.0.0.1:")
+        assert d["policyOverride"] is False and d["protocol"] == "http"
+    assert [(d["scope"], d["decision"], d["source"], d["reason"], d["host"], d["method"])
+            for d in got] == [
+        ("domain", "allow", "baseline_policy", "allow", "127.0.0.1", "GET"),
+        ("domain", "deny", "baseline_policy", "not_allowed", "denied.invalid", "GET"),
+        ("domain", "allow", "baseline_policy", "allow", "127.0.0.1", "POST"),
+        ("non_domain", "deny", "mode_guard", "method_not_allowed", "127.0.0.1", "POST")]
+    assert got[0]["port"] == origin and got[1]["port"] == 80
