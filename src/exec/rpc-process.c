@@ -736,7 +736,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	}
 	p->netproxy = TAKE_PTR(np);
 	if (p->netproxy)
-		netproxy_set_decision_sink(p->netproxy, proc_network_decision, p);
+		netproxy_set_decision_sink(p->netproxy, proc_network_decision, p, ss->id, p->id);
 	if (nr < 0)
 		proc_kill_group(p, SIGKILL);
 	c->srv->metrics.spawns++;

@@ -51,6 +51,7 @@ struct netproxy {
 	bool freeing; /* netproxy_free() ran: freed once the accept op is back */
 	void (*sink)(void *owner, const char *tail);
 	void *owner;
+	char *session, *process; /* for the audit log's lines */
 };
 
 enum npc_state {
@@ -156,6 +157,22 @@ static void emit(struct npc *c, bool domain, bool allow, const char *source, con
 	struct buf b = { 0 };
 	char ts[32], num[64];
 
+	if (log_audit_enabled()) {
+		/* One line per decision: where, what, why; never a body or a header's value. */
+		struct log_field fl[] = {
+			LOG_STR("session", np->session ? np->session : ""),
+			LOG_STR("process", np->process ? np->process : ""),
+			LOG_STR("protocol", c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http"),
+			LOG_STR("host", c->host),
+			LOG_INT("port", c->port),
+			LOG_STR("decision", allow ? "allow" : "deny"),
+			LOG_STR("reason", reason),
+			LOG_STR("source", source),
+			LOG_STR("method", c->method ? c->method : ""),
+		};
+
+		log_audit("network.decision", fl, ELEMENTSOF(fl));
+	}
 	if (!np->sink)
 		return;
 	log_format_time(ts);
@@ -935,10 +952,14 @@ fail:
 }
 
 void netproxy_set_decision_sink(struct netproxy *np, void (*fn)(void *owner, const char *tail),
-				void *owner)
+				void *owner, const char *session, const char *process)
 {
 	np->sink = fn;
 	np->owner = owner;
+	free(np->session);
+	free(np->process);
+	np->session = session ? strdup(session) : NULL;
+	np->process = process ? strdup(process) : NULL;
 }
 
 void netproxy_free(struct netproxy *np)
@@ -957,6 +978,9 @@ void netproxy_free(struct netproxy *np)
 	}
 	np_policy_free(np->pol);
 	netproxy_config_free(np->cfg);
+	free(np->session);
+	free(np->process);
+	np->session = np->process = NULL;
 	np->http_fd = safe_close(np->http_fd);
 	np->socks_fd = safe_close(np->socks_fd);
 	np->udp_fd = safe_close(np->udp_fd);

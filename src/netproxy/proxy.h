@@ -28,8 +28,10 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
  * Where decisions go (network/policyDecision, docs/netproxy-wire-notes.md
  * §9.1): fn gets the notification's params after processId, starting with a
  * comma (",\"timestamp\":...,\"policyOverride\":false"). Until set, none.
+ * Each decision is also an audit log line (network.decision) naming session
+ * and process (copied).
  */
 void netproxy_set_decision_sink(struct netproxy *np, void (*fn)(void *owner, const char *tail),
-				void *owner);
+				void *owner, const char *session, const char *process);
 /* Closes the listeners and every connection (no handler runs after it). NULL is fine. */
 void netproxy_free(struct netproxy *np);

@@ -266,3 +266,30 @@ def test_every_decision_is_notified(sclient, uniq, area, origin):
         ("domain", "allow", "baseline_policy", "allow", "127.0.0.1", "POST"),
         ("non_domain", "deny", "mode_guard", "method_not_allowed", "127.0.0.1", "POST")]
     assert got[0]["port"] == origin and got[1]["port"] == 80
+
+
+def test_audit_log_has_one_line_per_decision(server_factory, tmp_path, area, origin):
+    from conftest import wait_until
+    audit = tmp_path / "audit.jsonl"
+    srv = server_factory("--audit-log", str(audit))
+    c = srv.connect()
+    c.start("al", ["/bin/bash", "-c",
+                   "curl -sS -o /dev/null -H \"Authorization: Bearer $TOK\" "
+                   "http://127.0.0.1:%d/; curl -sS -o /dev/null http://denied.invalid/" % origin],
+            cwd=area.ws, sandbox=ws_policy(area.ws, network="enabled"), env={"TOK": "s3cr3t-tok"},
+            enforceManagedNetwork=True, networkProxy=launch(domains={"127.0.0.1": "allow"}))
+    c.collect("al")
+
+    def lines():
+        return [json.loads(x) for x in audit.read_bytes().splitlines()
+                if b'"network.decision"' in x]
+    wait_until(lambda: len(lines()) >= 2, what="2 network.decision lines")
+    got = [{k: r[k] for k in ("process", "protocol", "host", "port", "decision", "reason",
+                               "source", "method")} for r in lines()]
+    assert got == [
+        {"process": "al", "protocol": "http", "host": "127.0.0.1", "port": origin,
+         "decision": "allow", "reason": "allow", "source": "baseline_policy", "method": "GET"},
+        {"process": "al", "protocol": "http", "host": "denied.invalid", "port": 80,
+         "decision": "deny", "reason": "not_allowed", "source": "baseline_policy", "method": "GET"}]
+    assert b"s3cr3t-tok" not in audit.read_bytes() and b"s3cr3t-tok" not in srv.stderr()
+    c.close()
