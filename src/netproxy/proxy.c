@@ -157,6 +157,15 @@ static void emit(struct npc *c, bool domain, bool allow, const char *source, con
 	struct buf b = { 0 };
 	char ts[32], num[64];
 
+	if (allow && domain) {
+		np->srv->metrics.proxy_allowed++;
+	} else if (!allow) {
+		static const char *const reasons[] = SERVER_METRICS_PROXY_REASONS;
+
+		for (int i = 0; i < SERVER_METRICS_N_PROXY_REASONS; i++)
+			if (strcmp(reasons[i], reason) == 0)
+				np->srv->metrics.proxy_refused[i]++;
+	}
 	if (log_audit_enabled()) {
 		/* One line per decision: where, what, why; never a body or a header's value. */
 		struct log_field fl[] = {
@@ -296,6 +305,7 @@ static void up_data(struct netconn *nc, const uint8_t *p, size_t n)
 {
 	struct npc *c = netconn_userdata(nc);
 
+	c->np->srv->metrics.proxy_bytes_down += n;
 	if (!c->client || netconn_send(c->client, p, n) < 0) {
 		netconn_close(nc);
 		c->up = NULL;
@@ -366,6 +376,7 @@ static void pass_body(struct npc *c)
 	size_t k = c->head.len < c->body_left ? c->head.len : (size_t)c->body_left;
 
 	if (k && c->up && netconn_send(c->up, c->head.data, k) == 0) {
+		c->np->srv->metrics.proxy_bytes_up += k;
 		buf_consume(&c->head, k);
 		c->body_left -= k;
 	}
@@ -545,6 +556,9 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 
 	/* x-unix-socket (plain requests): unsupported on Linux, before any host policy */
 	if (!c->connect && http_request_header(req, "x-unix-socket")) {
+		snprintf(c->host, sizeof(c->host), "unix-socket");
+		c->port = 0;
+		emit(c, false, false, "proxy_state", "unix_socket_unsupported");
 		if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
 				 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
 				 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
@@ -765,6 +779,7 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 
 	switch (c->state) {
 	case NPC_TUNNEL:
+		c->np->srv->metrics.proxy_bytes_up += n;
 		if (!c->up || netconn_send(c->up, p, n) < 0) {
 			finish_client(c);
 			return;
@@ -880,6 +895,7 @@ static void accepted(struct netproxy *np, int res, bool socks)
 	}
 	c->np = np;
 	c->socks = socks;
+	np->srv->metrics.proxy_connections++;
 	{
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);

@@ -293,3 +293,26 @@ def test_audit_log_has_one_line_per_decision(server_factory, tmp_path, area, ori
          "decision": "deny", "reason": "not_allowed", "source": "baseline_policy", "method": "GET"}]
     assert b"s3cr3t-tok" not in audit.read_bytes() and b"s3cr3t-tok" not in srv.stderr()
     c.close()
+
+
+def test_metrics_count_connections_refusals_and_bytes(server, area, origin):
+    from test_metrics import scrape, v
+    c = server.connect()
+    _, before = scrape(server)
+    c.start("me", ["/bin/bash", "-c",
+                   "curl -sS -o /dev/null http://127.0.0.1:%d/; curl -sS -o /dev/null "
+                   "http://denied.invalid/; curl -sS -o /dev/null http://10.1.2.3/" % origin],
+            cwd=area.ws, sandbox=ws_policy(area.ws, network="enabled"),
+            enforceManagedNetwork=True, networkProxy=launch(domains={"127.0.0.1": "allow"}))
+    c.collect("me")
+    _, after = scrape(server)
+
+    def d(name, **labels):
+        return v(after, name, **labels) - v(before, name, **labels)
+    assert d("uexec_network_proxy_connections_total") == 3
+    assert d("uexec_network_proxy_allowed_total") == 1
+    assert d("uexec_network_proxy_refusals_total", reason="not_allowed") == 1
+    assert d("uexec_network_proxy_refusals_total", reason="not_allowed_local") == 1
+    assert d("uexec_network_proxy_bytes_total", direction="up") > 50
+    assert d("uexec_network_proxy_bytes_total", direction="down") > 50
+    c.close()
