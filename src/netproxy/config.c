@@ -373,7 +373,7 @@ int netproxy_config_check(const struct netproxy_config *cfg, bool managed_transp
 
 		if (cfg->domains[i].perm == NP_PERM_NONE)
 			continue;
-		r = np_pattern_check(cfg->domains[i].pattern, cfg->domains[i].perm == NP_PERM_DENY,
+		r = netproxy_pattern_check(cfg->domains[i].pattern, cfg->domains[i].perm == NP_PERM_DENY,
 				     perr, sizeof(perr));
 		if (r < 0) {
 			snprintf(err, errsz, "invalid network proxy config: %s", perr);

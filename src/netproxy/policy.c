@@ -95,7 +95,7 @@ static bool strict_v4(const char *s, struct in_addr *a)
 	return parts == 4 && inet_pton(AF_INET, s, a) == 1;
 }
 
-size_t np_normalize_host(const char *in, size_t len, char *out, size_t size)
+size_t netproxy_normalize_host(const char *in, size_t len, char *out, size_t size)
 {
 	char buf[HOST_MAX];
 	const char *s = in, *e = in + len, *colon;
@@ -147,7 +147,7 @@ static int pattern_error(char *err, size_t errsz, const char *what, const char *
 	return -EINVAL;
 }
 
-int np_pattern_check(const char *p, bool deny, char *err, size_t errsz)
+int netproxy_pattern_check(const char *p, bool deny, char *err, size_t errsz)
 {
 	const char *rep;
 
@@ -173,7 +173,7 @@ int np_pattern_check(const char *p, bool deny, char *err, size_t errsz)
 			body += 3;
 		else if (strncmp(body, "*.", 2) == 0)
 			body += 2;
-		if (!np_normalize_host(body, strlen(body), norm, sizeof(norm)))
+		if (!netproxy_normalize_host(body, strlen(body), norm, sizeof(norm)))
 			return pattern_error(err, errsz, "domain pattern is empty", "");
 		if (deny && body == p && strcmp(norm, "*") == 0)
 			goto global;
@@ -201,7 +201,7 @@ static int compile(const char *p, struct np_pattern *ret)
 		body += 2;
 		sub = true;
 	}
-	if (!np_normalize_host(body, strlen(body), norm, sizeof(norm)))
+	if (!netproxy_normalize_host(body, strlen(body), norm, sizeof(norm)))
 		return -EINVAL;
 	if (!sub && strcmp(norm, "*") == 0) {
 		ret->any = true;
@@ -253,7 +253,7 @@ static bool pattern_match(const struct np_pattern *p, const char *host)
 	return glob_match(p->glob, host);
 }
 
-int np_policy_new(const struct netproxy_config *cfg, struct np_policy **ret, char *err, size_t errsz)
+int netproxy_policy_new(const struct netproxy_config *cfg, struct np_policy **ret, char *err, size_t errsz)
 {
 	struct np_policy *p = calloc(1, sizeof(*p));
 	int r = -ENOMEM;
@@ -270,7 +270,7 @@ int np_policy_new(const struct netproxy_config *cfg, struct np_policy **ret, cha
 
 		if (d->perm == NP_PERM_NONE)
 			continue;
-		r = np_pattern_check(d->pattern, d->perm == NP_PERM_DENY, err, errsz);
+		r = netproxy_pattern_check(d->pattern, d->perm == NP_PERM_DENY, err, errsz);
 		if (r < 0)
 			goto fail;
 		if (d->perm == NP_PERM_DENY)
@@ -283,11 +283,11 @@ int np_policy_new(const struct netproxy_config *cfg, struct np_policy **ret, cha
 	*ret = p;
 	return 0;
 fail:
-	np_policy_free(p);
+	netproxy_policy_free(p);
 	return r;
 }
 
-void np_policy_free(struct np_policy *p)
+void netproxy_policy_free(struct np_policy *p)
 {
 	if (!p)
 		return;
@@ -343,7 +343,7 @@ static bool v6_public(const struct in6_addr *a)
 	return true;
 }
 
-bool np_addr_public(const struct sockaddr *sa)
+bool netproxy_addr_public(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
 		return v4_public(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
@@ -361,9 +361,9 @@ static bool local_literal(const char *host)
 	if (strcmp(host, "localhost") == 0)
 		return true;
 	if (inet_pton(AF_INET, host, &s4.sin_addr) == 1)
-		return !np_addr_public((struct sockaddr *)&s4);
+		return !netproxy_addr_public((struct sockaddr *)&s4);
 	if (inet_pton(AF_INET6, host, &s6.sin6_addr) == 1)
-		return !np_addr_public((struct sockaddr *)&s6);
+		return !netproxy_addr_public((struct sockaddr *)&s6);
 	return false;
 }
 
@@ -374,7 +374,7 @@ static bool ip_literal(const char *host)
 	return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
 }
 
-enum np_verdict np_policy_decide(const struct np_policy *p, const char *host)
+enum np_verdict netproxy_policy_decide(const struct np_policy *p, const char *host)
 {
 	bool allowed = false;
 
@@ -396,18 +396,18 @@ enum np_verdict np_policy_decide(const struct np_policy *p, const char *host)
 	return p->allow_local_binding || ip_literal(host) ? NP_ALLOW : NP_ALLOW_IF_PUBLIC;
 }
 
-const char *np_verdict_reason(enum np_verdict v)
+const char *netproxy_verdict_reason(enum np_verdict v)
 {
 	return v == NP_DENIED ? "denied" : v == NP_NOT_ALLOWED_LOCAL ? "not_allowed_local"
 		: v == NP_NOT_ALLOWED ? "not_allowed" : "allow";
 }
 
-const char *np_verdict_header(enum np_verdict v)
+const char *netproxy_verdict_header(enum np_verdict v)
 {
 	return v == NP_DENIED ? "blocked-by-denylist" : "blocked-by-allowlist";
 }
 
-const char *np_verdict_message(enum np_verdict v)
+const char *netproxy_verdict_message(enum np_verdict v)
 {
 	return v == NP_DENIED ? "Domain denied by the sandbox policy."
 	       : v == NP_NOT_ALLOWED_LOCAL ? "Sandbox policy blocks local/private network addresses."

@@ -28,11 +28,11 @@ enum np_verdict {
  * message (without the "invalid network proxy config: " prefix) in err, or
  * -ENOMEM.
  */
-int np_policy_new(const struct netproxy_config *cfg, struct np_policy **ret, char *err, size_t errsz);
-void np_policy_free(struct np_policy *p);
+int netproxy_policy_new(const struct netproxy_config *cfg, struct np_policy **ret, char *err, size_t errsz);
+void netproxy_policy_free(struct np_policy *p);
 
 /* One pattern's syntax (either list; deny refuses the global wildcards too). */
-int np_pattern_check(const char *pattern, bool deny, char *err, size_t errsz);
+int netproxy_pattern_check(const char *pattern, bool deny, char *err, size_t errsz);
 
 /*
  * The reference's host normalisation: whitespace trimmed, [v6] unbracketed
@@ -41,15 +41,15 @@ int np_pattern_check(const char *pattern, bool deny, char *err, size_t errsz);
  * canonically as Rust does. Returns the length written to out (NUL
  * terminated), or 0 when empty or it does not fit.
  */
-size_t np_normalize_host(const char *in, size_t len, char *out, size_t size);
+size_t netproxy_normalize_host(const char *in, size_t len, char *out, size_t size);
 
 /* The decision for a normalised host, before any DNS. */
-enum np_verdict np_policy_decide(const struct np_policy *p, const char *host);
+enum np_verdict netproxy_policy_decide(const struct np_policy *p, const char *host);
 
 /* True when the address is public (none of the reference's local/private ranges). */
-bool np_addr_public(const struct sockaddr *sa);
+bool netproxy_addr_public(const struct sockaddr *sa);
 
 /* The wire texts: reason, x-proxy-error and message of a refusal verdict. */
-const char *np_verdict_reason(enum np_verdict v);
-const char *np_verdict_header(enum np_verdict v);
-const char *np_verdict_message(enum np_verdict v);
+const char *netproxy_verdict_reason(enum np_verdict v);
+const char *netproxy_verdict_header(enum np_verdict v);
+const char *netproxy_verdict_message(enum np_verdict v);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "chunked.h"
 #include "http.h"
 #include "list.h"
 #include "log.h"
@@ -72,7 +73,10 @@ struct npc {
 	struct buf head;       /* request bytes not yet handled */
 	bool connect;          /* CONNECT (or a SOCKS5 CONNECT: socks too) */
 	bool socks;            /* a SOCKS5 client */
-	uint64_t body_left;    /* FORWARD: request body bytes still to pass */
+	uint64_t body_left;    /* FORWARD: request body bytes still to pass (Content-Length) */
+	bool chunked;          /* FORWARD: a chunked body, its end found by ch */
+	struct np_chunked ch;
+	struct buf out_head;   /* the rewritten request head, sent once upstream is up */
 	char host[256];        /* normalised */
 	uint16_t port;
 	char peer[64];          /* the client's address, "127.0.0.1:PORT" */
@@ -86,6 +90,7 @@ static void npc_free(struct npc *c)
 	list_del(&c->link);
 	c->np->n_conns--;
 	buf_done(&c->head);
+	buf_done(&c->out_head);
 	free(c);
 }
 
@@ -217,9 +222,9 @@ out:
 static void refuse(struct npc *c, enum np_verdict v)
 {
 	if (c->connect)
-		send_text(c, "403 Forbidden", np_verdict_header(v), np_verdict_message(v));
+		send_text(c, "403 Forbidden", netproxy_verdict_header(v), netproxy_verdict_message(v));
 	else
-		send_refusal_json(c, np_verdict_reason(v), np_verdict_header(v), np_verdict_message(v),
+		send_refusal_json(c, netproxy_verdict_reason(v), netproxy_verdict_header(v), netproxy_verdict_message(v),
 				  "baseline_policy");
 }
 
@@ -257,7 +262,7 @@ static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 	/* allowlisted names only when every answer is public (DNS rebinding); not with allowLocalBinding */
 	if (!c->np->cfg->allow_local_binding)
 		for (const struct addrinfo *a = list; a; a = a->ai_next)
-			if (!np_addr_public(a->ai_addr)) {
+			if (!netproxy_addr_public(a->ai_addr)) {
 				if (!c->decided)
 					emit(c, true, false, "baseline_policy", "not_allowed_local");
 				c->decided = true;
@@ -298,6 +303,12 @@ static void up_connected(struct netconn *nc)
 		return;
 	}
 	c->state = NPC_FORWARD;
+	if (netconn_send(nc, c->out_head.data, c->out_head.len) < 0) {
+		finish_client(c);
+		return;
+	}
+	c->np->srv->metrics.proxy_bytes_up += c->out_head.len;
+	buf_done(&c->out_head);
 	pass_body(c);
 }
 
@@ -364,6 +375,10 @@ static const struct netconn_handlers client_handlers = {
 
 static void client_resume(struct npc *c)
 {
+	if (c->client && c->up && c->state == NPC_FORWARD &&
+	    netconn_queued(c->up) <= NPC_QUEUE_HIGH &&
+	    (c->chunked ? !netproxy_chunked_done(&c->ch) : c->body_left > 0))
+		netconn_set_reading(c->client, true);
 	if (c->client && c->state == NPC_TUNNEL && (!c->up || netconn_queued(c->up) <= NPC_QUEUE_HIGH))
 		netconn_set_reading(c->client, true);
 	if (c->up && c->client && netconn_queued(c->client) <= NPC_QUEUE_HIGH)
@@ -374,14 +389,30 @@ static void client_resume(struct npc *c)
 static void pass_body(struct npc *c)
 {
 	size_t k = c->head.len < c->body_left ? c->head.len : (size_t)c->body_left;
+	bool more;
 
+	if (c->chunked) {
+		long r = netproxy_chunked_scan(&c->ch, c->head.data, c->head.len);
+
+		if (r < 0) {
+			/* a malformed body: the origin has a truncated request, the client an end */
+			if (c->up)
+				netconn_close(c->up);
+			c->up = NULL;
+			finish_client(c);
+			return;
+		}
+		k = (size_t)r;
+	}
 	if (k && c->up && netconn_send(c->up, c->head.data, k) == 0) {
 		c->np->srv->metrics.proxy_bytes_up += k;
 		buf_consume(&c->head, k);
-		c->body_left -= k;
+		if (!c->chunked)
+			c->body_left -= k;
 	}
+	more = c->chunked ? !netproxy_chunked_done(&c->ch) : c->body_left > 0;
 	if (c->client)
-		netconn_set_reading(c->client, c->body_left > 0);
+		netconn_set_reading(c->client, more && netconn_queued(c->up) <= NPC_QUEUE_HIGH);
 }
 
 static uint16_t default_port(const char *scheme, size_t n)
@@ -425,7 +456,7 @@ static int set_authority(struct npc *c, const char *a, size_t n, uint16_t def)
 		if (*end || port == 0 || port > 65535)
 			return -EINVAL;
 	}
-	if (!np_normalize_host(a, n, c->host, sizeof(c->host)))
+	if (!netproxy_normalize_host(a, n, c->host, sizeof(c->host)))
 		return -EINVAL;
 	c->port = (uint16_t)port;
 	return 0;
@@ -500,8 +531,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	const char *t = req->path, *path = "/";
 	size_t tl = req->path_len, path_len = 1;
 	enum np_verdict v;
-	struct buf head = { 0 };
-	const struct http_header *cl;
+	const struct http_header *cl, *te;
 	bool limited = c->np->cfg->mode == NP_MODE_LIMITED;
 
 	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
@@ -580,12 +610,12 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		buf_consume(&c->head, n);
 		return;
 	}
-	v = np_policy_decide(c->np->pol, c->host);
+	v = netproxy_policy_decide(c->np->pol, c->host);
 	if (v == NP_DENIED || v == NP_NOT_ALLOWED || v == NP_NOT_ALLOWED_LOCAL) {
 		log_info_ratelimited("Network proxy: refused %s %s:%u from %s (%s)",
 				     c->connect ? "CONNECT" : "request", c->host, (unsigned)c->port,
-				     c->peer, np_verdict_reason(v));
-		emit(c, true, false, "baseline_policy", np_verdict_reason(v));
+				     c->peer, netproxy_verdict_reason(v));
+		emit(c, true, false, "baseline_policy", netproxy_verdict_reason(v));
 		refuse(c, v);
 		buf_consume(&c->head, n);
 		return; /* the connection stays open for the next request */
@@ -624,12 +654,20 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			if (*end)
 				goto bad;
 		}
-		if (http_request_header(req, "transfer-encoding")) {
-			/* TODO(issue 22): chunked request bodies need re-framing */
-			send_text(c, "501 Not Implemented", NULL, "chunked request bodies are not supported yet");
-			goto done;
+		te = http_request_header(req, "transfer-encoding");
+		c->chunked = false;
+		if (te) {
+			/* chunked last, and never beside Content-Length (RFC 9112 §6.1: smuggling) */
+			size_t l = te->value_len;
+
+			if (cl || l < 7 || strncasecmp(te->value + l - 7, "chunked", 7) ||
+			    (l > 7 && te->value[l - 8] != ',' && te->value[l - 8] != ' '))
+				goto bad;
+			c->chunked = true;
+			memset(&c->ch, 0, sizeof(c->ch));
 		}
-		if (rewrite_head(req, path, path_len, &head) < 0)
+		buf_done(&c->out_head);
+		if (rewrite_head(req, path, path_len, &c->out_head) < 0)
 			goto done;
 	}
 	buf_consume(&c->head, n);
@@ -638,20 +676,6 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
 		goto done;
 	}
-	if (head.len && netconn_send(c->up, head.data, head.len) < 0) {
-		/* not connected yet: queue it in front of the body in c->head */
-		struct buf merged = { 0 };
-
-		if (buf_append(&merged, head.data, head.len) < 0 ||
-		    buf_append(&merged, c->head.data, c->head.len) < 0) {
-			buf_done(&merged);
-			goto done;
-		}
-		c->body_left += head.len;
-		buf_done(&c->head);
-		c->head = merged;
-	}
-	buf_done(&head);
 	return;
 bad:
 	{
@@ -662,7 +686,6 @@ bad:
 			(void)netconn_send(c->client, out, (size_t)k);
 	}
 done:
-	buf_done(&head);
 	finish_client(c);
 }
 
@@ -740,7 +763,7 @@ static void socks_input(struct npc *c)
 	c->port = (uint16_t)(b[need - 2] << 8 | b[need - 1]);
 	buf_consume(&c->head, need);
 	c->connect = true;
-	if (!np_normalize_host(raw, strlen(raw), c->host, sizeof(c->host))) {
+	if (!netproxy_normalize_host(raw, strlen(raw), c->host, sizeof(c->host))) {
 		socks_reply(c, 2);
 		return;
 	}
@@ -753,11 +776,11 @@ static void socks_input(struct npc *c)
 		socks_reply(c, 2);
 		return;
 	}
-	v = np_policy_decide(c->np->pol, c->host);
+	v = netproxy_policy_decide(c->np->pol, c->host);
 	if (v == NP_DENIED || v == NP_NOT_ALLOWED || v == NP_NOT_ALLOWED_LOCAL) {
 		log_info_ratelimited("Network proxy: refused SOCKS5 %s:%u (%s)", c->host,
-				     (unsigned)c->port, np_verdict_reason(v));
-		emit(c, true, false, "baseline_policy", np_verdict_reason(v));
+				     (unsigned)c->port, netproxy_verdict_reason(v));
+		emit(c, true, false, "baseline_policy", netproxy_verdict_reason(v));
 		socks_reply(c, 2);
 		return;
 	}
@@ -939,7 +962,7 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = np_policy_new(cfg, &np->pol, err, errsz);
+	r = netproxy_policy_new(cfg, &np->pol, err, errsz);
 	if (r < 0)
 		goto fail;
 	np->srv = s;
@@ -958,7 +981,7 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 	return 0;
 fail:
 	if (np)
-		np_policy_free(np->pol);
+		netproxy_policy_free(np->pol);
 	free(np);
 	netproxy_config_free(cfg);
 	safe_close(http_fd);
@@ -992,7 +1015,7 @@ void netproxy_free(struct netproxy *np)
 		c->client = c->up = NULL;
 		npc_free(c);
 	}
-	np_policy_free(np->pol);
+	netproxy_policy_free(np->pol);
 	netproxy_config_free(np->cfg);
 	free(np->session);
 	free(np->process);

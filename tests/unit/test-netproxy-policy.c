@@ -29,7 +29,7 @@ static struct np_policy *make(const char *const *allow, const char *const *deny,
 		d[n++] = (struct np_domain){ (char *)*deny, NP_PERM_DENY };
 	cfg.domains = d;
 	cfg.n_domains = n;
-	ASSERT_EQ(0, np_policy_new(&cfg, &p, err, sizeof(err)));
+	ASSERT_EQ(0, netproxy_policy_new(&cfg, &p, err, sizeof(err)));
 	return p;
 }
 
@@ -37,16 +37,16 @@ static enum np_verdict decide(const struct np_policy *p, const char *raw)
 {
 	char host[256];
 
-	if (!np_normalize_host(raw, strlen(raw), host, sizeof(host)))
+	if (!netproxy_normalize_host(raw, strlen(raw), host, sizeof(host)))
 		host[0] = 0;
-	return np_policy_decide(p, host);
+	return netproxy_policy_decide(p, host);
 }
 
 static void norm(const char *want, const char *raw)
 {
 	char host[256];
 
-	ASSERT_TRUE(np_normalize_host(raw, strlen(raw), host, sizeof(host)) > 0);
+	ASSERT_TRUE(netproxy_normalize_host(raw, strlen(raw), host, sizeof(host)) > 0);
 	ASSERT_STREQ(want, host);
 }
 
@@ -111,7 +111,7 @@ TEST(table_of_the_reference)
 	ASSERT_EQ(NP_NOT_ALLOWED, decide(p, "2130706433"));
 	ASSERT_EQ(NP_NOT_ALLOWED, decide(p, "127.000.000.001"));
 	ASSERT_EQ(NP_ALLOW, decide(p, "[fd00::5]:1"));
-	np_policy_free(p);
+	netproxy_policy_free(p);
 }
 
 TEST(wildcard_allow_never_covers_local)
@@ -125,26 +125,26 @@ TEST(wildcard_allow_never_covers_local)
 	ASSERT_EQ(NP_NOT_ALLOWED_LOCAL, decide(p, "[::1]"));
 	ASSERT_EQ(NP_ALLOW, decide(p, "8.8.8.8"));
 	ASSERT_EQ(NP_ALLOW_IF_PUBLIC, decide(p, "example.invalid"));
-	np_policy_free(p);
+	netproxy_policy_free(p);
 	/* allowLocalBinding: local literals allowed when allowlisted; no DNS check */
 	p = make(any, NULL, true);
 	ASSERT_EQ(NP_ALLOW, decide(p, "127.0.0.2"));
 	ASSERT_EQ(NP_ALLOW, decide(p, "example.invalid"));
-	np_policy_free(p);
+	netproxy_policy_free(p);
 	p = make(NULL, NULL, true);
 	ASSERT_EQ(NP_NOT_ALLOWED, decide(p, "127.0.0.1"));
-	np_policy_free(p);
+	netproxy_policy_free(p);
 	p = make(v6, NULL, false);
 	ASSERT_EQ(NP_ALLOW, decide(p, "[0:0:0:0:0:0:0:1]:80"));
 	ASSERT_EQ(NP_NOT_ALLOWED, decide(p, ""));
-	np_policy_free(p);
+	netproxy_policy_free(p);
 }
 
 static void bad(const char *want, const char *pattern, bool deny)
 {
 	char err[256];
 
-	ASSERT_EQ(-EINVAL, np_pattern_check(pattern, deny, err, sizeof(err)));
+	ASSERT_EQ(-EINVAL, netproxy_pattern_check(pattern, deny, err, sizeof(err)));
 	ASSERT_STREQ(want, err);
 }
 
@@ -157,7 +157,7 @@ TEST(pattern_errors)
 	char err[256];
 
 	for (const char *const *p = ok; *p; p++)
-		ASSERT_EQ(0, np_pattern_check(*p, false, err, sizeof(err)));
+		ASSERT_EQ(0, netproxy_pattern_check(*p, false, err, sizeof(err)));
 	bad("domain pattern is empty", "", false);
 	bad("domain pattern is empty", "*.", false);
 	bad("unsupported domain pattern syntax: http://example.com", "http://example.com", false);
@@ -201,9 +201,9 @@ TEST(address_ranges)
 					      "64:ff9b::1", "::ffff:8.8.8.8", NULL };
 
 	for (const char *const *p = local; *p; p++)
-		ASSERT_TRUE(!np_addr_public(sa(*p)));
+		ASSERT_TRUE(!netproxy_addr_public(sa(*p)));
 	for (const char *const *p = public; *p; p++)
-		ASSERT_TRUE(np_addr_public(sa(*p)));
+		ASSERT_TRUE(netproxy_addr_public(sa(*p)));
 }
 
 TEST_MAIN()
