@@ -111,8 +111,21 @@ size_t netproxy_normalize_host(const char *in, size_t len, char *out, size_t siz
 		const char *close = memchr(s, ']', (size_t)(e - s));
 
 		if (close) {
+			char v6[INET6_ADDRSTRLEN + 1];
+			const char *zone = memchr(s + 1, '%', (size_t)(close - s - 1));
+			size_t k = (size_t)((zone ? zone : close) - s - 1);
+
 			s++;
 			e = close;
+			/* only an IPv6 literal (or the pattern "[*]") may be bracketed */
+			if (!(close - s == 1 && *s == '*')) {
+				if (k >= sizeof(v6))
+					return 0;
+				memcpy(v6, s, k);
+				v6[k] = 0;
+				if (inet_pton(AF_INET6, v6, &a6) != 1)
+					return 0;
+			}
 		}
 	} else if ((colon = memchr(s, ':', (size_t)(e - s))) &&
 		   !memchr(colon + 1, ':', (size_t)(e - colon - 1))) {
@@ -121,8 +134,12 @@ size_t netproxy_normalize_host(const char *in, size_t len, char *out, size_t siz
 	n = (size_t)(e - s);
 	if (n == 0 || n >= sizeof(buf))
 		return 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		/* no host holds a control byte, a space or a NUL (nor does the reference ask about one) */
+		if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+			return 0;
 		buf[i] = (char)tolower((unsigned char)s[i]);
+	}
 	while (n && buf[n - 1] == '.')
 		n--;
 	buf[n] = 0;
