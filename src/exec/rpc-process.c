@@ -88,7 +88,8 @@ static const struct pfield start_fields[] = {
 	[F_SANDBOX] = { "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
 	[F_ENFORCE_NET] = { "enforceManagedNetwork", P_BOOL_DEFAULT, false, NULL },
 	[F_MANAGED_NET] = { "managedNetwork", P_STRUCT, false, "struct ManagedNetworkSandboxContext" },
-	[F_NET_PROXY] = { "networkProxy", P_STRUCT, false, "struct RemoteNetworkProxyLaunchConfig" },
+	/* every shape is netproxy_config_decode's (serde takes a sequence too) */
+	[F_NET_PROXY] = { "networkProxy", P_ANY, false, NULL },
 	/* uexec extensions (rpc-process-ext.c); the reference ignores them. */
 	[F_SIZE] = { "size", P_STRUCT, false, "struct PtySize" },
 	[F_TIMEOUT_MS] = { "timeoutMs", P_U64, false, NULL },

@@ -220,7 +220,35 @@ int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, 
 	*ret = NULL;
 	if (!network_proxy || json_is_null(network_proxy))
 		return 0;
-	if (!json_is_object(network_proxy) && !json_is_array(network_proxy)) {
+	if (json_is_array(network_proxy)) {
+		/*
+		 * serde's sequence form: fields by position, the proxy required,
+		 * the others defaulted when the sequence ends before them.
+		 */
+		size_t n = json_array_size(network_proxy);
+		json_t *o;
+
+		if (n == 0 || n > _L_MAX) {
+			if (n == 0)
+				snprintf(err, errsz, "invalid length 0, expected struct "
+					 "RemoteNetworkProxyLaunchConfig with %d elements", _L_MAX);
+			else
+				snprintf(err, errsz, "invalid length %zu, expected fewer elements in array", n);
+			return -EINVAL;
+		}
+		o = json_object();
+		if (!o)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			if (json_object_set(o, launch_fields[i].name, json_array_get(network_proxy, i)) < 0) {
+				json_decref(o);
+				return -ENOMEM;
+			}
+		r = netproxy_config_decode(o, ret, err, errsz);
+		json_decref(o);
+		return r;
+	}
+	if (!json_is_object(network_proxy)) {
 		params_type_error(network_proxy, "struct RemoteNetworkProxyLaunchConfig", err, errsz);
 		return -EINVAL;
 	}
