@@ -40,6 +40,8 @@
 #define NPC_MAX_CONNS 256            /* client connections per process */
 #define NPC_QUEUE_HIGH (256 * 1024)  /* bytes queued toward one side before its source pauses */
 #define NPC_CONNECT_TIMEOUT_MS 30000
+#define NPC_ACCEPT_PAUSE_MS 100      /* accept failed for want of fds or memory: retry after */
+#define NPC_HEAD_TIMEOUT_MS 30000    /* a request head (or SOCKS5 handshake) must arrive within */
 
 struct netproxy {
 	struct server *srv;
@@ -47,6 +49,8 @@ struct netproxy {
 	struct np_policy *pol;
 	int http_fd, socks_fd, udp_fd;
 	struct uring_op accept_op, socks_accept_op;
+	struct uring_timer pause;     /* accepting paused (no fd or memory left): retried when it fires */
+	bool paused[2];               /* which listener waits for it (HTTP, SOCKS5) */
 	struct list_head conns;
 	unsigned n_conns;
 	bool freeing; /* netproxy_free() ran: freed once the accept op is back */
@@ -77,6 +81,8 @@ struct npc {
 	bool chunked;          /* FORWARD: a chunked body, its end found by ch */
 	struct np_chunked ch;
 	struct buf out_head;   /* the rewritten request head, sent once upstream is up */
+	struct uring_timer head_timer; /* NPC_HEAD_TIMEOUT_MS for a head (or SOCKS5 handshake) */
+	bool dead;             /* freed but for its timer's last callback */
 	char host[256];        /* normalised */
 	uint16_t port;
 	char peer[64];          /* the client's address, "127.0.0.1:PORT" */
@@ -85,13 +91,44 @@ struct npc {
 	bool decided;           /* the domain decision was reported */
 };
 
+static void finish_client(struct npc *c);
+
 static void npc_free(struct npc *c)
 {
 	list_del(&c->link);
 	c->np->n_conns--;
 	buf_done(&c->head);
 	buf_done(&c->out_head);
+	if (!uring_op_idle(&c->head_timer.op)) {
+		/* the timer's callback frees it (it must not touch the proxy, which may be gone) */
+		c->dead = true;
+		uring_timer_cancel(&c->head_timer);
+		return;
+	}
 	free(c);
+}
+
+static void on_head_timeout(struct uring_timer *t, bool fired)
+{
+	struct npc *c = container_of(t, struct npc, head_timer);
+
+	if (c->dead) {
+		free(c);
+		return;
+	}
+	if (!fired)
+		return;
+	if (c->state == NPC_HEAD || c->state == NPC_SOCKS_GREETING || c->state == NPC_SOCKS_REQUEST) {
+		log_debug("Network proxy: closing %s: no request within %d ms", c->peer,
+			  NPC_HEAD_TIMEOUT_MS);
+		finish_client(c);
+	}
+}
+
+/* Waiting for a request head (again): it has NPC_HEAD_TIMEOUT_MS. */
+static void head_deadline(struct npc *c)
+{
+	uring_timer_arm(&c->np->srv->ring, &c->head_timer, NPC_HEAD_TIMEOUT_MS, on_head_timeout);
 }
 
 static void npc_maybe_free(struct npc *c)
@@ -521,6 +558,7 @@ static int open_upstream(struct npc *c)
 				      .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS };
 
 	c->state = NPC_UPSTREAM;
+	uring_timer_cancel(&c->head_timer);
 	netconn_set_reading(c->client, false);
 	return netconn_open(c->np->srv, &cfg, &up_handlers, c, &c->up);
 }
@@ -618,7 +656,8 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		emit(c, true, false, "baseline_policy", netproxy_verdict_reason(v));
 		refuse(c, v);
 		buf_consume(&c->head, n);
-		return; /* the connection stays open for the next request */
+		head_deadline(c); /* the connection stays open for the next request */
+		return;
 	}
 	if (v == NP_ALLOW || limited) {
 		emit(c, true, true, "baseline_policy", "allow");
@@ -880,6 +919,22 @@ static void client_closed(struct netconn *nc, int err, const char *why)
 static void arm_accept(struct netproxy *np, bool socks);
 
 static void accepted(struct netproxy *np, int res, bool socks);
+static void netproxy_maybe_release(struct netproxy *np);
+
+static void on_pause(struct uring_timer *t, bool fired)
+{
+	struct netproxy *np = container_of(t, struct netproxy, pause);
+
+	if (np->freeing) {
+		netproxy_maybe_release(np);
+		return;
+	}
+	for (int i = 0; i < 2; i++)
+		if (np->paused[i]) {
+			np->paused[i] = false;
+			arm_accept(np, i);
+		}
+}
 
 static void on_accept(struct uring_op *op, int res, uint32_t flags)
 {
@@ -898,15 +953,19 @@ static void accepted(struct netproxy *np, int res, bool socks)
 	if (np->freeing) {
 		if (res >= 0)
 			close(res);
-		if (uring_op_idle(&np->accept_op) && uring_op_idle(&np->socks_accept_op))
-			free(np);
+		netproxy_maybe_release(np);
 		return;
 	}
 	if (res < 0) {
 		if (res != -ECANCELED)
 			log_warning_errno_ratelimited(res, "Network proxy: accept failed");
-		if (res == -EMFILE || res == -ENFILE || res == -ENOMEM)
-			return; /* TODO(issue 22): pause and retry as the server's listener does */
+		if (res == -EMFILE || res == -ENFILE || res == -ENOMEM || res == -ENOBUFS) {
+			/* the connection waits in the backlog: try again shortly */
+			np->paused[socks] = true;
+			if (!np->pause.armed)
+				uring_timer_arm(&np->srv->ring, &np->pause, NPC_ACCEPT_PAUSE_MS, on_pause);
+			return;
+		}
 		arm_accept(np, socks);
 		return;
 	}
@@ -935,6 +994,8 @@ static void accepted(struct netproxy *np, int res, bool socks)
 	if (netconn_adopt(np->srv, res, c->peer, &client_handlers, c, &c->client) < 0) {
 		c->client = NULL;
 		npc_free(c);
+	} else {
+		head_deadline(c);
 	}
 	arm_accept(np, socks);
 }
@@ -1023,13 +1084,19 @@ void netproxy_free(struct netproxy *np)
 	np->http_fd = safe_close(np->http_fd);
 	np->socks_fd = safe_close(np->socks_fd);
 	np->udp_fd = safe_close(np->udp_fd);
-	if (uring_op_idle(&np->accept_op) && uring_op_idle(&np->socks_accept_op)) {
-		free(np);
-		return;
-	}
 	np->freeing = true;
+	uring_timer_cancel(&np->pause);
 	if (!uring_op_idle(&np->accept_op))
 		uring_cancel(&np->srv->ring, &np->accept_op);
 	if (!uring_op_idle(&np->socks_accept_op))
 		uring_cancel(&np->srv->ring, &np->socks_accept_op);
+	netproxy_maybe_release(np);
+}
+
+/* After netproxy_free(): the memory goes once no op of it is in flight. */
+static void netproxy_maybe_release(struct netproxy *np)
+{
+	if (uring_op_idle(&np->accept_op) && uring_op_idle(&np->socks_accept_op) &&
+	    uring_op_idle(&np->pause.op))
+		free(np);
 }

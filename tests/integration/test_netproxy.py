@@ -349,3 +349,13 @@ def test_content_length_and_chunked_together_are_refused(sclient, uniq, area, or
               "\\r\\n0\\r\\n\\r\\n' >&3; cat <&3") % (origin, origin)
     r = run(sclient, uniq, area, script, domains={"127.0.0.1": "allow"})
     assert r.stdout.decode().startswith("HTTP/1.1 400 Bad Request\r\n")
+
+
+def test_partial_head_is_closed_at_its_deadline(sclient, uniq, area):
+    """A client that never finishes its request head (or SOCKS5 handshake) is closed after
+    the head deadline (30 s, as the reference's header read timeout)."""
+    r = run(sclient, uniq, area,
+            "exec 3<>/dev/tcp/127.0.0.1/3128; printf 'GET http://x/ HTTP/1.1\\r\\nHost: x' >&3; "
+            "exec 4<>/dev/tcp/127.0.0.1/1080; printf '\\005' >&4; "
+            "cat <&3; echo http-closed; cat <&4; echo socks-closed", domains={"x": "allow"})
+    assert r.stdout.decode() == "http-closed\nsocks-closed\n"
