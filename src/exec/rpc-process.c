@@ -276,6 +276,17 @@ static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd
 	}
 	*ret = NULL;
 	pol->managed_network = managed;
+	if (pol->kind == SANDBOX_DISABLED && managed) {
+		/*
+		 * Enforced managed network without a sandbox (the reference still
+		 * gives such a command a network namespace of its own): the plan of
+		 * an unrestricted filesystem with network access, whose namespace
+		 * holds only the proxy.
+		 */
+		pol->kind = SANDBOX_EXTERNAL;
+		pol->full_read = pol->full_write = true;
+		pol->network = true;
+	}
 	if (pol->kind == SANDBOX_DISABLED) {
 		sandbox_policy_free(pol);
 		return 0;

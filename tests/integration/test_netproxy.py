@@ -359,3 +359,20 @@ def test_partial_head_is_closed_at_its_deadline(sclient, uniq, area):
             "exec 4<>/dev/tcp/127.0.0.1/1080; printf '\\005' >&4; "
             "cat <&3; echo http-closed; cat <&4; echo socks-closed", domains={"x": "allow"})
     assert r.stdout.decode() == "http-closed\nsocks-closed\n"
+
+
+@pytest.mark.parametrize("sb", [{"type": "disabled"}, {"type": "external", "network": "enabled"}])
+def test_enforced_with_any_sandbox_object(sclient, uniq, area, origin, sb):
+    """enforceManagedNetwork with a `disabled` or `external` sandbox: still a namespace
+    holding only the proxy (the reference's B1/B3 cases)."""
+    from test_sandbox import sandbox
+    pid = uniq("ds")
+    res = sclient.start(pid, ["/bin/bash", "-c",
+                              "curl -sS --noproxy '*' http://127.0.0.1:%d/ 2>&1; echo rc=$?; "
+                              "curl -sS http://127.0.0.1:%d/d" % (origin, origin)],
+                        cwd=area.ws, sandbox=sandbox(sb), enforceManagedNetwork=True,
+                        networkProxy=launch(domains={"127.0.0.1": "allow"}))
+    assert res["sandboxType"] == "linuxSeccomp"
+    out = sclient.collect(pid).stdout.decode().split("\n")
+    assert out[0].endswith("Couldn't connect to server") and out[1] == "rc=7", out
+    assert json.loads(out[2])["path"] == "/d"
