@@ -37,6 +37,7 @@ struct sandbox_policy {
 	 * with only the proxy's listeners in it (sandbox_plan_set_proxy).
 	 */
 	bool managed_network;
+	bool managed_all_unix;    /* with managed_network: dangerouslyAllowAllUnixSockets */
 	bool full_read;           /* unrestricted or a root read/write entry */
 	bool full_write;          /* unrestricted or a root write entry */
 	bool minimal_read;        /* the "minimal" special path: platform read roots */

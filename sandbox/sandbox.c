@@ -1533,9 +1533,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
 		goto fail;
 	}
-	pl->seccomp = fs_helper        ? &f->filters.fs_helper
-		      : pl->restrict_net ? &f->filters.restricted
-					 : &f->filters.open_net;
+	pl->seccomp = fs_helper		 ? &f->filters.fs_helper
+		      : pl->restrict_net	 ? &f->filters.restricted
+		      : !p->managed_network	 ? &f->filters.open_net
+		      : p->managed_all_unix ? &f->filters.proxied_all_unix
+					 : &f->filters.proxied;
 	pl->landlock_abi = f->landlock_abi;
 	pl->audit_log = f->audit_log && !fs_helper;
 	pl->cap_last_cap = f->cap_last_cap;

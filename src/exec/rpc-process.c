@@ -255,8 +255,8 @@ void exec_warn_self_writable(const struct sandbox_plan *plan, const char *what)
  * when nothing is restricted: "disabled"), or replies and returns < 0. Fails
  * closed: a policy this host cannot enforce is refused, never run unsandboxed.
  */
-static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd, bool managed,
-			 struct sandbox_plan **ret)
+static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd,
+			 const struct netproxy_config *managed, struct sandbox_plan **ret)
 {
 	struct sandbox_context ctx = { .cwd = cwd, .tmpdir = getenv("TMPDIR") };
 	struct sandbox_policy *pol = NULL;
@@ -275,7 +275,8 @@ static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd
 		return r;
 	}
 	*ret = NULL;
-	pol->managed_network = managed;
+	pol->managed_network = managed != NULL;
+	pol->managed_all_unix = managed && managed->dangerously_allow_all_unix_sockets;
 	if (pol->kind == SANDBOX_DISABLED && managed) {
 		/*
 		 * Enforced managed network without a sandbox (the reference still
@@ -606,7 +607,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		goto out;
 	/* Enforced (the reference's rule): a proxy, enforceManagedNetwork, and any sandbox object. */
 	managed = npc && params_bool(f[F_ENFORCE_NET], false) && f[F_SANDBOX];
-	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, managed, &plan) < 0)
+	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, managed ? npc : NULL, &plan) < 0)
 		goto out;
 	if (managed && plan) {
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, psock) < 0) {

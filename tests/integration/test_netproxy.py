@@ -376,3 +376,80 @@ def test_enforced_with_any_sandbox_object(sclient, uniq, area, origin, sb):
     out = sclient.collect(pid).stdout.decode().split("\n")
     assert out[0].endswith("Couldn't connect to server") and out[1] == "rc=7", out
     assert json.loads(out[2])["path"] == "/d"
+
+
+UNIX_PROBE = r'''
+import socket, sys
+def try_(what, f):
+    try:
+        f()
+        print(what, "ok")
+    except OSError as e:
+        print(what, e.errno)
+def stream():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    s.sendall(b"escaped")
+    s.close()
+def dgram_pair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.sendto(b"escaped", sys.argv[2])
+try_("stream", stream)
+try_("dgram-pair", dgram_pair)
+try_("raw-pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW))
+def stream_pair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    a.sendall(b"x")
+    assert b.recv(1) == b"x"
+try_("stream-pair", stream_pair)
+try_("netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+try_("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))
+try_("inet6", lambda: socket.socket(socket.AF_INET6, socket.SOCK_STREAM))
+'''
+
+
+@pytest.mark.parametrize("allow_all", [False, True])
+def test_host_unix_sockets_are_not_a_way_around_the_proxy(sclient, uniq, area, allow_all):
+    """A pathname unix socket outside the roots (a daemon's: /run/docker.sock) is reached
+    through the filesystem, not the namespace: a managed command must not connect to one
+    (stream) or send to one (datagram, through a socketpair's member), and gets no other
+    socket family than IP; dangerouslyAllowAllUnixSockets gives unix sockets back."""
+    import errno
+    stream_path = os.path.join(area.out, "egress.sock")
+    dgram_path = os.path.join(area.out, "egress-dgram.sock")
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(stream_path)
+    ls.listen(4)
+    ds = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ds.bind(dgram_path)
+    os.chmod(stream_path, 0o777)
+    os.chmod(dgram_path, 0o777)
+    try:
+        sb = ws_policy(area.ws, network="enabled")
+        np = launch(domains={"x": "allow"})
+        np["proxy"]["dangerouslyAllowAllUnixSockets"] = allow_all
+        r = sh(sclient, uniq, "python3 -c '%s' %s %s" % (UNIX_PROBE.replace("'", "'\\''"),
+                                                           stream_path, dgram_path),
+               area.ws, sb, networkProxy=np, enforceManagedNetwork=True)
+        got = dict(line.split(" ", 1) for line in r.stdout.decode().split("\n") if line)
+        eperm = str(errno.EPERM)
+        expect = {"stream": "ok" if allow_all else eperm,
+                  "dgram-pair": "ok" if allow_all else eperm,
+                  "raw-pair": "ok" if allow_all else eperm,
+                  "stream-pair": "ok", "netlink": eperm, "packet": eperm, "inet6": "ok"}
+        assert got == expect, r.stderr
+        ls.settimeout(0)
+        ds.settimeout(0)
+        if allow_all:
+            c, _ = ls.accept()
+            assert c.recv(16) == b"escaped"
+            c.close()
+            assert ds.recv(16) == b"escaped"
+        else:
+            with pytest.raises(BlockingIOError):
+                ls.accept()
+            with pytest.raises(BlockingIOError):
+                ds.recv(16)
+    finally:
+        ls.close()
+        ds.close()
