@@ -13,6 +13,7 @@
 
 #include "conn.h"
 #include "proc.h"
+#include "proxy.h"
 #include "sandbox.h"
 #include "server.h"
 #include "session-fakes.h"
@@ -224,3 +225,6 @@ void proc_network_decision(void *owner, const char *tail)
 	(void)owner;
 	(void)tail;
 }
+
+/* No proxy is ever started here: nobody is asked. */
+const struct netproxy_reviewer proc_network_reviewer;

@@ -192,3 +192,5 @@ json_t *proc_describe(const struct proc *p);
 
 /* The sink of the process's network proxy: a network/policyDecision to its session's client. */
 void proc_network_decision(void *owner, const char *tail);
+/* Its review: network/policyRequest to the session's client (proxy.h). */
+extern const struct netproxy_reviewer proc_network_reviewer;

@@ -748,8 +748,10 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		goto fail;
 	}
 	p->netproxy = TAKE_PTR(np);
-	if (p->netproxy)
+	if (p->netproxy) {
 		netproxy_set_decision_sink(p->netproxy, proc_network_decision, p, ss->id, p->id);
+		netproxy_set_reviewer(p->netproxy, &proc_network_reviewer);
+	}
 	if (nr < 0)
 		proc_kill_group(p, SIGKILL);
 	c->srv->metrics.spawns++;

@@ -56,6 +56,7 @@ struct netproxy {
 	bool freeing; /* netproxy_free() ran: freed once the accept op is back */
 	void (*sink)(void *owner, const char *tail);
 	void *owner;
+	const struct netproxy_reviewer *reviewer; /* review: who asks the client (NULL: nobody) */
 	char *session, *process; /* for the audit log's lines */
 };
 
@@ -67,6 +68,16 @@ enum npc_state {
 	NPC_DONE,    /* ending */
 	NPC_SOCKS_GREETING, /* SOCKS5: the client's methods */
 	NPC_SOCKS_REQUEST,  /* SOCKS5: its request */
+	NPC_ASKING,  /* the client of the server is asked about the target (review) */
+};
+
+/* Review (networkProxy.policyDecisionTimeoutMs): the answer for the request at hand. */
+enum npc_review {
+	RV_NONE,
+	RV_ALLOW,  /* allowed by the decider: still only if public once resolved */
+	RV_DENY,   /* deny or ask with the client's reason */
+	RV_ASK,
+	RV_FAILED, /* nobody to ask, an error reply, a bad answer or no answer in time: not_allowed */
 };
 
 struct npc {
@@ -89,9 +100,21 @@ struct npc {
 	const char *method;     /* the request's method (static copy below), NULL for SOCKS5 */
 	char method_buf[16];
 	bool decided;           /* the domain decision was reported */
+	bool override;          /* allowed by the decider where the baseline would deny */
+	enum npc_review rv;     /* the review's answer, taken by review_refused() */
+	char *rv_reason;        /* RV_DENY, RV_ASK: the client's reason */
+	void *review;           /* the owner's pending question (reviewer->ask), or NULL */
+	struct uring_timer review_timer; /* the question's deadline: its timeout + 5 s */
 };
 
 static void finish_client(struct npc *c);
+
+/* The memory goes once neither timer's op is in flight (their callbacks call this again). */
+static void npc_release(struct npc *c)
+{
+	if (uring_op_idle(&c->head_timer.op) && uring_op_idle(&c->review_timer.op))
+		free(c);
+}
 
 static void npc_free(struct npc *c)
 {
@@ -99,13 +122,17 @@ static void npc_free(struct npc *c)
 	c->np->n_conns--;
 	buf_done(&c->head);
 	buf_done(&c->out_head);
-	if (!uring_op_idle(&c->head_timer.op)) {
-		/* the timer's callback frees it (it must not touch the proxy, which may be gone) */
-		c->dead = true;
-		uring_timer_cancel(&c->head_timer);
-		return;
+	free(c->rv_reason);
+	c->rv_reason = NULL;
+	if (c->review) {
+		c->np->reviewer->cancel(c->review);
+		c->review = NULL;
 	}
-	free(c);
+	/* a timer's callback may still come: it must not touch the proxy, which may be gone */
+	c->dead = true;
+	uring_timer_cancel(&c->head_timer);
+	uring_timer_cancel(&c->review_timer);
+	npc_release(c);
 }
 
 static void on_head_timeout(struct uring_timer *t, bool fired)
@@ -113,7 +140,7 @@ static void on_head_timeout(struct uring_timer *t, bool fired)
 	struct npc *c = container_of(t, struct npc, head_timer);
 
 	if (c->dead) {
-		free(c);
+		npc_release(c);
 		return;
 	}
 	if (!fired)
@@ -157,7 +184,7 @@ static void send_text(struct npc *c, const char *status, const char *header, con
 
 /* The reference's JSON refusal of a plain request (keys in its order, no newline). */
 static void send_refusal_json(struct npc *c, const char *reason, const char *header,
-			      const char *message, const char *source)
+			      const char *message, const char *source, const char *decision)
 {
 	struct buf body = { 0 }, out = { 0 };
 	char date[64], port[16];
@@ -169,7 +196,9 @@ static void send_refusal_json(struct npc *c, const char *reason, const char *hea
 	    log_json_string(&body, c->host, strlen(c->host)) < 0 ||
 	    buf_append(&body, ",\"reason\":", 10) < 0 ||
 	    log_json_string(&body, reason, strlen(reason)) < 0 ||
-	    buf_append(&body, ",\"decision\":\"deny\",\"source\":", 28) < 0 ||
+	    buf_append(&body, ",\"decision\":\"", 13) < 0 ||
+	    buf_append(&body, decision, strlen(decision)) < 0 ||
+	    buf_append(&body, "\",\"source\":", 11) < 0 ||
 	    log_json_string(&body, source, strlen(source)) < 0 ||
 	    buf_append(&body, ",\"protocol\":\"http\",\"port\":", 26) < 0 ||
 	    buf_append(&body, port, strlen(port)) < 0 ||
@@ -193,8 +222,10 @@ out:
 }
 
 /* One network/policyDecision (the reference's members, in its order). */
-static void emit(struct npc *c, bool domain, bool allow, const char *source, const char *reason)
+static void emit_decision(struct npc *c, bool domain, const char *decision, const char *source,
+			  const char *reason)
 {
+	bool allow = strcmp(decision, "allow") == 0;
 	struct netproxy *np = c->np;
 	struct buf b = { 0 };
 	char ts[32], num[64];
@@ -216,7 +247,7 @@ static void emit(struct npc *c, bool domain, bool allow, const char *source, con
 			LOG_STR("protocol", c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http"),
 			LOG_STR("host", c->host),
 			LOG_INT("port", c->port),
-			LOG_STR("decision", allow ? "allow" : "deny"),
+			LOG_STR("decision", decision),
 			LOG_STR("reason", reason),
 			LOG_STR("source", source),
 			LOG_STR("method", c->method ? c->method : ""),
@@ -232,7 +263,7 @@ static void emit(struct npc *c, bool domain, bool allow, const char *source, con
 	    buf_append(&b, "\",\"scope\":\"", 11) < 0 ||
 	    buf_append(&b, domain ? "domain" : "non_domain", domain ? 6 : 10) < 0 ||
 	    buf_append(&b, "\",\"decision\":\"", 14) < 0 ||
-	    buf_append(&b, allow ? "allow" : "deny", allow ? 5 : 4) < 0 ||
+	    buf_append(&b, decision, strlen(decision)) < 0 ||
 	    buf_append(&b, "\",\"source\":", 11) < 0 || log_json_string(&b, source, strlen(source)) < 0 ||
 	    buf_append(&b, ",\"reason\":", 10) < 0 || log_json_string(&b, reason, strlen(reason)) < 0 ||
 	    buf_append(&b, ",\"protocol\":\"", 13) < 0)
@@ -249,11 +280,18 @@ static void emit(struct npc *c, bool domain, bool allow, const char *source, con
 			  log_json_string(&b, c->method, strlen(c->method)) < 0))
 		goto out;
 	if (buf_append(&b, ",\"client\":", 10) < 0 || log_json_string(&b, c->peer, strlen(c->peer)) < 0 ||
-	    buf_append(&b, ",\"policyOverride\":false", 23) < 0 || buf_append(&b, "", 1) < 0)
+	    buf_append(&b, ",\"policyOverride\":", 18) < 0 ||
+	    buf_append(&b, allow && c->override ? "true" : "false", allow && c->override ? 4 : 5) < 0 ||
+	    buf_append(&b, "", 1) < 0)
 		goto out;
 	np->sink(np->owner, (const char *)b.data);
 out:
 	buf_done(&b);
+}
+
+static void emit(struct npc *c, bool domain, bool allow, const char *source, const char *reason)
+{
+	emit_decision(c, domain, allow ? "allow" : "deny", source, reason);
 }
 
 static void refuse(struct npc *c, enum np_verdict v)
@@ -261,8 +299,130 @@ static void refuse(struct npc *c, enum np_verdict v)
 	if (c->connect)
 		send_text(c, "403 Forbidden", netproxy_verdict_header(v), netproxy_verdict_message(v));
 	else
-		send_refusal_json(c, netproxy_verdict_reason(v), netproxy_verdict_header(v), netproxy_verdict_message(v),
-				  "baseline_policy");
+		send_refusal_json(c, netproxy_verdict_reason(v), netproxy_verdict_header(v),
+				  netproxy_verdict_message(v), "baseline_policy", "deny");
+}
+
+static void socks_reply(struct npc *c, uint8_t code);
+
+/*
+ * Takes the review's answer for the request at hand: false when it allows
+ * (the request goes on, as a name allowed only if public), true when it
+ * refused it (reported and answered).
+ */
+static bool review_refused(struct npc *c)
+{
+	enum npc_review rv = c->rv;
+	const char *reason = rv == RV_FAILED || !c->rv_reason ? "not_allowed" : c->rv_reason;
+	const char *header = rv == RV_FAILED ? "blocked-by-allowlist" : "blocked-by-policy";
+	const char *message = rv == RV_FAILED ? "Domain not in allowlist."
+					      : "Request blocked by network policy.";
+	const char *decision = rv == RV_ASK ? "ask" : "deny";
+
+	c->rv = RV_NONE;
+	if (rv == RV_ALLOW) {
+		struct in6_addr a;
+
+		c->override = true;
+		/*
+		 * A literal is never resolved (netconn connects to it as it is):
+		 * reported now. A local one never got here: it is refused before
+		 * anyone is asked, unless allowLocalBinding.
+		 */
+		if (inet_pton(AF_INET, c->host, &a) == 1 || inet_pton(AF_INET6, c->host, &a) == 1) {
+			emit(c, true, true, "decider", "not_allowed");
+			c->decided = true;
+		}
+		return false;
+	}
+	log_info_ratelimited("Network proxy: the client refused %s:%u (%s)", c->host,
+			     (unsigned)c->port, decision);
+	emit_decision(c, true, decision, "decider", reason);
+	if (c->socks)
+		socks_reply(c, 2);
+	else if (c->connect)
+		send_text(c, "403 Forbidden", header, message);
+	else
+		send_refusal_json(c, reason, header, message, "decider", decision);
+	free(c->rv_reason);
+	c->rv_reason = NULL;
+	return true;
+}
+
+static const char *npc_protocol(const struct npc *c)
+{
+	return c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
+}
+
+static void review_resume(struct npc *c);
+
+static void on_review_timeout(struct uring_timer *t, bool fired)
+{
+	struct npc *c = container_of(t, struct npc, review_timer);
+
+	if (c->dead) {
+		npc_release(c);
+		return;
+	}
+	if (!fired || !c->review)
+		return;
+	log_info_ratelimited("Network proxy: no answer about %s:%u in time: refused", c->host,
+			     (unsigned)c->port);
+	c->np->reviewer->cancel(c->review);
+	c->review = NULL;
+	c->rv = RV_FAILED;
+	review_resume(c);
+}
+
+/*
+ * A target the policy does not decide (not in the allowlist): asks the
+ * client when the launch opted in. Returns true while asking (the request
+ * waits, reading stopped); false when the answer is already in c->rv
+ * (RV_FAILED: nobody to ask), or there is no review.
+ */
+static bool review_start(struct npc *c)
+{
+	struct netproxy *np = c->np;
+	uint64_t ms = np->cfg->decision_timeout_ms;
+
+	if (!np->cfg->review)
+		return false;
+	c->rv = RV_FAILED;
+	/* the reference's decider never asks about such a host */
+	if (strlen(c->host) > 253 || !np->reviewer)
+		return false;
+	c->review = np->reviewer->ask(np->owner, npc_protocol(c), c->host, c->port, c);
+	if (!c->review)
+		return false;
+	c->rv = RV_NONE;
+	c->state = NPC_ASKING;
+	uring_timer_cancel(&c->head_timer);
+	netconn_set_reading(c->client, false);
+	/* its timeout plus the reference's 5 s for the transport */
+	uring_timer_arm(&np->srv->ring, &c->review_timer, ms > UINT64_MAX - 5000 ? UINT64_MAX : ms + 5000,
+			on_review_timeout);
+	return true;
+}
+
+void netproxy_review_answer(void *ctx, enum np_answer a, const char *reason)
+{
+	struct npc *c = ctx;
+
+	c->review = NULL;
+	uring_timer_cancel(&c->review_timer);
+	free(c->rv_reason);
+	c->rv_reason = NULL;
+	switch (a) {
+	case NP_ANSWER_ALLOW: c->rv = RV_ALLOW; break;
+	case NP_ANSWER_DENY: c->rv = RV_DENY; break;
+	case NP_ANSWER_ASK: c->rv = RV_ASK; break;
+	default: c->rv = RV_FAILED; break;
+	}
+	if (c->rv == RV_DENY || c->rv == RV_ASK)
+		c->rv_reason = strdup(reason && *reason ? reason : "policy_denied");
+	if ((c->rv == RV_DENY || c->rv == RV_ASK) && !c->rv_reason)
+		c->rv = RV_FAILED;
+	review_resume(c);
 }
 
 /* Ends the client connection once what was queued is written. */
@@ -306,7 +466,8 @@ static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 				return -EACCES;
 			}
 	if (!c->decided)
-		emit(c, true, true, "baseline_policy", "allow");
+		emit(c, true, true, c->override ? "decider" : "baseline_policy",
+		     c->override ? "not_allowed" : "allow");
 	c->decided = true;
 	return 0;
 }
@@ -377,7 +538,22 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 	bool was_connecting = c->state == NPC_UPSTREAM;
 
 	c->up = NULL;
-	if (was_connecting && c->socks) {
+	if (was_connecting && !c->decided && !c->np->cfg->allow_local_binding) {
+		/*
+		 * The name never resolved: the reference's policy-time lookup
+		 * fails closed (not_allowed_local), before any answer to the
+		 * client (a CONNECT gets the refusal, not its 200).
+		 */
+		emit(c, true, false, "baseline_policy", "not_allowed_local");
+		c->decided = true;
+		if (c->socks && c->client) {
+			static const uint8_t refused[10] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+			(void)netconn_send(c->client, refused, sizeof(refused));
+		} else {
+			refuse(c, NP_NOT_ALLOWED_LOCAL);
+		}
+	} else if (was_connecting && c->socks) {
 		uint8_t fail[10] = { 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
 
 		fail[1] = err == -EACCES ? 2 : err == -EHOSTUNREACH ? 4 : err == -ENETUNREACH ? 3
@@ -574,6 +750,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 
 	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
 	c->decided = false;
+	c->override = false;
 	snprintf(c->method_buf, sizeof(c->method_buf), "%.*s",
 		 (int)MIN(req->method_len, sizeof(c->method_buf) - 1), req->method);
 	c->method = c->method_buf;
@@ -649,6 +826,16 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		return;
 	}
 	v = netproxy_policy_decide(c->np->pol, c->host);
+	if (v == NP_NOT_ALLOWED && c->rv == RV_NONE && review_start(c))
+		return; /* the head stays in c->head: handled again once answered */
+	if (v == NP_NOT_ALLOWED && c->rv != RV_NONE) {
+		if (review_refused(c)) {
+			buf_consume(&c->head, n);
+			head_deadline(c);
+			return;
+		}
+		v = NP_ALLOW_IF_PUBLIC;
+	}
 	if (v == NP_DENIED || v == NP_NOT_ALLOWED || v == NP_NOT_ALLOWED_LOCAL) {
 		log_info_ratelimited("Network proxy: refused %s %s:%u from %s (%s)",
 				     c->connect ? "CONNECT" : "request", c->host, (unsigned)c->port,
@@ -674,7 +861,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
 		emit(c, false, false, "mode_guard", "method_not_allowed");
 		send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
-				  "Method not allowed in limited mode.", "mode_guard");
+				  "Method not allowed in limited mode.", "mode_guard", "deny");
 		buf_consume(&c->head, n);
 		return;
 	}
@@ -735,6 +922,8 @@ static void socks_reply(struct npc *c, uint8_t code)
 	(void)netconn_send(c->client, r, sizeof(r));
 	finish_client(c);
 }
+
+static void socks_decided(struct npc *c, enum np_verdict v);
 
 /* SOCKS5 (RFC 1928), no authentication; CONNECT only so far. */
 static void socks_input(struct npc *c)
@@ -816,6 +1005,19 @@ static void socks_input(struct npc *c)
 		return;
 	}
 	v = netproxy_policy_decide(c->np->pol, c->host);
+	if (v == NP_NOT_ALLOWED && review_start(c))
+		return; /* socks_decided() once answered */
+	socks_decided(c, v);
+}
+
+/* The SOCKS5 CONNECT's host decision v (and the review's answer, if one was asked). */
+static void socks_decided(struct npc *c, enum np_verdict v)
+{
+	if (v == NP_NOT_ALLOWED && c->rv != RV_NONE) {
+		if (review_refused(c))
+			return;
+		v = NP_ALLOW_IF_PUBLIC;
+	}
 	if (v == NP_DENIED || v == NP_NOT_ALLOWED || v == NP_NOT_ALLOWED_LOCAL) {
 		log_info_ratelimited("Network proxy: refused SOCKS5 %s:%u (%s)", c->host,
 				     (unsigned)c->port, netproxy_verdict_reason(v));
@@ -833,11 +1035,11 @@ static void socks_input(struct npc *c)
 	}
 }
 
+static void client_heads(struct npc *c);
+
 static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 {
 	struct npc *c = netconn_userdata(nc);
-	struct http_request req;
-	int r;
 
 	switch (c->state) {
 	case NPC_TUNNEL:
@@ -859,6 +1061,11 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 		if (c->state == NPC_FORWARD)
 			pass_body(c);
 		break;
+	case NPC_ASKING:
+		/* a read that was in flight when reading stopped: kept for later */
+		if (buf_append(&c->head, p, n) < 0 || c->head.len > NPC_HEAD_MAX + 65536)
+			finish_client(c);
+		return;
 	case NPC_SOCKS_GREETING:
 	case NPC_SOCKS_REQUEST:
 		if (buf_append(&c->head, p, n) < 0 || c->head.len > 1024) {
@@ -870,7 +1077,15 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 	case NPC_DONE:
 		return;
 	}
-	/* Refusals keep the connection: every complete head in the buffer is handled in turn. */
+	client_heads(c);
+}
+
+/* Refusals keep the connection: every complete head in the buffer is handled in turn. */
+static void client_heads(struct npc *c)
+{
+	struct http_request req;
+	int r;
+
 	while (c->state == NPC_HEAD && c->head.len) {
 		r = http_request_parse((const char *)c->head.data, c->head.len, NPC_HEAD_MAX, &req);
 		if (r == -EAGAIN)
@@ -885,11 +1100,29 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 			int k = http_format_bad_request(time(NULL), out, sizeof(out));
 
 			if (k > 0)
-				(void)netconn_send(nc, out, (size_t)k);
+				(void)netconn_send(c->client, out, (size_t)k);
 			finish_client(c);
 			return;
 		}
 		handle_request(c, &req, (size_t)r);
+	}
+}
+
+/* The review's answer is in: the request goes on where it stopped. */
+static void review_resume(struct npc *c)
+{
+	if (!c->client) {
+		/* the client left while asking: nothing more to say (freed with its upstream) */
+		c->rv = RV_NONE;
+		return;
+	}
+	netconn_set_reading(c->client, true);
+	if (c->socks) {
+		c->state = NPC_SOCKS_REQUEST;
+		socks_decided(c, NP_NOT_ALLOWED);
+	} else {
+		c->state = NPC_HEAD;
+		client_heads(c);
 	}
 }
 
@@ -1060,6 +1293,11 @@ void netproxy_set_decision_sink(struct netproxy *np, void (*fn)(void *owner, con
 	free(np->process);
 	np->session = session ? strdup(session) : NULL;
 	np->process = process ? strdup(process) : NULL;
+}
+
+void netproxy_set_reviewer(struct netproxy *np, const struct netproxy_reviewer *r)
+{
+	np->reviewer = r;
 }
 
 void netproxy_free(struct netproxy *np)

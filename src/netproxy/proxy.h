@@ -33,5 +33,32 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
  */
 void netproxy_set_decision_sink(struct netproxy *np, void (*fn)(void *owner, const char *tail),
 				void *owner, const char *session, const char *process);
+/*
+ * Review (networkProxy.policyDecisionTimeoutMs, docs/netproxy-wire-notes.md
+ * §9.2): a target not in the allowlist is asked about (network/policyRequest)
+ * by the owner of the decision sink. ask() starts asking about protocol,
+ * host and port for the proxy's request ctx and returns a handle, or NULL
+ * when nobody can be asked now (the request is then refused as the
+ * reference's, at once). The owner answers later, never from within ask(),
+ * with netproxy_review_answer(ctx, ...), after which the handle is its own
+ * to free; or the proxy gives up first (its deadline: the timeout + 5 s,
+ * or the request's end) with cancel(handle), after which no answer comes.
+ */
+enum np_answer {
+	NP_ANSWER_ALLOW,
+	NP_ANSWER_DENY, /* reason: the client's (empty: "policy_denied") */
+	NP_ANSWER_ASK,  /* the same, with the decision "ask" */
+	NP_ANSWER_NONE, /* an error reply, an answer that does not decode, no client */
+};
+
+struct netproxy_reviewer {
+	void *(*ask)(void *owner, const char *protocol, const char *host, unsigned port, void *ctx);
+	void (*cancel)(void *handle);
+};
+
+/* Sets who is asked (static storage); the owner is the decision sink's. */
+void netproxy_set_reviewer(struct netproxy *np, const struct netproxy_reviewer *r);
+void netproxy_review_answer(void *ctx, enum np_answer a, const char *reason);
+
 /* Closes the listeners and every connection (no handler runs after it). NULL is fine. */
 void netproxy_free(struct netproxy *np);

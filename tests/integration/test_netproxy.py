@@ -453,3 +453,149 @@ def test_host_unix_sockets_are_not_a_way_around_the_proxy(sclient, uniq, area, a
     finally:
         ls.close()
         ds.close()
+
+
+# ---- review: network/policyRequest (docs/netproxy-wire-notes.md §9.2)
+
+def review_start(sclient, uniq, area, script, timeout_ms=20000, **np):
+    """Starts script with review on; returns its process id (the caller answers)."""
+    pid = uniq("rv")
+    launch_ = launch(**np)
+    launch_["policyDecisionTimeoutMs"] = timeout_ms
+    from test_sandbox import start
+    # allowLocalBinding puts 127.0.0.1 in NO_PROXY: these requests must go through the proxy
+    script = "unset NO_PROXY no_proxy; " + script
+    _, res = start(sclient, lambda prefix="p": pid, ["/bin/bash", "-c", script], area.ws,
+                   ws_policy(area.ws, network="enabled"), networkProxy=launch_,
+                   enforceManagedNetwork=True)
+    assert res["sandboxType"] == "linuxSeccomp"
+    return pid
+
+
+def decisions(sclient, pid):
+    return [n["params"] for n in sclient.drain_notifications()
+            if n["method"] == "network/policyDecision" and n["params"]["processId"] == pid]
+
+
+@pytest.mark.parametrize("answer", ["allow", "deny", "ask", "error", "bad-reason", "garbage"])
+def test_review_round_trip(sclient, uniq, area, origin, answer):
+    """A target not in the allowlist is asked about; the client's answer decides, as the
+    reference's: allow forwards (policyOverride), deny/ask refuse with the client's reason,
+    an error or an answer that does not decode refuses as not_allowed."""
+    pid = review_start(sclient, uniq, area, "curl -sS -i http://127.0.0.1:%d/r" % origin,
+                       domains={"x.invalid": "allow"}, local=True)
+    req = sclient.next_server_request()
+    assert req["method"] == "network/policyRequest" and isinstance(req["id"], int)
+    assert req["params"] == {"processId": pid, "request": {"protocol": "http", "host": "127.0.0.1",
+                                                           "port": origin}}
+    reply = {"allow": {"result": {"decision": {"type": "allow"}}},
+             "deny": {"result": {"decision": {"type": "deny", "reason": "nope"}}},
+             "ask": {"result": {"decision": {"type": "ask", "reason": "later"}}},
+             "error": {"error": {"code": -32000, "message": "no"}},
+             "bad-reason": {"result": {"decision": {"type": "deny", "reason": "bad\u0001ctl"}}},
+             "garbage": {"result": {"decision": {"type": "bogus"}}}}[answer]
+    sclient.send_obj(dict(id=req["id"], **reply))
+    run = sclient.collect(pid)
+    out = run.stdout.decode()
+    seen = decisions(sclient, pid)
+    if answer == "allow":
+        assert json.loads(body_after_head(out))["path"] == "/r"
+        assert [(d["decision"], d["source"], d["reason"], d["policyOverride"]) for d in seen] == \
+            [("allow", "decider", "not_allowed", True)]
+        return
+    reason, decision = {"deny": ("nope", "deny"), "ask": ("later", "ask")}.get(
+        answer, ("not_allowed", "deny"))
+    header, message = (("blocked-by-policy", "Request blocked by network policy.")
+                       if answer in ("deny", "ask") else
+                       ("blocked-by-allowlist", "Domain not in allowlist."))
+    assert out.startswith("HTTP/1.1 403 Forbidden\r\n") and "x-proxy-error: %s\r\n" % header in out
+    assert body_after_head(out) == (
+        '{"status":"blocked","host":"127.0.0.1","reason":"%s","decision":"%s","source":"decider",'
+        '"protocol":"http","port":%d,"message":"%s"}' % (reason, decision, origin, message))
+    assert [(d["decision"], d["source"], d["reason"], d["policyOverride"]) for d in seen] == \
+        [(decision, "decider", reason, False)]
+
+
+def test_review_connect_and_socks_and_no_caching(sclient, uniq, area, origin):
+    """CONNECT and SOCKS5 ask too (https_connect, socks5_tcp); two questions about the same
+    host are two requests (no caching); listed and denied hosts are never asked."""
+    script = ("curl -sS -o /dev/null -w '%%{http_connect}\\n' -p -x http://127.0.0.1:3128 "
+              "http://127.0.0.1:%d/a; "
+              "curl -sS --socks5-hostname 127.0.0.1:1080 http://127.0.0.1:%d/b; echo; "
+              "curl -sS http://denied.invalid/; echo; "
+              "curl -sS -o /dev/null -w '%%{http_code}\\n' http://127.0.0.1:%d/c" % (origin, origin, origin))
+    pid = review_start(sclient, uniq, area, script, domains={"x.invalid": "allow",
+                                                             "denied.invalid": "deny"}, local=True)
+    asked = []
+    for answer in ({"type": "deny", "reason": "no-tunnel"}, {"type": "allow"},
+                   {"type": "deny", "reason": "again"}):
+        req = sclient.next_server_request()
+        asked.append(req["params"]["request"])
+        sclient.send_obj({"id": req["id"], "result": {"decision": answer}})
+    out = sclient.collect(pid).stdout.decode().split("\n")
+    assert asked == [{"protocol": "https_connect", "host": "127.0.0.1", "port": origin},
+                     {"protocol": "socks5_tcp", "host": "127.0.0.1", "port": origin},
+                     {"protocol": "http", "host": "127.0.0.1", "port": origin}]
+    assert out[0] == "403"
+    assert json.loads(out[1])["path"] == "/b", out
+    assert json.loads(out[2])["reason"] == "denied"
+    assert out[3] == "403"
+    assert not sclient.server_requests
+
+
+def test_review_unanswered_is_refused_after_timeout_plus_5s(sclient, uniq, area, origin):
+    """No answer: refused as not_allowed once the timeout and the reference's 5 s margin
+    have passed (not before); a late answer is then ignored and the connection stays."""
+    import time
+    pid = review_start(sclient, uniq, area, "curl -sS http://127.0.0.1:%d/" % origin,
+                       timeout_ms=200, domains={"x.invalid": "allow"}, local=True)
+    req = sclient.next_server_request()
+    t0 = time.monotonic()
+    run = sclient.collect(pid)
+    waited = time.monotonic() - t0
+    assert json.loads(run.stdout.decode())["reason"] == "not_allowed"
+    assert waited >= 5.0, waited
+    sclient.send_obj({"id": req["id"], "result": {"decision": {"type": "allow"}}})
+    assert sclient.result("process/list", {}) is not None
+
+
+def test_review_reply_to_an_unknown_id_drops_the_connection(sclient, uniq, area):
+    """A reply to an id the server never issued ends the connection without a Close frame
+    (the reference's), with or without a question outstanding."""
+    from wsclient import ConnectionClosed
+    sclient.send_obj({"id": 777, "result": {"decision": {"type": "allow"}}})
+    with pytest.raises(ConnectionClosed) as e:
+        sclient.pump(10)
+    assert e.value.code is None
+
+
+def test_review_without_a_client_refuses_at_once(shared_server, uniq, area, origin):
+    """No connection attached (closed, not resumed): nobody to ask, refused at once as
+    not_allowed; after a resume the next question goes to the new connection (ids from 1)."""
+    c1 = shared_server.connect(initialize=False)
+    session = c1.initialize()["sessionId"]
+    go1, go2, first = (os.path.join(area.ws, n) for n in ("go1", "go2", "first"))
+    # waits for the test's files (an event), not for time
+    pid = review_start(c1, uniq, area,
+                       "while [ ! -e go1 ]; do sleep 0.05; done; "
+                       "curl -sS http://127.0.0.1:%d/one > first; mv first first.done; "
+                       "while [ ! -e go2 ]; do sleep 0.05; done; "
+                       "curl -sS http://127.0.0.1:%d/two" % (origin, origin),
+                       domains={"x.invalid": "allow"}, local=True)
+    c1.t.abort()
+    open(go1, "w").close()
+    c2 = shared_server.connect(initialize=False)
+    c2.initialize(resume=session)
+    import time
+    deadline = time.monotonic() + 60
+    while not os.path.exists(first + ".done"):
+        assert time.monotonic() < deadline, "the first request never ended"
+        time.sleep(0.05)
+    assert json.loads(open(first + ".done").read())["reason"] == "not_allowed"
+    open(go2, "w").close()
+    req = c2.next_server_request()
+    assert req["id"] == 1 and req["params"]["request"]["port"] == origin
+    c2.send_obj({"id": 1, "result": {"decision": {"type": "allow"}}})
+    run = c2.collect(pid)
+    assert json.loads(run.stdout.decode())["path"] == "/two"
+    c2.t.abort()
