@@ -587,7 +587,7 @@ class Bench:
         proxy, alternating, so that both see the same host load."""
         p, q = self.p, self.cfg.quick
         pb = os.path.join(self.cfg.bindir, "uexec-proxybench")
-        iters, secs = (500, 2) if q else (2000, 4)
+        iters, secs = (500, 2) if q else (3000, 5)
         out, procs, srv, px = [], [], None, None
         try:
             origin = Proc([pb, "origin"], "origin", want="tcp://")
