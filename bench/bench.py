@@ -814,6 +814,8 @@ def make_table(lines, facts):
                f"loadavg before {' '.join(facts.get('loadavg', []))} after {' '.join(facts.get('loadavg_after', []))}, "
                f"median of {runs.get('uexec')}/{runs.get('reference')}/{runs.get('kernel')} runs "
                f"(uexec/reference/kernel; rss: 1){f', nice {nice}' if nice else ''}, {facts.get('seconds')} s")
+    if facts.get("reference"):
+        out.append("reference: " + "; ".join(f"{v} ({k})" for k, v in facts["reference"].items()))
     return "\n".join(out)
 
 
@@ -916,6 +918,16 @@ def main():
 
     facts.update(commit=commit, argv=sys.argv[1:], repeat=repeat, nice=cfg.nice,
                  runs={k: v for k, v in max_runs.items()})
+    if "reference" in servers:
+        facts["reference"] = {}
+        for sc in only:
+            r = ref_for(sc)
+            if sc != "kernel" and os.access(r, os.X_OK) and r not in facts["reference"]:
+                try:
+                    v = subprocess.run([r, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+                except Exception:
+                    v = "?"
+                facts["reference"][r] = v
     table = make_table(lines, facts)
     print(table)
 
