@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The managed network's proxy for one process, served from the server's ring
- * (docs/NETPROXY-PLAN.md): an HTTP proxy (absolute-form and origin-form
- * requests, CONNECT) with the reference's policy and refusal answers.
- * Upstream connections are netconns (DNS on the worker pool; names the
- * policy allows only if public are checked once resolved, before any
- * connect). Work in progress: SOCKS5, decision notifications, review.
+ * (docs/NETWORK-PROXY.md): an HTTP proxy (absolute-form and origin-form
+ * requests, CONNECT) and SOCKS5 with the reference's policy, refusal
+ * answers, decisions and review. Upstream connections are netconns (DNS on
+ * the worker pool; names the policy allows only if public are checked once
+ * resolved, before any connect).
  */
 #pragma once
 
