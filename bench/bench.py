@@ -23,7 +23,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 REF_DEFAULT = "/opt/uexec-ref/codex"
-SCENARIOS = ["kernel", "spawn", "latency", "rpc", "throughput", "echo", "rss", "relay", "cgroup"]
+# The proxy scenario's reference: 0.171 (docs/netproxy-wire-notes.md was observed on it) when
+# installed there, else --ref.
+REF_PROXY_DEFAULT = "/opt/uexec-ref-171/codex"
+SCENARIOS = ["kernel", "spawn", "latency", "rpc", "throughput", "echo", "rss", "relay", "cgroup", "proxy"]
 ALIASES = {"cpu": "spawn", "exit": "latency", "firstout": "latency", "write": "echo"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -109,6 +112,23 @@ CGROUP_ROWS = [
     ("cpu_per_spawn", "server CPU per spawn", "ms"),
 ]
 
+# The managed network proxy (sc_proxy, bench/proxybench.c): servers tagged
+# "<uexec|reference>-<direct|proxy>"; direct is the same client straight to the origin.
+PROXY_ROWS = [
+    ("px_connect_p50", "connect p50 (proxy: TCP connect -> CONNECT's 200 read; direct: TCP connect)"),
+    ("px_connect_p99", "connect p99"),
+    ("px_get_p50", "HTTP GET p50, new connection each (proxy: absolute-form; 2-byte body)"),
+    ("px_get_p99", "HTTP GET p99"),
+    ("px_tput", "tunnel throughput origin->client, one stream (proxy: CONNECT)"),
+    ("px_upload", "tunnel throughput client->origin, one stream"),
+    ("px_cpu_per_connect", "server CPU per CONNECT (setup, 200, teardown)"),
+    ("px_cpu_per_get", "server CPU per proxied GET"),
+    ("px_cpu_per_mb", "server CPU per MB tunnelled, origin->client"),
+    ("px_cpu_per_mb_up", "server CPU per MB tunnelled, client->origin"),
+    ("px_client_cpu_per_mb", "client CPU per MB, origin->client (uexec-proxybench)"),
+    ("px_decisions_per_get", "network/policyDecision notifications per GET"),
+]
+
 KERNEL_ROWS = [
     ("kernel_spawn_wait_p50", "posix_spawn+pidfd wait p50 (/bin/true)"),
     ("kernel_spawn_wait_p99", "posix_spawn+pidfd wait p99"),
@@ -135,7 +155,7 @@ def log(*a):
 class Server:
     """One server process listening on ws://127.0.0.1:<ephemeral>."""
 
-    def __init__(self, kind, cfg, extra=()):
+    def __init__(self, kind, cfg, extra=(), ref=None):
         self.kind = kind
         self.home = None
         env = dict(os.environ)
@@ -145,7 +165,7 @@ class Server:
             # CODEX_HOME outside /tmp: the reference cannot create its helper aliases under /tmp.
             self.home = tempfile.mkdtemp(prefix="uexec-bench-codex-home-", dir="/var/tmp")
             env["CODEX_HOME"] = self.home
-            cmd = [cfg.ref, "exec-server", "--listen", "ws://127.0.0.1:0"]
+            cmd = [ref or cfg.ref, "exec-server", "--listen", "ws://127.0.0.1:0"]
         self.errlog = tempfile.NamedTemporaryFile(prefix=f"uexec-bench-{kind}-", suffix=".log",
                                                   dir="/var/tmp", delete=False)
         try:
@@ -242,6 +262,57 @@ class Proc:
         try:
             os.unlink(self.errlog.name)
         except OSError:
+            pass
+
+
+class ProxiedProcess:
+    """A `sleep` started with process/start.networkProxy (not enforced: the proxy listens on the
+    host's 127.0.0.1); .proxy is the HTTP_PROXY it printed. The control connection is drained by a
+    thread while the load runs (the server sends a network/policyDecision per request)."""
+
+    def __init__(self, srv):
+        import threading
+        sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+        from wsclient import RpcClient, Timeout, WebSocket
+        self.Timeout = Timeout
+        self.c = RpcClient(WebSocket.connect(srv.url), keep_log=False)
+        self.c.initialize("uexec-bench")
+        launch = {"proxy": {"enabled": True, "enableSocks5": True, "enableSocks5Udp": False,
+                            "allowUpstreamProxy": False, "dangerouslyAllowAllUnixSockets": False,
+                            "mode": "full", "domains": {"127.0.0.1": "allow"}, "unixSockets": None,
+                            "allowLocalBinding": False},
+                  "environmentId": "remote", "executionId": "bench-proxy"}
+        # the domain entry is what lets the host-loopback origin through ("*" and allowLocalBinding do not)
+        self.c.start("px", ["/bin/sh", "-c", 'echo "$HTTP_PROXY"; exec sleep 600'], cwd="/var/tmp",
+                     networkProxy=launch)
+        out = self.c.collect_until_output("px", "\n", timeout=15).data().decode().strip()
+        if not out.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the proxied command printed HTTP_PROXY={out!r}")
+        self.proxy = out[len("http://"):]
+        self.messages = self.decisions = 0
+        self.stopping = False
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self):
+        while not self.stopping:
+            try:
+                text = self.c.t.recv_text(0.2)
+            except self.Timeout:
+                continue
+            except Exception:
+                return
+            self.messages += 1
+            if '"network/policyDecision"' in text:
+                self.decisions += 1
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(5)
+        try:
+            self.c.result("process/terminate", {"processId": "px"}, timeout=10)
+            self.c.t.close()
+        except Exception:
             pass
 
 
@@ -509,6 +580,60 @@ class Bench:
         out += res
         return out
 
+    # ---- the managed network proxy vs direct (bench/proxybench.c)
+
+    def sc_proxy(self, kind):
+        """One server, one origin, one proxied `sleep`; each measurement direct then through the
+        proxy, alternating, so that both see the same host load."""
+        p, q = self.p, self.cfg.quick
+        pb = os.path.join(self.cfg.bindir, "uexec-proxybench")
+        iters, secs = (500, 2) if q else (3000, 5)
+        out, procs, srv, px = [], [], None, None
+        try:
+            origin = Proc([pb, "origin"], "origin", want="tcp://")
+            procs.append(origin)
+            port = origin.line.rsplit(":", 1)[1]
+            srv = Server(kind, self.cfg, ref=self.cfg.proxy_ref if kind == "reference" else None)
+            px = ProxiedProcess(srv)
+            log(f"bench: proxy: {kind} proxy {px.proxy}, origin {origin.line}")
+            runs = [("connect", ["--iters", iters, "--seconds", secs, "--warmup", 50], "px_cpu_per_connect"),
+                    ("get", ["--iters", iters, "--seconds", secs, "--warmup", 50], "px_cpu_per_get"),
+                    ("tput", ["--bytes", p["bytes"]], "px_cpu_per_mb"),
+                    ("upload", ["--bytes", p["bytes"]], "px_cpu_per_mb_up")]
+            for mode, args, cpu_name in runs:
+                for via in ("direct", "proxy"):
+                    cmd = [pb, mode, "--origin", port, *[str(a) for a in args]]
+                    if via == "proxy":
+                        cmd += ["--proxy", px.proxy]
+                    c0, d0 = srv.cpu_ms(), px.decisions
+                    res = run_json(cmd, timeout=300)
+                    c1 = srv.cpu_ms()
+                    time.sleep(0.2)  # the last notifications
+                    d1 = px.decisions
+                    if via == "proxy":
+                        if mode in ("connect", "get"):
+                            n = next(m["value"] for m in res if m["name"].startswith("_count_"))
+                            res.append({"name": cpu_name, "unit": "us", "value": (c1 - c0) * 1000 / n,
+                                        "iters": int(n)})
+                            if mode == "get":
+                                res.append({"name": "px_decisions_per_get", "unit": "n",
+                                            "value": (d1 - d0) / n, "iters": int(n)})
+                        else:
+                            mb = p["bytes"] / 1e6
+                            res.append({"name": cpu_name, "unit": "ms", "value": (c1 - c0) / mb,
+                                        "iters": int(mb)})
+                    for m in res:
+                        if not m["name"].startswith("_"):
+                            out.append(dict(m, server=f"{kind}-{via}"))
+        finally:
+            if px:
+                px.close()
+            if srv:
+                srv.stop()
+            for x in procs:
+                x.stop()
+        return out
+
     def sc_kernel(self):
         b, out = self.cfg.bindir, []
         out += run_json([os.path.join(b, "kernel-spawn"), "--seconds", "1" if self.cfg.quick else "2"])
@@ -594,6 +719,38 @@ def make_relay_table(lines):
     return "\n".join(out)
 
 
+def make_proxy_table(lines):
+    """Direct vs through the managed proxy (sc_proxy), uexec and the reference."""
+    med = {(l["server"], l["name"]): l["value"] for l in lines}
+    units = {l["name"]: l["unit"] for l in lines}
+    if not any(k[0].endswith("-proxy") for k in med):
+        return ""
+    spread = {l["name"]: (min(l["runs"]), max(l["runs"])) for l in lines
+              if l["server"] == "uexec-proxy" and "runs" in l}
+    better = {"px_tput": "high", "px_upload": "high"}
+    NO_X = ("px_client_cpu_per_mb", "px_decisions_per_get")
+    hdr = (f"{'managed proxy vs direct (ratio = proxy/direct)':<78} {'unit':<5} {'direct':>9} {'proxy':>9} "
+           f"{'(runs min-max)':>17} {'ratio':>7} {'ref dir':>9} {'ref prx':>9} {'ratio':>7} {'x better':>9}")
+    out = [hdr, "-" * len(hdr)]
+
+    def ratio(a, b):
+        return f"{b / a:.2f}" if a and b and a > 0 else "-"
+
+    for name, label in PROXY_ROWS:
+        vals = [med.get((s, name)) for s in ("uexec-direct", "uexec-proxy", "reference-direct", "reference-proxy")]
+        if all(v is None for v in vals):
+            continue
+        u = units.get(name, "")
+        ud, up, rd, rp = vals
+        sp = spread.get(name)
+        spstr = f"{fmt(sp[0], u)}-{fmt(sp[1], u)}" if sp else ""
+        # x better: uexec's proxied figure against the reference's (not for the client's CPU or counts)
+        xb = better_ratio(up, rp, better.get(name, "low")) if name not in NO_X else None
+        out.append(f"{label:<78} {u:<5} {fmt(ud, u):>9} {fmt(up, u):>9} {spstr:>17} {ratio(ud, up):>7} "
+                   f"{fmt(rd, u):>9} {fmt(rp, u):>9} {ratio(rd, rp):>7} {(f'{xb:.1f}x' if xb else '-'):>9}")
+    return "\n".join(out)
+
+
 def make_table(lines, facts):
     """The comparison table of aggregated metric lines (as written to results/*.jsonl)."""
     med = {(l["server"], l["name"]): l["value"] for l in lines}
@@ -602,6 +759,8 @@ def make_table(lines, facts):
     hdr = (f"{'metric':<44} {'unit':<5} {'uexec':>10} {'(runs min-max)':>17} {'reference':>10} {'x better':>9} "
            f"{'kernel':>10} {'% limit':>8} {'target':>9}  met")
     out = [hdr, "-" * len(hdr)]
+    if not any(("uexec", n) in med or ("reference", n) in med for n, *_ in ROWS):
+        out = []  # e.g. --only relay/proxy: only their own tables
     for name, label, better, target, kname in ROWS:
         u, r = med.get(("uexec", name)), med.get(("reference", name))
         if u is None and r is None:
@@ -624,6 +783,10 @@ def make_table(lines, facts):
     if rt:
         out.append("")
         out.append(rt)
+    pt = make_proxy_table(lines)
+    if pt:
+        out.append("")
+        out.append(pt)
     crows = [(n, l, u) for n, l, u in CGROUP_ROWS if ("uexec", "cg_off_" + n) in med]
     if crows:
         out.append("")
@@ -651,6 +814,8 @@ def make_table(lines, facts):
                f"loadavg before {' '.join(facts.get('loadavg', []))} after {' '.join(facts.get('loadavg_after', []))}, "
                f"median of {runs.get('uexec')}/{runs.get('reference')}/{runs.get('kernel')} runs "
                f"(uexec/reference/kernel; rss: 1){f', nice {nice}' if nice else ''}, {facts.get('seconds')} s")
+    if facts.get("reference"):
+        out.append("reference: " + "; ".join(f"{v} ({k})" for k, v in facts["reference"].items()))
     return "\n".join(out)
 
 
@@ -663,6 +828,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=0, help="runs per scenario, median reported (default 5 for uexec, at most 3 for the reference and the kernel probes; quick 1)")
     ap.add_argument("--uexec", default=os.path.join(ROOT, "build-release", "src", "uexec"))
     ap.add_argument("--ref", default=REF_DEFAULT)
+    ap.add_argument("--proxy-ref", default="",
+                    help=f"reference for the proxy scenario (default {REF_PROXY_DEFAULT} when installed, else --ref)")
     ap.add_argument("--bindir", default=os.path.join(ROOT, "build-release", "bench"))
     ap.add_argument("--nice", type=int, default=0,
                     help="run servers and clients at this nice value (negative: less disturbed by other load)")
@@ -681,6 +848,9 @@ def main():
         print(make_table([r for r in rows if "name" in r], meta))
         return
     cfg.uexec, cfg.ref, cfg.bindir = (os.path.abspath(x) for x in (cfg.uexec, cfg.ref, cfg.bindir))
+    if not cfg.proxy_ref:
+        cfg.proxy_ref = REF_PROXY_DEFAULT if os.access(REF_PROXY_DEFAULT, os.X_OK) else cfg.ref
+    cfg.proxy_ref = os.path.abspath(cfg.proxy_ref)
     repeat = cfg.repeat or (1 if cfg.quick else 5)
     # The reference is 10-1000x off and slow to drive: at most 3 runs; kernel probes 3.
     max_runs = {"reference": min(repeat, 3), "kernel": min(repeat, 3), "uexec": repeat}
@@ -693,11 +863,16 @@ def main():
     if cfg.no_kernel and "kernel" in only:
         only.remove("kernel")
     servers = ["uexec"]
+
+    def ref_for(sc):
+        return cfg.proxy_ref if sc == "proxy" else cfg.ref
+
     if not cfg.no_reference:
-        if os.access(cfg.ref, os.X_OK):
+        if any(os.access(ref_for(s), os.X_OK) for s in only):
             servers.append("reference")
-        else:
-            log(f"bench: reference {cfg.ref} not installed (scripts/install-reference.sh): uexec only")
+        for r in sorted({ref_for(s) for s in only if not os.access(ref_for(s), os.X_OK)}):
+            log(f"bench: reference {r} not installed (scripts/install-reference.sh): uexec only"
+                + (" for " + ",".join(s for s in only if ref_for(s) == r) if "reference" in servers else ""))
 
     commit, kernel = cfg.commit or git_commit(), platform.release()
     facts = machine_facts()
@@ -713,6 +888,8 @@ def main():
             targets = ["kernel"] if sc == "kernel" else servers
             for kind in targets:
                 if rep >= max_runs[kind]:
+                    continue
+                if kind == "reference" and not os.access(ref_for(sc), os.X_OK):
                     continue
                 t0 = time.time()
                 try:
@@ -741,6 +918,16 @@ def main():
 
     facts.update(commit=commit, argv=sys.argv[1:], repeat=repeat, nice=cfg.nice,
                  runs={k: v for k, v in max_runs.items()})
+    if "reference" in servers:
+        facts["reference"] = {}
+        for sc in only:
+            r = ref_for(sc)
+            if sc != "kernel" and os.access(r, os.X_OK) and r not in facts["reference"]:
+                try:
+                    v = subprocess.run([r, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+                except Exception:
+                    v = "?"
+                facts["reference"][r] = v
     table = make_table(lines, facts)
     print(table)
 

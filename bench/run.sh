@@ -2,7 +2,7 @@
 # The one command for the benchmarks (see bench/README.md):
 #
 #   bench/run.sh [--head] [--quick] [--no-reference] [--no-kernel] [--repeat N]
-#                [--only kernel,spawn,latency,rpc,throughput,echo,rss,relay,cgroup]
+#                [--only kernel,spawn,latency,rpc,throughput,echo,rss,relay,cgroup,proxy]
 #
 # Builds a release tree (build-release/), runs every scenario against uexec and,
 # when installed (scripts/install-reference.sh), the reference codex exec-server,
@@ -25,7 +25,7 @@ if [ ! -f build-release/build.ninja ]; then
 fi
 ninja -C build-release bench/uexec-loadgen bench/uexec-bench-child \
 	bench/kernel-spawn bench/kernel-pipe bench/kernel-rtt \
-	bench/uexec-relaybench bench/uexec-rendezvous bench/noise-bench >/dev/null
+	bench/uexec-relaybench bench/uexec-rendezvous bench/noise-bench bench/uexec-proxybench >/dev/null
 if [ $head = 1 ]; then
 	sha=$(git rev-parse --short HEAD)
 	snap=/var/tmp/uexec-bench-head-$sha

@@ -13,6 +13,7 @@
 
 #include "conn.h"
 #include "proc.h"
+#include "proxy.h"
 #include "sandbox.h"
 #include "server.h"
 #include "session-fakes.h"
@@ -59,6 +60,19 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	fake_stats.plans++;
 	snprintf(err, errsz, "this host lacks %s", "a sandbox (fuzz build)");
 	return -EOPNOTSUPP;
+}
+
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock)
+{
+	(void)plan;
+	(void)sock;
+}
+
+int sandbox_proxy_receive(int sock, int fds[SANDBOX_PROXY_NFDS])
+{
+	(void)sock;
+	(void)fds;
+	return -EPROTO;
 }
 
 void sandbox_plan_free(struct sandbox_plan *plan)
@@ -205,3 +219,12 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
 		((uint8_t *)buf)[i] = fake_stats.random_counter++;
 	return (ssize_t)len;
 }
+
+void proc_network_decision(void *owner, const char *tail)
+{
+	(void)owner;
+	(void)tail;
+}
+
+/* No proxy is ever started here: nobody is asked. */
+const struct netproxy_reviewer proc_network_reviewer;

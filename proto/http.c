@@ -358,7 +358,7 @@ static const char *reason_phrase(int status)
 }
 
 /* RFC 1123 / IMF-fixdate, locale-independent: "Sun, 22 Nov 2026 04:54:26 GMT". */
-static int format_date(time_t now, char *buf, size_t cap)
+int http_format_date(time_t now, char *buf, size_t cap)
 {
 	static const char days[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
 	static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -387,7 +387,7 @@ int http_upgrade_format(const struct http_upgrade *u, time_t now, char *buf, siz
 
 	if (cap > INT_MAX)
 		cap = INT_MAX;
-	if (format_date(now, date, sizeof(date)) < 0)
+	if (http_format_date(now, date, sizeof(date)) < 0)
 		return -EINVAL;
 
 	if (u->verdict == HTTP_VERDICT_UPGRADE)
@@ -422,7 +422,7 @@ int http_format_bad_request(time_t now, char *buf, size_t cap)
 
 	if (cap > INT_MAX)
 		cap = INT_MAX;
-	if (format_date(now, date, sizeof(date)) < 0)
+	if (http_format_date(now, date, sizeof(date)) < 0)
 		return -EINVAL;
 	return finish(snprintf(buf, cap,
 			       "HTTP/1.1 400 Bad Request\r\n"

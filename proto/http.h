@@ -84,5 +84,8 @@ int http_upgrade_check(const struct http_request *req, struct http_upgrade *ret)
  */
 int http_upgrade_format(const struct http_upgrade *u, time_t now, char *buf, size_t cap);
 
+/* RFC 1123 / IMF-fixdate of now ("Sun, 22 Nov 2026 04:54:26 GMT"): length, or -EINVAL. */
+int http_format_date(time_t now, char *buf, size_t cap);
+
 /* "HTTP/1.1 400 Bad Request" with connection: close and an empty body (unparsable request). */
 int http_format_bad_request(time_t now, char *buf, size_t cap);

@@ -10,14 +10,18 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -635,6 +639,71 @@ static void new_audit_session(const struct sandbox_plan *pl)
 	(void)write_proc("/proc/self/loginuid", out + i);
 }
 
+/*
+ * Managed network, in the new network namespace (still with the capabilities
+ * of its owner): loopback up, then the proxy's sockets on their fixed ports
+ * (sandbox.h), sent to the server. They are close-on-exec here: the command
+ * never holds them.
+ */
+static int proxy_listeners(const struct sandbox_plan *pl, const char **step)
+{
+	static const struct {
+		int type;
+		uint16_t port;
+	} socks[SANDBOX_PROXY_NFDS] = {
+		[SANDBOX_PROXY_HTTP] = { SOCK_STREAM, SANDBOX_PROXY_HTTP_PORT },
+		[SANDBOX_PROXY_SOCKS] = { SOCK_STREAM, SANDBOX_PROXY_SOCKS_PORT },
+		[SANDBOX_PROXY_SOCKS_UDP] = { SOCK_DGRAM, SANDBOX_PROXY_SOCKS_PORT },
+	};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(SANDBOX_PROXY_NFDS * sizeof(int))];
+	} cm = { 0 };
+	char tag = 'P';
+	struct iovec iov = { &tag, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct ifreq ifr = { 0 };
+	int fds[SANDBOX_PROXY_NFDS], r = 0;
+
+	for (size_t i = 0; i < SANDBOX_PROXY_NFDS; i++)
+		fds[i] = -1;
+	*step = "bringing up loopback in the network namespace";
+	memcpy(ifr.ifr_name, "lo", 3);
+	fds[0] = socket(AF_INET, socks[0].type | SOCK_CLOEXEC, 0);
+	if (fds[0] < 0 || ioctl(fds[0], SIOCGIFFLAGS, &ifr) < 0)
+		goto fail;
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(fds[0], SIOCSIFFLAGS, &ifr) < 0)
+		goto fail;
+	*step = "binding the proxy's sockets in the network namespace";
+	for (size_t i = 0; i < SANDBOX_PROXY_NFDS; i++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(socks[i].port),
+					   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+		if (fds[i] < 0 && (fds[i] = socket(AF_INET, socks[i].type | SOCK_CLOEXEC, 0)) < 0)
+			goto fail;
+		if (bind(fds[i], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+		    (socks[i].type == SOCK_STREAM && listen(fds[i], SOMAXCONN) < 0))
+			goto fail;
+	}
+	*step = "sending the proxy's sockets to the server";
+	cm.h.cmsg_level = SOL_SOCKET;
+	cm.h.cmsg_type = SCM_RIGHTS;
+	cm.h.cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(&cm.h), fds, sizeof(fds));
+	if (sendmsg(pl->proxy_sock, &mh, MSG_NOSIGNAL) != 1)
+		goto fail;
+	goto out;
+fail:
+	r = -errno;
+out:
+	for (size_t i = 0; i < SANDBOX_PROXY_NFDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return r;
+}
+
 int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
@@ -661,6 +730,8 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 	*step = "unshare(CLONE_NEWNET)";
 	if (pl->net_ns && unshare(CLONE_NEWNET) < 0)
 		return -errno;
+	if (pl->proxy_sock >= 0 && (r = proxy_listeners(pl, step)) < 0)
+		return r;
 	/* Full-disk write too needs a mount namespace for the cgroup and /proc steps below. */
 	*step = "unshare(CLONE_NEWNS)";
 	if (!pl->restrict_fs && (pl->cgroup_fd >= 0 || pl->pid_ns || pl->n_cg_mounts || pl->ro_kernel) &&

@@ -316,7 +316,50 @@ static int add_process_rules(scmp_filter_ctx ctx)
 	return r;
 }
 
-static int build(bool restrict_net, bool allow_io_uring, struct sock_fprog *out)
+/*
+ * A managed network (the command's own namespace holds only its proxy's
+ * listeners): IP sockets are needed to reach them, and nothing else. A unix
+ * socket would be a way around the namespace: a pathname socket is reached
+ * through the filesystem (connect needs only write permission on the socket
+ * inode; neither a read-only mount nor Landlock refuses it), so a readable
+ * /run/docker.sock or any daemon's socket is egress the proxy never sees.
+ * socket() is allowed for AF_INET and AF_INET6 only (as the reference's
+ * proxy-routed filter); socketpair(AF_UNIX) stays allowed for pipes between
+ * a command's own processes, but only connected stream kinds: a datagram
+ * pair's member can still sendto() or connect() to any pathname datagram
+ * socket (journald, /dev/log), a hole the reference leaves open. SOCK_RAW
+ * is a datagram socket for AF_UNIX. `all_unix`
+ * (dangerouslyAllowAllUnixSockets) gives back every unix socket.
+ */
+static int add_proxied_rules(scmp_filter_ctx ctx, bool all_unix)
+{
+	/* The kernel reads type as an int; its kind is the low 4 bits (SOCK_TYPE_MASK). */
+	static const scmp_datum_t dgram_kinds[] = { SOCK_DGRAM, SOCK_RAW };
+	int r = 0;
+
+	/*
+	 * libseccomp takes one comparison per argument and rule: every family
+	 * but AF_INET (2) and AF_INET6 (10) as its own rule, and everything
+	 * above AF_INET6 (a 64-bit compare: a family with high bits set is
+	 * refused too, though the kernel would read it as an int).
+	 */
+	for (scmp_datum_t fam = 0; fam < AF_INET6 && r == 0; fam++)
+		if (fam != AF_INET && !(all_unix && fam == AF_UNIX))
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+					     SCMP_A0(SCMP_CMP_EQ, fam));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+				  SCMP_A0(SCMP_CMP_GT, AF_INET6));
+	r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
+				  SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	for (size_t i = 0; !all_unix && i < ELEMENTSOF(dgram_kinds) && r == 0; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, dgram_kinds[i]));
+	return r;
+}
+
+enum net_mode { NET_OFF, NET_OPEN, NET_PROXIED, NET_PROXIED_ALL_UNIX };
+
+static int build(enum net_mode net, bool allow_io_uring, struct sock_fprog *out)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = 0;
@@ -334,7 +377,10 @@ static int build(bool restrict_net, bool allow_io_uring, struct sock_fprog *out)
 	for (size_t i = 0; i < ELEMENTSOF(clone_ns_flags) && r >= 0; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
 				     SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]));
-	if (restrict_net) {
+	if (net == NET_PROXIED || net == NET_PROXIED_ALL_UNIX) {
+		if (r >= 0)
+			r = add_proxied_rules(ctx, net == NET_PROXIED_ALL_UNIX);
+	} else if (net == NET_OFF) {
 		for (size_t i = 0; i < ELEMENTSOF(net_denied) && r >= 0; i++)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), net_denied[i], 0);
 		/* socket/socketpair: only AF_UNIX. */
@@ -365,11 +411,15 @@ int sandbox_seccomp_build(struct sandbox_seccomp *s)
 	int r;
 
 	memset(s, 0, sizeof(*s));
-	r = build(true, false, &s->restricted);
+	r = build(NET_OFF, false, &s->restricted);
 	if (r >= 0)
-		r = build(false, false, &s->open_net);
+		r = build(NET_OPEN, false, &s->open_net);
 	if (r >= 0)
-		r = build(true, true, &s->fs_helper);
+		r = build(NET_PROXIED, false, &s->proxied);
+	if (r >= 0)
+		r = build(NET_PROXIED_ALL_UNIX, false, &s->proxied_all_unix);
+	if (r >= 0)
+		r = build(NET_OFF, true, &s->fs_helper);
 	if (r < 0)
 		sandbox_seccomp_done(s);
 	return r;
@@ -379,6 +429,8 @@ void sandbox_seccomp_done(struct sandbox_seccomp *s)
 {
 	free(s->restricted.filter);
 	free(s->open_net.filter);
+	free(s->proxied.filter);
+	free(s->proxied_all_unix.filter);
 	free(s->fs_helper.filter);
 	memset(s, 0, sizeof(*s));
 }

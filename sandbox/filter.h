@@ -12,6 +12,9 @@
 struct sandbox_seccomp {
 	struct sock_fprog restricted; /* network off: sockets only AF_UNIX, no connect/bind/... */
 	struct sock_fprog open_net;   /* network on: only the always-denied set */
+	/* managed network (own namespace, proxy only): sockets AF_INET/AF_INET6, stream unix pairs */
+	struct sock_fprog proxied;
+	struct sock_fprog proxied_all_unix; /* the same with unix sockets (dangerouslyAllowAll...) */
 	/*
 	 * uexec's own fs helper (trusted code running one request): network off,
 	 * io_uring allowed for its loop. Its ring ops run with the helper's
@@ -20,7 +23,7 @@ struct sandbox_seccomp {
 	struct sock_fprog fs_helper;
 };
 
-/* Builds both programs. Returns 0 or -errno (libseccomp missing support: -EOPNOTSUPP). */
+/* Builds every program. Returns 0 or -errno (libseccomp missing support: -EOPNOTSUPP). */
 int sandbox_seccomp_build(struct sandbox_seccomp *s);
 void sandbox_seccomp_done(struct sandbox_seccomp *s);
 

@@ -26,7 +26,9 @@ struct sandbox_plan {
 	bool restrict_net;
 	int cgroup_fd;       /* the listener guard's cgroup (network access), or -1 */
 	bool pid_ns;         /* own PID namespace, with uexec's init as pid 1 (spawn.c) */
-	bool net_ns;         /* own network namespace (network restricted below Landlock ABI 6) */
+	bool net_ns;         /* own network namespace (network restricted below Landlock ABI 6, or a managed network) */
+	int proxy_sock;      /* managed network: where the child sends the listeners it made in its
+	                        namespace (sandbox_plan_set_proxy), or -1 */
 	bool userns;         /* non-root server: cloned into a user namespace of its own (CLONE_NEWUSER) */
 	unsigned uid, gid;   /* with it: the server's ids, mapped to themselves inside */
 	int uid_userns_fd;   /* --sandbox-uid: the namespace the process joins after its mounts (borrowed), or -1 */

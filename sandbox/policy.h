@@ -31,6 +31,13 @@ struct sandbox_rule {
 struct sandbox_policy {
 	enum sandbox_kind kind;
 	bool network;             /* network access enabled */
+	/*
+	 * Set by the caller, not parsed: the network goes through a managed
+	 * proxy (process/start.networkProxy): a network namespace of its own
+	 * with only the proxy's listeners in it (sandbox_plan_set_proxy).
+	 */
+	bool managed_network;
+	bool managed_all_unix;    /* with managed_network: dangerouslyAllowAllUnixSockets */
 	bool full_read;           /* unrestricted or a root read/write entry */
 	bool full_write;          /* unrestricted or a root write entry */
 	bool minimal_read;        /* the "minimal" special path: platform read roots */

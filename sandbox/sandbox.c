@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1224,7 +1225,7 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	 * Without the listener guard (root only), a sandbox with network access
 	 * could connect to this server and start an unsandboxed process.
 	 */
-	if (p->network && !fs_helper && f->network_refused[0]) {
+	if (p->network && !p->managed_network && !fs_helper && f->network_refused[0]) {
 		snprintf(err, errsz, "%s", f->network_refused);
 		return -EOPNOTSUPP;
 	}
@@ -1238,16 +1239,21 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->sandbox_gid = f->sandbox_gid;
 	pl->uid = (unsigned)geteuid();
 	pl->gid = (unsigned)getegid();
+	pl->proxy_sock = -1;
 	pl->restrict_net = !p->network || fs_helper;
-	pl->cgroup_fd = pl->restrict_net || !f->mount_ns ? -1 : netguard_cgroup_fd(f->guard);
+	/* A managed network's namespace does not reach this server: no listener guard needed. */
+	pl->cgroup_fd = pl->restrict_net || p->managed_network || !f->mount_ns
+				? -1 : netguard_cgroup_fd(f->guard);
 	/* Every sandbox: its process stays in its cgroup (netguard.h), guarded or not. */
 	if (f->mount_ns && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
 		snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
 		goto fail;
 	}
-	pl->seccomp = fs_helper        ? &f->filters.fs_helper
-		      : pl->restrict_net ? &f->filters.restricted
-					 : &f->filters.open_net;
+	pl->seccomp = fs_helper		 ? &f->filters.fs_helper
+		      : pl->restrict_net	 ? &f->filters.restricted
+		      : !p->managed_network	 ? &f->filters.open_net
+		      : p->managed_all_unix ? &f->filters.proxied_all_unix
+					 : &f->filters.proxied;
 	pl->landlock_abi = f->landlock_abi;
 	pl->audit_log = f->audit_log && !fs_helper;
 	pl->cap_last_cap = f->cap_last_cap;
@@ -1256,7 +1262,8 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	 * private one is their only scope (seccomp leaves sendmsg), and it
 	 * backs TCP too (as bubblewrap --unshare-net). Not for the helper.
 	 */
-	pl->net_ns = pl->restrict_net && !fs_helper && f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE;
+	pl->net_ns = (pl->restrict_net && !fs_helper && f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE) ||
+		     (p->managed_network && !fs_helper);
 	if (f->landlock_abi >= 4 && pl->restrict_net)
 		pl->ll_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
 	if (f->landlock_abi >= SANDBOX_LANDLOCK_ABI_SCOPE)
@@ -1482,6 +1489,51 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 fail:
 	sandbox_plan_free(pl);
 	return r;
+}
+
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock)
+{
+	plan->proxy_sock = sock;
+}
+
+int sandbox_proxy_receive(int sock, int fds[SANDBOX_PROXY_NFDS])
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(SANDBOX_PROXY_NFDS * sizeof(int))];
+	} cm;
+	char tag;
+	struct iovec iov = { &tag, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h;
+	size_t k;
+	ssize_t n;
+	bool ok;
+
+	/* Sent before the child's exec, which the spawn waited for (CLONE_VFORK): never blocks. */
+	do
+		n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? -EPROTO : -errno;
+	h = CMSG_FIRSTHDR(&mh);
+	if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+		return -EPROTO;
+	k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	ok = n == 1 && tag == 'P' && k == SANDBOX_PROXY_NFDS && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+	for (size_t i = 0; i < k && i < SANDBOX_PROXY_NFDS; i++) {
+		memcpy(&fds[i], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+		if (fcntl(fds[i], F_SETFL, O_NONBLOCK) < 0)
+			ok = false;
+	}
+	if (!ok) {
+		/* Only our own child writes here; still, nothing received stays open. */
+		for (size_t i = 0; i < k && i < SANDBOX_PROXY_NFDS; i++)
+			close(fds[i]);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 void sandbox_plan_free(struct sandbox_plan *pl)

@@ -159,6 +159,30 @@ int sandbox_plan_apply_userns(const struct sandbox_plan *plan, const char **ret_
 /* In the namespace's init, after the command is cloned and before uexec-init (apply.c). */
 int sandbox_plan_apply_init(const struct sandbox_plan *plan, const char **ret_step);
 
+/*
+ * Managed network (NETWORK.md): the process gets a network namespace of its
+ * own whose only interface is loopback, and in it, before anything of the
+ * command runs, the child makes the proxy's sockets and sends them over sock
+ * (one end of a SOCK_SEQPACKET pair, borrowed: the caller keeps and closes
+ * it) as one message with SANDBOX_PROXY_NFDS fds (SCM_RIGHTS), in the order
+ * below. Nothing else is reachable from the namespace, so every connection
+ * the command makes goes through them. The ports are fixed: the namespace
+ * is the command's alone, so they are always free, and the command's
+ * environment names them before it starts. The parent takes the sockets
+ * with sandbox_proxy_receive() once the spawn returned.
+ */
+#define SANDBOX_PROXY_HTTP_PORT 3128  /* HTTP proxy (absolute form and CONNECT), 127.0.0.1 */
+#define SANDBOX_PROXY_SOCKS_PORT 1080 /* SOCKS5, TCP and UDP, 127.0.0.1 */
+enum {
+	SANDBOX_PROXY_HTTP,      /* listening TCP socket */
+	SANDBOX_PROXY_SOCKS,     /* listening TCP socket */
+	SANDBOX_PROXY_SOCKS_UDP, /* bound UDP socket (SOCKS5 UDP ASSOCIATE relay) */
+	SANDBOX_PROXY_NFDS,
+};
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock);
+/* Returns 0 with the sockets (CLOEXEC, non-blocking) in fds[SANDBOX_PROXY_*], or -errno. */
+int sandbox_proxy_receive(int sock, int fds[SANDBOX_PROXY_NFDS]);
+
 /* True when the process runs as the --sandbox-uid uid on the host (sandbox_set_uid). */
 bool sandbox_plan_sandbox_uid(const struct sandbox_plan *plan);
 

@@ -50,9 +50,18 @@ static json_t *capabilities(const struct server *s)
 	};
 	json_t *o = json_object();
 
+	/*
+	 * networkProxyLaunch: the proxy runs on the ring; enforced launches need
+	 * a sandbox (a network namespace of the command's own) on this host.
+	 * networkProxyReviewDomains: its network/policyRequest round trip.
+	 */
+	bool proxy = !s->sandbox.missing[0];
+
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		json_object_set_new(o, names[i],
-				    json_boolean(strcmp(names[i], "environmentConfigRead") == 0 ||
+				    json_boolean((proxy && strcmp(names[i], "networkProxyLaunch") == 0) ||
+						 (proxy && strcmp(names[i], "networkProxyReviewDomains") == 0) ||
+						 strcmp(names[i], "environmentConfigRead") == 0 ||
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
 						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
 						 strcmp(names[i], "fileWriteStreaming") == 0));

@@ -76,6 +76,7 @@ struct proc {
 	bool pipe_stdin;
 	bool sandboxed;
 	struct sandbox_plan *plan;   /* owned; freed when the process is closed */
+	struct netproxy *netproxy;   /* managed network: its proxy (owned), closed with the process */
 	struct uring_timer grace;    /* sandboxed: wait for late output before judging */
 	bool reaped;                 /* the child is gone; exited is published after the grace */
 	int raw_exit_code;
@@ -188,3 +189,8 @@ int proc_resize(struct proc *p, unsigned short rows, unsigned short cols);
 void proc_close_stdin(struct proc *p);
 /* The process/list entry of p (NULL without memory). */
 json_t *proc_describe(const struct proc *p);
+
+/* The sink of the process's network proxy: a network/policyDecision to its session's client. */
+void proc_network_decision(void *owner, const char *tail);
+/* Its review: network/policyRequest to the session's client (proxy.h). */
+extern const struct netproxy_reviewer proc_network_reviewer;

@@ -5,6 +5,8 @@
  * uexec's extensions of rpc-process-ext.c).
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,6 +20,9 @@
 #include "exec.h"
 #include "file-uri.h"
 #include "log.h"
+#include "netproxy-config.h"
+#include "netproxy-env.h"
+#include "proxy.h"
 #include "params.h"
 #include "proc.h"
 #include "rpc.h"
@@ -83,7 +88,8 @@ static const struct pfield start_fields[] = {
 	[F_SANDBOX] = { "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
 	[F_ENFORCE_NET] = { "enforceManagedNetwork", P_BOOL_DEFAULT, false, NULL },
 	[F_MANAGED_NET] = { "managedNetwork", P_STRUCT, false, "struct ManagedNetworkSandboxContext" },
-	[F_NET_PROXY] = { "networkProxy", P_STRUCT, false, "struct RemoteNetworkProxyLaunchConfig" },
+	/* every shape is netproxy_config_decode's (serde takes a sequence too) */
+	[F_NET_PROXY] = { "networkProxy", P_ANY, false, NULL },
 	/* uexec extensions (rpc-process-ext.c); the reference ignores them. */
 	[F_SIZE] = { "size", P_STRUCT, false, "struct PtySize" },
 	[F_TIMEOUT_MS] = { "timeoutMs", P_U64, false, NULL },
@@ -180,7 +186,7 @@ int exec_check_sandbox_shape(json_t *sb, char *err)
 	return 0;
 }
 
-static int check_nested(json_t *start[], char *err)
+static int check_nested(json_t *start[], struct netproxy_config **npc, bool *mn_ttcp, char *err)
 {
 	json_t *tmp[ELEMENTSOF(policy_fields)];
 
@@ -211,10 +217,18 @@ static int check_nested(json_t *start[], char *err)
 	if (start[F_MANAGED_NET]) {
 		static const struct pfield mn[] = {
 			{ "allowLocalBinding", P_BOOL, false, NULL },
+			{ "transparentTcp", P_BOOL, false, NULL },
 		};
 		if (params_decode_nested(start[F_MANAGED_NET], "ManagedNetworkSandboxContext", mn,
 					 ELEMENTSOF(mn), tmp, err, ERRSZ) < 0)
 			return -EINVAL;
+		*mn_ttcp = params_bool(tmp[1], false);
+	}
+	if (start[F_NET_PROXY]) {
+		int r = netproxy_config_decode(start[F_NET_PROXY], npc, err, ERRSZ);
+
+		if (r < 0)
+			return r;
 	}
 	if (start[F_SANDBOX] && exec_check_sandbox_shape(start[F_SANDBOX], err) < 0)
 		return -EINVAL;
@@ -242,7 +256,7 @@ void exec_warn_self_writable(const struct sandbox_plan *plan, const char *what)
  * closed: a policy this host cannot enforce is refused, never run unsandboxed.
  */
 static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd,
-			 struct sandbox_plan **ret)
+			 const struct netproxy_config *managed, struct sandbox_plan **ret)
 {
 	struct sandbox_context ctx = { .cwd = cwd, .tmpdir = getenv("TMPDIR") };
 	struct sandbox_policy *pol = NULL;
@@ -261,6 +275,19 @@ static int build_sandbox(struct conn *c, json_t *id, json_t **f, const char *cwd
 		return r;
 	}
 	*ret = NULL;
+	pol->managed_network = managed != NULL;
+	pol->managed_all_unix = managed && managed->dangerously_allow_all_unix_sockets;
+	if (pol->kind == SANDBOX_DISABLED && managed) {
+		/*
+		 * Enforced managed network without a sandbox (the reference still
+		 * gives such a command a network namespace of its own): the plan of
+		 * an unrestricted filesystem with network access, whose namespace
+		 * holds only the proxy.
+		 */
+		pol->kind = SANDBOX_EXTERNAL;
+		pol->full_read = pol->full_write = true;
+		pol->network = true;
+	}
 	if (pol->kind == SANDBOX_DISABLED) {
 		sandbox_policy_free(pol);
 		return 0;
@@ -515,6 +542,22 @@ static void audit_start(struct conn *c, json_t **f, char **argv, const char *cwd
 	}
 }
 
+/* Two TCP listeners on the host's 127.0.0.1 (HTTP, SOCKS5), ports chosen by the kernel. */
+static int host_listeners(int fds[2], uint16_t ports[2])
+{
+	for (int i = 0; i < 2; i++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t len = sizeof(sin);
+
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+		    listen(fds[i], SOMAXCONN) < 0 || getsockname(fds[i], (struct sockaddr *)&sin, &len) < 0)
+			return -errno;
+		ports[i] = ntohs(sin.sin_port);
+	}
+	return 0;
+}
+
 static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 {
 	struct session *ss = c->sess;
@@ -529,30 +572,50 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	struct sandbox_cg_limits limits;
 	struct sandbox_cg_leaf leaf;
 	uint64_t timeout_ms, ev_cgroup = 0;
-	int r, has_leaf = 0;
+	int r = 0, has_leaf = 0, psock[2] = { -1, -1 };
+	struct netproxy_config *npc = NULL;
+	struct netproxy *np = NULL;
+	bool managed, mn_ttcp = false;
+	int nr = 0, hfds[2] = { -1, -1 };
+	uint16_t hports[2] = { 0, 0 };
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
-	    check_nested(f, err) < 0 ||
+	    (r = check_nested(f, &npc, &mn_ttcp, err)) < 0 ||
 	    exec_decode_start_ext(f[F_SIZE], f[F_TIMEOUT_MS], params_bool(f[F_TTY], false), &rows,
 				  &cols, &timeout_ms, err) < 0 ||
-	    exec_decode_limits(c->srv, f[F_LIMITS], &limits, err) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	    exec_decode_limits(c->srv, f[F_LIMITS], &limits, err) < 0 ||
+	    /* After every decoding error, before the other checks (the reference's order). */
+	    netproxy_config_check(npc, mn_ttcp, err, sizeof(err)) < 0) {
+		if (r == -ENOMEM)
+			rpc_reply_errno_internal(c, id, ENOMEM);
+		else
+			rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		netproxy_config_free(npc);
 		return;
 	}
 	if (json_array_size(f[F_ARGV]) == 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "argv must not be empty");
-		return;
+		goto out;
 	}
 	if (c->srv->draining) {
 		rpc_reply_error(c, id, RPC_SERVER_DRAINING,
 				"exec-server is shutting down: no new processes are started");
-		return;
+		goto out;
 	}
 	argv0 = json_array_get(f[F_ARGV], 0);
 	if (decode_cwd(c, id, f[F_CWD], &cwd) < 0)
 		goto out;
-	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, &plan) < 0)
+	/* Enforced (the reference's rule): a proxy, enforceManagedNetwork, and any sandbox object. */
+	managed = npc && params_bool(f[F_ENFORCE_NET], false) && f[F_SANDBOX];
+	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, managed ? npc : NULL, &plan) < 0)
 		goto out;
+	if (managed && plan) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, psock) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		sandbox_plan_set_proxy(plan, psock[1]);
+	}
 	if (lookup(c, f[F_PROCESS_ID])) {
 		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
 				       " already exists");
@@ -579,6 +642,19 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
 		goto out;
 	}
+	/*
+	 * The proxies' ports: fixed in the command's own namespace (sandbox.h);
+	 * not enforced (no sandbox, or enforceManagedNetwork false), listeners
+	 * of the server's own on the host's loopback, as the reference does.
+	 */
+	if (r >= 0 && npc && !managed) {
+		r = host_listeners(hfds, hports);
+		if (r < 0)
+			goto fail;
+	}
+	if (r >= 0 && npc)
+		r = netproxy_env_apply(npc, managed ? SANDBOX_PROXY_HTTP_PORT : hports[0],
+				       managed ? SANDBOX_PROXY_SOCKS_PORT : hports[1], &envp);
 	if (r >= 0)
 		r = build_argv(f, &argv);
 	if (r == -EILSEQ) {
@@ -633,6 +709,20 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	if (plan && has_leaf)
 		ev_cgroup = exec_evidence_watch(leaf.fd);
 	r = spawn_process(&sa, &res, &step);
+	psock[1] = safe_close(psock[1]);
+	if (r >= 0 && psock[0] >= 0) {
+		int pfds[SANDBOX_PROXY_NFDS];
+
+		nr = sandbox_proxy_receive(psock[0], pfds);
+		if (nr == 0)
+			nr = netproxy_new(c->srv, TAKE_PTR(npc), pfds[SANDBOX_PROXY_HTTP],
+					  pfds[SANDBOX_PROXY_SOCKS], pfds[SANDBOX_PROXY_SOCKS_UDP],
+					  &np, err, sizeof(err));
+		if (nr < 0)
+			/* The command runs without a way out; it is ended below (fail closed). */
+			log_warning_errno(nr, "Session %s: cannot start the network proxy of '%s': %s",
+					  ss->id, json_string_value(f[F_PROCESS_ID]), nr == -EINVAL ? err : "");
+	}
 	if (has_leaf)
 		sandbox_cg_leaf_spawned(&leaf);
 	audit_start(c, f, argv, cwd, plan, has_leaf ? &limits : NULL, r < 0 ? 0 : res.pid, r);
@@ -644,11 +734,26 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		reply_spawn_error(c, id, argv0, r, step);
 		goto out;
 	}
+	if (npc && !managed) {
+		nr = netproxy_new(c->srv, TAKE_PTR(npc), TAKE_FD(hfds[0]), TAKE_FD(hfds[1]), -1, &np,
+				  err, sizeof(err));
+		if (nr < 0)
+			log_warning_errno(nr, "Session %s: cannot start the network proxy of '%s': %s",
+					  ss->id, json_string_value(f[F_PROCESS_ID]), nr == -EINVAL ? err : "");
+	}
 	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, ev_cgroup, &plan, &p);
 	if (r < 0) {
+		netproxy_free(np);
 		c->srv->metrics.spawn_failures++;
 		goto fail;
 	}
+	p->netproxy = TAKE_PTR(np);
+	if (p->netproxy) {
+		netproxy_set_decision_sink(p->netproxy, proc_network_decision, p, ss->id, p->id);
+		netproxy_set_reviewer(p->netproxy, &proc_network_reviewer);
+	}
+	if (nr < 0)
+		proc_kill_group(p, SIGKILL);
 	c->srv->metrics.spawns++;
 	if (f[F_SANDBOX])
 		c->srv->metrics.sandboxed_spawns++;
@@ -675,6 +780,11 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 fail:
 	rpc_reply_errno_internal(c, id, r);
 out:
+	safe_close(hfds[0]);
+	safe_close(hfds[1]);
+	netproxy_config_free(npc);
+	safe_close(psock[0]);
+	safe_close(psock[1]);
 	sandbox_plan_free(plan);
 	free(cwd);
 	free(argv);

@@ -92,6 +92,7 @@ void exec_conn_closed(struct conn *c)
 		c->sess = NULL;
 	}
 	rpc_cancel_pending(c);
+	rpc_calls_fail(c);
 }
 
 void exec_conn_drained(struct conn *c)

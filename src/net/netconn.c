@@ -11,6 +11,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -680,6 +681,16 @@ static void dns_done(struct work *w)
 			nc->gai_err == EAI_SYSTEM ? strerror(-err) : gai_strerror(nc->gai_err));
 		return;
 	}
+	if (nc->h.resolved) {
+		int r = nc->h.resolved(nc, nc->ai);
+
+		if (nc_quiet(nc))
+			return; /* the handler closed it */
+		if (r < 0) {
+			nc_fail(nc, r, "%s resolves to addresses refused here", nc->host);
+			return;
+		}
+	}
 	nc->ai_next = nc->ai;
 	nc_connect_next(nc);
 }
@@ -802,6 +813,34 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 fail:
 	nc_free(nc);
 	return r;
+}
+
+int netconn_adopt(struct server *s, int fd, const char *peer, const struct netconn_handlers *h,
+		  void *userdata, struct netconn **ret)
+{
+	struct netconn *nc = calloc(1, sizeof(*nc));
+
+	if (!nc || !(nc->rbuf = malloc(NC_RBUF_SIZE)) || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+		int r = nc && nc->rbuf ? -errno : -ENOMEM;
+
+		if (nc)
+			free(nc->rbuf);
+		free(nc);
+		safe_close(fd);
+		return r;
+	}
+	nc->srv = s;
+	nc->fd = fd;
+	nc->h = *h;
+	nc->userdata = userdata;
+	nc->reading = true;
+	nc->state = NC_OPEN;
+	list_init(&nc->outq);
+	snprintf(nc->peer, sizeof(nc->peer), "%s", peer);
+	list_add_tail(&nc->link, &s->netconns);
+	nc_arm_read(nc);
+	*ret = nc;
+	return 0;
 }
 
 void *netconn_userdata(const struct netconn *nc)

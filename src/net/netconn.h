@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct addrinfo;
 struct server;
 struct netconn;
 
@@ -57,6 +58,14 @@ struct netconn_handlers {
 	 * returns: the owner drops its pointer and must not call netconn_close().
 	 */
 	void (*closed)(struct netconn *nc, int err, const char *why);
+	/*
+	 * Optional, for a DNS name: the addresses getaddrinfo returned, before
+	 * any connect. Return 0 to go on (every address tried in order), or a
+	 * -errno to end the connection with it (closed() then runs with that
+	 * err): the managed network's proxy refuses names that resolve to
+	 * local or private addresses here (DNS rebinding).
+	 */
+	int (*resolved)(struct netconn *nc, const struct addrinfo *list);
 };
 
 /* How long netconn_shutdown() waits for the peer to close after our FIN / close_notify. */
@@ -69,6 +78,14 @@ struct netconn_handlers {
  */
 int netconn_open(struct server *s, const struct netconn_config *cfg, const struct netconn_handlers *h,
 		 void *userdata, struct netconn **ret);
+/*
+ * Takes a connected stream socket (fd, owned from now on, made non-blocking)
+ * as an open plain netconn: the same queue, backpressure and shutdown as an
+ * outbound one; connected() is not called. peer names it in logs. Returns 0
+ * (*ret set) or -ENOMEM (fd closed).
+ */
+int netconn_adopt(struct server *s, int fd, const char *peer, const struct netconn_handlers *h,
+		  void *userdata, struct netconn **ret);
 void *netconn_userdata(const struct netconn *nc);
 /* "host:port" ("[v6]:port" for IPv6 literals), for logs. */
 const char *netconn_peer(const struct netconn *nc);

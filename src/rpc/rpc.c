@@ -3,6 +3,7 @@
  * JSON-RPC envelope handling, handshake gating and dispatch (PROTOCOL.md §2-§4).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +323,81 @@ void rpc_cancel_pending(struct conn *c)
 	}
 }
 
+int rpc_call_start(struct rpc_call *call, struct conn *c, const char *method,
+		   const char *params_json, void (*done)(struct rpc_call *call, json_t *result))
+{
+	static const char mid[] = "\",\"params\":";
+	char pre[64];
+	size_t ml = strlen(method), pl = strlen(params_json);
+	int n = snprintf(pre, sizeof(pre), "{\"id\":%" PRId64 ",\"method\":\"", c->next_call_id);
+	struct outchunk *o;
+	uint8_t *w;
+
+	o = conn_alloc_msg(c, (size_t)n + ml + sizeof(mid) - 1 + pl + 1, &w);
+	if (!o)
+		return -ENOMEM;
+	memcpy(w, pre, (size_t)n);
+	w += n;
+	memcpy(w, method, ml);
+	w += ml;
+	memcpy(w, mid, sizeof(mid) - 1);
+	w += sizeof(mid) - 1;
+	memcpy(w, params_json, pl);
+	w += pl;
+	*w = '}';
+	conn_commit(c, o);
+	call->conn = c;
+	call->id = c->next_call_id++;
+	call->done = done;
+	list_add_tail(&call->link, &c->calls);
+	return 0;
+}
+
+void rpc_call_cancel(struct rpc_call *call)
+{
+	if (!call->conn)
+		return;
+	list_del(&call->link);
+	call->conn = NULL;
+}
+
+void rpc_calls_fail(struct conn *c)
+{
+	while (!list_empty(&c->calls)) {
+		struct rpc_call *call = list_first_entry(&c->calls, struct rpc_call, link);
+
+		rpc_call_cancel(call);
+		call->done(call, NULL);
+	}
+}
+
+/* The client answered one of ours (rpc_call_start), or sent a reply nobody asked for. */
+static void on_response(struct conn *c, json_t *root)
+{
+	json_t *id = json_object_get(root, "id"), *result = json_object_get(root, "result");
+	struct rpc_call *call;
+	json_int_t v;
+
+	if (!json_is_integer(id) || (v = json_integer_value(id)) < 1 || v >= c->next_call_id) {
+		char *txt = id ? json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+
+		/* The reference drops such a connection without a Close frame. */
+		log_info_ratelimited("Closing connection %s after an unexpected client response (id %s)",
+				     c->peer, txt ? txt : "none");
+		free(txt);
+		conn_close(c, 0, "unexpected response");
+		return;
+	}
+	list_for_each_entry(call, &c->calls, link) {
+		if (call->id != v)
+			continue;
+		rpc_call_cancel(call);
+		call->done(call, json_object_get(root, "error") ? NULL : result);
+		return;
+	}
+	/* issued, no longer awaited (timed out, or its requester is gone): ignored */
+}
+
 /* detail[0..len) may hold a NUL (a repeated "\u0000" key is quoted as it is). */
 static void parse_error(struct conn *c, const char *detail, size_t len)
 {
@@ -362,9 +438,7 @@ void rpc_on_message(struct conn *c, const char *data, size_t len)
 		break;
 
 	case JRPC_RESPONSE:
-		/* The direct listener never asks the client anything (PROTOCOL.md §3). */
-		log_info_ratelimited("Closing connection %s: unexpected JSON-RPC response", c->peer);
-		conn_close(c, WS_CLOSE_PROTOCOL, "unexpected response");
+		on_response(c, m.root);
 		break;
 
 	case JRPC_NOTIFICATION:

@@ -81,6 +81,30 @@ void rpc_pending_end(struct rpc_pending *p);
 void rpc_cancel_pending(struct conn *c);
 
 /*
+ * A request of the server's to the client (network/policyRequest): ids are
+ * integers from 1 per connection. The caller embeds the call; done() runs
+ * once with the reply's result, or with NULL for an error reply or when the
+ * connection closes first (the call is then no longer linked). A reply to an
+ * id that was issued but is no longer pending (cancelled, answered) is
+ * ignored; one to an id never issued ends the connection, as the
+ * reference's.
+ */
+struct rpc_call {
+	struct list_head link; /* conn->calls while pending */
+	struct conn *conn;     /* NULL when not pending */
+	int64_t id;
+	void (*done)(struct rpc_call *call, json_t *result);
+};
+
+/* Sends {"id":N,"method":method,"params":params_json}. Returns 0 or -ENOMEM. */
+int rpc_call_start(struct rpc_call *call, struct conn *c, const char *method,
+		   const char *params_json, void (*done)(struct rpc_call *call, json_t *result));
+/* Stops waiting (done() will not run). A call that is not pending is fine. */
+void rpc_call_cancel(struct rpc_call *call);
+/* c is closing: every pending call's done(NULL). */
+void rpc_calls_fail(struct conn *c);
+
+/*
  * A method: name, family (names the handshake-gating message "client must
  * call initialize before using <family> methods"; NULL for initialize), the
  * handler (params may be NULL when absent; a NULL handler answers -32601

@@ -265,6 +265,25 @@ int server_metrics_render(struct server *s, struct buf *b)
 	counter(&o, "uexec_process_timeouts_total", "Processes killed by their timeoutMs.",
 		m->timeouts);
 	exit_histogram(&o, m);
+	counter(&o, "uexec_network_proxy_connections_total",
+		"Connections the managed network's proxies accepted from commands.",
+		m->proxy_connections);
+	counter(&o, "uexec_network_proxy_allowed_total", "Destinations the proxies allowed.",
+		m->proxy_allowed);
+	{
+		static const char *const reasons[] = SERVER_METRICS_PROXY_REASONS;
+
+		family(&o, "uexec_network_proxy_refusals_total", "counter",
+		       "Destinations or requests the proxies refused, by reason.");
+		for (int i = 0; i < SERVER_METRICS_N_PROXY_REASONS; i++)
+			emit(&o, "uexec_network_proxy_refusals_total{reason=\"%s\"} %" PRIu64 "\n",
+			     reasons[i], m->proxy_refused[i]);
+	}
+	family(&o, "uexec_network_proxy_bytes_total", "counter",
+	       "Bytes the proxies relayed, by direction (up: to destinations).");
+	emit(&o, "uexec_network_proxy_bytes_total{direction=\"up\"} %" PRIu64 "\n", m->proxy_bytes_up);
+	emit(&o, "uexec_network_proxy_bytes_total{direction=\"down\"} %" PRIu64 "\n",
+	     m->proxy_bytes_down);
 	family(&o, "uexec_output_bytes_total", "counter", "Process output read, by stream.");
 	for (int i = 0; i < SERVER_METRICS_N_STREAMS; i++)
 		emit(&o, "uexec_output_bytes_total{stream=\"%s\"} %" PRIu64 "\n", streams[i],

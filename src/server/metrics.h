@@ -21,6 +21,12 @@ enum {
 	SERVER_METRICS_N_STREAMS,
 };
 
+/* Reasons a proxy refuses (uexec_network_proxy_refusals_total{reason}), the reference's names. */
+#define SERVER_METRICS_PROXY_REASONS                                                        \
+	{ "not_allowed", "not_allowed_local", "denied", "method_not_allowed", "mitm_required", \
+	  "unix_socket_unsupported" }
+#define SERVER_METRICS_N_PROXY_REASONS 6
+
 struct server_metrics {
 	uint64_t start_time_ms;         /* CLOCK_REALTIME at start */
 	uint64_t connections_accepted;  /* TCP connections accepted */
@@ -40,6 +46,11 @@ struct server_metrics {
 	uint64_t exit_ms_sum;
 	uint64_t output_bytes[SERVER_METRICS_N_STREAMS];
 	uint64_t buf_exhausted;         /* reads that found no provided buffer (-ENOBUFS) */
+	/* The managed network's proxies (src/netproxy) */
+	uint64_t proxy_connections;     /* client connections accepted */
+	uint64_t proxy_allowed;         /* destinations allowed */
+	uint64_t proxy_refused[SERVER_METRICS_N_PROXY_REASONS]; /* by reason */
+	uint64_t proxy_bytes_up, proxy_bytes_down; /* to destinations, back to commands */
 };
 
 struct buf;

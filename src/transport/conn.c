@@ -100,6 +100,8 @@ static struct conn *conn_alloc(struct server *s, enum conn_transport t)
 	c->fd_in = c->fd_out = -1;
 	list_init(&c->outq);
 	list_init(&c->pending);
+	list_init(&c->calls);
+	c->next_call_id = 1;
 	list_init(&c->mem_charges);
 	c->bufwait.rearm = on_bufs_available;
 	c->ws.limits.max_frame_bytes = s->cfg.max_frame_bytes;

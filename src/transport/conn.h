@@ -117,6 +117,8 @@ struct conn {
 	bool initialized;
 	struct session *sess;
 	struct list_head pending; /* struct rpc_pending: requests answered later */
+	struct list_head calls;   /* struct rpc_call: the server's requests awaiting the client's reply */
+	int64_t next_call_id;     /* the next of them: ids from 1 per connection (the reference's) */
 	struct fs_watch *watch; /* fs/watchMissing state (watch.c) */
 
 	/* fs/open handles of this connection (rpc-fs.c) */

@@ -206,7 +206,7 @@ class Ctx:
         return res
 
 
-def write_config(home, base_url, model):
+def write_config(home, base_url, model, extra=""):
     os.makedirs(home, exist_ok=True)
     with open(os.path.join(home, "config.toml"), "w") as f:
         f.write("""# written by tests/e2e/run.py
@@ -232,7 +232,7 @@ enabled = false
 plugins = false
 remote_plugin = false
 apps = false
-""" % (model, base_url))
+""" % (model, base_url) + extra)
 
 
 def relay_log(base, since=0):
@@ -287,7 +287,7 @@ def run_scenario(sc, codex, server_url, outroot, timeout, remote=None, shared_ta
             os.environ.copy(), outdir, os.path.join(outdir, "tap.err"), "wstap")
     mock = mock_model.MockModel(sc.script(ctx), os.path.join(outdir, "model.jsonl"))
     base_url = mock.start()
-    write_config(home, base_url, sc.model)
+    write_config(home, base_url, sc.model, getattr(sc, "config_extra", ""))
 
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME",

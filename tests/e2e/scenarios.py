@@ -452,6 +452,70 @@ class SandboxReadOnly(Scenario):
                   "the read-only write reached the host")
 
 
+class ManagedNetwork(Scenario):
+    name = "managed-network"
+    sandbox = "workspace-write"
+    doc = ("(issue 22) the CLI's managed network (NETWORK.md): every command starts with the "
+           "executor's proxy; the proxy refuses a local address and an unlisted domain as the "
+           "reference's does; a direct connection bypassing it fails")
+    # appended to run.py's config.toml ([features] is the last table there)
+    config_extra = """network_proxy = true
+
+[sandbox_workspace_write]
+network_access = true
+
+[network]
+enabled = true
+mode = "full"
+"""
+
+    def setup(self, ctx):
+        import http.server
+        import threading
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Length", "6")
+                self.end_headers()
+                self.wfile.write(b"origin")
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.port = self.srv.server_address[1]
+
+    def script(self, ctx):
+        m, port = ctx.mark, self.port
+        r = yield self.exec_command(
+            ctx, "echo mn-%s; curl -sS http://127.0.0.1:%d/" % (m, port), yield_time_ms=15000)
+        ctx.expect_in("mn-" + m, r.text, "the command ran")
+        ctx.expect_in('"reason":"not_allowed_local"', r.text, "local address refused by the proxy")
+        r = yield self.exec_command(
+            ctx, "echo md-%s; curl -sS http://denied.invalid/" % m, yield_time_ms=15000)
+        ctx.expect_in('"reason":"not_allowed"', r.text, "unlisted domain refused by the proxy")
+        r = yield self.exec_command(
+            ctx, "echo mb-%s; curl -sS --noproxy '*' http://127.0.0.1:%d/ 2>&1; echo rc=$?"
+            % (m, port), yield_time_ms=15000)
+        ctx.expect_in("rc=7", r.text, "direct connection bypassing the proxy fails")
+        ctx.check("origin" not in r.text.split("mb-" + m, 1)[-1], "the origin was reached directly")
+        yield [message("managed-network done")]
+
+    def post(self, ctx):
+        self.srv.shutdown()
+        pid = self.check_remote_process(ctx, "mn-" + ctx.mark)
+        if not ctx.transcript or not pid:
+            return
+        params = self.started(ctx, "mn-" + ctx.mark)[0][0]
+        ctx.check(params.get("enforceManagedNetwork") is True and params.get("networkProxy"),
+                  "process/start without the managed network: %r" % params)
+        decisions = ctx.notifications("network/policyDecision", pid)
+        ctx.check(any(d.get("reason") == "not_allowed_local" for d in decisions),
+                  "no network/policyDecision for the refusal: %r" % decisions)
+
+
 def all_scenarios():
     return [Basic(), ExitCode(), Poll(), Stdin(), Patch(), Image(), Kill(),
-            SandboxWorkspaceWrite(), SandboxReadOnly()]
+            SandboxWorkspaceWrite(), SandboxReadOnly(), ManagedNetwork()]

@@ -574,6 +574,7 @@ class RpcClient:
         self.next_id = 1
         self.replies = {}                 # id_key -> deque of reply messages
         self.notifications = collections.deque()
+        self.server_requests = collections.deque()  # the server's requests (network/policyRequest)
         self.log = [] if keep_log else None   # every message received, in order
         self.sent = []
 
@@ -591,6 +592,8 @@ class RpcClient:
             self.log.append(msg)
         if isinstance(msg, dict) and "method" in msg and "id" not in msg:
             self.notifications.append(msg)
+        elif isinstance(msg, dict) and "method" in msg:
+            self.server_requests.append(msg)
         elif isinstance(msg, dict) and "id" in msg:
             self.replies.setdefault(id_key(msg["id"]), collections.deque()).append(msg)
         else:
@@ -671,6 +674,16 @@ class RpcClient:
             if remaining <= 0:
                 raise Timeout("no %s notification within %.1fs" % (method or "matching", timeout))
             self.pump(remaining)
+
+    def next_server_request(self, timeout=DEFAULT_TIMEOUT):
+        """The next request the server sent (id and method), in arrival order."""
+        deadline = time.monotonic() + timeout
+        while not self.server_requests:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Timeout("no request from the server within %.1fs" % timeout)
+            self.pump(remaining)
+        return self.server_requests.popleft()
 
     def drain_notifications(self, timeout=0.0):
         """Pump whatever arrives within timeout; return and clear the queue."""

@@ -1562,3 +1562,74 @@ SCRIPTS.append({"name": "file_uri_edges", "doc": "URI hosts, IPv4 forms, drive l
     req("environmentConfig/read", {"cwd": "file:///C:/x", "configPaths": [["a"]],
                                    "requirementsPaths": []}, label="config cwd drive letter"),
 ]})
+
+# ---- managed network (issue 22): process/start.networkProxy decoding and checks -------------
+NP_PROXY = {"enabled": True, "enableSocks5": True, "enableSocks5Udp": True,
+            "allowUpstreamProxy": False, "dangerouslyAllowAllUnixSockets": False,
+            "mode": "full", "domains": None, "unixSockets": None, "allowLocalBinding": False}
+
+
+def _np(label, proxy=None, top=None, launch=None, **extra):
+    """A process/start whose networkProxy is {"proxy": NP_PROXY + proxy} + launch (or launch
+    itself when given as a non-dict), with extra top-level fields."""
+    if launch is None or isinstance(launch, dict):
+        p = dict(NP_PROXY)
+        p.update(proxy or {})
+        lc = {"proxy": p}
+        lc.update(launch or {})
+    else:
+        lc = launch
+    params = {"processId": "np-" + label, "argv": ["/bin/true"], "cwd": "$CWDURI", "env": {},
+              "tty": False, "networkProxy": lc}
+    params.update(top or {})
+    params.update(extra)
+    return req("process/start", params, label="networkProxy " + label)
+
+
+SCRIPTS.append({"name": "network_proxy_params", "doc": "networkProxy decoding, checks, order",
+                "steps": [
+    _np("not an object", launch=5),
+    _np("empty", launch={}),
+    _np("empty sequence", launch=[]),
+    _np("sequence of the proxy", launch=[dict(NP_PROXY)]),
+    _np("sequence too long", launch=[dict(NP_PROXY), {}, None, None, None, 1]),
+    _np("proxy null", launch={"proxy": None}),
+    _np("proxy number", launch={"proxy": 5}),
+    _np("auditMetadata null", launch={"auditMetadata": None}),
+    _np("auditMetadata number", launch={"auditMetadata": 5}),
+    _np("environmentId number", launch={"environmentId": 5}),
+    _np("timeout string", launch={"policyDecisionTimeoutMs": "x"}),
+    _np("timeout zero", launch={"policyDecisionTimeoutMs": 0}, proxy={"enabled": False}),
+    _np("enabled false", proxy={"enabled": False}),
+    _np("enabled string", proxy={"enabled": "yes"}),
+    _np("mode bogus", proxy={"mode": "bogus"}),
+    _np("mode null", proxy={"mode": None}),
+    _np("mode empty map", proxy={"mode": {}}),
+    _np("mode map with value", proxy={"mode": {"limited": {}}}),
+    _np("domains sequence", proxy={"domains": []}),
+    _np("domain value bogus", proxy={"domains": {"a.com": "bogus"}}),
+    _np("domain value bool", proxy={"domains": {"a.com": True}}),
+    _np("domain empty", proxy={"domains": {"": "allow"}}),
+    _np("domain star dot", proxy={"domains": {"*.": "allow"}}),
+    _np("domain url", proxy={"domains": {"http://example.com": "allow"}}),
+    _np("domain cidr", proxy={"domains": {"10.0.0.0/8": "allow"}}),
+    _np("domain double star", proxy={"domains": {"**": "allow"}}),
+    _np("domain inner double star", proxy={"domains": {"a**b.com": "allow"}}),
+    _np("domain bracket suffix", proxy={"domains": {"[::1]suffix": "allow"}}),
+    _np("deny global", proxy={"domains": {"*": "deny"}}),
+    _np("deny global apex", proxy={"domains": {"**.*": "deny"}}),
+    _np("unix sequence", proxy={"unixSockets": []}),
+    _np("unix bogus", proxy={"unixSockets": {"/x": "none"}}),
+    _np("unix relative", proxy={"unixSockets": {"rel.sock": "allow"}}),
+    _np("unix before domains", proxy={"unixSockets": {"rel.sock": "allow"},
+                                      "domains": {"": "allow"}}),
+    _np("providers null", proxy={"credentialProviders": None}),
+    _np("provider unknown field", proxy={"credentialProviders": {"v": {"type": 1}}}),
+    _np("provider auth bogus", proxy={"credentialProviders": {"v": {"auth": ["s"]}}}),
+    _np("masking string", proxy={"credentialMasking": "zz"}),
+    _np("enabled false beats argv empty", proxy={"enabled": False}, argv=[]),
+    _np("managed transparentTcp", top={"managedNetwork": {"transparentTcp": True}},
+        proxy={"enabled": False}),
+    _np("valid", proxy={"domains": {"*.example.com": "allow", "bad.example.com": "deny"}}),
+    collect("np-valid"),
+]})

@@ -1006,4 +1006,92 @@ TEST(shutdown_before_connected)
 	teardown();
 }
 
+static int resolved_calls;
+
+static int veto_loopback(struct netconn *nc, const struct addrinfo *list)
+{
+	resolved_calls++;
+	for (const struct addrinfo *a = list; a; a = a->ai_next)
+		if (a->ai_family == AF_INET &&
+		    ntohl(((const struct sockaddr_in *)a->ai_addr)->sin_addr.s_addr) >> 24 == 127)
+			return -EACCES;
+	return 0;
+}
+
+/* resolved(): the addresses of a name before any connect, and a veto that ends it with its errno. */
+TEST(resolved_hook_vetoes_before_connect)
+{
+	struct netconn_handlers h = cl_handlers;
+	struct netconn_config cfg = { .host = "localhost", .connect_timeout_ms = 10000 };
+	struct peer p = { 0 };
+	struct client c = { 0 };
+
+	if (!localhost_v4())
+		tests_skip("the name localhost does not resolve to IPv4 here");
+	setup();
+	peer_start(&p, AF_INET, PEER_ECHO, NULL);
+	cfg.port = p.port;
+	h.resolved = veto_loopback;
+	resolved_calls = 0;
+	ASSERT_EQ(0, netconn_open(&srv, &cfg, &h, &c, &c.nc));
+	ASSERT_TRUE(run_until(cl_closed_once, &c, GUARD_MS));
+	ASSERT_EQ(1, resolved_calls);
+	ASSERT_TRUE(!c.connected);
+	ASSERT_EQ(-EACCES, c.err);
+	ASSERT_TRUE(strstr(c.why, "localhost") != NULL);
+	ASSERT_TRUE(run_until(no_netconns, NULL, GUARD_MS));
+	/* the peer never saw a connection: a plain connect now is its first */
+	echo_small("127.0.0.1", AF_INET, false, NULL, NULL, 0);
+	peer_join(&p);
+	teardown();
+}
+
+static int pair_fd;
+static char pair_buf[64];
+static size_t pair_len;
+
+/* Reads what has come on pair_fd (non-blocking); true at its EOF. */
+static bool pair_eof(void *arg)
+{
+	for (;;) {
+		ssize_t n = recv(pair_fd, pair_buf + pair_len, sizeof(pair_buf) - pair_len, MSG_DONTWAIT);
+
+		if (n == 0)
+			return true;
+		if (n < 0)
+			return false;
+		pair_len += (size_t)n;
+	}
+}
+
+/* netconn_adopt(): an accepted socket as a netconn, bytes both ways, EOF, shutdown. */
+TEST(adopt_connected_socket)
+{
+	struct client c = { 0 };
+	struct want_rx w = { &c, 5 };
+	int sv[2];
+
+	setup();
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	ASSERT_EQ(0, netconn_adopt(&srv, sv[0], "pair", &cl_handlers, &c, &c.nc));
+	ASSERT_TRUE(!c.connected); /* connected() is not called */
+	ASSERT_EQ(5, (int)write(sv[1], "hello", 5));
+	ASSERT_TRUE(run_until(cl_has_rx, &w, GUARD_MS));
+	ASSERT_MEMEQ("hello", c.rx, 5);
+	ASSERT_EQ(0, netconn_send(c.nc, "back", 4));
+	netconn_shutdown(c.nc);
+	/* the peer reads "back", then EOF (our FIN); its close ends ours with 0 */
+	pair_fd = sv[1];
+	pair_len = 0;
+	ASSERT_TRUE(run_until(pair_eof, NULL, GUARD_MS));
+	ASSERT_EQ(4, (int)pair_len);
+	ASSERT_MEMEQ("back", pair_buf, 4);
+	close(sv[1]);
+	ASSERT_TRUE(run_until(cl_closed_once, &c, GUARD_MS));
+	ASSERT_EQ(0, c.err);
+	ASSERT_TRUE(run_until(no_netconns, NULL, GUARD_MS));
+	free(c.rx);
+	teardown();
+}
+
 TEST_MAIN()

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The proxy variables a command of a managed network gets, as the reference
+ * sets them (docs/netproxy-wire-notes.md §7): the HTTP proxy's URL for the
+ * HTTP, WebSocket and package-manager variables, the SOCKS5 URL (socks5h:,
+ * names resolved by the proxy) for ALL_PROXY and FTP_PROXY, the NO_PROXY
+ * family empty unless local binding is allowed, and three markers. They
+ * replace whatever the client sent under the same names.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "netproxy-config.h"
+#include "netproxy-env.h"
+
+enum val { V_HTTP, V_SOCKS, V_NO_PROXY, V_LOCAL, V_ONE, V_TRUE };
+
+static const struct {
+	const char *name;
+	enum val val;
+} vars[] = {
+	{ "ALL_PROXY", V_SOCKS },
+	{ "BUNDLE_HTTPS_PROXY", V_HTTP },
+	{ "BUNDLE_HTTP_PROXY", V_HTTP },
+	{ "BUNDLE_NO_PROXY", V_NO_PROXY },
+	{ "CODEX_NETWORK_ALLOW_LOCAL_BINDING", V_LOCAL },
+	{ "CODEX_NETWORK_PROXY_ACTIVE", V_ONE },
+	{ "DOCKER_HTTPS_PROXY", V_HTTP },
+	{ "DOCKER_HTTP_PROXY", V_HTTP },
+	{ "ELECTRON_GET_USE_PROXY", V_TRUE },
+	{ "FTP_PROXY", V_SOCKS },
+	{ "HTTPS_PROXY", V_HTTP },
+	{ "HTTP_PROXY", V_HTTP },
+	{ "NODE_USE_ENV_PROXY", V_ONE },
+	{ "NO_PROXY", V_NO_PROXY },
+	{ "NPM_CONFIG_HTTPS_PROXY", V_HTTP },
+	{ "NPM_CONFIG_HTTP_PROXY", V_HTTP },
+	{ "NPM_CONFIG_NOPROXY", V_NO_PROXY },
+	{ "NPM_CONFIG_PROXY", V_HTTP },
+	{ "PIP_PROXY", V_HTTP },
+	{ "WSS_PROXY", V_HTTP },
+	{ "WS_PROXY", V_HTTP },
+	{ "YARN_HTTPS_PROXY", V_HTTP },
+	{ "YARN_HTTP_PROXY", V_HTTP },
+	{ "all_proxy", V_SOCKS },
+	{ "ftp_proxy", V_SOCKS },
+	{ "http_proxy", V_HTTP },
+	{ "https_proxy", V_HTTP },
+	{ "no_proxy", V_NO_PROXY },
+	{ "npm_config_http_proxy", V_HTTP },
+	{ "npm_config_https_proxy", V_HTTP },
+	{ "npm_config_noproxy", V_NO_PROXY },
+	{ "npm_config_proxy", V_HTTP },
+	{ "ws_proxy", V_HTTP },
+	{ "wss_proxy", V_HTTP },
+};
+
+#define LOCAL_NO_PROXY "localhost,127.0.0.1,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"
+
+static bool is_proxy_var(const char *entry)
+{
+	for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
+		size_t n = strlen(vars[i].name);
+
+		if (strncmp(entry, vars[i].name, n) == 0 && entry[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+int netproxy_env_apply(const struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
+		       char ***envp)
+{
+	char http[40], socks[40], **old = *envp, **v;
+	size_t n = 0, k = 0;
+
+	snprintf(http, sizeof(http), "http://127.0.0.1:%u", (unsigned)http_port);
+	if (cfg->enable_socks5)
+		snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%u", (unsigned)socks_port);
+	else
+		memcpy(socks, http, sizeof(http)); /* the reference points them at the HTTP proxy */
+	while (old && old[n])
+		n++;
+	v = calloc(n + ELEMENTSOF(vars) + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
+		const char *val = vars[i].val == V_HTTP	    ? http
+				  : vars[i].val == V_SOCKS  ? socks
+				  : vars[i].val == V_NO_PROXY ? (cfg->allow_local_binding ? LOCAL_NO_PROXY : "")
+				  : vars[i].val == V_LOCAL  ? (cfg->allow_local_binding ? "1" : "0")
+				  : vars[i].val == V_ONE    ? "1"
+							    : "true";
+
+		if (asprintf(&v[k], "%s=%s", vars[i].name, val) < 0) {
+			v[k] = NULL;
+			goto fail;
+		}
+		k++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (is_proxy_var(old[i])) {
+			free(old[i]);
+			continue;
+		}
+		v[k++] = old[i];
+	}
+	free(old);
+	*envp = v;
+	return 0;
+fail:
+	for (size_t i = 0; i < k; i++)
+		free(v[i]);
+	free(v);
+	return -ENOMEM;
+}
