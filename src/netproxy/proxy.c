@@ -35,6 +35,8 @@
 #include "proxy.h"
 #include "ring.h"
 #include "server.h"
+#include "upstream.h"
+#include "worker.h"
 
 #define NPC_HEAD_MAX (64 * 1024)     /* a request head larger than this: 431 */
 #define NPC_MAX_CONNS 256            /* client connections per process */
@@ -57,12 +59,16 @@ struct netproxy {
 	void (*sink)(void *owner, const char *tail);
 	void *owner;
 	const struct netproxy_reviewer *reviewer; /* review: who asks the client (NULL: nobody) */
+	/* allowUpstreamProxy: the server's upstream proxy for plain requests [0] and tunnels [1] */
+	struct np_upstream upstream[2];
+	bool has_upstream[2];
 	char *session, *process; /* for the audit log's lines */
 };
 
 enum npc_state {
 	NPC_HEAD,    /* reading a request head */
 	NPC_UPSTREAM, /* upstream connecting */
+	NPC_UP_CONNECT, /* through an upstream proxy: its answer to our CONNECT */
 	NPC_TUNNEL,  /* bytes both ways (CONNECT) */
 	NPC_FORWARD, /* a plain request: its body to upstream, then the response back */
 	NPC_DONE,    /* ending */
@@ -105,6 +111,21 @@ struct npc {
 	char *rv_reason;        /* RV_DENY, RV_ASK: the client's reason */
 	void *review;           /* the owner's pending question (reviewer->ask), or NULL */
 	struct uring_timer review_timer; /* the question's deadline: its timeout + 5 s */
+	const struct np_upstream *via; /* through this upstream proxy (allowUpstreamProxy), or NULL */
+	struct buf up_head;     /* NPC_UP_CONNECT: the upstream proxy's answer so far */
+	struct np_lookup *lookup; /* the policy-time lookup in flight (through an upstream proxy) */
+};
+
+/*
+ * Through an upstream proxy the target is never resolved by the connection
+ * (it goes to the proxy): a name allowed only if public is looked up on its
+ * own first, on the worker pool, as the reference's policy-time check.
+ */
+struct np_lookup {
+	struct work w;
+	struct npc *c;  /* NULL once the request is gone (the job frees itself) */
+	char host[256];
+	bool refused;   /* did not resolve, or an answer is not public */
 };
 
 static void finish_client(struct npc *c);
@@ -122,6 +143,9 @@ static void npc_free(struct npc *c)
 	c->np->n_conns--;
 	buf_done(&c->head);
 	buf_done(&c->out_head);
+	buf_done(&c->up_head);
+	if (c->lookup)
+		c->lookup->c = NULL;
 	free(c->rv_reason);
 	c->rv_reason = NULL;
 	if (c->review) {
@@ -451,11 +475,15 @@ static const struct netconn_handlers up_handlers = {
 
 static void client_resume(struct npc *c);
 static void pass_body(struct npc *c);
+static void refuse_local(struct npc *c);
 
 static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 {
 	struct npc *c = netconn_userdata(nc);
 
+	/* an upstream proxy's own addresses are the operator's: not judged */
+	if (c->via)
+		return 0;
 	/* allowlisted names only when every answer is public (DNS rebinding); not with allowLocalBinding */
 	if (!c->np->cfg->allow_local_binding)
 		for (const struct addrinfo *a = list; a; a = a->ai_next)
@@ -472,9 +500,91 @@ static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 	return 0;
 }
 
+static void established(struct npc *c);
+
 static void up_connected(struct netconn *nc)
 {
 	struct npc *c = netconn_userdata(nc);
+
+	if (c->via && (c->connect || c->socks)) {
+		/* a tunnel through the upstream proxy: ask it for one first */
+		struct buf b = { 0 };
+		char line[320];
+		int n = snprintf(line, sizeof(line), strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host,
+				 (unsigned)c->port);
+
+		if (buf_append(&b, "CONNECT ", 8) < 0 || buf_append(&b, line, (size_t)n) < 0 ||
+		    buf_append(&b, " HTTP/1.1\r\nhost: ", 17) < 0 || buf_append(&b, line, (size_t)n) < 0 ||
+		    buf_append(&b, "\r\n", 2) < 0 ||
+		    (c->via->auth && (buf_append(&b, "proxy-authorization: ", 21) < 0 ||
+				      buf_append(&b, c->via->auth, strlen(c->via->auth)) < 0 ||
+				      buf_append(&b, "\r\n", 2) < 0)) ||
+		    buf_append(&b, "\r\n", 2) < 0 || netconn_send(nc, b.data, b.len) < 0) {
+			buf_done(&b);
+			netconn_close(nc);
+			c->up = NULL;
+			finish_client(c);
+			npc_maybe_free(c);
+			return;
+		}
+		buf_done(&b);
+		c->state = NPC_UP_CONNECT;
+		return;
+	}
+	established(c);
+}
+
+/* The upstream proxy's answer to our CONNECT (NPC_UP_CONNECT): 2xx opens the tunnel. */
+static void up_connect_answer(struct npc *c, const uint8_t *p, size_t n)
+{
+	const char *h;
+	uint8_t *end;
+	size_t head;
+	int status = 0;
+
+	if (buf_append(&c->up_head, p, n) < 0)
+		goto fail;
+	end = memmem(c->up_head.data, c->up_head.len, "\r\n\r\n", 4);
+	if (!end) {
+		if (c->up_head.len > NPC_HEAD_MAX)
+			goto fail;
+		return;
+	}
+	head = (size_t)(end - c->up_head.data) + 4;
+	h = (const char *)c->up_head.data;
+	if (head > 12 && !memcmp(h, "HTTP/1.", 7) && h[8] == ' ')
+		status = atoi(h + 9);
+	if (status < 200 || status > 299) {
+		log_info_ratelimited("Network proxy: the upstream proxy refused a tunnel to %s:%u (status %d)",
+				     c->host, (unsigned)c->port, status);
+		goto fail;
+	}
+	established(c);
+	/* what the upstream proxy sent behind its answer is the target's */
+	if (c->client && c->up_head.len > head)
+		(void)netconn_send(c->client, c->up_head.data + head, c->up_head.len - head);
+	buf_done(&c->up_head);
+	return;
+fail:
+	buf_done(&c->up_head);
+	if (c->socks) {
+		static const uint8_t fail[10] = { 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+		if (c->client)
+			(void)netconn_send(c->client, fail, sizeof(fail));
+	} else {
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+	}
+	netconn_close(c->up);
+	c->up = NULL;
+	finish_client(c);
+	npc_maybe_free(c);
+}
+
+/* The target is reached (directly, or through the upstream proxy's tunnel). */
+static void established(struct npc *c)
+{
+	struct netconn *nc = c->up;
 
 	if (c->socks) {
 		static const uint8_t ok[10] = { 5, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
@@ -514,6 +624,10 @@ static void up_data(struct netconn *nc, const uint8_t *p, size_t n)
 {
 	struct npc *c = netconn_userdata(nc);
 
+	if (c->state == NPC_UP_CONNECT) {
+		up_connect_answer(c, p, n);
+		return;
+	}
 	c->np->srv->metrics.proxy_bytes_down += n;
 	if (!c->client || netconn_send(c->client, p, n) < 0) {
 		netconn_close(nc);
@@ -535,7 +649,7 @@ static void up_drained(struct netconn *nc)
 static void up_closed(struct netconn *nc, int err, const char *why)
 {
 	struct npc *c = netconn_userdata(nc);
-	bool was_connecting = c->state == NPC_UPSTREAM;
+	bool was_connecting = c->state == NPC_UPSTREAM || c->state == NPC_UP_CONNECT;
 
 	c->up = NULL;
 	if (was_connecting && !c->decided && !c->np->cfg->allow_local_binding) {
@@ -544,15 +658,7 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 		 * fails closed (not_allowed_local), before any answer to the
 		 * client (a CONNECT gets the refusal, not its 200).
 		 */
-		emit(c, true, false, "baseline_policy", "not_allowed_local");
-		c->decided = true;
-		if (c->socks && c->client) {
-			static const uint8_t refused[10] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
-
-			(void)netconn_send(c->client, refused, sizeof(refused));
-		} else {
-			refuse(c, NP_NOT_ALLOWED_LOCAL);
-		}
+		refuse_local(c);
 	} else if (was_connecting && c->socks) {
 		uint8_t fail[10] = { 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
 
@@ -705,7 +811,7 @@ static bool hop_by_hop(const struct http_header *h, const struct http_header *co
 
 /* The request head for the origin: origin-form target, hop-by-hop headers dropped, close. */
 static int rewrite_head(const struct http_request *req, const char *path, size_t path_len,
-			struct buf *out)
+			const char *auth, struct buf *out)
 {
 	const struct http_header *conn = http_request_header(req, "connection");
 	char line[64];
@@ -725,18 +831,119 @@ static int rewrite_head(const struct http_request *req, const char *path, size_t
 		    buf_append(out, h->value, h->value_len) < 0 || buf_append(out, "\r\n", 2) < 0)
 			return -ENOMEM;
 	}
+	/* toward an upstream proxy: its own credential (never the client's) */
+	if (auth && (buf_append(out, "proxy-authorization: ", 21) < 0 ||
+		     buf_append(out, auth, strlen(auth)) < 0 || buf_append(out, "\r\n", 2) < 0))
+		return -ENOMEM;
 	return buf_append(out, "connection: close\r\n\r\n", 21);
+}
+
+/*
+ * The upstream proxy for c's request, or NULL to go direct: none set, or a
+ * target the reference always reaches directly (a non-public literal,
+ * localhost).
+ */
+static const struct np_upstream *choose_upstream(const struct npc *c)
+{
+	bool tunnel = c->connect || c->socks;
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+
+	if (!c->np->has_upstream[tunnel] || strcmp(c->host, "localhost") == 0)
+		return NULL;
+	if (inet_pton(AF_INET, c->host, &a4.sin_addr) == 1 &&
+	    !netproxy_addr_public((struct sockaddr *)&a4))
+		return NULL;
+	if (inet_pton(AF_INET6, c->host, &a6.sin6_addr) == 1 &&
+	    !netproxy_addr_public((struct sockaddr *)&a6))
+		return NULL;
+	return &c->np->upstream[tunnel];
+}
+
+/* The refusal of a target that resolves to a local address, or never resolves. */
+static void refuse_local(struct npc *c)
+{
+	emit(c, true, false, "baseline_policy", "not_allowed_local");
+	c->decided = true;
+	if (c->socks && c->client) {
+		static const uint8_t refused[10] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+		(void)netconn_send(c->client, refused, sizeof(refused));
+	} else {
+		refuse(c, NP_NOT_ALLOWED_LOCAL);
+	}
+}
+
+static int dial(struct npc *c)
+{
+	struct netconn_config cfg = { .host = c->via ? c->via->host : c->host,
+				      .port = c->via ? c->via->port : c->port,
+				      .nodelay = true, .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS };
+
+	if (c->via && !c->decided) {
+		/* through an upstream proxy the policy is settled before connecting */
+		emit(c, true, true, c->override ? "decider" : "baseline_policy",
+		     c->override ? "not_allowed" : "allow");
+		c->decided = true;
+	}
+	return netconn_open(c->np->srv, &cfg, &up_handlers, c, &c->up);
+}
+
+static void lookup_run(struct work *w)
+{
+	struct np_lookup *l = container_of(w, struct np_lookup, w);
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+
+	l->refused = getaddrinfo(l->host, NULL, &hints, &ai) != 0 || !ai;
+	for (struct addrinfo *a = ai; a && !l->refused; a = a->ai_next)
+		l->refused = !netproxy_addr_public(a->ai_addr);
+	if (ai)
+		freeaddrinfo(ai);
+}
+
+static void lookup_done(struct work *w)
+{
+	struct np_lookup *l = container_of(w, struct np_lookup, w);
+	struct npc *c = l->c;
+	bool refused = l->refused;
+
+	free(l);
+	if (!c)
+		return;
+	c->lookup = NULL;
+	if (refused)
+		refuse_local(c);
+	else if (dial(c) == 0)
+		return;
+	else if (c->socks && c->client)
+		socks_reply(c, 1);
+	else
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+	c->up = NULL;
+	finish_client(c);
 }
 
 static int open_upstream(struct npc *c)
 {
-	struct netconn_config cfg = { .host = c->host, .port = c->port, .nodelay = true,
-				      .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS };
-
 	c->state = NPC_UPSTREAM;
 	uring_timer_cancel(&c->head_timer);
 	netconn_set_reading(c->client, false);
-	return netconn_open(c->np->srv, &cfg, &up_handlers, c, &c->up);
+	if (c->connect || c->socks)
+		c->via = choose_upstream(c);
+	if (c->via && !c->decided && !c->np->cfg->allow_local_binding) {
+		struct np_lookup *l = calloc(1, sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		l->c = c;
+		snprintf(l->host, sizeof(l->host), "%s", c->host);
+		l->w.run = lookup_run;
+		l->w.done = lookup_done;
+		c->lookup = l;
+		worker_submit(c->np->srv, &l->w);
+		return 0;
+	}
+	return dial(c);
 }
 
 /* One complete request head in c->head (n bytes of it). */
@@ -893,8 +1100,22 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			memset(&c->ch, 0, sizeof(c->ch));
 		}
 		buf_done(&c->out_head);
-		if (rewrite_head(req, path, path_len, &c->out_head) < 0)
+		c->via = choose_upstream(c);
+		if (c->via) {
+			/* an upstream proxy takes the absolute form (the reference's) */
+			char *abs = NULL;
+			int k = asprintf(&abs, strchr(c->host, ':') ? "http://[%s]:%u%.*s" : "http://%s:%u%.*s",
+					 c->host, (unsigned)c->port, (int)path_len, path);
+
+			if (k < 0 || rewrite_head(req, abs, (size_t)k, c->via->auth, &c->out_head) < 0) {
+				if (k >= 0)
+					free(abs);
+				goto done;
+			}
+			free(abs);
+		} else if (rewrite_head(req, path, path_len, NULL, &c->out_head) < 0) {
 			goto done;
+		}
 	}
 	buf_consume(&c->head, n);
 	if (open_upstream(c) < 0) {
@@ -1053,6 +1274,7 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 		return;
 	case NPC_HEAD:
 	case NPC_UPSTREAM:
+	case NPC_UP_CONNECT:
 	case NPC_FORWARD:
 		if (buf_append(&c->head, p, n) < 0) {
 			finish_client(c);
@@ -1265,6 +1487,23 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 	np->socks_fd = socks_fd;
 	np->udp_fd = udp_fd;
 	list_init(&np->conns);
+	for (int t = 0; cfg->allow_upstream_proxy && t < 2; t++) {
+		const char *name, *url = netproxy_upstream_env(t, &name);
+
+		if (!url)
+			continue;
+		r = netproxy_upstream_parse(url, &np->upstream[t]);
+		if (r == -ENOMEM)
+			goto fail;
+		/* the value is never logged: it may hold a password */
+		if (r == -EPROTONOSUPPORT)
+			log_warning_ratelimited("Network proxy: %s is not an http:// proxy: connecting "
+						"directly", name);
+		else if (r < 0)
+			log_warning_ratelimited("Network proxy: %s is not a proxy URL: connecting directly",
+						name);
+		np->has_upstream[t] = r == 0;
+	}
 	/* Without SOCKS5 nothing listens on its port: a connect there is refused at once. */
 	if (!cfg->enable_socks5)
 		np->socks_fd = safe_close(np->socks_fd);
@@ -1274,8 +1513,11 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 	*ret = np;
 	return 0;
 fail:
-	if (np)
+	if (np) {
 		netproxy_policy_free(np->pol);
+		netproxy_upstream_done(&np->upstream[0]);
+		netproxy_upstream_done(&np->upstream[1]);
+	}
 	free(np);
 	netproxy_config_free(cfg);
 	safe_close(http_fd);
@@ -1316,6 +1558,8 @@ void netproxy_free(struct netproxy *np)
 	}
 	netproxy_policy_free(np->pol);
 	netproxy_config_free(np->cfg);
+	netproxy_upstream_done(&np->upstream[0]);
+	netproxy_upstream_done(&np->upstream[1]);
 	free(np->session);
 	free(np->process);
 	np->session = np->process = NULL;

@@ -602,3 +602,129 @@ def test_review_without_a_client_refuses_at_once(shared_server, uniq, area, orig
     run = c2.collect(pid)
     assert json.loads(run.stdout.decode()).get("path") == "/two", (run.stdout, run.stderr)
     c2.t.abort()
+
+
+# ---- allowUpstreamProxy: the server's own HTTP_PROXY/HTTPS_PROXY (netproxy-semantics-notes §4)
+
+class Upstream:
+    """A corporate proxy stand-in on the host's loopback: records what it is asked and answers
+    itself (it plays the target too): absolute-form requests get their request line back as
+    JSON; CONNECT opens a tunnel in which one request gets its path back; `refuse.test` is
+    refused with 403."""
+
+    def __init__(self):
+        import socketserver
+        self.seen = []
+        up = self
+
+        class H(socketserver.StreamRequestHandler):
+            def head(self):
+                lines = []
+                while True:
+                    line = self.rfile.readline()
+                    if line in (b"\r\n", b"\n", b""):
+                        return lines
+                    lines.append(line.decode().rstrip("\r\n"))
+
+            def answer(self, body):
+                out = json.dumps(body).encode()
+                self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n"
+                                 b"connection: close\r\n\r\n%s" % (len(out), out))
+
+            def handle(self):
+                lines = self.head()
+                if not lines:
+                    return
+                hdrs = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:]}
+                up.seen.append((lines[0], hdrs.get("proxy-authorization")))
+                if lines[0].startswith("CONNECT "):
+                    if "refuse.test" in lines[0]:
+                        self.wfile.write(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+                        return
+                    self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    inner = self.head()
+                    self.answer({"tunnel": lines[0], "inner": inner[0] if inner else ""})
+                else:
+                    self.answer({"line": lines[0]})
+
+        class S(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.srv = S(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+@pytest.fixture
+def upstream():
+    u = Upstream()
+    yield u
+    u.close()
+
+
+def upstream_client(server_factory, upstream):
+    url = "http://user:p%%40ss@127.0.0.1:%d" % upstream.port
+    env = dict(os.environ, HTTP_PROXY=url, HTTPS_PROXY=url)
+    for k in ("http_proxy", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        env.pop(k, None)
+    return server_factory(env=env).connect()
+
+
+def upstream_launch(local, **kw):
+    np = launch(local=local, **kw)
+    np["proxy"]["allowUpstreamProxy"] = True
+    return np
+
+
+def test_upstream_proxy_carries_plain_requests_and_tunnels(server_factory, upstream, uniq, area,
+                                                           origin):
+    """Plain requests reach the upstream proxy in absolute form with its credential (from the
+    server's URL, never the client's); CONNECT and SOCKS5 go through its tunnel; a
+    non-public literal target goes direct; a tunnel it refuses is a 502."""
+    c = upstream_client(server_factory, upstream)
+    script = ("unset NO_PROXY no_proxy; "
+              "curl -sS -H 'Proxy-Authorization: Basic Y2xpZW50OnNlY3JldA==' http://origin.test/x; echo; "
+              "curl -sS -p -x http://127.0.0.1:3128 http://origin.test:8080/y; echo; "
+              "curl -sS --socks5-hostname 127.0.0.1:1080 http://origin.test/z; echo; "
+              "curl -sS http://127.0.0.1:%d/direct; echo; "
+              "curl -sS -o /dev/null -w '%%{http_connect}\\n' -p -x http://127.0.0.1:3128 "
+              "http://refuse.test/" % origin)
+    r = sh(c, uniq, script, area.ws, ws_policy(area.ws, network="enabled"),
+           networkProxy=upstream_launch(True, domains={"origin.test": "allow",
+                                                       "refuse.test": "allow",
+                                                       "127.0.0.1": "allow"}),
+           enforceManagedNetwork=True)
+    out = r.stdout.decode().split("\n")
+    assert json.loads(out[0]) == {"line": "GET http://origin.test:80/x HTTP/1.1"}, out
+    assert json.loads(out[1]) == {"tunnel": "CONNECT origin.test:8080 HTTP/1.1",
+                                  "inner": "GET /y HTTP/1.1"}
+    assert json.loads(out[2]) == {"tunnel": "CONNECT origin.test:80 HTTP/1.1",
+                                  "inner": "GET /z HTTP/1.1"}
+    assert json.loads(out[3])["path"] == "/direct"
+    assert out[4] == "502"
+    auth = "Basic dXNlcjpwQHNz"  # user:p@ss
+    assert upstream.seen == [("GET http://origin.test:80/x HTTP/1.1", auth),
+                             ("CONNECT origin.test:8080 HTTP/1.1", auth),
+                             ("CONNECT origin.test:80 HTTP/1.1", auth),
+                             ("CONNECT refuse.test:80 HTTP/1.1", auth)]
+
+
+def test_upstream_proxy_keeps_the_policy_time_lookup(server_factory, upstream, uniq, area):
+    """Through an upstream proxy the connection never resolves the target, so an allowed name
+    is looked up on its own: one that does not resolve, or resolves to a local address, is
+    refused (not_allowed_local) and the upstream proxy is never asked."""
+    c = upstream_client(server_factory, upstream)
+    r = sh(c, uniq, "curl -sS http://nothing.invalid/; echo; "
+                    "curl -sS --socks5-hostname 127.0.0.1:1080 http://nothing.invalid/; echo rc=$?",
+           area.ws, ws_policy(area.ws, network="enabled"),
+           networkProxy=upstream_launch(False, domains={"nothing.invalid": "allow"}),
+           enforceManagedNetwork=True)
+    out = r.stdout.decode().split("\n")
+    assert json.loads(out[0])["reason"] == "not_allowed_local"
+    assert out[1] == "rc=97"  # curl: the SOCKS5 proxy refused (reply 2)
+    assert upstream.seen == []
