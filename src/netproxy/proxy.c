@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "chunked.h"
 #include "http.h"
+#include "http-client.h"
 #include "list.h"
 #include "log.h"
 #include "macro.h"
@@ -114,6 +115,12 @@ struct npc {
 	const struct np_upstream *via; /* through this upstream proxy (allowUpstreamProxy), or NULL */
 	struct buf up_head;     /* NPC_UP_CONNECT: the upstream proxy's answer so far */
 	struct np_lookup *lookup; /* the policy-time lookup in flight (through an upstream proxy) */
+	/* FORWARD: the response (its head in up_head until complete, then its body's framing) */
+	bool keep;              /* the client's connection outlives this request */
+	bool head_request;      /* HEAD: the response has no body */
+	int minor;              /* the request's HTTP/1.<minor>: the response's version too */
+	bool resp_started;      /* its head went to the client */
+	struct http_body_reader body;
 };
 
 /*
@@ -620,12 +627,160 @@ static void established(struct npc *c)
 	pass_body(c);
 }
 
+static void client_heads(struct npc *c);
+static bool hop_by_hop_of(const struct http_header *h, const struct http_header *conn, bool response);
+
+/* The response is complete: the client's connection waits for its next request, or ends. */
+static void response_done(struct npc *c)
+{
+	bool body_sent = c->chunked ? netproxy_chunked_done(&c->ch) : c->body_left == 0;
+
+	netconn_close(c->up);
+	c->up = NULL;
+	/* an answer before the request's body ended leaves the client's bytes out of step */
+	if (!c->keep || !body_sent || !c->client) {
+		finish_client(c);
+		npc_maybe_free(c);
+		return;
+	}
+	c->state = NPC_HEAD;
+	c->resp_started = false;
+	c->via = NULL;
+	head_deadline(c); /* an idle connection ends 30 s after its last response, as the reference's */
+	netconn_set_reading(c->client, true);
+	client_heads(c);
+}
+
+/* Body bytes of the response: passed on as they came, their framing followed to the end. */
+static void response_body(struct npc *c, const uint8_t *p, size_t n)
+{
+	long r;
+
+	if (c->body.done || !n)
+		return; /* after the end: not the response's */
+	r = http_body_reader_feed(&c->body, p, n, NULL);
+	if (r < 0) {
+		c->keep = false;
+		r = (long)n; /* malformed framing: passed on, and the connection ends with it */
+	}
+	c->np->srv->metrics.proxy_bytes_down += (uint64_t)r;
+	if (!c->client || netconn_send(c->client, p, (size_t)r) < 0) {
+		netconn_close(c->up);
+		c->up = NULL;
+		npc_maybe_free(c);
+		return;
+	}
+	if (c->body.done) {
+		response_done(c);
+		return;
+	}
+	if (netconn_queued(c->client) > NPC_QUEUE_HIGH)
+		netconn_set_reading(c->up, false);
+}
+
+/*
+ * The response head for the client: hop-by-hop headers dropped (the
+ * origin's Connection: close too), a date added when the origin sent none,
+ * and Connection: close when this connection ends with the response.
+ */
+static int response_head(struct npc *c, const struct http_response *resp, struct buf *out)
+{
+	const struct http_header *conn = http_response_header(resp, "connection");
+	char line[64], date[64];
+	/* in the client's version (as the reference's): an HTTP/1.0 origin's framed answer stays reusable */
+	int n = snprintf(line, sizeof(line), "HTTP/1.%d %03d ", c->minor, resp->status);
+
+	if (buf_append(out, line, (size_t)n) < 0 || buf_append(out, resp->reason, resp->reason_len) < 0 ||
+	    buf_append(out, "\r\n", 2) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < resp->n_headers; i++) {
+		const struct http_header *h = &resp->headers[i];
+
+		if (hop_by_hop_of(h, conn, true))
+			continue;
+		if (buf_append(out, h->name, h->name_len) < 0 || buf_append(out, ": ", 2) < 0 ||
+		    buf_append(out, h->value, h->value_len) < 0 || buf_append(out, "\r\n", 2) < 0)
+			return -ENOMEM;
+	}
+	if (!http_response_header(resp, "date") && http_format_date(time(NULL), date, sizeof(date)) >= 0 &&
+	    (buf_append(out, "date: ", 6) < 0 || buf_append(out, date, strlen(date)) < 0 ||
+	     buf_append(out, "\r\n", 2) < 0))
+		return -ENOMEM;
+	if (!c->keep && buf_append(out, "connection: close\r\n", 19) < 0)
+		return -ENOMEM;
+	return buf_append(out, "\r\n", 2);
+}
+
+/* FORWARD: what the origin (or the upstream proxy) answers. */
+static void forward_response(struct npc *c, const uint8_t *p, size_t n)
+{
+	struct http_response resp;
+	struct buf out = { 0 };
+	int r;
+
+	if (c->resp_started) {
+		response_body(c, p, n);
+		return;
+	}
+	if (buf_append(&c->up_head, p, n) < 0)
+		goto fail;
+	for (;;) {
+		r = http_response_parse((const char *)c->up_head.data, c->up_head.len, NPC_HEAD_MAX, &resp);
+		if (r == -EAGAIN)
+			return;
+		if (r < 0)
+			goto fail;
+		if (resp.status >= 200 || resp.status == 101)
+			break;
+		/* an interim answer (100 Continue): passed on as it is; the final one follows */
+		if (c->client)
+			(void)netconn_send(c->client, c->up_head.data, (size_t)r);
+		buf_consume(&c->up_head, (size_t)r);
+	}
+	if (resp.status == 101 ||
+	    http_body_reader_init(&c->body, &resp, c->head_request, UINT64_MAX) < 0)
+		goto fail;
+	if (c->body.mode == HTTP_BODY_UNTIL_CLOSE)
+		c->keep = false; /* its end is the origin's close: so is the client's */
+	if (response_head(c, &resp, &out) < 0 || !c->client || netconn_send(c->client, out.data, out.len) < 0)
+		goto fail;
+	buf_done(&out);
+	c->resp_started = true;
+	buf_consume(&c->up_head, (size_t)r);
+	{
+		/* the body's first bytes came with the head */
+		struct buf rest = c->up_head;
+
+		c->up_head = (struct buf){ 0 };
+		if (c->body.done)
+			response_done(c);
+		else
+			response_body(c, rest.data, rest.len);
+		buf_done(&rest);
+	}
+	return;
+fail:
+	buf_done(&out);
+	buf_done(&c->up_head);
+	log_info_ratelimited("Network proxy: a bad response from %s:%u", c->host, (unsigned)c->port);
+	if (!c->resp_started)
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+	netconn_close(c->up);
+	c->up = NULL;
+	finish_client(c);
+	npc_maybe_free(c);
+}
+
 static void up_data(struct netconn *nc, const uint8_t *p, size_t n)
 {
 	struct npc *c = netconn_userdata(nc);
 
 	if (c->state == NPC_UP_CONNECT) {
 		up_connect_answer(c, p, n);
+		return;
+	}
+	if (c->state == NPC_FORWARD) {
+		forward_response(c, p, n);
 		return;
 	}
 	c->np->srv->metrics.proxy_bytes_down += n;
@@ -673,6 +828,8 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 			send_text(c, "502 Bad Gateway", NULL, "upstream failure");
 	} else if (was_connecting && err == -EACCES) {
 		refuse(c, NP_NOT_ALLOWED_LOCAL);
+	} else if (c->state == NPC_FORWARD && !c->resp_started) {
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
 	}
 	log_debug("Network proxy: %s:%u from %s ended: %s", c->host, (unsigned)c->port, c->peer,
 		  why ? why : "closed");
@@ -781,12 +938,30 @@ static int set_authority(struct npc *c, const char *a, size_t n, uint16_t def)
 	return 0;
 }
 
-static bool hop_by_hop(const struct http_header *h, const struct http_header *conn)
+static bool name_is(const struct http_header *h, const char *name)
+{
+	return h->name_len == strlen(name) && !strncasecmp(h->name, name, h->name_len);
+}
+
+/*
+ * Hop-by-hop headers, dropped on the way through (RFC 9110 §7.6.1): the
+ * request's and, for a response (its body is passed as it came, framing
+ * included), the same but Transfer-Encoding, Content-Length and Trailer.
+ */
+static bool hop_by_hop_of(const struct http_header *h, const struct http_header *conn, bool response)
 {
 	static const char *const names[] = { "connection", "keep-alive", "proxy-connection",
 					     "proxy-authorization", "te", "trailer", "upgrade", NULL };
+	static const char *const resp_names[] = { "connection", "keep-alive", "proxy-connection",
+						  "proxy-authenticate", "te", "upgrade", NULL };
 
-	for (size_t i = 0; names[i]; i++)
+	if (response && (name_is(h, "transfer-encoding") || name_is(h, "content-length") ||
+			 name_is(h, "trailer")))
+		return false;
+	for (size_t i = 0; response && resp_names[i]; i++)
+		if (name_is(h, resp_names[i]))
+			return true;
+	for (size_t i = 0; !response && names[i]; i++)
 		if (h->name_len == strlen(names[i]) && !strncasecmp(h->name, names[i], h->name_len))
 			return true;
 	/* every header Connection names */
@@ -807,6 +982,19 @@ static bool hop_by_hop(const struct http_header *h, const struct http_header *co
 		}
 	}
 	return false;
+}
+
+static bool hop_by_hop(const struct http_header *h, const struct http_header *conn)
+{
+	return hop_by_hop_of(h, conn, false);
+}
+
+/* True when a Connection header holds the token "close". */
+static bool wants_close(const struct http_header *conn)
+{
+	struct http_header close_h = { .name = "close", .name_len = 5 };
+
+	return conn && hop_by_hop_of(&close_h, conn, false);
 }
 
 /* The request head for the origin: origin-form target, hop-by-hop headers dropped, close. */
@@ -946,6 +1134,16 @@ static int open_upstream(struct npc *c)
 	return dial(c);
 }
 
+/* The request (a head of n bytes) was answered here: the next one may follow, or the end. */
+static void answered(struct npc *c, size_t n)
+{
+	buf_consume(&c->head, n);
+	if (c->keep)
+		head_deadline(c); /* the connection stays open for the next request */
+	else
+		finish_client(c);
+}
+
 /* One complete request head in c->head (n bytes of it). */
 static void handle_request(struct npc *c, const struct http_request *req, size_t n)
 {
@@ -956,6 +1154,8 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	bool limited = c->np->cfg->mode == NP_MODE_LIMITED;
 
 	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
+	/* HTTP/1.1 keeps the connection unless the client asks otherwise (the reference's) */
+	c->keep = req->minor_version >= 1 && !wants_close(http_request_header(req, "connection"));
 	c->decided = false;
 	c->override = false;
 	snprintf(c->method_buf, sizeof(c->method_buf), "%.*s",
@@ -1029,7 +1229,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		} else {
 			send_text(c, "501 Not Implemented", NULL, "unix sockets unsupported");
 		}
-		buf_consume(&c->head, n);
+		answered(c, n);
 		return;
 	}
 	v = netproxy_policy_decide(c->np->pol, c->host);
@@ -1037,8 +1237,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		return; /* the head stays in c->head: handled again once answered */
 	if (v == NP_NOT_ALLOWED && c->rv != RV_NONE) {
 		if (review_refused(c)) {
-			buf_consume(&c->head, n);
-			head_deadline(c);
+			answered(c, n);
 			return;
 		}
 		v = NP_ALLOW_IF_PUBLIC;
@@ -1049,8 +1248,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 				     c->peer, netproxy_verdict_reason(v));
 		emit(c, true, false, "baseline_policy", netproxy_verdict_reason(v));
 		refuse(c, v);
-		buf_consume(&c->head, n);
-		head_deadline(c); /* the connection stays open for the next request */
+		answered(c, n);
 		return;
 	}
 	if (v == NP_ALLOW || limited) {
@@ -1060,7 +1258,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	if (limited && c->connect) {
 		emit(c, false, false, "mode_guard", "mitm_required");
 		send_text(c, "403 Forbidden", "blocked-by-mitm-required", "MITM required for limited HTTPS.");
-		buf_consume(&c->head, n);
+		answered(c, n);
 		return;
 	}
 	if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
@@ -1069,11 +1267,15 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		emit(c, false, false, "mode_guard", "method_not_allowed");
 		send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
 				  "Method not allowed in limited mode.", "mode_guard", "deny");
-		buf_consume(&c->head, n);
+		answered(c, n);
 		return;
 	}
 
 	if (!c->connect) {
+		c->head_request = req->method_len == 4 && !memcmp(req->method, "HEAD", 4);
+		c->minor = req->minor_version;
+		c->resp_started = false;
+		buf_done(&c->up_head);
 		cl = http_request_header(req, "content-length");
 		c->body_left = 0;
 		if (cl) {

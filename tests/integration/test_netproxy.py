@@ -330,17 +330,39 @@ def test_metrics_count_connections_refusals_and_bytes(server, area, origin):
 
 
 def test_chunked_body_is_forwarded_and_nothing_after_it(sclient, uniq, area, origin):
-    """A chunked body reaches the origin whole; a request the client pipelines behind it
-    (to a host the policy refuses) never reaches that upstream."""
+    """A chunked body reaches the origin whole; the connection is kept (HTTP/1.1) and a
+    request the client pipelines behind it is the next request, judged on its own (here
+    refused, and with Connection: close the last), never bytes for the first upstream."""
     script = ("exec 3<>/dev/tcp/127.0.0.1/3128; printf 'POST http://127.0.0.1:%d/c HTTP/1.1\\r\\n"
               "Host: 127.0.0.1:%d\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n5\\r\\nhello\\r\\n"
               "6\\r\\n world\\r\\n0\\r\\n\\r\\nGET http://denied.invalid/ HTTP/1.1\\r\\n"
-              "Host: denied.invalid\\r\\n\\r\\n' >&3; cat <&3") % (origin, origin)
+              "Host: denied.invalid\\r\\nConnection: close\\r\\n\\r\\n' >&3; cat <&3") % (origin, origin)
     r = run(sclient, uniq, area, script, domains={"127.0.0.1": "allow"})
     out = r.stdout.decode()
     assert out.startswith("HTTP/1.0 200 OK") or out.startswith("HTTP/1.1 200 OK"), out
-    seen = json.loads(body_after_head(out))
+    head, rest = out.split("\r\n\r\n", 1)
+    length = int([l for l in head.split("\r\n") if l.lower().startswith("content-length:")][0]
+                 .split(":")[1])
+    assert "connection:" not in head.lower(), head
+    seen = json.loads(rest[:length])
     assert seen["method"] == "POST" and seen["body"] == "hello world" and seen["path"] == "/c"
+    second = rest[length:]
+    assert second.startswith("HTTP/1.1 403 Forbidden\r\n"), second
+    assert json.loads(body_after_head(second))["reason"] == "not_allowed"
+
+
+def test_keep_alive_serves_requests_in_turn(sclient, uniq, area, origin):
+    """One client connection, several forwarded requests (the reference keeps it alive):
+    each response whole and in order; HTTP/1.0 and Connection: close end it."""
+    script = ("unset NO_PROXY no_proxy; "
+              "curl -sS http://127.0.0.1:%d/a http://127.0.0.1:%d/b -w '\\n%%{num_connects}\\n'; "
+              "curl -sS -0 -i http://127.0.0.1:%d/c" % (origin, origin, origin))
+    r = run(sclient, uniq, area, script, domains={"127.0.0.1": "allow"})
+    out = r.stdout.decode().split("\n")
+    # per transfer: the body, then how many connections it opened (0: reused)
+    assert json.loads(out[0])["path"] == "/a" and out[1] == "1", out
+    assert json.loads(out[2])["path"] == "/b" and out[3] == "0", out
+    assert "connection: close" in r.stdout.decode().lower()
 
 
 def test_content_length_and_chunked_together_are_refused(sclient, uniq, area, origin):
