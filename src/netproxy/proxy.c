@@ -118,7 +118,7 @@ struct npc {
 	/* FORWARD: the response (its head in up_head until complete, then its body's framing) */
 	bool keep;              /* the client's connection outlives this request */
 	bool head_request;      /* HEAD: the response has no body */
-	int minor;              /* the request's HTTP/1.<minor>: the response's version too */
+	int minor;              /* the request's HTTP/1.<minor> */
 	bool resp_started;      /* its head went to the client */
 	struct http_body_reader body;
 };
@@ -687,8 +687,8 @@ static int response_head(struct npc *c, const struct http_response *resp, struct
 {
 	const struct http_header *conn = http_response_header(resp, "connection");
 	char line[64], date[64];
-	/* in the client's version (as the reference's): an HTTP/1.0 origin's framed answer stays reusable */
-	int n = snprintf(line, sizeof(line), "HTTP/1.%d %03d ", c->minor, resp->status);
+	/* in the origin's version, as the reference's (an HTTP/1.0 answer: clients reconnect) */
+	int n = snprintf(line, sizeof(line), "HTTP/1.%d %03d ", resp->minor_version, resp->status);
 
 	if (buf_append(out, line, (size_t)n) < 0 || buf_append(out, resp->reason, resp->reason_len) < 0 ||
 	    buf_append(out, "\r\n", 2) < 0)
@@ -706,7 +706,8 @@ static int response_head(struct npc *c, const struct http_response *resp, struct
 	    (buf_append(out, "date: ", 6) < 0 || buf_append(out, date, strlen(date)) < 0 ||
 	     buf_append(out, "\r\n", 2) < 0))
 		return -ENOMEM;
-	if (!c->keep && buf_append(out, "connection: close\r\n", 19) < 0)
+	/* (an HTTP/1.0 client expects the close without being told, and the reference tells it nothing) */
+	if (!c->keep && c->minor >= 1 && buf_append(out, "connection: close\r\n", 19) < 0)
 		return -ENOMEM;
 	return buf_append(out, "\r\n", 2);
 }
