@@ -311,15 +311,45 @@ static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 	return 0;
 }
 
+/*
+ * SOCKS5 CONNECT success: BND names the local address and port of the
+ * proxy's outbound socket, as the reference's (ATYP 1 or 4). Returns its size.
+ */
+static size_t socks_bound_reply(struct netconn *nc, uint8_t out[22])
+{
+	struct sockaddr_storage ss;
+
+	memset(out, 0, 22);
+	out[0] = 5;
+	out[3] = 1;
+	if (netconn_local_address(nc, &ss) < 0)
+		return 10;
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+
+		out[3] = 4;
+		memcpy(out + 4, &in6->sin6_addr, 16);
+		memcpy(out + 20, &in6->sin6_port, 2);
+		return 22;
+	}
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+
+		memcpy(out + 4, &in->sin_addr, 4);
+		memcpy(out + 8, &in->sin_port, 2);
+	}
+	return 10;
+}
+
 static void up_connected(struct netconn *nc)
 {
 	struct npc *c = netconn_userdata(nc);
 
 	if (c->socks) {
-		static const uint8_t ok[10] = { 5, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+		uint8_t ok[22];
 
 		c->state = NPC_TUNNEL;
-		(void)netconn_send(c->client, ok, sizeof(ok));
+		(void)netconn_send(c->client, ok, socks_bound_reply(nc, ok));
 		if (c->head.len && netconn_send(nc, c->head.data, c->head.len) == 0)
 			buf_consume(&c->head, c->head.len);
 		client_resume(c);

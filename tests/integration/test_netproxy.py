@@ -453,3 +453,40 @@ def test_host_unix_sockets_are_not_a_way_around_the_proxy(sclient, uniq, area, a
     finally:
         ls.close()
         ds.close()
+
+
+def py(script, *args):
+    """A bash command running script with python3 (in the sandbox)."""
+    return "python3 -c '%s' %s" % (script.replace("'", "'\\''"), " ".join(str(a) for a in args))
+
+
+SOCKS_CONNECT = r'''
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", 1080))
+s.sendall(b"\x05\x01\x00")
+assert s.recv(2) == b"\x05\x00"
+s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", int(sys.argv[1])))
+r = b""
+while len(r) < 10:
+    r += s.recv(10 - len(r))
+print(r.hex())
+s.sendall(b"GET /r HTTP/1.0\r\nHost: x\r\n\r\n")
+out = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    out += b
+print(out.split(b"\r\n\r\n", 1)[1].decode())
+'''
+
+
+def test_socks5_connect_reply_names_the_outbound_socket(sclient, uniq, area, origin):
+    """The success reply carries the local address and port of the proxy's outbound
+    socket (the reference's `05 00 00 01 7f000001 dd62`), not zeros."""
+    r = run(sclient, uniq, area, py(SOCKS_CONNECT, origin), domains={"127.0.0.1": "allow"})
+    reply, body = r.stdout.decode().split("\n", 1)
+    assert reply.startswith("05000001"), text(r)
+    addr, port = bytes.fromhex(reply[8:16]), int(reply[16:20], 16)
+    assert socket.inet_ntoa(addr) == "127.0.0.1" and port not in (0, origin)
+    assert json.loads(body)["path"] == "/r"
