@@ -35,6 +35,7 @@
 #include "proxy.h"
 #include "ring.h"
 #include "server.h"
+#include "socks-udp.h"
 
 #define NPC_HEAD_MAX (64 * 1024)     /* a request head larger than this: 431 */
 #define NPC_MAX_CONNS 256            /* client connections per process */
@@ -48,6 +49,7 @@ struct netproxy {
 	struct netproxy_config *cfg;
 	struct np_policy *pol;
 	int http_fd, socks_fd, udp_fd;
+	struct np_udp *udp;           /* SOCKS5 UDP ASSOCIATE's relay (socks-udp.c), when enabled */
 	struct uring_op accept_op, socks_accept_op;
 	struct uring_timer pause;     /* accepting paused (no fd or memory left): retried when it fires */
 	bool paused[2];               /* which listener waits for it (HTTP, SOCKS5) */
@@ -67,6 +69,7 @@ enum npc_state {
 	NPC_DONE,    /* ending */
 	NPC_SOCKS_GREETING, /* SOCKS5: the client's methods */
 	NPC_SOCKS_REQUEST,  /* SOCKS5: its request */
+	NPC_SOCKS_UDP,      /* SOCKS5: the control connection of a UDP association */
 };
 
 struct npc {
@@ -89,12 +92,17 @@ struct npc {
 	const char *method;     /* the request's method (static copy below), NULL for SOCKS5 */
 	char method_buf[16];
 	bool decided;           /* the domain decision was reported */
+	struct sockaddr_storage peer_addr; /* the client's address (AF_UNSPEC if unknown) */
+	struct np_udp_assoc *assoc; /* NPC_SOCKS_UDP: its association */
+	bool udp;               /* decisions are about its datagrams (protocol socks5_udp) */
 };
 
 static void finish_client(struct npc *c);
 
 static void npc_free(struct npc *c)
 {
+	np_udp_assoc_end(c->assoc); /* the association lives as long as its control connection */
+	c->assoc = NULL;
 	list_del(&c->link);
 	c->np->n_conns--;
 	buf_done(&c->head);
@@ -192,6 +200,11 @@ out:
 	buf_done(&out);
 }
 
+static const char *protocol(const struct npc *c)
+{
+	return c->udp ? "socks5_udp" : c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
+}
+
 /* One network/policyDecision (the reference's members, in its order). */
 static void emit(struct npc *c, bool domain, bool allow, const char *source, const char *reason)
 {
@@ -213,7 +226,7 @@ static void emit(struct npc *c, bool domain, bool allow, const char *source, con
 		struct log_field fl[] = {
 			LOG_STR("session", np->session ? np->session : ""),
 			LOG_STR("process", np->process ? np->process : ""),
-			LOG_STR("protocol", c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http"),
+			LOG_STR("protocol", protocol(c)),
 			LOG_STR("host", c->host),
 			LOG_INT("port", c->port),
 			LOG_STR("decision", allow ? "allow" : "deny"),
@@ -238,7 +251,7 @@ static void emit(struct npc *c, bool domain, bool allow, const char *source, con
 	    buf_append(&b, ",\"protocol\":\"", 13) < 0)
 		goto out;
 	{
-		const char *proto = c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
+		const char *proto = protocol(c);
 
 		if (buf_append(&b, proto, strlen(proto)) < 0 || buf_append(&b, "\",\"host\":", 9) < 0 ||
 		    log_json_string(&b, c->host, strlen(c->host)) < 0 ||
@@ -766,7 +779,26 @@ static void socks_reply(struct npc *c, uint8_t code)
 	finish_client(c);
 }
 
-/* SOCKS5 (RFC 1928), no authentication; CONNECT only so far. */
+/* UDP ASSOCIATE: the relay's address, then the control connection only waits for its end. */
+static void socks_associate(struct npc *c, uint16_t want_port)
+{
+	uint8_t r[10];
+	int k = 0;
+
+	if (!c->np->udp || (k = np_udp_associate(c->np->udp, c, &c->peer_addr, want_port, r, &c->assoc)) < 0) {
+		c->assoc = NULL;
+		log_info_ratelimited("Network proxy: UDP ASSOCIATE from %s refused (%s)", c->peer,
+				     c->np->udp ? strerror(-k) : "no relay socket");
+		socks_reply(c, 1);
+		return;
+	}
+	c->state = NPC_SOCKS_UDP;
+	c->udp = true;
+	uring_timer_cancel(&c->head_timer);
+	(void)netconn_send(c->client, r, sizeof(r));
+}
+
+/* SOCKS5 (RFC 1928), no authentication: CONNECT and UDP ASSOCIATE. */
 static void socks_input(struct npc *c)
 {
 	const uint8_t *b = c->head.data;
@@ -816,8 +848,13 @@ static void socks_input(struct npc *c)
 	}
 	if (len < need)
 		return;
+	if (b[1] == 3 && c->np->cfg->enable_socks5_udp) {
+		socks_associate(c, (uint16_t)(b[need - 2] << 8 | b[need - 1]));
+		buf_consume(&c->head, need);
+		return;
+	}
 	if (b[1] != 1) {
-		/* BIND, and UDP ASSOCIATE (TODO(issue 22): the UDP relay): command not supported */
+		/* BIND, and UDP ASSOCIATE when enableSocks5Udp is false: command not supported */
 		socks_reply(c, 7);
 		return;
 	}
@@ -897,6 +934,7 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 		}
 		socks_input(c);
 		return;
+	case NPC_SOCKS_UDP: /* nothing more is expected on a control connection */
 	case NPC_DONE:
 		return;
 	}
@@ -1015,6 +1053,9 @@ static void accepted(struct netproxy *np, int res, bool socks)
 
 		if (getpeername(res, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET)
 			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a));
+		else
+			ss.ss_family = AF_UNSPEC;
+		c->peer_addr = ss;
 		snprintf(c->peer, sizeof(c->peer), "%s:%u", a,
 			 ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port) : 0);
 	}
@@ -1065,6 +1106,13 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 	/* Without SOCKS5 nothing listens on its port: a connect there is refused at once. */
 	if (!cfg->enable_socks5)
 		np->socks_fd = safe_close(np->socks_fd);
+	if (np->socks_fd >= 0 && cfg->enable_socks5_udp && np->udp_fd >= 0) {
+		r = np_udp_new(s, np->pol, cfg->mode == NP_MODE_LIMITED, cfg->allow_local_binding,
+			       TAKE_FD(np->udp_fd), &np->udp);
+		if (r < 0)
+			log_warning_errno(r, "Network proxy: no SOCKS5 UDP relay: %m");
+	}
+	np->udp_fd = safe_close(np->udp_fd);
 	arm_accept(np, false);
 	if (np->socks_fd >= 0)
 		arm_accept(np, true);
@@ -1106,6 +1154,8 @@ void netproxy_free(struct netproxy *np)
 		c->client = c->up = NULL;
 		npc_free(c);
 	}
+	np_udp_free(np->udp);
+	np->udp = NULL;
 	netproxy_policy_free(np->pol);
 	netproxy_config_free(np->cfg);
 	free(np->session);
@@ -1121,6 +1171,22 @@ void netproxy_free(struct netproxy *np)
 	if (!uring_op_idle(&np->socks_accept_op))
 		uring_cancel(&np->srv->ring, &np->socks_accept_op);
 	netproxy_maybe_release(np);
+}
+
+/* socks-udp.h: a decision about a datagram's destination. */
+void netproxy_udp_decision(struct npc *c, const char *host, uint16_t port, bool domain, bool allow,
+			   const char *source, const char *reason)
+{
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	c->method = NULL;
+	emit(c, domain, allow, source, reason);
+}
+
+/* socks-udp.h: a refused datagram (or an idle association) closes the control connection. */
+void netproxy_udp_end(struct npc *c)
+{
+	finish_client(c);
 }
 
 /* After netproxy_free(): the memory goes once no op of it is in flight. */
