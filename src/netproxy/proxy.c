@@ -101,7 +101,7 @@ static void finish_client(struct npc *c);
 
 static void npc_free(struct npc *c)
 {
-	np_udp_assoc_end(c->assoc); /* the association lives as long as its control connection */
+	netproxy_udp_assoc_end(c->assoc); /* the association lives as long as its control connection */
 	c->assoc = NULL;
 	list_del(&c->link);
 	c->np->n_conns--;
@@ -785,7 +785,7 @@ static void socks_associate(struct npc *c, uint16_t want_port)
 	uint8_t r[10];
 	int k = 0;
 
-	if (!c->np->udp || (k = np_udp_associate(c->np->udp, c, &c->peer_addr, want_port, r, &c->assoc)) < 0) {
+	if (!c->np->udp || (k = netproxy_udp_associate(c->np->udp, c, &c->peer_addr, want_port, r, &c->assoc)) < 0) {
 		c->assoc = NULL;
 		log_info_ratelimited("Network proxy: UDP ASSOCIATE from %s refused (%s)", c->peer,
 				     c->np->udp ? strerror(-k) : "no relay socket");
@@ -1107,7 +1107,7 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 	if (!cfg->enable_socks5)
 		np->socks_fd = safe_close(np->socks_fd);
 	if (np->socks_fd >= 0 && cfg->enable_socks5_udp && np->udp_fd >= 0) {
-		r = np_udp_new(s, np->pol, cfg->mode == NP_MODE_LIMITED, cfg->allow_local_binding,
+		r = netproxy_udp_new(s, np->pol, cfg->mode == NP_MODE_LIMITED, cfg->allow_local_binding,
 			       TAKE_FD(np->udp_fd), &np->udp);
 		if (r < 0)
 			log_warning_errno(r, "Network proxy: no SOCKS5 UDP relay: %m");
@@ -1154,7 +1154,7 @@ void netproxy_free(struct netproxy *np)
 		c->client = c->up = NULL;
 		npc_free(c);
 	}
-	np_udp_free(np->udp);
+	netproxy_udp_free(np->udp);
 	np->udp = NULL;
 	netproxy_policy_free(np->pol);
 	netproxy_config_free(np->cfg);

@@ -123,7 +123,7 @@ struct np_udp_dns {
 
 /* ---- the header (pure) ---- */
 
-int np_socks_udp_parse(const uint8_t *p, size_t n, struct np_udp_header *h)
+int netproxy_udp_parse(const uint8_t *p, size_t n, struct np_udp_header *h)
 {
 	size_t off;
 
@@ -163,7 +163,7 @@ int np_socks_udp_parse(const uint8_t *p, size_t n, struct np_udp_header *h)
 	return h->port ? 0 : -EINVAL;
 }
 
-size_t np_socks_udp_reply_header(const struct sockaddr *sa, uint8_t out[22])
+size_t netproxy_udp_reply_header(const struct sockaddr *sa, uint8_t out[22])
 {
 	memset(out, 0, 4);
 	if (sa->sa_family == AF_INET) {
@@ -258,7 +258,7 @@ static void rx_sent(struct uring_op *op, int res, uint32_t flags);
 static void rx_send(struct np_udp_assoc *a, int i)
 {
 	struct np_udp_out *o = &a->out[i];
-	size_t hl = np_socks_udp_reply_header((struct sockaddr *)&o->from, a->rx_hdr);
+	size_t hl = netproxy_udp_reply_header((struct sockaddr *)&o->from, a->rx_hdr);
 	struct io_uring_sqe *sqe;
 
 	o->has_ready = false;
@@ -578,7 +578,7 @@ static void assoc_input(struct np_udp_assoc *a, const uint8_t *p, size_t n)
 	struct np_udp_dest *d;
 	char host[256];
 
-	if (a->ending || np_socks_udp_parse(p, n, &h) < 0 || h.frag)
+	if (a->ending || netproxy_udp_parse(p, n, &h) < 0 || h.frag)
 		return; /* malformed, or a fragment (not supported): dropped */
 	a->last_ms = now_ms();
 	if (!uring_op_idle(&a->tx_op) || a->tx_waiting)
@@ -652,7 +652,7 @@ static void udp_arm(struct np_udp *u)
 	io_uring_prep_recvmsg(sqe, u->fd, &u->msg, 0);
 }
 
-int np_udp_new(struct server *s, const struct np_policy *pol, bool limited, bool allow_local, int fd,
+int netproxy_udp_new(struct server *s, const struct np_policy *pol, bool limited, bool allow_local, int fd,
 	       struct np_udp **ret)
 {
 	struct np_udp *u = calloc(1, sizeof(*u));
@@ -679,7 +679,7 @@ int np_udp_new(struct server *s, const struct np_policy *pol, bool limited, bool
 	return 0;
 }
 
-int np_udp_associate(struct np_udp *u, struct npc *c, const struct sockaddr_storage *ctrl,
+int netproxy_udp_associate(struct np_udp *u, struct npc *c, const struct sockaddr_storage *ctrl,
 		     uint16_t want_port, uint8_t reply[10], struct np_udp_assoc **ret)
 {
 	struct np_udp_assoc *a;
@@ -737,7 +737,7 @@ static void cancel_op(struct uring *ring, struct uring_op *op)
 		uring_cancel(ring, op);
 }
 
-void np_udp_assoc_end(struct np_udp_assoc *a)
+void netproxy_udp_assoc_end(struct np_udp_assoc *a)
 {
 	if (!a || a->dead)
 		return;
@@ -759,14 +759,14 @@ void np_udp_assoc_end(struct np_udp_assoc *a)
 	assoc_maybe_free(a);
 }
 
-void np_udp_free(struct np_udp *u)
+void netproxy_udp_free(struct np_udp *u)
 {
 	struct np_udp_assoc *a, *tmp;
 
 	if (!u)
 		return;
 	list_for_each_entry_safe(a, tmp, &u->assocs, link)
-		np_udp_assoc_end(a);
+		netproxy_udp_assoc_end(a);
 	u->freeing = true;
 	u->fd = safe_close(u->fd);
 	cancel_op(&u->srv->ring, &u->recv_op);

@@ -47,29 +47,29 @@ struct np_udp_header {
  * ATYP, an empty name or one holding a NUL, port 0). A FRAG other than 0 is
  * returned as parsed (the relay drops fragments).
  */
-int np_socks_udp_parse(const uint8_t *p, size_t n, struct np_udp_header *h);
+int netproxy_udp_parse(const uint8_t *p, size_t n, struct np_udp_header *h);
 /* The header of a datagram relayed back from sa (ATYP 1 or 4): its size, 10 or 22; 0 for another family. */
-size_t np_socks_udp_reply_header(const struct sockaddr *sa, uint8_t out[22]);
+size_t netproxy_udp_reply_header(const struct sockaddr *sa, uint8_t out[22]);
 
 /*
- * A relay serving fd (taken; closed by np_udp_free, also on failure). pol
- * must live until np_udp_free; limited and allow_local are the launch's mode
+ * A relay serving fd (taken; closed by netproxy_udp_free, also on failure). pol
+ * must live until netproxy_udp_free; limited and allow_local are the launch's mode
  * and allowLocalBinding. 0 with *ret, or -errno.
  */
-int np_udp_new(struct server *s, const struct np_policy *pol, bool limited, bool allow_local, int fd,
+int netproxy_udp_new(struct server *s, const struct np_policy *pol, bool limited, bool allow_local, int fd,
 	       struct np_udp **ret);
 /* Ends every association and the relay (no hook runs after it). NULL is fine. */
-void np_udp_free(struct np_udp *u);
+void netproxy_udp_free(struct np_udp *u);
 /*
  * UDP ASSOCIATE from control connection c whose peer is ctrl (its IP is the
  * client's; want_port, when not 0, its UDP source port). Fills the success
  * reply (05 00 00 01 BND.ADDR BND.PORT: the relay socket). 0 with *ret, or
  * -ENOSPC (too many associations), -ENOMEM.
  */
-int np_udp_associate(struct np_udp *u, struct npc *c, const struct sockaddr_storage *ctrl,
+int netproxy_udp_associate(struct np_udp *u, struct npc *c, const struct sockaddr_storage *ctrl,
 		     uint16_t want_port, uint8_t reply[10], struct np_udp_assoc **ret);
 /* The control connection is gone: the association ends (no hook runs after it). */
-void np_udp_assoc_end(struct np_udp_assoc *a);
+void netproxy_udp_assoc_end(struct np_udp_assoc *a);
 
 /* proxy.c's side: a decision on host:port (network/policyDecision + audit), protocol socks5_udp. */
 void netproxy_udp_decision(struct npc *c, const char *host, uint16_t port, bool domain, bool allow,
