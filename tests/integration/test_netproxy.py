@@ -685,3 +685,21 @@ def test_socks5_udp_unenforced_relay_on_the_hosts_loopback(sclient, uniq, area, 
     out = sclient.collect(pid).stdout.decode().split("\n")
     assert out[0].startswith("050000017f000001") and out[0] != "050000017f000001" + "%04x" % 1080
     assert out[1:3] == [udp_reply(b"x", udp_echo.port), "open"], out
+
+
+def test_socks5_udp_metrics_count_bytes_and_decisions(server, area, udp_echo):
+    from test_metrics import scrape, v
+    c = server.connect()
+    _, before = scrape(server)
+    c.start("mu", ["/bin/bash", "-c", py(SOCKS_UDP, "127.0.0.1", udp_echo.port, "x" * 100)],
+            cwd=area.ws, sandbox=ws_policy(area.ws, network="enabled"),
+            enforceManagedNetwork=True, networkProxy=launch(domains={"127.0.0.1": "allow"}))
+    assert c.collect("mu").stdout.decode().split("\n")[2] == "open"
+    _, after = scrape(server)
+
+    def d(name, **labels):
+        return v(after, name, **labels) - v(before, name, **labels)
+    assert d("uexec_network_proxy_allowed_total") == 1
+    assert d("uexec_network_proxy_bytes_total", direction="up") == 100
+    assert d("uexec_network_proxy_bytes_total", direction="down") == 105
+    c.close()
