@@ -5,7 +5,8 @@
  * requests, CONNECT) with the reference's policy and refusal answers.
  * Upstream connections are netconns (DNS on the worker pool; names the
  * policy allows only if public are checked once resolved, before any
- * connect). Work in progress: SOCKS5, decision notifications, review.
+ * connect). SOCKS5 CONNECT here, UDP ASSOCIATE in socks-udp.c. Work in
+ * progress: review (docs/NETPROXY-PLAN.md).
  */
 #pragma once
 
