@@ -38,6 +38,7 @@
 #include "server.h"
 #include "upstream.h"
 #include "worker.h"
+#include "socks-udp.h"
 
 #define NPC_HEAD_MAX (64 * 1024)     /* a request head larger than this: 431 */
 #define NPC_MAX_CONNS 256            /* client connections per process */
@@ -51,6 +52,7 @@ struct netproxy {
 	struct netproxy_config *cfg;
 	struct np_policy *pol;
 	int http_fd, socks_fd, udp_fd;
+	struct np_udp *udp;           /* SOCKS5 UDP ASSOCIATE's relay (socks-udp.c), when enabled */
 	struct uring_op accept_op, socks_accept_op;
 	struct uring_timer pause;     /* accepting paused (no fd or memory left): retried when it fires */
 	bool paused[2];               /* which listener waits for it (HTTP, SOCKS5) */
@@ -75,6 +77,7 @@ enum npc_state {
 	NPC_DONE,    /* ending */
 	NPC_SOCKS_GREETING, /* SOCKS5: the client's methods */
 	NPC_SOCKS_REQUEST,  /* SOCKS5: its request */
+	NPC_SOCKS_UDP,      /* SOCKS5: the control connection of a UDP association */
 	NPC_ASKING,  /* the client of the server is asked about the target (review) */
 };
 
@@ -107,6 +110,9 @@ struct npc {
 	const char *method;     /* the request's method (static copy below), NULL for SOCKS5 */
 	char method_buf[16];
 	bool decided;           /* the domain decision was reported */
+	struct sockaddr_storage peer_addr; /* the client's address (AF_UNSPEC if unknown) */
+	struct np_udp_assoc *assoc; /* NPC_SOCKS_UDP: its association */
+	bool udp;               /* decisions are about its datagrams (protocol socks5_udp) */
 	bool override;          /* allowed by the decider where the baseline would deny */
 	enum npc_review rv;     /* the review's answer, taken by review_refused() */
 	char *rv_reason;        /* RV_DENY, RV_ASK: the client's reason */
@@ -146,6 +152,8 @@ static void npc_release(struct npc *c)
 
 static void npc_free(struct npc *c)
 {
+	netproxy_udp_assoc_end(c->assoc); /* the association lives as long as its control connection */
+	c->assoc = NULL;
 	list_del(&c->link);
 	c->np->n_conns--;
 	buf_done(&c->head);
@@ -252,6 +260,11 @@ out:
 	buf_done(&out);
 }
 
+static const char *protocol(const struct npc *c)
+{
+	return c->udp ? "socks5_udp" : c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
+}
+
 /* One network/policyDecision (the reference's members, in its order). */
 static void emit_decision(struct npc *c, bool domain, const char *decision, const char *source,
 			  const char *reason)
@@ -275,7 +288,7 @@ static void emit_decision(struct npc *c, bool domain, const char *decision, cons
 		struct log_field fl[] = {
 			LOG_STR("session", np->session ? np->session : ""),
 			LOG_STR("process", np->process ? np->process : ""),
-			LOG_STR("protocol", c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http"),
+			LOG_STR("protocol", protocol(c)),
 			LOG_STR("host", c->host),
 			LOG_INT("port", c->port),
 			LOG_STR("decision", decision),
@@ -300,7 +313,7 @@ static void emit_decision(struct npc *c, bool domain, const char *decision, cons
 	    buf_append(&b, ",\"protocol\":\"", 13) < 0)
 		goto out;
 	{
-		const char *proto = c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
+		const char *proto = protocol(c);
 
 		if (buf_append(&b, proto, strlen(proto)) < 0 || buf_append(&b, "\",\"host\":", 9) < 0 ||
 		    log_json_string(&b, c->host, strlen(c->host)) < 0 ||
@@ -380,10 +393,6 @@ static bool review_refused(struct npc *c)
 	return true;
 }
 
-static const char *npc_protocol(const struct npc *c)
-{
-	return c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
-}
 
 static void review_resume(struct npc *c);
 
@@ -422,7 +431,7 @@ static bool review_start(struct npc *c)
 	/* the reference's decider never asks about such a host */
 	if (strlen(c->host) > 253 || !np->reviewer)
 		return false;
-	c->review = np->reviewer->ask(np->owner, npc_protocol(c), c->host, c->port, c);
+	c->review = np->reviewer->ask(np->owner, protocol(c), c->host, c->port, c);
 	if (!c->review)
 		return false;
 	c->rv = RV_NONE;
@@ -508,6 +517,35 @@ static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 }
 
 static void established(struct npc *c);
+/*
+ * SOCKS5 CONNECT success: BND names the local address and port of the
+ * proxy's outbound socket, as the reference's (ATYP 1 or 4). Returns its size.
+ */
+static size_t socks_bound_reply(struct netconn *nc, uint8_t out[22])
+{
+	struct sockaddr_storage ss;
+
+	memset(out, 0, 22);
+	out[0] = 5;
+	out[3] = 1;
+	if (netconn_local_address(nc, &ss) < 0)
+		return 10;
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+
+		out[3] = 4;
+		memcpy(out + 4, &in6->sin6_addr, 16);
+		memcpy(out + 20, &in6->sin6_port, 2);
+		return 22;
+	}
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+
+		memcpy(out + 4, &in->sin_addr, 4);
+		memcpy(out + 8, &in->sin_port, 2);
+	}
+	return 10;
+}
 
 static void up_connected(struct netconn *nc)
 {
@@ -594,10 +632,10 @@ static void established(struct npc *c)
 	struct netconn *nc = c->up;
 
 	if (c->socks) {
-		static const uint8_t ok[10] = { 5, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+		uint8_t ok[22];
 
 		c->state = NPC_TUNNEL;
-		(void)netconn_send(c->client, ok, sizeof(ok));
+		(void)netconn_send(c->client, ok, socks_bound_reply(nc, ok));
 		if (c->head.len && netconn_send(nc, c->head.data, c->head.len) == 0)
 			buf_consume(&c->head, c->head.len);
 		client_resume(c);
@@ -1349,7 +1387,26 @@ static void socks_reply(struct npc *c, uint8_t code)
 
 static void socks_decided(struct npc *c, enum np_verdict v);
 
-/* SOCKS5 (RFC 1928), no authentication; CONNECT only so far. */
+/* UDP ASSOCIATE: the relay's address, then the control connection only waits for its end. */
+static void socks_associate(struct npc *c, uint16_t want_port)
+{
+	uint8_t r[10];
+	int k = 0;
+
+	if (!c->np->udp || (k = netproxy_udp_associate(c->np->udp, c, &c->peer_addr, want_port, r, &c->assoc)) < 0) {
+		c->assoc = NULL;
+		log_info_ratelimited("Network proxy: UDP ASSOCIATE from %s refused (%s)", c->peer,
+				     c->np->udp ? strerror(-k) : "no relay socket");
+		socks_reply(c, 1);
+		return;
+	}
+	c->state = NPC_SOCKS_UDP;
+	c->udp = true;
+	uring_timer_cancel(&c->head_timer);
+	(void)netconn_send(c->client, r, sizeof(r));
+}
+
+/* SOCKS5 (RFC 1928), no authentication: CONNECT and UDP ASSOCIATE. */
 static void socks_input(struct npc *c)
 {
 	const uint8_t *b = c->head.data;
@@ -1399,8 +1456,13 @@ static void socks_input(struct npc *c)
 	}
 	if (len < need)
 		return;
+	if (b[1] == 3 && c->np->cfg->enable_socks5_udp) {
+		socks_associate(c, (uint16_t)(b[need - 2] << 8 | b[need - 1]));
+		buf_consume(&c->head, need);
+		return;
+	}
 	if (b[1] != 1) {
-		/* BIND, and UDP ASSOCIATE (TODO(issue 22): the UDP relay): command not supported */
+		/* BIND, and UDP ASSOCIATE when enableSocks5Udp is false: command not supported */
 		socks_reply(c, 7);
 		return;
 	}
@@ -1499,6 +1561,7 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 		}
 		socks_input(c);
 		return;
+	case NPC_SOCKS_UDP: /* nothing more is expected on a control connection */
 	case NPC_DONE:
 		return;
 	}
@@ -1643,6 +1706,9 @@ static void accepted(struct netproxy *np, int res, bool socks)
 
 		if (getpeername(res, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET)
 			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a));
+		else
+			ss.ss_family = AF_UNSPEC;
+		c->peer_addr = ss;
 		snprintf(c->peer, sizeof(c->peer), "%s:%u", a,
 			 ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port) : 0);
 	}
@@ -1710,6 +1776,13 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 	/* Without SOCKS5 nothing listens on its port: a connect there is refused at once. */
 	if (!cfg->enable_socks5)
 		np->socks_fd = safe_close(np->socks_fd);
+	if (np->socks_fd >= 0 && cfg->enable_socks5_udp && np->udp_fd >= 0) {
+		r = netproxy_udp_new(s, np->pol, cfg->mode == NP_MODE_LIMITED, cfg->allow_local_binding,
+			       TAKE_FD(np->udp_fd), &np->udp);
+		if (r < 0)
+			log_warning_errno(r, "Network proxy: no SOCKS5 UDP relay: %m");
+	}
+	np->udp_fd = safe_close(np->udp_fd);
 	arm_accept(np, false);
 	if (np->socks_fd >= 0)
 		arm_accept(np, true);
@@ -1759,6 +1832,8 @@ void netproxy_free(struct netproxy *np)
 		c->client = c->up = NULL;
 		npc_free(c);
 	}
+	netproxy_udp_free(np->udp);
+	np->udp = NULL;
 	netproxy_policy_free(np->pol);
 	netproxy_config_free(np->cfg);
 	netproxy_upstream_done(&np->upstream[0]);
@@ -1776,6 +1851,22 @@ void netproxy_free(struct netproxy *np)
 	if (!uring_op_idle(&np->socks_accept_op))
 		uring_cancel(&np->srv->ring, &np->socks_accept_op);
 	netproxy_maybe_release(np);
+}
+
+/* socks-udp.h: a decision about a datagram's destination. */
+void netproxy_udp_decision(struct npc *c, const char *host, uint16_t port, bool domain, bool allow,
+			   const char *source, const char *reason)
+{
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	c->method = NULL;
+	emit(c, domain, allow, source, reason);
+}
+
+/* socks-udp.h: a refused datagram (or an idle association) closes the control connection. */
+void netproxy_udp_end(struct npc *c)
+{
+	finish_client(c);
 }
 
 /* After netproxy_free(): the memory goes once no op of it is in flight. */
