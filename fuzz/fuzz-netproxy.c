@@ -8,8 +8,13 @@
  * - 1: a pattern checked for the allow and the deny list, and (when valid)
  *   compiled into a policy that decides a few hosts;
  * - 2: a chunked body: where it ends is the same whether it comes whole or
- *   a byte at a time, and never past the input.
+ *   a byte at a time, and never past the input;
+ * - exactly 3 (checked first; other values keep the mapping above): a
+ *   SOCKS5 UDP request header parsed: never past the input, the host a
+ *   string of its field, and an IP header rebuilt from the parsed address
+ *   (the reply's form) is the input's own bytes.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,7 @@
 #include "fuzz.h"
 #include "netproxy-config.h"
 #include "policy.h"
+#include "socks-udp.h"
 
 static struct np_policy *fixed;
 
@@ -51,6 +57,38 @@ static long chunked_end(const uint8_t *p, size_t n, size_t step)
 	return -2;
 }
 
+static void udp_header(const uint8_t *p, size_t n)
+{
+	struct np_udp_header h;
+	struct sockaddr_storage ss = { 0 };
+	uint8_t out[22];
+	size_t k;
+
+	if (netproxy_udp_parse(p, n, &h) < 0)
+		return;
+	FUZZ_CHECK(h.len <= n && h.port && memchr(h.host, 0, sizeof(h.host)));
+	if (h.atyp == 3) {
+		FUZZ_CHECK(strlen(h.host) == p[4] && h.len == 7u + p[4]);
+		return;
+	}
+	FUZZ_CHECK(h.atyp == 1 || h.atyp == 4);
+	if (h.atyp == 1) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+		in->sin_family = AF_INET;
+		memcpy(&in->sin_addr, p + 4, 4);
+		in->sin_port = htons(h.port);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+		in6->sin6_family = AF_INET6;
+		memcpy(&in6->sin6_addr, p + 4, 16);
+		in6->sin6_port = htons(h.port);
+	}
+	k = netproxy_udp_reply_header((struct sockaddr *)&ss, out);
+	FUZZ_CHECK(k == h.len && !memcmp(out + 3, p + 3, k - 3) && (h.frag || !memcmp(out, p, 3)));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s, a[256], b[256], err[512];
@@ -60,6 +98,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!fixed)
 		fixed = make("*.example.com", "bad.example.com");
 	FUZZ_CHECK(fixed);
+	if (data[0] == 3) {
+		udp_header(data + 1, size - 1);
+		return 0;
+	}
 	switch (data[0] % 3) {
 	case 0: {
 		size_t n = netproxy_normalize_host((const char *)data + 1, size - 1, a, sizeof(a));

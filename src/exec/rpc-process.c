@@ -542,9 +542,15 @@ static void audit_start(struct conn *c, json_t **f, char **argv, const char *cwd
 	}
 }
 
-/* Two TCP listeners on the host's 127.0.0.1 (HTTP, SOCKS5), ports chosen by the kernel. */
-static int host_listeners(int fds[2], uint16_t ports[2])
+/*
+ * Unenforced: the proxy's listeners on the host's loopback, HTTP and SOCKS5
+ * TCP on ports of their own, and the SOCKS5 UDP relay (UDP ASSOCIATE's
+ * reply names it) on the SOCKS5 port when free, else on one of its own.
+ */
+static int host_listeners(int fds[3], uint16_t ports[2])
 {
+	struct sockaddr_in udp = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
 	for (int i = 0; i < 2; i++) {
 		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 		socklen_t len = sizeof(sin);
@@ -555,7 +561,14 @@ static int host_listeners(int fds[2], uint16_t ports[2])
 			return -errno;
 		ports[i] = ntohs(sin.sin_port);
 	}
-	return 0;
+	fds[2] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fds[2] < 0)
+		return -errno;
+	udp.sin_port = htons(ports[1]);
+	if (bind(fds[2], (struct sockaddr *)&udp, sizeof(udp)) == 0)
+		return 0;
+	udp.sin_port = 0;
+	return bind(fds[2], (struct sockaddr *)&udp, sizeof(udp)) < 0 ? -errno : 0;
 }
 
 static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
@@ -576,7 +589,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	struct netproxy_config *npc = NULL;
 	struct netproxy *np = NULL;
 	bool managed, mn_ttcp = false;
-	int nr = 0, hfds[2] = { -1, -1 };
+	int nr = 0, hfds[3] = { -1, -1, -1 };
 	uint16_t hports[2] = { 0, 0 };
 
 	if (params_decode(params, "WireExecParams", start_fields, _F_START_MAX, f, err, sizeof(err)) < 0 ||
@@ -735,7 +748,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		goto out;
 	}
 	if (npc && !managed) {
-		nr = netproxy_new(c->srv, TAKE_PTR(npc), TAKE_FD(hfds[0]), TAKE_FD(hfds[1]), -1, &np,
+		nr = netproxy_new(c->srv, TAKE_PTR(npc), TAKE_FD(hfds[0]), TAKE_FD(hfds[1]), TAKE_FD(hfds[2]), &np,
 				  err, sizeof(err));
 		if (nr < 0)
 			log_warning_errno(nr, "Session %s: cannot start the network proxy of '%s': %s",
@@ -782,6 +795,7 @@ fail:
 out:
 	safe_close(hfds[0]);
 	safe_close(hfds[1]);
+	safe_close(hfds[2]);
 	netproxy_config_free(npc);
 	safe_close(psock[0]);
 	safe_close(psock[1]);

@@ -848,6 +848,15 @@ void *netconn_userdata(const struct netconn *nc)
 	return nc->userdata;
 }
 
+int netconn_local_address(const struct netconn *nc, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+
+	if (nc->fd < 0 || nc->state == NC_RESOLVING || nc->state == NC_CONNECTING)
+		return -ENOTCONN;
+	return getsockname(nc->fd, (struct sockaddr *)ss, &len) < 0 ? -errno : 0;
+}
+
 const char *netconn_peer(const struct netconn *nc)
 {
 	return nc->peer;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 struct addrinfo;
+struct sockaddr_storage;
 struct server;
 struct netconn;
 
@@ -87,6 +88,11 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 int netconn_adopt(struct server *s, int fd, const char *peer, const struct netconn_handlers *h,
 		  void *userdata, struct netconn **ret);
 void *netconn_userdata(const struct netconn *nc);
+/*
+ * The local address of the connection's socket (getsockname), for a SOCKS5
+ * reply's BND.ADDR. 0, or -ENOTCONN before a socket is connected, or -errno.
+ */
+int netconn_local_address(const struct netconn *nc, struct sockaddr_storage *ss);
 /* "host:port" ("[v6]:port" for IPv6 literals), for logs. */
 const char *netconn_peer(const struct netconn *nc);
 /* Copies and queues n bytes. 0, -ENOTCONN (not connected, shutting down or closing), -ENOMEM. */

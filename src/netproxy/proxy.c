@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "chunked.h"
 #include "http.h"
+#include "http-client.h"
 #include "list.h"
 #include "log.h"
 #include "macro.h"
@@ -35,6 +36,9 @@
 #include "proxy.h"
 #include "ring.h"
 #include "server.h"
+#include "upstream.h"
+#include "worker.h"
+#include "socks-udp.h"
 
 #define NPC_HEAD_MAX (64 * 1024)     /* a request head larger than this: 431 */
 #define NPC_MAX_CONNS 256            /* client connections per process */
@@ -48,6 +52,7 @@ struct netproxy {
 	struct netproxy_config *cfg;
 	struct np_policy *pol;
 	int http_fd, socks_fd, udp_fd;
+	struct np_udp *udp;           /* SOCKS5 UDP ASSOCIATE's relay (socks-udp.c), when enabled */
 	struct uring_op accept_op, socks_accept_op;
 	struct uring_timer pause;     /* accepting paused (no fd or memory left): retried when it fires */
 	bool paused[2];               /* which listener waits for it (HTTP, SOCKS5) */
@@ -57,17 +62,22 @@ struct netproxy {
 	void (*sink)(void *owner, const char *tail);
 	void *owner;
 	const struct netproxy_reviewer *reviewer; /* review: who asks the client (NULL: nobody) */
+	/* allowUpstreamProxy: the server's upstream proxy for plain requests [0] and tunnels [1] */
+	struct np_upstream upstream[2];
+	bool has_upstream[2];
 	char *session, *process; /* for the audit log's lines */
 };
 
 enum npc_state {
 	NPC_HEAD,    /* reading a request head */
 	NPC_UPSTREAM, /* upstream connecting */
+	NPC_UP_CONNECT, /* through an upstream proxy: its answer to our CONNECT */
 	NPC_TUNNEL,  /* bytes both ways (CONNECT) */
 	NPC_FORWARD, /* a plain request: its body to upstream, then the response back */
 	NPC_DONE,    /* ending */
 	NPC_SOCKS_GREETING, /* SOCKS5: the client's methods */
 	NPC_SOCKS_REQUEST,  /* SOCKS5: its request */
+	NPC_SOCKS_UDP,      /* SOCKS5: the control connection of a UDP association */
 	NPC_ASKING,  /* the client of the server is asked about the target (review) */
 };
 
@@ -100,11 +110,35 @@ struct npc {
 	const char *method;     /* the request's method (static copy below), NULL for SOCKS5 */
 	char method_buf[16];
 	bool decided;           /* the domain decision was reported */
+	struct sockaddr_storage peer_addr; /* the client's address (AF_UNSPEC if unknown) */
+	struct np_udp_assoc *assoc; /* NPC_SOCKS_UDP: its association */
+	bool udp;               /* decisions are about its datagrams (protocol socks5_udp) */
 	bool override;          /* allowed by the decider where the baseline would deny */
 	enum npc_review rv;     /* the review's answer, taken by review_refused() */
 	char *rv_reason;        /* RV_DENY, RV_ASK: the client's reason */
 	void *review;           /* the owner's pending question (reviewer->ask), or NULL */
 	struct uring_timer review_timer; /* the question's deadline: its timeout + 5 s */
+	const struct np_upstream *via; /* through this upstream proxy (allowUpstreamProxy), or NULL */
+	struct buf up_head;     /* NPC_UP_CONNECT: the upstream proxy's answer so far */
+	struct np_lookup *lookup; /* the policy-time lookup in flight (through an upstream proxy) */
+	/* FORWARD: the response (its head in up_head until complete, then its body's framing) */
+	bool keep;              /* the client's connection outlives this request */
+	bool head_request;      /* HEAD: the response has no body */
+	int minor;              /* the request's HTTP/1.<minor> */
+	bool resp_started;      /* its head went to the client */
+	struct http_body_reader body;
+};
+
+/*
+ * Through an upstream proxy the target is never resolved by the connection
+ * (it goes to the proxy): a name allowed only if public is looked up on its
+ * own first, on the worker pool, as the reference's policy-time check.
+ */
+struct np_lookup {
+	struct work w;
+	struct npc *c;  /* NULL once the request is gone (the job frees itself) */
+	char host[256];
+	bool refused;   /* did not resolve, or an answer is not public */
 };
 
 static void finish_client(struct npc *c);
@@ -118,10 +152,15 @@ static void npc_release(struct npc *c)
 
 static void npc_free(struct npc *c)
 {
+	netproxy_udp_assoc_end(c->assoc); /* the association lives as long as its control connection */
+	c->assoc = NULL;
 	list_del(&c->link);
 	c->np->n_conns--;
 	buf_done(&c->head);
 	buf_done(&c->out_head);
+	buf_done(&c->up_head);
+	if (c->lookup)
+		c->lookup->c = NULL;
 	free(c->rv_reason);
 	c->rv_reason = NULL;
 	if (c->review) {
@@ -221,6 +260,11 @@ out:
 	buf_done(&out);
 }
 
+static const char *protocol(const struct npc *c)
+{
+	return c->udp ? "socks5_udp" : c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
+}
+
 /* One network/policyDecision (the reference's members, in its order). */
 static void emit_decision(struct npc *c, bool domain, const char *decision, const char *source,
 			  const char *reason)
@@ -244,7 +288,7 @@ static void emit_decision(struct npc *c, bool domain, const char *decision, cons
 		struct log_field fl[] = {
 			LOG_STR("session", np->session ? np->session : ""),
 			LOG_STR("process", np->process ? np->process : ""),
-			LOG_STR("protocol", c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http"),
+			LOG_STR("protocol", protocol(c)),
 			LOG_STR("host", c->host),
 			LOG_INT("port", c->port),
 			LOG_STR("decision", decision),
@@ -269,7 +313,7 @@ static void emit_decision(struct npc *c, bool domain, const char *decision, cons
 	    buf_append(&b, ",\"protocol\":\"", 13) < 0)
 		goto out;
 	{
-		const char *proto = c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
+		const char *proto = protocol(c);
 
 		if (buf_append(&b, proto, strlen(proto)) < 0 || buf_append(&b, "\",\"host\":", 9) < 0 ||
 		    log_json_string(&b, c->host, strlen(c->host)) < 0 ||
@@ -349,10 +393,6 @@ static bool review_refused(struct npc *c)
 	return true;
 }
 
-static const char *npc_protocol(const struct npc *c)
-{
-	return c->socks ? "socks5_tcp" : c->connect ? "https_connect" : "http";
-}
 
 static void review_resume(struct npc *c);
 
@@ -391,7 +431,7 @@ static bool review_start(struct npc *c)
 	/* the reference's decider never asks about such a host */
 	if (strlen(c->host) > 253 || !np->reviewer)
 		return false;
-	c->review = np->reviewer->ask(np->owner, npc_protocol(c), c->host, c->port, c);
+	c->review = np->reviewer->ask(np->owner, protocol(c), c->host, c->port, c);
 	if (!c->review)
 		return false;
 	c->rv = RV_NONE;
@@ -451,11 +491,15 @@ static const struct netconn_handlers up_handlers = {
 
 static void client_resume(struct npc *c);
 static void pass_body(struct npc *c);
+static void refuse_local(struct npc *c);
 
 static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 {
 	struct npc *c = netconn_userdata(nc);
 
+	/* an upstream proxy's own addresses are the operator's: not judged */
+	if (c->via)
+		return 0;
 	/* allowlisted names only when every answer is public (DNS rebinding); not with allowLocalBinding */
 	if (!c->np->cfg->allow_local_binding)
 		for (const struct addrinfo *a = list; a; a = a->ai_next)
@@ -472,15 +516,126 @@ static int up_resolved(struct netconn *nc, const struct addrinfo *list)
 	return 0;
 }
 
+static void established(struct npc *c);
+/*
+ * SOCKS5 CONNECT success: BND names the local address and port of the
+ * proxy's outbound socket, as the reference's (ATYP 1 or 4). Returns its size.
+ */
+static size_t socks_bound_reply(struct netconn *nc, uint8_t out[22])
+{
+	struct sockaddr_storage ss;
+
+	memset(out, 0, 22);
+	out[0] = 5;
+	out[3] = 1;
+	if (netconn_local_address(nc, &ss) < 0)
+		return 10;
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+
+		out[3] = 4;
+		memcpy(out + 4, &in6->sin6_addr, 16);
+		memcpy(out + 20, &in6->sin6_port, 2);
+		return 22;
+	}
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+
+		memcpy(out + 4, &in->sin_addr, 4);
+		memcpy(out + 8, &in->sin_port, 2);
+	}
+	return 10;
+}
+
 static void up_connected(struct netconn *nc)
 {
 	struct npc *c = netconn_userdata(nc);
 
+	if (c->via && (c->connect || c->socks)) {
+		/* a tunnel through the upstream proxy: ask it for one first */
+		struct buf b = { 0 };
+		char line[320];
+		int n = snprintf(line, sizeof(line), strchr(c->host, ':') ? "[%s]:%u" : "%s:%u", c->host,
+				 (unsigned)c->port);
+
+		if (buf_append(&b, "CONNECT ", 8) < 0 || buf_append(&b, line, (size_t)n) < 0 ||
+		    buf_append(&b, " HTTP/1.1\r\nhost: ", 17) < 0 || buf_append(&b, line, (size_t)n) < 0 ||
+		    buf_append(&b, "\r\n", 2) < 0 ||
+		    (c->via->auth && (buf_append(&b, "proxy-authorization: ", 21) < 0 ||
+				      buf_append(&b, c->via->auth, strlen(c->via->auth)) < 0 ||
+				      buf_append(&b, "\r\n", 2) < 0)) ||
+		    buf_append(&b, "\r\n", 2) < 0 || netconn_send(nc, b.data, b.len) < 0) {
+			buf_done(&b);
+			netconn_close(nc);
+			c->up = NULL;
+			finish_client(c);
+			npc_maybe_free(c);
+			return;
+		}
+		buf_done(&b);
+		c->state = NPC_UP_CONNECT;
+		return;
+	}
+	established(c);
+}
+
+/* The upstream proxy's answer to our CONNECT (NPC_UP_CONNECT): 2xx opens the tunnel. */
+static void up_connect_answer(struct npc *c, const uint8_t *p, size_t n)
+{
+	const char *h;
+	uint8_t *end;
+	size_t head;
+	int status = 0;
+
+	if (buf_append(&c->up_head, p, n) < 0)
+		goto fail;
+	end = memmem(c->up_head.data, c->up_head.len, "\r\n\r\n", 4);
+	if (!end) {
+		if (c->up_head.len > NPC_HEAD_MAX)
+			goto fail;
+		return;
+	}
+	head = (size_t)(end - c->up_head.data) + 4;
+	h = (const char *)c->up_head.data;
+	if (head > 12 && !memcmp(h, "HTTP/1.", 7) && h[8] == ' ')
+		status = atoi(h + 9);
+	if (status < 200 || status > 299) {
+		log_info_ratelimited("Network proxy: the upstream proxy refused a tunnel to %s:%u (status %d)",
+				     c->host, (unsigned)c->port, status);
+		goto fail;
+	}
+	established(c);
+	/* what the upstream proxy sent behind its answer is the target's */
+	if (c->client && c->up_head.len > head)
+		(void)netconn_send(c->client, c->up_head.data + head, c->up_head.len - head);
+	buf_done(&c->up_head);
+	return;
+fail:
+	buf_done(&c->up_head);
 	if (c->socks) {
-		static const uint8_t ok[10] = { 5, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+		static const uint8_t fail[10] = { 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+		if (c->client)
+			(void)netconn_send(c->client, fail, sizeof(fail));
+	} else {
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+	}
+	netconn_close(c->up);
+	c->up = NULL;
+	finish_client(c);
+	npc_maybe_free(c);
+}
+
+/* The target is reached (directly, or through the upstream proxy's tunnel). */
+static void established(struct npc *c)
+{
+	struct netconn *nc = c->up;
+
+	if (c->socks) {
+		uint8_t ok[22];
 
 		c->state = NPC_TUNNEL;
-		(void)netconn_send(c->client, ok, sizeof(ok));
+		(void)netconn_send(c->client, ok, socks_bound_reply(nc, ok));
 		if (c->head.len && netconn_send(nc, c->head.data, c->head.len) == 0)
 			buf_consume(&c->head, c->head.len);
 		client_resume(c);
@@ -510,10 +665,163 @@ static void up_connected(struct netconn *nc)
 	pass_body(c);
 }
 
+static void client_heads(struct npc *c);
+static bool hop_by_hop_of(const struct http_header *h, const struct http_header *conn, bool response);
+
+/* The response is complete: the client's connection waits for its next request, or ends. */
+static void response_done(struct npc *c)
+{
+	bool body_sent = c->chunked ? netproxy_chunked_done(&c->ch) : c->body_left == 0;
+
+	netconn_close(c->up);
+	c->up = NULL;
+	/* an answer before the request's body ended leaves the client's bytes out of step */
+	if (!c->keep || !body_sent || !c->client) {
+		finish_client(c);
+		npc_maybe_free(c);
+		return;
+	}
+	c->state = NPC_HEAD;
+	c->resp_started = false;
+	c->via = NULL;
+	head_deadline(c); /* an idle connection ends 30 s after its last response, as the reference's */
+	netconn_set_reading(c->client, true);
+	client_heads(c);
+}
+
+/* Body bytes of the response: passed on as they came, their framing followed to the end. */
+static void response_body(struct npc *c, const uint8_t *p, size_t n)
+{
+	long r;
+
+	if (c->body.done || !n)
+		return; /* after the end: not the response's */
+	r = http_body_reader_feed(&c->body, p, n, NULL);
+	if (r < 0) {
+		c->keep = false;
+		r = (long)n; /* malformed framing: passed on, and the connection ends with it */
+	}
+	c->np->srv->metrics.proxy_bytes_down += (uint64_t)r;
+	if (!c->client || netconn_send(c->client, p, (size_t)r) < 0) {
+		netconn_close(c->up);
+		c->up = NULL;
+		npc_maybe_free(c);
+		return;
+	}
+	if (c->body.done) {
+		response_done(c);
+		return;
+	}
+	if (netconn_queued(c->client) > NPC_QUEUE_HIGH)
+		netconn_set_reading(c->up, false);
+}
+
+/*
+ * The response head for the client: hop-by-hop headers dropped (the
+ * origin's Connection: close too), a date added when the origin sent none,
+ * and Connection: close when this connection ends with the response.
+ */
+static int response_head(struct npc *c, const struct http_response *resp, struct buf *out)
+{
+	const struct http_header *conn = http_response_header(resp, "connection");
+	char line[64], date[64];
+	/* in the origin's version, as the reference's (an HTTP/1.0 answer: clients reconnect) */
+	int n = snprintf(line, sizeof(line), "HTTP/1.%d %03d ", resp->minor_version, resp->status);
+
+	if (buf_append(out, line, (size_t)n) < 0 || buf_append(out, resp->reason, resp->reason_len) < 0 ||
+	    buf_append(out, "\r\n", 2) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < resp->n_headers; i++) {
+		const struct http_header *h = &resp->headers[i];
+
+		if (hop_by_hop_of(h, conn, true))
+			continue;
+		if (buf_append(out, h->name, h->name_len) < 0 || buf_append(out, ": ", 2) < 0 ||
+		    buf_append(out, h->value, h->value_len) < 0 || buf_append(out, "\r\n", 2) < 0)
+			return -ENOMEM;
+	}
+	if (!http_response_header(resp, "date") && http_format_date(time(NULL), date, sizeof(date)) >= 0 &&
+	    (buf_append(out, "date: ", 6) < 0 || buf_append(out, date, strlen(date)) < 0 ||
+	     buf_append(out, "\r\n", 2) < 0))
+		return -ENOMEM;
+	/* (an HTTP/1.0 client expects the close without being told, and the reference tells it nothing) */
+	if (!c->keep && c->minor >= 1 && buf_append(out, "connection: close\r\n", 19) < 0)
+		return -ENOMEM;
+	return buf_append(out, "\r\n", 2);
+}
+
+/* FORWARD: what the origin (or the upstream proxy) answers. */
+static void forward_response(struct npc *c, const uint8_t *p, size_t n)
+{
+	struct http_response resp;
+	struct buf out = { 0 };
+	int r;
+
+	if (c->resp_started) {
+		response_body(c, p, n);
+		return;
+	}
+	if (buf_append(&c->up_head, p, n) < 0)
+		goto fail;
+	for (;;) {
+		r = http_response_parse((const char *)c->up_head.data, c->up_head.len, NPC_HEAD_MAX, &resp);
+		if (r == -EAGAIN)
+			return;
+		if (r < 0)
+			goto fail;
+		if (resp.status >= 200 || resp.status == 101)
+			break;
+		/* an interim answer (100 Continue): passed on as it is; the final one follows */
+		if (c->client)
+			(void)netconn_send(c->client, c->up_head.data, (size_t)r);
+		buf_consume(&c->up_head, (size_t)r);
+	}
+	if (resp.status == 101 ||
+	    http_body_reader_init(&c->body, &resp, c->head_request, UINT64_MAX) < 0)
+		goto fail;
+	if (c->body.mode == HTTP_BODY_UNTIL_CLOSE)
+		c->keep = false; /* its end is the origin's close: so is the client's */
+	if (response_head(c, &resp, &out) < 0 || !c->client || netconn_send(c->client, out.data, out.len) < 0)
+		goto fail;
+	buf_done(&out);
+	c->resp_started = true;
+	buf_consume(&c->up_head, (size_t)r);
+	{
+		/* the body's first bytes came with the head */
+		struct buf rest = c->up_head;
+
+		c->up_head = (struct buf){ 0 };
+		if (c->body.done)
+			response_done(c);
+		else
+			response_body(c, rest.data, rest.len);
+		buf_done(&rest);
+	}
+	return;
+fail:
+	buf_done(&out);
+	buf_done(&c->up_head);
+	log_info_ratelimited("Network proxy: a bad response from %s:%u", c->host, (unsigned)c->port);
+	if (!c->resp_started)
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+	netconn_close(c->up);
+	c->up = NULL;
+	finish_client(c);
+	npc_maybe_free(c);
+}
+
 static void up_data(struct netconn *nc, const uint8_t *p, size_t n)
 {
 	struct npc *c = netconn_userdata(nc);
 
+	if (c->state == NPC_UP_CONNECT) {
+		up_connect_answer(c, p, n);
+		return;
+	}
+	if (c->state == NPC_FORWARD) {
+		forward_response(c, p, n);
+		return;
+	}
 	c->np->srv->metrics.proxy_bytes_down += n;
 	if (!c->client || netconn_send(c->client, p, n) < 0) {
 		netconn_close(nc);
@@ -535,7 +843,7 @@ static void up_drained(struct netconn *nc)
 static void up_closed(struct netconn *nc, int err, const char *why)
 {
 	struct npc *c = netconn_userdata(nc);
-	bool was_connecting = c->state == NPC_UPSTREAM;
+	bool was_connecting = c->state == NPC_UPSTREAM || c->state == NPC_UP_CONNECT;
 
 	c->up = NULL;
 	if (was_connecting && !c->decided && !c->np->cfg->allow_local_binding) {
@@ -544,15 +852,7 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 		 * fails closed (not_allowed_local), before any answer to the
 		 * client (a CONNECT gets the refusal, not its 200).
 		 */
-		emit(c, true, false, "baseline_policy", "not_allowed_local");
-		c->decided = true;
-		if (c->socks && c->client) {
-			static const uint8_t refused[10] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
-
-			(void)netconn_send(c->client, refused, sizeof(refused));
-		} else {
-			refuse(c, NP_NOT_ALLOWED_LOCAL);
-		}
+		refuse_local(c);
 	} else if (was_connecting && c->socks) {
 		uint8_t fail[10] = { 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
 
@@ -567,6 +867,8 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 			send_text(c, "502 Bad Gateway", NULL, "upstream failure");
 	} else if (was_connecting && err == -EACCES) {
 		refuse(c, NP_NOT_ALLOWED_LOCAL);
+	} else if (c->state == NPC_FORWARD && !c->resp_started) {
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
 	}
 	log_debug("Network proxy: %s:%u from %s ended: %s", c->host, (unsigned)c->port, c->peer,
 		  why ? why : "closed");
@@ -675,12 +977,30 @@ static int set_authority(struct npc *c, const char *a, size_t n, uint16_t def)
 	return 0;
 }
 
-static bool hop_by_hop(const struct http_header *h, const struct http_header *conn)
+static bool name_is(const struct http_header *h, const char *name)
+{
+	return h->name_len == strlen(name) && !strncasecmp(h->name, name, h->name_len);
+}
+
+/*
+ * Hop-by-hop headers, dropped on the way through (RFC 9110 §7.6.1): the
+ * request's and, for a response (its body is passed as it came, framing
+ * included), the same but Transfer-Encoding, Content-Length and Trailer.
+ */
+static bool hop_by_hop_of(const struct http_header *h, const struct http_header *conn, bool response)
 {
 	static const char *const names[] = { "connection", "keep-alive", "proxy-connection",
 					     "proxy-authorization", "te", "trailer", "upgrade", NULL };
+	static const char *const resp_names[] = { "connection", "keep-alive", "proxy-connection",
+						  "proxy-authenticate", "te", "upgrade", NULL };
 
-	for (size_t i = 0; names[i]; i++)
+	if (response && (name_is(h, "transfer-encoding") || name_is(h, "content-length") ||
+			 name_is(h, "trailer")))
+		return false;
+	for (size_t i = 0; response && resp_names[i]; i++)
+		if (name_is(h, resp_names[i]))
+			return true;
+	for (size_t i = 0; !response && names[i]; i++)
 		if (h->name_len == strlen(names[i]) && !strncasecmp(h->name, names[i], h->name_len))
 			return true;
 	/* every header Connection names */
@@ -703,9 +1023,22 @@ static bool hop_by_hop(const struct http_header *h, const struct http_header *co
 	return false;
 }
 
+static bool hop_by_hop(const struct http_header *h, const struct http_header *conn)
+{
+	return hop_by_hop_of(h, conn, false);
+}
+
+/* True when a Connection header holds the token "close". */
+static bool wants_close(const struct http_header *conn)
+{
+	struct http_header close_h = { .name = "close", .name_len = 5 };
+
+	return conn && hop_by_hop_of(&close_h, conn, false);
+}
+
 /* The request head for the origin: origin-form target, hop-by-hop headers dropped, close. */
 static int rewrite_head(const struct http_request *req, const char *path, size_t path_len,
-			struct buf *out)
+			const char *auth, struct buf *out)
 {
 	const struct http_header *conn = http_request_header(req, "connection");
 	char line[64];
@@ -725,18 +1058,129 @@ static int rewrite_head(const struct http_request *req, const char *path, size_t
 		    buf_append(out, h->value, h->value_len) < 0 || buf_append(out, "\r\n", 2) < 0)
 			return -ENOMEM;
 	}
+	/* toward an upstream proxy: its own credential (never the client's) */
+	if (auth && (buf_append(out, "proxy-authorization: ", 21) < 0 ||
+		     buf_append(out, auth, strlen(auth)) < 0 || buf_append(out, "\r\n", 2) < 0))
+		return -ENOMEM;
 	return buf_append(out, "connection: close\r\n\r\n", 21);
+}
+
+/*
+ * The upstream proxy for c's request, or NULL to go direct: none set, or a
+ * target the reference always reaches directly (a non-public literal,
+ * localhost).
+ */
+static const struct np_upstream *choose_upstream(const struct npc *c)
+{
+	bool tunnel = c->connect || c->socks;
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+
+	if (!c->np->has_upstream[tunnel] || strcmp(c->host, "localhost") == 0)
+		return NULL;
+	if (inet_pton(AF_INET, c->host, &a4.sin_addr) == 1 &&
+	    !netproxy_addr_public((struct sockaddr *)&a4))
+		return NULL;
+	if (inet_pton(AF_INET6, c->host, &a6.sin6_addr) == 1 &&
+	    !netproxy_addr_public((struct sockaddr *)&a6))
+		return NULL;
+	return &c->np->upstream[tunnel];
+}
+
+/* The refusal of a target that resolves to a local address, or never resolves. */
+static void refuse_local(struct npc *c)
+{
+	emit(c, true, false, "baseline_policy", "not_allowed_local");
+	c->decided = true;
+	if (c->socks && c->client) {
+		static const uint8_t refused[10] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+		(void)netconn_send(c->client, refused, sizeof(refused));
+	} else {
+		refuse(c, NP_NOT_ALLOWED_LOCAL);
+	}
+}
+
+static int dial(struct npc *c)
+{
+	struct netconn_config cfg = { .host = c->via ? c->via->host : c->host,
+				      .port = c->via ? c->via->port : c->port,
+				      .nodelay = true, .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS };
+
+	if (c->via && !c->decided) {
+		/* through an upstream proxy the policy is settled before connecting */
+		emit(c, true, true, c->override ? "decider" : "baseline_policy",
+		     c->override ? "not_allowed" : "allow");
+		c->decided = true;
+	}
+	return netconn_open(c->np->srv, &cfg, &up_handlers, c, &c->up);
+}
+
+static void lookup_run(struct work *w)
+{
+	struct np_lookup *l = container_of(w, struct np_lookup, w);
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+
+	l->refused = getaddrinfo(l->host, NULL, &hints, &ai) != 0 || !ai;
+	for (struct addrinfo *a = ai; a && !l->refused; a = a->ai_next)
+		l->refused = !netproxy_addr_public(a->ai_addr);
+	if (ai)
+		freeaddrinfo(ai);
+}
+
+static void lookup_done(struct work *w)
+{
+	struct np_lookup *l = container_of(w, struct np_lookup, w);
+	struct npc *c = l->c;
+	bool refused = l->refused;
+
+	free(l);
+	if (!c)
+		return;
+	c->lookup = NULL;
+	if (refused)
+		refuse_local(c);
+	else if (dial(c) == 0)
+		return;
+	else if (c->socks && c->client)
+		socks_reply(c, 1);
+	else
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+	c->up = NULL;
+	finish_client(c);
 }
 
 static int open_upstream(struct npc *c)
 {
-	struct netconn_config cfg = { .host = c->host, .port = c->port, .nodelay = true,
-				      .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS };
-
 	c->state = NPC_UPSTREAM;
 	uring_timer_cancel(&c->head_timer);
 	netconn_set_reading(c->client, false);
-	return netconn_open(c->np->srv, &cfg, &up_handlers, c, &c->up);
+	if (c->connect || c->socks)
+		c->via = choose_upstream(c);
+	if (c->via && !c->decided && !c->np->cfg->allow_local_binding) {
+		struct np_lookup *l = calloc(1, sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		l->c = c;
+		snprintf(l->host, sizeof(l->host), "%s", c->host);
+		l->w.run = lookup_run;
+		l->w.done = lookup_done;
+		c->lookup = l;
+		worker_submit(c->np->srv, &l->w);
+		return 0;
+	}
+	return dial(c);
+}
+
+/* The request (a head of n bytes) was answered here: the next one may follow, or the end. */
+static void answered(struct npc *c, size_t n)
+{
+	buf_consume(&c->head, n);
+	if (c->keep)
+		head_deadline(c); /* the connection stays open for the next request */
+	else
+		finish_client(c);
 }
 
 /* One complete request head in c->head (n bytes of it). */
@@ -749,6 +1193,8 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	bool limited = c->np->cfg->mode == NP_MODE_LIMITED;
 
 	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
+	/* HTTP/1.1 keeps the connection unless the client asks otherwise (the reference's) */
+	c->keep = req->minor_version >= 1 && !wants_close(http_request_header(req, "connection"));
 	c->decided = false;
 	c->override = false;
 	snprintf(c->method_buf, sizeof(c->method_buf), "%.*s",
@@ -822,7 +1268,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		} else {
 			send_text(c, "501 Not Implemented", NULL, "unix sockets unsupported");
 		}
-		buf_consume(&c->head, n);
+		answered(c, n);
 		return;
 	}
 	v = netproxy_policy_decide(c->np->pol, c->host);
@@ -830,8 +1276,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		return; /* the head stays in c->head: handled again once answered */
 	if (v == NP_NOT_ALLOWED && c->rv != RV_NONE) {
 		if (review_refused(c)) {
-			buf_consume(&c->head, n);
-			head_deadline(c);
+			answered(c, n);
 			return;
 		}
 		v = NP_ALLOW_IF_PUBLIC;
@@ -842,8 +1287,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 				     c->peer, netproxy_verdict_reason(v));
 		emit(c, true, false, "baseline_policy", netproxy_verdict_reason(v));
 		refuse(c, v);
-		buf_consume(&c->head, n);
-		head_deadline(c); /* the connection stays open for the next request */
+		answered(c, n);
 		return;
 	}
 	if (v == NP_ALLOW || limited) {
@@ -853,7 +1297,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	if (limited && c->connect) {
 		emit(c, false, false, "mode_guard", "mitm_required");
 		send_text(c, "403 Forbidden", "blocked-by-mitm-required", "MITM required for limited HTTPS.");
-		buf_consume(&c->head, n);
+		answered(c, n);
 		return;
 	}
 	if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
@@ -862,11 +1306,15 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		emit(c, false, false, "mode_guard", "method_not_allowed");
 		send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
 				  "Method not allowed in limited mode.", "mode_guard", "deny");
-		buf_consume(&c->head, n);
+		answered(c, n);
 		return;
 	}
 
 	if (!c->connect) {
+		c->head_request = req->method_len == 4 && !memcmp(req->method, "HEAD", 4);
+		c->minor = req->minor_version;
+		c->resp_started = false;
+		buf_done(&c->up_head);
 		cl = http_request_header(req, "content-length");
 		c->body_left = 0;
 		if (cl) {
@@ -893,8 +1341,22 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			memset(&c->ch, 0, sizeof(c->ch));
 		}
 		buf_done(&c->out_head);
-		if (rewrite_head(req, path, path_len, &c->out_head) < 0)
+		c->via = choose_upstream(c);
+		if (c->via) {
+			/* an upstream proxy takes the absolute form (the reference's) */
+			char *abs = NULL;
+			int k = asprintf(&abs, strchr(c->host, ':') ? "http://[%s]:%u%.*s" : "http://%s:%u%.*s",
+					 c->host, (unsigned)c->port, (int)path_len, path);
+
+			if (k < 0 || rewrite_head(req, abs, (size_t)k, c->via->auth, &c->out_head) < 0) {
+				if (k >= 0)
+					free(abs);
+				goto done;
+			}
+			free(abs);
+		} else if (rewrite_head(req, path, path_len, NULL, &c->out_head) < 0) {
 			goto done;
+		}
 	}
 	buf_consume(&c->head, n);
 	if (open_upstream(c) < 0) {
@@ -925,7 +1387,26 @@ static void socks_reply(struct npc *c, uint8_t code)
 
 static void socks_decided(struct npc *c, enum np_verdict v);
 
-/* SOCKS5 (RFC 1928), no authentication; CONNECT only so far. */
+/* UDP ASSOCIATE: the relay's address, then the control connection only waits for its end. */
+static void socks_associate(struct npc *c, uint16_t want_port)
+{
+	uint8_t r[10];
+	int k = 0;
+
+	if (!c->np->udp || (k = netproxy_udp_associate(c->np->udp, c, &c->peer_addr, want_port, r, &c->assoc)) < 0) {
+		c->assoc = NULL;
+		log_info_ratelimited("Network proxy: UDP ASSOCIATE from %s refused (%s)", c->peer,
+				     c->np->udp ? strerror(-k) : "no relay socket");
+		socks_reply(c, 1);
+		return;
+	}
+	c->state = NPC_SOCKS_UDP;
+	c->udp = true;
+	uring_timer_cancel(&c->head_timer);
+	(void)netconn_send(c->client, r, sizeof(r));
+}
+
+/* SOCKS5 (RFC 1928), no authentication: CONNECT and UDP ASSOCIATE. */
 static void socks_input(struct npc *c)
 {
 	const uint8_t *b = c->head.data;
@@ -975,8 +1456,13 @@ static void socks_input(struct npc *c)
 	}
 	if (len < need)
 		return;
+	if (b[1] == 3 && c->np->cfg->enable_socks5_udp) {
+		socks_associate(c, (uint16_t)(b[need - 2] << 8 | b[need - 1]));
+		buf_consume(&c->head, need);
+		return;
+	}
 	if (b[1] != 1) {
-		/* BIND, and UDP ASSOCIATE (TODO(issue 22): the UDP relay): command not supported */
+		/* BIND, and UDP ASSOCIATE when enableSocks5Udp is false: command not supported */
 		socks_reply(c, 7);
 		return;
 	}
@@ -1053,6 +1539,7 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 		return;
 	case NPC_HEAD:
 	case NPC_UPSTREAM:
+	case NPC_UP_CONNECT:
 	case NPC_FORWARD:
 		if (buf_append(&c->head, p, n) < 0) {
 			finish_client(c);
@@ -1074,6 +1561,7 @@ static void client_data(struct netconn *nc, const uint8_t *p, size_t n)
 		}
 		socks_input(c);
 		return;
+	case NPC_SOCKS_UDP: /* nothing more is expected on a control connection */
 	case NPC_DONE:
 		return;
 	}
@@ -1218,6 +1706,9 @@ static void accepted(struct netproxy *np, int res, bool socks)
 
 		if (getpeername(res, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET)
 			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a));
+		else
+			ss.ss_family = AF_UNSPEC;
+		c->peer_addr = ss;
 		snprintf(c->peer, sizeof(c->peer), "%s:%u", a,
 			 ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port) : 0);
 	}
@@ -1265,17 +1756,44 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 	np->socks_fd = socks_fd;
 	np->udp_fd = udp_fd;
 	list_init(&np->conns);
+	for (int t = 0; cfg->allow_upstream_proxy && t < 2; t++) {
+		const char *name, *url = netproxy_upstream_env(t, &name);
+
+		if (!url)
+			continue;
+		r = netproxy_upstream_parse(url, &np->upstream[t]);
+		if (r == -ENOMEM)
+			goto fail;
+		/* the value is never logged: it may hold a password */
+		if (r == -EPROTONOSUPPORT)
+			log_warning_ratelimited("Network proxy: %s is not an http:// proxy: connecting "
+						"directly", name);
+		else if (r < 0)
+			log_warning_ratelimited("Network proxy: %s is not a proxy URL: connecting directly",
+						name);
+		np->has_upstream[t] = r == 0;
+	}
 	/* Without SOCKS5 nothing listens on its port: a connect there is refused at once. */
 	if (!cfg->enable_socks5)
 		np->socks_fd = safe_close(np->socks_fd);
+	if (np->socks_fd >= 0 && cfg->enable_socks5_udp && np->udp_fd >= 0) {
+		r = netproxy_udp_new(s, np->pol, cfg->mode == NP_MODE_LIMITED, cfg->allow_local_binding,
+			       TAKE_FD(np->udp_fd), &np->udp);
+		if (r < 0)
+			log_warning_errno(r, "Network proxy: no SOCKS5 UDP relay: %m");
+	}
+	np->udp_fd = safe_close(np->udp_fd);
 	arm_accept(np, false);
 	if (np->socks_fd >= 0)
 		arm_accept(np, true);
 	*ret = np;
 	return 0;
 fail:
-	if (np)
+	if (np) {
 		netproxy_policy_free(np->pol);
+		netproxy_upstream_done(&np->upstream[0]);
+		netproxy_upstream_done(&np->upstream[1]);
+	}
 	free(np);
 	netproxy_config_free(cfg);
 	safe_close(http_fd);
@@ -1314,8 +1832,12 @@ void netproxy_free(struct netproxy *np)
 		c->client = c->up = NULL;
 		npc_free(c);
 	}
+	netproxy_udp_free(np->udp);
+	np->udp = NULL;
 	netproxy_policy_free(np->pol);
 	netproxy_config_free(np->cfg);
+	netproxy_upstream_done(&np->upstream[0]);
+	netproxy_upstream_done(&np->upstream[1]);
 	free(np->session);
 	free(np->process);
 	np->session = np->process = NULL;
@@ -1329,6 +1851,22 @@ void netproxy_free(struct netproxy *np)
 	if (!uring_op_idle(&np->socks_accept_op))
 		uring_cancel(&np->srv->ring, &np->socks_accept_op);
 	netproxy_maybe_release(np);
+}
+
+/* socks-udp.h: a decision about a datagram's destination. */
+void netproxy_udp_decision(struct npc *c, const char *host, uint16_t port, bool domain, bool allow,
+			   const char *source, const char *reason)
+{
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	c->method = NULL;
+	emit(c, domain, allow, source, reason);
+}
+
+/* socks-udp.h: a refused datagram (or an idle association) closes the control connection. */
+void netproxy_udp_end(struct npc *c)
+{
+	finish_client(c);
 }
 
 /* After netproxy_free(): the memory goes once no op of it is in flight. */

@@ -5,7 +5,8 @@
  * requests, CONNECT) and SOCKS5 with the reference's policy, refusal
  * answers, decisions and review. Upstream connections are netconns (DNS on
  * the worker pool; names the policy allows only if public are checked once
- * resolved, before any connect).
+ * resolved, before any connect). SOCKS5 CONNECT here, UDP ASSOCIATE in
+ * socks-udp.c.
  */
 #pragma once
 

@@ -51,6 +51,7 @@ class Origin(http.server.BaseHTTPRequestHandler):
         self.wfile.write(out)
 
     do_GET = do_POST = do_HEAD = answer
+    protocol_version = "HTTP/1.1"  # framed answers on a kept connection
 
     def log_message(self, *a):
         pass
@@ -330,17 +331,40 @@ def test_metrics_count_connections_refusals_and_bytes(server, area, origin):
 
 
 def test_chunked_body_is_forwarded_and_nothing_after_it(sclient, uniq, area, origin):
-    """A chunked body reaches the origin whole; a request the client pipelines behind it
-    (to a host the policy refuses) never reaches that upstream."""
+    """A chunked body reaches the origin whole; the connection is kept (HTTP/1.1) and a
+    request the client pipelines behind it is the next request, judged on its own (here
+    refused, and with Connection: close the last), never bytes for the first upstream."""
     script = ("exec 3<>/dev/tcp/127.0.0.1/3128; printf 'POST http://127.0.0.1:%d/c HTTP/1.1\\r\\n"
               "Host: 127.0.0.1:%d\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n5\\r\\nhello\\r\\n"
               "6\\r\\n world\\r\\n0\\r\\n\\r\\nGET http://denied.invalid/ HTTP/1.1\\r\\n"
-              "Host: denied.invalid\\r\\n\\r\\n' >&3; cat <&3") % (origin, origin)
+              "Host: denied.invalid\\r\\nConnection: close\\r\\n\\r\\n' >&3; cat <&3") % (origin, origin)
     r = run(sclient, uniq, area, script, domains={"127.0.0.1": "allow"})
     out = r.stdout.decode()
     assert out.startswith("HTTP/1.0 200 OK") or out.startswith("HTTP/1.1 200 OK"), out
-    seen = json.loads(body_after_head(out))
+    head, rest = out.split("\r\n\r\n", 1)
+    length = int([l for l in head.split("\r\n") if l.lower().startswith("content-length:")][0]
+                 .split(":")[1])
+    assert "connection:" not in head.lower(), head
+    seen = json.loads(rest[:length])
     assert seen["method"] == "POST" and seen["body"] == "hello world" and seen["path"] == "/c"
+    second = rest[length:]
+    assert second.startswith("HTTP/1.1 403 Forbidden\r\n"), second
+    assert json.loads(body_after_head(second))["reason"] == "not_allowed"
+
+
+def test_keep_alive_serves_requests_in_turn(sclient, uniq, area, origin):
+    """One client connection, several forwarded requests (the reference keeps it alive):
+    each response whole and in order; HTTP/1.0 ends it."""
+    script = ("unset NO_PROXY no_proxy; "
+              "curl -sS http://127.0.0.1:%d/a http://127.0.0.1:%d/b -w '\\n%%{num_connects}\\n'; "
+              "curl -sS -0 -i http://127.0.0.1:%d/c" % (origin, origin, origin))
+    r = run(sclient, uniq, area, script, domains={"127.0.0.1": "allow"})
+    out = r.stdout.decode().split("\n")
+    # per transfer: the body, then how many connections it opened (0: reused)
+    assert json.loads(out[0])["path"] == "/a" and out[1] == "1", out
+    assert json.loads(out[2])["path"] == "/b" and out[3] == "0", out
+    # HTTP/1.0: answered, and the connection ends with it (curl would wait otherwise)
+    assert json.loads(body_after_head("\n".join(out[4:])))["path"] == "/c", out
 
 
 def test_content_length_and_chunked_together_are_refused(sclient, uniq, area, origin):
@@ -602,3 +626,379 @@ def test_review_without_a_client_refuses_at_once(shared_server, uniq, area, orig
     run = c2.collect(pid)
     assert json.loads(run.stdout.decode()).get("path") == "/two", (run.stdout, run.stderr)
     c2.t.abort()
+
+
+# ---- allowUpstreamProxy: the server's own HTTP_PROXY/HTTPS_PROXY (netproxy-semantics-notes §4)
+
+class Upstream:
+    """A corporate proxy stand-in on the host's loopback: records what it is asked and answers
+    itself (it plays the target too): absolute-form requests get their request line back as
+    JSON; CONNECT opens a tunnel in which one request gets its path back; `refuse.test` is
+    refused with 403."""
+
+    def __init__(self):
+        import socketserver
+        self.seen = []
+        up = self
+
+        class H(socketserver.StreamRequestHandler):
+            def head(self):
+                lines = []
+                while True:
+                    line = self.rfile.readline()
+                    if line in (b"\r\n", b"\n", b""):
+                        return lines
+                    lines.append(line.decode().rstrip("\r\n"))
+
+            def answer(self, body):
+                out = json.dumps(body).encode()
+                self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n"
+                                 b"connection: close\r\n\r\n%s" % (len(out), out))
+
+            def handle(self):
+                lines = self.head()
+                if not lines:
+                    return
+                hdrs = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:]}
+                up.seen.append((lines[0], hdrs.get("proxy-authorization")))
+                if lines[0].startswith("CONNECT "):
+                    if "refuse.test" in lines[0]:
+                        self.wfile.write(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+                        return
+                    self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    inner = self.head()
+                    self.answer({"tunnel": lines[0], "inner": inner[0] if inner else ""})
+                else:
+                    self.answer({"line": lines[0]})
+
+        class S(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.srv = S(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+@pytest.fixture
+def upstream():
+    u = Upstream()
+    yield u
+    u.close()
+
+
+def upstream_client(server_factory, upstream):
+    url = "http://user:p%%40ss@127.0.0.1:%d" % upstream.port
+    env = dict(os.environ, HTTP_PROXY=url, HTTPS_PROXY=url)
+    for k in ("http_proxy", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        env.pop(k, None)
+    return server_factory(env=env).connect()
+
+
+def upstream_launch(local, **kw):
+    np = launch(local=local, **kw)
+    np["proxy"]["allowUpstreamProxy"] = True
+    return np
+
+
+def test_upstream_proxy_carries_plain_requests_and_tunnels(server_factory, upstream, uniq, area,
+                                                           origin):
+    """Plain requests reach the upstream proxy in absolute form with its credential (from the
+    server's URL, never the client's); CONNECT and SOCKS5 go through its tunnel; a
+    non-public literal target goes direct; a tunnel it refuses is a 502."""
+    c = upstream_client(server_factory, upstream)
+    script = ("unset NO_PROXY no_proxy; "
+              "curl -sS -H 'Proxy-Authorization: Basic Y2xpZW50OnNlY3JldA==' http://origin.test/x; echo; "
+              "curl -sS -p -x http://127.0.0.1:3128 http://origin.test:8080/y; echo; "
+              "curl -sS --socks5-hostname 127.0.0.1:1080 http://origin.test/z; echo; "
+              "curl -sS http://127.0.0.1:%d/direct; echo; "
+              "curl -sS -o /dev/null -w '%%{http_connect}\\n' -p -x http://127.0.0.1:3128 "
+              "http://refuse.test/" % origin)
+    r = sh(c, uniq, script, area.ws, ws_policy(area.ws, network="enabled"),
+           networkProxy=upstream_launch(True, domains={"origin.test": "allow",
+                                                       "refuse.test": "allow",
+                                                       "127.0.0.1": "allow"}),
+           enforceManagedNetwork=True)
+    out = r.stdout.decode().split("\n")
+    assert json.loads(out[0]) == {"line": "GET http://origin.test:80/x HTTP/1.1"}, out
+    assert json.loads(out[1]) == {"tunnel": "CONNECT origin.test:8080 HTTP/1.1",
+                                  "inner": "GET /y HTTP/1.1"}
+    assert json.loads(out[2]) == {"tunnel": "CONNECT origin.test:80 HTTP/1.1",
+                                  "inner": "GET /z HTTP/1.1"}
+    assert json.loads(out[3])["path"] == "/direct"
+    assert out[4] == "502"
+    auth = "Basic dXNlcjpwQHNz"  # user:p@ss
+    assert upstream.seen == [("GET http://origin.test:80/x HTTP/1.1", auth),
+                             ("CONNECT origin.test:8080 HTTP/1.1", auth),
+                             ("CONNECT origin.test:80 HTTP/1.1", auth),
+                             ("CONNECT refuse.test:80 HTTP/1.1", auth)]
+
+
+def test_upstream_proxy_keeps_the_policy_time_lookup(server_factory, upstream, uniq, area):
+    """Through an upstream proxy the connection never resolves the target, so an allowed name
+    is looked up on its own: one that does not resolve, or resolves to a local address, is
+    refused (not_allowed_local) and the upstream proxy is never asked."""
+    c = upstream_client(server_factory, upstream)
+    r = sh(c, uniq, "curl -sS http://nothing.invalid/; echo; "
+                    "curl -sS --socks5-hostname 127.0.0.1:1080 http://nothing.invalid/; echo rc=$?",
+           area.ws, ws_policy(area.ws, network="enabled"),
+           networkProxy=upstream_launch(False, domains={"nothing.invalid": "allow"}),
+           enforceManagedNetwork=True)
+    out = r.stdout.decode().split("\n")
+    assert json.loads(out[0])["reason"] == "not_allowed_local"
+    assert out[1] == "rc=97"  # curl: the SOCKS5 proxy refused (reply 2)
+    assert upstream.seen == []
+
+
+def py(script, *args):
+    """A bash command running script with python3 (in the sandbox)."""
+    return "python3 -c '%s' %s" % (script.replace("'", "'\\''"), " ".join(str(a) for a in args))
+
+
+SOCKS_CONNECT = r'''
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", 1080))
+s.sendall(b"\x05\x01\x00")
+assert s.recv(2) == b"\x05\x00"
+s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", int(sys.argv[1])))
+r = b""
+while len(r) < 10:
+    r += s.recv(10 - len(r))
+print(r.hex())
+s.sendall(b"GET /r HTTP/1.0\r\nHost: x\r\n\r\n")
+out = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    out += b
+print(out.split(b"\r\n\r\n", 1)[1].decode())
+'''
+
+
+def test_socks5_connect_reply_names_the_outbound_socket(sclient, uniq, area, origin):
+    """The success reply carries the local address and port of the proxy's outbound
+    socket (the reference's `05 00 00 01 7f000001 dd62`), not zeros."""
+    r = run(sclient, uniq, area, py(SOCKS_CONNECT, origin), domains={"127.0.0.1": "allow"})
+    reply, body = r.stdout.decode().split("\n", 1)
+    assert reply.startswith("05000001"), text(r)
+    addr, port = bytes.fromhex(reply[8:16]), int(reply[16:20], 16)
+    assert socket.inet_ntoa(addr) == "127.0.0.1" and port not in (0, origin)
+    assert json.loads(body)["path"] == "/r"
+
+
+class UdpEcho:
+    """Echoes datagrams on the host's loopback (127.0.0.1, and ::1 on the same port when
+    there is IPv6), prefixed with "echo:"."""
+
+    def __init__(self):
+        self.socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM)]
+        self.socks[0].bind(("127.0.0.1", 0))
+        self.port = self.socks[0].getsockname()[1]
+        try:
+            s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+            s6.bind(("::1", self.port))
+            self.socks.append(s6)
+        except OSError:
+            pass
+        self.got = []
+        self.threads = [threading.Thread(target=self.serve, args=(s,), daemon=True)
+                        for s in self.socks]
+        for t in self.threads:
+            t.start()
+
+    def serve(self, s):
+        while True:
+            try:
+                data, src = s.recvfrom(65536)
+            except OSError:
+                return
+            self.got.append(data)
+            s.sendto(b"echo:" + data, src)
+
+    def close(self):
+        for s in self.socks:
+            s.close()
+
+
+@pytest.fixture
+def udp_echo():
+    e = UdpEcho()
+    yield e
+    e.close()
+
+
+# argv: the destination (an IPv4 literal or a name), its port, then the payloads to send.
+# Prints the association's reply, then per datagram its reply (hex, SOCKS header included)
+# or "none", then "eof" when the control connection was closed (else "open").
+SOCKS_UDP = r'''
+import socket, struct, sys
+def recvn(s, n):
+    b = b""
+    while len(b) < n:
+        k = s.recv(n - len(b))
+        if not k:
+            break
+        b += k
+    return b
+dest, port = sys.argv[1], int(sys.argv[2])
+c = socket.create_connection(("127.0.0.1", 1080))
+c.sendall(b"\x05\x01\x00")
+assert recvn(c, 2) == b"\x05\x00"
+c.sendall(b"\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00")
+r = recvn(c, 10)
+print(r.hex())
+if r[1] != 0:
+    sys.exit(0)
+relay = (socket.inet_ntoa(r[4:8]), struct.unpack(">H", r[8:10])[0])
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(3)
+try:
+    addr = b"\x01" + socket.inet_aton(dest)
+except OSError:
+    addr = b"\x03" + bytes([len(dest)]) + dest.encode()
+for payload in sys.argv[3:]:
+    u.sendto(b"\x00\x00\x00" + addr + struct.pack(">H", port) + payload.encode(), relay)
+    try:
+        print(u.recvfrom(65536)[0].hex())
+    except socket.timeout:
+        print("none")
+c.settimeout(3)
+try:
+    print("eof" if c.recv(1) == b"" else "data")
+except socket.timeout:
+    print("open")
+'''
+
+
+def udp_reply(payload, port, ip="127.0.0.1"):
+    return (b"\x00\x00\x00\x01" + socket.inet_aton(ip) + port.to_bytes(2, "big") + b"echo:"
+            + payload).hex()
+
+
+def test_socks5_udp_associate_relays_both_ways(sclient, uniq, area, udp_echo):
+    """UDP ASSOCIATE: the reply names the relay (127.0.0.1:1080 in the namespace); a
+    datagram to an allowed destination reaches it and its answer comes back with the
+    SOCKS header naming the source; the association stays open."""
+    r = run(sclient, uniq, area, py(SOCKS_UDP, "127.0.0.1", udp_echo.port, "ping", "pong"),
+            domains={"127.0.0.1": "allow"})
+    out = r.stdout.decode().split("\n")
+    assert out[:4] == ["050000017f000001" + "%04x" % 1080, udp_reply(b"ping", udp_echo.port),
+                       udp_reply(b"pong", udp_echo.port), "open"], text(r)
+    assert udp_echo.got == [b"ping", b"pong"]
+
+
+def test_socks5_udp_refused_destination_ends_the_association(sclient, uniq, area, udp_echo):
+    r = run(sclient, uniq, area, py(SOCKS_UDP, "denied.invalid", 53, "q"),
+            domains={"127.0.0.1": "allow"})
+    assert r.stdout.decode().split("\n")[1:3] == ["none", "eof"], text(r)
+    # a local literal the policy does not name explicitly: not_allowed_local
+    r = run(sclient, uniq, area, py(SOCKS_UDP, "127.0.0.1", udp_echo.port, "q"),
+            domains={"*.example.com": "allow"})
+    assert r.stdout.decode().split("\n")[1:3] == ["none", "eof"], text(r)
+    assert udp_echo.got == []
+
+
+def test_socks5_udp_limited_mode_refuses(sclient, uniq, area, udp_echo):
+    r = run(sclient, uniq, area, py(SOCKS_UDP, "127.0.0.1", udp_echo.port, "q"),
+            domains={"127.0.0.1": "allow"}, mode="limited")
+    assert r.stdout.decode().split("\n")[1:3] == ["none", "eof"], text(r)
+    assert udp_echo.got == []
+
+
+def test_socks5_udp_disabled_is_command_not_supported(sclient, uniq, area, udp_echo):
+    sb = ws_policy(area.ws, network="enabled")
+    np = launch(domains={"127.0.0.1": "allow"})
+    np["proxy"]["enableSocks5Udp"] = False
+    r = sh(sclient, uniq, py(SOCKS_UDP, "127.0.0.1", udp_echo.port, "q"), area.ws, sb,
+           networkProxy=np, enforceManagedNetwork=True)
+    assert r.stdout.decode() == "05070001000000000000\n", text(r)
+
+
+def test_socks5_udp_one_decision_per_destination(sclient, uniq, area, udp_echo):
+    """Decisions (protocol socks5_udp) once per new destination, not per datagram."""
+    pid = uniq("ud")
+    sclient.start(pid, ["/bin/bash", "-c",
+                        py(SOCKS_UDP, "127.0.0.1", udp_echo.port, "a", "b", "c") + "; " +
+                        py(SOCKS_UDP, "denied.invalid", 53, "d")],
+                  cwd=area.ws, sandbox=ws_policy(area.ws, network="enabled"),
+                  enforceManagedNetwork=True, networkProxy=launch(domains={"127.0.0.1": "allow"}))
+    out = sclient.collect(pid).stdout.decode().split("\n")
+    assert out[4] == "open" and out[7] == "eof", out
+    got = decisions(sclient, pid, 2)
+    assert [(d["protocol"], d["scope"], d["decision"], d["reason"], d["host"], d["port"])
+            for d in got] == [
+        ("socks5_udp", "domain", "allow", "allow", "127.0.0.1", udp_echo.port),
+        ("socks5_udp", "domain", "deny", "not_allowed", "denied.invalid", 53)]
+    assert "method" not in got[0] and got[0]["client"].startswith("127.0.0.1:")
+
+
+def local_name():
+    """A name (not "localhost") the host resolves to a local address, or None."""
+    import ipaddress
+    for cand in (socket.gethostname(), "ip6-localhost", "ip6-loopback"):
+        try:
+            addrs = {a[4][0] for a in socket.getaddrinfo(cand, 80)}
+        except (socket.gaierror, UnicodeError):
+            continue
+        if cand != "localhost" and any(not ipaddress.ip_address(a.split("%")[0]).is_global
+                                       for a in addrs):
+            return cand.lower().rstrip(".")
+    return None
+
+
+def test_socks5_udp_allowlisted_name_resolving_locally_is_refused(sclient, uniq, area, udp_echo):
+    """DNS rebinding for datagrams: the name is resolved by the server (worker pool) and
+    refused when an answer is local."""
+    name = local_name()
+    if not name:
+        pytest.skip("no host name resolving to a local address here")
+    r = run(sclient, uniq, area, py(SOCKS_UDP, name, udp_echo.port, "q"), domains={name: "allow"})
+    assert r.stdout.decode().split("\n")[1:3] == ["none", "eof"], text(r)
+    assert udp_echo.got == []
+
+
+def test_socks5_udp_name_with_allow_local_binding(sclient, uniq, area, udp_echo):
+    """allowLocalBinding: "localhost" is resolved by the server and used; the reply names
+    the address it came from (127.0.0.1 or ::1)."""
+    r = run(sclient, uniq, area, py(SOCKS_UDP, "localhost", udp_echo.port, "hi"),
+            domains={"localhost": "allow"}, local=True)
+    out = r.stdout.decode().split("\n")
+    assert out[2] == "open", text(r)
+    assert out[1] in (udp_reply(b"hi", udp_echo.port),
+                      ("00000004" + "00" * 15 + "01" + "%04x" % udp_echo.port) + b"echo:hi".hex())
+    assert udp_echo.got == [b"hi"]
+
+
+def test_socks5_udp_unenforced_relay_on_the_hosts_loopback(sclient, uniq, area, udp_echo):
+    """Without enforcement the relay is a host loopback socket the reply names."""
+    script = SOCKS_UDP.replace('("127.0.0.1", 1080)', '("127.0.0.1", int(__import__("os")'
+                               '.environ["ALL_PROXY"].rsplit(":", 1)[1]))')
+    pid = uniq("uu")
+    sclient.start(pid, ["/bin/bash", "-c", py(script, "127.0.0.1", udp_echo.port, "x")],
+                  cwd=area.ws, networkProxy=launch(domains={"127.0.0.1": "allow"}))
+    out = sclient.collect(pid).stdout.decode().split("\n")
+    assert out[0].startswith("050000017f000001") and out[0] != "050000017f000001" + "%04x" % 1080
+    assert out[1:3] == [udp_reply(b"x", udp_echo.port), "open"], out
+
+
+def test_socks5_udp_metrics_count_bytes_and_decisions(server, area, udp_echo):
+    from test_metrics import scrape, v
+    c = server.connect()
+    _, before = scrape(server)
+    c.start("mu", ["/bin/bash", "-c", py(SOCKS_UDP, "127.0.0.1", udp_echo.port, "x" * 100)],
+            cwd=area.ws, sandbox=ws_policy(area.ws, network="enabled"),
+            enforceManagedNetwork=True, networkProxy=launch(domains={"127.0.0.1": "allow"}))
+    assert c.collect("mu").stdout.decode().split("\n")[2] == "open"
+    _, after = scrape(server)
+
+    def d(name, **labels):
+        return v(after, name, **labels) - v(before, name, **labels)
+    assert d("uexec_network_proxy_allowed_total") == 1
+    assert d("uexec_network_proxy_bytes_total", direction="up") == 100
+    assert d("uexec_network_proxy_bytes_total", direction="down") == 105
+    c.close()

@@ -1633,3 +1633,56 @@ SCRIPTS.append({"name": "network_proxy_params", "doc": "networkProxy decoding, c
     _np("valid", proxy={"domains": {"*.example.com": "allow", "bad.example.com": "deny"}}),
     collect("np-valid"),
 ]})
+
+
+# The proxy's answers (not enforced: both servers listen on the host's loopback and name it in
+# HTTP_PROXY / ALL_PROXY): refusals of every kind, byte for byte but the date header.
+def _np_run(pid, script, **proxy):
+    p = dict(NP_PROXY)
+    p.update(proxy)
+    env = dict(PATH_ENV)
+    return start(pid, script, env=env, networkProxy={"proxy": p, "environmentId": "remote",
+                                                      "executionId": "e-" + pid})
+
+
+_NP_CURL = "curl -sS -i --max-time 20 %s 2>&1 | grep -iv '^date:'; echo \" rc=$?\""
+
+SCRIPTS.append({"name": "network_proxy_answers", "doc": "the proxy's refusals and failures",
+                "steps": [
+    _np_run("npa-full", "; ".join(_NP_CURL % a for a in (
+        "-x \"$HTTP_PROXY\" http://denied.example:81/x",
+        "-x \"$HTTP_PROXY\" http://sub.denied.example/",
+        "-x \"$HTTP_PROXY\" http://other.example/",
+        "-x \"$HTTP_PROXY\" http://127.0.0.1:9/",
+        "-x \"$HTTP_PROXY\" http://[::1]:9/",
+        "-x \"$HTTP_PROXY\" -p https://denied.example/",
+        "-x \"$HTTP_PROXY\" -p https://other.example:8443/",
+        "-x \"$HTTP_PROXY\" -H 'x-unix-socket: /run/x.sock' http://other.example/",
+        "-x \"$HTTP_PROXY\" http://127.0.0.2:9/",
+        "--socks5-hostname \"${ALL_PROXY#socks5h://}\" http://denied.example/",
+        "--socks5-hostname \"${ALL_PROXY#socks5h://}\" http://127.0.0.1:9/",
+    )), domains={"denied.example": "deny", "*.denied.example": "deny", "127.0.0.2": "allow",
+                 "allowed.example": "allow"}),
+    collect("npa-full", timeout=60),
+    _np_run("npa-limited", "; ".join(_NP_CURL % a for a in (
+        "-x \"$HTTP_PROXY\" -X POST http://127.0.0.2:9/",
+        "-x \"$HTTP_PROXY\" -X DELETE http://denied.example/",
+        "-x \"$HTTP_PROXY\" -p https://127.0.0.2:9/",
+        "-x \"$HTTP_PROXY\" -X PUT -H 'x-unix-socket: /run/x.sock' http://other.example/",
+        "--socks5-hostname \"${ALL_PROXY#socks5h://}\" http://127.0.0.2:9/",
+    )), mode="limited", domains={"denied.example": "deny", "127.0.0.2": "allow"}),
+    collect("npa-limited", timeout=60),
+    # a real answer (python's HTTP/1.0 server started by the command): the response head as
+    # the client gets it (version, headers kept and dropped), two requests on one connection
+    _np_run("npa-forward",
+            "d=$(mktemp -d) && cd \"$d\" && echo hi > f && P=$((20000 + $$ % 20000)) && "
+            "(exec python3 -m http.server --bind 127.0.0.1 $P >/dev/null 2>&1 &) && "
+            "i=0; until curl -s --noproxy '*' -o /dev/null http://127.0.0.1:$P/f; do "
+            "i=$((i+1)); [ $i -lt 400 ] || break; sleep 0.05; done; "
+            "curl -sS -i -x \"$HTTP_PROXY\" http://127.0.0.1:$P/f http://127.0.0.1:$P/f "
+            "-w ' connects=%{num_connects}\\n' | grep -iv '^date:\\|^last-modified:'; "
+            "curl -sS -i -0 -x \"$HTTP_PROXY\" http://127.0.0.1:$P/f | grep -iv '^date:\\|^last-modified:'; "
+            "pkill -f \"http.server --bind 127.0.0.1 $P\"; cd / && rm -rf \"$d\"",
+            domains={"127.0.0.1": "allow"}),
+    collect("npa-forward", timeout=60),
+]})
