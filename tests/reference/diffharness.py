@@ -451,6 +451,12 @@ KNOWN_DIFFS = {
     "remove-nofollow-recursive": lambda r, u: _is_err(
         r, -32603, "recursive no-follow removal is unsupported")
     and isinstance(u, dict) and (u.get("result") == {} or _is_err(u, -32004)),
+    # managedNetwork.transparentTcp is 0.171's: 0.169 ignores the member (and then finds the
+    # disabled proxy); uexec follows 0.171 and refuses it first
+    "transparent-tcp-0171": lambda r, u: _is_err(
+        r, -32602, "invalid network proxy config: executor-local network proxy launch requires "
+        "an enabled proxy")
+    and _is_err(u, -32602, "transparent TCP requires an executor-local managed proxy"),
     # the follow-up of a refused sandboxed start (nothing to collect on uexec)
     "sandbox-refused-followup": lambda r, u: isinstance(u, dict) and u.get("exited") == []
     and u.get("closed") == 0 and u.get("output") == {},

@@ -1569,7 +1569,7 @@ NP_PROXY = {"enabled": True, "enableSocks5": True, "enableSocks5Udp": True,
             "mode": "full", "domains": None, "unixSockets": None, "allowLocalBinding": False}
 
 
-def _np(label, proxy=None, top=None, launch=None, **extra):
+def _np(label, proxy=None, top=None, launch=None, allow=None, **extra):
     """A process/start whose networkProxy is {"proxy": NP_PROXY + proxy} + launch (or launch
     itself when given as a non-dict), with extra top-level fields."""
     if launch is None or isinstance(launch, dict):
@@ -1583,7 +1583,10 @@ def _np(label, proxy=None, top=None, launch=None, **extra):
               "tty": False, "networkProxy": lc}
     params.update(top or {})
     params.update(extra)
-    return req("process/start", params, label="networkProxy " + label)
+    st = req("process/start", params, label="networkProxy " + label)
+    if allow:
+        st["allow"] = allow
+    return st
 
 
 SCRIPTS.append({"name": "network_proxy_params", "doc": "networkProxy decoding, checks, order",
@@ -1629,7 +1632,7 @@ SCRIPTS.append({"name": "network_proxy_params", "doc": "networkProxy decoding, c
     _np("masking string", proxy={"credentialMasking": "zz"}),
     _np("enabled false beats argv empty", proxy={"enabled": False}, argv=[]),
     _np("managed transparentTcp", top={"managedNetwork": {"transparentTcp": True}},
-        proxy={"enabled": False}),
+        proxy={"enabled": False}, allow=["transparent-tcp-0171"]),
     _np("valid", proxy={"domains": {"*.example.com": "allow", "bad.example.com": "deny"}}),
     collect("np-valid"),
 ]})
