@@ -164,17 +164,7 @@ def test_only_the_proxy_is_reachable(sclient, uniq, area, origin):
 def test_allowlisted_name_resolving_to_a_private_address_is_refused(sclient, uniq, area, origin):
     """DNS rebinding: a name the policy allows only if public, resolved by the server, is
     refused when an answer is local (here a hosts-file name of the loopback)."""
-    import ipaddress
-    name = None
-    for cand in (socket.gethostname(), "ip6-localhost", "ip6-loopback"):
-        try:
-            addrs = {a[4][0] for a in socket.getaddrinfo(cand, 80)}
-        except (socket.gaierror, UnicodeError):
-            continue
-        if cand != "localhost" and any(not ipaddress.ip_address(a.split("%")[0]).is_global
-                                       for a in addrs):
-            name = cand.lower().rstrip(".")
-            break
+    name = local_name()
     if not name:
         pytest.skip("no host name resolving to a local address here (the host's own name, "
                     "ip6-localhost)")
