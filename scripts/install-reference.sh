@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the reference Codex CLI / exec-server (@openai/codex@0.169.0) from
+# Install the reference Codex CLI / exec-server (@openai/codex@0.171.0, the newest tested; 0.169.0 with UEXEC_REF_VERSION) from
 # the npm registry into a fixed prefix outside the repo and outside /tmp.
 #
 #   scripts/install-reference.sh            # installs into ${UEXEC_REF_DIR:-/opt/uexec-ref}
@@ -12,7 +12,7 @@
 # `codex exec ...`); the JS launcher (node_modules/.bin/codex) only execs it.
 set -euo pipefail
 
-VERSION="${UEXEC_REF_VERSION:-0.169.0}"
+VERSION="${UEXEC_REF_VERSION:-0.171.0}"
 PREFIX="${UEXEC_REF_DIR:-/opt/uexec-ref}"
 
 case "$PREFIX" in

@@ -357,7 +357,7 @@ static int pty_program(struct conn *c, json_t *id, const char *argv0, char *cons
 	*cwd = dir;
 	r = environ_pty_resolve(argv0, envp, dir, &prog, &msg);
 	if (r == -ENOENT) {
-		rpc_reply_error_text(c, id, RPC_INTERNAL_ERROR, msg, strlen(msg));
+		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed", "%s", msg);
 		free(msg);
 		return r;
 	}
@@ -453,6 +453,21 @@ static int track_process(struct session *ss, json_t *process_id, const struct sp
 	return 0;
 }
 
+/*
+ * A spawn's errno as 0.171 reports it: the OS error's text, and in data the
+ * kind of io::Error it is (NotFound, PermissionDenied, anything else).
+ */
+static void reply_spawn_errno(struct conn *c, json_t *id, int r)
+{
+	char text[256];
+
+	rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR,
+			     r == -ENOENT ? "spawnNotFound"
+			     : r == -EACCES || r == -EPERM ? "spawnPermissionDenied"
+							   : "spawnFailed",
+			     "%s", rpc_os_error(-r, text, sizeof(text)));
+}
+
 /* Replies to a failed spawn_process(): a sandbox step that failed in the child, or exec's errno. */
 static void reply_spawn_error(struct conn *c, json_t *id, json_t *argv0, int r, const char *step)
 {
@@ -473,7 +488,7 @@ static void reply_spawn_error(struct conn *c, json_t *id, json_t *argv0, int r, 
 				      "Session %s: spawning '%s' failed: %s", c->sess->id,
 				      json_string_value(argv0), strerror(-r));
 	}
-	rpc_reply_errno_internal(c, id, r);
+	reply_spawn_errno(c, id, r);
 }
 
 /* Audit lines carry at most this many bytes of argv (a request may hold 64 MiB). */
@@ -645,14 +660,15 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 
 	if (json_string_length(argv0) == 0) {
 		/* The reference's spawner refuses an empty program before looking for it. */
-		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "missing program for %s spawn",
+		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed", "missing program for %s spawn",
 				params_bool(f[F_TTY], false) ? "PTY" : "pipe");
 		goto out;
 	}
 	r = environ_build(f[F_ENV], f[F_ENV_POLICY], f[F_METADATA], params_bool(f[F_TTY], false),
 			  c->srv->login_shell, &envp);
 	if (r == -EILSEQ) {
-		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "data provided contains a nul byte");
+		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed",
+				     "data provided contains a nul byte");
 		goto out;
 	}
 	/*
@@ -672,7 +688,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		r = build_argv(f, &argv);
 	if (r == -EILSEQ) {
 		/* A NUL in argv or arg0: std::process::Command's own wording. */
-		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "nul byte found in provided data");
+		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed",
+				     "nul byte found in provided data");
 		goto out;
 	}
 	sa.explicit_path = strchr(json_string_value(argv0), '/') != NULL;
@@ -707,8 +724,9 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		/* Limits are promised: no process without them. */
 		log_warning_errno_ratelimited(has_leaf, "Session %s: cannot create a cgroup for "
 					      "process '%s'", ss->id, json_string_value(f[F_PROCESS_ID]));
-		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "cannot create the process's cgroup for its "
-				"limits: %s", strerror(-has_leaf));
+		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed",
+				     "cannot create the process's cgroup for its limits: %s",
+				     strerror(-has_leaf));
 		goto out;
 	}
 	if (has_leaf < 0) {
@@ -791,7 +809,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	goto out;
 
 fail:
-	rpc_reply_errno_internal(c, id, r);
+	reply_spawn_errno(c, id, r);
 out:
 	safe_close(hfds[0]);
 	safe_close(hfds[1]);

@@ -239,6 +239,33 @@ void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *pr
 	free(text);
 }
 
+void rpc_reply_error_kind(struct conn *c, json_t *id, int code, const char *kind, const char *fmt, ...)
+{
+	json_t *msg = json_object(), *err = json_object(), *data = json_pack("{s:s}", "kind", kind);
+	char text[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	count_error(c, id, code);
+	if (msg && err && data) {
+		json_t *m = json_string(text);
+
+		json_object_set_new(err, "code", json_integer(code));
+		json_object_set_new(err, "data", data);
+		data = NULL;
+		json_object_set_new(err, "message", m ? m : json_string("spawn failed"));
+		json_object_set_new(msg, "error", err);
+		err = NULL;
+		json_object_set(msg, "id", id);
+		conn_send_json(c, msg);
+	}
+	json_decref(data);
+	json_decref(err);
+	json_decref(msg);
+}
+
 void rpc_reply_error_text(struct conn *c, json_t *id, int code, const char *text, size_t len)
 {
 	json_t *t = json_stringn(text, len);

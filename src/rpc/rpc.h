@@ -48,6 +48,12 @@ void rpc_reply_error(struct conn *c, json_t *id, int code, const char *fmt, ...)
 /* An error whose message is prefix + the client's string str (NULs kept) + suffix. */
 /* An error whose message is text[0..len), which may hold a NUL. */
 void rpc_reply_error_text(struct conn *c, json_t *id, int code, const char *text, size_t len);
+/*
+ * An error with "data":{"kind":kind} between code and message, as 0.171's
+ * process/start errors (spawnNotFound, spawnPermissionDenied, spawnFailed).
+ */
+void rpc_reply_error_kind(struct conn *c, json_t *id, int code, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *prefix,
 			    json_t *str, const char *suffix);
 /*

@@ -66,7 +66,7 @@ static void help(void)
 	       "  --handshake-timeout-ms N  close connections that have not completed the\n"
 	       "                            WebSocket upgrade N ms after accept; 0: never\n"
 	       "                            (default: 10000)\n"
-	       "  --executor-version STR    executorVersion reported to clients (default: 0.169.0,\n"
+	       "  --executor-version STR    executorVersion reported to clients (default: 0.171.0,\n"
 	       "                            the protocol revision uexec implements)\n"
 	       "  --no-sandbox              refuse every process or filesystem request whose\n"
 	       "                            sandbox asks for restrictions (fail closed), e.g.\n"

@@ -97,7 +97,7 @@ struct config {
 		.max_queued_bytes = 8u << 20, .ping_interval_ms = 30000,                       \
 		.max_inflight_bytes_per_conn = 64u << 20, .max_inflight_bytes = 2ull << 30,    \
 		.handshake_timeout_ms = 10000,                                                 \
-		.executor_version = "0.169.0", .sandbox_max_ptys = 64,                         \
+		.executor_version = "0.171.0", .sandbox_max_ptys = 64,                         \
 		.landlock_abi_max = UINT32_MAX, .log_level = 6 /* LOG_INFO */,                \
 		.ws_max_clock_skew_s = 30,                                                      \
 		.audit_log_max_queued_bytes = SERVER_AUDIT_MAX_QUEUED_DEFAULT,                  \

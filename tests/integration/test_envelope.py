@@ -130,6 +130,15 @@ def test_error_member_order_and_shape(sclient):
                    '`no/such/method` yet"},"id":22}')
 
 
+def test_spawn_error_kind_member_order(sclient):
+    """0.171: a process/start spawn error carries data.kind, between code and message."""
+    msg, raw = raw_reply(sclient, '{"id":23,"method":"process/start","params":{"processId":'
+                         '"kind-order","argv":["/definitely/not/here"],"cwd":"/tmp","env":{},'
+                         '"tty":false}}')
+    assert raw == ('{"error":{"code":-32603,"data":{"kind":"spawnNotFound"},"message":'
+                   '"No such file or directory (os error 2)"},"id":23}')
+
+
 # process/resize answers -32601 on the reference but is a uexec extension
 # (test_process_ext.py); the other names stay unknown.
 @pytest.mark.parametrize("method", ["no/such/method", "process/kill",
@@ -220,7 +229,8 @@ def test_nul_in_env_key_refused_like_a_nul_in_a_value(sclient):
         msg, _ = raw_reply(sclient, '{"id":2,"method":"process/start","params":{"processId":"n",'
                                     '"argv":["/bin/true"],"cwd":"file:///tmp","env":%s,'
                                     '"tty":false,"arg0":null%s}}' % (env, extra))
-        assert msg["error"] == {"code": -32603, "message": "data provided contains a nul byte"}
+        assert msg["error"] == {"code": -32603, "data": {"kind": "spawnFailed"},
+                             "message": "data provided contains a nul byte"}
     assert sclient.error("process/read", {"processId": "n"})["code"] == -32600
 
 

@@ -117,7 +117,8 @@ def test_env_name_with_equals(ec):
 def test_env_nul_in_value_is_internal_error(ec):
     """§6.6/§8.1: a NUL byte in an env value -> -32603 'data provided contains a nul byte'."""
     err = ec.error("process/start", ec.start_params("nul", env={"A": "x\u0000y"}))
-    assert err == {"code": -32603, "message": "data provided contains a nul byte"}
+    assert err == {"code": -32603, "data": {"kind": "spawnFailed"},
+                             "message": "data provided contains a nul byte"}
 
 
 def test_env_null_value_rejected(ec):

@@ -13,9 +13,12 @@ from wsclient import file_uri
 pytestmark = pytest.mark.needs_programs("/bin/echo", "/bin/pwd", "/bin/sh", "/bin/sleep", "/bin/true")
 
 PATH_ENV = {"PATH": "/usr/bin:/bin"}
-ENOENT = {"code": -32603, "message": "No such file or directory (os error 2)"}
-EACCES = {"code": -32603, "message": "Permission denied (os error 13)"}
-ENOTDIR = {"code": -32603, "message": "Not a directory (os error 20)"}
+# 0.171's shapes: the io::Error's kind in data (spawnNotFound, spawnPermissionDenied, spawnFailed)
+ENOENT = {"code": -32603, "data": {"kind": "spawnNotFound"},
+          "message": "No such file or directory (os error 2)"}
+EACCES = {"code": -32603, "data": {"kind": "spawnPermissionDenied"},
+          "message": "Permission denied (os error 13)"}
+ENOTDIR = {"code": -32603, "data": {"kind": "spawnFailed"}, "message": "Not a directory (os error 20)"}
 RELATIVE = {"code": -32602, "message": "invalid URI: relative URL without a base"}
 
 
