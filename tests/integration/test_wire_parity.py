@@ -256,22 +256,22 @@ def test_watch_missing_requires_missing(sclient):
         "watching": True}
 
 
-# ---- process/start spawn errors
+# ---- process/start spawn errors (0.171: with data.kind, as the reference 0.171.0 sends them)
 
 def test_nul_in_argv_or_arg0(sclient, tmp_path, uniq):
     for extra in ({"argv": ["/bin/true", "a\u0000b"]}, {"arg0": "a\u0000b"}):
         assert sclient.error("process/start", start_params(uniq(), tmp_path, **extra)) == {
-            "code": -32603, "message": "nul byte found in provided data"}
+            "code": -32603, "data": {"kind": "spawnFailed"}, "message": "nul byte found in provided data"}
     # a NUL in the environment keeps its own wording
     assert sclient.error("process/start", start_params(uniq(), tmp_path,
                                                        env={"A": "x\u0000y"})) == {
-        "code": -32603, "message": "data provided contains a nul byte"}
+        "code": -32603, "data": {"kind": "spawnFailed"}, "message": "data provided contains a nul byte"}
 
 
 @pytest.mark.parametrize("tty,kind", [(False, "pipe"), (True, "PTY")])
 def test_empty_program(sclient, tmp_path, uniq, tty, kind):
     assert sclient.error("process/start", start_params(uniq(), tmp_path, argv=[""], tty=tty)) == {
-        "code": -32603, "message": "missing program for %s spawn" % kind}
+        "code": -32603, "data": {"kind": "spawnFailed"}, "message": "missing program for %s spawn" % kind}
 
 
 # ---- fs/open handles
@@ -448,7 +448,8 @@ def test_pty_program_lookup_texts(sclient, ptree, uniq):
     ]
     got = [(argv, pty_start(sclient, uniq(), argv, env, ptree).get("error"))
            for argv, env, _ in cases]
-    assert got == [(argv, {"code": -32603, "message": m}) for argv, _, m in cases]
+    assert got == [(argv, {"code": -32603, "data": {"kind": "spawnFailed"}, "message": m})
+                   for argv, _, m in cases]
     # and what it finds: relative PATH entries and names are joined to the directory
     for argv, env in ((["tool"], {"PATH": "bin"}), (["tool"], {"PATH": ":bin"}),
                       (["bin/tool"], {"PATH": ""}), (["./bin/tool"], {})):
@@ -460,7 +461,8 @@ def test_pty_program_lookup_texts(sclient, ptree, uniq):
     assert sclient.error("process/start", {"processId": uniq(), "argv": ["noexec"],
                                            "cwd": file_uri(str(ptree)), "env": {"PATH": b},
                                            "tty": False}) == {
-        "code": -32603, "message": "Permission denied (os error 13)"}
+        "code": -32603, "data": {"kind": "spawnPermissionDenied"},
+        "message": "Permission denied (os error 13)"}
 
 
 @pytest.mark.needs_programs("/bin/sh")
@@ -474,12 +476,13 @@ def test_pty_cwd_that_is_no_directory_falls_back_to_home(sclient, ptree, uniq):
     # HOME that is a file: the start fails where the child changes into it
     assert pty_start(sclient, uniq(), ["/bin/sh", "-c", "pwd"],
                      {"HOME": str(ptree / "bin" / "noexec")}, ptree / "missing")["error"] == {
-        "code": -32603, "message": "Not a directory (os error 20)"}
+        "code": -32603, "data": {"kind": "spawnFailed"}, "message": "Not a directory (os error 20)"}
     # pipes still refuse a missing cwd
     assert sclient.error("process/start", {"processId": uniq(), "argv": ["/bin/true"],
                                            "cwd": file_uri(str(ptree / "missing")), "env": {},
                                            "tty": False}) == {
-        "code": -32603, "message": "No such file or directory (os error 2)"}
+        "code": -32603, "data": {"kind": "spawnNotFound"},
+        "message": "No such file or directory (os error 2)"}
 
 
 # ---- file: URIs
