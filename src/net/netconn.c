@@ -475,25 +475,20 @@ static void nc_arm_read(struct netconn *nc)
 
 /* ---- output ---- */
 
-static void on_shutdown_wr(struct uring_op *op, int res, uint32_t flags)
-{
-	struct netconn *nc = container_of(op, struct netconn, write_op);
-
-	if (nc_quiet(nc))
-		return;
-	if (res < 0 && res != -ENOTCONN)
-		nc_fail(nc, res, "shutting down the connection to %s failed: %s", nc->peer,
-			strerror(-res));
-	/* Now the peer's EOF (nc_input) or the grace timer ends it. */
-}
-
+/*
+ * The FIN once everything queued is written. shutdown(2) is called here,
+ * not submitted as IORING_OP_SHUTDOWN: the kernel always hands that op to an
+ * io-wq worker thread (a thread switch per connection: 14% of the proxy's
+ * CPU in bench/run.sh --only proxy), while the call itself only queues the
+ * FIN and never blocks. Now the peer's EOF (nc_input) or the grace timer
+ * ends the connection.
+ */
 static void nc_send_fin(struct netconn *nc)
 {
-	struct io_uring_sqe *sqe;
-
 	nc->fin_sent = true;
-	sqe = uring_get_sqe(&nc->srv->ring, &nc->write_op, on_shutdown_wr);
-	io_uring_prep_shutdown(sqe, nc->fd, SHUT_WR);
+	if (shutdown(nc->fd, SHUT_WR) < 0 && errno != ENOTCONN)
+		nc_fail_later(nc, -errno, "shutting down the connection to %s failed: %s", nc->peer,
+			      strerror(errno));
 }
 
 static void on_write(struct uring_op *op, int res, uint32_t flags)
