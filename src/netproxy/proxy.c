@@ -349,6 +349,15 @@ static void refuse(struct npc *c, enum np_verdict v)
 
 static void socks_reply(struct npc *c, uint8_t code);
 
+/* A SOCKS5 reply without an address (ATYP 1, 0.0.0.0:0): code 2 refused, 5 failed, ... */
+static void socks_send(struct npc *c, uint8_t code)
+{
+	const uint8_t r[10] = { 5, code, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+	if (c->client)
+		(void)netconn_send(c->client, r, sizeof(r));
+}
+
 /*
  * Takes the review's answer for the request at hand: false when it allows
  * (the request goes on, as a name allowed only if public), true when it
@@ -612,14 +621,10 @@ static void up_connect_answer(struct npc *c, const uint8_t *p, size_t n)
 	return;
 fail:
 	buf_done(&c->up_head);
-	if (c->socks) {
-		static const uint8_t fail[10] = { 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
-
-		if (c->client)
-			(void)netconn_send(c->client, fail, sizeof(fail));
-	} else {
+	if (c->socks)
+		socks_send(c, 5);
+	else
 		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
-	}
 	netconn_close(c->up);
 	c->up = NULL;
 	finish_client(c);
@@ -854,12 +859,8 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 		 */
 		refuse_local(c);
 	} else if (was_connecting && c->socks) {
-		uint8_t fail[10] = { 5, 5, 0, 1, 0, 0, 0, 0, 0, 0 };
-
-		fail[1] = err == -EACCES ? 2 : err == -EHOSTUNREACH ? 4 : err == -ENETUNREACH ? 3
-			  : err == -ETIMEDOUT ? 6 : 5;
-		if (c->client)
-			(void)netconn_send(c->client, fail, sizeof(fail));
+		socks_send(c, err == -EACCES ? 2 : err == -EHOSTUNREACH ? 4 : err == -ENETUNREACH ? 3
+			   : err == -ETIMEDOUT ? 6 : 5);
 	} else if (was_connecting && !c->connect) {
 		if (err == -EACCES)
 			refuse(c, NP_NOT_ALLOWED_LOCAL);
@@ -982,6 +983,28 @@ static bool name_is(const struct http_header *h, const char *name)
 	return h->name_len == strlen(name) && !strncasecmp(h->name, name, h->name_len);
 }
 
+/* True when the Connection header conn (may be NULL) lists token t[0..n) (case-insensitive). */
+static bool conn_names(const struct http_header *conn, const char *t, size_t n)
+{
+	const char *v, *e;
+
+	if (!conn)
+		return false;
+	for (v = conn->value, e = v + conn->value_len; v < e;) {
+		const char *comma = memchr(v, ',', (size_t)(e - v));
+		const char *end = comma ? comma : e;
+
+		while (v < end && (*v == ' ' || *v == '\t'))
+			v++;
+		while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		if ((size_t)(end - v) == n && !strncasecmp(v, t, n))
+			return true;
+		v = comma ? comma + 1 : e;
+	}
+	return false;
+}
+
 /*
  * Hop-by-hop headers, dropped on the way through (RFC 9110 §7.6.1): the
  * request's and, for a response (its body is passed as it came, framing
@@ -1001,26 +1024,10 @@ static bool hop_by_hop_of(const struct http_header *h, const struct http_header 
 		if (name_is(h, resp_names[i]))
 			return true;
 	for (size_t i = 0; !response && names[i]; i++)
-		if (h->name_len == strlen(names[i]) && !strncasecmp(h->name, names[i], h->name_len))
+		if (name_is(h, names[i]))
 			return true;
 	/* every header Connection names */
-	if (conn) {
-		const char *v = conn->value, *e = v + conn->value_len;
-
-		while (v < e) {
-			const char *t = memchr(v, ',', (size_t)(e - v));
-			const char *end = t ? t : e;
-
-			while (v < end && (*v == ' ' || *v == '\t'))
-				v++;
-			while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-				end--;
-			if ((size_t)(end - v) == h->name_len && !strncasecmp(v, h->name, h->name_len))
-				return true;
-			v = t ? t + 1 : e;
-		}
-	}
-	return false;
+	return conn_names(conn, h->name, h->name_len);
 }
 
 static bool hop_by_hop(const struct http_header *h, const struct http_header *conn)
@@ -1031,9 +1038,7 @@ static bool hop_by_hop(const struct http_header *h, const struct http_header *co
 /* True when a Connection header holds the token "close". */
 static bool wants_close(const struct http_header *conn)
 {
-	struct http_header close_h = { .name = "close", .name_len = 5 };
-
-	return conn && hop_by_hop_of(&close_h, conn, false);
+	return conn_names(conn, "close", 5);
 }
 
 /* The request head for the origin: origin-form target, hop-by-hop headers dropped, close. */
@@ -1092,13 +1097,10 @@ static void refuse_local(struct npc *c)
 {
 	emit(c, true, false, "baseline_policy", "not_allowed_local");
 	c->decided = true;
-	if (c->socks && c->client) {
-		static const uint8_t refused[10] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
-
-		(void)netconn_send(c->client, refused, sizeof(refused));
-	} else {
+	if (c->socks)
+		socks_send(c, 2);
+	else
 		refuse(c, NP_NOT_ALLOWED_LOCAL);
-	}
 }
 
 static int dial(struct npc *c)
@@ -1377,11 +1379,10 @@ done:
 	finish_client(c);
 }
 
+/* A SOCKS5 reply that ends the control connection. */
 static void socks_reply(struct npc *c, uint8_t code)
 {
-	const uint8_t r[10] = { 5, code, 0, 1, 0, 0, 0, 0, 0, 0 };
-
-	(void)netconn_send(c->client, r, sizeof(r));
+	socks_send(c, code);
 	finish_client(c);
 }
 
