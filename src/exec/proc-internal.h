@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What proc.c and proc-rw.c share (not part of proc.h). */
+/* What proc.c, proc-rw.c and proc-review.c share (not part of proc.h). */
 #pragma once
 
 #include <jansson.h>
@@ -37,6 +37,14 @@ static inline const char *proc_stream_name(uint8_t k)
 static inline struct server *proc_srv(const struct proc *p)
 {
 	return p->sess->srv;
+}
+
+/* The connection that holds p's session now, if it is open (else NULL). */
+static inline struct conn *proc_conn(const struct proc *p)
+{
+	struct conn *c = p->sess->conn;
+
+	return c && c->state == CONN_OPEN ? c : NULL;
 }
 
 /* Answers every long poll of p that can be answered now (proc-rw.c). */
