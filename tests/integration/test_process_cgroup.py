@@ -893,7 +893,9 @@ def test_sandbox_cannot_leave_its_cgroup(server, uniq, marker, network):
             limits=limits)
     out = c.collect_until_output(pid, "tried").data()
     assert b"MOVED" not in out, out
-    (p,) = marked(marker)
+    # between "tried" and the exec, /proc/PID/environ can read empty (the new image's
+    # stack not yet set up): wait for the process rather than look once
+    (p,) = wait_until(lambda: marked(marker), what="the sandboxed process")
     assert re.search(r"/p\d+$", cgroup_of(p)), cgroup_of(p)
     c.terminate(pid)
     wait_until(lambda: marked(marker) == [], what="the sandboxed process killed")
