@@ -545,3 +545,31 @@ bool sandbox_policy_is_unrestricted(const struct sandbox_policy *p)
 {
 	return p->kind == SANDBOX_DISABLED || (p->full_write && p->network && p->n_deny_globs == 0);
 }
+
+bool sandbox_policy_root_write_restricted(const struct sandbox_policy *p)
+{
+	if (!p->full_write || p->kind != SANDBOX_MANAGED)
+		return false;
+	if (p->n_deny_globs > 0)
+		return true;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct sandbox_rule *r = &p->rules[i];
+
+		/* An entry overridden by another at the same path (ties) restricts nothing. */
+		if (r->access != SANDBOX_WRITE && sandbox_policy_access(p, r->path) == r->access)
+			return true;
+	}
+	return false;
+}
+
+bool sandbox_policy_grants_root_name(const struct sandbox_policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct sandbox_rule *r = &p->rules[i];
+
+		if (r->access == SANDBOX_WRITE && r->path[0] == '/' && strcmp(r->path + 1, name) == 0 &&
+		    sandbox_policy_access(p, r->path) == SANDBOX_WRITE)
+			return true;
+	}
+	return false;
+}
