@@ -1210,6 +1210,12 @@ const char *sandbox_plan_writable_root(const struct sandbox_plan *plan, const ch
 	return root && masked < best ? root : NULL;
 }
 
+bool sandbox_root_write_supported(const struct sandbox_features *f)
+{
+	return !f->missing[0] && f->seccomp && f->mount_ns &&
+	       (f->landlock_abi >= SANDBOX_LANDLOCK_ABI_SCOPE || f->pid_ns);
+}
+
 int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
 		     int fs_helper_fd, struct sandbox_plan **ret, char *err, size_t errsz)
 {

@@ -229,3 +229,25 @@ def test_fs_requests_under_approved_root_write(lclient, uniq, area):
         assert "error" not in lclient.call("fs/writeFile", {"path": file_uri(p),
                                                             "dataBase64": data, "sandbox": sb})
         assert area.read(p) == "w\n"
+
+
+ROOT_WRITE_CAPS = ("linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions")
+
+
+def test_capabilities_advertised(lclient):
+    """Both flags are true where the sandbox (at every level here) enforces the above."""
+    caps = lclient.init_result["environmentInfo"]["capabilities"]
+    assert [caps[k] for k in ROOT_WRITE_CAPS] == [True, True], caps
+
+
+def test_capabilities_false_without_a_sandbox(server_factory, uniq, area):
+    """--no-sandbox: false (no root-write policy is enforced: refused, nothing runs)."""
+    srv = server_factory("--no-sandbox")
+    c = srv.connect()
+    caps = c.init_result["environmentInfo"]["capabilities"]
+    assert [caps[k] for k in ROOT_WRITE_CAPS] == [False, False], caps
+    err = c.error("process/start", {"processId": uniq("ns"), "argv": ["/bin/true"],
+                                    "cwd": file_uri(area.ws), "env": {}, "tty": False,
+                                    "sandbox": approved_policy(area.ws)})
+    assert err == ts.REFUSED
+    c.ws.abort()
