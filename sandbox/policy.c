@@ -543,7 +543,8 @@ enum sandbox_access sandbox_policy_access(const struct sandbox_policy *p, const 
 
 bool sandbox_policy_is_unrestricted(const struct sandbox_policy *p)
 {
-	return p->kind == SANDBOX_DISABLED || (p->full_write && p->network && p->n_deny_globs == 0);
+	return p->kind == SANDBOX_DISABLED ||
+	       (p->full_write && p->network && !sandbox_policy_root_write_restricted(p));
 }
 
 bool sandbox_policy_root_write_restricted(const struct sandbox_policy *p)

@@ -80,7 +80,7 @@ void sandbox_policy_free(struct sandbox_policy *p);
  */
 enum sandbox_access sandbox_policy_access(const struct sandbox_policy *p, const char *path);
 
-/* True when the policy restricts nothing (disabled, or full write with network). */
+/* True when the policy restricts nothing (disabled, or a bare full write with network). */
 bool sandbox_policy_is_unrestricted(const struct sandbox_policy *p);
 
 /*
