@@ -23,7 +23,7 @@ struct sandbox_plan {
 	bool restrict_fs;
 	/*
 	 * With restrict_fs: the root is a writable root (a root write with
-	 * carve-outs, SANDBOX.md §3.9). The tree stays as the host has it
+	 * carve-outs, SECURITY.md "Write on the root"). The tree stays as the host has it
 	 * (read-write where the host's is) instead of read-only; "/" in rw is
 	 * neither cloned nor idmapped; ro_kernel is set.
 	 */

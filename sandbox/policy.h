@@ -84,10 +84,10 @@ enum sandbox_access sandbox_policy_access(const struct sandbox_policy *p, const 
 bool sandbox_policy_is_unrestricted(const struct sandbox_policy *p);
 
 /*
- * A write on the root that still restricts something (SANDBOX.md §3.9): a
- * deny entry or glob, or a read entry, that is in effect beneath it. Such a
- * policy gets a filesystem view (the root writable in it, the carve-outs
- * masked, a private /dev); a bare root write does not.
+ * A write on the root that still restricts something (SECURITY.md "Write on
+ * the root"): a deny entry or glob, or a read entry, in effect beneath it.
+ * Such a policy gets a filesystem view (the root writable in it, the
+ * carve-outs masked, a private /dev); a bare root write does not.
  */
 bool sandbox_policy_root_write_restricted(const struct sandbox_policy *p);
 

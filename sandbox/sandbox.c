@@ -1345,10 +1345,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->restrict_fs = true;
 	pl->drop_caps = true;
 	/*
-	 * A root write with carve-outs (an approved command's policy, §3.9):
-	 * every capability dropped as in any view (the reference's bubblewrap
-	 * drops them all), and the kernel's files kept read-only as for a bare
-	 * root write: the tree is not.
+	 * A root write with carve-outs (an approved command's policy,
+	 * SECURITY.md "Write on the root"): every capability dropped as in
+	 * any view (the reference's bubblewrap drops them all), and the
+	 * kernel's files kept read-only as for a bare root write: the tree
+	 * is not.
 	 */
 	pl->root_rw = root_write;
 	pl->ro_kernel = root_write;

@@ -116,9 +116,10 @@ const char *sandbox_describe(const struct sandbox_features *f, char *buf, size_t
 
 /*
  * True when this host enforces root-write policies as the reference's
- * linuxRootWritePreservesDevices and linuxApprovedRootWritePreservesRestrictions
- * promise (SANDBOX-ROOTWRITE.md): a sandbox at all, seccomp, mount namespaces
- * (the view of a root write with carve-outs, read-only /proc and /sys), and
+ * linuxRootWritePreservesDevices and
+ * linuxApprovedRootWritePreservesRestrictions promise (docs/SECURITY.md
+ * "Write on the root"): a sandbox at all, seccomp, mount namespaces (the
+ * view of a root write with carve-outs, read-only /proc and /sys), and
  * signal scoping (Landlock ABI 6 or the PID namespace), without which
  * sandbox_plan_new refuses every plan. f probed, f->pid_ns set.
  */

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Write on the root (issue 23 item 4; SANDBOX.md-derived docs/SANDBOX-ROOTWRITE.md).
+"""Write on the root (issue 23 item 4; docs/SECURITY.md "Write on the root").
 
 The two capabilities the reference advertises and uexec now does too:
 

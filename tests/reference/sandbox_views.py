@@ -7,8 +7,13 @@ and compares its output (ls -la, stat, error texts) after dropping the
 reference's ~/.bashrc noise (PROTOCOL.md §13) and timestamps. Cases: the
 SANDBOX.md §3.3 precedence example and its variants (a writable root below a
 denied or read-only parent), the protected metadata names under a plain
-writable root, and the private /dev, PID namespace, capabilities and
-network refusal seen under a workspace-write policy.
+writable root, the private /dev, PID namespace, capabilities and
+network refusal seen under a workspace-write policy, and a root write: bare
+(the devices), with a denied path (the root's metadata names read-only), and
+an approved command's policy (every carve-out, symlinks into denied places,
+the devices). The scripts write nothing outside their tree but /dev/shm:
+never a host kernel file (the reference's approved root write, as root,
+could and did write kernel.core_pattern).
 
     /usr/bin/python3 tests/reference/sandbox_views.py [-v]
 
@@ -85,7 +90,7 @@ def cases(base):
                 "echo pid=$$; echo procs=$(ps -e | wc -l); "
                 "grep -E 'Cap|NoNewPrivs|Seccomp' /proc/self/status; "
                 "touch /etc/x /tmp/uexec-sv-x; echo > /dev/tcp/127.0.0.1/22; echo rc=$?"))
-    # Write on the root (SANDBOX.md §3.9): the standard devices stay usable.
+    # Write on the root (SECURITY.md "Write on the root"): the devices stay usable.
     top = os.path.join(base, "root_write_devices")
     ws = top + "/ws"
     out.append(("root_write_devices", top, [ws], {}, [special("root", "write")], ws,
