@@ -379,6 +379,15 @@ static int parse_permissions(struct parser *ps, json_t *perm)
 		if (r < 0)
 			return r;
 	}
+	/*
+	 * A deny entry on the root wins over a read or write one there (ties:
+	 * deny > write > read): then nothing is read or written by the root's
+	 * grant, only by narrower entries (a plan must not take the root write
+	 * or read for granted).
+	 */
+	for (size_t k = 0; k < p->n_rules; k++)
+		if (p->rules[k].access == SANDBOX_DENY && strcmp(p->rules[k].path, "/") == 0)
+			p->full_read = p->full_write = false;
 	return 0;
 }
 

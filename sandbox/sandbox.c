@@ -1477,7 +1477,13 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		}
 		if (ru->access == SANDBOX_READ && inside)
 			r = plan_protect(pl, path, false, err, errsz);
-		else if (ru->access == SANDBOX_DENY && lstat(path, &st) == 0)
+		/*
+		 * Denied "/" (ties: deny wins over a root grant): no mask, a mount
+		 * on "/" would not cover the process's root; nothing but narrower
+		 * entries grants reads (Landlock, refused without it), the tree
+		 * is read-only.
+		 */
+		else if (ru->access == SANDBOX_DENY && strcmp(path, "/") != 0 && lstat(path, &st) == 0)
 			r = S_ISDIR(st.st_mode) ? strv_push(&pl->deny_dir, &pl->n_deny_dir, path)
 						: strv_push(&pl->deny_file, &pl->n_deny_file, path);
 	}
@@ -1510,8 +1516,10 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	if (p->full_read) {
 		r = ll_push(pl, "/", LL_FS_READ);
 	} else {
+		/* Read entries in effect only: one a deny at the same path overrides grants nothing. */
 		for (size_t i = 0; i < p->n_rules && r >= 0; i++)
-			if (p->rules[i].access == SANDBOX_READ)
+			if (p->rules[i].access == SANDBOX_READ &&
+			    sandbox_policy_access(p, p->rules[i].path) == SANDBOX_READ)
 				r = ll_push(pl, p->rules[i].path, LL_FS_READ);
 		/* The helper must load itself and its libraries whatever the policy reads. */
 		for (size_t i = 0; (p->minimal_read || fs_helper) && i < ELEMENTSOF(minimal_roots) &&

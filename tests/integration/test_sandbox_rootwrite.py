@@ -214,6 +214,30 @@ t("r:secret", lambda: open("../secret/s.txt").read())
     assert os.listdir(secret) == ["s.txt"]
 
 
+def test_root_write_and_root_deny(lclient, level_server, uniq, area):
+    """A deny entry on the root beside its write and read (ties: deny wins): only the
+    narrower entries grant anything (here `minimal`, so that the interpreter loads, and
+    the workspace); below Landlock (level 0) such restricted reads are refused, never
+    run with the root's grant."""
+    sb = managed([special("root", "write"), special("root", "deny"), special("root", "read"),
+                  special("minimal", "read"), path_entry(area.ws, "write")])
+    if level_server.landlock_level == 0:
+        err = lclient.error("process/start", {"processId": uniq("rd"), "argv": ["/bin/true"],
+                                              "cwd": file_uri(area.ws), "env": {}, "tty": False,
+                                              "sandbox": sb})
+        assert err == ts.REFUSED
+        return
+    code = ('t("r:victim", lambda: open(%r).read())\n'
+            't("w:victim", lambda: open(%r, "w").write("x"))\n'
+            't("w:ws", lambda: open("in.txt", "w").write("x"))\n' % (area.victim, area.victim))
+    run = py(lclient, uniq, code, area.ws, sb)
+    r = results(run)
+    assert r.get("r:victim") == "EACCES" and r.get("w:ws") == "ok", text(run)
+    assert r.get("w:victim") in ("EACCES", "EROFS"), text(run)
+    assert area.read(area.victim) == "original\n"
+    assert area.read(os.path.join(area.ws, "in.txt")) == "x"
+
+
 def test_fs_requests_under_approved_root_write(lclient, uniq, area):
     """fs/* with the approved policy: a denied path and a glob match are refused, the
     workspace and the disk outside it are written."""

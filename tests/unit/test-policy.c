@@ -210,6 +210,16 @@ TEST(root_write_restricted)
 	ASSERT_TRUE(sandbox_policy_is_unrestricted(p));
 	sandbox_policy_free(p);
 
+	/* a deny on the root wins the tie: no root grant left, nothing to take for granted */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write") "," SPECIAL("root", "deny") ","
+				  SPECIAL("root", "read") "," PATH("file:///w", "write"), "enabled")));
+	ASSERT_TRUE(!p->full_write && !p->full_read);
+	ASSERT_TRUE(!sandbox_policy_root_write_restricted(p));
+	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/etc/passwd"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/w/x"));
+	sandbox_policy_free(p);
+
 	/* without a root write: never */
 	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "read") "," PATH("file:///w", "deny"), "restricted")));
 	ASSERT_TRUE(!sandbox_policy_root_write_restricted(p));
@@ -536,7 +546,8 @@ TEST(subpaths_with_dotdot)
 	has_rule(p, "/", SANDBOX_DENY, false);   /* `..` never climbs above "/" */
 	has_rule(p, "/abs/path", SANDBOX_READ, false);  /* an absolute subpath replaces the base */
 	has_rule(p, "/tmp/x", SANDBOX_WRITE, false);
-	ASSERT_TRUE(p->full_read); /* root + ".." is "/" read */
+	/* root + ".." is "/" read, but the deny at "/" wins the tie: no full read */
+	ASSERT_TRUE(!p->full_read);
 	ASSERT_TRUE(rule(p, "/ws/root/a") == NULL);
 	/* "/" is denied and read with equal length: deny wins the tie */
 	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/etc"));
