@@ -24,8 +24,8 @@ import pytest
 
 import conftest
 import test_sandbox as ts
-from test_sandbox import (EACCES, EROFS, PY, area, path_entry, py, results, sandbox,  # noqa: F401
-                          sh, special, text)
+from test_sandbox import (PY, area, path_entry, py, results, sandbox, special,  # noqa: F401
+                          text)
 from wsclient import file_uri
 
 LEVELS = (0, 4, 7)
