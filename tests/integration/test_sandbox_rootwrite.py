@@ -239,6 +239,40 @@ def test_root_write_and_root_deny(lclient, level_server, uniq, area):
     assert area.read(os.path.join(area.ws, "in.txt")) == "x"
 
 
+def test_writable_root_inside_a_denied_directory_under_root_write(lclient, uniq, area):
+    """The SANDBOX.md §3.3 precedence under a root write (as the reference:
+    sandbox_views.py root_write_reopen): ws/a denied, ws/a/b writable again, ws/a/b/ro
+    read-only again, ws/a/b's own metadata names read-only."""
+    a = os.path.join(area.ws, "a")
+    b = os.path.join(a, "b")
+    os.makedirs(os.path.join(b, "ro"))
+    for p, data in ((os.path.join(a, "hidden.txt"), "H\n"), (os.path.join(b, "ro", "r.txt"), "R\n")):
+        with open(p, "w") as f:
+            f.write(data)
+    conftest.own(area.base)
+    code = r'''
+t("w:b", lambda: open("a/b/w.txt", "w").write("w"))
+t("r:hidden", lambda: open("a/hidden.txt").read())
+t("ls:a", lambda: os.listdir("a"))
+t("w:ro", lambda: open("a/b/ro/r.txt", "w").write("x"))
+t("mkdir:b/.git/x", lambda: os.mkdir("a/b/.git/x"))
+t("w:ws", lambda: open("new.txt", "w").write("x"))
+t("mv:b", lambda: os.rename("a/b", "a/c"))
+'''
+    run = py(lclient, uniq, code, area.ws, managed([
+        special("root", "write"), path_entry(a, "deny"), path_entry(b, "write"),
+        path_entry(os.path.join(b, "ro"), "read")]))
+    r = results(run)
+    # a/hidden.txt: the re-opened tmpfs over a holds only b's mount point (ENOENT, as the
+    # reference); a itself is 0111: not listable
+    assert r == {"w:b": "ok", "r:hidden": "ENOENT", "ls:a": "EACCES", "w:ro": "EROFS",
+                 "mkdir:b/.git/x": "EROFS", "w:ws": "ok", "mv:b": "EROFS"}, text(run)
+    assert area.read(os.path.join(b, "w.txt")) == "w"
+    assert area.read(os.path.join(b, "ro", "r.txt")) == "R\n"
+    assert sorted(os.listdir(a)) == ["b", "hidden.txt"]
+    assert not os.path.lexists(os.path.join(b, ".git"))
+
+
 def test_fs_requests_under_approved_root_write(lclient, uniq, area):
     """fs/* with the approved policy: a denied path and a glob match are refused, the
     workspace and the disk outside it are written."""

@@ -119,6 +119,18 @@ def cases(base):
                 "mv private gone; echo r15=$?; rm -rf ro; echo r16=$?; "
                 "cat ok.txt; echo x > new.txt; echo r17=$?; mkdir -p .codex/x; echo r18=$?; "
                 + DEVICES + MKNOD))
+    # The §3.3 precedence example under a root write: a writable root inside a
+    # denied directory re-opens it, masks inside that root hold again.
+    top = os.path.join(base, "root_write_reopen")
+    ws = top + "/ws"
+    a, b = ws + "/a", ws + "/a/b"
+    out.append(("root_write_reopen", top, [b + "/ro"], {a + "/hidden.txt": "H\n",
+                                                        b + "/ro/r.txt": "R\n"},
+                [special("root", "write"), entry(a, "deny"), entry(b, "write"),
+                 entry(b + "/ro", "read")], ws,
+                "echo w > a/b/w.txt; echo r1=$?; cat a/hidden.txt; echo r2=$?; ls a; echo r3=$?; "
+                "echo x > a/b/ro/r.txt; echo r4=$?; cat a/b/ro/r.txt; ls -la a/b | awk '{print $1, $NF}'; "
+                "mkdir a/b/.git; echo r5=$?; echo x > new.txt; echo r6=$?; mv a/b a/c; echo r7=$?"))
     # Write on the root with a denied path (not approved): the root's metadata names.
     top = os.path.join(base, "root_write_deny")
     ws = top + "/ws"
