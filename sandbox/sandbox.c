@@ -1271,7 +1271,13 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->uid = (unsigned)geteuid();
 	pl->gid = (unsigned)getegid();
 	pl->proxy_sock = -1;
-	pl->restrict_net = !p->network || fs_helper;
+	/*
+	 * An enforced managed network replaces the network policy: its
+	 * namespace holds only the proxy, whatever `network` says (the
+	 * reference's proxy is reachable with `restricted` too), so the
+	 * command gets the proxied filter, never the one without sockets.
+	 */
+	pl->restrict_net = (!p->network && !p->managed_network) || fs_helper;
 	/* A managed network's namespace does not reach this server: no listener guard needed. */
 	pl->cgroup_fd = pl->restrict_net || p->managed_network || !f->mount_ns
 				? -1 : netguard_cgroup_fd(f->guard);

@@ -376,14 +376,18 @@ def test_partial_head_is_closed_at_its_deadline(sclient, uniq, area):
 
 
 @pytest.mark.parametrize("sb", [{"type": "disabled"}, {"type": "external", "network": "enabled"},
-                                "approved-root-write"])
+                                "approved-root-write", "restricted-network"])
 def test_enforced_with_any_sandbox_object(sclient, uniq, area, origin, sb):
-    """enforceManagedNetwork with a `disabled` or `external` sandbox, or an approved
-    command's root write with a denied path (a view whose root is writable): still a
-    namespace holding only the proxy (the reference's B1/B3 cases)."""
+    """enforceManagedNetwork with a `disabled` or `external` sandbox, an approved
+    command's root write with a denied path (a view whose root is writable), or a
+    workspace-write policy whose network is `restricted` (the reference's proxy is
+    reachable then too): still a namespace holding only the proxy (the reference's B1/B3
+    cases)."""
     from test_sandbox import managed, path_entry, sandbox, special
     if sb == "approved-root-write":
         sb = managed([special("root", "write"), path_entry(area.out, "deny")], network="enabled")
+    elif sb == "restricted-network":
+        sb = ws_policy(area.ws, network="restricted")["permissions"]
     pid = uniq("ds")
     res = sclient.start(pid, ["/bin/bash", "-c",
                               "curl -sS --noproxy '*' http://127.0.0.1:%d/ 2>&1; echo rc=$?; "
