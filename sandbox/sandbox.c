@@ -136,19 +136,10 @@ bool sandbox_root_write_supported(const struct sandbox_features *f)
 	       (f->landlock_abi >= SANDBOX_LANDLOCK_ABI_SCOPE || f->pid_ns);
 }
 
-int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
-		     int fs_helper_fd, struct sandbox_plan **ret, char *err, size_t errsz)
+/* What this host must offer for p at all (-EOPNOTSUPP with err set, or 0). */
+static int plan_check_host(const struct sandbox_policy *p, const struct sandbox_features *f,
+			   bool fs_helper, bool root_write, char *err, size_t errsz)
 {
-	bool fs_helper = fs_helper_fd >= 0;
-	struct sandbox_plan *pl;
-	char canon[PATH_MAX];
-	struct stat st;
-	int r = 0;
-
-	/* A root write with carve-outs: a filesystem view whose root is writable. */
-	bool root_write = sandbox_policy_root_write_restricted(p);
-
-	err[0] = 0;
 	if (f->missing[0] || !f->seccomp || ((!p->full_write || root_write) && !f->mount_ns)) {
 		snprintf(err, errsz, "this host lacks %s", f->missing[0] ? f->missing : "mount namespaces");
 		return -EOPNOTSUPP;
@@ -180,9 +171,16 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		snprintf(err, errsz, "%s", f->network_refused);
 		return -EOPNOTSUPP;
 	}
-	pl = calloc(1, sizeof(*pl));
-	if (!pl)
-		return -ENOMEM;
+	return 0;
+}
+
+/* The parts of every plan: identity, network, seccomp, Landlock's scopes. */
+static int plan_common(struct sandbox_plan *pl, const struct sandbox_policy *p,
+		       const struct sandbox_features *f, int fs_helper_fd, char *err, size_t errsz)
+{
+	bool fs_helper = fs_helper_fd >= 0;
+	int r;
+
 	pl->exe_fd = fs_helper_fd;
 	pl->userns = f->userns;
 	pl->uid_userns_fd = f->uid_userns_fd;
@@ -204,7 +202,7 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	/* Every sandbox: its process stays in its cgroup (netguard.h), guarded or not. */
 	if (f->mount_ns && (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
 		snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
-		goto fail;
+		return r;
 	}
 	pl->seccomp = fs_helper		 ? &f->filters.fs_helper
 		      : pl->restrict_net	 ? &f->filters.restricted
@@ -225,71 +223,60 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		pl->ll_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
 	if (f->landlock_abi >= SANDBOX_LANDLOCK_ABI_SCOPE)
 		pl->ll_scoped = LL_SCOPE_SIGNAL | (pl->restrict_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0);
+	return 0;
+}
 
-	if (p->full_write && !root_write) {
-		/*
-		 * Full-disk write (SANDBOX.md §3.1 stage 1): no filesystem view, but
-		 * still no capabilities beyond file access (root's other powers would
-		 * reach /proc/<server>/mem or load BPF), Landlock scoping against
-		 * signals and TCP, and seccomp. With carve-outs (deny or read
-		 * entries, deny globs) the restricted path below builds a view.
-		 */
-		pl->drop_caps = true;
-		/*
-		 * Non-root, or --sandbox-uid: root's file access is not ours to
-		 * keep (caps of the user namespace only); it writes what its uid may.
-		 */
-		pl->keep_caps = f->userns || f->uid_userns_fd >= 0 ? 0 : FULL_WRITE_CAPS;
-		/* Below ABI 6 its signals are scoped by a PID namespace only. */
-		pl->pid_ns = f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !fs_helper;
-		/*
-		 * Host uid 0 writes root's 0644 kernel files by mode alone, no
-		 * capability: /proc/sys/kernel/core_pattern (`|prog` runs prog as
-		 * full root), sysrq, another root process's /proc/<pid>/oom_score_adj
-		 * (the server's), /sys, cgroup.procs and limits of any cgroup.
-		 * As its own uid (non-root uexec: the server's), /proc/<server>'s
-		 * oom_score_adj and coredump_filter open by mode too from ABI 6.
-		 * Read-only in a mount namespace of its own, or refused.
-		 */
-		pl->ro_kernel = true;
-		if (!f->mount_ns) {
-			snprintf(err, errsz, "full-disk write needs a mount namespace to keep /proc, "
-				 "/sys and the cgroup mounts read-only");
-			sandbox_plan_free(pl);
-			return -EOPNOTSUPP;
-		}
-		if (!pl->n_cg_mounts &&
-		    (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
-			snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
-			sandbox_plan_free(pl);
-			return r;
-		}
-		*ret = pl;
-		return 0;
-	}
+/*
+ * Full-disk write (SANDBOX.md §3.1 stage 1): no filesystem view, but
+ * still no capabilities beyond file access (root's other powers would
+ * reach /proc/<server>/mem or load BPF), Landlock scoping against
+ * signals and TCP, and seccomp. With carve-outs (deny or read
+ * entries, deny globs) plan_view builds a view instead.
+ */
+static int plan_full_write(struct sandbox_plan *pl, const struct sandbox_features *f,
+			   bool fs_helper, char *err, size_t errsz)
+{
+	int r;
 
-	pl->restrict_fs = true;
 	pl->drop_caps = true;
 	/*
-	 * A root write with carve-outs (an approved command's policy,
-	 * SECURITY.md "Write on the root"): every capability dropped as in
-	 * any view (the reference's bubblewrap drops them all), and the
-	 * kernel's files kept read-only as for a bare root write: the tree
-	 * is not.
+	 * Non-root, or --sandbox-uid: root's file access is not ours to
+	 * keep (caps of the user namespace only); it writes what its uid may.
 	 */
-	pl->root_rw = root_write;
-	pl->ro_kernel = root_write;
-	/* Not for the fs helper: one short request, nothing to hide from it. */
-	pl->pid_ns = f->pid_ns && !fs_helper;
+	pl->keep_caps = f->userns || f->uid_userns_fd >= 0 ? 0 : FULL_WRITE_CAPS;
+	/* Below ABI 6 its signals are scoped by a PID namespace only. */
+	pl->pid_ns = f->landlock_abi < SANDBOX_LANDLOCK_ABI_SCOPE && !fs_helper;
 	/*
-	 * Landlock on the filesystem from ABI 2 on; at ABI 1 only where reads are
-	 * restricted (it is the only way to narrow them): an ABI 1 domain
-	 * refuses every cross-directory rename or link (EXDEV), which breaks git.
+	 * Host uid 0 writes root's 0644 kernel files by mode alone, no
+	 * capability: /proc/sys/kernel/core_pattern (`|prog` runs prog as
+	 * full root), sysrq, another root process's /proc/<pid>/oom_score_adj
+	 * (the server's), /sys, cgroup.procs and limits of any cgroup.
+	 * As its own uid (non-root uexec: the server's), /proc/<server>'s
+	 * oom_score_adj and coredump_filter open by mode too from ABI 6.
+	 * Read-only in a mount namespace of its own, or refused.
 	 */
-	if (f->landlock_abi >= 2 || (f->landlock_abi == 1 && !p->full_read))
-		pl->ll_fs = ll_fs_all(f->landlock_abi);
+	pl->ro_kernel = true;
+	if (!f->mount_ns) {
+		snprintf(err, errsz, "full-disk write needs a mount namespace to keep /proc, "
+			 "/sys and the cgroup mounts read-only");
+		return -EOPNOTSUPP;
+	}
+	if (!pl->n_cg_mounts &&
+	    (r = netguard_cgroup_mounts(&pl->cg_mounts, &pl->n_cg_mounts)) < 0) {
+		snprintf(err, errsz, "listing cgroup mounts: %s", strerror(-r));
+		return r;
+	}
+	return 0;
+}
 
-	/* Writable roots: existing ones, canonical (a symlinked root binds its target). */
+/* Writable roots: existing ones, canonical (a symlinked root binds its target). */
+static int plan_writable_roots(struct sandbox_plan *pl, const struct sandbox_policy *p,
+			       bool root_write)
+{
+	char canon[PATH_MAX];
+	struct stat st;
+	int r = 0;
+
 	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {
 		const struct sandbox_rule *ru = &p->rules[i];
 
@@ -307,31 +294,36 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		r = sandbox_strv_push(&pl->rw, &pl->n_rw, canon);
 	}
 	if (r < 0)
-		goto fail;
+		return r;
 	if (pl->n_rw > 1)
 		qsort(pl->rw, pl->n_rw, sizeof(char *), sandbox_cmp_depth);
 	pl->rw_fds = calloc(pl->n_rw ? pl->n_rw : 1, sizeof(int));
 	pl->rw_idmap = malloc((pl->n_rw ? pl->n_rw : 1) * sizeof(int));
 	for (size_t w = 0; pl->rw_idmap && w < pl->n_rw; w++)
 		pl->rw_idmap[w] = -1;
-	if (!pl->rw_fds || !pl->rw_idmap) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	/*
-	 * --sandbox-uid: each writable root idmapped to its owner, so that what
-	 * the command creates there is the owner's on disk (and the owner's
-	 * files are the command's). Not a sticky world-writable directory
-	 * (/tmp): anyone creates there, and its owner's (root's) files must
-	 * stay foreign; files created there are the sandbox uid's.
-	 */
-	for (size_t w = 0; w < pl->n_rw && f->uid_userns_fd >= 0; w++) {
+	return !pl->rw_fds || !pl->rw_idmap ? -ENOMEM : 0;
+}
+
+/*
+ * --sandbox-uid: each writable root idmapped to its owner, so that what
+ * the command creates there is the owner's on disk (and the owner's
+ * files are the command's). Not a sticky world-writable directory
+ * (/tmp): anyone creates there, and its owner's (root's) files must
+ * stay foreign; files created there are the sandbox uid's.
+ */
+static int plan_idmaps(struct sandbox_plan *pl, const struct sandbox_features *f, char *err,
+		       size_t errsz)
+{
+	struct stat st;
+	int r;
+
+	for (size_t w = 0; w < pl->n_rw; w++) {
 		const char *what = "";
 
 		if (stat(pl->rw[w], &st) < 0) {
 			r = -errno;
 			snprintf(err, errsz, "--sandbox-uid: stat %s: %s", pl->rw[w], strerror(-r));
-			goto fail;
+			return r;
 		}
 		if (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && (st.st_mode & S_IWOTH))
 			continue;
@@ -344,7 +336,7 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 				 "--sandbox-uid: a user namespace to idmap the writable root %s to its "
 				 "owner %u:%u: %s: %s",
 				 pl->rw[w], (unsigned)st.st_uid, (unsigned)st.st_gid, what, strerror(-r));
-			goto fail;
+			return r;
 		}
 		pl->rw_idmap[w] = r;
 		r = sandbox_idmap_check(pl->rw[w], pl->rw_idmap[w]);
@@ -355,11 +347,20 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 				 "idmapped mounts?)",
 				 pl->rw[w], strerror(-r));
 			r = -EOPNOTSUPP;
-			goto fail;
+			return r;
 		}
 	}
+	return 0;
+}
 
-	/* Under each writable root: .git/.agents/.codex and every read entry stay read-only. */
+/* Under each writable root: .git/.agents/.codex and every read entry stay read-only. */
+static int plan_protected(struct sandbox_plan *pl, const struct sandbox_policy *p, char *err,
+			  size_t errsz)
+{
+	char canon[PATH_MAX];
+	struct stat st;
+	int r = 0;
+
 	for (size_t w = 0; w < pl->n_rw && r >= 0; w++) {
 		if (stat(pl->rw[w], &st) < 0 || !S_ISDIR(st.st_mode))
 			continue; /* a writable file has no metadata names under it */
@@ -413,22 +414,14 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			r = S_ISDIR(st.st_mode) ? sandbox_strv_push(&pl->deny_dir, &pl->n_deny_dir, path)
 						: sandbox_strv_push(&pl->deny_file, &pl->n_deny_file, path);
 	}
-	if (r < 0)
-		goto fail;
-	r = sandbox_plan_secrets(pl, f);
-	if (r >= 0)
-		r = sandbox_plan_deny_globs(pl, p, err, errsz);
-	if (r >= 0 && f->uid_userns_fd >= 0)
-		r = sandbox_plan_reach_roots(pl, p->cwd, err, errsz);
-	if (r < 0)
-		goto fail;
-	r = sandbox_plan_phases(pl);
-	if (r >= 0)
-		r = sort_deny_files(pl);
-	if (r >= 0)
-		r = sandbox_plan_pins(pl, err, errsz);
-	if (r < 0)
-		goto fail;
+	return r;
+}
+
+/* Devices: a private /dev, and a devpts of its own, bounded. */
+static void plan_devices(struct sandbox_plan *pl, const struct sandbox_features *f)
+{
+	struct stat st;
+
 	pl->private_dev = stat("/dev", &st) == 0 && S_ISDIR(st.st_mode);
 	/* max=: one sandbox must not drain the host's PTY pool (kernel.pty.max). */
 	if (f->max_ptys)
@@ -437,8 +430,13 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	else
 		snprintf(pl->devpts_opts, sizeof(pl->devpts_opts),
 			 "newinstance,ptmxmode=0666,mode=0620");
+}
 
-	/* Landlock: read where the policy reads, everything under writable roots, devices. */
+/* Landlock: read where the policy reads, everything under writable roots, devices. */
+static int plan_landlock(struct sandbox_plan *pl, const struct sandbox_policy *p, bool fs_helper)
+{
+	int r = 0;
+
 	if (p->full_read) {
 		r = sandbox_ll_push(pl, "/", LL_FS_READ);
 	} else {
@@ -464,13 +462,86 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 					    (strcmp(rw_devices[i], "/dev/shm") == 0
 						     ? ll_fs_all(pl->landlock_abi)
 						     : 0));
+	return r;
+}
+
+/* A filesystem view: the roots, their carve-outs, the mount phases, Landlock. */
+static int plan_view(struct sandbox_plan *pl, const struct sandbox_policy *p,
+		     const struct sandbox_features *f, bool fs_helper, bool root_write, char *err,
+		     size_t errsz)
+{
+	int r;
+
+	pl->restrict_fs = true;
+	pl->drop_caps = true;
+	/*
+	 * A root write with carve-outs (an approved command's policy,
+	 * SECURITY.md "Write on the root"): every capability dropped as in
+	 * any view (the reference's bubblewrap drops them all), and the
+	 * kernel's files kept read-only as for a bare root write: the tree
+	 * is not.
+	 */
+	pl->root_rw = root_write;
+	pl->ro_kernel = root_write;
+	/* Not for the fs helper: one short request, nothing to hide from it. */
+	pl->pid_ns = f->pid_ns && !fs_helper;
+	/*
+	 * Landlock on the filesystem from ABI 2 on; at ABI 1 only where reads are
+	 * restricted (it is the only way to narrow them): an ABI 1 domain
+	 * refuses every cross-directory rename or link (EXDEV), which breaks git.
+	 */
+	if (f->landlock_abi >= 2 || (f->landlock_abi == 1 && !p->full_read))
+		pl->ll_fs = ll_fs_all(f->landlock_abi);
+
+	r = plan_writable_roots(pl, p, root_write);
+	if (r >= 0 && f->uid_userns_fd >= 0)
+		r = plan_idmaps(pl, f, err, errsz);
+	if (r >= 0)
+		r = plan_protected(pl, p, err, errsz);
+	if (r >= 0)
+		r = sandbox_plan_secrets(pl, f);
+	if (r >= 0)
+		r = sandbox_plan_deny_globs(pl, p, err, errsz);
+	if (r >= 0 && f->uid_userns_fd >= 0)
+		r = sandbox_plan_reach_roots(pl, p->cwd, err, errsz);
+	if (r >= 0)
+		r = sandbox_plan_phases(pl);
+	if (r >= 0)
+		r = sort_deny_files(pl);
+	if (r >= 0)
+		r = sandbox_plan_pins(pl, err, errsz);
 	if (r < 0)
-		goto fail;
+		return r;
+	plan_devices(pl, f);
+	return plan_landlock(pl, p, fs_helper);
+}
+
+int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
+		     int fs_helper_fd, struct sandbox_plan **ret, char *err, size_t errsz)
+{
+	bool fs_helper = fs_helper_fd >= 0;
+	/* A root write with carve-outs: a filesystem view whose root is writable. */
+	bool root_write = sandbox_policy_root_write_restricted(p);
+	struct sandbox_plan *pl;
+	int r;
+
+	err[0] = 0;
+	r = plan_check_host(p, f, fs_helper, root_write, err, errsz);
+	if (r < 0)
+		return r;
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	r = plan_common(pl, p, f, fs_helper_fd, err, errsz);
+	if (r >= 0)
+		r = p->full_write && !root_write ? plan_full_write(pl, f, fs_helper, err, errsz)
+						 : plan_view(pl, p, f, fs_helper, root_write, err, errsz);
+	if (r < 0) {
+		sandbox_plan_free(pl);
+		return r;
+	}
 	*ret = pl;
 	return 0;
-fail:
-	sandbox_plan_free(pl);
-	return r;
 }
 
 void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock)
