@@ -27,6 +27,7 @@
 #include "proc.h"
 #include "rpc.h"
 #include "session.h"
+#include "shell-snapshot.h"
 #include "os-error.h"
 #include "plan.h"
 #include "policy.h"
@@ -229,6 +230,21 @@ static int check_nested(json_t *start[], struct netproxy_config **npc, bool *mn_
 
 		if (r < 0)
 			return r;
+	}
+	if (start[F_SHELL_SNAPSHOT]) {
+		static const struct pfield snap[] = {
+			{ "scopeId", P_STRING, true, NULL },
+			{ "shell", P_STRUCT, true, "struct ShellInfo" },
+		};
+		static const struct pfield shell[] = {
+			{ "name", P_STRING, true, NULL },
+			{ "path", P_STRING, true, NULL },
+		};
+		if (params_decode_nested(start[F_SHELL_SNAPSHOT], "ShellSnapshotRequest", snap,
+					 ELEMENTSOF(snap), tmp, err, ERRSZ) < 0 ||
+		    params_decode_nested(tmp[1], "ShellInfo", shell, ELEMENTSOF(shell), tmp, err,
+					 ERRSZ) < 0)
+			return -EINVAL;
 	}
 	if (start[F_SANDBOX] && exec_check_sandbox_shape(start[F_SANDBOX], err) < 0)
 		return -EINVAL;
@@ -586,8 +602,22 @@ static int host_listeners(int fds[3], uint16_t ports[2])
 	return bind(fds[2], (struct sockaddr *)&udp, sizeof(udp)) < 0 ? -errno : 0;
 }
 
+static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed);
+
+/* A request parked for a shell snapshot capture goes on (shell-snapshot.h). */
+static void resume_start(struct conn *c, json_t *id, json_t *params)
+{
+	start_process(c, id, params, true);
+}
+
 static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 {
+	start_process(c, id, params, false);
+}
+
+static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed)
+{
+	struct snap_launch snap = { .fd = -1 };
 	struct session *ss = c->sess;
 	json_t *f[_F_START_MAX], *argv0, *result;
 	char err[ERRSZ], *cwd = NULL, **envp = NULL, **cands = NULL, **argv = NULL;
@@ -637,12 +667,9 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	managed = npc && params_bool(f[F_ENFORCE_NET], false) && f[F_SANDBOX];
 	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, managed ? npc : NULL, &plan) < 0)
 		goto out;
-	if (managed && plan) {
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, psock) < 0) {
-			r = -errno;
-			goto fail;
-		}
-		sandbox_plan_set_proxy(plan, psock[1]);
+	if (f[F_SHELL_SNAPSHOT] && snap_check_scope(f[F_SHELL_SNAPSHOT], err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		goto out;
 	}
 	if (lookup(c, f[F_PROCESS_ID])) {
 		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
@@ -718,6 +745,34 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.stderr_fd = -1;
 	sa.rows = rows; /* the reference's fixed 24x80 unless `size` says otherwise */
 	sa.cols = cols;
+	if (f[F_SHELL_SNAPSHOT]) {
+		struct snap_start st = { f[F_SHELL_SNAPSHOT], f[F_ARGV], f[F_ENV], f[F_ENV_POLICY],
+					 f[F_CWD], f[F_SANDBOX], params };
+
+		switch (snap_prepare(c, id, &st, &sa, !resumed, resume_start, &snap)) {
+		case SNAP_ERROR:
+		case SNAP_PARKED: /* started again once the capture is over */
+			goto out;
+		case SNAP_APPLY:
+			argv[1] = (char *)snap.flag;
+			argv[2] = snap.script;
+			environ_strv_free(envp);
+			sa.envp = envp = TAKE_PTR(snap.env);
+			sa.extra_fd = snap.fd > 0 ? snap.fd : 0;
+			sa.extra_fd_at = SNAP_FD;
+			break;
+		case SNAP_NONE:
+			break;
+		}
+	}
+	/* The capture above ran without it: the proxy's socket is the command's alone. */
+	if (managed && plan) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, psock) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		sandbox_plan_set_proxy(plan, psock[1]);
+	}
 	/* Its own cgroup, made before the clone (proc-cgroup.c). */
 	has_leaf = exec_cg_leaf(c->srv, plan, &limits, &leaf);
 	if (has_leaf < 0 && (limits.pids_max || limits.memory_max || limits.cpu_milli)) {
@@ -822,6 +877,7 @@ out:
 	free(argv);
 	environ_strv_free(envp);
 	environ_strv_free(cands);
+	snap_launch_done(&snap);
 }
 
 static void rpc_process_read(struct conn *c, json_t *id, json_t *params)
