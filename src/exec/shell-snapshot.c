@@ -514,7 +514,16 @@ static void entry_free(struct snap_entry *e)
 
 	list_for_each_entry_safe(w, n, &e->waiters, link)
 		waiter_cancel(&w->pend);
-	if (e->cap) {
+	if (e->cap && e->cap->srv->stopping) {
+		/* Shutdown: the ring is not run again; reaped here, as session_destroy_all() does. */
+		siginfo_t si;
+
+		(void)kill(-e->cap->pid, SIGKILL);
+		(void)kill(e->cap->pid, SIGKILL);
+		if (!e->cap->exited)
+			(void)waitid((idtype_t)P_PIDFD, (id_t)e->cap->pidfd, &si, WEXITED);
+		capture_free(e->cap);
+	} else if (e->cap) {
 		/* Killed; it frees itself once its ops are over. */
 		e->cap->e = NULL;
 		e->cap->failed = true;
