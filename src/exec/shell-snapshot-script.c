@@ -72,10 +72,15 @@ static const struct shell_script scripts[] = {
 			 "env -0 2>/dev/null || command -p env -0" },
 	},
 	[SNAP_SH] = {
-		.rc = "",
+		/* $ENV, which an interactive sh reads. */
+		.rc = "if [ -n \"${ENV-}\" ] && [ -r \"$ENV\" ] && [ ! -d \"$ENV\" ]; then . \"$ENV\"; fi\n",
 		.mark = "\\printf",
-		/* POSIX sh cannot list its functions: aliases, options and the environment. */
-		.sec = { "", "set +o", "", "\\alias", "env -0 2>/dev/null || command -p env -0" },
+		/*
+		 * POSIX sh cannot list its functions; its aliases are not kept either,
+		 * as 0.171.0 does not keep them (its sh capture drops them): the options
+		 * and the environment.
+		 */
+		.sec = { "", "set +o", "", "", "env -0 2>/dev/null || command -p env -0" },
 	},
 };
 
@@ -194,14 +199,11 @@ static int seto_line(struct buf *b, const char *l, size_t n, enum snap_shell sh)
 	return bprintf(b, "%.*s\n", (int)n, l);
 }
 
-/* Aliases: bash and zsh print definitions to run; sh prints name='value'. */
+/* Aliases: bash and zsh print definitions to run. */
 static int alias_line(struct buf *b, const char *l, size_t n, enum snap_shell sh)
 {
-	if (n == 0)
-		return 0;
-	if (sh == SNAP_SH)
-		return bprintf(b, "alias %.*s\n", (int)n, l);
-	return bprintf(b, "%.*s\n", (int)n, l);
+	(void)sh;
+	return n ? bprintf(b, "%.*s\n", (int)n, l) : 0;
 }
 
 char *snap_render_state(enum snap_shell sh, const struct snap_sections *s, size_t *ret_len)
