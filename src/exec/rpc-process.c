@@ -231,21 +231,8 @@ static int check_nested(json_t *start[], struct netproxy_config **npc, bool *mn_
 		if (r < 0)
 			return r;
 	}
-	if (start[F_SHELL_SNAPSHOT]) {
-		static const struct pfield snap[] = {
-			{ "scopeId", P_STRING, true, NULL },
-			{ "shell", P_STRUCT, true, "struct ShellInfo" },
-		};
-		static const struct pfield shell[] = {
-			{ "name", P_STRING, true, NULL },
-			{ "path", P_STRING, true, NULL },
-		};
-		if (params_decode_nested(start[F_SHELL_SNAPSHOT], "ShellSnapshotRequest", snap,
-					 ELEMENTSOF(snap), tmp, err, ERRSZ) < 0 ||
-		    params_decode_nested(tmp[1], "ShellInfo", shell, ELEMENTSOF(shell), tmp, err,
-					 ERRSZ) < 0)
-			return -EINVAL;
-	}
+	if (start[F_SHELL_SNAPSHOT] && snap_check_shape(start[F_SHELL_SNAPSHOT], err, ERRSZ) < 0)
+		return -EINVAL;
 	if (start[F_SANDBOX] && exec_check_sandbox_shape(start[F_SANDBOX], err) < 0)
 		return -EINVAL;
 	return 0;
@@ -749,21 +736,13 @@ static void start_process(struct conn *c, json_t *id, json_t *params, bool resum
 		struct snap_start st = { f[F_SHELL_SNAPSHOT], f[F_ARGV], f[F_ENV], f[F_ENV_POLICY],
 					 f[F_CWD], f[F_SANDBOX], params };
 
-		switch (snap_prepare(c, id, &st, &sa, !resumed, resume_start, &snap)) {
-		case SNAP_ERROR:
-		case SNAP_PARKED: /* started again once the capture is over */
+		enum snap_result sr = snap_prepare(c, id, &st, &sa, !resumed, resume_start, &snap);
+
+		/* SNAP_PARKED: started again once the capture is over. */
+		if (sr == SNAP_ERROR || sr == SNAP_PARKED)
 			goto out;
-		case SNAP_APPLY:
-			argv[1] = (char *)snap.flag;
-			argv[2] = snap.script;
-			environ_strv_free(envp);
-			sa.envp = envp = TAKE_PTR(snap.env);
-			sa.extra_fd = snap.fd > 0 ? snap.fd : 0;
-			sa.extra_fd_at = SNAP_FD;
-			break;
-		case SNAP_NONE:
-			break;
-		}
+		if (sr == SNAP_APPLY)
+			snap_apply(&snap, argv, &envp, &sa);
 	}
 	/* The capture above ran without it: the proxy's socket is the command's alone. */
 	if (managed && plan) {

@@ -35,6 +35,7 @@
 #include "environ.h"
 #include "log.h"
 #include "macro.h"
+#include "params.h"
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
@@ -106,6 +107,34 @@ int snap_check_scope(json_t *snap, char *err, size_t size)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int snap_check_shape(json_t *snap, char *err, size_t size)
+{
+	static const struct pfield req[] = {
+		{ "scopeId", P_STRING, true, NULL },
+		{ "shell", P_STRUCT, true, "struct ShellInfo" },
+	};
+	static const struct pfield shell[] = {
+		{ "name", P_STRING, true, NULL },
+		{ "path", P_STRING, true, NULL },
+	};
+	json_t *f[2];
+
+	if (params_decode_nested(snap, "ShellSnapshotRequest", req, ELEMENTSOF(req), f, err, size) < 0 ||
+	    params_decode_nested(f[1], "ShellInfo", shell, ELEMENTSOF(shell), f, err, size) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+void snap_apply(struct snap_launch *l, char **argv, char ***envp, struct spawn_args *sa)
+{
+	argv[1] = (char *)l->flag;
+	argv[2] = l->script;
+	environ_strv_free(*envp);
+	sa->envp = *envp = TAKE_PTR(l->env);
+	sa->extra_fd = l->fd > 0 ? l->fd : 0;
+	sa->extra_fd_at = SNAP_FD;
 }
 
 void snap_launch_done(struct snap_launch *l)
@@ -312,11 +341,13 @@ static int capture_start(struct snap_entry *e, struct server *srv, const struct 
 	}
 	memcpy(argv, sa->argv, argc * sizeof(char *));
 	argv[2] = script;
+	/* sh cannot close fd 16: it always gets the state through the environment. */
 	r = probe = e->sh == SNAP_SH ? 0 : sealed_memfd("", 0);
-	if (r >= 0)
-		r = devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (r < 0) {
-		r = r < 0 ? r : -errno;
+	if (r < 0)
+		goto fail;
+	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (devnull < 0) {
+		r = -errno;
 		goto fail;
 	}
 	ca.argv = argv;
@@ -390,7 +421,6 @@ static void entry_wake(struct snap_entry *e)
 	list_splice_tail(&e->waiters, &todo);
 	while (!list_empty(&todo)) {
 		struct snap_waiter *w = list_first_entry(&todo, struct snap_waiter, link);
-
 		json_t *id = json_incref(w->pend.id);
 
 		list_del(&w->link);
@@ -621,7 +651,7 @@ static int build_launch(struct snap_entry *e, const struct snap_start *st,
 {
 	char restore[4096], name[64];
 	const char *cmd = json_string_value(json_array_get(st->argv, 2));
-	size_t rl, cl = json_string_length(json_array_get(st->argv, 2));
+	size_t cl = json_string_length(json_array_get(st->argv, 2));
 	int r, n;
 
 	*l = (struct snap_launch){ .fd = -1, .flag = restore_flags[e->sh] };
@@ -656,7 +686,6 @@ static int build_launch(struct snap_entry *e, const struct snap_start *st,
 				return r;
 		}
 	}
-	rl = strlen(restore);
 	n = snprintf(NULL, 0, "%sif ! %s >/dev/null; then printf 'failed to restore shell snapshot\\n' >&2; fi\n",
 		     restore_prefix[e->sh], restore);
 	l->script = malloc((size_t)n + cl + 1);
@@ -667,7 +696,6 @@ static int build_launch(struct snap_entry *e, const struct snap_start *st,
 		 restore_prefix[e->sh], restore);
 	memcpy(l->script + n, cmd, cl);
 	l->script[(size_t)n + cl] = 0;
-	(void)rl;
 	return 0;
 }
 

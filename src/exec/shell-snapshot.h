@@ -34,6 +34,9 @@ struct spawn_args;
 
 enum snap_shell { SNAP_BASH, SNAP_ZSH, SNAP_SH };
 
+/* The object's shape (serde's errors for ShellSnapshotRequest and ShellInfo). Returns 0 or -EINVAL. */
+int snap_check_shape(json_t *snap, char *err, size_t size);
+
 /*
  * The scope's length, checked for any shellSnapshot (whatever argv is), as
  * the reference does. Returns 0, or -EINVAL with the reference's text.
@@ -49,6 +52,12 @@ struct snap_launch {
 };
 
 void snap_launch_done(struct snap_launch *l);
+
+/*
+ * Applies a SNAP_APPLY launch to process/start's argv (strings borrowed from
+ * l, which must outlive the spawn), environment (replaced) and spawn args.
+ */
+void snap_apply(struct snap_launch *l, char **argv, char ***envp, struct spawn_args *sa);
 
 /* The inputs of a launch, borrowed from process/start. */
 struct snap_start {
