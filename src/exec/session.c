@@ -210,4 +210,5 @@ void session_destroy_all(struct server *s)
 			}
 	list_for_each_entry_safe(ss, n, &s->sessions, link)
 		session_free(ss);
+	snap_shutdown();
 }

@@ -155,7 +155,7 @@ static int each_line(const char *s, size_t n, int (*fn)(struct buf *b, const cha
 							enum snap_shell sh),
 		     struct buf *b, enum snap_shell sh)
 {
-	while (n > 0) {
+	while (s && n > 0) {
 		const char *nl = memchr(s, '\n', n);
 		size_t ln = nl ? (size_t)(nl - s) : n;
 		int r = fn(b, s, ln, sh);

@@ -49,6 +49,7 @@ enum entry_state { E_CAPTURING, E_READY, E_FAILED };
 struct snap_entry;
 
 struct snap_capture {
+	struct list_head link; /* captures: every one, so that shutdown finds those let go of */
 	struct snap_entry *e; /* NULL once the entry let go of it (it frees itself when idle) */
 	struct server *srv;
 	enum snap_shell sh;
@@ -87,7 +88,9 @@ struct snap_entry {
 	char **env;   /* the captured environment, after the request's envPolicy */
 };
 
-static unsigned n_total; /* entries in the whole server (SNAP_MAX_TOTAL) */
+static unsigned n_total;     /* entries in the whole server (SNAP_MAX_TOTAL) */
+static unsigned n_capturing; /* captures running (SNAP_MAX_CAPTURES): their output is memory */
+static struct list_head captures = { &captures, &captures };
 
 static uint64_t now_ms(void)
 {
@@ -150,6 +153,8 @@ void snap_launch_done(struct snap_launch *l)
 
 static void capture_free(struct snap_capture *cap)
 {
+	n_capturing--;
+	list_del(&cap->link);
 	safe_close(cap->pidfd);
 	safe_close(cap->out_fd);
 	free(cap->buf);
@@ -181,12 +186,12 @@ static void capture_step(struct snap_capture *cap)
 	if (cap->e && (cap->failed || (cap->eof && cap->exited))) {
 		struct snap_entry *e = cap->e;
 
-		if (cap->timer.armed)
-			uring_timer_cancel(&cap->timer);
 		cap->e = NULL;
 		e->cap = NULL;
 		entry_captured(e, cap);
 	}
+	if (!cap->e && cap->timer.armed && !cap->srv->stopping)
+		uring_timer_cancel(&cap->timer);
 	if (!cap->e && capture_idle(cap))
 		capture_free(cap);
 }
@@ -319,9 +324,13 @@ static int capture_start(struct snap_entry *e, struct server *srv, const struct 
 	size_t argc = 0;
 	int r, probe = -1, devnull = -1;
 
+	if (n_capturing >= SNAP_MAX_CAPTURES)
+		return -EBUSY;
 	cap = calloc(1, sizeof(*cap));
 	if (!cap)
 		return -ENOMEM;
+	n_capturing++;
+	list_add_tail(&cap->link, &captures);
 	cap->pidfd = cap->out_fd = -1;
 	cap->srv = srv;
 	cap->sh = e->sh;
@@ -545,14 +554,7 @@ static void entry_free(struct snap_entry *e)
 	list_for_each_entry_safe(w, n, &e->waiters, link)
 		waiter_cancel(&w->pend);
 	if (e->cap && e->cap->srv->stopping) {
-		/* Shutdown: the ring is not run again; reaped here, as session_destroy_all() does. */
-		siginfo_t si;
-
-		(void)kill(-e->cap->pid, SIGKILL);
-		(void)kill(e->cap->pid, SIGKILL);
-		if (!e->cap->exited)
-			(void)waitid((idtype_t)P_PIDFD, (id_t)e->cap->pidfd, &si, WEXITED);
-		capture_free(e->cap);
+		e->cap->e = NULL; /* snap_shutdown() reaps it */
 	} else if (e->cap) {
 		/* Killed; it frees itself once its ops are over. */
 		e->cap->e = NULL;
@@ -566,6 +568,21 @@ static void entry_free(struct snap_entry *e)
 	safe_close(e->memfd);
 	environ_strv_free(e->env);
 	free(e);
+}
+
+void snap_shutdown(void)
+{
+	/* The ring is not run again: each capture is killed and reaped here, as processes are. */
+	while (!list_empty(&captures)) {
+		struct snap_capture *cap = list_first_entry(&captures, struct snap_capture, link);
+		siginfo_t si;
+
+		(void)kill(-cap->pid, SIGKILL);
+		(void)kill(cap->pid, SIGKILL);
+		if (!cap->exited)
+			(void)waitid((idtype_t)P_PIDFD, (id_t)cap->pidfd, &si, WEXITED);
+		capture_free(cap);
+	}
 }
 
 void snap_session_free(struct session *ss)
@@ -773,6 +790,8 @@ enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_star
 				return SNAP_NONE;
 			found->attempts++;
 			r = capture_start(found, ss->srv, sa);
+			if (r == -EBUSY)
+				found->attempts--; /* too many captures at once: not this key's fault */
 			if (r < 0) {
 				found->retry_at_ms = now_ms() + SNAP_RETRY_MS;
 				return SNAP_NONE;
@@ -800,6 +819,11 @@ enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_star
 	list_add_tail(&e->link, &ss->snapshots);
 	n_total++;
 	r = capture_start(e, ss->srv, sa);
+	if (r == -EBUSY) {
+		/* Too many captures at once: this command runs as asked, a later one captures. */
+		entry_free(e);
+		return SNAP_NONE;
+	}
 	if (r < 0) {
 		/* Cannot even start (the program is missing?): the command itself will say so. */
 		e->status = E_FAILED;

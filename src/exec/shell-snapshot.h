@@ -22,6 +22,7 @@ struct spawn_args;
 #define SNAP_MAX_SCOPE_BYTES 256
 #define SNAP_MAX_ENTRIES 16                    /* cached scopes per session */
 #define SNAP_MAX_TOTAL 64                      /* cached scopes in the whole server */
+#define SNAP_MAX_CAPTURES 16                   /* captures running at once in the server */
 #define SNAP_MAX_BYTES (512 * 1024)            /* a snapshot: its state and environment */
 #define SNAP_MAX_CAPTURE_BYTES (8 * SNAP_MAX_BYTES) /* what the capture may print, noise too */
 #define SNAP_MAX_KEY_BYTES (256 * 1024)        /* the cache key (scope, shell, cwd, policies) */
@@ -91,6 +92,8 @@ enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_star
 
 /* The session is going away: its captures are killed, parked requests dropped, memory freed. */
 void snap_session_free(struct session *ss);
+/* Server shutdown, after every session is freed: the captures left are killed, reaped, freed. */
+void snap_shutdown(void);
 
 /*
  * shell-snapshot-script.c: the capture script for a shell (nonce: the

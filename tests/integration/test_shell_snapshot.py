@@ -82,13 +82,14 @@ def test_command_sees_the_login_state(client, home):
     r = run(client, home, cmd, snap())
     assert r.exit_code == 0, r.data()
     argv, out = r.stdout.decode().split("==\n", 1)
+    ctx = r.data().decode(errors="replace")
     # The reference's launch: -pc and a restore script before the command, from fd 16.
     assert argv.split("\n")[:4] == [
         BASH, "-pc", "set +o privileged",
-        "if ! . /dev/fd/16 >/dev/null; then printf 'failed to restore shell snapshot\\n' >&2; fi"]
-    assert argv.split("\n", 4)[4].startswith("tr ")
+        "if ! . /dev/fd/16 >/dev/null; then printf 'failed to restore shell snapshot\\n' >&2; fi"], ctx
+    assert argv.split("\n", 4)[4].startswith("tr "), ctx
     lines = out.split("\n")
-    assert "func-works a" in lines and "rc-works" in lines
+    assert "func-works a" in lines and "rc-works" in lines, ctx
     assert "alias snapalias='echo alias-works'" in lines
     assert "V=from-profile" in lines
     # The request's own variables win over the captured ones.
@@ -96,8 +97,8 @@ def test_command_sees_the_login_state(client, home):
     assert any(l.startswith("extglob") and l.endswith("on") for l in lines)
     assert any(l.startswith("noclobber") and l.endswith("on") for l in lines)
     # The snapshot's reader is closed before the command runs; the profile is not re-read.
-    assert lines[-1].split() == ["0", "1", "2"]
-    assert b"profile-noise" not in r.data()
+    assert lines[-1].split() == ["0", "1", "2"], ctx
+    assert b"profile-noise" not in r.data(), ctx
     assert captures(home) == 1
 
 
@@ -319,3 +320,27 @@ def test_capture_in_flight_is_killed(server_factory, home, how):
     else:
         s.check_stop()  # no sanitizer report, a clean exit
         wait_until(lambda: not _sleeper(marker), what="the capture killed")
+
+
+def test_captures_at_once_are_bounded(server_factory, home, tmp_path):
+    """16 captures run at once in the server (SNAP_MAX_CAPTURES): beyond, a command runs as
+    asked, at once, and no 17th capture starts."""
+    marker = "%d.9" % (70 + os.getpid() % 50)
+    (home / ".bashrc").write_text("sleep %s\n" % marker)
+    home2 = tmp_path / "home2"
+    home2.mkdir()
+    (home2 / ".bash_profile").write_text(PROFILE)
+    s = server_factory("--resume-window-ms", "100")
+    a = s.connect()
+    for k in range(16):
+        a.request("process/start", {"processId": "slow-%d" % k, "argv": [BASH, "-lc", "true"],
+                                    "cwd": file_uri(str(home)), "env": env_of(home),
+                                    "tty": False, "shellSnapshot": snap("s%d" % k)})
+    wait_until(lambda: len(_sleeper(marker)) == 16, what="16 captures running")
+    b = s.connect()
+    r = run(b, home2, "tr '\\0' ' ' </proc/$$/cmdline; echo", snap("other"), env=env_of(home2))
+    assert b"/bin/bash -lc " in r.stdout  # ran as asked, its profile read by its own shell
+    assert captures(home2) == 1
+    assert len(_sleeper(marker)) == 16
+    a.ws.close()
+    wait_until(lambda: not _sleeper(marker), what="the captures killed with their session")
