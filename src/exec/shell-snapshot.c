@@ -498,8 +498,12 @@ static int entry_fill(struct snap_entry *e, struct snap_capture *cap, json_t *en
 		return r;
 	e->memfd = -1;
 	if (sec.fd_ok && cap->sh != SNAP_SH) {
-		char head[32];
-		int n = snprintf(head, sizeof(head), "\\exec %d<&-\n", SNAP_FD);
+		char head[96];
+		/* zsh reads only one digit before a redirection: its {var} form for fd 16. */
+		int n = cap->sh == SNAP_ZSH
+				? snprintf(head, sizeof(head), "__uexec_snapshot_fd=%d\nexec "
+					   "{__uexec_snapshot_fd}<&-\nunset __uexec_snapshot_fd\n", SNAP_FD)
+				: snprintf(head, sizeof(head), "\\exec %d<&-\n", SNAP_FD);
 		char *all = malloc((size_t)n + e->state_len);
 
 		if (!all)

@@ -344,3 +344,21 @@ def test_captures_at_once_are_bounded(server_factory, home, tmp_path):
     assert len(_sleeper(marker)) == 16
     a.ws.close()
     wait_until(lambda: not _sleeper(marker), what="the captures killed with their session")
+
+
+def test_zsh(client, home):
+    HOST.require_programs("zsh")
+    zsh = HOST.program("zsh")
+    (home / ".zprofile").write_text("echo x >> \"$HOME/captures\"\nalias zalias='echo z'\n"
+                                    "zfunc() { echo \"zfunc-works $1\"; }\nexport ZVAR=from-zprofile\n"
+                                    "setopt noclobber\necho zprofile-noise\n")
+    (home / ".zshrc").write_text("zrcfunc() { echo zrc-works; }\n")
+    cmd = ("print -rl -- ${(0)\"$(</proc/$$/cmdline)\"}; echo '=='; zfunc a; zrcfunc; alias zalias;"
+           " echo V=$ZVAR; setopt | grep -x noclobber; ls /proc/$$/fd | grep -cx 16")
+    for _ in range(2):
+        r = run(client, home, cmd, snap(name="zsh", path=zsh), argv=[zsh, "-lc", cmd])
+        argv, out = r.stdout.decode().split("==\n", 1)
+        assert argv.split("\n")[:3] == [zsh, "-fc", "setopt RCS"], r.data()
+        assert out.split("\n") == ["zfunc-works a", "zrc-works", "zalias='echo z'",
+                                   "V=from-zprofile", "noclobber", "0", ""], r.data()
+    assert captures(home) == 1

@@ -1763,6 +1763,14 @@ SCRIPTS.append({"name": "shell_snapshot", "doc": "process/start shellSnapshot: r
                 label="shell an array"),
     _snap_start("snap-e10", ["/bin/bash", "-lc", "true"], None, label="shellSnapshot null"),
     collect("snap-e10"),
+    # zsh (where installed; elsewhere both servers fail to spawn it alike).
+    start("snap-zmk", "printf 'alias zalias=\"echo z\"\\nzfunc() { echo zf; }\\n"
+          "export ZVAR=zp\\nsetopt noclobber\\n' > .zprofile"),
+    collect("snap-zmk"),
+    _snap_start("snap-zsh", ["/usr/bin/zsh", "-lc", "print -rl -- ${(0)\"$(</proc/$$/cmdline)\"} | sed 's|/dev/fd/[0-9]*|/dev/fd/N|'; "
+                             "zfunc; alias zalias; echo V=$ZVAR; setopt | grep -x noclobber"],
+                _snap(name="zsh", path="/usr/bin/zsh")),
+    collect("snap-zsh"),
     # Under a workspace-write sandbox: the command still reads its snapshot.
     _snap_start("snap-sbx", ["/bin/bash", "-lc", _SNAP_SHOW, "x", "sbx"], _snap("sbx-scope"),
                 sandbox=SANDBOX_WW),
@@ -1772,6 +1780,6 @@ SCRIPTS.append({"name": "shell_snapshot", "doc": "process/start shellSnapshot: r
     collect("snap-rc"),
     _snap_start("snap-fail", ["/bin/bash", "-lc", _SNAP_SHOW, "x", "fail"], _snap("fail-scope")),
     collect("snap-fail"),
-    start("snap-clean", "rm -f .bashrc .bash_profile .profile captures"),
+    start("snap-clean", "rm -f .bashrc .bash_profile .profile .zprofile captures"),
     collect("snap-clean"),
 ]})
