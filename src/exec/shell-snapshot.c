@@ -247,7 +247,8 @@ static void on_exit_ready(struct uring_op *op, int res, uint32_t flags)
 	(void)flags;
 	if (res < 0 || waitid((idtype_t)P_PIDFD, (id_t)cap->pidfd, &si, WEXITED | WNOHANG) < 0 ||
 	    si.si_pid == 0) {
-		if (res >= 0 && si.si_pid == 0 && !cap->failed && cap->e) {
+		/* Not gone yet (a spurious wake-up): wait on, killed or not, so it is reaped. */
+		if (res >= 0 && si.si_pid == 0 && !cap->srv->stopping) {
 			struct io_uring_sqe *sqe = uring_get_sqe(&cap->srv->ring, op, on_exit_ready);
 
 			io_uring_prep_poll_add(sqe, cap->pidfd, POLLIN);
@@ -276,7 +277,7 @@ static void on_timeout(struct uring_timer *t, bool fired)
 	capture_step(cap);
 }
 
-/* An empty sealed memfd: what the capture's probe opens through /dev/fd. */
+/* A sealed memfd holding data: a snapshot, or (empty) the probe a capture opens through /dev/fd. */
 static int sealed_memfd(const char *data, size_t len)
 {
 	_cleanup_close_ int fd = memfd_create("uexec-shell-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
