@@ -78,7 +78,9 @@ def test_advertised(client):
 
 def test_command_sees_the_login_state(client, home):
     cmd = ("tr '\\0' '\\n' </proc/$$/cmdline; echo ==; snapfunc a; rcfunc; alias; echo V=$SNAPVAR;"
-           " echo P=$PATH; shopt extglob; set -o | grep noclobber; ls /proc/$$/fd | sort -n | tr '\\n' ' '")
+           " echo P=$PATH; shopt extglob; set -o | grep noclobber;"
+           # no pipeline while ls looks: the shell would hold its pipes
+           " ls /proc/$$/fd >| \"$HOME/fds\"; sort -n \"$HOME/fds\" | tr '\\n' ' '")
     r = run(client, home, cmd, snap())
     assert r.exit_code == 0, r.data()
     argv, out = r.stdout.decode().split("==\n", 1)

@@ -457,10 +457,6 @@ KNOWN_DIFFS = {
         r, -32602, "invalid network proxy config: executor-local network proxy launch requires "
         "an enabled proxy")
     and _is_err(u, -32602, "transparent TCP requires an executor-local managed proxy"),
-    # 0.169 leaves one more descriptor open in a command that replays a shell snapshot
-    # ("0 1 2 4" where 0.171 and uexec list "0 1 2"); 0.171 does not
-    "snapshot-fd-0169": lambda r, u: isinstance(r, dict) and isinstance(u, dict)
-    and json.dumps(r).replace("\\n0 1 2 4 \\n", "\\n0 1 2 \\n") == json.dumps(u),
     # the follow-up of a refused sandboxed start (nothing to collect on uexec)
     "sandbox-refused-followup": lambda r, u: isinstance(u, dict) and u.get("exited") == []
     and u.get("closed") == 0 and u.get("output") == {},
