@@ -591,6 +591,27 @@ static int host_listeners(int fds[3], uint16_t ports[2])
 
 static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed);
 
+/* A new process id, and room for one more process. Returns 0, or -1 after replying. */
+static int check_room(struct conn *c, json_t *id, json_t **f)
+{
+	struct session *ss = c->sess;
+
+	if (lookup(c, f[F_PROCESS_ID])) {
+		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
+				       " already exists");
+		return -1;
+	}
+	if (ss->n_live >= c->srv->cfg.max_processes) {
+		log_warning_ratelimited("Session %s: process limit (%u) reached", ss->id,
+					c->srv->cfg.max_processes);
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"process limit reached: at most %u running processes per session",
+				c->srv->cfg.max_processes);
+		return -1;
+	}
+	return 0;
+}
+
 /* A request parked for a shell snapshot capture goes on (shell-snapshot.h). */
 static void resume_start(struct conn *c, json_t *id, json_t *params)
 {
@@ -605,6 +626,7 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed)
 {
 	struct snap_launch snap = { .fd = -1 };
+	bool snap_first;
 	struct session *ss = c->sess;
 	json_t *f[_F_START_MAX], *argv0, *result;
 	char err[ERRSZ], *cwd = NULL, **envp = NULL, **cands = NULL, **argv = NULL;
@@ -658,19 +680,13 @@ static void start_process(struct conn *c, json_t *id, json_t *params, bool resum
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		goto out;
 	}
-	if (lookup(c, f[F_PROCESS_ID])) {
-		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
-				       " already exists");
+	/*
+	 * The reference prepares a shell snapshot (and captures it) before it
+	 * looks at the process id: with one, the first pass checks it after.
+	 */
+	snap_first = f[F_SHELL_SNAPSHOT] && !resumed;
+	if (!snap_first && check_room(c, id, f) < 0)
 		goto out;
-	}
-	if (ss->n_live >= c->srv->cfg.max_processes) {
-		log_warning_ratelimited("Session %s: process limit (%u) reached", ss->id,
-					c->srv->cfg.max_processes);
-		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
-				"process limit reached: at most %u running processes per session",
-				c->srv->cfg.max_processes);
-		goto out;
-	}
 
 	if (json_string_length(argv0) == 0) {
 		/* The reference's spawner refuses an empty program before looking for it. */
@@ -743,6 +759,8 @@ static void start_process(struct conn *c, json_t *id, json_t *params, bool resum
 			goto out;
 		if (sr == SNAP_APPLY)
 			snap_apply(&snap, argv, &envp, &sa);
+		if (snap_first && check_room(c, id, f) < 0)
+			goto out;
 	}
 	/* The capture above ran without it: the proxy's socket is the command's alone. */
 	if (managed && plan) {

@@ -364,3 +364,16 @@ def test_zsh(client, home):
         assert out.split("\n") == ["zfunc-works a", "zrc-works", "zalias='echo z'",
                                    "V=from-zprofile", "noclobber", "0", ""], r.data()
     assert captures(home) == 1
+
+
+def test_snapshot_prepared_before_the_process_id_is_checked(client, home):
+    """As 0.171.0: a duplicate id's start still captures (and a bad shell name is that error)."""
+    client.start("dup", ["/bin/sleep", "30"], env={})
+    base = {"processId": "dup", "argv": [BASH, "-lc", "true"], "cwd": file_uri(str(home)),
+            "env": env_of(home), "tty": False}
+    assert client.error("process/start", dict(base, shellSnapshot=snap(name="fish"))) == {
+        "code": -32602, "message": "shell snapshots are unsupported for shell `fish`"}
+    assert client.error("process/start", dict(base, shellSnapshot=snap())) == {
+        "code": -32600, "message": "process dup already exists"}
+    assert captures(home) == 1
+    client.result("process/terminate", {"processId": "dup"})
