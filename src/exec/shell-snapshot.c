@@ -315,8 +315,30 @@ static int reopen_ro(int fd)
  * arg0, environment, cwd, sandbox), with stdin and stderr on /dev/null and
  * stdout a pipe, in a process group of its own.
  */
-static int capture_start(struct snap_entry *e, struct server *srv, const struct spawn_args *sa)
+/*
+ * The audit log's shellSnapshot.capture line: a process the server ran for
+ * the client (what, where, sandboxed or not), never its environment.
+ */
+static void audit_capture(struct conn *c, json_t *process_id, const struct spawn_args *sa, pid_t pid)
 {
+	struct log_field fl[] = {
+		LOG_STR("session", c->sess->id),
+		LOG_STRN("process", json_string_value(process_id), json_string_length(process_id)),
+		LOG_STR("client", c->peer),
+		LOG_STR("program", sa->argv[0]),
+		LOG_STR("cwd", sa->cwd ? sa->cwd : ""),
+		LOG_BOOL("sandboxed", sa->sandbox != NULL),
+		LOG_INT("pid", pid),
+	};
+
+	if (log_audit_enabled())
+		log_audit("shellSnapshot.capture", fl, ELEMENTSOF(fl));
+}
+
+static int capture_start(struct snap_entry *e, struct conn *c, json_t *process_id,
+			 const struct spawn_args *sa)
+{
+	struct server *srv = c->srv;
 	struct spawn_args ca = *sa;
 	struct spawn_result res;
 	struct snap_capture *cap;
@@ -372,6 +394,7 @@ static int capture_start(struct snap_entry *e, struct server *srv, const struct 
 	r = spawn_process(&ca, &res, NULL);
 	if (r < 0)
 		goto fail;
+	audit_capture(c, process_id, sa, res.pid);
 	safe_close(res.stdin_fd);
 	safe_close(res.err_fd);
 	cap->pid = res.pid;
@@ -794,7 +817,7 @@ enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_star
 			if (found->attempts >= SNAP_MAX_ATTEMPTS || now_ms() < found->retry_at_ms)
 				return SNAP_NONE;
 			found->attempts++;
-			r = capture_start(found, ss->srv, sa);
+			r = capture_start(found, c, json_object_get(st->params, "processId"), sa);
 			if (r == -EBUSY)
 				found->attempts--; /* too many captures at once: not this key's fault */
 			if (r < 0) {
@@ -823,7 +846,7 @@ enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_star
 	list_init(&e->waiters);
 	list_add_tail(&e->link, &ss->snapshots);
 	n_total++;
-	r = capture_start(e, ss->srv, sa);
+	r = capture_start(e, c, json_object_get(st->params, "processId"), sa);
 	if (r == -EBUSY) {
 		/* Too many captures at once: this command runs as asked, a later one captures. */
 		entry_free(e);

@@ -377,3 +377,23 @@ def test_snapshot_prepared_before_the_process_id_is_checked(client, home):
         "code": -32600, "message": "process dup already exists"}
     assert captures(home) == 1
     client.result("process/terminate", {"processId": "dup"})
+
+
+def test_capture_in_the_audit_log(server_factory, home, tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    s = server_factory("--audit-log", str(audit))
+    c = s.connect()
+    assert run(c, home, "snapfunc q", snap(), env=env_of(home, API_TOKEN="s3cr3t-value")).stdout == \
+        b"func-works q\n"
+
+    def lines():
+        return [json.loads(l) for l in audit.read_text().splitlines() if l.strip()]
+    wait_until(lambda: any(r["event"] == "process.exit" for r in lines()), what="the audit lines")
+    recs = lines()
+    cap = [r for r in recs if r["event"] == "shellSnapshot.capture"]
+    assert len(cap) == 1, recs
+    assert cap[0]["session"] == c.init_result["sessionId"] and cap[0]["program"] == BASH
+    assert cap[0]["cwd"] == str(home) and cap[0]["sandboxed"] is False and cap[0]["pid"] > 0
+    events = [r["event"] for r in recs]
+    assert events.index("shellSnapshot.capture") < events.index("process.start")
+    assert b"s3cr3t-value" not in audit.read_bytes()
