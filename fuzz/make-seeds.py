@@ -212,6 +212,19 @@ def main():
           frame('{"id":2,"met', fin=False) + frame(b"p", op=9) +
           frame('hod":"environment/status"}', op=0) + frame(b"\x03\xe9bye", op=8))
     s.add("session", "pipelined-frames", b"\x47" + UPGRADE + init + inited)
+    snap = {"scopeId": "scope", "shell": {"name": "bash", "path": "/bin/bash"}}
+    s.add("session", "shell-snapshot", b"\x05" + UPGRADE + init + inited + b"".join(
+        frame(compact({"id": i, "method": "process/start", "params": dict(
+            {"processId": "s%d" % i, "argv": argv, "cwd": "file:///tmp", "env": {"HOME": "/tmp"},
+             "tty": False}, shellSnapshot=sn)}))
+        for i, (argv, sn) in enumerate([
+            (["/bin/bash", "-lc", "true"], snap),
+            (["/bin/bash", "-lc", "true"], snap),
+            (["/bin/bash", "-lc", "true"], dict(snap, scopeId="")),
+            (["/bin/bash", "-lc", "true"], {"scopeId": "s", "shell": {"name": "fish", "path": "/bin/bash"}}),
+            (["/bin/sh", "-lc", "true"], {"scopeId": "s", "shell": {"name": "sh", "path": "/bin/sh"}}),
+            (["/bin/bash", "-lc", "true"], {"scopeId": "s", "shell": []}),
+            (["/bin/echo"], snap)], start=2)))
     for what, req in (("readyz", http_head("GET /readyz HTTP/1.1", [("Host", "x")])),
                       ("bad-request", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"),
                       ("origin", http_head("GET / HTTP/1.1", [("Origin", "http://evil")]))):

@@ -71,7 +71,9 @@ static json_t *capabilities(const struct server *s)
 						 strcmp(names[i], "environmentConfigRead") == 0 ||
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
 						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
-						 strcmp(names[i], "fileWriteStreaming") == 0));
+						 strcmp(names[i], "fileWriteStreaming") == 0 ||
+						 /* process/start.shellSnapshot (exec/shell-snapshot.h) */
+						 strcmp(names[i], "shellSnapshotV2") == 0));
 	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)
 		json_object_set_new(o, uexec_names[i], json_true());
 	/*

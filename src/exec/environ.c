@@ -125,7 +125,12 @@ static bool name_matches_any(const char *entry, json_t *patterns)
 
 static const char *const core_vars[] = { "HOME", "LANG", "LOGNAME", "PATH", "SHELL", "TMPDIR", "USER" };
 
-static int apply_policy(struct envvec *e, json_t *pol)
+/*
+ * The policy over the server's environment (src NULL: as `inherit` says), or
+ * over src as a whole (a shell snapshot's captured environment, whatever
+ * `inherit` says: the request's own variables are not in it).
+ */
+static int apply_policy(struct envvec *e, json_t *pol, char *const *src)
 {
 	const char *inherit = json_string_value(json_object_get(pol, "inherit"));
 	json_t *exclude = json_object_get(pol, "exclude"), *set = json_object_get(pol, "set");
@@ -133,7 +138,10 @@ static int apply_policy(struct envvec *e, json_t *pol)
 	const char *k;
 	int r;
 
-	if (inherit && strcmp(inherit, "none") != 0) {
+	for (char *const *p = src; p && *p; p++)
+		if ((r = env_set_str(e, *p)) < 0)
+			return r;
+	if (!src && inherit && strcmp(inherit, "none") != 0) {
 		bool all = strcmp(inherit, "all") == 0;
 
 		for (char **p = environ; p && *p; p++) {
@@ -200,7 +208,7 @@ int environ_build(json_t *env, json_t *env_policy, json_t *metadata, bool tty,
 		return -ENOMEM;
 	e.cap = 32;
 
-	if (env_policy && (r = apply_policy(&e, env_policy)) < 0)
+	if (env_policy && (r = apply_policy(&e, env_policy, NULL)) < 0)
 		goto fail;
 
 	if (metadata) {
@@ -235,6 +243,60 @@ int environ_build(json_t *env, json_t *env_policy, json_t *metadata, bool tty,
 fail:
 	environ_strv_free(e.v);
 	return r;
+}
+
+static int envvec_new(struct envvec *e)
+{
+	*e = (struct envvec){ .v = calloc(32, sizeof(char *)), .cap = 32 };
+	return e->v ? 0 : -ENOMEM;
+}
+
+int environ_filter_policy(char *const *src, json_t *env_policy, char ***ret)
+{
+	struct envvec e;
+	int r = envvec_new(&e);
+
+	if (r < 0)
+		return r;
+	if (env_policy)
+		r = apply_policy(&e, env_policy, src);
+	else
+		for (char *const *p = src; p && *p && r >= 0; p++)
+			r = env_set_str(&e, *p);
+	if (r < 0) {
+		environ_strv_free(e.v);
+		return r;
+	}
+	*ret = e.v;
+	return 0;
+}
+
+int environ_overlay(char *const *base, char *const *over, json_t *keep, char ***ret)
+{
+	struct envvec e;
+	int r = envvec_new(&e);
+
+	for (char *const *p = base; p && *p && r >= 0; p++)
+		r = env_set_str(&e, *p);
+	for (char *const *p = over; p && *p && r >= 0; p++) {
+		const char *eq = strchr(*p, '=');
+		char name[512];
+		size_t n = eq ? (size_t)(eq - *p) : strlen(*p);
+
+		if (n < sizeof(name)) {
+			memcpy(name, *p, n);
+			name[n] = 0;
+			if (json_object_get(keep, name))
+				continue;
+		}
+		r = env_set_str(&e, *p);
+	}
+	if (r < 0) {
+		environ_strv_free(e.v);
+		return r;
+	}
+	*ret = e.v;
+	return 0;
 }
 
 int environ_exec_candidates(const char *argv0, char *const *envp, char ***ret)

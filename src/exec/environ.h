@@ -26,6 +26,15 @@ int environ_exec_candidates(const char *argv0, char *const *envp, char ***ret);
 void environ_strv_free(char **v);
 
 /*
+ * Shell snapshots: environ_filter_policy() keeps what env_policy (or NULL)
+ * lets through of src, all of it inherited; environ_overlay() is base with
+ * over's variables set on top, except the names keep (a JSON object) has.
+ * Return 0 and a new strv, or -ENOMEM.
+ */
+int environ_filter_policy(char *const *src, json_t *env_policy, char ***ret);
+int environ_overlay(char *const *base, char *const *over, json_t *keep, char ***ret);
+
+/*
  * PTY spawns follow the reference's PTY library (portable-pty's
  * CommandBuilder, as 0.169.0 behaves), not std::process::Command:
  *

@@ -27,6 +27,7 @@
 #include "proc.h"
 #include "rpc.h"
 #include "session.h"
+#include "shell-snapshot.h"
 #include "os-error.h"
 #include "plan.h"
 #include "policy.h"
@@ -230,6 +231,8 @@ static int check_nested(json_t *start[], struct netproxy_config **npc, bool *mn_
 		if (r < 0)
 			return r;
 	}
+	if (start[F_SHELL_SNAPSHOT] && snap_check_shape(start[F_SHELL_SNAPSHOT], err, ERRSZ) < 0)
+		return -EINVAL;
 	if (start[F_SANDBOX] && exec_check_sandbox_shape(start[F_SANDBOX], err) < 0)
 		return -EINVAL;
 	return 0;
@@ -586,8 +589,44 @@ static int host_listeners(int fds[3], uint16_t ports[2])
 	return bind(fds[2], (struct sockaddr *)&udp, sizeof(udp)) < 0 ? -errno : 0;
 }
 
+static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed);
+
+/* A new process id, and room for one more process. Returns 0, or -1 after replying. */
+static int check_room(struct conn *c, json_t *id, json_t **f)
+{
+	struct session *ss = c->sess;
+
+	if (lookup(c, f[F_PROCESS_ID])) {
+		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
+				       " already exists");
+		return -1;
+	}
+	if (ss->n_live >= c->srv->cfg.max_processes) {
+		log_warning_ratelimited("Session %s: process limit (%u) reached", ss->id,
+					c->srv->cfg.max_processes);
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
+				"process limit reached: at most %u running processes per session",
+				c->srv->cfg.max_processes);
+		return -1;
+	}
+	return 0;
+}
+
+/* A request parked for a shell snapshot capture goes on (shell-snapshot.h). */
+static void resume_start(struct conn *c, json_t *id, json_t *params)
+{
+	start_process(c, id, params, true);
+}
+
 static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 {
+	start_process(c, id, params, false);
+}
+
+static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed)
+{
+	struct snap_launch snap = { .fd = -1 };
+	bool snap_first;
 	struct session *ss = c->sess;
 	json_t *f[_F_START_MAX], *argv0, *result;
 	char err[ERRSZ], *cwd = NULL, **envp = NULL, **cands = NULL, **argv = NULL;
@@ -637,26 +676,17 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	managed = npc && params_bool(f[F_ENFORCE_NET], false) && f[F_SANDBOX];
 	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, managed ? npc : NULL, &plan) < 0)
 		goto out;
-	if (managed && plan) {
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, psock) < 0) {
-			r = -errno;
-			goto fail;
-		}
-		sandbox_plan_set_proxy(plan, psock[1]);
-	}
-	if (lookup(c, f[F_PROCESS_ID])) {
-		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "process ", f[F_PROCESS_ID],
-				       " already exists");
+	if (f[F_SHELL_SNAPSHOT] && snap_check_scope(f[F_SHELL_SNAPSHOT], err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		goto out;
 	}
-	if (ss->n_live >= c->srv->cfg.max_processes) {
-		log_warning_ratelimited("Session %s: process limit (%u) reached", ss->id,
-					c->srv->cfg.max_processes);
-		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
-				"process limit reached: at most %u running processes per session",
-				c->srv->cfg.max_processes);
+	/*
+	 * The reference prepares a shell snapshot (and captures it) before it
+	 * looks at the process id: with one, the first pass checks it after.
+	 */
+	snap_first = f[F_SHELL_SNAPSHOT] && !resumed;
+	if (!snap_first && check_room(c, id, f) < 0)
 		goto out;
-	}
 
 	if (json_string_length(argv0) == 0) {
 		/* The reference's spawner refuses an empty program before looking for it. */
@@ -718,6 +748,28 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	sa.stderr_fd = -1;
 	sa.rows = rows; /* the reference's fixed 24x80 unless `size` says otherwise */
 	sa.cols = cols;
+	if (f[F_SHELL_SNAPSHOT]) {
+		struct snap_start st = { f[F_SHELL_SNAPSHOT], f[F_ARGV], f[F_ENV], f[F_ENV_POLICY],
+					 f[F_CWD], f[F_SANDBOX], params };
+
+		enum snap_result sr = snap_prepare(c, id, &st, &sa, !resumed, resume_start, &snap);
+
+		/* SNAP_PARKED: started again once the capture is over. */
+		if (sr == SNAP_ERROR || sr == SNAP_PARKED)
+			goto out;
+		if (sr == SNAP_APPLY)
+			snap_apply(&snap, argv, &envp, &sa);
+		if (snap_first && check_room(c, id, f) < 0)
+			goto out;
+	}
+	/* The capture above ran without it: the proxy's socket is the command's alone. */
+	if (managed && plan) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, psock) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		sandbox_plan_set_proxy(plan, psock[1]);
+	}
 	/* Its own cgroup, made before the clone (proc-cgroup.c). */
 	has_leaf = exec_cg_leaf(c->srv, plan, &limits, &leaf);
 	if (has_leaf < 0 && (limits.pids_max || limits.memory_max || limits.cpu_milli)) {
@@ -822,6 +874,7 @@ out:
 	free(argv);
 	environ_strv_free(envp);
 	environ_strv_free(cands);
+	snap_launch_done(&snap);
 }
 
 static void rpc_process_read(struct conn *c, json_t *id, json_t *params)

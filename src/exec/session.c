@@ -16,6 +16,7 @@
 #include "log.h"
 #include "proc.h"
 #include "session.h"
+#include "shell-snapshot.h"
 
 static void uuid_v4(char out[37])
 {
@@ -49,6 +50,7 @@ int session_new(struct server *s, struct conn *c, struct session **ret)
 	ss->srv = s;
 	uuid_v4(ss->id);
 	list_init(&ss->procs_list);
+	list_init(&ss->snapshots);
 	list_add_tail(&ss->link, &s->sessions);
 	s->n_sessions++;
 	session_attach(ss, c);
@@ -153,6 +155,7 @@ static void session_free(struct session *ss)
 {
 	struct proc *p, *n;
 
+	snap_session_free(ss);
 	list_for_each_entry_safe(p, n, &ss->procs_list, link) {
 		list_del(&p->link);
 		proc_free(p);
@@ -207,4 +210,5 @@ void session_destroy_all(struct server *s)
 			}
 	list_for_each_entry_safe(ss, n, &s->sessions, link)
 		session_free(ss);
+	snap_shutdown();
 }

@@ -26,6 +26,7 @@ struct session {
 	unsigned n_live;       /* processes not yet closed */
 	struct uring_timer expiry;
 	bool expired;          /* resume window over: id unknown, processes killed */
+	struct list_head snapshots; /* shell snapshots (shell-snapshot.c), least recently used first */
 };
 
 /* Creates a session attached to c. Returns 0, -ENOMEM or -EUSERS (limit). */

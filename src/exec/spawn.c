@@ -392,7 +392,7 @@ static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct chi
 {
 	struct sigaction sa = { .sa_handler = SIG_DFL };
 	sigset_t all;
-	int err = ENOENT;
+	int err = ENOENT, errpipe = f->errpipe;
 
 	if (a->cwd && chdir(a->cwd) < 0) {
 		/* Not root on the host: the usual cause is a parent directory closed to that uid. */
@@ -409,14 +409,31 @@ static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct chi
 	sigemptyset(&all);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
 
+	/*
+	 * Last, so that nothing the setup still used can sit on that number:
+	 * the error pipe moves away first (the caller's copy of f is shared
+	 * under CLONE_VM, hence the local).
+	 */
+	if (a->extra_fd > 0 && a->extra_fd != a->extra_fd_at) {
+		if (errpipe == a->extra_fd_at) {
+			errpipe = fcntl(errpipe, F_DUPFD_CLOEXEC, a->extra_fd_at + 1);
+			if (errpipe < 0)
+				child_fail(f->errpipe, errno);
+		}
+		if (dup2(a->extra_fd, a->extra_fd_at) < 0)
+			child_fail(errpipe, errno);
+	} else if (a->extra_fd > 0 && child_dup2(a->extra_fd, a->extra_fd_at) < 0) {
+		child_fail(errpipe, errno);
+	}
+
 	if (a->exec_self) {
 		syscall(SYS_execveat, self_fd, "", a->argv, a->envp, AT_EMPTY_PATH);
-		child_fail(f->errpipe, errno);
+		child_fail(errpipe, errno);
 	}
 	for (const char *const *c = a->candidates; *c; c++) {
 		execve(*c, a->argv, a->envp);
 		if (a->explicit_path)
-			child_fail(f->errpipe, errno);
+			child_fail(errpipe, errno);
 		/* execvp's rule: remember EACCES, keep looking past ENOENT-like errors. */
 		if (errno == EACCES)
 			err = EACCES;
@@ -424,7 +441,7 @@ static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct chi
 			 errno != ETIMEDOUT && err != EACCES)
 			err = errno;
 	}
-	child_fail(f->errpipe, err);
+	child_fail(errpipe, err);
 }
 
 static int open_pty(unsigned short rows, unsigned short cols, int *ret_master, int *ret_slave)

@@ -30,6 +30,9 @@ struct spawn_args {
 	const struct sandbox_cg_leaf *cgroup; /* the process's own cgroup (sandbox/cgroup.h): cloned
 	                                         into its v2 leaf, v1 directories entered before
 	                                         exec; NULL: the server's (or the guard's) */
+	int extra_fd;                  /* > 0: inherited by the program as extra_fd_at (a shell
+	                                  snapshot's reader), placed just before exec; 0: none */
+	int extra_fd_at;
 };
 
 struct spawn_result {

@@ -158,6 +158,8 @@ static int struct_seq_fields(const char *what)
 	} known[] = {
 		{ "struct WireFileSystemSandboxContext", 10 },
 		{ "struct ExecEnvPolicy", 5 },
+		{ "struct ShellSnapshotRequest", 2 },
+		{ "struct ShellInfo", 2 },
 		{ "struct ExecMetadata", SEQ_ALL_DEFAULT },
 		{ "struct ManagedNetworkSandboxContext", SEQ_ALL_DEFAULT },
 	};

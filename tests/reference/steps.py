@@ -1700,3 +1700,99 @@ SCRIPTS.append({"name": "network_proxy_answers", "doc": "the proxy's refusals an
         domains={"denied.example": "deny"}),
     collect("npa-restricted", timeout=60),
 ]})
+
+# Shell snapshots (shellSnapshotV2): a login profile in the work directory (HOME), commands
+# that print their argv, state and environment through the snapshot; the params' checks.
+_SNAP_HOME_ENV = {"PATH": "/usr/bin:/bin", "HOME": "$CWDPATH"}
+_SNAP_PROFILE = ("alias snapalias='echo alias-works'\n"
+                 "snapfunc() { echo \"func-works $1\"; }\n"
+                 "export SNAPVAR=from-profile\nshopt -s extglob\nset -o noclobber\n"
+                 "echo x >> \"$HOME/captures\"\necho profile-noise\n")
+_SNAP_SHOW = ("tr '\\0' '\\n' </proc/$$/cmdline | sed 's|/dev/fd/[0-9]*|/dev/fd/N|'; echo ==; "
+              "snapfunc $1; alias; echo V=$SNAPVAR P=$PATH; shopt extglob; set -o | grep noclobber; "
+              "env | grep -c __CODEX_SHELL_SNAPSHOT; ls /proc/$$/fd >| \"$HOME/fds\"; "
+              "sort -n \"$HOME/fds\" | tr '\\n' ' '; echo; "
+              "cat \"$HOME/captures\" | wc -l")
+
+
+def _snap(scope="snap-scope", name="bash", path="/bin/bash"):
+    return {"scopeId": scope, "shell": {"name": name, "path": path}}
+
+
+def _snap_start(pid, argv, snap, label=None, **extra):
+    p = {"processId": pid, "argv": argv, "cwd": "$CWDURI", "env": dict(_SNAP_HOME_ENV),
+         "tty": False, "shellSnapshot": snap}
+    p.update(extra)
+    return req("process/start", p, label=label or "start %s" % pid)
+
+
+SCRIPTS.append({"name": "shell_snapshot", "doc": "process/start shellSnapshot: replay and checks",
+                "steps": [
+    start("snap-mk", "rm -f captures; cat > .bash_profile <<'EOF'\n%sEOF\n"
+          "printf 'alias shalias=\"echo sh\"\\nexport SHVAR=sh-profile\\n' > .profile"
+          % _SNAP_PROFILE),
+    collect("snap-mk"),
+    _snap_start("snap-1", ["/bin/bash", "-lc", _SNAP_SHOW, "x", "one"], _snap()),
+    collect("snap-1"),
+    _snap_start("snap-2", ["/bin/bash", "-lc", _SNAP_SHOW, "x", "two"], _snap()),
+    collect("snap-2"),
+    _snap_start("snap-3", ["/bin/bash", "-lc", _SNAP_SHOW, "x", "three"], _snap("other-scope")),
+    collect("snap-3"),
+    _snap_start("snap-sh", ["/bin/sh", "-lc", "tr '\\0' '\\n' </proc/$$/cmdline; alias; "
+                            "echo V=$SHVAR; env | grep -c __CODEX_SHELL_SNAPSHOT"],
+                _snap(name="sh", path="/bin/sh")),
+    collect("snap-sh"),
+    _snap_start("snap-c", ["/bin/bash", "-c", "echo plain"], _snap(), label="start -c: no snapshot"),
+    collect("snap-c"),
+    _snap_start("snap-path", ["/bin/bash", "-lc", "echo other-path"], _snap(path="/usr/bin/bash"),
+                label="start argv[0] not shell.path"),
+    collect("snap-path"),
+    _snap_start("snap-fish-echo", ["/bin/echo", "hi"], _snap(name="fish"),
+                label="fish, argv not a -lc shell: runs"),
+    collect("snap-fish-echo"),
+    # The snapshot is prepared (and captured) before the process id is looked at.
+    start("snap-dup", "sleep 3"),
+    _snap_start("snap-dup", ["/bin/bash", "-lc", "true"], _snap(name="fish"),
+                label="duplicate id, fish"),
+    _snap_start("snap-dup", ["/bin/bash", "-lc", "true"], _snap(""), label="duplicate id, empty scope"),
+    _snap_start("snap-dup", ["/bin/bash", "-lc", "true"], _snap("dup-scope"),
+                label="duplicate id, new scope"),
+    _snap_start("snap-dup-n", ["/bin/sh", "-c", "cat \"$HOME/captures\" | wc -l"], None,
+                label="the duplicate's capture ran"),
+    collect("snap-dup-n"),
+    req("process/terminate", {"processId": "snap-dup"}, label="terminate snap-dup"),
+    collect("snap-dup"),
+    _snap_start("snap-e1", ["/bin/bash", "-lc", "true"], _snap(""), label="empty scopeId"),
+    _snap_start("snap-e2", ["/bin/echo"], _snap(""), label="empty scopeId, other argv"),
+    _snap_start("snap-e3", ["/bin/bash", "-lc", "true"], _snap("x" * 257), label="257-byte scopeId"),
+    _snap_start("snap-e4", ["/bin/bash", "-lc", "true"], _snap(name="fish"), label="fish"),
+    _snap_start("snap-e5", ["/bin/bash", "-lc", "true"], {"scopeId": 1}, label="scopeId number"),
+    _snap_start("snap-e6", ["/bin/bash", "-lc", "true"], {"scopeId": "s"}, label="no shell"),
+    _snap_start("snap-e7", ["/bin/bash", "-lc", "true"], {"shell": {"name": "bash", "path": "/bin/bash"}},
+                label="no scopeId"),
+    _snap_start("snap-e8", ["/bin/bash", "-lc", "true"], {"scopeId": "s", "shell": {"name": "bash"}},
+                label="no shell.path"),
+    _snap_start("snap-e9", ["/bin/bash", "-lc", "true"], {"scopeId": "s", "shell": []},
+                label="shell an array"),
+    _snap_start("snap-e10", ["/bin/bash", "-lc", "true"], None, label="shellSnapshot null"),
+    collect("snap-e10"),
+    # zsh (where installed; elsewhere both servers fail to spawn it alike).
+    start("snap-zmk", "printf 'alias zalias=\"echo z\"\\nzfunc() { echo zf; }\\n"
+          "export ZVAR=zp\\nsetopt noclobber\\n' > .zprofile"),
+    collect("snap-zmk"),
+    _snap_start("snap-zsh", ["/usr/bin/zsh", "-lc", "print -rl -- ${(0)\"$(</proc/$$/cmdline)\"} | sed 's|/dev/fd/[0-9]*|/dev/fd/N|'; "
+                             "zfunc; alias zalias; echo V=$ZVAR; setopt | grep -x noclobber"],
+                _snap(name="zsh", path="/usr/bin/zsh")),
+    collect("snap-zsh"),
+    # Under a workspace-write sandbox: the command still reads its snapshot.
+    _snap_start("snap-sbx", ["/bin/bash", "-lc", _SNAP_SHOW, "x", "sbx"], _snap("sbx-scope"),
+                sandbox=SANDBOX_WW),
+    collect("snap-sbx"),
+    # A capture that fails (.bashrc exits): the command runs as asked, profile and all.
+    start("snap-rc", "echo 'exit 3' > .bashrc"),
+    collect("snap-rc"),
+    _snap_start("snap-fail", ["/bin/bash", "-lc", _SNAP_SHOW, "x", "fail"], _snap("fail-scope")),
+    collect("snap-fail"),
+    start("snap-clean", "rm -f .bashrc .bash_profile .profile .zprofile captures fds"),
+    collect("snap-clean"),
+]})
