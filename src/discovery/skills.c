@@ -13,7 +13,6 @@
  * unreadable file, an invalid skill) adds one summary warning, as the
  * reference's does: the details are not the client's to see.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +23,11 @@
 #include "file-uri.h"
 #include "frontmatter.h"
 #include "macro.h"
+#include "plugins.h"
 #include "skill-meta.h"
 
 #define WARN_LOCATIONS "some capability locations could not be resolved; discovery may be incomplete"
 #define WARN_METADATA "some capability metadata could not be loaded; discovery may be incomplete"
-#define MAX_PLUGINS 512
 #define MAX_CAPABILITIES 2048
 #define MAX_WARNINGS 64
 #define MAX_QUALIFIED_NAME (SKILL_NAME_MAX * 2 + 1)
@@ -247,133 +246,48 @@ static void standalone(struct v2 *v, const char *id, const char *path)
 
 /* ---- installed plugins ---- */
 
-/* A plugin id segment: ASCII letters, digits, '-' and '_'. */
-static bool valid_segment(const char *s, const char *extra)
+/*
+ * The plugin's display name: the manifest's interface.displayName when not
+ * blank, else its namespace (the manifest's name, else the root's directory
+ * name). NULL when the manifest is no JSON object.
+ */
+static json_t *display_name(json_t *manifest, const char *root)
 {
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '-' || *s == '_' || (extra && strchr(extra, *s))))
-			return false;
-	return true;
-}
+	json_t *doc = json_loads(json_string_value(json_object_get(manifest, "contents")),
+				 JSON_REJECT_DUPLICATES, NULL), *out = NULL;
+	const char *dn, *name;
+	_cleanup_free_ char *t = NULL, *u = NULL;
 
-/* Semantic version "MAJOR.MINOR.PATCH[-pre][+build]": the three numbers; false otherwise. */
-static bool semver(const char *s, unsigned long long v[3], const char **pre)
-{
-	char *e;
-
-	for (int i = 0; i < 3; i++) {
-		if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9'))
-			return false;
-		v[i] = strtoull(s, &e, 10);
-		s = e;
-		if (i < 2 && *s++ != '.')
-			return false;
+	if (!json_is_object(doc))
+		goto out;
+	dn = json_string_value(json_object_get(json_object_get(doc, "interface"), "displayName"));
+	t = dn ? fm_single_line(dn, strlen(dn)) : NULL;
+	if (t && *t) {
+		out = json_string(dn);
+		goto out;
 	}
-	if (*s && *s != '-' && *s != '+')
-		return false;
-	*pre = *s == '-' ? s + 1 : NULL;
-	return true;
-}
-
-/* Version order: semantic versions by their numbers (a pre-release first), else bytewise. */
-static int version_cmp(const void *a, const void *b)
-{
-	const char *x = *(const char *const *)a, *y = *(const char *const *)b, *px, *py;
-	unsigned long long vx[3], vy[3];
-
-	if (semver(x, vx, &px) && semver(y, vy, &py)) {
-		for (int i = 0; i < 3; i++)
-			if (vx[i] != vy[i])
-				return vx[i] < vy[i] ? -1 : 1;
-		if (!px != !py)
-			return px ? -1 : 1;
-		return px ? strcmp(px, py) : 0;
-	}
-	return strcmp(x, y);
-}
-
-/* The active version directory of a plugin: "local" if present, else the highest; malloc'd. */
-static char *active_version(const char *base)
-{
-	DIR *d = opendir(base);
-	char **v = NULL, *best = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-
-	if (!d)
-		return NULL;
-	while ((de = readdir(d))) {
-		struct stat st;
-		char *p;
-
-		if (!valid_segment(de->d_name, ".") || strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0 || asprintf(&p, "%s/%s", base, de->d_name) < 0)
-			continue;
-		if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			free(p);
-			continue;
-		}
-		free(p);
-		if (n == cap) {
-			char **nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
-
-			if (!nv)
-				break;
-			v = nv;
-		}
-		if (!(v[n] = strdup(de->d_name)))
-			break;
-		n++;
-		if (n > 4096)
-			break;
-	}
-	closedir(d);
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i], "local") == 0)
-			best = v[i];
-	if (!best && n) {
-		qsort(v, n, sizeof(*v), version_cmp);
-		best = v[n - 1];
-	}
-	best = best ? strdup(best) : NULL;
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	return best;
-}
-
-/* The manifest's display name: interface.displayName, else its name, else the plugin's. */
-static json_t *display_name(json_t *manifest, const char *plugin)
-{
-	json_t *doc = json_loads(json_string_value(json_object_get(manifest, "contents")), 0, NULL);
-	const char *n = json_string_value(json_object_get(json_object_get(doc, "interface"), "displayName"));
-	json_t *out;
-
-	if (!n || !*n)
-		n = json_string_value(json_object_get(doc, "name"));
-	out = json_string(n && *n ? n : plugin);
+	name = json_string_value(json_object_get(doc, "name"));
+	u = name ? fm_single_line(name, strlen(name)) : NULL;
+	out = json_string(u && *u ? name : strrchr(root, '/') + 1);
+out:
 	json_decref(doc);
 	return out;
 }
 
-static void plugin(struct v2 *v, const char *market, const char *name, const char *root)
+static void plugin(struct v2 *v, const struct plugin_loc *loc)
 {
-	_cleanup_free_ char *uri = file_uri_from_path(root), *id = NULL;
-	json_t *disc, *p, *skills, *files;
+	_cleanup_free_ char *uri = file_uri_from_path(loc->root);
+	json_t *disc, *p, *skills, *files, *dn;
 	bool bad = false;
 
-	if (!uri || asprintf(&id, "%s@%s", name, market) < 0) {
-		id = NULL;
+	if (!uri)
 		return;
-	}
-	disc = disc_root_discover(id, root, uri);
+	disc = disc_root_discover(loc->id, loc->root, uri);
 	if (!disc)
 		return;
 	files = json_object_get(disc, "plugin");
-	if (!json_is_object(files)) {
+	dn = json_is_object(files) ? display_name(json_object_get(files, "manifest"), loc->root) : NULL;
+	if (!dn) {
 		add_warning(v, WARN_METADATA); /* installed, but no readable manifest */
 		json_decref(disc);
 		return;
@@ -383,20 +297,22 @@ static void plugin(struct v2 *v, const char *market, const char *name, const cha
 		add_warning(v, WARN_METADATA);
 	if (v->n_caps == MAX_CAPABILITIES) {
 		v->truncated = true;
+		json_decref(dn);
 		json_decref(skills);
 		json_decref(disc);
 		return;
 	}
+	/* The plugin itself counts as a capability too. */
 	while (json_array_size(skills) > MAX_CAPABILITIES - v->n_caps - 1) {
 		json_array_remove(skills, json_array_size(skills) - 1);
 		v->truncated = true;
 	}
 	v->n_caps += 1 + json_array_size(skills);
 	p = json_object();
-	json_object_set_new(p, "id", json_string(id));
-	json_object_set_new(p, "displayName", display_name(json_object_get(files, "manifest"), name));
-	json_object_set_new(p, "remotePluginId", json_null());
-	json_object_set_new(p, "version", json_string(strrchr(root, '/') + 1));
+	json_object_set_new(p, "id", json_string(loc->id));
+	json_object_set_new(p, "displayName", dn);
+	json_object_set_new(p, "remotePluginId", loc->remote_id ? json_string(loc->remote_id) : json_null());
+	json_object_set_new(p, "version", json_string(loc->version));
 	json_object_set_new(p, "root", json_string(uri));
 	json_object_set_new(p, "files", json_incref(files));
 	json_object_set_new(p, "skills", skills);
@@ -404,130 +320,19 @@ static void plugin(struct v2 *v, const char *market, const char *name, const cha
 	json_decref(disc);
 }
 
-static int names_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Sorted subdirectory names of dir that are valid id segments (following links). */
-static char **subdirs(const char *dir, size_t *ret_n)
-{
-	DIR *d = opendir(dir);
-	char **v = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-
-	*ret_n = 0;
-	if (!d)
-		return NULL;
-	while ((de = readdir(d)) && n < 2000) {
-		struct stat st;
-		char *p;
-
-		if (!valid_segment(de->d_name, NULL) || asprintf(&p, "%s/%s", dir, de->d_name) < 0)
-			continue;
-		if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			free(p);
-			continue;
-		}
-		free(p);
-		if (n == cap) {
-			char **nv = realloc(v, (cap = cap ? cap * 2 : 8) * sizeof(*v));
-
-			if (!nv)
-				break;
-			v = nv;
-		}
-		if (!(v[n] = strdup(de->d_name)))
-			break;
-		n++;
-	}
-	closedir(d);
-	if (n)
-		qsort(v, n, sizeof(*v), names_cmp);
-	*ret_n = n;
-	return v;
-}
-
-static void free_names(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-/* Plugins by id (name@marketplace), as the reference sorts them. */
-static int plugin_cmp(const void *a, const void *b)
-{
-	const char *x = json_string_value(json_object_get(*(json_t *const *)a, "id"));
-	const char *y = json_string_value(json_object_get(*(json_t *const *)b, "id"));
-	int c = strcmp(x, y);
-
-	if (c)
-		return c;
-	return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "root")),
-		      json_string_value(json_object_get(*(json_t *const *)b, "root")));
-}
-
-static void plugins(struct v2 *v, const char *codex_home)
-{
-	_cleanup_free_ char *cache = NULL;
-	size_t n_m = 0, count = 0;
-	char **markets;
-	json_t **sorted;
-	size_t n;
-
-	if (asprintf(&cache, "%s/plugins/cache", codex_home) < 0) {
-		cache = NULL;
-		return;
-	}
-	markets = subdirs(cache, &n_m);
-	for (size_t i = 0; i < n_m && count < MAX_PLUGINS; i++) {
-		_cleanup_free_ char *mdir = NULL;
-		size_t n_p = 0;
-		char **names;
-
-		if (asprintf(&mdir, "%s/%s", cache, markets[i]) < 0) {
-			mdir = NULL;
-			continue;
-		}
-		names = subdirs(mdir, &n_p);
-		for (size_t k = 0; k < n_p && count < MAX_PLUGINS; k++) {
-			_cleanup_free_ char *base = NULL, *ver = NULL, *root = NULL;
-
-			if (asprintf(&base, "%s/%s", mdir, names[k]) < 0) {
-				base = NULL;
-				continue;
-			}
-			ver = active_version(base);
-			if (!ver || asprintf(&root, "%s/%s", base, ver) < 0) {
-				root = NULL;
-				continue;
-			}
-			count++;
-			plugin(v, markets[i], names[k], root);
-		}
-		free_names(names, n_p);
-	}
-	free_names(markets, n_m);
-	n = json_array_size(v->plugins);
-	sorted = calloc(n + 1, sizeof(*sorted));
-	if (!sorted)
-		return;
-	for (size_t i = 0; i < n; i++)
-		sorted[i] = json_incref(json_array_get(v->plugins, i));
-	qsort(sorted, n, sizeof(*sorted), plugin_cmp);
-	json_array_clear(v->plugins);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(v->plugins, sorted[i]);
-	free(sorted);
-}
-
 json_t *disc_v2_discover(const char *codex_home, const char *user_home)
 {
 	struct v2 v = { json_array(), json_array(), json_array(), 0, false };
+	struct plugin_loc *locs = NULL;
+	size_t n_locs = 0;
+	bool problem = false;
 	json_t *out;
 
+	/* Locations first: their problems lead the warnings, as the reference's do. */
+	if (codex_home && plugin_locations(codex_home, &locs, &n_locs, &problem) < 0)
+		problem = true;
+	if (problem)
+		add_warning(&v, WARN_LOCATIONS);
 	for (size_t i = 0; i < ELEMENTSOF(skill_roots); i++) {
 		_cleanup_free_ char *path = NULL;
 		const char *base = i == 0 ? codex_home : i == 1 ? user_home : NULL;
@@ -540,8 +345,9 @@ json_t *disc_v2_discover(const char *codex_home, const char *user_home)
 		if (path)
 			standalone(&v, skill_roots[i][0], path);
 	}
-	if (codex_home)
-		plugins(&v, codex_home);
+	for (size_t i = 0; i < n_locs; i++)
+		plugin(&v, &locs[i]);
+	plugin_locations_free(locs, n_locs);
 	if (v.truncated) {
 		json_array_insert_new(v.warnings, 0, json_string("capability discovery size limit reached"));
 		while (json_array_size(v.warnings) > MAX_WARNINGS)
