@@ -163,7 +163,7 @@ static void job_run(struct work *w)
 		r->result = disc_v2_discover(r->codex_home, r->user_home);
 	} else {
 		for (size_t i = 0; i < r->n_roots; i++)
-			if (!r->roots[i].sandbox)
+			if (!r->roots[i].sandbox && !r->roots[i].result)
 				r->roots[i].result = disc_root_discover(r->roots[i].id, r->roots[i].path,
 									r->roots[i].uri);
 	}
@@ -291,6 +291,13 @@ static int add_to_group(struct disc_req *r, size_t i)
 	return 0;
 }
 
+/* A root that fails before any scan: {"id","path",...,"error":text}. */
+static json_t *root_error(const char *id, const char *uri, const char *text)
+{
+	return json_pack("{s:s,s:s,s:n,s:[],s:[],s:[],s:s}", "id", id, "path", uri, "plugin",
+			 "skills", "namespaceManifests", "warnings", "error", text);
+}
+
 /* Decodes roots[i] into r->roots[i]; replies and returns false on error. */
 static bool decode_root(struct conn *c, json_t *id, json_t *v, struct disc_root *dr)
 {
@@ -300,10 +307,10 @@ static bool decode_root(struct conn *c, json_t *id, json_t *v, struct disc_root 
 		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	char err[512];
+	char err[512], *msg = NULL, *text = NULL;
 	int k;
 
-	if (!json_is_object(v)) {
+	if (!json_is_object(v) && !json_is_array(v)) {
 		params_struct_error(v, "struct WireCapabilityRootDiscoverRequest", err, sizeof(err));
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return false;
@@ -313,14 +320,35 @@ static bool decode_root(struct conn *c, json_t *id, json_t *v, struct disc_root 
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return false;
 	}
-	if (fs_param_path(c, id, f[1], &dr->path) < 0)
+	k = file_uri_to_pathn(json_string_value(f[1]), json_string_length(f[1]), true, &dr->path, &msg);
+	if (k == -EREMOTE) {
+		/* Decodes, but cannot be inspected here: the root's error, as the reference has it. */
+		const char *q = strchr(msg, '\''), *e = q ? strchr(q + 1, '\'') : NULL;
+
+		dr->uri = e ? strndup(q + 1, (size_t)(e - q - 1)) : strdup(json_string_value(f[1]));
+		if (dr->uri && asprintf(&text, "failed to inspect capability root %s: %s", dr->uri, msg) >= 0)
+			dr->result = root_error(json_string_value(f[0]), dr->uri, text);
+		free(text);
+		free(msg);
+		if (!dr->result) {
+			rpc_reply_errno_internal(c, id, ENOMEM);
+			return false;
+		}
+	} else if (k < 0) {
+		if (k == -ENOMEM)
+			rpc_reply_errno_internal(c, id, ENOMEM);
+		else
+			rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", msg);
+		free(msg);
 		return false;
+	}
 	k = fs_sandbox_check(c, id, f[2]);
 	if (k < 0)
 		return false;
 	dr->id = strndup(json_string_value(f[0]), json_string_length(f[0]));
-	dr->uri = file_uri_from_path(dr->path);
-	if (k > 0)
+	if (!dr->uri)
+		dr->uri = file_uri_from_path(dr->path);
+	if (k > 0 && !dr->result)
 		dr->sandbox = json_incref(f[2]);
 	if (!dr->id || !dr->uri) {
 		rpc_reply_errno_internal(c, id, ENOMEM);
@@ -369,11 +397,13 @@ static void rpc_discover_v1(struct conn *c, json_t *id, json_t *params)
 	}
 	if (r->n_roots > DISC_MAX_ROOTS) {
 		req_free(r);
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
 				"capability root discovery accepts at most %d roots", DISC_MAX_ROOTS);
 		return;
 	}
 	for (i = 0; i < r->n_roots; i++) {
+		if (r->roots[i].result)
+			continue; /* decided already */
 		if (!r->roots[i].sandbox)
 			unsandboxed = true;
 		else if (add_to_group(r, i) < 0) {
@@ -391,7 +421,7 @@ static void rpc_discover_v2(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
 		{ "cwd", P_STRING, true, NULL },
-		{ "sandbox", P_STRUCT, false, "struct FileSystemSandboxContext" },
+		{ "sandbox", P_STRUCT, false, "struct FileSystemSandboxContext", true },
 	};
 	json_t *f[ELEMENTSOF(fields)];
 	_cleanup_free_ char *cwd = NULL, *msg = NULL;
@@ -404,9 +434,16 @@ static void rpc_discover_v2(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
-	/* The cwd is checked, not used: the locations are the executor's own. */
-	if (fs_param_path(c, id, f[0], &cwd) < 0)
+	/* The cwd is checked (as a URI, any host), not used: the locations are the executor's own. */
+	k = file_uri_to_pathn(json_string_value(f[0]), json_string_length(f[0]), true, &cwd, &msg);
+	if (k == -ENOMEM || (k < 0 && k != -EREMOTE)) {
+		if (k == -ENOMEM)
+			rpc_reply_errno_internal(c, id, ENOMEM);
+		else
+			rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", msg);
 		return;
+	}
+	free(TAKE_PTR(msg));
 	k = fs_sandbox_check(c, id, f[1]);
 	if (k < 0)
 		return;
