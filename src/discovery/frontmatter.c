@@ -20,20 +20,6 @@
 
 /* ---- Unicode helpers (the input is valid UTF-8) ---- */
 
-/* Length of the UTF-8 sequence at s (1 for a stray byte). */
-static size_t u8len(const unsigned char *s)
-{
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xE0) == 0xC0 && s[1])
-		return 2;
-	if ((s[0] & 0xF0) == 0xE0 && s[1] && s[2])
-		return 3;
-	if ((s[0] & 0xF8) == 0xF0 && s[1] && s[2] && s[3])
-		return 4;
-	return 1;
-}
-
 /* Length of the White_Space character at s[0..n), or 0 (Rust's char::is_whitespace). */
 static size_t ws_len(const char *p, size_t n)
 {
@@ -76,7 +62,7 @@ static void trim(const char **s, size_t *n)
 		*n -= k;
 }
 
-char *fm_single_line(const char *s, size_t len)
+char *fm_single_line(const char *s, size_t len, size_t *ret_len)
 {
 	char *out = malloc(len + 1), *o = out;
 	bool word = false;
@@ -97,15 +83,18 @@ char *fm_single_line(const char *s, size_t len)
 		*o++ = s[i++];
 	}
 	*o = 0;
+	if (ret_len)
+		*ret_len = (size_t)(o - out);
 	return out;
 }
 
-size_t fm_char_count(const char *s)
+size_t fm_char_count(const char *s, size_t len)
 {
 	size_t n = 0;
 
-	for (; *s; s += u8len((const unsigned char *)s))
-		n++;
+	/* Counting lead bytes: continuation bytes are 10xxxxxx. */
+	for (size_t i = 0; i < len; i++)
+		n += ((unsigned char)s[i] & 0xC0) != 0x80;
 	return n;
 }
 
@@ -187,13 +176,28 @@ none:
 
 /* ---- YAML ---- */
 
-static bool scalar_is_null(const yaml_node_t *v)
+bool fm_yaml_null(const yaml_node_t *v, const char *src)
 {
-	const char *s = (const char *)v->data.scalar.value;
+	const char *s = (const char *)v->data.scalar.value, *at;
 
+	if (v->type != YAML_SCALAR_NODE)
+		return false;
 	if (v->tag && strcmp((const char *)v->tag, YAML_NULL_TAG) == 0)
 		return true;
 	if (v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	/*
+	 * The loader gives untagged plain scalars the str tag too: look at the
+	 * source for an explicit tag (after an anchor, if any).
+	 */
+	at = src + v->start_mark.index;
+	if (*at == '&') {
+		while (*at && *at != ' ' && *at != '\t' && *at != '\n')
+			at++;
+		while (*at == ' ' || *at == '\t')
+			at++;
+	}
+	if (*at == '!')
 		return false;
 	return v->data.scalar.length == 0 || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
 	       strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
@@ -205,29 +209,33 @@ static bool key_is(const yaml_node_t *k, const char *name)
 	       memcmp(k->data.scalar.value, name, k->data.scalar.length) == 0;
 }
 
-/* An Option<String> field: *ret stays NULL for null. */
-static int take_string(const yaml_node_t *v, const char *field, char **ret, char *err, size_t errsz)
+/* An Option<String> field (*ret, *ret_len): *ret stays NULL for null. */
+static int take_string(const yaml_node_t *v, const char *src, const char *field, bool *seen,
+		       char **ret, size_t *ret_len, char *err, size_t errsz)
 {
-	if (*ret)
+	if (*seen)
 		return ERR("duplicate field `%s`", field);
+	*seen = true;
 	if (v->type != YAML_SCALAR_NODE)
 		return ERR("%s: invalid type: %s, expected a string", field,
 			   v->type == YAML_MAPPING_NODE ? "map" : "sequence");
-	if (scalar_is_null(v))
+	if (fm_yaml_null(v, src))
 		return 0;
-	/* A NUL inside (from "\0") is kept by serde; the single-line form drops nothing either. */
+	/* A NUL inside (from "\0") is kept, as serde keeps it: lengths, not strlen. */
 	*ret = malloc(v->data.scalar.length + 1);
 	if (!*ret)
 		return -ENOMEM;
 	memcpy(*ret, v->data.scalar.value, v->data.scalar.length);
 	(*ret)[v->data.scalar.length] = 0;
+	*ret_len = v->data.scalar.length;
 	return 0;
 }
 
 /* Raw fields of one document; 0, -EINVAL (err) or -ENOMEM. */
 struct raw_fm {
 	char *name, *description, *short_description;
-	bool seen_metadata;
+	size_t name_len, description_len, short_description_len;
+	bool seen_name, seen_description, seen_short, seen_metadata;
 };
 
 static void raw_done(struct raw_fm *r)
@@ -238,13 +246,13 @@ static void raw_done(struct raw_fm *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int read_metadata(yaml_document_t *doc, const yaml_node_t *m, struct raw_fm *r, char *err,
-			 size_t errsz)
+static int read_metadata(yaml_document_t *doc, const char *src, const yaml_node_t *m,
+			 struct raw_fm *r, char *err, size_t errsz)
 {
 	if (r->seen_metadata)
 		return ERR("duplicate field `metadata`");
 	r->seen_metadata = true;
-	if (m->type == YAML_SCALAR_NODE && scalar_is_null(m))
+	if (fm_yaml_null(m, src))
 		return 0;
 	if (m->type != YAML_MAPPING_NODE)
 		return ERR("metadata: invalid type, expected struct SkillFrontmatterMetadata");
@@ -255,7 +263,8 @@ static int read_metadata(yaml_document_t *doc, const yaml_node_t *m, struct raw_
 
 		if (!k || !v || !key_is(k, "short-description"))
 			continue;
-		e = take_string(v, "short-description", &r->short_description, err, errsz);
+		e = take_string(v, src, "short-description", &r->seen_short, &r->short_description,
+				&r->short_description_len, err, errsz);
 		if (e < 0)
 			return e;
 	}
@@ -301,11 +310,13 @@ static int parse_yaml(const char *yaml, struct raw_fm *r, char *err, size_t errs
 		if (!k || !v)
 			continue;
 		if (key_is(k, "name"))
-			e = take_string(v, "name", &r->name, err, errsz);
+			e = take_string(v, yaml, "name", &r->seen_name, &r->name, &r->name_len, err,
+					errsz);
 		else if (key_is(k, "description"))
-			e = take_string(v, "description", &r->description, err, errsz);
+			e = take_string(v, yaml, "description", &r->seen_description, &r->description,
+					&r->description_len, err, errsz);
 		else if (key_is(k, "metadata"))
-			e = read_metadata(&doc, v, r, err, errsz);
+			e = read_metadata(&doc, yaml, v, r, err, errsz);
 		if (e < 0)
 			break;
 	}
@@ -508,18 +519,22 @@ int skill_fm_parse(const char *text, size_t len, const char *default_name, struc
 	free(fm);
 	if (e < 0)
 		return e;
-	out->name = raw.name ? fm_single_line(raw.name, strlen(raw.name)) : NULL;
-	if (out->name && !*out->name) {
+	out->name = raw.name ? fm_single_line(raw.name, raw.name_len, &out->name_len) : NULL;
+	if (out->name && !out->name_len) {
 		free(out->name);
 		out->name = NULL;
 	}
-	if (!out->name && default_name)
+	if (!out->name && default_name) {
 		out->name = strdup(default_name);
-	out->description = fm_single_line(raw.description ?: "", raw.description ? strlen(raw.description) : 0);
+		out->name_len = out->name ? strlen(out->name) : 0;
+	}
+	out->description = fm_single_line(raw.description ?: "", raw.description_len,
+					  &out->description_len);
 	if (raw.short_description) {
 		out->short_description = fm_single_line(raw.short_description,
-							strlen(raw.short_description));
-		if (out->short_description && !*out->short_description) {
+							raw.short_description_len,
+							&out->short_description_len);
+		if (out->short_description && !out->short_description_len) {
 			free(out->short_description);
 			out->short_description = NULL;
 		}
@@ -529,11 +544,11 @@ int skill_fm_parse(const char *text, size_t len, const char *default_name, struc
 		skill_fm_done(out);
 		return -ENOMEM;
 	}
-	if (!out->name || !*out->name)
+	if (!out->name || !out->name_len)
 		e = ERR("missing field `name`");
-	else if (fm_char_count(out->name) > SKILL_NAME_MAX)
+	else if (fm_char_count(out->name, out->name_len) > SKILL_NAME_MAX)
 		e = ERR("invalid name: exceeds maximum length of %d characters", SKILL_NAME_MAX);
-	else if (!*out->description)
+	else if (!out->description_len)
 		e = ERR("missing field `description`");
 	if (e < 0)
 		skill_fm_done(out);

@@ -13,9 +13,10 @@
 #include <stddef.h>
 
 struct skill_fm {
-	char *name;              /* single-line, never empty; NULL: use the directory's name */
+	char *name;              /* single-line, never empty (may hold NULs: see the lengths) */
 	char *description;       /* single-line, never empty */
 	char *short_description; /* metadata.short-description, or NULL */
+	size_t name_len, description_len, short_description_len;
 };
 
 /* Longest name, in characters (Unicode scalar values). */
@@ -32,8 +33,18 @@ int skill_fm_parse(const char *text, size_t len, const char *default_name, struc
 		   char *err, size_t errsz);
 void skill_fm_done(struct skill_fm *fm);
 
-/* Rust's split_whitespace().join(" ") (Unicode White_Space): malloc'd, or NULL. */
-char *fm_single_line(const char *s, size_t len);
+/*
+ * Rust's split_whitespace().join(" ") of s[0..len) (Unicode White_Space):
+ * malloc'd and NUL-terminated, its length in *ret_len (may be NULL), or NULL.
+ */
+char *fm_single_line(const char *s, size_t len, size_t *ret_len);
 
-/* Unicode scalar values in a valid UTF-8 string. */
-size_t fm_char_count(const char *s);
+/* Unicode scalar values in valid UTF-8 s[0..len). */
+size_t fm_char_count(const char *s, size_t len);
+
+struct yaml_node_s;
+/*
+ * A YAML scalar that serde reads as null (~, null, empty, !!null) in the
+ * document loaded from src: an explicit tag such as !!str makes "~" a string.
+ */
+bool fm_yaml_null(const struct yaml_node_s *v, const char *src);

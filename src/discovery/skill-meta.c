@@ -26,25 +26,22 @@
 #define TRANSPORT_MAX 64
 #define TEXT_MAX 1024
 
-typedef yaml_document_t doc_t;
 typedef yaml_node_t node_t;
+
+/* A loaded document and its source text (fm_yaml_null looks for explicit tags there). */
+typedef struct {
+	yaml_document_t doc;
+	const char *src;
+} doc_t;
 
 static node_t *node(doc_t *d, int i)
 {
-	return yaml_document_get_node(d, i);
+	return yaml_document_get_node(&d->doc, i);
 }
 
-static bool is_null(const node_t *v)
+static bool is_null(doc_t *d, const node_t *v)
 {
-	const char *s = (const char *)v->data.scalar.value;
-
-	if (v->type != YAML_SCALAR_NODE)
-		return false;
-	if (v->tag && strcmp((const char *)v->tag, YAML_NULL_TAG) == 0)
-		return true;
-	if (v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
+	return fm_yaml_null(v, d->src);
 }
 
 static bool plain(const node_t *v, const char *s)
@@ -86,12 +83,12 @@ static bool key_is(const node_t *k, const char *name)
 }
 
 /* Option<String>: 0 with *out (NULL for null), -EINVAL for a collection or a repeat. */
-static int opt_string(const node_t *v, const char **out, bool *seen)
+static int opt_string(doc_t *d, const node_t *v, const char **out, bool *seen)
 {
 	if (*seen || v->type != YAML_SCALAR_NODE)
 		return -EINVAL;
 	*seen = true;
-	*out = is_null(v) ? NULL : (const char *)v->data.scalar.value;
+	*out = is_null(d, v) ? NULL : (const char *)v->data.scalar.value;
 	return 0;
 }
 
@@ -107,7 +104,7 @@ static int check_interface(doc_t *d, const node_t *m)
 					      "default_prompt", "icon_small", "icon_large" };
 	bool seen[6] = { 0 };
 
-	if (is_null(m))
+	if (is_null(d, m))
 		return 0;
 	if (m->type != YAML_MAPPING_NODE)
 		return -EINVAL;
@@ -117,7 +114,7 @@ static int check_interface(doc_t *d, const node_t *m)
 
 			if (!key_is(k, fields[i]))
 				continue;
-			if (opt_string(v, &s, &seen[i]) < 0 || (i >= 4 && s && numeric(v)))
+			if (opt_string(d, v, &s, &seen[i]) < 0 || (i >= 4 && s && numeric(v)))
 				return -EINVAL;
 		}
 	}
@@ -139,13 +136,14 @@ static int port(const node_t *v, long *out)
 }
 
 /* Resolves one string field: sanitised, NULL when empty or longer than max. */
-static json_t *resolved(const char *s, size_t max)
+static json_t *resolved(const node_t *v, const char *s, size_t max)
 {
-	char *t = s ? fm_single_line(s, strlen(s)) : NULL;
+	size_t n = 0;
+	char *t = s ? fm_single_line(s, v->data.scalar.length, &n) : NULL;
 	json_t *j = NULL;
 
-	if (t && *t && fm_char_count(t) <= max)
-		j = json_string(t);
+	if (t && n && fm_char_count(t, n) <= max)
+		j = json_stringn(t, n);
 	free(t);
 	return j;
 }
@@ -155,6 +153,7 @@ static int read_tool(doc_t *d, const node_t *m, json_t *tools)
 	static const char *const fields[] = { "type", "value", "description", "transport", "command", "url" };
 	static const size_t max[] = { TYPE_MAX, TEXT_MAX, TEXT_MAX, TRANSPORT_MAX, TEXT_MAX, TEXT_MAX };
 	const char *val[6] = { 0 };
+	const node_t *vn[6] = { 0 };
 	bool seen[6] = { 0 }, seen_oauth = false, seen_cb = false;
 	long cb = -1;
 	json_t *t, *ty, *va;
@@ -163,14 +162,17 @@ static int read_tool(doc_t *d, const node_t *m, json_t *tools)
 		return -EINVAL;
 	FOR_PAIRS(d, m, p, k, v) {
 		for (size_t i = 0; i < 6; i++)
-			if (key_is(k, fields[i]) && opt_string(v, &val[i], &seen[i]) < 0)
-				return -EINVAL;
+			if (key_is(k, fields[i])) {
+				if (opt_string(d, v, &val[i], &seen[i]) < 0)
+					return -EINVAL;
+				vn[i] = v;
+			}
 		if (!key_is(k, "oauth"))
 			continue;
 		if (seen_oauth)
 			return -EINVAL;
 		seen_oauth = true;
-		if (is_null(v))
+		if (is_null(d, v))
 			continue;
 		if (v->type != YAML_MAPPING_NODE)
 			return -EINVAL;
@@ -180,15 +182,15 @@ static int read_tool(doc_t *d, const node_t *m, json_t *tools)
 			if (seen_cb)
 				return -EINVAL;
 			seen_cb = true;
-			if (is_null(v2))
+			if (is_null(d, v2))
 				continue;
 			if (port(v2, &cb) < 0)
 				return -EINVAL;
 		}
 	}
 	/* Resolved after the whole file decoded: kept on the side until then. */
-	ty = resolved(val[0], max[0]);
-	va = resolved(val[1], max[1]);
+	ty = resolved(vn[0], val[0], max[0]);
+	va = resolved(vn[1], val[1], max[1]);
 	if (!ty || !va) {
 		json_decref(ty);
 		json_decref(va);
@@ -199,7 +201,7 @@ static int read_tool(doc_t *d, const node_t *m, json_t *tools)
 	json_object_set_new(t, "type", ty);
 	json_object_set_new(t, "value", va);
 	for (size_t i = 2; i < 6; i++) {
-		json_t *x = resolved(val[i], max[i]);
+		json_t *x = resolved(vn[i], val[i], max[i]);
 
 		json_object_set_new(t, fields[i], x ? x : json_null());
 	}
@@ -213,7 +215,7 @@ static int read_dependencies(doc_t *d, const node_t *m, json_t **out)
 	bool seen = false;
 	json_t *tools = json_array();
 
-	if (is_null(m))
+	if (is_null(d, m))
 		goto none;
 	if (m->type != YAML_MAPPING_NODE)
 		goto bad;
@@ -266,7 +268,7 @@ static int read_policy(doc_t *d, const node_t *m, json_t **out)
 	bool seen_allow = false, seen_products = false;
 	json_t *allow = json_null(), *products = json_array();
 
-	if (is_null(m))
+	if (is_null(d, m))
 		goto none;
 	if (m->type != YAML_MAPPING_NODE)
 		goto bad;
@@ -274,7 +276,7 @@ static int read_policy(doc_t *d, const node_t *m, json_t **out)
 		if (key_is(k, "allow_implicit_invocation")) {
 			int b = boolean(v);
 
-			if (seen_allow || (b < 0 && !is_null(v)))
+			if (seen_allow || (b < 0 && !is_null(d, v)))
 				goto bad;
 			seen_allow = true;
 			json_decref(allow);
@@ -309,7 +311,8 @@ bad:
 void skill_meta_parse(const char *text, json_t **deps, json_t **policy)
 {
 	yaml_parser_t parser;
-	doc_t d, next;
+	yaml_document_t next;
+	doc_t d = { .src = text };
 	node_t *root;
 	bool seen[3] = { 0 }, ok = true;
 	json_t *dp = NULL, *po = NULL;
@@ -318,7 +321,7 @@ void skill_meta_parse(const char *text, json_t **deps, json_t **policy)
 	if (!text || !yaml_parser_initialize(&parser))
 		return;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-	if (!yaml_parser_load(&parser, &d)) {
+	if (!yaml_parser_load(&parser, &d.doc)) {
 		yaml_parser_delete(&parser);
 		return;
 	}
@@ -328,8 +331,8 @@ void skill_meta_parse(const char *text, json_t **deps, json_t **policy)
 		ok = !yaml_document_get_root_node(&next);
 		yaml_document_delete(&next);
 	}
-	root = yaml_document_get_root_node(&d);
-	if (ok && root && root->type != YAML_MAPPING_NODE && !is_null(root))
+	root = yaml_document_get_root_node(&d.doc);
+	if (ok && root && root->type != YAML_MAPPING_NODE && !is_null(&d, root))
 		ok = false;
 	if (ok && root && root->type == YAML_MAPPING_NODE) {
 		FOR_PAIRS(&d, root, p, k, v) {
@@ -351,7 +354,7 @@ void skill_meta_parse(const char *text, json_t **deps, json_t **policy)
 				ok = false;
 		}
 	}
-	yaml_document_delete(&d);
+	yaml_document_delete(&d.doc);
 	yaml_parser_delete(&parser);
 	if (!ok) {
 		json_decref(dp);

@@ -63,7 +63,7 @@ static char *default_name(const char *skill_path)
 		*slash = 0;
 	base = strrchr(dir, '/');
 	base = base ? base + 1 : dir;
-	name = fm_single_line(base, strlen(base));
+	name = fm_single_line(base, strlen(base), NULL);
 	if (name && !*name) {
 		free(name);
 		name = strdup("skill");
@@ -107,7 +107,7 @@ static json_t *namespaces_of(json_t *disc)
 			continue; /* serde: a non-string name fails the manifest */
 		}
 		{
-			_cleanup_free_ char *t = name ? fm_single_line(name, strlen(name)) : NULL;
+			_cleanup_free_ char *t = name ? fm_single_line(name, strlen(name), NULL) : NULL;
 			const char *use = t && *t ? name : strrchr(native, '/') + 1;
 
 			if (!json_object_get(ns, native))
@@ -142,6 +142,7 @@ static json_t *skill_json(json_t *files, json_t *ns, const char *root_id, const 
 	_cleanup_free_ char *native = NULL, *msg = NULL, *def = NULL, *qualified = NULL;
 	struct skill_fm fm;
 	const char *space;
+	size_t qualified_len = 0;
 	json_t *s, *deps = NULL, *policy = NULL;
 	char err[256];
 
@@ -154,21 +155,29 @@ static json_t *skill_json(json_t *files, json_t *ns, const char *root_id, const 
 	}
 	space = namespace_for(ns, native);
 	if (space) {
-		if (fm_char_count(space) + 1 + fm_char_count(fm.name) > MAX_QUALIFIED_NAME ||
-		    asprintf(&qualified, "%s:%s", space, fm.name) < 0) {
-			qualified = NULL;
+		size_t n = strlen(space);
+
+		if (fm_char_count(space, n) + 1 + fm_char_count(fm.name, fm.name_len) > MAX_QUALIFIED_NAME ||
+		    !(qualified = malloc(n + 1 + fm.name_len + 1))) {
 			skill_fm_done(&fm);
 			*bad = true;
 			return NULL;
 		}
+		memcpy(qualified, space, n);
+		qualified[n] = ':';
+		memcpy(qualified + n + 1, fm.name, fm.name_len);
+		qualified_len = n + 1 + fm.name_len;
 	}
 	if (json_is_object(meta))
 		skill_meta_parse(json_string_value(json_object_get(meta, "contents")), &deps, &policy);
 	s = json_object();
-	json_object_set_new(s, "name", json_string(qualified ? qualified : fm.name));
-	json_object_set_new(s, "description", json_string(fm.description));
+	json_object_set_new(s, "name", qualified ? json_stringn(qualified, qualified_len) :
+						  json_stringn(fm.name, fm.name_len));
+	json_object_set_new(s, "description", json_stringn(fm.description, fm.description_len));
 	json_object_set_new(s, "shortDescription",
-			    fm.short_description ? json_string(fm.short_description) : json_null());
+			    fm.short_description ?
+				    json_stringn(fm.short_description, fm.short_description_len) :
+				    json_null());
 	json_object_set_new(s, "path", json_string(uri));
 	if (root_id) {
 		json_t *dr = json_object();
@@ -261,13 +270,13 @@ static json_t *display_name(json_t *manifest, const char *root)
 	if (!json_is_object(doc))
 		goto out;
 	dn = json_string_value(json_object_get(json_object_get(doc, "interface"), "displayName"));
-	t = dn ? fm_single_line(dn, strlen(dn)) : NULL;
+	t = dn ? fm_single_line(dn, strlen(dn), NULL) : NULL;
 	if (t && *t) {
 		out = json_string(dn);
 		goto out;
 	}
 	name = json_string_value(json_object_get(doc, "name"));
-	u = name ? fm_single_line(name, strlen(name)) : NULL;
+	u = name ? fm_single_line(name, strlen(name), NULL) : NULL;
 	out = json_string(u && *u ? name : strrchr(root, '/') + 1);
 out:
 	json_decref(doc);
