@@ -29,6 +29,7 @@
 #define WARN_LOCATIONS "some capability locations could not be resolved; discovery may be incomplete"
 #define WARN_METADATA "some capability metadata could not be loaded; discovery may be incomplete"
 #define MAX_CAPABILITIES 2048
+#define MAX_RESPONSE_BYTES (4u << 20)
 #define MAX_WARNINGS 64
 #define MAX_QUALIFIED_NAME (SKILL_NAME_MAX * 2 + 1)
 
@@ -40,9 +41,28 @@ static const char *const skill_roots[][2] = {
 
 struct v2 {
 	json_t *plugins, *skills, *warnings;
-	size_t n_caps;
+	size_t n_caps, bytes; /* admitted so far, against MAX_CAPABILITIES and MAX_RESPONSE_BYTES */
 	bool truncated;
 };
+
+/* Admits caps capabilities serialised as obj within the response budget. */
+static bool admit(struct v2 *v, size_t caps, json_t *obj)
+{
+	size_t n = json_dumpb(obj, NULL, 0, JSON_COMPACT);
+
+	if (v->n_caps + caps > MAX_CAPABILITIES || v->bytes + n > MAX_RESPONSE_BYTES) {
+		v->truncated = true;
+		return false;
+	}
+	v->n_caps += caps;
+	v->bytes += n;
+	return true;
+}
+
+static bool budget_spent(const struct v2 *v)
+{
+	return v->n_caps == MAX_CAPABILITIES || v->bytes == MAX_RESPONSE_BYTES;
+}
 
 static void add_warning(struct v2 *v, const char *w)
 {
@@ -246,8 +266,9 @@ static void standalone(struct v2 *v, const char *id, const char *path)
 			v->truncated = true;
 			break;
 		}
-		v->n_caps++;
-		json_array_append(v->skills, s);
+		/* One too large may leave room for smaller ones after it. */
+		if (admit(v, 1, s))
+			json_array_append(v->skills, s);
 	}
 	json_decref(skills);
 	json_decref(disc);
@@ -316,7 +337,6 @@ static void plugin(struct v2 *v, const struct plugin_loc *loc)
 		json_array_remove(skills, json_array_size(skills) - 1);
 		v->truncated = true;
 	}
-	v->n_caps += 1 + json_array_size(skills);
 	p = json_object();
 	json_object_set_new(p, "id", json_string(loc->id));
 	json_object_set_new(p, "displayName", dn);
@@ -325,8 +345,34 @@ static void plugin(struct v2 *v, const struct plugin_loc *loc)
 	json_object_set_new(p, "root", json_string(uri));
 	json_object_set_new(p, "files", json_incref(files));
 	json_object_set_new(p, "skills", skills);
-	json_array_append_new(v->plugins, p);
+	if (admit(v, 1 + json_array_size(skills), p))
+		json_array_append(v->plugins, p);
+	json_decref(p);
 	json_decref(disc);
+}
+
+/*
+ * The response within MAX_RESPONSE_BYTES as a whole: once anything was cut,
+ * the limit warning leads, and entries go from the end until it fits.
+ */
+static void enforce_size(struct v2 *v, json_t *out)
+{
+	if (!v->truncated && json_dumpb(out, NULL, 0, JSON_COMPACT) <= MAX_RESPONSE_BYTES)
+		return;
+	while (json_array_size(v->warnings) > MAX_WARNINGS - 1)
+		json_array_remove(v->warnings, json_array_size(v->warnings) - 1);
+	json_array_insert_new(v->warnings, 0, json_string("capability discovery size limit reached"));
+	while (json_dumpb(out, NULL, 0, JSON_COMPACT) > MAX_RESPONSE_BYTES) {
+		if (json_array_size(v->warnings) > 1)
+			while (json_array_size(v->warnings) > 1)
+				json_array_remove(v->warnings, 1);
+		else if (json_array_size(v->skills))
+			json_array_remove(v->skills, json_array_size(v->skills) - 1);
+		else if (json_array_size(v->plugins))
+			json_array_remove(v->plugins, json_array_size(v->plugins) - 1);
+		else
+			break;
+	}
 }
 
 json_t *disc_v2_discover(const char *codex_home, const char *user_home)
@@ -334,7 +380,7 @@ json_t *disc_v2_discover(const char *codex_home, const char *user_home)
 	struct v2 v = { json_array(), json_array(), json_array(), 0, false };
 	struct plugin_loc *locs = NULL;
 	size_t n_locs = 0;
-	bool problem = false;
+	bool problem = false, stop = false;
 	json_t *out;
 
 	/* Locations first: their problems lead the warnings, as the reference's do. */
@@ -351,20 +397,25 @@ json_t *disc_v2_discover(const char *codex_home, const char *user_home)
 		else if (base && asprintf(&path, "%s%s", strcmp(base, "/") == 0 ? "" : base,
 					  i == 0 ? "/skills" : "/.agents/skills") < 0)
 			path = NULL;
-		if (path)
+		if (path && !stop)
 			standalone(&v, skill_roots[i][0], path);
+		/* A spent budget ends the scan: later locations are not even read. */
+		if (budget_spent(&v) && (i + 1 < ELEMENTSOF(skill_roots) || n_locs))
+			stop = v.truncated = true;
 	}
-	for (size_t i = 0; i < n_locs; i++)
+	for (size_t i = 0; i < n_locs && !stop; i++) {
 		plugin(&v, &locs[i]);
-	plugin_locations_free(locs, n_locs);
-	if (v.truncated) {
-		json_array_insert_new(v.warnings, 0, json_string("capability discovery size limit reached"));
-		while (json_array_size(v.warnings) > MAX_WARNINGS)
-			json_array_remove(v.warnings, MAX_WARNINGS);
+		if (budget_spent(&v) && i + 1 < n_locs)
+			stop = v.truncated = true;
 	}
+	plugin_locations_free(locs, n_locs);
 	out = json_object();
-	json_object_set_new(out, "plugins", v.plugins);
-	json_object_set_new(out, "skills", v.skills);
-	json_object_set_new(out, "warnings", v.warnings);
+	json_object_set_new(out, "plugins", json_incref(v.plugins));
+	json_object_set_new(out, "skills", json_incref(v.skills));
+	json_object_set_new(out, "warnings", json_incref(v.warnings));
+	enforce_size(&v, out);
+	json_decref(v.plugins);
+	json_decref(v.skills);
+	json_decref(v.warnings);
 	return out;
 }

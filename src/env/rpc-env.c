@@ -54,6 +54,8 @@ static json_t *capabilities(const struct server *s)
 	 * networkProxyLaunch: the proxy runs on the ring; enforced launches need
 	 * a sandbox (a network namespace of the command's own) on this host.
 	 * networkProxyReviewDomains: its network/policyRequest round trip.
+	 * capabilityDiscoveryV2, capabilityDiscoverySandbox: src/discovery; a
+	 * sandboxed scan runs in the fs helper, as sandboxedFileStreaming's opens.
 	 */
 	bool proxy = !s->sandbox.missing[0];
 
@@ -64,7 +66,9 @@ static json_t *capabilities(const struct server *s)
 						 strcmp(names[i], "environmentConfigRead") == 0 ||
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
 						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
-						 strcmp(names[i], "fileWriteStreaming") == 0));
+						 strcmp(names[i], "fileWriteStreaming") == 0 ||
+						 strcmp(names[i], "capabilityDiscoveryV2") == 0 ||
+						 strcmp(names[i], "capabilityDiscoverySandbox") == 0));
 	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)
 		json_object_set_new(o, uexec_names[i], json_true());
 	/*
