@@ -32,7 +32,7 @@ static void check_single_line(const char *s, size_t n)
 	/* Idempotent: the single-line form of a single line is itself. */
 	{
 		size_t m = 0;
-		char *again = fm_single_line(s, n, &m);
+		char *again = skill_fm_single_line(s, n, &m);
 
 		FUZZ_CHECK(again && m == n && memcmp(again, s, n) == 0);
 		free(again);
@@ -54,7 +54,7 @@ static void front_matter(const char *text, size_t n)
 	}
 	FUZZ_CHECK(fm.name && fm.description);
 	check_single_line(fm.name, fm.name_len);
-	FUZZ_CHECK(fm_char_count(fm.name, fm.name_len) <= SKILL_NAME_MAX);
+	FUZZ_CHECK(skill_fm_char_count(fm.name, fm.name_len) <= SKILL_NAME_MAX);
 	check_single_line(fm.description, fm.description_len);
 	if (fm.short_description)
 		check_single_line(fm.short_description, fm.short_description_len);
@@ -89,7 +89,7 @@ static void openai_yaml(const char *text)
 
 			FUZZ_CHECK(ty && va);
 			check_single_line(ty, json_string_length(json_object_get(t, "type")));
-			FUZZ_CHECK(fm_char_count(ty, strlen(ty)) <= 64);
+			FUZZ_CHECK(skill_fm_char_count(ty, strlen(ty)) <= 64);
 			check_single_line(va, json_string_length(json_object_get(t, "value")));
 			FUZZ_CHECK(json_object_size(t) == 7);
 			FUZZ_CHECK(json_is_null(port) ||

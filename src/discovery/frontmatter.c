@@ -62,7 +62,7 @@ static void trim(const char **s, size_t *n)
 		*n -= k;
 }
 
-char *fm_single_line(const char *s, size_t len, size_t *ret_len)
+char *skill_fm_single_line(const char *s, size_t len, size_t *ret_len)
 {
 	char *out = malloc(len + 1), *o = out;
 	bool word = false;
@@ -88,7 +88,7 @@ char *fm_single_line(const char *s, size_t len, size_t *ret_len)
 	return out;
 }
 
-size_t fm_char_count(const char *s, size_t len)
+size_t skill_fm_char_count(const char *s, size_t len)
 {
 	size_t n = 0;
 
@@ -176,7 +176,7 @@ none:
 
 /* ---- YAML ---- */
 
-bool fm_yaml_null(const yaml_node_t *v, const char *src)
+bool skill_fm_yaml_null(const yaml_node_t *v, const char *src)
 {
 	const char *s = (const char *)v->data.scalar.value, *at;
 
@@ -219,7 +219,7 @@ static int take_string(const yaml_node_t *v, const char *src, const char *field,
 	if (v->type != YAML_SCALAR_NODE)
 		return ERR("%s: invalid type: %s, expected a string", field,
 			   v->type == YAML_MAPPING_NODE ? "map" : "sequence");
-	if (fm_yaml_null(v, src))
+	if (skill_fm_yaml_null(v, src))
 		return 0;
 	/* A NUL inside (from "\0") is kept, as serde keeps it: lengths, not strlen. */
 	*ret = malloc(v->data.scalar.length + 1);
@@ -252,7 +252,7 @@ static int read_metadata(yaml_document_t *doc, const char *src, const yaml_node_
 	if (r->seen_metadata)
 		return ERR("duplicate field `metadata`");
 	r->seen_metadata = true;
-	if (fm_yaml_null(m, src))
+	if (skill_fm_yaml_null(m, src))
 		return 0;
 	if (m->type != YAML_MAPPING_NODE)
 		return ERR("metadata: invalid type, expected struct SkillFrontmatterMetadata");
@@ -519,7 +519,7 @@ int skill_fm_parse(const char *text, size_t len, const char *default_name, struc
 	free(fm);
 	if (e < 0)
 		return e;
-	out->name = raw.name ? fm_single_line(raw.name, raw.name_len, &out->name_len) : NULL;
+	out->name = raw.name ? skill_fm_single_line(raw.name, raw.name_len, &out->name_len) : NULL;
 	if (out->name && !out->name_len) {
 		free(out->name);
 		out->name = NULL;
@@ -528,10 +528,10 @@ int skill_fm_parse(const char *text, size_t len, const char *default_name, struc
 		out->name = strdup(default_name);
 		out->name_len = out->name ? strlen(out->name) : 0;
 	}
-	out->description = fm_single_line(raw.description ?: "", raw.description_len,
+	out->description = skill_fm_single_line(raw.description ?: "", raw.description_len,
 					  &out->description_len);
 	if (raw.short_description) {
-		out->short_description = fm_single_line(raw.short_description,
+		out->short_description = skill_fm_single_line(raw.short_description,
 							raw.short_description_len,
 							&out->short_description_len);
 		if (out->short_description && !out->short_description_len) {
@@ -546,7 +546,7 @@ int skill_fm_parse(const char *text, size_t len, const char *default_name, struc
 	}
 	if (!out->name || !out->name_len)
 		e = ERR("missing field `name`");
-	else if (fm_char_count(out->name, out->name_len) > SKILL_NAME_MAX)
+	else if (skill_fm_char_count(out->name, out->name_len) > SKILL_NAME_MAX)
 		e = ERR("invalid name: exceeds maximum length of %d characters", SKILL_NAME_MAX);
 	else if (!out->description_len)
 		e = ERR("missing field `description`");

@@ -37,14 +37,14 @@ void skill_fm_done(struct skill_fm *fm);
  * Rust's split_whitespace().join(" ") of s[0..len) (Unicode White_Space):
  * malloc'd and NUL-terminated, its length in *ret_len (may be NULL), or NULL.
  */
-char *fm_single_line(const char *s, size_t len, size_t *ret_len);
+char *skill_fm_single_line(const char *s, size_t len, size_t *ret_len);
 
 /* Unicode scalar values in valid UTF-8 s[0..len). */
-size_t fm_char_count(const char *s, size_t len);
+size_t skill_fm_char_count(const char *s, size_t len);
 
 struct yaml_node_s;
 /*
  * A YAML scalar that serde reads as null (~, null, empty, !!null) in the
  * document loaded from src: an explicit tag such as !!str makes "~" a string.
  */
-bool fm_yaml_null(const struct yaml_node_s *v, const char *src);
+bool skill_fm_yaml_null(const struct yaml_node_s *v, const char *src);

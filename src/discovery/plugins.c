@@ -287,7 +287,7 @@ static int remote_id(const char *base, char **ret)
 
 /* ---- the list ---- */
 
-void plugin_locations_free(struct plugin_loc *p, size_t n)
+void disc_plugin_locations_free(struct plugin_loc *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(p[i].id);
@@ -304,7 +304,7 @@ static int loc_cmp(const void *a, const void *b)
 	return strcmp(((const struct plugin_loc *)a)->id, ((const struct plugin_loc *)b)->id);
 }
 
-int plugin_locations(const char *codex_home, struct plugin_loc **ret, size_t *ret_n, bool *problem)
+int disc_plugin_locations(const char *codex_home, struct plugin_loc **ret, size_t *ret_n, bool *problem)
 {
 	_cleanup_free_ char *cache = NULL;
 	struct plugin_loc *v = NULL;
@@ -358,7 +358,7 @@ int plugin_locations(const char *codex_home, struct plugin_loc **ret, size_t *re
 				p->id = NULL;
 			p->name = strdup(names[k]);
 			if (!p->root || !p->id || !p->name) {
-				plugin_locations_free(v, n + 1);
+				disc_plugin_locations_free(v, n + 1);
 				names_free(names, n_p);
 				names_free(markets, n_m);
 				return -ENOMEM;

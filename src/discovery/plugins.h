@@ -20,5 +20,5 @@ struct plugin_loc {
  * by id. *problem is set when something could not be resolved (invalid
  * remote metadata, a limit reached). Returns 0 or -ENOMEM.
  */
-int plugin_locations(const char *codex_home, struct plugin_loc **ret, size_t *ret_n, bool *problem);
-void plugin_locations_free(struct plugin_loc *p, size_t n);
+int disc_plugin_locations(const char *codex_home, struct plugin_loc **ret, size_t *ret_n, bool *problem);
+void disc_plugin_locations_free(struct plugin_loc *p, size_t n);

@@ -28,7 +28,7 @@
 
 typedef yaml_node_t node_t;
 
-/* A loaded document and its source text (fm_yaml_null looks for explicit tags there). */
+/* A loaded document and its source text (skill_fm_yaml_null looks for explicit tags there). */
 typedef struct {
 	yaml_document_t doc;
 	const char *src;
@@ -41,7 +41,7 @@ static node_t *node(doc_t *d, int i)
 
 static bool is_null(doc_t *d, const node_t *v)
 {
-	return fm_yaml_null(v, d->src);
+	return skill_fm_yaml_null(v, d->src);
 }
 
 static bool plain(const node_t *v, const char *s)
@@ -139,10 +139,10 @@ static int port(const node_t *v, long *out)
 static json_t *resolved(const node_t *v, const char *s, size_t max)
 {
 	size_t n = 0;
-	char *t = s ? fm_single_line(s, v->data.scalar.length, &n) : NULL;
+	char *t = s ? skill_fm_single_line(s, v->data.scalar.length, &n) : NULL;
 	json_t *j = NULL;
 
-	if (t && n && fm_char_count(t, n) <= max)
+	if (t && n && skill_fm_char_count(t, n) <= max)
 		j = json_stringn(t, n);
 	free(t);
 	return j;

@@ -83,7 +83,7 @@ static char *default_name(const char *skill_path)
 		*slash = 0;
 	base = strrchr(dir, '/');
 	base = base ? base + 1 : dir;
-	name = fm_single_line(base, strlen(base), NULL);
+	name = skill_fm_single_line(base, strlen(base), NULL);
 	if (name && !*name) {
 		free(name);
 		name = strdup("skill");
@@ -127,7 +127,7 @@ static json_t *namespaces_of(json_t *disc)
 			continue; /* serde: a non-string name fails the manifest */
 		}
 		{
-			_cleanup_free_ char *t = name ? fm_single_line(name, strlen(name), NULL) : NULL;
+			_cleanup_free_ char *t = name ? skill_fm_single_line(name, strlen(name), NULL) : NULL;
 			const char *use = t && *t ? name : strrchr(native, '/') + 1;
 
 			if (!json_object_get(ns, native))
@@ -177,7 +177,7 @@ static json_t *skill_json(json_t *files, json_t *ns, const char *root_id, const 
 	if (space) {
 		size_t n = strlen(space);
 
-		if (fm_char_count(space, n) + 1 + fm_char_count(fm.name, fm.name_len) > MAX_QUALIFIED_NAME ||
+		if (skill_fm_char_count(space, n) + 1 + skill_fm_char_count(fm.name, fm.name_len) > MAX_QUALIFIED_NAME ||
 		    !(qualified = malloc(n + 1 + fm.name_len + 1))) {
 			skill_fm_done(&fm);
 			*bad = true;
@@ -291,13 +291,13 @@ static json_t *display_name(json_t *manifest, const char *root)
 	if (!json_is_object(doc))
 		goto out;
 	dn = json_string_value(json_object_get(json_object_get(doc, "interface"), "displayName"));
-	t = dn ? fm_single_line(dn, strlen(dn), NULL) : NULL;
+	t = dn ? skill_fm_single_line(dn, strlen(dn), NULL) : NULL;
 	if (t && *t) {
 		out = json_string(dn);
 		goto out;
 	}
 	name = json_string_value(json_object_get(doc, "name"));
-	u = name ? fm_single_line(name, strlen(name), NULL) : NULL;
+	u = name ? skill_fm_single_line(name, strlen(name), NULL) : NULL;
 	out = json_string(u && *u ? name : strrchr(root, '/') + 1);
 out:
 	json_decref(doc);
@@ -384,7 +384,7 @@ json_t *disc_v2_discover(const char *codex_home, const char *user_home)
 	json_t *out;
 
 	/* Locations first: their problems lead the warnings, as the reference's do. */
-	if (codex_home && plugin_locations(codex_home, &locs, &n_locs, &problem) < 0)
+	if (codex_home && disc_plugin_locations(codex_home, &locs, &n_locs, &problem) < 0)
 		problem = true;
 	if (problem)
 		add_warning(&v, WARN_LOCATIONS);
@@ -408,7 +408,7 @@ json_t *disc_v2_discover(const char *codex_home, const char *user_home)
 		if (budget_spent(&v) && i + 1 < n_locs)
 			stop = v.truncated = true;
 	}
-	plugin_locations_free(locs, n_locs);
+	disc_plugin_locations_free(locs, n_locs);
 	out = json_object();
 	json_object_set_new(out, "plugins", json_incref(v.plugins));
 	json_object_set_new(out, "skills", json_incref(v.skills));
