@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "secrets.h"
+
 /* The reference's bounds (capability_discovery.rs). */
 #define DISC_MAX_ROOTS 128
 #define DISC_MAX_DEPTH 6
@@ -25,19 +27,29 @@
 #define DISC_MAX_FILE_BYTES (1024u * 1024u)
 #define DISC_MAX_BUNDLE_BYTES (16u * 1024u * 1024u)
 
+/* What a scan carries besides its paths (the worker's own copy). */
+struct disc_ctx {
+	/*
+	 * The server's secret files (secrets.h): never read, as fs/readFile never
+	 * reads them, whatever link in a scanned tree leads there.
+	 */
+	struct secret_ids secrets;
+	bool secret_refused; /* one was met: logged on the loop thread */
+};
+
 /*
  * One root's V1 discovery, in a worker thread: the CapabilityRootDiscovery
  * object {"id","path","plugin","skills","namespaceManifests","warnings","error"}
  * for the native directory path (uri: its URI as echoed). NULL on OOM.
  */
-json_t *disc_root_discover(const char *id, const char *path, const char *uri);
+json_t *disc_root_discover(struct disc_ctx *ctx, const char *id, const char *path, const char *uri);
 
 /*
  * capabilities/discoverV2's result for the executor's locations, in a worker
  * thread: codex_home (canonical, may be NULL when it could not be found) and
  * user_home (may be NULL). NULL on OOM.
  */
-json_t *disc_v2_discover(const char *codex_home, const char *user_home);
+json_t *disc_v2_discover(struct disc_ctx *ctx, const char *codex_home, const char *user_home);
 
 /* Module registration (server start). Returns 0 or -errno. */
 int discovery_methods_register(void);

@@ -36,6 +36,7 @@
 static const char *const manifest_dirs[] = { ".codex-plugin", ".claude-plugin", ".cursor-plugin" };
 
 struct root_scan {
+	struct disc_ctx *ctx;
 	json_t *warnings;
 	size_t budget; /* bytes of file contents kept for this root */
 };
@@ -160,6 +161,13 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		warn(rs, "failed to read capability file %s: %s", uri, rpc_os_error(errno, os, sizeof(os)));
+		return NULL;
+	}
+	/* The file opened, not the path stat'ed: a link swapped in between changes nothing. */
+	if (fstat(fd, &st) < 0 || server_secret_ids_has(&rs->ctx->secrets, st.st_dev, st.st_ino)) {
+		rs->ctx->secret_refused = true;
+		warn(rs, "failed to read capability file %s: %s", uri, rpc_os_error(EACCES, os, sizeof(os)));
+		close(fd);
 		return NULL;
 	}
 	data = malloc(DISC_MAX_FILE_BYTES + 1);
@@ -515,9 +523,9 @@ static json_t *skill_files(struct root_scan *rs, struct walked *s, size_t n)
 	return arr;
 }
 
-json_t *disc_root_discover(const char *id, const char *path, const char *uri)
+json_t *disc_root_discover(struct disc_ctx *ctx, const char *id, const char *path, const char *uri)
 {
-	struct root_scan rs = { .warnings = json_array() };
+	struct root_scan rs = { .ctx = ctx, .warnings = json_array() };
 	struct walked *skills = NULL, *mans = NULL;
 	size_t n_skills = 0, n_mans = 0;
 	json_t *out = json_object(), *entries = NULL, *root_man = NULL, *inherited;

@@ -60,6 +60,7 @@ struct disc_req {
 	/* V2 */
 	char *codex_home, *user_home;
 	char *env[3];
+	struct disc_ctx ctx;
 	/* outcome */
 	json_t *result;    /* V2, or a relayed helper result */
 	json_t *error;     /* a helper's error reply, relayed */
@@ -160,12 +161,12 @@ static void job_run(struct work *w)
 	struct disc_req *r = container_of(w, struct disc_req, work);
 
 	if (r->v2) {
-		r->result = disc_v2_discover(r->codex_home, r->user_home);
+		r->result = disc_v2_discover(&r->ctx, r->codex_home, r->user_home);
 	} else {
 		for (size_t i = 0; i < r->n_roots; i++)
 			if (!r->roots[i].sandbox && !r->roots[i].result)
-				r->roots[i].result = disc_root_discover(r->roots[i].id, r->roots[i].path,
-									r->roots[i].uri);
+				r->roots[i].result = disc_root_discover(&r->ctx, r->roots[i].id,
+									r->roots[i].path, r->roots[i].uri);
 	}
 	/* Serialised off the loop when nothing else will add to it (megabytes of contents). */
 	if (r->v2 && r->result) {
@@ -180,7 +181,13 @@ static void job_run(struct work *w)
 
 static void job_done(struct work *w)
 {
-	part_done(container_of(w, struct disc_req, work));
+	struct disc_req *r = container_of(w, struct disc_req, work);
+
+	if (r->ctx.secret_refused)
+		/* Logged here: the worker threads do not log. Never the contents. */
+		log_warning("Capability discovery met one of the server's own secret files (token, "
+			    "key, audit log or configuration) and did not read it");
+	part_done(r);
 }
 
 /* ---- helpers (sandboxed roots) ---- */
@@ -265,6 +272,7 @@ static struct disc_req *req_new(struct conn *c, json_t *id)
 		return NULL;
 	}
 	conn_mem_init(&r->mem, c);
+	r->ctx.secrets = *server_secret_ids(c->srv); /* the worker reads its own copy */
 	return r;
 }
 

@@ -40,6 +40,7 @@ static const char *const skill_roots[][2] = {
 };
 
 struct v2 {
+	struct disc_ctx *ctx;
 	json_t *plugins, *skills, *warnings;
 	size_t n_caps, bytes; /* admitted so far, against MAX_CAPABILITIES and MAX_RESPONSE_BYTES */
 	bool truncated;
@@ -255,7 +256,7 @@ static void standalone(struct v2 *v, const char *id, const char *path)
 
 	if (!uri || !location_dir(path, v))
 		return;
-	disc = disc_root_discover("", path, uri);
+	disc = disc_root_discover(v->ctx, "", path, uri);
 	if (!disc)
 		return;
 	skills = skills_of(disc, id, uri, &bad);
@@ -312,7 +313,7 @@ static void plugin(struct v2 *v, const struct plugin_loc *loc)
 
 	if (!uri)
 		return;
-	disc = disc_root_discover(loc->id, loc->root, uri);
+	disc = disc_root_discover(v->ctx, loc->id, loc->root, uri);
 	if (!disc)
 		return;
 	files = json_object_get(disc, "plugin");
@@ -375,9 +376,9 @@ static void enforce_size(struct v2 *v, json_t *out)
 	}
 }
 
-json_t *disc_v2_discover(const char *codex_home, const char *user_home)
+json_t *disc_v2_discover(struct disc_ctx *ctx, const char *codex_home, const char *user_home)
 {
-	struct v2 v = { json_array(), json_array(), json_array(), 0, false };
+	struct v2 v = { ctx, json_array(), json_array(), json_array(), 0, 0, false };
 	struct plugin_loc *locs = NULL;
 	size_t n_locs = 0;
 	bool problem = false, stop = false;

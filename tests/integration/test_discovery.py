@@ -381,3 +381,34 @@ def test_v2_sandbox(dclient, area):
 def test_capabilities_advertised(dclient):
     caps = dclient.init_result["environmentInfo"]["capabilities"]
     assert caps["capabilityDiscoveryV2"] is True and caps["capabilityDiscoverySandbox"] is True
+
+
+def test_server_secrets_are_not_read(server_factory, area):
+    """A link in a scanned tree to the server's own token file (a sandboxed command can
+    plant one): discovery does not read it, as fs/readFile does not; a warning says
+    Permission denied and the server logs the refusal (never the contents)."""
+    import base64
+    d = area / "etc"
+    d.mkdir(mode=0o700)
+    token = base64.b64encode(os.urandom(24)).decode()
+    tok = write(d / "token", token + "\n")
+    tok.chmod(0o600)
+    s = server_factory("--ws-auth", "capability-token", "--ws-token-file", str(tok))
+    c = s.connect(extra_headers=[("Authorization", "Bearer " + token)])
+    r = area / "r"
+    write(r / ".codex-plugin" / "plugin.json", "{}")
+    os.symlink(tok, r / ".mcp.json")
+    skill_dir = r / "skills" / "s"
+    skill_dir.mkdir(parents=True)
+    os.symlink(tok, skill_dir / "SKILL.md")  # a link to a file: not listed by the walk
+    write(r / "skills" / "t" / "SKILL.md", "t")
+    (r / "skills" / "t" / "agents").mkdir()
+    os.symlink(tok, r / "skills" / "t" / "agents" / "openai.yaml")
+    (root,) = c.result(V1, {"roots": [{"id": "r", "path": file_uri(r)}]})["roots"]
+    assert root["plugin"]["mcpConfig"] is None
+    assert root["warnings"] == [
+        "failed to read capability file %s: Permission denied (os error 13)" % file_uri(p)
+        for p in (r / ".mcp.json", r / "skills" / "t" / "agents" / "openai.yaml")]
+    assert [(x["instructions"]["contents"], x["metadata"]) for x in root["skills"]] == [("t", None)]
+    assert token not in json.dumps(root)
+    assert b"did not read it" in s.stderr() and token.encode() not in s.stderr()
