@@ -35,6 +35,11 @@ struct disc_ctx {
 	 */
 	struct secret_ids secrets;
 	bool secret_refused; /* one was met: logged on the loop thread */
+	/*
+	 * File contents one request may hold, all roots together (V1's bounds
+	 * alone allow 128 x 16 MiB): the connection's in-flight budget.
+	 */
+	size_t total_limit, total;
 };
 
 /*

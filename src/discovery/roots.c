@@ -157,6 +157,11 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 		warn(rs, "capability root bundle exceeds the %u-byte limit", DISC_MAX_BUNDLE_BYTES);
 		return NULL;
 	}
+	if (rs->ctx->total + (size_t)st.st_size > rs->ctx->total_limit) {
+		warn(rs, "capability discovery request exceeds the %zu-byte limit of this server",
+		     rs->ctx->total_limit);
+		return NULL;
+	}
 	/* O_NONBLOCK: a file swapped for a FIFO since the stat cannot hold the worker. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
@@ -185,7 +190,8 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 		if (k == 0)
 			break;
 		len += (size_t)k;
-		if (len > DISC_MAX_FILE_BYTES || rs->budget + len > DISC_MAX_BUNDLE_BYTES) {
+		if (len > DISC_MAX_FILE_BYTES || rs->budget + len > DISC_MAX_BUNDLE_BYTES ||
+		    rs->ctx->total + len > rs->ctx->total_limit) {
 			warn(rs, "capability file %s exceeded its read limit", uri);
 			close(fd);
 			return NULL;
@@ -204,6 +210,7 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 		return NULL;
 	}
 	rs->budget += len;
+	rs->ctx->total += len;
 	f = json_object();
 	json_object_set_new(f, "path", json_string(uri));
 	json_object_set_new(f, "contents", json_stringn(data, len));

@@ -26,6 +26,7 @@
 #include "macro.h"
 #include "params.h"
 #include "rpc.h"
+#include "server.h"
 #include "worker.h"
 
 #define MAX_PENDING_JOBS 256     /* as the fs tree jobs: bound the worker queue */
@@ -273,6 +274,7 @@ static struct disc_req *req_new(struct conn *c, json_t *id)
 	}
 	conn_mem_init(&r->mem, c);
 	r->ctx.secrets = *server_secret_ids(c->srv); /* the worker reads its own copy */
+	r->ctx.total_limit = (size_t)MAX(c->srv->cfg.max_inflight_bytes_per_conn, DISC_MAX_BUNDLE_BYTES);
 	return r;
 }
 

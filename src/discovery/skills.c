@@ -256,6 +256,7 @@ static void standalone(struct v2 *v, const char *id, const char *path)
 
 	if (!uri || !location_dir(path, v))
 		return;
+	v->ctx->total = 0; /* each location's contents are dropped once its skills are parsed */
 	disc = disc_root_discover(v->ctx, "", path, uri);
 	if (!disc)
 		return;
@@ -313,6 +314,7 @@ static void plugin(struct v2 *v, const struct plugin_loc *loc)
 
 	if (!uri)
 		return;
+	v->ctx->total = 0;
 	disc = disc_root_discover(v->ctx, loc->id, loc->root, uri);
 	if (!disc)
 		return;

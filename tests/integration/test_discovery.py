@@ -412,3 +412,19 @@ def test_server_secrets_are_not_read(server_factory, area):
     assert [(x["instructions"]["contents"], x["metadata"]) for x in root["skills"]] == [("t", None)]
     assert token not in json.dumps(root)
     assert b"did not read it" in s.stderr() and token.encode() not in s.stderr()
+
+
+def test_v1_request_memory_bound(server_factory, area):
+    """128 roots of 16 MiB each are within the reference's bounds (2 GiB of contents):
+    uexec holds at most the connection's in-flight budget (--max-inflight-bytes-per-conn,
+    here at its 1 MiB minimum, so the 16 MiB floor) of file contents per request; the
+    roots past it get a warning instead of their files."""
+    write(area / "r" / "skills" / "s" / "SKILL.md", "x" * 900000)
+    s = server_factory("--max-inflight-bytes-per-conn", str(1 << 20))
+    c = s.connect()
+    roots = c.result(V1, {"roots": [{"id": str(i), "path": file_uri(area / "r")}
+                                    for i in range(20)]}, timeout=60)["roots"]
+    assert [len(r["skills"]) for r in roots] == [1] * 18 + [0, 0]
+    assert all(r["warnings"] == [] for r in roots[:18])
+    assert roots[18]["warnings"] == [
+        "capability discovery request exceeds the %d-byte limit of this server" % (16 << 20)]
