@@ -45,9 +45,10 @@ struct disc_ctx {
 /*
  * One root's V1 discovery, in a worker thread: the CapabilityRootDiscovery
  * object {"id","path","plugin","skills","namespaceManifests","warnings","error"}
- * for the native directory path (uri: its URI as echoed). NULL on OOM.
+ * for the native directory path (uri: its URI as echoed; id: the client's
+ * string, NULs and all, borrowed). NULL on OOM.
  */
-json_t *disc_root_discover(struct disc_ctx *ctx, const char *id, const char *path, const char *uri);
+json_t *disc_root_discover(struct disc_ctx *ctx, json_t *id, const char *path, const char *uri);
 
 /*
  * capabilities/discoverV2's result for the executor's locations, in a worker

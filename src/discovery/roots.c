@@ -530,7 +530,7 @@ static json_t *skill_files(struct root_scan *rs, struct walked *s, size_t n)
 	return arr;
 }
 
-json_t *disc_root_discover(struct disc_ctx *ctx, const char *id, const char *path, const char *uri)
+json_t *disc_root_discover(struct disc_ctx *ctx, json_t *id, const char *path, const char *uri)
 {
 	struct root_scan rs = { .ctx = ctx, .warnings = json_array() };
 	struct walked *skills = NULL, *mans = NULL;
@@ -541,7 +541,7 @@ json_t *disc_root_discover(struct disc_ctx *ctx, const char *id, const char *pat
 	struct stat st;
 	int r;
 
-	json_object_set_new(out, "id", json_string(id));
+	json_object_set(out, "id", id);
 	json_object_set_new(out, "path", json_string(uri));
 	if (stat(path, &st) < 0) {
 		err = fmt_new("failed to inspect capability root %s: %s", uri,

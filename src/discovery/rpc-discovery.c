@@ -33,7 +33,7 @@
 #define DISC_ESTIMATE (1u << 20) /* charged until the reply is serialised */
 
 struct disc_root {
-	char *id;
+	json_t *id;   /* the client's string */
 	char *path; /* native */
 	char *uri;
 	json_t *sandbox; /* restricting sandbox (its helper group), or NULL */
@@ -73,7 +73,7 @@ static void req_free(struct disc_req *r)
 {
 	conn_mem_done(&r->mem);
 	for (size_t i = 0; i < r->n_roots; i++) {
-		free(r->roots[i].id);
+		json_decref(r->roots[i].id);
 		free(r->roots[i].path);
 		free(r->roots[i].uri);
 		json_decref(r->roots[i].sandbox);
@@ -225,7 +225,7 @@ static int start_group(struct conn *c, struct disc_req *r, struct disc_group *g)
 	} else {
 		roots = json_array();
 		for (size_t i = 0; i < g->n; i++)
-			json_array_append_new(roots, json_pack("{s:s,s:s}", "id", r->roots[g->idx[i]].id,
+			json_array_append_new(roots, json_pack("{s:O,s:s}", "id", r->roots[g->idx[i]].id,
 							       "path", r->roots[g->idx[i]].uri));
 		params = json_pack("{s:o}", "roots", roots);
 	}
@@ -302,9 +302,9 @@ static int add_to_group(struct disc_req *r, size_t i)
 }
 
 /* A root that fails before any scan: {"id","path",...,"error":text}. */
-static json_t *root_error(const char *id, const char *uri, const char *text)
+static json_t *root_error(json_t *id, const char *uri, const char *text)
 {
-	return json_pack("{s:s,s:s,s:n,s:[],s:[],s:[],s:s}", "id", id, "path", uri, "plugin",
+	return json_pack("{s:O,s:s,s:n,s:[],s:[],s:[],s:s}", "id", id, "path", uri, "plugin",
 			 "skills", "namespaceManifests", "warnings", "error", text);
 }
 
@@ -337,7 +337,7 @@ static bool decode_root(struct conn *c, json_t *id, json_t *v, struct disc_root 
 
 		dr->uri = e ? strndup(q + 1, (size_t)(e - q - 1)) : strdup(json_string_value(f[1]));
 		if (dr->uri && asprintf(&text, "failed to inspect capability root %s: %s", dr->uri, msg) >= 0)
-			dr->result = root_error(json_string_value(f[0]), dr->uri, text);
+			dr->result = root_error(f[0], dr->uri, text);
 		free(text);
 		free(msg);
 		if (!dr->result) {
@@ -355,7 +355,8 @@ static bool decode_root(struct conn *c, json_t *id, json_t *v, struct disc_root 
 	k = fs_sandbox_check(c, id, f[2]);
 	if (k < 0)
 		return false;
-	dr->id = strndup(json_string_value(f[0]), json_string_length(f[0]));
+	/* A copy: params (and f[0]) belong to the request, which is freed after dispatch. */
+	dr->id = json_copy(f[0]);
 	if (!dr->uri)
 		dr->uri = file_uri_from_path(dr->path);
 	if (k > 0 && !dr->result)
@@ -427,6 +428,14 @@ static void rpc_discover_v1(struct conn *c, json_t *id, json_t *params)
 
 /* ---- capabilities/discoverV2 ---- */
 
+/* "NAME=value", malloc'd, or NULL. */
+static char *env_entry(const char *name, const char *value)
+{
+	char *s;
+
+	return asprintf(&s, "%s=%s", name, value) < 0 ? NULL : s;
+}
+
 static void rpc_discover_v2(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
@@ -470,10 +479,13 @@ static void rpc_discover_v2(struct conn *c, json_t *id, json_t *params)
 	}
 	if (k > 0) {
 		/* The helper's environment has neither: they are the executor's, passed on. */
+		size_t n = 0;
+
 		r->groups = calloc(1, sizeof(*r->groups));
-		if (!r->groups ||
-		    (r->codex_home && asprintf(&r->env[0], "CODEX_HOME=%s", r->codex_home) < 0) ||
-		    asprintf(&r->env[r->codex_home ? 1 : 0], "HOME=%s", r->user_home) < 0) {
+		if (r->codex_home)
+			r->env[n++] = env_entry("CODEX_HOME", r->codex_home);
+		r->env[n++] = env_entry("HOME", r->user_home);
+		if (!r->groups || !r->env[0] || !r->env[n - 1]) {
 			req_free(r);
 			rpc_reply_errno_internal(c, id, ENOMEM);
 			return;

@@ -250,14 +250,16 @@ static bool location_dir(const char *path, struct v2 *v)
 static void standalone(struct v2 *v, const char *id, const char *path)
 {
 	_cleanup_free_ char *uri = file_uri_from_path(path);
-	json_t *disc, *skills, *s;
+	json_t *disc, *skills, *s, *jid;
 	bool bad = false;
 	size_t i;
 
 	if (!uri || !location_dir(path, v))
 		return;
 	v->ctx->total = 0; /* each location's contents are dropped once its skills are parsed */
-	disc = disc_root_discover(v->ctx, "", path, uri);
+	jid = json_string("");
+	disc = jid ? disc_root_discover(v->ctx, jid, path, uri) : NULL;
+	json_decref(jid);
 	if (!disc)
 		return;
 	skills = skills_of(disc, id, uri, &bad);
@@ -309,13 +311,15 @@ out:
 static void plugin(struct v2 *v, const struct plugin_loc *loc)
 {
 	_cleanup_free_ char *uri = file_uri_from_path(loc->root);
-	json_t *disc, *p, *skills, *files, *dn;
+	json_t *disc, *p, *skills, *files, *dn, *id;
 	bool bad = false;
 
 	if (!uri)
 		return;
 	v->ctx->total = 0;
-	disc = disc_root_discover(v->ctx, loc->id, loc->root, uri);
+	id = json_string(loc->id);
+	disc = id ? disc_root_discover(v->ctx, id, loc->root, uri) : NULL;
+	json_decref(id);
 	if (!disc)
 		return;
 	files = json_object_get(disc, "plugin");

@@ -261,7 +261,7 @@ static void job_finish(struct helper_job *j)
 		json_t *reply = found;
 
 		if (res) {
-			json_t *v = json_loadb(res, res_len, JSON_DECODE_ANY, NULL);
+			json_t *v = json_loadb(res, res_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 
 			reply = v ? json_pack("{s:o}", "result", v) : NULL;
 		} else if (!found) {

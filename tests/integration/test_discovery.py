@@ -345,9 +345,10 @@ def test_v1_sandbox_denials_are_warnings(dclient, area):
     write(r / "secret" / "skills" / "hid" / "SKILL.md", "hid")
     write(r / "skills" / "den" / "SKILL.md", "den")
     sb = _sandbox(r, deny=[r / "secret", r / "skills" / "den" / "SKILL.md"])
-    res = dclient.result(V1, {"roots": [{"id": "x", "path": file_uri(r), "sandbox": sb},
+    res = dclient.result(V1, {"roots": [{"id": "x\u0000", "path": file_uri(r), "sandbox": sb},
                                         {"id": "y", "path": file_uri(r)}]}, timeout=60)
     sandboxed, plain = res["roots"]
+    assert sandboxed["id"] == "x\u0000"  # the client's string, NUL and all, through the helper
     assert [s["instructions"]["contents"] for s in sandboxed["skills"]] == ["ok"]
     assert sandboxed["warnings"] == [
         "failed to scan capability path %s: Permission denied (os error 13)" % file_uri(r / "secret"),
