@@ -58,11 +58,18 @@ static json_t *capabilities(const struct server *s)
 	 * sandboxed scan runs in the fs helper, as sandboxedFileStreaming's opens.
 	 */
 	bool proxy = !s->sandbox.missing[0];
+	/*
+	 * The two Linux root-write flags: a root write keeps the standard
+	 * devices, and one with carve-outs (an approved command's) keeps them
+	 * all, wherever this host can build such sandboxes.
+	 */
+	bool rootw = sandbox_root_write_supported(&s->sandbox);
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		json_object_set_new(o, names[i],
 				    json_boolean((proxy && strcmp(names[i], "networkProxyLaunch") == 0) ||
 						 (proxy && strcmp(names[i], "networkProxyReviewDomains") == 0) ||
+						 (rootw && strncmp(names[i], "linux", 5) == 0) ||
 						 strcmp(names[i], "environmentConfigRead") == 0 ||
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
 						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
