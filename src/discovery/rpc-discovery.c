@@ -470,22 +470,32 @@ static void rpc_discover_v2(struct conn *c, json_t *id, json_t *params)
 	if (!r)
 		return;
 	r->v2 = true;
-	/* A Codex home that cannot be found has no skills to offer (the reference's: none). */
-	if (env_find_codex_home(&r->codex_home, &msg) == -ENOMEM ||
-	    !(r->user_home = env_home_dir())) {
+	/*
+	 * A Codex home that cannot be found has no skills to offer, nor a user
+	 * without a home directory (no passwd entry, no $HOME).
+	 */
+	if (env_find_codex_home(&r->codex_home, &msg) == -ENOMEM) {
 		req_free(r);
 		rpc_reply_errno_internal(c, id, ENOMEM);
 		return;
 	}
+	r->user_home = env_home_dir();
 	if (k > 0) {
-		/* The helper's environment has neither: they are the executor's, passed on. */
+		/*
+		 * The helper's environment has neither: the executor's are passed on,
+		 * $CODEX_HOME as set (the helper resolves it as the server did, under
+		 * the sandbox), $HOME as found.
+		 */
+		const char *ch = getenv("CODEX_HOME");
 		size_t n = 0;
+		bool oom = false;
 
 		r->groups = calloc(1, sizeof(*r->groups));
-		if (r->codex_home)
-			r->env[n++] = env_entry("CODEX_HOME", r->codex_home);
-		r->env[n++] = env_entry("HOME", r->user_home);
-		if (!r->groups || !r->env[0] || !r->env[n - 1]) {
+		if (ch && *ch)
+			oom |= !(r->env[n++] = env_entry("CODEX_HOME", ch));
+		if (r->user_home)
+			oom |= !(r->env[n++] = env_entry("HOME", r->user_home));
+		if (!r->groups || oom) {
 			req_free(r);
 			rpc_reply_errno_internal(c, id, ENOMEM);
 			return;

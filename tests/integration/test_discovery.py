@@ -429,3 +429,19 @@ def test_v1_request_memory_bound(server_factory, area):
     assert all(r["warnings"] == [] for r in roots[:18])
     assert roots[18]["warnings"] == [
         "capability discovery request exceeds the %d-byte limit of this server" % (16 << 20)]
+
+
+@no_system_skills
+@pytest.mark.parametrize("sandboxed", [False, pytest.param(True, marks=pytest.mark.needs("sandbox"))])
+def test_v2_codex_home_default(server_factory, area, sandboxed):
+    """Without CODEX_HOME the Codex home is $HOME/.codex, for the sandboxed helper too (it
+    gets the server's HOME, having none of its own)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "HOME")}
+    env["HOME"] = str(area / "home")
+    skill(area / "home" / ".codex" / "skills", "dflt", "name: dflt\ndescription: d\n")
+    c = server_factory(env=env).connect()
+    extra = {"sandbox": _sandbox(area / "r")} if sandboxed else {}
+    res = v2(c, **extra)
+    assert [(s["name"], s["discoveryRoot"]["id"]) for s in res["skills"]] == [
+        ("dflt", "codex-home-skills")]
+    assert res["skills"][0]["discoveryRoot"]["path"] == file_uri(area / "home" / ".codex" / "skills")
