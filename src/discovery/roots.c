@@ -134,7 +134,7 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 {
 	_cleanup_free_ char *uri = uri_of(path), *data = NULL;
 	char os[160];
-	size_t len = 0, up, bad;
+	size_t len = 0, cap, up, bad;
 	struct stat st;
 	json_t *f;
 	int fd;
@@ -175,10 +175,30 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 		close(fd);
 		return NULL;
 	}
-	data = malloc(DISC_MAX_FILE_BYTES + 1);
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return NULL;
+	}
+	/* Sized for the file as it is; a file that grows meanwhile grows the buffer, to the limit. */
+	cap = MIN((size_t)st.st_size, (size_t)DISC_MAX_FILE_BYTES) + 1;
+	data = malloc(cap);
 	while (data) {
-		ssize_t k = read(fd, data + len, DISC_MAX_FILE_BYTES + 1 - len);
+		ssize_t k;
 
+		if (len == cap) {
+			/* (len never reaches cap past the limit: the check below stops first) */
+			char *n = realloc(data, MIN(cap * 2, DISC_MAX_FILE_BYTES + 1));
+
+			if (!n) {
+				warn(rs, "failed to read capability file %s: %s", uri,
+				     rpc_os_error(ENOMEM, os, sizeof(os)));
+				close(fd);
+				return NULL;
+			}
+			data = n;
+			cap = MIN(cap * 2, DISC_MAX_FILE_BYTES + 1);
+		}
+		k = read(fd, data + len, cap - len);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
