@@ -20,3 +20,12 @@ char *env_login_shell_lookup(void);
 
 /* environmentConfig/read (rpc-config.c). */
 void env_rpc_config_read(struct conn *c, json_t *id, json_t *params);
+
+/* dirs::home_dir(): $HOME if non-empty, else the password database (malloc'd, or NULL). */
+char *env_home_dir(void);
+/*
+ * codex_utils_home_dir::find_codex_home(): $CODEX_HOME canonicalised (it must
+ * be a directory), else $HOME/.codex. Returns 0 and *ret, -ENOMEM, or -EINVAL
+ * with *ret_msg (malloc'd, the reference's text).
+ */
+int env_find_codex_home(char **ret, char **ret_msg);

@@ -255,7 +255,7 @@ static char *debug_quote(const char *s)
 }
 
 /* dirs::home_dir(): $HOME if non-empty, else the password database. */
-static char *home_dir(void)
+char *env_home_dir(void)
 {
 	const char *h = getenv("HOME");
 	struct passwd *pw;
@@ -272,7 +272,7 @@ static char *home_dir(void)
  * codex_utils_home_dir::find_codex_home(). Returns 0 and *ret, -ENOMEM, or
  * -EINVAL with *ret_msg (malloc'd) for a -32603 "failed to find Codex home: ...".
  */
-static int find_codex_home(char **ret, char **ret_msg)
+int env_find_codex_home(char **ret, char **ret_msg)
 {
 	const char *val = getenv("CODEX_HOME");
 	char os[128], *q = NULL, *home;
@@ -309,7 +309,7 @@ static int find_codex_home(char **ret, char **ret_msg)
 		}
 		return -EINVAL;
 	}
-	home = home_dir();
+	home = env_home_dir();
 	if (!home) {
 		*ret_msg = strdup("Could not find home directory");
 		return *ret_msg ? -EINVAL : -ENOMEM;
@@ -624,7 +624,7 @@ static int load_layers(const char *codex_home, struct selectors *cfg_sel,
 static json_t *config_result(const char *codex_home, json_t *cfg_layers, json_t *req_layers,
 			     int sys_kept)
 {
-	char *home = home_dir();
+	char *home = env_home_dir();
 	json_t *res = json_object();
 
 	if (!res) {
@@ -669,7 +669,7 @@ void env_rpc_config_read(struct conn *c, json_t *id, json_t *params)
 		goto out;
 	}
 
-	r = find_codex_home(&codex_home, &msg);
+	r = env_find_codex_home(&codex_home, &msg);
 	if (r == -ENOMEM)
 		goto nomem;
 	if (r < 0) {

@@ -54,6 +54,8 @@ static json_t *capabilities(const struct server *s)
 	 * networkProxyLaunch: the proxy runs on the ring; enforced launches need
 	 * a sandbox (a network namespace of the command's own) on this host.
 	 * networkProxyReviewDomains: its network/policyRequest round trip.
+	 * capabilityDiscoveryV2, capabilityDiscoverySandbox: src/discovery; a
+	 * sandboxed scan runs in the fs helper, as sandboxedFileStreaming's opens.
 	 */
 	bool proxy = !s->sandbox.missing[0];
 	/*
@@ -72,6 +74,8 @@ static json_t *capabilities(const struct server *s)
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
 						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
 						 strcmp(names[i], "fileWriteStreaming") == 0 ||
+						 strcmp(names[i], "capabilityDiscoveryV2") == 0 ||
+						 strcmp(names[i], "capabilityDiscoverySandbox") == 0 ||
 						 /* process/start.shellSnapshot (exec/shell-snapshot.h) */
 						 strcmp(names[i], "shellSnapshotV2") == 0));
 	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)

@@ -67,6 +67,10 @@ struct helper_job {
 	siginfo_t si;
 	struct uring_op wop, rop, xop;
 	struct conn_mem mem; /* the output collected, against the in-flight budgets (conn-mem.h) */
+	/* fs_sandbox_call: the answer goes to done(arg, ...), not to a client (NULL otherwise) */
+	fs_sandbox_done_fn call_done;
+	void *call_arg;
+	char *const *env_extra; /* "NAME=value" strings added to the helper's environment */
 };
 
 static void job_free(struct helper_job *j)
@@ -249,6 +253,24 @@ static void job_finish(struct helper_job *j)
 	}
 	if (j->h) {
 		open_finish(j, res || (found && json_object_get(found, "result")), found);
+		json_decref(found);
+		job_free(j);
+		return;
+	}
+	if (j->call_done) {
+		json_t *reply = found;
+
+		if (res) {
+			json_t *v = json_loadb(res, res_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+
+			reply = v ? json_pack("{s:o}", "result", v) : NULL;
+		} else if (!found) {
+			log_error("The sandboxed filesystem helper (pid %d) gave no answer (status %d)",
+				  (int)j->pid, j->status);
+		}
+		j->call_done(j->call_arg, reply);
+		if (reply != found)
+			json_decref(reply);
 		json_decref(found);
 		job_free(j);
 		return;
@@ -496,10 +518,15 @@ static int helper_spawn(struct helper_job *j, struct conn *c, const char **step)
 	/* Its rare log lines join ours on stderr: in our format (--log-format). */
 	char *argv[] = { "uexec", "--fs-helper", "--log-format",
 			 log_get_format() == LOG_FORMAT_JSON ? "json" : "text", NULL };
-	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	char *envp[8] = { "PATH=/usr/bin:/bin", NULL };
 	struct spawn_args sa = { 0 };
 	struct spawn_result res;
+	size_t n = 1;
 	int r;
+
+	for (size_t i = 0; j->env_extra && j->env_extra[i] && n + 1 < ELEMENTSOF(envp); i++)
+		envp[n++] = j->env_extra[i];
+	envp[n] = NULL;
 
 	sa.exec_self = true; /* the binary opened at start, whatever the path holds now */
 	sa.explicit_path = true;
@@ -540,6 +567,85 @@ static void helper_arm(struct helper_job *j)
 	}
 }
 
+/* For fs_sandbox_call: where the answer goes instead of a client. */
+struct helper_call {
+	fs_sandbox_done_fn done;
+	void *arg;
+	char *const *env;
+};
+
+/*
+ * Starts method in a helper under pol (taken). Replying mode (call NULL):
+ * errors are replied to c/id and 0 returned; with call: nothing is replied,
+ * 0 when done() will run later, -errno when the helper could not start.
+ */
+static int helper_launch(struct conn *c, json_t *id, const char *method, json_t *params,
+			 struct sandbox_policy *pol, struct fs_handle *h,
+			 const struct helper_call *call)
+{
+	struct helper_job *j;
+	const char *step = NULL;
+	char err[512];
+	int r;
+
+	j = calloc(1, sizeof(*j));
+	if (!j || spawn_self_fd() < 0) {
+		free(j);
+		sandbox_policy_free(pol);
+		if (h)
+			fs_handle_open_end(c, h, -1);
+		if (call)
+			return -EPERM;
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
+		return 0;
+	}
+	j->srv = c->srv;
+	j->conn = c;
+	j->h = h;
+	if (call) {
+		j->call_done = call->done;
+		j->call_arg = call->arg;
+		j->env_extra = call->env;
+	}
+	conn_mem_init(&j->mem, c);
+	j->pidfd = j->in_fd = j->out_fd = -1;
+	r = sandbox_plan_new(pol, &c->srv->sandbox, spawn_self_fd(), &j->plan, err, sizeof(err));
+	sandbox_policy_free(pol);
+	if (r < 0) {
+		log_warning("Refusing a sandboxed %s: %s", method, err[0] ? err : strerror(-r));
+		j->call_done = NULL;
+		job_free(j);
+		if (call)
+			return -EPERM;
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
+		return 0;
+	}
+	exec_warn_self_writable(j->plan, method);
+	j->req = build_request(method, params, &j->req_len);
+	if (!j->req) {
+		job_free(j);
+		if (call)
+			return -ENOMEM;
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return 0;
+	}
+	r = helper_spawn(j, c, &step);
+	if (r < 0) {
+		log_error_errno(r, "Starting the sandboxed filesystem helper failed%s%s",
+				step ? " at " : "", step ? step : "");
+		job_free(j);
+		if (call)
+			return r;
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "sandboxed filesystem helper failed to start");
+		return 0;
+	}
+	if (!call)
+		rpc_pending_start(&j->pend, c, id, job_cancel);
+	conn_mem_set(&j->mem, HELPER_ESTIMATE);
+	helper_arm(j);
+	return 0;
+}
+
 /*
  * Runs method through a helper when params carries a restricting sandbox.
  * h: fs/open's handle (its reference is taken over in every case once this
@@ -550,9 +656,6 @@ static bool helper_start(struct conn *c, json_t *id, const char *method, json_t 
 {
 	json_t *sb = json_is_object(params) ? json_object_get(params, "sandbox") : NULL;
 	struct sandbox_policy *pol = NULL;
-	struct helper_job *j;
-	const char *step = NULL;
-	char err[512];
 	int r;
 
 	r = helper_policy(c, id, sb, &pol);
@@ -561,47 +664,33 @@ static bool helper_start(struct conn *c, json_t *id, const char *method, json_t 
 			fs_handle_open_end(c, h, -1);
 		return r < 0;
 	}
-	j = calloc(1, sizeof(*j));
-	if (!j || spawn_self_fd() < 0) {
-		free(j);
-		sandbox_policy_free(pol);
-		if (h)
-			fs_handle_open_end(c, h, -1);
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
-		return true;
-	}
-	j->srv = c->srv;
-	j->conn = c;
-	j->h = h;
-	conn_mem_init(&j->mem, c);
-	j->pidfd = j->in_fd = j->out_fd = -1;
-	r = sandbox_plan_new(pol, &c->srv->sandbox, spawn_self_fd(), &j->plan, err, sizeof(err));
-	sandbox_policy_free(pol);
-	if (r < 0) {
-		log_warning("Refusing a sandboxed %s: %s", method, err[0] ? err : strerror(-r));
-		job_free(j);
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "sandbox intent cannot be enforced on this executor");
-		return true;
-	}
-	exec_warn_self_writable(j->plan, method);
-	j->req = build_request(method, params, &j->req_len);
-	if (!j->req) {
-		job_free(j);
-		rpc_reply_errno_internal(c, id, ENOMEM);
-		return true;
-	}
-	r = helper_spawn(j, c, &step);
-	if (r < 0) {
-		log_error_errno(r, "Starting the sandboxed filesystem helper failed%s%s",
-				step ? " at " : "", step ? step : "");
-		job_free(j);
-		rpc_reply_error(c, id, RPC_INTERNAL_ERROR, "sandboxed filesystem helper failed to start");
-		return true;
-	}
-	rpc_pending_start(&j->pend, c, id, job_cancel);
-	conn_mem_set(&j->mem, HELPER_ESTIMATE);
-	helper_arm(j);
+	(void)helper_launch(c, id, method, params, pol, h, NULL);
 	return true;
+}
+
+int fs_sandbox_check(struct conn *c, json_t *id, json_t *sandbox)
+{
+	struct sandbox_policy *pol = NULL;
+	int r = helper_policy(c, id, sandbox, &pol);
+
+	sandbox_policy_free(pol);
+	return r;
+}
+
+int fs_sandbox_call(struct conn *c, const char *method, json_t *params, json_t *sandbox,
+		    char *const *env, fs_sandbox_done_fn done, void *arg)
+{
+	struct helper_call call = { done, arg, env };
+	struct sandbox_policy *pol = NULL;
+	struct sandbox_context ctx = { .tmpdir = getenv("TMPDIR") };
+	char err[512];
+	int r;
+
+	/* Checked by fs_sandbox_check when the request arrived: only the policy is wanted here. */
+	r = sandbox_policy_parse(sandbox, &ctx, &pol, err, sizeof(err));
+	if (r < 0)
+		return r;
+	return helper_launch(c, NULL, method, params, pol, NULL, &call);
 }
 
 bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params)

@@ -19,6 +19,31 @@ struct conn;
  */
 bool fs_sandbox_forward(struct conn *c, json_t *id, const char *method, json_t *params);
 
+/*
+ * A request's `sandbox` member checked as the fs methods check it: 1 when it
+ * restricts (the work must run in a helper), 0 when not (absent, null,
+ * "disabled"), -1 after replying the error to c/id (bad shape or policy).
+ */
+int fs_sandbox_check(struct conn *c, json_t *id, json_t *sandbox);
+
+/*
+ * The helper's answer to a call: its {"result":...} or {"error":...} message
+ * (borrowed), or NULL when it gave none. Runs on the loop thread.
+ */
+typedef void (*fs_sandbox_done_fn)(void *arg, json_t *reply);
+
+/*
+ * Runs method with params (without a sandbox member) in a helper under
+ * sandbox (checked by fs_sandbox_check before), for a caller that assembles
+ * the reply itself (discovery runs each sandboxed root this way). env: extra
+ * "NAME=value" strings for the helper (at most 6; NULL = none), kept until
+ * done(). Returns 0 when done(arg, ...) will run later, or -errno (nothing
+ * started, done() never runs). c only charges the helper's output to its
+ * budgets; the call outlives c's close.
+ */
+int fs_sandbox_call(struct conn *c, const char *method, json_t *params, json_t *sandbox,
+		    char *const *env, fs_sandbox_done_fn done, void *arg);
+
 struct fs_handle;
 
 /*

@@ -283,6 +283,8 @@ static int decode(json_t *params, const char *struct_name, const struct pfield *
 	if (json_is_array(params)) {
 		/* serde's visit_seq: fields in declaration order, every one needed. */
 		for (size_t i = 0; i < n; i++) {
+			if (i >= json_array_size(params) && f[i].seq_default)
+				continue; /* serde fills in the default */
 			if (i >= json_array_size(params)) {
 				snprintf(err, errsz,
 					 "invalid length %zu, expected struct %s with %zu element%s", i,

@@ -30,6 +30,7 @@ struct pfield {
 	enum ptype type;
 	bool required;     /* absent -> "missing field" (null is then a type error) */
 	const char *what;  /* P_STRUCT: "struct ExecEnvPolicy"; P_ENUM_STR: "string or map" */
+	bool seq_default;  /* #[serde(default)]: a params array may end before it */
 };
 
 /*

@@ -24,6 +24,7 @@
 #include "conn-tls.h"
 #include "conn.h"
 #include "env.h"
+#include "discovery.h"
 #include "exec.h"
 #include "fs-sandbox.h"
 #include "log.h"
@@ -804,6 +805,8 @@ static int register_methods(void)
 		r = fs_methods_register();
 	if (r >= 0)
 		r = env_methods_register();
+	if (r >= 0)
+		r = discovery_methods_register();
 	return r;
 }
 

@@ -23,6 +23,8 @@ PREFIXES = (
     # src/server, net, transport, rpc, exec, fs, env
     "server_", "worker_", "tls_mem_", "netconn_", "conn_", "rpc_", "params_", "os_error_", "exec_", "session_",
     "proc_", "spawn_", "environ_", "snap_", "fs_", "env_", "toml_filter", "netproxy_",
+    # src/discovery (disc_*, discovery_*; the YAML readers skill_*)
+    "disc", "skill_",
     # proto/relay-frame.c, and the code protoc-c generates from proto/relay.v1.proto
     # (its package codex.exec_server.relay.v1 becomes the prefix of every name).
     "relay_frame_", "codex__exec_server__relay__v1__",

@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -520,7 +521,19 @@ def _produces_obs(st):
 
 
 def script_vars(work):
-    return {"$CWDURI": "file://" + work, "$CWDPATH": work}
+    # The servers' shared CODEX_HOME (start_servers): discovery scripts put skills there.
+    home = os.path.join(os.path.dirname(work), "codex-home")
+    return {"$CWDURI": "file://" + work, "$CWDPATH": work,
+            "$CODEXHOMEURI": "file://" + home, "$CODEXHOMEPATH": home}
+
+
+def write_files(files, vars_):
+    """{path: str/bytes} with $VARS substituted in the paths, written before a script."""
+    for path, data in files.items():
+        path = subst(path, vars_)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
 
 
 def run_both(servers, work, script):
@@ -530,6 +543,15 @@ def run_both(servers, work, script):
         rc = servers[name].ensure_running()
         if rc is not None:
             res.setdefault("_restarted", []).append((name, rc))
+        if "files" in script:
+            # State a server reads once (the reference caches capability discovery and
+            # refreshes it on its own schedule): written afresh before each server's run
+            # (the script may clean up after itself), the server then restarted.
+            for d in script.get("clean", []):
+                shutil.rmtree(subst(d, vars_), ignore_errors=True)
+            write_files(script["files"], vars_)
+            servers[name].stop()
+            servers[name]._start()
         try:
             res[name] = asyncio.run(run_script(servers[name].url, script, vars_))
         except Exception as e:  # connection refused, server crash...

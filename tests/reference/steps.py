@@ -20,7 +20,9 @@ first), "steps": [...]}; each step is a dict with an "op" (see diffharness.run_s
   close        send a Close frame, record the outcome
   order        record the arrival order of the responses with the given ids
 
-"allow": [...] lists KNOWN_DIFFS accepted for that step. "$CWDURI" / "$CWDPATH"
+"allow": [...] lists KNOWN_DIFFS accepted for that step. A script's "files" ({path: text})
+are written (after removing its "clean" directories) before both servers restart, for state
+a server reads at start-up ("$CODEXHOMEPATH" is their shared CODEX_HOME). "$CWDURI" / "$CWDPATH"
 are replaced by the shared work directory (file: URI / native path).
 
 To add methods (fs/*), append scripts to SCRIPTS; nothing else needs changing.
@@ -1795,4 +1797,178 @@ SCRIPTS.append({"name": "shell_snapshot", "doc": "process/start shellSnapshot: r
     collect("snap-fail"),
     start("snap-clean", "rm -f .bashrc .bash_profile .profile .zprofile captures fds"),
     collect("snap-clean"),
+]})
+
+# ---- capability discovery (PROTOCOL.md §6.24; tests/integration/test_discovery.py) ----
+
+def _sh_files(files):
+    """A shell script writing files {relative path under $CWDPATH or absolute: bytes/str}."""
+    out = []
+    for path, data in files.items():
+        if isinstance(data, str):
+            data = data.encode()
+        esc = "".join("\\\\%03o" % b if b < 32 or b > 126 or b in b"'\\\\%" else chr(b)
+                      for b in data)
+        out.append("mkdir -p \"$(dirname '%s')\" && printf -- '%s' > '%s'" % (path, esc, path))
+    return " && ".join(out)
+
+
+def _fm(name, desc, extra=""):
+    return "---\nname: %s\ndescription: %s\n%s---\nbody\n" % (name, desc, extra)
+
+
+DISC = "$CWDPATH/disc"
+DISCU = "$CWDURI/disc"
+HOMESK = "$CODEXHOMEPATH/skills"
+CACHE = "$CODEXHOMEPATH/plugins/cache"
+
+DISC_V1_FILES = {
+    DISC + "/r/.codex-plugin/plugin.json": '{"name":"p1","mcpServers":"./m.json","apps":"../x.json"}',
+    DISC + "/r/m.json": '{"m":1}',
+    DISC + "/r/skills/s1/SKILL.md": "S1",
+    DISC + "/r/skills/s1/agents/openai.yaml": "meta: 1\n",
+    DISC + "/r/skills/bad/SKILL.md": b"\xff\xfe",
+    DISC + "/r/skills/cut/SKILL.md": b"ab\xe2\x82",
+    DISC + "/r/sub dir/.claude-plugin/plugin.json": '{"name":"sub"}',
+    DISC + "/r/sub dir/skills/s3/SKILL.md": "S3",
+    DISC + "/r/a/b/c/d/e/f/g/SKILL.md": "too deep",
+    DISC + "/r/a/b/c/d/e/SKILL.md": "deep enough",
+    DISC + "/nested/.cursor-plugin/plugin.json": '{"name":"cur"}',
+    DISC + "/nested/x/skills/k/SKILL.md": "k",
+    DISC + "/r3/.claude-plugin/plugin.json": "notjson",
+    DISC + "/r3/.mcp.json": '{"x":1}',
+    DISC + "/file.txt": "x",
+}
+DISC_V1_SETUP = ("rm -rf %s && %s && ln -s %s/r/skills %s/r/link && "
+                 "head -c 1048577 /dev/zero > %s/r/skills/big/SKILL.md"
+                 % (DISC, _sh_files(DISC_V1_FILES), DISC, DISC, DISC)).replace(
+    "&& head", "&& mkdir -p %s/r/skills/big && head" % DISC)
+
+SCRIPTS.append({"name": "discovery_params", "doc": "discovery parameter decoding", "steps": [
+    req("capabilities/discoverV2", None, label="v2 absent"),
+    req("capabilities/discoverV2", {}, label="v2 {}"),
+    req("capabilities/discoverV2", [], label="v2 []"),
+    req("capabilities/discoverV2", {"cwd": 1}, label="v2 cwd number"),
+    req("capabilities/discoverV2", {"cwd": "rel"}, label="v2 cwd relative"),
+    req("capabilities/discoverV2", {"cwd": "/abs"}, label="v2 cwd native", allow=["native-path"]),
+    req("capabilities/discoverV2", {"cwd": "$CWDURI", "sandbox": True}, label="v2 sandbox true"),
+    req("capabilities/discoverV2", {"cwd": "$CWDURI", "sandbox": {}}, label="v2 sandbox {}"),
+    req("capabilityRoots/discoverV1", None, label="v1 absent"),
+    req("capabilityRoots/discoverV1", {}, label="v1 {}"),
+    req("capabilityRoots/discoverV1", {"roots": None}, label="v1 roots null"),
+    req("capabilityRoots/discoverV1", {"roots": {}}, label="v1 roots map"),
+    req("capabilityRoots/discoverV1", {"roots": [1]}, label="v1 root number"),
+    req("capabilityRoots/discoverV1", {"roots": [{}]}, label="v1 root {}"),
+    req("capabilityRoots/discoverV1", {"roots": [{"id": "r"}]}, label="v1 root no path"),
+    req("capabilityRoots/discoverV1", {"roots": [{"id": 5, "path": "$CWDURI"}]}, label="v1 id number"),
+    req("capabilityRoots/discoverV1", {"roots": [{"id": "r", "path": True}]}, label="v1 path bool"),
+    req("capabilityRoots/discoverV1", {"roots": [{"id": "r", "path": "rel"}]}, label="v1 path rel"),
+    req("capabilityRoots/discoverV1", {"roots": [["r", "$CWDURI"]]}, label="v1 root as seq"),
+    req("capabilityRoots/discoverV1", {"roots": [{"id": "r", "path": "$CWDURI", "sandbox": True}]},
+        label="v1 sandbox true"),
+    req("capabilityRoots/discoverV1", {"roots": [{"id": "x", "path": "file:///nonexistent"}] * 129},
+        label="v1 129 roots"),
+    req("capabilityRoots/discoverV1", {"roots": []}, label="v1 no roots"),
+]})
+
+SCRIPTS.append({"name": "discovery_v1", "doc": "capabilityRoots/discoverV1 files, limits, errors",
+                "steps": [
+    start("dv1", DISC_V1_SETUP),
+    collect("dv1"),
+    req("capabilityRoots/discoverV1", {"roots": [{"id": "r1", "path": DISCU + "/r"}]},
+        label="plugin root, skills, warnings"),
+    req("capabilityRoots/discoverV1", {"roots": [
+        {"id": "n", "path": DISCU + "/nested/x"}, {"id": "r3", "path": DISCU + "/r3"},
+        {"id": "miss", "path": DISCU + "/missing"}, {"id": "file", "path": DISCU + "/file.txt"},
+        {"id": "remote", "path": "file://remote/x"}]}, label="ancestors, bad roots, order"),
+    start("dv1rm", "rm -rf " + DISC),
+    collect("dv1rm"),
+]})
+
+DISC_V2_FILES = {
+    HOMESK + "/ok/SKILL.md": _fm("ok", "Fine."),
+    HOMESK + "/quoted/SKILL.md": _fm('"  a   b  "', "'many   spaces'"),
+    HOMESK + "/block/SKILL.md": "---\nname: block\ndescription: |\n  line one\n  line two\n---\n",
+    HOMESK + "/repair/SKILL.md": _fm("repair", "Build for AWS: ECS # c"),
+    HOMESK + "/short/SKILL.md": _fm("short", "Long.", "metadata:\n  short-description: Short.\n"),
+    HOMESK + "/tagged/SKILL.md": _fm("!!str ~", "d"),
+    HOMESK + "/noname/SKILL.md": "---\ndescription: dir name\n---\n",
+    HOMESK + "/nodesc/SKILL.md": "---\nname: nodesc\n---\n",
+    HOMESK + "/nofm/SKILL.md": "text\n",
+    HOMESK + "/list/SKILL.md": "---\n- a\n---\n",
+    HOMESK + "/.system/sys/SKILL.md": _fm("sys", "hidden dir"),
+    HOMESK + "/deps/SKILL.md": _fm("deps", "d"),
+    HOMESK + "/deps/agents/openai.yaml": (
+        "dependencies:\n  tools:\n    - type: mcp\n      value: srv\n      transport: stdio\n"
+        "      oauth:\n        callback_port: 8123\n    - type: env_var\n"
+        "policy:\n  allow_implicit_invocation: false\n  products: [codex, CHATGPT, atlas]\n"),
+    HOMESK + "/badmeta/SKILL.md": _fm("badmeta", "d"),
+    HOMESK + "/badmeta/agents/openai.yaml": "policy:\n  products: [nosuch]\n",
+    CACHE + "/mk/alpha/1.9.0/.codex-plugin/plugin.json": '{"name":"alpha-ns"}',
+    CACHE + "/mk/alpha/1.10.0/.codex-plugin/plugin.json":
+        '{"name":"alpha-ns","interface":{"displayName":"Alpha"}}',
+    CACHE + "/mk/alpha/1.10.0/skills/s1/SKILL.md": _fm("s1", "plugin skill"),
+    CACHE + "/mk/alpha/.codex-remote-plugin-install.json":
+        '{"schema_version":1,"remote_plugin_id":"  rp-1  "}',
+    CACHE + "/mk/beta/local/.claude-plugin/plugin.json": "{}",
+    CACHE + "/mk/beta/9.0.0/.claude-plugin/plugin.json": "{}",
+    CACHE + "/mk/gamma/1.0.0-rc.10/.codex-plugin/plugin.json": '{"name":"gamma"}',
+    CACHE + "/mk/gamma/1.0.0-rc.2/.codex-plugin/plugin.json": '{"name":"gamma"}',
+    CACHE + "/mk/kappa/1.0.0/.codex-plugin/plugin.json": "notjson",
+}
+DISC_V2_CLEAN = "rm -rf %s $CODEXHOMEPATH/plugins" % HOMESK
+
+SCRIPTS.append({"name": "discovery_v2", "doc": "capabilities/discoverV2 skills and plugins",
+                # written before both servers restart: the reference scans at start-up and
+                # caches (uexec scans on every request)
+                "clean": [HOMESK, "$CODEXHOMEPATH/plugins"], "files": DISC_V2_FILES,
+                "steps": [
+    req("capabilities/discoverV2", {"cwd": "$CWDURI"}, label="skills, plugins, warnings"),
+    req("capabilities/discoverV2", ["$CWDURI"], label="params as a sequence"),
+    req("capabilities/discoverV2", {"cwd": "file://remote/x"}, label="any cwd host"),
+    start("dv2rm", DISC_V2_CLEAN),
+    collect("dv2rm"),
+]})
+
+
+SCRIPTS.append({"name": "discovery_v2_remote", "doc": "discoverV2: unusable remote install metadata",
+                "clean": [HOMESK, "$CODEXHOMEPATH/plugins"], "files": dict(DISC_V2_FILES, **{
+                    CACHE + "/mk/alpha/.codex-remote-plugin-install.json": '{"schema_version":2}'}),
+                "steps": [
+    req("capabilities/discoverV2", {"cwd": "$CWDURI"}, label="location warning first"),
+    start("dv2rrm", DISC_V2_CLEAN),
+    collect("dv2rrm"),
+]})
+
+
+def _disc_sandbox(deny=()):
+    entries = [{"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"}]
+    entries += [{"path": {"type": "path", "path": d}, "access": "deny"} for d in deny]
+    return {"permissions": {"type": "managed", "file_system": {"type": "restricted",
+                                                               "entries": entries},
+                            "network": "restricted"},
+            "cwd": "$CWDURI", "windowsSandboxLevel": "disabled"}
+
+
+SCRIPTS.append({"name": "discovery_sandbox", "doc": "discovery under a sandbox: denials are warnings",
+                "clean": [DISC, HOMESK], "files": {
+                    DISC + "/r/skills/ok/SKILL.md": "ok",
+                    DISC + "/r/secret/skills/hid/SKILL.md": "hid",
+                    DISC + "/r/skills/den/SKILL.md": "den", HOMESK + "/a/SKILL.md": _fm("a", "d")},
+                "steps": [
+    req("capabilityRoots/discoverV1", {"roots": [
+        {"id": "x", "path": DISCU + "/r", "sandbox": _disc_sandbox(
+            [DISCU + "/r/secret", DISCU + "/r/skills/den/SKILL.md"])},
+        {"id": "y", "path": DISCU + "/r"}]}, label="v1 denied paths, mixed roots"),
+    req("capabilityRoots/discoverV1", {"roots": [
+        {"id": "x", "path": DISCU + "/r", "sandbox": _disc_sandbox([DISCU + "/r"])}]},
+        label="v1 denied root"),
+    req("capabilities/discoverV2", {"cwd": "$CWDURI", "sandbox": _disc_sandbox()},
+        label="v2 sandboxed"),
+    req("capabilities/discoverV2", {"cwd": "$CWDURI", "sandbox": _disc_sandbox(
+        ["$CODEXHOMEURI/skills"])}, label="v2 skills denied"),
+    req("capabilities/discoverV2", {"cwd": "$CWDURI", "sandbox": _disc_sandbox(
+        ["$CODEXHOMEURI"])}, label="v2 codex home denied"),
+    start("dsbrm", "rm -rf %s %s" % (DISC, HOMESK)),
+    collect("dsbrm"),
 ]})
