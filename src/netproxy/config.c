@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credentials.h"
 #include "netproxy-config.h"
 #include "macro.h"
 #include "params.h"
@@ -297,6 +298,8 @@ int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, 
 	cfg->allow_local_binding = params_bool(c[C_LOCAL], false);
 	cfg->transparent_tcp = params_bool(c[C_TRANSPARENT], false);
 	cfg->credential_masking = params_bool(c[C_MASKING], false);
+	if (json_is_object(c[C_PROVIDERS]))
+		cfg->providers = json_incref(c[C_PROVIDERS]);
 	if (l[L_TIMEOUT]) {
 		cfg->review = true;
 		cfg->decision_timeout_ms = params_u64(l[L_TIMEOUT], 0);
@@ -328,6 +331,8 @@ void netproxy_config_free(struct netproxy_config *cfg)
 	free(cfg->environment_id);
 	free(cfg->execution_id);
 	free(cfg->conversation_id);
+	json_decref(cfg->providers);
+	np_broker_free(cfg->broker);
 	free(cfg);
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credentials.h"
 #include "macro.h"
 #include "netproxy-config.h"
 #include "netproxy-env.h"
@@ -71,7 +72,7 @@ static bool is_proxy_var(const char *entry)
 	return false;
 }
 
-int netproxy_env_apply(const struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
+int netproxy_env_apply(struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
 		       char ***envp)
 {
 	char http[40], socks[40], **old = *envp, **v;
@@ -110,7 +111,11 @@ int netproxy_env_apply(const struct netproxy_config *cfg, uint16_t http_port, ui
 	}
 	free(old);
 	*envp = v;
-	return 0;
+	if (!cfg->credential_masking)
+		return 0;
+	if (!cfg->broker && np_broker_new(cfg->providers, &cfg->broker) < 0)
+		return -ENOMEM;
+	return np_broker_mask_env(cfg->broker, envp);
 fail:
 	for (size_t i = 0; i < k; i++)
 		free(v[i]);

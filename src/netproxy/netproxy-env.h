@@ -9,7 +9,9 @@ struct netproxy_config;
  * Puts the managed network's proxy variables into *envp (a NULL-terminated
  * malloc'd "NAME=value" vector, replaced), dropping the client's values of
  * the same names. The proxies listen on 127.0.0.1 at the given ports.
- * Returns 0 or -ENOMEM (*envp unchanged).
+ * With credentialMasking, the credential broker is made (cfg->broker) and
+ * masks *envp (credentials.h).
+ * Returns 0 or -ENOMEM (*envp unchanged, but for masked credentials).
  */
-int netproxy_env_apply(const struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
+int netproxy_env_apply(struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
 		       char ***envp);

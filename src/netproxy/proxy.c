@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include "buf.h"
 #include "chunked.h"
+#include "credentials.h"
 #include "http.h"
 #include "http-client.h"
 #include "list.h"
@@ -1041,11 +1043,18 @@ static bool wants_close(const struct http_header *conn)
 	return conn_names(conn, "close", 5);
 }
 
-/* The request head for the origin: origin-form target, hop-by-hop headers dropped, close. */
-static int rewrite_head(const struct http_request *req, const char *path, size_t path_len,
-			const char *auth, struct buf *out)
+/*
+ * The request head for the origin: origin-form target, hop-by-hop headers
+ * dropped, close. With credential masking, a header holding a placeholder of
+ * a credential bound to c's target (plain http, origin path opath) carries
+ * the real value instead (credentials.h); nothing else changes.
+ */
+static int rewrite_head(const struct npc *c, const struct http_request *req, const char *path,
+			size_t path_len, const char *opath, size_t opath_len, const char *auth,
+			struct buf *out)
 {
 	const struct http_header *conn = http_request_header(req, "connection");
+	const struct np_broker *br = c->np->cfg->broker;
 	char line[64];
 
 	if (buf_append(out, req->method, req->method_len) < 0 || buf_append(out, " ", 1) < 0 ||
@@ -1057,10 +1066,26 @@ static int rewrite_head(const struct http_request *req, const char *path, size_t
 	for (size_t i = 0; i < req->n_headers; i++) {
 		const struct http_header *h = &req->headers[i];
 
+		char *real = NULL;
+		int r;
+
 		if (hop_by_hop(h, conn))
 			continue;
-		if (buf_append(out, h->name, h->name_len) < 0 || buf_append(out, ": ", 2) < 0 ||
-		    buf_append(out, h->value, h->value_len) < 0 || buf_append(out, "\r\n", 2) < 0)
+		r = np_broker_translate(br, false, c->host, c->port, opath, opath_len, h->name,
+					h->name_len, h->value, h->value_len, &real);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			log_debug("Network proxy: credential put back in %.*s toward %s:%u",
+				  (int)h->name_len, h->name, c->host, (unsigned)c->port);
+		r = buf_append(out, h->name, h->name_len) < 0 || buf_append(out, ": ", 2) < 0 ||
+		    (real ? buf_append(out, real, strlen(real)) : buf_append(out, h->value, h->value_len)) < 0 ||
+		    buf_append(out, "\r\n", 2) < 0;
+		if (real) {
+			sodium_memzero(real, strlen(real));
+			free(real);
+		}
+		if (r)
 			return -ENOMEM;
 	}
 	/* toward an upstream proxy: its own credential (never the client's) */
@@ -1350,13 +1375,14 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			int k = asprintf(&abs, strchr(c->host, ':') ? "http://[%s]:%u%.*s" : "http://%s:%u%.*s",
 					 c->host, (unsigned)c->port, (int)path_len, path);
 
-			if (k < 0 || rewrite_head(req, abs, (size_t)k, c->via->auth, &c->out_head) < 0) {
+			if (k < 0 || rewrite_head(c, req, abs, (size_t)k, path, path_len, c->via->auth,
+						  &c->out_head) < 0) {
 				if (k >= 0)
 					free(abs);
 				goto done;
 			}
 			free(abs);
-		} else if (rewrite_head(req, path, path_len, NULL, &c->out_head) < 0) {
+		} else if (rewrite_head(c, req, path, path_len, path, path_len, NULL, &c->out_head) < 0) {
 			goto done;
 		}
 	}

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Destinations and patterns of credential providers (cred-internal.h).
+ * Patterns are written in Rust's regex syntax (the reference's); the subset
+ * real token patterns use (literals, classes, \d \w \s, repetition,
+ * groups, alternation, anchors) is translated to POSIX ERE for regcomp and
+ * anything else makes the pattern invalid, which drops its provider as the
+ * reference drops one with a pattern it cannot compile.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cred-internal.h"
+#include "policy.h"
+
+static bool loopback(const char *host)
+{
+	return !strcmp(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "::1");
+}
+
+int br_dest_parse(const char *s, bool wildcard, struct br_dest *d)
+{
+	const char *rest = s, *auth_end, *host, *colon = NULL, *slash;
+	size_t host_len;
+	bool bare = false;
+	long port = 0;
+	char raw[256];
+
+	memset(d, 0, sizeof(*d));
+	if (!strncmp(s, "https://", 8)) {
+		d->https = true;
+		rest = s + 8;
+	} else if (!strncmp(s, "http://", 7)) {
+		rest = s + 7;
+	} else if (strstr(s, "://")) {
+		return -EINVAL;
+	} else {
+		bare = true;
+	}
+	slash = strchr(rest, '/');
+	auth_end = slash ? slash : rest + strlen(rest);
+	for (const char *q = rest; *q; q++)
+		if (*q == '?' || *q == '#' || *q == '@' || isspace((unsigned char)*q) ||
+		    (unsigned char)*q < 0x20)
+			return -EINVAL;
+	host = rest;
+	if (*host == '[') {
+		const char *e = memchr(host, ']', (size_t)(auth_end - host));
+
+		if (!e)
+			return -EINVAL;
+		if (e + 1 < auth_end) {
+			if (e[1] != ':')
+				return -EINVAL;
+			colon = e + 1;
+		}
+		host_len = (size_t)(e + 1 - host);
+	} else {
+		colon = memchr(host, ':', (size_t)(auth_end - host));
+		if (colon && memchr(colon + 1, ':', (size_t)(auth_end - colon - 1)))
+			return -EINVAL; /* an unbracketed IPv6 address */
+		host_len = colon ? (size_t)(colon - host) : (size_t)(auth_end - host);
+	}
+	if (colon) {
+		char *end;
+
+		if (colon + 1 == auth_end || !isdigit((unsigned char)colon[1]))
+			return -EINVAL;
+		port = strtol(colon + 1, &end, 10);
+		if (end != auth_end || port < 1 || port > 65535)
+			return -EINVAL;
+	}
+	if (host_len == 0 || host_len >= sizeof(raw))
+		return -EINVAL;
+	if (wildcard && host_len > 2 && host[0] == '*' && host[1] == '.') {
+		d->wildcard = true;
+		host++;
+		host_len--;
+	}
+	memcpy(raw, host, host_len);
+	raw[host_len] = 0;
+	if (strchr(raw + (d->wildcard ? 1 : 0), '*') ||
+	    !netproxy_normalize_host(raw, host_len, d->host, sizeof(d->host)))
+		return -EINVAL;
+	if (bare)
+		d->https = !loopback(d->host);
+	d->port = port ? (uint16_t)port : d->https ? 443 : 80;
+	d->path = strdup(slash ? slash : "");
+	return d->path ? 0 : -ENOMEM;
+}
+
+bool br_dest_match(const struct br_dest *d, bool https, const char *host, uint16_t port,
+		   const char *path, size_t path_len)
+{
+	size_t n = strlen(d->path), hl = strlen(host), sl = strlen(d->host);
+
+	if (d->https != https || d->port != port)
+		return false;
+	if (d->wildcard ? !(hl > sl && !strcmp(host + hl - sl, d->host)) : strcmp(host, d->host))
+		return false;
+	if (!n)
+		return true;
+	if (path_len < n || memcmp(path, d->path, n))
+		return false;
+	/* a prefix ends at a segment: /v1 covers /v1 and /v1/x, not /v1x */
+	return d->path[n - 1] == '/' || path_len == n || path[n] == '/' || path[n] == '?' ||
+	       path[n] == '#';
+}
+
+/* Appends s to out (room checked by the caller's sizing). */
+static size_t put(char *out, size_t o, const char *s)
+{
+	size_t n = strlen(s);
+
+	memcpy(out + o, s, n);
+	return o + n;
+}
+
+/* Rust regex -> POSIX ERE; -EINVAL for what cannot be said. out has 8 * strlen(in) + 16 bytes. */
+static int translate(const char *in, char *out)
+{
+	size_t o = put(out, 0, "^(");
+	bool cls = false;
+
+	for (const char *p = in; *p; p++) {
+		char c = *p;
+
+		if (cls) {
+			if (c == ']') {
+				cls = false;
+				out[o++] = c;
+			} else if (c == '[' && p[1] == ':') {
+				const char *e = strstr(p, ":]");
+
+				if (!e)
+					return -EINVAL;
+				memcpy(out + o, p, (size_t)(e + 2 - p));
+				o += (size_t)(e + 2 - p);
+				p = e + 1;
+			} else if (c == '\\') {
+				c = *++p;
+				if (c == 'd')
+					o = put(out, o, "0-9");
+				else if (c == 'w')
+					o = put(out, o, "A-Za-z0-9_");
+				else if (c == 's')
+					o = put(out, o, " \t\n\r\f\v");
+				else if (c && ispunct((unsigned char)c) && !strchr("]-^\\[", c))
+					out[o++] = c;
+				else
+					return -EINVAL;
+			} else {
+				out[o++] = c;
+			}
+			continue;
+		}
+		if (c == '\\') {
+			c = *++p;
+			if (c == 'd')
+				o = put(out, o, "[0-9]");
+			else if (c == 'D')
+				o = put(out, o, "[^0-9]");
+			else if (c && strchr("wWsSbB", c))
+				out[o++] = '\\', out[o++] = c; /* glibc's GNU operators */
+			else if (c == 'A')
+				out[o++] = '^';
+			else if (c == 'z')
+				out[o++] = '$';
+			else if (c && ispunct((unsigned char)c))
+				out[o++] = '\\', out[o++] = c;
+			else
+				return -EINVAL;
+		} else if (c == '(' && p[1] == '?') {
+			return -EINVAL; /* flags, non-capturing and named groups */
+		} else if (c == '[') {
+			cls = true;
+			out[o++] = c;
+			if (p[1] == '^')
+				out[o++] = *++p;
+			if (p[1] == ']')
+				out[o++] = *++p;
+		} else if ((c == '*' || c == '+' || c == '?' || c == '}') && p[1] == '?') {
+			return -EINVAL; /* lazy repetition */
+		} else {
+			out[o++] = c;
+		}
+	}
+	if (cls)
+		return -EINVAL;
+	o = put(out, o, ")$");
+	out[o] = 0;
+	return 0;
+}
+
+/* The characters a pattern starts with for sure (placeholders keep them). */
+static void literal_prefix(const char *in, char *lit, size_t size)
+{
+	size_t n = 0, depth = 0;
+	const char *p = in;
+
+	lit[0] = 0;
+	for (const char *q = in; *q; q++) {
+		if (*q == '\\' && q[1]) {
+			q++;
+			continue;
+		}
+		depth += *q == '(';
+		depth -= *q == ')' && depth;
+		if (*q == '|' && depth == 0)
+			return; /* alternatives: no common prefix taken */
+	}
+	if (*p == '^')
+		p++;
+	else if (p[0] == '\\' && p[1] == 'A')
+		p += 2;
+	while (*p && n + 1 < size) {
+		char c = *p;
+
+		if (c == '\\' && p[1] && ispunct((unsigned char)p[1])) {
+			c = p[1];
+			p += 2;
+		} else if (isalnum((unsigned char)c) || (c && strchr("_-:/@=,;~%", c))) {
+			p++;
+		} else {
+			break;
+		}
+		lit[n++] = c;
+	}
+	/* a quantified last character is not certain */
+	if (n && (*p == '*' || *p == '?' || *p == '{'))
+		n--;
+	lit[n] = 0;
+}
+
+int br_pattern_compile(const char *pattern, struct br_pattern *p)
+{
+	size_t n = strlen(pattern);
+	char *ere = malloc(8 * n + 16);
+	int r;
+
+	if (!ere)
+		return -ENOMEM;
+	r = translate(pattern, ere);
+	if (r == 0 && regcomp(&p->re, ere, REG_EXTENDED | REG_NOSUB) != 0)
+		r = -EINVAL;
+	free(ere);
+	if (r < 0)
+		return r;
+	/* the reference's rule: a pattern that matches an empty value is refused */
+	if (regexec(&p->re, "", 0, NULL, 0) == 0) {
+		regfree(&p->re);
+		return -EINVAL;
+	}
+	literal_prefix(pattern, p->lit, sizeof(p->lit));
+	return 0;
+}
+
+bool br_pattern_full_match(const struct br_pattern *p, const char *v)
+{
+	return regexec(&p->re, v, 0, NULL, 0) == 0;
+}

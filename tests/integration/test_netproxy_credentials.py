@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: MIT
+"""Credential masking in the managed network proxy (networkProxy.proxy.credentialMasking and
+credentialProviders; /work/notes/credmask-semantics.md, docs/NETWORK-PROXY.md). The command
+sees placeholders instead of recognised credentials; the proxy puts the real value back only
+into the authorization headers of requests to the credential's destinations. The origins here
+record the heads they get and never echo them, so the command's output could only hold the
+secret if uexec leaked it."""
+import http.server
+import json
+import re
+import threading
+
+import pytest
+
+from test_sandbox import area  # noqa: F401
+
+pytestmark = [pytest.mark.needs_programs("/bin/bash", "/usr/bin/curl")]
+
+REAL = "vendor_abcdefghijklmnopqrstuvwx"
+GH_REAL = "ghp_" + "Z" * 36
+VENDOR_RE = re.compile(r"^vendor_[a-z]{24}$")
+
+
+def launch(providers=None, masking=True, domains=None):
+    proxy = {"enabled": True, "enableSocks5": False, "enableSocks5Udp": False,
+             "allowUpstreamProxy": False, "dangerouslyAllowAllUnixSockets": False,
+             "mode": "full", "domains": domains or {"127.0.0.1": "allow"},
+             "allowLocalBinding": False, "credentialMasking": masking}
+    if providers is not None:
+        proxy["credentialProviders"] = providers
+    return {"proxy": proxy}
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        self.server.heads.append({"path": self.path,
+                                  "headers": {k.lower(): v for k, v in self.headers.items()}})
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture
+def origins():
+    """Two recording origins: [0] the credential's destination, [1] some other host:port."""
+    out = []
+    for _ in range(2):
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        srv.heads = []
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        out.append(srv)
+    yield out
+    for srv in out:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture
+def dbg(server_factory):
+    """A server of its own at debug level: its whole log is searched for the secret."""
+    srv = server_factory("--log-level", "debug")
+    c = srv.connect()
+    c.srv = srv
+    yield c
+    c.close()
+
+
+def vendor(port, **extra):
+    p = {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
+         "url_prefixes": ["http://127.0.0.1:%d/v1" % port]}
+    p.update(extra)
+    return {"vendor": p}
+
+
+def run(client, pid, area, script, np, env=None):
+    e = {"PATH": "/usr/bin:/bin", "VENDOR_TOKEN": REAL}
+    e.update(env or {})
+    client.start(pid, ["/bin/bash", "-c", script], cwd=area.ws, env=e, networkProxy=np)
+    r = client.collect(pid)
+    assert r.exit_code == 0, r.stderr
+    return r.stdout.decode()
+
+
+def curl(port, path, *headers):
+    hs = " ".join('-H "%s"' % h for h in headers)
+    return "curl -sS -o /dev/null %s http://127.0.0.1:%d%s; " % (hs, port, path)
+
+
+def no_secret_anywhere(out, srv):
+    assert REAL not in out and GH_REAL not in out
+    log = srv.stderr()
+    assert REAL.encode() not in log and GH_REAL.encode() not in log
+
+
+def test_command_sees_placeholders_and_markers(dbg, area, origins):
+    port = origins[0].server_address[1]
+    out = run(dbg, "env1", area, "env", launch(vendor(port)),
+              env={"GH_TOKEN": GH_REAL, "EMB": "https://u:%s@h/x" % REAL, "PLAIN": "hello"})
+    env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    dummy = env["VENDOR_TOKEN"]
+    assert VENDOR_RE.match(dummy) and dummy != REAL
+    gh = env["GH_TOKEN"]
+    assert gh.startswith("ghp_masked") and len(gh) == 40 and re.match(r"^[A-Za-z0-9_]+$", gh)
+    assert env["EMB"] == "https://u:%s@h/x" % dummy       # a copy inside a longer value too
+    assert env["PLAIN"] == "hello"
+    assert env["CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE"] == "1"
+    assert json.loads(env["CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS"]) == [
+        ["@alias:EMB", env["EMB"]], ["@alias:GH_TOKEN", gh], ["@alias:VENDOR_TOKEN", dummy],
+        ["GH_TOKEN", gh], ["VENDOR_TOKEN", dummy]]
+    no_secret_anywhere(out, dbg.srv)
+
+
+def test_real_value_goes_only_to_the_bound_destination(dbg, area, origins):
+    port, other = (s.server_address[1] for s in origins)
+    script = ("echo $VENDOR_TOKEN; " +
+              curl(port, "/v1/a", "Authorization: Bearer $VENDOR_TOKEN",
+                   "X-Other: $VENDOR_TOKEN") +
+              curl(port, "/v1", "Authorization: bearer $VENDOR_TOKEN") +
+              curl(port, "/v1x", "Authorization: Bearer $VENDOR_TOKEN") +
+              curl(port, "/v2/a", "Authorization: Bearer $VENDOR_TOKEN") +
+              curl(port, "/v1/t", "Authorization: token $VENDOR_TOKEN") +
+              curl(other, "/v1/a", "Authorization: Bearer $VENDOR_TOKEN"))
+    out = run(dbg, "bound", area, script, launch(vendor(port)))
+    dummy = out.splitlines()[0]
+    assert VENDOR_RE.match(dummy)
+    got = {(h["path"], h["headers"].get("authorization"), h["headers"].get("x-other"))
+           for h in origins[0].heads}
+    assert got == {("/v1/a", "Bearer " + REAL, dummy),     # only the declared header form
+                   ("/v1", "bearer " + REAL, None),        # scheme in any case
+                   ("/v1x", "Bearer " + dummy, None),      # not the prefix's segment
+                   ("/v2/a", "Bearer " + dummy, None),     # outside the prefix
+                   ("/v1/t", "token " + dummy, None)}      # a form the provider did not declare
+    # another host:port gets the placeholder: the secret never leaves for it
+    assert [h["headers"]["authorization"] for h in origins[1].heads] == ["Bearer " + dummy]
+    no_secret_anywhere(out, dbg.srv)
+
+
+def test_basic_and_custom_header_forms(sclient, uniq, area, origins):
+    import base64
+    port = origins[0].server_address[1]
+    basic = vendor(port, auth=["basic"])
+    script = ("echo $VENDOR_TOKEN; curl -sS -o /dev/null -u \"user:$VENDOR_TOKEN\" "
+              "http://127.0.0.1:%d/v1/b1; curl -sS -o /dev/null -u \"$VENDOR_TOKEN:\" "
+              "http://127.0.0.1:%d/v1/b2" % (port, port))
+    out = run(sclient, uniq("basic"), area, script, launch(basic))
+    assert REAL not in out
+    got = sorted((h["path"], base64.b64decode(h["headers"]["authorization"].split()[1]).decode())
+                 for h in origins[0].heads)
+    assert got == [("/v1/b1", "user:" + REAL), ("/v1/b2", REAL + ":")]
+    origins[0].heads.clear()
+    header = vendor(port, auth=["header"], header="X-Api-Key", prefix="Key ")
+    script = (curl(port, "/v1/h1", "X-Api-Key: Key $VENDOR_TOKEN") +
+              curl(port, "/v1/h2", "X-Api-Key: $VENDOR_TOKEN") +
+              curl(port, "/v1/h3", "Authorization: Bearer $VENDOR_TOKEN") + "echo $VENDOR_TOKEN")
+    out = run(sclient, uniq("hdr"), area, script, launch(header))
+    dummy = out.strip()
+    got = sorted((h["path"], h["headers"].get("x-api-key"), h["headers"].get("authorization"))
+                 for h in origins[0].heads)
+    assert got == [("/v1/h1", "Key " + REAL, None), ("/v1/h2", dummy, None),
+                   ("/v1/h3", None, "Bearer " + dummy)]
+
+
+@pytest.mark.parametrize("bad", [
+    {"env": []}, {"env": ["VENDOR_TOKEN"]},
+    {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"]},
+    {"env": ["1BAD"], "patterns": ["x+"], "url_prefixes": ["https://x.example"]},
+    {"env": ["VENDOR_TOKEN"], "patterns": [".*"], "url_prefixes": ["https://x.example"]},
+    {"env": ["VENDOR_TOKEN"], "patterns": ["(["], "url_prefixes": ["https://x.example"]},
+    {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
+     "url_prefixes": ["ftp://x.example"]},
+    {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
+     "url_prefixes": ["https://x.example"], "auth": ["header"]},
+    {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
+     "url_prefixes": ["https://x.example"], "prefix": "K "},
+    {"env": ["GH_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
+     "url_prefixes": ["https://x.example"]},
+])
+def test_broken_provider_is_dropped_not_refused(sclient, uniq, area, bad):
+    """The reference starts the process and ignores the provider (a warning in its log)."""
+    out = run(sclient, uniq("bad"), area, "echo $VENDOR_TOKEN $CODEX_NETWORK_PROXY_CREDENTIAL_"
+              "BROKER_ACTIVE", launch({"vendor": bad}))
+    assert out == REAL + " 1\n"
+
+
+def test_masking_off_leaves_the_environment(sclient, uniq, area, origins):
+    port = origins[0].server_address[1]
+    out = run(sclient, uniq("off"), area,
+              "echo $VENDOR_TOKEN $GH_TOKEN [$CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE]",
+              launch(vendor(port), masking=False),
+              env={"GH_TOKEN": GH_REAL, "CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE": "1"})
+    assert out == "%s %s [1]\n" % (REAL, GH_REAL)
+
+
+def test_client_markers_are_replaced(sclient, uniq, area, origins):
+    port = origins[0].server_address[1]
+    out = run(sclient, uniq("mk"), area, "env | grep -c ^CODEX_NETWORK_PROXY_BROKERED; "
+              "echo $CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS",
+              launch(vendor(port)),
+              env={"CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS": '[["VENDOR_TOKEN","forged"]]'})
+    count, marker = out.splitlines()
+    assert count == "1" and "forged" not in marker
