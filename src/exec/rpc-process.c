@@ -21,6 +21,7 @@
 #include "file-uri.h"
 #include "log.h"
 #include "netproxy-config.h"
+#include "mitm.h"
 #include "netproxy-env.h"
 #include "proxy.h"
 #include "params.h"
@@ -684,6 +685,13 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	if (r >= 0 && npc)
 		r = netproxy_env_apply(npc, managed ? SANDBOX_PROXY_HTTP_PORT : hports[0],
 				       managed ? SANDBOX_PROXY_SOCKS_PORT : hports[1], &envp);
+	if (r >= 0 && npc && npc->credential_masking) {
+		struct np_mitm *m;
+
+		/* the interception CA the command is told to trust (without it: no interception) */
+		if (np_mitm_get(c->srv, &m) == 0)
+			r = netproxy_env_ca(np_mitm_bundle(m), &envp);
+	}
 	if (r >= 0)
 		r = build_argv(f, &argv);
 	if (r == -EILSEQ) {

@@ -283,8 +283,9 @@ static bool bound(const struct br_cred *c, bool https, const char *host, uint16_
 
 bool np_broker_binds_https(const struct np_broker *b, const char *host, uint16_t port)
 {
+	/* any path: the requests inside the tunnel are matched one by one */
 	for (size_t i = 0; b && i < b->n_creds; i++)
-		if (bound(&b->creds[i], true, host, port, "", 0))
+		if (bound(&b->creds[i], true, host, port, NULL, 0))
 			return true;
 	return false;
 }

@@ -81,6 +81,7 @@ const char *br_register(struct np_broker *b, const struct br_provider *p, const 
  * Returns 0, -EINVAL, or -ENOMEM.
  */
 int br_dest_parse(const char *s, bool wildcard, struct br_dest *d);
+/* path NULL: any path. */
 bool br_dest_match(const struct br_dest *d, bool https, const char *host, uint16_t port,
 		   const char *path, size_t path_len);
 /* Compiles a pattern (Rust regex syntax, the subset POSIX ERE can say). 0, -EINVAL, -ENOMEM. */

@@ -100,8 +100,8 @@ bool br_dest_match(const struct br_dest *d, bool https, const char *host, uint16
 		return false;
 	if (d->wildcard ? !(hl > sl && !strcmp(host + hl - sl, d->host)) : strcmp(host, d->host))
 		return false;
-	if (!n)
-		return true;
+	if (!n || !path)
+		return true; /* no path prefix, or any path asked for */
 	if (path_len < n || memcmp(path, d->path, n))
 		return false;
 	/* a prefix ends at a segment: /v1 covers /v1 and /v1/x, not /v1x */

@@ -122,3 +122,52 @@ fail:
 	free(v);
 	return -ENOMEM;
 }
+
+static const char *const ca_vars[] = {
+	"BUNDLE_SSL_CA_CERT", "CARGO_HTTP_CAINFO", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+	"CODEX_CA_CERTIFICATE", "CURL_CA_BUNDLE", "DENO_CERT", "GIT_SSL_CAINFO",
+	"NODE_EXTRA_CA_CERTS", "NPM_CONFIG_CAFILE", "PIP_CERT", "REQUESTS_CA_BUNDLE",
+	"SSL_CERT_FILE", "npm_config_cafile",
+};
+
+static bool is_ca_var(const char *entry)
+{
+	for (size_t i = 0; i < ELEMENTSOF(ca_vars); i++) {
+		size_t n = strlen(ca_vars[i]);
+
+		if (strncmp(entry, ca_vars[i], n) == 0 && entry[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+int netproxy_env_ca(const char *bundle, char ***envp)
+{
+	char **old = *envp, **v;
+	size_t n = 0, k = 0;
+
+	while (old && old[n])
+		n++;
+	v = calloc(n + ELEMENTSOF(ca_vars) + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(ca_vars); i++) {
+		if (asprintf(&v[k], "%s=%s", ca_vars[i], bundle) < 0) {
+			for (size_t j = 0; j < k; j++)
+				free(v[j]);
+			free(v);
+			return -ENOMEM;
+		}
+		k++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (is_ca_var(old[i])) {
+			free(old[i]);
+			continue;
+		}
+		v[k++] = old[i];
+	}
+	free(old);
+	*envp = v;
+	return 0;
+}

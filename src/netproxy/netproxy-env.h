@@ -15,3 +15,10 @@ struct netproxy_config;
  */
 int netproxy_env_apply(struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
 		       char ***envp);
+
+/*
+ * Credential masking's CA variables (SSL_CERT_FILE and the others the
+ * reference sets) pointing at bundle, in *envp (replaced), dropping the
+ * client's values of the same names. Returns 0 or -ENOMEM (*envp unchanged).
+ */
+int netproxy_env_ca(const char *bundle, char ***envp);

@@ -31,6 +31,7 @@
 #include "http-client.h"
 #include "list.h"
 #include "log.h"
+#include "mitm.h"
 #include "macro.h"
 #include "netconn.h"
 #include "netproxy-config.h"
@@ -99,6 +100,7 @@ struct npc {
 	enum npc_state state;
 	struct buf head;       /* request bytes not yet handled */
 	bool connect;          /* CONNECT (or a SOCKS5 CONNECT: socks too) */
+	bool mitm;             /* intercepted (credential masking): requests inside TLS to host:port */
 	bool socks;            /* a SOCKS5 client */
 	uint64_t body_left;    /* FORWARD: request body bytes still to pass (Content-Length) */
 	bool chunked;          /* FORWARD: a chunked body, its end found by ch */
@@ -1071,7 +1073,7 @@ static int rewrite_head(const struct npc *c, const struct http_request *req, con
 
 		if (hop_by_hop(h, conn))
 			continue;
-		r = np_broker_translate(br, false, c->host, c->port, opath, opath_len, h->name,
+		r = np_broker_translate(br, c->mitm, c->host, c->port, opath, opath_len, h->name,
 					h->name_len, h->value, h->value_len, &real);
 		if (r < 0)
 			return r;
@@ -1132,7 +1134,11 @@ static int dial(struct npc *c)
 {
 	struct netconn_config cfg = { .host = c->via ? c->via->host : c->host,
 				      .port = c->via ? c->via->port : c->port,
-				      .nodelay = true, .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS };
+				      .nodelay = true, .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS,
+				      /* intercepted: TLS again toward the target, verified as usual */
+				      .tls = c->mitm,
+				      /* a real credential may be in what is queued: wiped when freed */
+				      .sensitive = c->np->cfg->broker != NULL };
 
 	if (c->via && !c->decided) {
 		/* through an upstream proxy the policy is settled before connecting */
@@ -1210,6 +1216,51 @@ static void answered(struct npc *c, size_t n)
 		finish_client(c);
 }
 
+static int mitm_setup(struct ssl_st *ssl, void *arg)
+{
+	struct npc *c = arg;
+
+	return np_mitm_setup(c->np->srv->mitm, ssl, c->host);
+}
+
+/*
+ * CONNECT to a target a credential is bound to (head of n bytes): 200, then
+ * TLS with the client under a certificate of the server's CA for the target;
+ * the requests inside are read like plain ones and go to the target over TLS
+ * of their own (verified), with the credential put back (rewrite_head).
+ */
+static void start_mitm(struct npc *c, size_t n)
+{
+	struct np_mitm *m;
+	char date[64], out[128];
+	int k;
+
+	if (np_mitm_get(c->np->srv, &m) < 0) {
+		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		answered(c, n);
+		return;
+	}
+	if (http_format_date(time(NULL), date, sizeof(date)) < 0 ||
+	    (k = snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\ndate: %s\r\n\r\n", date)) <= 0 ||
+	    netconn_send(c->client, out, (size_t)k) < 0) {
+		finish_client(c);
+		return;
+	}
+	buf_consume(&c->head, n);
+	/* bytes behind the CONNECT head are the start of the client's handshake */
+	if (netconn_start_tls_server(c->client, np_mitm_ctx(m), mitm_setup, c, c->head.data,
+				     c->head.len) < 0) {
+		finish_client(c);
+		return;
+	}
+	buf_consume(&c->head, c->head.len);
+	c->mitm = true;
+	c->connect = false;
+	c->keep = true;
+	c->state = NPC_HEAD;
+	head_deadline(c); /* the handshake and the first request: NPC_HEAD_TIMEOUT_MS */
+}
+
 /* One complete request head in c->head (n bytes of it). */
 static void handle_request(struct npc *c, const struct http_request *req, size_t n)
 {
@@ -1222,11 +1273,25 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
 	/* HTTP/1.1 keeps the connection unless the client asks otherwise (the reference's) */
 	c->keep = req->minor_version >= 1 && !wants_close(http_request_header(req, "connection"));
-	c->decided = false;
-	c->override = false;
 	snprintf(c->method_buf, sizeof(c->method_buf), "%.*s",
 		 (int)MIN(req->method_len, sizeof(c->method_buf) - 1), req->method);
 	c->method = c->method_buf;
+	if (c->mitm) {
+		/*
+		 * Inside an intercepted tunnel: the target is the CONNECT's, already
+		 * decided (its addresses are still checked at each dial); an
+		 * origin-form request only.
+		 */
+		if (c->connect || !tl || t[0] != '/') {
+			send_text(c, "400 Bad Request", NULL, "origin-form request expected");
+			goto done;
+		}
+		path = t;
+		path_len = tl;
+		goto forward;
+	}
+	c->decided = false;
+	c->override = false;
 	if (c->connect) {
 		const struct http_header *h = http_request_header(req, "host");
 
@@ -1321,12 +1386,19 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		emit(c, true, true, "baseline_policy", "allow");
 		c->decided = true;
 	}
+	if (c->connect && c->np->cfg->broker && np_broker_binds_https(c->np->cfg->broker, c->host, c->port) &&
+	    !choose_upstream(c)) {
+		/* a credential is bound here: intercepted, so that it can be put back */
+		start_mitm(c, n);
+		return;
+	}
 	if (limited && c->connect) {
 		emit(c, false, false, "mode_guard", "mitm_required");
 		send_text(c, "403 Forbidden", "blocked-by-mitm-required", "MITM required for limited HTTPS.");
 		answered(c, n);
 		return;
 	}
+forward:
 	if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
 			 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
 			 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
@@ -1368,7 +1440,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			memset(&c->ch, 0, sizeof(c->ch));
 		}
 		buf_done(&c->out_head);
-		c->via = choose_upstream(c);
+		c->via = c->mitm ? NULL : choose_upstream(c);
 		if (c->via) {
 			/* an upstream proxy takes the absolute form (the reference's) */
 			char *abs = NULL;
