@@ -6,6 +6,7 @@ into the authorization headers of requests to the credential's destinations. The
 record the heads they get and never echo them, so the command's output could only hold the
 secret if uexec leaked it."""
 import http.server
+import os
 import json
 import re
 import threading
@@ -205,3 +206,142 @@ def test_client_markers_are_replaced(sclient, uniq, area, origins):
               env={"CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS": '[["VENDOR_TOKEN","forged"]]'})
     count, marker = out.splitlines()
     assert count == "1" and "forged" not in marker
+
+
+# ---- HTTPS: interception of the bound targets' tunnels ----
+
+def openssl(*args):
+    import subprocess
+    subprocess.run(["/usr/bin/openssl"] + list(args), check=True, capture_output=True)
+
+
+@pytest.fixture
+def pki(tmp_path):
+    """A test CA, a certificate of it for 127.0.0.1, and a roots file: the system's + the CA."""
+    d = tmp_path / "pki"
+    d.mkdir()
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"), "-days", "2",
+            "-subj", "/CN=credmask test CA")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", str(d / "leaf.key"), "-out", str(d / "leaf.csr"), "-subj", "/CN=127.0.0.1")
+    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+                               "extendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", str(d / "leaf.csr"), "-CA", str(d / "ca.pem"), "-CAkey",
+            str(d / "ca.key"), "-CAcreateserial", "-out", str(d / "leaf.pem"), "-days", "2",
+            "-extfile", str(d / "ext.cnf"))
+    import ssl
+    system = ssl.get_default_verify_paths().cafile
+    roots = (open(system).read() if system and os.path.exists(system) else "")
+    (d / "roots.pem").write_text(roots + (d / "ca.pem").read_text())
+    return d
+
+
+@pytest.fixture
+def tls_origins(pki):
+    """Two HTTPS recording origins with certificates of the test CA."""
+    import ssl
+    out = []
+    for _ in range(2):
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(pki / "leaf.pem"), str(pki / "leaf.key"))
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        srv.heads = []
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        out.append(srv)
+    yield out
+    for srv in out:
+        srv.shutdown()
+        srv.server_close()
+
+
+def https_vendor(port):
+    return {"vendor": {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
+                       "url_prefixes": ["https://127.0.0.1:%d/api" % port]}}
+
+
+CA_VARS = ["BUNDLE_SSL_CA_CERT", "CARGO_HTTP_CAINFO", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+           "CODEX_CA_CERTIFICATE", "CURL_CA_BUNDLE", "DENO_CERT", "GIT_SSL_CAINFO",
+           "NODE_EXTRA_CA_CERTS", "NPM_CONFIG_CAFILE", "PIP_CERT", "REQUESTS_CA_BUNDLE",
+           "SSL_CERT_FILE", "npm_config_cafile"]
+
+
+@pytest.mark.needs_programs("/usr/bin/openssl")
+def test_https_bound_target_is_intercepted(server_factory, tmp_path, area, pki, tls_origins):
+    tmp = tmp_path / "srvtmp"
+    tmp.mkdir()
+    srv = server_factory("--log-level", "debug",
+                         env=dict(os.environ, SSL_CERT_FILE=str(pki / "roots.pem"), TMPDIR=str(tmp)))
+    c = srv.connect()
+    port, other = (s.server_address[1] for s in tls_origins)
+    script = ("echo $VENDOR_TOKEN; " + " ".join("echo $%s;" % v for v in CA_VARS) +
+              "curl -sS -o /dev/null -o /dev/null -H \"Authorization: Bearer $VENDOR_TOKEN\" "
+              "https://127.0.0.1:%d/api/a https://127.0.0.1:%d/api/b; " % (port, port) +
+              "curl -sS -o /dev/null -H \"Authorization: Bearer $VENDOR_TOKEN\" "
+              "https://127.0.0.1:%d/api/c; " % other +
+              "curl -sS -v -o /dev/null https://127.0.0.1:%d/x 2>&1 | grep -i 'issuer:'; "
+              "curl -sS -v -o /dev/null https://127.0.0.1:%d/x 2>&1 | grep -i 'issuer:'"
+              % (port, other))
+    out = run(c, "tls1", area, script, launch(https_vendor(port)))
+    lines = out.splitlines()
+    dummy, ca_files, issuers = lines[0], lines[1:1 + len(CA_VARS)], lines[1 + len(CA_VARS):]
+    assert VENDOR_RE.match(dummy)
+    bundle = ca_files[0]
+    assert ca_files == [bundle] * len(CA_VARS) and bundle.startswith(str(tmp) + "/")
+    # the bound target's certificate is the server's CA's; the other target's is its own
+    assert "uexec network proxy MITM CA" in issuers[0] and "credmask test CA" in issuers[1]
+    # both requests of the kept-alive intercepted connection carried the real value, verified
+    # TLS toward the target; the other target got the placeholder through an opaque tunnel
+    assert sorted((h["path"], h["headers"]["authorization"]) for h in tls_origins[0].heads
+                  if h["path"].startswith("/api")) == [("/api/a", "Bearer " + REAL),
+                                                      ("/api/b", "Bearer " + REAL)]
+    assert [h["headers"]["authorization"] for h in tls_origins[1].heads
+            if h["path"].startswith("/api")] == ["Bearer " + dummy]
+    # on disk: the CA certificate and the bundle in a private directory, never a key
+    d = os.path.dirname(bundle)
+    assert os.stat(d).st_mode & 0o777 == 0o700
+    assert sorted(os.listdir(d)) == ["ca-bundle.pem", "ca.pem"]
+    text_ = open(bundle).read()
+    assert "PRIVATE KEY" not in text_ and open(os.path.join(d, "ca.pem")).read() in text_
+    assert (pki / "ca.pem").read_text() in text_       # the server's own roots are kept
+    no_secret_anywhere(out, srv)
+    c.close()
+    assert srv.terminate() == 0
+    assert not os.path.exists(d)                        # removed with the server
+
+
+@pytest.mark.needs_programs("/usr/bin/openssl")
+def test_unverified_target_never_gets_the_secret(server_factory, area, pki, tls_origins):
+    """The server does not trust the target's certificate: the intercepted request ends in a
+    502 inside the tunnel and nothing reaches the target."""
+    srv = server_factory(env=dict(os.environ, SSL_CERT_FILE=str(pki / "ca.key")))  # no roots
+    c = srv.connect()
+    port = tls_origins[0].server_address[1]
+    out = run(c, "tls2", area,
+              "curl -sS -w '%%{http_code}' -o /dev/null -H \"Authorization: Bearer "
+              "$VENDOR_TOKEN\" https://127.0.0.1:%d/api/a" % port, launch(https_vendor(port)))
+    assert out == "502"
+    assert [h for h in tls_origins[0].heads if h["path"].startswith("/api")] == []
+    c.close()
+
+
+@pytest.mark.needs("x86_64", "seccomp", "sandbox")
+@pytest.mark.needs_programs("/usr/bin/openssl")
+def test_https_interception_in_the_managed_sandbox(server_factory, tmp_path, area, pki,
+                                                   tls_origins):
+    from test_sandbox import ws_policy
+    srv = server_factory(env=dict(os.environ, SSL_CERT_FILE=str(pki / "roots.pem")))
+    c = srv.connect()
+    port = tls_origins[0].server_address[1]
+    c.start("sb1", ["/bin/bash", "-c", "curl -sS -o /dev/null -H \"Authorization: Bearer "
+                    "$VENDOR_TOKEN\" https://127.0.0.1:%d/api/s; echo $VENDOR_TOKEN" % port],
+            cwd=area.ws, env={"PATH": "/usr/bin:/bin", "VENDOR_TOKEN": REAL},
+            sandbox=ws_policy(area.ws, network="enabled"), enforceManagedNetwork=True,
+            networkProxy=launch(https_vendor(port)))
+    r = c.collect("sb1")
+    assert r.exit_code == 0, r.stderr
+    assert VENDOR_RE.match(r.stdout.decode().strip())
+    assert [h["headers"]["authorization"] for h in tls_origins[0].heads
+            if h["path"] == "/api/s"] == ["Bearer " + REAL]
+    c.close()
