@@ -33,6 +33,7 @@ struct br_dest {
 struct br_pattern {
 	regex_t re;
 	char lit[64]; /* its literal prefix (kept by placeholders) */
+	bool icase;   /* a leading (?i) */
 };
 
 struct br_provider {

@@ -9,10 +9,12 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cred-internal.h"
+#include "macro.h"
 #include "policy.h"
 
 static bool loopback(const char *host)
@@ -234,16 +236,125 @@ static void literal_prefix(const char *in, char *lit, size_t size)
 	lit[n] = 0;
 }
 
+/*
+ * regcomp unrolls counted repetitions: a client's pattern is bounded by the
+ * size it unrolls to (atoms, each repetition multiplying what it repeats;
+ * bounds at most 64 as the reference's), its nesting by PAT_DEPTH.
+ */
+#define PAT_COST_MAX 10000
+#define PAT_REPEAT_MAX 64
+#define PAT_DEPTH 32
+
+static size_t cost_alt(const char **p, int depth);
+
+static size_t cost_atom(const char **p, int depth)
+{
+	size_t c;
+
+	switch (**p) {
+	case '(':
+		(*p)++;
+		if (depth >= PAT_DEPTH)
+			return SIZE_MAX;
+		c = cost_alt(p, depth + 1);
+		if (**p != ')')
+			return SIZE_MAX;
+		(*p)++;
+		return c;
+	case '[':
+		(*p)++;
+		if (**p == '^')
+			(*p)++;
+		if (**p == ']')
+			(*p)++;
+		while (**p && **p != ']') {
+			const char *e = (*p)[0] == '[' && (*p)[1] == ':' ? strstr(*p, ":]") : NULL;
+
+			*p = e ? e + 2 : (*p)[0] == '\\' && (*p)[1] ? *p + 2 : *p + 1;
+		}
+		if (**p == ']')
+			(*p)++;
+		return 1;
+	case '\\':
+		*p += (*p)[1] ? 2 : 1;
+		return 1;
+	default:
+		(*p)++;
+		return 1;
+	}
+}
+
+static size_t cost_seq(const char **p, int depth)
+{
+	size_t total = 0;
+
+	while (**p && **p != '|' && **p != ')') {
+		size_t a = cost_atom(p, depth);
+
+		while (a <= PAT_COST_MAX) {
+			if (**p == '*' || **p == '+' || **p == '?') {
+				a *= 2;
+				(*p)++;
+			} else if (**p == '{' && isdigit((unsigned char)(*p)[1])) {
+				char *end;
+				unsigned long n = strtoul(*p + 1, &end, 10), m = n + 1;
+
+				if (*end == ',' && isdigit((unsigned char)end[1]))
+					m = strtoul(end + 1, &end, 10);
+				else if (*end == ',')
+					end++;
+				if (*end != '}' || n > PAT_REPEAT_MAX || m > PAT_REPEAT_MAX + 1)
+					return SIZE_MAX;
+				a *= MAX(m, 1ul);
+				*p = end + 1;
+			} else {
+				break;
+			}
+		}
+		if (a > PAT_COST_MAX || (total += a) > PAT_COST_MAX)
+			return SIZE_MAX;
+	}
+	return total;
+}
+
+static size_t cost_alt(const char **p, int depth)
+{
+	size_t total = cost_seq(p, depth);
+
+	while (**p == '|' && total <= PAT_COST_MAX) {
+		size_t c;
+
+		(*p)++;
+		c = cost_seq(p, depth);
+		total = c > PAT_COST_MAX ? SIZE_MAX : total + c;
+	}
+	return total;
+}
+
+/* Whether the pattern is small enough to compile: balanced, bounded nesting and size. */
+static bool pattern_bounded(const char *pattern)
+{
+	const char *p = pattern;
+
+	return cost_alt(&p, 0) <= PAT_COST_MAX && *p == 0;
+}
+
 int br_pattern_compile(const char *pattern, struct br_pattern *p)
 {
 	size_t n = strlen(pattern);
 	char *ere = malloc(8 * n + 16);
-	int r;
+	int r, flags = REG_EXTENDED | REG_NOSUB;
 
 	if (!ere)
 		return -ENOMEM;
-	r = translate(pattern, ere);
-	if (r == 0 && regcomp(&p->re, ere, REG_EXTENDED | REG_NOSUB) != 0)
+	/* a leading (?i): the whole pattern ignores case (the one flag group said in POSIX) */
+	if (!strncmp(pattern, "(?i)", 4)) {
+		pattern += 4;
+		flags |= REG_ICASE;
+		p->icase = true;
+	}
+	r = pattern_bounded(pattern) ? translate(pattern, ere) : -EINVAL;
+	if (r == 0 && regcomp(&p->re, ere, flags) != 0)
 		r = -EINVAL;
 	free(ere);
 	if (r < 0)

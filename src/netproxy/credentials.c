@@ -480,7 +480,8 @@ static char *make_dummy(const struct np_broker *b, const struct br_provider *p, 
 			d[len] = 0;
 		} else {
 			const struct br_pattern *pat = custom_match(p, real);
-			size_t keep = pat && !strncmp(real, pat->lit, strlen(pat->lit)) ? strlen(pat->lit) : 0;
+			size_t l = pat ? strlen(pat->lit) : 0;
+			size_t keep = pat && !(pat->icase ? strncasecmp : strncmp)(real, pat->lit, l) ? l : 0;
 
 			if (!pat)
 				return NULL;

@@ -173,6 +173,12 @@ def test_basic_and_custom_header_forms(sclient, uniq, area, origins):
     {"env": ["1BAD"], "patterns": ["x+"], "url_prefixes": ["https://x.example"]},
     {"env": ["VENDOR_TOKEN"], "patterns": [".*"], "url_prefixes": ["https://x.example"]},
     {"env": ["VENDOR_TOKEN"], "patterns": ["(["], "url_prefixes": ["https://x.example"]},
+    # bounded: repetition counts over 64, or unrolling past the size limit
+    {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{65}$"],
+     "url_prefixes": ["https://x.example"]},
+    {"env": ["VENDOR_TOKEN"], "patterns": ["^(((vendor_){64}){64}){64}$"],
+     "url_prefixes": ["https://x.example"]},
+
     {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
      "url_prefixes": ["ftp://x.example"]},
     {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
@@ -187,6 +193,13 @@ def test_broken_provider_is_dropped_not_refused(sclient, uniq, area, bad):
     out = run(sclient, uniq("bad"), area, "echo $VENDOR_TOKEN $CODEX_NETWORK_PROXY_CREDENTIAL_"
               "BROKER_ACTIVE", launch({"vendor": bad}))
     assert out == REAL + " 1\n"
+
+
+def test_case_insensitive_pattern(sclient, uniq, area, origins):
+    port = origins[0].server_address[1]
+    prov = vendor(port, patterns=["(?i)^VENDOR_[A-Z]{24}$"])
+    out = run(sclient, uniq("ci"), area, "echo $VENDOR_TOKEN", launch(prov))
+    assert VENDOR_RE.match(out.strip()) and out.strip() != REAL
 
 
 def test_masking_off_leaves_the_environment(sclient, uniq, area, origins):
