@@ -1386,9 +1386,13 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		emit(c, true, true, "baseline_policy", "allow");
 		c->decided = true;
 	}
-	if (c->connect && c->np->cfg->broker && np_broker_binds_https(c->np->cfg->broker, c->host, c->port) &&
-	    !choose_upstream(c)) {
-		/* a credential is bound here: intercepted, so that it can be put back */
+	if (c->connect && c->np->cfg->broker && !choose_upstream(c) &&
+	    (limited || np_broker_binds_https(c->np->cfg->broker, c->host, c->port))) {
+		/*
+		 * A credential is bound here: intercepted, so that it can be put
+		 * back. In limited mode every tunnel is (the reference's), its
+		 * requests then held to the read-only methods like plain ones.
+		 */
 		start_mitm(c, n);
 		return;
 	}
@@ -1403,6 +1407,13 @@ forward:
 			 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
 			 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
 		emit(c, false, false, "mode_guard", "method_not_allowed");
+		if (c->mitm) {
+			/* inside an intercepted tunnel the reference answers in plain text */
+			send_text(c, "403 Forbidden", "blocked-by-method-policy",
+				  "Method not allowed in limited mode.");
+			answered(c, n);
+			return;
+		}
 		send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
 				  "Method not allowed in limited mode.", "mode_guard", "deny");
 		answered(c, n);

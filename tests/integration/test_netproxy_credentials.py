@@ -22,10 +22,10 @@ GH_REAL = "ghp_" + "Z" * 36
 VENDOR_RE = re.compile(r"^vendor_[a-z]{24}$")
 
 
-def launch(providers=None, masking=True, domains=None):
+def launch(providers=None, masking=True, domains=None, mode="full"):
     proxy = {"enabled": True, "enableSocks5": False, "enableSocks5Udp": False,
              "allowUpstreamProxy": False, "dangerouslyAllowAllUnixSockets": False,
-             "mode": "full", "domains": domains or {"127.0.0.1": "allow"},
+             "mode": mode, "domains": domains or {"127.0.0.1": "allow"},
              "allowLocalBinding": False, "credentialMasking": masking}
     if providers is not None:
         proxy["credentialProviders"] = providers
@@ -357,4 +357,26 @@ def test_https_interception_in_the_managed_sandbox(server_factory, tmp_path, are
     assert VENDOR_RE.match(r.stdout.decode().strip())
     assert [h["headers"]["authorization"] for h in tls_origins[0].heads
             if h["path"] == "/api/s"] == ["Bearer " + REAL]
+    c.close()
+
+
+@pytest.mark.needs_programs("/usr/bin/openssl")
+def test_limited_mode_intercepts_every_tunnel(server_factory, area, pki, tls_origins):
+    """With masking on, limited mode intercepts any HTTPS (not only bound targets) and holds
+    the requests inside to the read-only methods, answering as the reference does."""
+    srv = server_factory(env=dict(os.environ, SSL_CERT_FILE=str(pki / "roots.pem")))
+    c = srv.connect()
+    other = tls_origins[1].server_address[1]
+    out = run(c, "lim", area,
+              "curl -sS -v -o /dev/null https://127.0.0.1:%d/g 2>&1 | grep -i 'issuer:'; "
+              "curl -sS -i -X POST https://127.0.0.1:%d/p" % (other, other),
+              launch(https_vendor(tls_origins[0].server_address[1]), mode="limited"))
+    issuer, rest = out.split("\n", 1)
+    assert "uexec network proxy MITM CA" in issuer
+    assert rest.startswith("HTTP/1.1 200 OK\r\ndate: ")            # the CONNECT's answer
+    inner = rest.split("\r\n\r\n", 1)[1]
+    assert inner.startswith("HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n"
+                            "x-proxy-error: blocked-by-method-policy\r\ncontent-length: 35\r\n")
+    assert inner.endswith("\r\n\r\nMethod not allowed in limited mode.")
+    assert [h["path"] for h in tls_origins[1].heads] == ["/g"]
     c.close()
