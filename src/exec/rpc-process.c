@@ -682,9 +682,16 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		if (r < 0)
 			goto fail;
 	}
-	if (r >= 0 && npc)
+	if (r >= 0 && npc) {
+		const char *av[3] = { NULL };
+		size_t argc = json_array_size(f[F_ARGV]);
+
+		for (size_t i = 0; i < argc && i < 3; i++)
+			av[i] = json_string_value(json_array_get(f[F_ARGV], i));
 		r = netproxy_env_apply(npc, managed ? SANDBOX_PROXY_HTTP_PORT : hports[0],
-				       managed ? SANDBOX_PROXY_SOCKS_PORT : hports[1], &envp);
+				       managed ? SANDBOX_PROXY_SOCKS_PORT : hports[1],
+				       netproxy_env_maskable(av, argc), &envp);
+	}
 	if (r >= 0 && npc && npc->credential_masking) {
 		struct np_mitm *m;
 

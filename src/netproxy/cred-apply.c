@@ -74,7 +74,7 @@ static int set_entry(char **slot, const char *key, size_t key_len, const char *v
 }
 
 /* Step 1: every provider's variables holding one of its credentials get a placeholder. */
-static int mask_sources(struct np_broker *b, char **env, bool *changed)
+static int mask_sources(struct np_broker *b, char **env, ssize_t *via)
 {
 	for (size_t i = 0; i < b->n_prov; i++) {
 		const struct br_provider *p = &b->prov[i];
@@ -122,7 +122,9 @@ static int mask_sources(struct np_broker *b, char **env, bool *changed)
 				free(dyn.path);
 				return -ENOMEM;
 			}
-			changed[k] |= dummy != NULL;
+			for (size_t c = 0; dummy && c < b->n_creds; c++)
+				if (b->creds[c].dummy == dummy)
+					via[k] = (ssize_t)c;
 		}
 		free(dyn.path);
 	}
@@ -130,7 +132,7 @@ static int mask_sources(struct np_broker *b, char **env, bool *changed)
 }
 
 /* Step 2: any other value equal to a credential, or holding a long one, gets its placeholder. */
-static int mask_copies(struct np_broker *b, char **env, bool *changed)
+static int mask_copies(struct np_broker *b, char **env, ssize_t *via)
 {
 	for (size_t i = 0; env[i]; i++) {
 		char *eq = strchr(env[i], '=');
@@ -149,7 +151,7 @@ static int mask_copies(struct np_broker *b, char **env, bool *changed)
 				return -ENOMEM;
 			}
 			free(nv);
-			changed[i] = true;
+			via[i] = (ssize_t)j;
 		}
 	}
 	return 0;
@@ -165,10 +167,11 @@ static int pair_cmp(const void *a, const void *b)
 
 /*
  * The marker listing [key, placeholder] pairs: "@alias:KEY" for every
- * variable rewritten, "KEY" for every provider variable holding a
- * placeholder, sorted by key (the reference's list).
+ * variable rewritten (with the placeholder put in it), "KEY" for every
+ * provider variable holding a placeholder, sorted by key (the reference's
+ * list).
  */
-static char *brokered_marker(const struct np_broker *b, char **env, const bool *changed)
+static char *brokered_marker(const struct np_broker *b, char **env, const ssize_t *via)
 {
 	json_t **pairs, *arr = json_array();
 	size_t n = 0, cap = b->n_creds + 1;
@@ -182,11 +185,11 @@ static char *brokered_marker(const struct np_broker *b, char **env, const bool *
 	for (size_t i = 0; env[i]; i++) {
 		char key[512], *eq = strchr(env[i], '=');
 
-		if (!changed[i] || !eq)
+		if (via[i] < 0 || !eq)
 			continue;
 		snprintf(key, sizeof(key), "@alias:%.*s", (int)MIN((size_t)(eq - env[i]), 400),
 			 env[i]);
-		if (!(pairs[n] = json_pack("[ss]", key, eq + 1)))
+		if (!(pairs[n] = json_pack("[ss]", key, b->creds[via[i]].dummy)))
 			goto out;
 		n++;
 	}
@@ -221,7 +224,7 @@ int np_broker_mask_env(struct np_broker *b, char ***envp)
 {
 	char **env = *envp, **v, *marker = NULL;
 	size_t n = 0, k = 0;
-	bool *changed;
+	ssize_t *via; /* per variable: the credential whose placeholder went in, or -1 */
 	int r = -ENOMEM;
 
 	while (env && env[n])
@@ -234,16 +237,18 @@ int np_broker_mask_env(struct np_broker *b, char ***envp)
 			n--;
 			i--;
 		}
-	changed = calloc(n + 1, sizeof(*changed));
+	via = malloc((n + 1) * sizeof(*via));
 	v = calloc(n + 3, sizeof(*v));
-	if (!changed || !v)
+	if (!via || !v)
 		goto out;
+	for (size_t i = 0; i <= n; i++)
+		via[i] = -1;
 	if (env) {
-		if ((r = mask_sources(b, env, changed)) < 0 || (r = mask_copies(b, env, changed)) < 0)
+		if ((r = mask_sources(b, env, via)) < 0 || (r = mask_copies(b, env, via)) < 0)
 			goto out;
 	}
 	r = -ENOMEM;
-	marker = brokered_marker(b, env ? env : v, changed);
+	marker = brokered_marker(b, env ? env : v, via);
 	if (!marker)
 		goto out;
 	for (size_t i = 0; i < n; i++)
@@ -268,7 +273,7 @@ undo:
 out:
 	free(v);
 	free(marker);
-	free(changed);
+	free(via);
 	return r;
 }
 

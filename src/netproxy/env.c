@@ -72,8 +72,19 @@ static bool is_proxy_var(const char *entry)
 	return false;
 }
 
+bool netproxy_env_maskable(const char *const *argv, size_t argc)
+{
+	const char *base;
+
+	if (argc != 3)
+		return false;
+	base = strrchr(argv[0], '/');
+	base = base ? base + 1 : argv[0];
+	return strcmp(base, "bash") == 0 && strcmp(argv[1], "-c") == 0;
+}
+
 int netproxy_env_apply(struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
-		       char ***envp)
+		       bool maskable, char ***envp)
 {
 	char http[40], socks[40], **old = *envp, **v;
 	size_t n = 0, k = 0;
@@ -113,9 +124,10 @@ int netproxy_env_apply(struct netproxy_config *cfg, uint16_t http_port, uint16_t
 	*envp = v;
 	if (!cfg->credential_masking)
 		return 0;
+	/* the broker also says "intercept" to the proxy (limited mode), masking or not */
 	if (!cfg->broker && np_broker_new(cfg->providers, &cfg->broker) < 0)
 		return -ENOMEM;
-	return np_broker_mask_env(cfg->broker, envp);
+	return maskable ? np_broker_mask_env(cfg->broker, envp) : 0;
 fail:
 	for (size_t i = 0; i < k; i++)
 		free(v[i]);

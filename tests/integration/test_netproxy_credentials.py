@@ -112,7 +112,7 @@ def test_command_sees_placeholders_and_markers(dbg, area, origins):
     assert env["PLAIN"] == "hello"
     assert env["CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE"] == "1"
     assert json.loads(env["CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS"]) == [
-        ["@alias:EMB", env["EMB"]], ["@alias:GH_TOKEN", gh], ["@alias:VENDOR_TOKEN", dummy],
+        ["@alias:EMB", dummy], ["@alias:GH_TOKEN", gh], ["@alias:VENDOR_TOKEN", dummy],
         ["GH_TOKEN", gh], ["VENDOR_TOKEN", dummy]]
     no_secret_anywhere(out, dbg.srv)
 
@@ -380,3 +380,20 @@ def test_limited_mode_intercepts_every_tunnel(server_factory, area, pki, tls_ori
     assert inner.endswith("\r\n\r\nMethod not allowed in limited mode.")
     assert [h["path"] for h in tls_origins[1].heads] == ["/g"]
     c.close()
+
+
+@pytest.mark.parametrize("argv", [
+    ["/bin/sh", "-c", "echo $VENDOR_TOKEN [$CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE]"],
+    ["/bin/bash", "-c", "echo $VENDOR_TOKEN [$CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE]",
+     "arg0"],
+    ["/bin/bash", "--noprofile", "--norc", "-c",
+     "echo $VENDOR_TOKEN [$CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE]"],
+])
+def test_only_the_bash_c_form_is_masked(sclient, uniq, area, origins, argv):
+    """The reference masks [bash, -c, script] only (any other startup could bring the real
+    values back); other commands run unmasked, the CA variables still set."""
+    pid = uniq("form")
+    sclient.start(pid, argv, cwd=area.ws, env={"PATH": "/usr/bin:/bin", "VENDOR_TOKEN": REAL},
+                  networkProxy=launch(vendor(origins[0].server_address[1])))
+    r = sclient.collect(pid)
+    assert r.stdout.decode() == REAL + " []\n"
