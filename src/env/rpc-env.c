@@ -54,6 +54,8 @@ static json_t *capabilities(const struct server *s)
 	 * networkProxyLaunch: the proxy runs on the ring; enforced launches need
 	 * a sandbox (a network namespace of the command's own) on this host.
 	 * networkProxyReviewDomains: its network/policyRequest round trip.
+	 * credentialMasking, credentialMaskingCustomProviders: the proxy's
+	 * credential broker and TLS interception (src/netproxy/credentials.h).
 	 */
 	bool proxy = !s->sandbox.missing[0];
 
@@ -61,6 +63,8 @@ static json_t *capabilities(const struct server *s)
 		json_object_set_new(o, names[i],
 				    json_boolean((proxy && strcmp(names[i], "networkProxyLaunch") == 0) ||
 						 (proxy && strcmp(names[i], "networkProxyReviewDomains") == 0) ||
+						 (proxy && strcmp(names[i], "credentialMasking") == 0) ||
+						 (proxy && strcmp(names[i], "credentialMaskingCustomProviders") == 0) ||
 						 strcmp(names[i], "environmentConfigRead") == 0 ||
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
 						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||

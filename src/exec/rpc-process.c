@@ -696,8 +696,8 @@ static void rpc_process_start(struct conn *c, json_t *id, json_t *params)
 		struct np_mitm *m;
 
 		/* the interception CA the command is told to trust (without it: no interception) */
-		if (np_mitm_get(c->srv, &m) == 0)
-			r = netproxy_env_ca(np_mitm_bundle(m), &envp);
+		if (netproxy_mitm_get(c->srv, &m) == 0)
+			r = netproxy_env_ca(netproxy_mitm_bundle(m), &envp);
 	}
 	if (r >= 0)
 		r = build_argv(f, &argv);

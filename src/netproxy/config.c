@@ -368,7 +368,7 @@ void netproxy_config_free(struct netproxy_config *cfg)
 	free(cfg->execution_id);
 	free(cfg->conversation_id);
 	json_decref(cfg->providers);
-	np_broker_free(cfg->broker);
+	netproxy_broker_free(cfg->broker);
 	free(cfg);
 }
 

@@ -16,15 +16,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "credentials.h"
 #include "cred-internal.h"
+#include "credentials.h"
 #include "macro.h"
 #include "policy.h"
 
 #define ACTIVE_KEY "CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE"
 #define BROKERED_KEY "CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS"
-#define MIN_EMBEDDED 16          /* a credential this long is also replaced inside longer values */
-#define BASIC_MAX (16 * 1024)    /* a Basic header longer than this is left alone */
+#define MIN_EMBEDDED 16	      /* a credential this long is also replaced inside longer values */
+#define BASIC_MAX (16 * 1024) /* a Basic header longer than this is left alone */
 
 static bool key_is(const char *entry, const char *key)
 {
@@ -78,12 +78,13 @@ static int mask_sources(struct np_broker *b, char **env, ssize_t *via)
 {
 	for (size_t i = 0; i < b->n_prov; i++) {
 		const struct br_provider *p = &b->prov[i];
-		struct br_dest dyn = { 0 };
+		struct br_dest dyn = {0};
 		bool has_dyn = false;
 		ssize_t k;
 
 		if (p->dest_env && (k = env_find(env, p->dest_env)) >= 0) {
-			int r = br_dest_parse(env[k] + strlen(p->dest_env) + 1, false, &dyn);
+			int r = netproxy_cred_dest_parse(env[k] + strlen(p->dest_env) + 1, false,
+							 &dyn);
 
 			if (r == -ENOMEM)
 				return r;
@@ -113,8 +114,10 @@ static int mask_sources(struct np_broker *b, char **env, ssize_t *via)
 				free(dyn.path);
 				return -ENOMEM;
 			}
-			dummy = br_recognised(p, real) && !br_is_dummy(b, real)
-					? br_register(b, p, p->env[j], real, has_dyn ? &dyn : NULL)
+			dummy = netproxy_cred_recognised(p, real) &&
+						!netproxy_cred_is_dummy(b, real)
+					? netproxy_cred_register(b, p, p->env[j], real,
+								 has_dyn ? &dyn : NULL)
 					: NULL;
 			sodium_memzero(real, n);
 			free(real);
@@ -143,10 +146,12 @@ static int mask_copies(struct np_broker *b, char **env, ssize_t *via)
 			const struct br_cred *c = &b->creds[j];
 			char *v = strchr(env[i], '=') + 1, *nv;
 
-			if (strcmp(v, c->real) && (strlen(c->real) < MIN_EMBEDDED || !strstr(v, c->real)))
+			if (strcmp(v, c->real) &&
+			    (strlen(c->real) < MIN_EMBEDDED || !strstr(v, c->real)))
 				continue;
 			nv = replace_all(v, c->real, c->dummy);
-			if (!nv || set_entry(&env[i], env[i], (size_t)(strchr(env[i], '=') - env[i]), nv) < 0) {
+			if (!nv || set_entry(&env[i], env[i],
+					     (size_t)(strchr(env[i], '=') - env[i]), nv) < 0) {
 				free(nv);
 				return -ENOMEM;
 			}
@@ -220,7 +225,7 @@ out:
 	return out;
 }
 
-int np_broker_mask_env(struct np_broker *b, char ***envp)
+int netproxy_broker_mask_env(struct np_broker *b, char ***envp)
 {
 	char **env = *envp, **v, *marker = NULL;
 	size_t n = 0, k = 0;
@@ -281,12 +286,12 @@ static bool bound(const struct br_cred *c, bool https, const char *host, uint16_
 		  const char *path, size_t path_len)
 {
 	for (size_t i = 0; i < c->p->n_dests; i++)
-		if (br_dest_match(&c->p->dests[i], https, host, port, path, path_len))
+		if (netproxy_cred_dest_match(&c->p->dests[i], https, host, port, path, path_len))
 			return true;
-	return c->has_dyn && br_dest_match(&c->dyn, https, host, port, path, path_len);
+	return c->has_dyn && netproxy_cred_dest_match(&c->dyn, https, host, port, path, path_len);
 }
 
-bool np_broker_binds_https(const struct np_broker *b, const char *host, uint16_t port)
+bool netproxy_broker_binds_https(const struct np_broker *b, const char *host, uint16_t port)
 {
 	/* any path: the requests inside the tunnel are matched one by one */
 	for (size_t i = 0; b && i < b->n_creds; i++)
@@ -310,8 +315,8 @@ static int basic(const struct br_cred *c, const char *b64, size_t len, char **re
 
 	if (!pair)
 		return -ENOMEM;
-	if (len > BASIC_MAX ||
-	    sodium_base642bin(pair, cap, b64, len, NULL, &n, NULL, sodium_base64_VARIANT_ORIGINAL) < 0)
+	if (len > BASIC_MAX || sodium_base642bin(pair, cap, b64, len, NULL, &n, NULL,
+						 sodium_base64_VARIANT_ORIGINAL) < 0)
 		goto out;
 	pair[n] = 0;
 	if (strlen((char *)pair) != n)
@@ -328,7 +333,8 @@ static int basic(const struct br_cred *c, const char *b64, size_t len, char **re
 		if (!user && !pass)
 			goto out;
 		*colon = 0;
-		if (asprintf(&plain, "%s:%s", user ? c->real : (char *)pair, pass ? c->real : colon + 1) < 0)
+		if (asprintf(&plain, "%s:%s", user ? c->real : (char *)pair,
+			     pass ? c->real : colon + 1) < 0)
 			plain = NULL;
 	}
 	r = -ENOMEM;
@@ -355,9 +361,9 @@ out:
 	return r;
 }
 
-int np_broker_translate(const struct np_broker *b, bool https, const char *host, uint16_t port,
-			const char *path, size_t path_len, const char *name, size_t name_len,
-			const char *value, size_t value_len, char **ret)
+int netproxy_broker_translate(const struct np_broker *b, bool https, const char *host,
+			      uint16_t port, const char *path, size_t path_len, const char *name,
+			      size_t name_len, const char *value, size_t value_len, char **ret)
 {
 	bool authz = name_len == 13 && !strncasecmp(name, "authorization", 13);
 
@@ -374,11 +380,16 @@ int np_broker_translate(const struct np_broker *b, bool https, const char *host,
 
 			if (!sp)
 				continue;
-			if ((((p->auth & BR_AUTH_BEARER) && sl == 6 && !strncasecmp(value, "bearer", 6)) ||
-			     ((p->auth & BR_AUTH_TOKEN) && sl == 5 && !strncasecmp(value, "token", 5))) &&
+			if ((((p->auth & BR_AUTH_BEARER) && sl == 6 &&
+			      !strncasecmp(value, "bearer", 6)) ||
+			     ((p->auth & BR_AUTH_TOKEN) && sl == 5 &&
+			      !strncasecmp(value, "token", 5))) &&
 			    equals(sp + 1, rl, c->dummy))
-				return asprintf(ret, "%.*s %s", (int)sl, value, c->real) < 0 ? -ENOMEM : 1;
-			if ((p->auth & BR_AUTH_BASIC) && sl == 5 && !strncasecmp(value, "basic", 5)) {
+				return asprintf(ret, "%.*s %s", (int)sl, value, c->real) < 0
+					       ? -ENOMEM
+					       : 1;
+			if ((p->auth & BR_AUTH_BASIC) && sl == 5 &&
+			    !strncasecmp(value, "basic", 5)) {
 				int r = basic(c, sp + 1, rl, ret);
 
 				if (r != 0)

@@ -23,10 +23,10 @@ enum {
 /* Where a credential may go: scheme, host (or a *.suffix), port, path prefix. */
 struct br_dest {
 	bool https;
-	bool wildcard;  /* host holds ".suffix": any name below it */
+	bool wildcard;	/* host holds ".suffix": any name below it */
 	char host[256]; /* normalised */
 	uint16_t port;
-	char *path;     /* "" (any) or the prefix, from its leading '/' */
+	char *path; /* "" (any) or the prefix, from its leading '/' */
 };
 
 /* A custom provider's pattern: POSIX ERE of the Rust regex, anchored both ends. */
@@ -47,15 +47,15 @@ struct br_provider {
 	struct br_dest *dests;
 	size_t n_dests;
 	char *dest_env; /* a variable naming one more destination, or NULL */
-	unsigned auth;  /* BR_AUTH_* */
+	unsigned auth;	/* BR_AUTH_* */
 	char *header, *hprefix;
 };
 
 struct br_cred {
 	const struct br_provider *p;
-	char *env;   /* the variable it came from */
-	char *real;  /* wiped when freed */
-	char *dummy; /* the placeholder the command sees */
+	char *env;	    /* the variable it came from */
+	char *real;	    /* wiped when freed */
+	char *dummy;	    /* the placeholder the command sees */
 	struct br_dest dyn; /* the destination from dest_env, when has_dyn */
 	bool has_dyn;
 };
@@ -67,13 +67,13 @@ struct np_broker {
 	size_t n_creds;
 };
 
-void strv_free_n(char **v, size_t n);
+void netproxy_cred_strv_free(char **v, size_t n);
 
 /* credentials.c */
-bool br_recognised(const struct br_provider *p, const char *v);
-bool br_is_dummy(const struct np_broker *b, const char *v);
-const char *br_register(struct np_broker *b, const struct br_provider *p, const char *key,
-			const char *real, const struct br_dest *dyn);
+bool netproxy_cred_recognised(const struct br_provider *p, const char *v);
+bool netproxy_cred_is_dummy(const struct np_broker *b, const char *v);
+const char *netproxy_cred_register(struct np_broker *b, const struct br_provider *p,
+				   const char *key, const char *real, const struct br_dest *dyn);
 
 /* cred-match.c */
 /*
@@ -81,10 +81,10 @@ const char *br_register(struct np_broker *b, const struct br_provider *p, const 
  * (loopback: http, else https). wildcard allows a leading "*." host.
  * Returns 0, -EINVAL, or -ENOMEM.
  */
-int br_dest_parse(const char *s, bool wildcard, struct br_dest *d);
+int netproxy_cred_dest_parse(const char *s, bool wildcard, struct br_dest *d);
 /* path NULL: any path. */
-bool br_dest_match(const struct br_dest *d, bool https, const char *host, uint16_t port,
-		   const char *path, size_t path_len);
+bool netproxy_cred_dest_match(const struct br_dest *d, bool https, const char *host, uint16_t port,
+			      const char *path, size_t path_len);
 /* Compiles a pattern (Rust regex syntax, the subset POSIX ERE can say). 0, -EINVAL, -ENOMEM. */
-int br_pattern_compile(const char *pattern, struct br_pattern *p);
-bool br_pattern_full_match(const struct br_pattern *p, const char *v);
+int netproxy_cred_pattern_compile(const char *pattern, struct br_pattern *p);
+bool netproxy_cred_pattern_full_match(const struct br_pattern *p, const char *v);

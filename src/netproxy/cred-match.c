@@ -22,7 +22,7 @@ static bool loopback(const char *host)
 	return !strcmp(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "::1");
 }
 
-int br_dest_parse(const char *s, bool wildcard, struct br_dest *d)
+int netproxy_cred_dest_parse(const char *s, bool wildcard, struct br_dest *d)
 {
 	const char *rest = s, *auth_end, *host, *colon = NULL, *slash;
 	size_t host_len;
@@ -93,8 +93,8 @@ int br_dest_parse(const char *s, bool wildcard, struct br_dest *d)
 	return d->path ? 0 : -ENOMEM;
 }
 
-bool br_dest_match(const struct br_dest *d, bool https, const char *host, uint16_t port,
-		   const char *path, size_t path_len)
+bool netproxy_cred_dest_match(const struct br_dest *d, bool https, const char *host, uint16_t port,
+			      const char *path, size_t path_len)
 {
 	size_t n = strlen(d->path), hl = strlen(host), sl = strlen(d->host);
 
@@ -339,7 +339,7 @@ static bool pattern_bounded(const char *pattern)
 	return cost_alt(&p, 0) <= PAT_COST_MAX && *p == 0;
 }
 
-int br_pattern_compile(const char *pattern, struct br_pattern *p)
+int netproxy_cred_pattern_compile(const char *pattern, struct br_pattern *p)
 {
 	size_t n = strlen(pattern);
 	char *ere = malloc(8 * n + 16);
@@ -368,7 +368,7 @@ int br_pattern_compile(const char *pattern, struct br_pattern *p)
 	return 0;
 }
 
-bool br_pattern_full_match(const struct br_pattern *p, const char *v)
+bool netproxy_cred_pattern_full_match(const struct br_pattern *p, const char *v)
 {
 	return regexec(&p->re, v, 0, NULL, 0) == 0;
 }

@@ -18,13 +18,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "credentials.h"
 #include "cred-internal.h"
+#include "credentials.h"
 #include "log.h"
 #include "macro.h"
 
 #define BR_MAX_PROVIDERS 16 /* custom providers kept; the rest are dropped (logged) */
-#define BR_MAX_LIST 16      /* env keys, patterns, url prefixes of one provider */
+#define BR_MAX_LIST 16	    /* env keys, patterns, url prefixes of one provider */
 #define BR_MAX_VALUE 4096   /* a credential longer than this is not brokered */
 #define BR_PATTERN_MAX 2048 /* the reference's limit on a pattern's bytes */
 #define BR_DUMMY_TRIES 64   /* placeholders drawn before a value is given up on */
@@ -32,27 +32,27 @@
 #define ACTIVE_KEY "CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE"
 #define BROKERED_KEY "CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS"
 
-static const char *const openai_env[] = { "OPENAI_API_KEY", NULL };
-static const char *const openai_prefixes[] = { "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-", NULL };
-static const char *const openai_hosts[] = { "api.openai.com", NULL };
-static const char *const github_env[] = { "GH_TOKEN", "GITHUB_TOKEN", NULL };
-static const char *const ghe_env[] = { "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", NULL };
-static const char *const github_prefixes[] = { "github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-					       NULL };
-static const char *const github_hosts[] = { "api.github.com", "github.com", "uploads.github.com",
-					    "*.ghe.com", NULL };
-static const char *const no_hosts[] = { NULL };
+static const char *const openai_env[] = {"OPENAI_API_KEY", NULL};
+static const char *const openai_prefixes[] = {"sk-proj-", "sk-svcacct-", "sk-admin-", "sk-", NULL};
+static const char *const openai_hosts[] = {"api.openai.com", NULL};
+static const char *const github_env[] = {"GH_TOKEN", "GITHUB_TOKEN", NULL};
+static const char *const ghe_env[] = {"GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", NULL};
+static const char *const github_prefixes[] = {"github_pat_", "ghp_", "gho_", "ghu_",
+					      "ghs_",	     "ghr_", NULL};
+static const char *const github_hosts[] = {"api.github.com", "github.com", "uploads.github.com",
+					   "*.ghe.com", NULL};
+static const char *const no_hosts[] = {NULL};
 
 /* The built-in providers: https only, Authorization as Bearer, token or Basic. */
 static const struct {
 	const char *id;
 	const char *const *env, *const *prefixes, *const *hosts;
 	const char *host_env; /* a variable naming one more destination (https) */
-	size_t min_len;       /* a placeholder is at least this long */
+	size_t min_len;	      /* a placeholder is at least this long */
 } builtins[] = {
-	{ "openai", openai_env, openai_prefixes, openai_hosts, "OPENAI_BASE_URL", 51 },
-	{ "github", github_env, github_prefixes, github_hosts, NULL, 40 },
-	{ "github_enterprise", ghe_env, github_prefixes, no_hosts, "GH_HOST", 40 },
+	{"openai", openai_env, openai_prefixes, openai_hosts, "OPENAI_BASE_URL", 51},
+	{"github", github_env, github_prefixes, github_hosts, NULL, 40},
+	{"github_enterprise", ghe_env, github_prefixes, no_hosts, "GH_HOST", 40},
 };
 
 static bool env_key_valid(const char *k)
@@ -81,7 +81,7 @@ static bool builtin_key(const char *k)
 static void provider_done(struct br_provider *p)
 {
 	free(p->id);
-	strv_free_n(p->env, p->n_env);
+	netproxy_cred_strv_free(p->env, p->n_env);
 	for (size_t i = 0; i < p->n_pats; i++)
 		regfree(&p->pats[i].re);
 	free(p->pats);
@@ -93,7 +93,7 @@ static void provider_done(struct br_provider *p)
 	free(p->hprefix);
 }
 
-void strv_free_n(char **v, size_t n)
+void netproxy_cred_strv_free(char **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
@@ -152,7 +152,8 @@ static int strings_of(json_t *a, char ***ret, size_t *n)
 	*ret = calloc(json_array_size(a), sizeof(**ret));
 	if (!*ret)
 		return -ENOMEM;
-	json_array_foreach(a, i, v) {
+	json_array_foreach(a, i, v)
+	{
 		(*ret)[i] = strdup(json_string_value(v));
 		if (!(*ret)[i])
 			return -ENOMEM;
@@ -183,7 +184,8 @@ static bool header_name_valid(const char *h)
  * One custom provider, or why it is dropped (the reference's wording, which
  * its log line quotes). Returns 0, -EINVAL with why set, or -ENOMEM.
  */
-static int custom_provider(const char *id, json_t *o, struct br_provider *p, char *why, size_t whysz)
+static int custom_provider(const char *id, json_t *o, struct br_provider *p, char *why,
+			   size_t whysz)
 {
 	char **patterns = NULL, **prefixes = NULL;
 	size_t n_patterns = 0, n_prefixes = 0, i;
@@ -196,11 +198,14 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 	if (!json_is_object(o))
 		o = NULL; /* [] decodes as every field defaulted */
 	if ((r = strings_of(o ? json_object_get(o, "env") : NULL, &p->env, &p->n_env)) < 0 ||
-	    (r = strings_of(o ? json_object_get(o, "patterns") : NULL, &patterns, &n_patterns)) < 0 ||
-	    (r = strings_of(o ? json_object_get(o, "url_prefixes") : NULL, &prefixes, &n_prefixes)) < 0) {
+	    (r = strings_of(o ? json_object_get(o, "patterns") : NULL, &patterns, &n_patterns)) <
+		    0 ||
+	    (r = strings_of(o ? json_object_get(o, "url_prefixes") : NULL, &prefixes,
+			    &n_prefixes)) < 0) {
 		if (r == -E2BIG)
-			snprintf(why, whysz, "credential provider `%s` has more than %d entries in a list",
-				 id, BR_MAX_LIST);
+			snprintf(why, whysz,
+				 "credential provider `%s` has more than %d entries in a list", id,
+				 BR_MAX_LIST);
 		goto out;
 	}
 	r = -EINVAL;
@@ -218,17 +223,20 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 		goto out;
 	}
 	if (!n_prefixes && !s) {
-		snprintf(why, whysz, "credential provider `%s` has no destination URL prefixes", id);
+		snprintf(why, whysz, "credential provider `%s` has no destination URL prefixes",
+			 id);
 		goto out;
 	}
 	for (i = 0; i < p->n_env; i++)
 		if (!env_key_valid(p->env[i])) {
-			snprintf(why, whysz, "credential provider `%s` has an invalid environment key", id);
+			snprintf(why, whysz,
+				 "credential provider `%s` has an invalid environment key", id);
 			goto out;
 		}
 	for (i = 0; i < p->n_env; i++)
 		if (builtin_key(p->env[i])) {
-			snprintf(why, whysz, "credential provider `%s` overlaps a built-in credential source",
+			snprintf(why, whysz,
+				 "credential provider `%s` overlaps a built-in credential source",
 				 id);
 			goto out;
 		}
@@ -238,7 +246,8 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 		for (i = 0; i < p->n_env; i++)
 			clash |= !strcmp(p->env[i], s);
 		if (!env_key_valid(s) || clash) {
-			snprintf(why, whysz, "credential provider `%s` has an invalid host environment key",
+			snprintf(why, whysz,
+				 "credential provider `%s` has an invalid host environment key",
 				 id);
 			goto out;
 		}
@@ -253,27 +262,28 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 		goto out;
 	}
 	for (i = 0; i < n_prefixes; i++) {
-		int k = br_dest_parse(prefixes[i], false, &p->dests[p->n_dests]);
+		int k = netproxy_cred_dest_parse(prefixes[i], false, &p->dests[p->n_dests]);
 
 		if (k == -ENOMEM) {
 			r = k;
 			goto out;
 		}
 		if (k < 0) {
-			snprintf(why, whysz, "invalid destination for credential provider `%s`", id);
+			snprintf(why, whysz, "invalid destination for credential provider `%s`",
+				 id);
 			goto out;
 		}
 		p->n_dests++;
 	}
 	v = o ? json_object_get(o, "auth") : NULL;
 	if (json_is_array(v)) {
-		static const char *const names[] = { "bearer", "token", "basic", "header" };
+		static const char *const names[] = {"bearer", "token", "basic", "header"};
 		json_t *e;
 
-		json_array_foreach(v, i, e)
-			for (size_t j = 0; j < ELEMENTSOF(names); j++)
-				if (json_is_string(e) && !strcmp(json_string_value(e), names[j]))
-					p->auth |= 1u << j;
+		json_array_foreach(v, i, e) for (size_t j = 0; j < ELEMENTSOF(names);
+						 j++) if (json_is_string(e) &&
+							  !strcmp(json_string_value(e), names[j]))
+			p->auth |= 1u << j;
 	}
 	if (!p->auth)
 		p->auth = BR_AUTH_BEARER;
@@ -283,8 +293,10 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 		goto out;
 	}
 	if (!!(p->auth & BR_AUTH_HEADER) != !!s) {
-		snprintf(why, whysz, "credential provider `%s` requires a header name exactly when "
-			 "using header authentication", id);
+		snprintf(why, whysz,
+			 "credential provider `%s` requires a header name exactly when "
+			 "using header authentication",
+			 id);
 		goto out;
 	}
 	if (s && !(p->header = strdup(s))) {
@@ -293,8 +305,10 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 	}
 	s = o ? opt_string(o, "prefix") : NULL;
 	if (s && !p->header) {
-		snprintf(why, whysz, "credential provider `%s` requires header authentication to use a "
-			 "header prefix", id);
+		snprintf(why, whysz,
+			 "credential provider `%s` requires header authentication to use a "
+			 "header prefix",
+			 id);
 		goto out;
 	}
 	if (s && !(p->hprefix = strdup(s))) {
@@ -307,8 +321,9 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 		goto out;
 	}
 	for (i = 0; i < n_patterns; i++) {
-		int k = strlen(patterns[i]) > BR_PATTERN_MAX ? -EINVAL
-							      : br_pattern_compile(patterns[i], &p->pats[i]);
+		int k = strlen(patterns[i]) > BR_PATTERN_MAX
+				? -EINVAL
+				: netproxy_cred_pattern_compile(patterns[i], &p->pats[i]);
 
 		if (k == -ENOMEM) {
 			r = k;
@@ -322,12 +337,12 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 	}
 	r = 0;
 out:
-	strv_free_n(patterns, n_patterns);
-	strv_free_n(prefixes, n_prefixes);
+	netproxy_cred_strv_free(patterns, n_patterns);
+	netproxy_cred_strv_free(prefixes, n_prefixes);
 	return r;
 }
 
-int np_broker_new(json_t *providers, struct np_broker **ret)
+int netproxy_broker_new(json_t *providers, struct np_broker **ret)
 {
 	struct np_broker *b;
 	const char *id;
@@ -348,13 +363,16 @@ int np_broker_new(json_t *providers, struct np_broker **ret)
 		if (r < 0)
 			goto fail;
 	}
-	json_object_foreach(json_is_object(providers) ? providers : NULL, id, o) {
+	json_object_foreach(json_is_object(providers) ? providers : NULL, id, o)
+	{
 		struct br_provider *p = &b->prov[b->n_prov];
 		char why[256];
 
 		if (b->n_prov == ELEMENTSOF(builtins) + BR_MAX_PROVIDERS) {
-			log_warning_ratelimited("Network proxy: more than %d credential providers; the "
-						"rest are ignored", BR_MAX_PROVIDERS);
+			log_warning_ratelimited(
+				"Network proxy: more than %d credential providers; the "
+				"rest are ignored",
+				BR_MAX_PROVIDERS);
 			break;
 		}
 		why[0] = 0;
@@ -365,8 +383,8 @@ int np_broker_new(json_t *providers, struct np_broker **ret)
 		}
 		if (r < 0) {
 			/* the reference's warning; the provider's values are never in it */
-			log_warning_ratelimited("Network proxy: ignoring invalid credential provider: %s",
-						why);
+			log_warning_ratelimited(
+				"Network proxy: ignoring invalid credential provider: %s", why);
 			provider_done(p);
 			memset(p, 0, sizeof(*p));
 			continue;
@@ -376,11 +394,11 @@ int np_broker_new(json_t *providers, struct np_broker **ret)
 	*ret = b;
 	return 0;
 fail:
-	np_broker_free(b);
+	netproxy_broker_free(b);
 	return -ENOMEM;
 }
 
-void np_broker_free(struct np_broker *b)
+void netproxy_broker_free(struct np_broker *b)
 {
 	if (!b)
 		return;
@@ -399,7 +417,7 @@ void np_broker_free(struct np_broker *b)
 	free(b);
 }
 
-size_t np_broker_count(const struct np_broker *b)
+size_t netproxy_broker_count(const struct np_broker *b)
 {
 	return b ? b->n_creds : 0;
 }
@@ -426,12 +444,12 @@ static const char *builtin_prefix(const struct br_provider *p, const char *v)
 static const struct br_pattern *custom_match(const struct br_provider *p, const char *v)
 {
 	for (size_t i = 0; i < p->n_pats; i++)
-		if (br_pattern_full_match(&p->pats[i], v))
+		if (netproxy_cred_pattern_full_match(&p->pats[i], v))
 			return &p->pats[i];
 	return NULL;
 }
 
-bool br_is_dummy(const struct np_broker *b, const char *v)
+bool netproxy_cred_is_dummy(const struct np_broker *b, const char *v)
 {
 	for (size_t i = 0; i < b->n_creds; i++)
 		if (!strcmp(b->creds[i].dummy, v))
@@ -475,13 +493,16 @@ static char *make_dummy(const struct np_broker *b, const struct br_provider *p, 
 			memcpy(d, pre, k);
 			memcpy(d + k, "masked", 6);
 			for (size_t j = k + 6; j < len; j++)
-				d[j] = j < n && !isalnum((unsigned char)real[j]) ? real[j]
-										 : alnum[randombytes_uniform(62)];
+				d[j] = j < n && !isalnum((unsigned char)real[j])
+					       ? real[j]
+					       : alnum[randombytes_uniform(62)];
 			d[len] = 0;
 		} else {
 			const struct br_pattern *pat = custom_match(p, real);
 			size_t l = pat ? strlen(pat->lit) : 0;
-			size_t keep = pat && !(pat->icase ? strncasecmp : strncmp)(real, pat->lit, l) ? l : 0;
+			size_t keep =
+				pat && !(pat->icase ? strncasecmp : strncmp)(real, pat->lit, l) ? l
+												: 0;
 
 			if (!pat)
 				return NULL;
@@ -491,12 +512,12 @@ static char *make_dummy(const struct np_broker *b, const struct br_provider *p, 
 			for (size_t j = keep; j < n; j++)
 				if (isalnum((unsigned char)d[j]))
 					d[j] = same_class(d[j]);
-			if (!br_pattern_full_match(pat, d)) {
+			if (!netproxy_cred_pattern_full_match(pat, d)) {
 				free(d);
 				continue;
 			}
 		}
-		if (strcmp(d, real) && !br_is_dummy(b, d))
+		if (strcmp(d, real) && !netproxy_cred_is_dummy(b, d))
 			return d;
 		free(d);
 	}
@@ -504,8 +525,8 @@ static char *make_dummy(const struct np_broker *b, const struct br_provider *p, 
 }
 
 /* Registers real (from env key) for p: its placeholder, or NULL (no room, memory or draw). */
-const char *br_register(struct np_broker *b, const struct br_provider *p, const char *key,
-			const char *real, const struct br_dest *dyn)
+const char *netproxy_cred_register(struct np_broker *b, const struct br_provider *p,
+				   const char *key, const char *real, const struct br_dest *dyn)
 {
 	struct br_cred *c;
 
@@ -539,7 +560,7 @@ const char *br_register(struct np_broker *b, const struct br_provider *p, const 
 }
 
 /* Whether v is a credential p brokers. */
-bool br_recognised(const struct br_provider *p, const char *v)
+bool netproxy_cred_recognised(const struct br_provider *p, const char *v)
 {
 	if (!*v || strlen(v) > BR_MAX_VALUE)
 		return false;

@@ -24,8 +24,8 @@ struct np_broker;
  * breaks a rule is dropped with a log line naming its id and the rule, as
  * the reference does (never an RPC error). Returns 0 with *ret or -ENOMEM.
  */
-int np_broker_new(json_t *providers, struct np_broker **ret);
-void np_broker_free(struct np_broker *b);
+int netproxy_broker_new(json_t *providers, struct np_broker **ret);
+void netproxy_broker_free(struct np_broker *b);
 
 /*
  * Replaces the recognised credentials in *envp (a NULL-terminated malloc'd
@@ -33,16 +33,16 @@ void np_broker_free(struct np_broker *b);
  * (CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE,
  * CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS). Returns 0 or -ENOMEM.
  */
-int np_broker_mask_env(struct np_broker *b, char ***envp);
+int netproxy_broker_mask_env(struct np_broker *b, char ***envp);
 
-/* How many credentials were registered by np_broker_mask_env(). */
-size_t np_broker_count(const struct np_broker *b);
+/* How many credentials were registered by netproxy_broker_mask_env(). */
+size_t netproxy_broker_count(const struct np_broker *b);
 
 /*
  * True when some credential is bound to host:port over https (the CONNECT
  * to it must be intercepted for the credential to be put back).
  */
-bool np_broker_binds_https(const struct np_broker *b, const char *host, uint16_t port);
+bool netproxy_broker_binds_https(const struct np_broker *b, const char *host, uint16_t port);
 
 /*
  * The value a request header should carry toward https?/host:port/path:
@@ -51,6 +51,6 @@ bool np_broker_binds_https(const struct np_broker *b, const char *host, uint16_t
  * 1 is returned; 0 when the header stays as it is; -ENOMEM. host is the
  * proxy's normalised host; path the request target (origin form).
  */
-int np_broker_translate(const struct np_broker *b, bool https, const char *host, uint16_t port,
-			const char *path, size_t path_len, const char *name, size_t name_len,
-			const char *value, size_t value_len, char **ret);
+int netproxy_broker_translate(const struct np_broker *b, bool https, const char *host,
+			      uint16_t port, const char *path, size_t path_len, const char *name,
+			      size_t name_len, const char *value, size_t value_len, char **ret);

@@ -125,9 +125,9 @@ int netproxy_env_apply(struct netproxy_config *cfg, uint16_t http_port, uint16_t
 	if (!cfg->credential_masking)
 		return 0;
 	/* the broker also says "intercept" to the proxy (limited mode), masking or not */
-	if (!cfg->broker && np_broker_new(cfg->providers, &cfg->broker) < 0)
+	if (!cfg->broker && netproxy_broker_new(cfg->providers, &cfg->broker) < 0)
 		return -ENOMEM;
-	return maskable ? np_broker_mask_env(cfg->broker, envp) : 0;
+	return maskable ? netproxy_broker_mask_env(cfg->broker, envp) : 0;
 fail:
 	for (size_t i = 0; i < k; i++)
 		free(v[i]);

@@ -34,9 +34,9 @@
 #include "mitm.h"
 #include "server.h"
 
-#define MITM_CACHE 32                          /* leaf certificates kept */
+#define MITM_CACHE 32 /* leaf certificates kept */
 #define MITM_CA_DAYS 3650
-#define MITM_ROOTS_MAX (16 * 1024 * 1024)      /* a larger roots file is not copied */
+#define MITM_ROOTS_MAX (16 * 1024 * 1024) /* a larger roots file is not copied */
 
 struct np_mitm {
 	EVP_PKEY *ca_key, *leaf_key;
@@ -81,7 +81,8 @@ static X509 *new_cert(EVP_PKEY *key, const char *cn, const ASN1_TIME *not_after,
 	    !(not_after ? X509_set1_notAfter(x, not_after)
 			: X509_time_adj_ex(X509_getm_notAfter(x), (int)days, 0, NULL) != NULL) ||
 	    X509_set_pubkey(x, key) != 1 || !(name = X509_get_subject_name(x)) ||
-	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0) != 1) {
+	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1,
+				       0) != 1) {
 		BN_free(bn);
 		X509_free(x);
 		return NULL;
@@ -99,7 +100,8 @@ static int make_ca(struct np_mitm *m)
 	m->ca = new_cert(m->ca_key, "uexec network proxy MITM CA", NULL, MITM_CA_DAYS);
 	if (!m->ca || X509_set_issuer_name(m->ca, X509_get_subject_name(m->ca)) != 1 ||
 	    add_ext(m->ca, m->ca, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
-	    add_ext(m->ca, m->ca, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature") < 0 ||
+	    add_ext(m->ca, m->ca, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature") <
+		    0 ||
 	    add_ext(m->ca, m->ca, NID_subject_key_identifier, "hash") < 0 ||
 	    X509_sign(m->ca, m->ca_key, EVP_sha256()) <= 0)
 		return -ENOMEM;
@@ -189,11 +191,12 @@ static int write_files(struct np_mitm *m)
 	snprintf(m->bundle, sizeof(m->bundle), "%s/ca-bundle.pem", m->dir);
 	r = write_pem(m->ca_path, m->ca, NULL);
 	if (r == 0)
-		r = write_pem(m->bundle, m->ca, roots && *roots ? roots : X509_get_default_cert_file());
+		r = write_pem(m->bundle, m->ca,
+			      roots && *roots ? roots : X509_get_default_cert_file());
 	return r;
 }
 
-int np_mitm_get(struct server *s, struct np_mitm **ret)
+int netproxy_mitm_get(struct server *s, struct np_mitm **ret)
 {
 	struct np_mitm *m;
 	int r;
@@ -212,7 +215,7 @@ int np_mitm_get(struct server *s, struct np_mitm **ret)
 		r = write_files(m);
 	if (r < 0) {
 		log_warning_errno(r, "Network proxy: cannot set up the credential masking CA: %m");
-		np_mitm_free(m);
+		netproxy_mitm_free(m);
 		return r;
 	}
 	log_info("Network proxy: credential masking CA made; its bundle is %s", m->bundle);
@@ -221,12 +224,12 @@ int np_mitm_get(struct server *s, struct np_mitm **ret)
 	return 0;
 }
 
-const char *np_mitm_bundle(const struct np_mitm *m)
+const char *netproxy_mitm_bundle(const struct np_mitm *m)
 {
 	return m->bundle;
 }
 
-struct ssl_ctx_st *np_mitm_ctx(const struct np_mitm *m)
+struct ssl_ctx_st *netproxy_mitm_ctx(const struct np_mitm *m)
 {
 	return m->ctx;
 }
@@ -243,7 +246,8 @@ static X509 *leaf_for(struct np_mitm *m, const char *host)
 	if (strlen(host) >= sizeof(m->cache[0].host))
 		return NULL;
 	snprintf(san, sizeof(san), "%s:%s",
-		 inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1 ? "IP" : "DNS",
+		 inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1 ? "IP"
+											   : "DNS",
 		 host);
 	x = new_cert(m->leaf_key, host, X509_get0_notAfter(m->ca), 0);
 	if (!x || X509_set_issuer_name(x, X509_get_subject_name(m->ca)) != 1 ||
@@ -263,7 +267,7 @@ static X509 *leaf_for(struct np_mitm *m, const char *host)
 	return x;
 }
 
-int np_mitm_setup(struct np_mitm *m, struct ssl_st *ssl, const char *host)
+int netproxy_mitm_setup(struct np_mitm *m, struct ssl_st *ssl, const char *host)
 {
 	X509 *x = leaf_for(m, host);
 
@@ -275,7 +279,7 @@ int np_mitm_setup(struct np_mitm *m, struct ssl_st *ssl, const char *host)
 	return 0;
 }
 
-void np_mitm_free(struct np_mitm *m)
+void netproxy_mitm_free(struct np_mitm *m)
 {
 	if (!m)
 		return;

@@ -20,15 +20,15 @@ struct np_mitm;
  * The server's CA (made now if need be: key, certificate, bundle file).
  * Returns 0 with *ret, or -errno (the bundle cannot be written, -ENOMEM).
  */
-int np_mitm_get(struct server *s, struct np_mitm **ret);
+int netproxy_mitm_get(struct server *s, struct np_mitm **ret);
 /* The bundle file's path. */
-const char *np_mitm_bundle(const struct np_mitm *m);
+const char *netproxy_mitm_bundle(const struct np_mitm *m);
 /* The server-side SSL_CTX of intercepted connections (TLS >= 1.2, ALPN http/1.1 only). */
-struct ssl_ctx_st *np_mitm_ctx(const struct np_mitm *m);
+struct ssl_ctx_st *netproxy_mitm_ctx(const struct np_mitm *m);
 /*
  * Gives ssl the certificate for host (a normalised name or IP literal),
  * signed by the CA (cached per host). Returns 0, -EINVAL, or -ENOMEM.
  */
-int np_mitm_setup(struct np_mitm *m, struct ssl_st *ssl, const char *host);
+int netproxy_mitm_setup(struct np_mitm *m, struct ssl_st *ssl, const char *host);
 /* Frees the keys and removes the files (server shutdown). NULL is fine. */
-void np_mitm_free(struct np_mitm *m);
+void netproxy_mitm_free(struct np_mitm *m);

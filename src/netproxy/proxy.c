@@ -226,6 +226,12 @@ static void send_text(struct npc *c, const char *status, const char *header, con
 }
 
 /* The reference's JSON refusal of a plain request (keys in its order, no newline). */
+/* The target cannot be reached (inside an intercepted tunnel the reference words it so). */
+static void send_bad_gateway(struct npc *c)
+{
+	send_text(c, "502 Bad Gateway", NULL, c->mitm ? "mitm upstream error" : "upstream failure");
+}
+
 static void send_refusal_json(struct npc *c, const char *reason, const char *header,
 			      const char *message, const char *source, const char *decision)
 {
@@ -628,7 +634,7 @@ fail:
 	if (c->socks)
 		socks_send(c, 5);
 	else
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 	netconn_close(c->up);
 	c->up = NULL;
 	finish_client(c);
@@ -812,7 +818,7 @@ fail:
 	buf_done(&c->up_head);
 	log_info_ratelimited("Network proxy: a bad response from %s:%u", c->host, (unsigned)c->port);
 	if (!c->resp_started)
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 	netconn_close(c->up);
 	c->up = NULL;
 	finish_client(c);
@@ -869,11 +875,11 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 		if (err == -EACCES)
 			refuse(c, NP_NOT_ALLOWED_LOCAL);
 		else
-			send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+			send_bad_gateway(c);
 	} else if (was_connecting && err == -EACCES) {
 		refuse(c, NP_NOT_ALLOWED_LOCAL);
 	} else if (c->state == NPC_FORWARD && !c->resp_started) {
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 	}
 	log_debug("Network proxy: %s:%u from %s ended: %s", c->host, (unsigned)c->port, c->peer,
 		  why ? why : "closed");
@@ -1073,7 +1079,7 @@ static int rewrite_head(const struct npc *c, const struct http_request *req, con
 
 		if (hop_by_hop(h, conn))
 			continue;
-		r = np_broker_translate(br, c->mitm, c->host, c->port, opath, opath_len, h->name,
+		r = netproxy_broker_translate(br, c->mitm, c->host, c->port, opath, opath_len, h->name,
 					h->name_len, h->value, h->value_len, &real);
 		if (r < 0)
 			return r;
@@ -1178,7 +1184,7 @@ static void lookup_done(struct work *w)
 	else if (c->socks && c->client)
 		socks_reply(c, 1);
 	else
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 	c->up = NULL;
 	finish_client(c);
 }
@@ -1220,7 +1226,7 @@ static int mitm_setup(struct ssl_st *ssl, void *arg)
 {
 	struct npc *c = arg;
 
-	return np_mitm_setup(c->np->srv->mitm, ssl, c->host);
+	return netproxy_mitm_setup(c->np->srv->mitm, ssl, c->host);
 }
 
 /*
@@ -1235,8 +1241,8 @@ static void start_mitm(struct npc *c, size_t n)
 	char date[64], out[128];
 	int k;
 
-	if (np_mitm_get(c->np->srv, &m) < 0) {
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+	if (netproxy_mitm_get(c->np->srv, &m) < 0) {
+		send_bad_gateway(c);
 		answered(c, n);
 		return;
 	}
@@ -1248,7 +1254,7 @@ static void start_mitm(struct npc *c, size_t n)
 	}
 	buf_consume(&c->head, n);
 	/* bytes behind the CONNECT head are the start of the client's handshake */
-	if (netconn_start_tls_server(c->client, np_mitm_ctx(m), mitm_setup, c, c->head.data,
+	if (netconn_start_tls_server(c->client, netproxy_mitm_ctx(m), mitm_setup, c, c->head.data,
 				     c->head.len) < 0) {
 		finish_client(c);
 		return;
@@ -1282,7 +1288,22 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		 * decided (its addresses are still checked at each dial); an
 		 * origin-form request only.
 		 */
-		if (c->connect || !tl || t[0] != '/') {
+		const struct http_header *h = http_request_header(req, "host");
+		char hn[256];
+
+		if (c->connect) {
+			send_text(c, "405 Method Not Allowed", NULL, "CONNECT not supported inside MITM");
+			answered(c, n);
+			return;
+		}
+		/* the tunnel's target only: a Host naming another is refused (the reference's) */
+		if (h && (!netproxy_normalize_host(h->value, h->value_len, hn, sizeof(hn)) ||
+			  strcmp(hn, c->host))) {
+			send_text(c, "400 Bad Request", NULL, "host mismatch");
+			answered(c, n);
+			return;
+		}
+		if (!tl || t[0] != '/') {
 			send_text(c, "400 Bad Request", NULL, "origin-form request expected");
 			goto done;
 		}
@@ -1387,7 +1408,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		c->decided = true;
 	}
 	if (c->connect && c->np->cfg->broker && !choose_upstream(c) &&
-	    (limited || np_broker_binds_https(c->np->cfg->broker, c->host, c->port))) {
+	    (limited || netproxy_broker_binds_https(c->np->cfg->broker, c->host, c->port))) {
 		/*
 		 * A credential is bound here: intercepted, so that it can be put
 		 * back. In limited mode every tunnel is (the reference's), its
@@ -1472,7 +1493,7 @@ forward:
 	buf_consume(&c->head, n);
 	if (open_upstream(c) < 0) {
 		c->up = NULL;
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 		goto done;
 	}
 	return;
