@@ -154,6 +154,14 @@ static void npc_release(struct npc *c)
 		free(c);
 }
 
+/* The rewritten head may hold a real credential (credential masking): wiped before it goes. */
+static void out_head_done(struct npc *c)
+{
+	if (c->out_head.data)
+		sodium_memzero(c->out_head.data, c->out_head.cap);
+	buf_done(&c->out_head);
+}
+
 static void npc_free(struct npc *c)
 {
 	netproxy_udp_assoc_end(c->assoc); /* the association lives as long as its control connection */
@@ -161,7 +169,7 @@ static void npc_free(struct npc *c)
 	list_del(&c->link);
 	c->np->n_conns--;
 	buf_done(&c->head);
-	buf_done(&c->out_head);
+	out_head_done(c);
 	buf_done(&c->up_head);
 	if (c->lookup)
 		c->lookup->c = NULL;
@@ -676,7 +684,7 @@ static void established(struct npc *c)
 		return;
 	}
 	c->np->srv->metrics.proxy_bytes_up += c->out_head.len;
-	buf_done(&c->out_head);
+	out_head_done(c);
 	pass_body(c);
 }
 
@@ -1064,6 +1072,16 @@ static int rewrite_head(const struct npc *c, const struct http_request *req, con
 	const struct http_header *conn = http_request_header(req, "connection");
 	const struct np_broker *br = c->np->cfg->broker;
 	char line[64];
+
+	/* room for the head and the credentials put back at once: no realloc leaves a copy behind */
+	if (netproxy_broker_count(br)) {
+		size_t est = req->method_len + path_len + 128 + 16384;
+
+		for (size_t i = 0; i < req->n_headers; i++)
+			est += req->headers[i].name_len + req->headers[i].value_len + 4;
+		if (buf_reserve(out, est) < 0)
+			return -ENOMEM;
+	}
 
 	if (buf_append(out, req->method, req->method_len) < 0 || buf_append(out, " ", 1) < 0 ||
 	    buf_append(out, path, path_len) < 0)
@@ -1471,7 +1489,7 @@ forward:
 			c->chunked = true;
 			memset(&c->ch, 0, sizeof(c->ch));
 		}
-		buf_done(&c->out_head);
+		out_head_done(c);
 		c->via = c->mitm ? NULL : choose_upstream(c);
 		if (c->via) {
 			/* an upstream proxy takes the absolute form (the reference's) */
