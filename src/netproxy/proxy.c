@@ -101,6 +101,7 @@ struct npc {
 	struct buf head;       /* request bytes not yet handled */
 	bool connect;          /* CONNECT (or a SOCKS5 CONNECT: socks too) */
 	bool mitm;             /* intercepted (credential masking): requests inside TLS to host:port */
+	size_t mitm_head;      /* to be intercepted once its lookup is in: the CONNECT head's size */
 	bool socks;            /* a SOCKS5 client */
 	uint64_t body_left;    /* FORWARD: request body bytes still to pass (Content-Length) */
 	bool chunked;          /* FORWARD: a chunked body, its end found by ch */
@@ -1173,6 +1174,8 @@ static int dial(struct npc *c)
 	return netconn_open(c->np->srv, &cfg, &up_handlers, c, &c->up);
 }
 
+static void start_mitm(struct npc *c, size_t n);
+
 static void lookup_run(struct work *w)
 {
 	struct np_lookup *l = container_of(w, struct np_lookup, w);
@@ -1195,16 +1198,43 @@ static void lookup_done(struct work *w)
 	if (!c)
 		return;
 	c->lookup = NULL;
-	if (refused)
+	if (refused) {
 		refuse_local(c);
-	else if (dial(c) == 0)
+	} else if (c->mitm_head) {
+		/* an intercepted tunnel's name, public: allowed now, as the reference decides it */
+		size_t n = c->mitm_head;
+
+		c->mitm_head = 0;
+		emit(c, true, true, c->override ? "decider" : "baseline_policy",
+		     c->override ? "not_allowed" : "allow");
+		c->decided = true;
+		start_mitm(c, n);
 		return;
+	} else if (dial(c) == 0) {
+		return;
+	}
 	else if (c->socks && c->client)
 		socks_reply(c, 1);
 	else
 		send_bad_gateway(c);
 	c->up = NULL;
 	finish_client(c);
+}
+
+/* The policy-time lookup of c's host on the worker pool (lookup_done goes on). */
+static int start_lookup(struct npc *c)
+{
+	struct np_lookup *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->c = c;
+	snprintf(l->host, sizeof(l->host), "%s", c->host);
+	l->w.run = lookup_run;
+	l->w.done = lookup_done;
+	c->lookup = l;
+	worker_submit(c->np->srv, &l->w);
+	return 0;
 }
 
 static int open_upstream(struct npc *c)
@@ -1214,19 +1244,8 @@ static int open_upstream(struct npc *c)
 	netconn_set_reading(c->client, false);
 	if (c->connect || c->socks)
 		c->via = choose_upstream(c);
-	if (c->via && !c->decided && !c->np->cfg->allow_local_binding) {
-		struct np_lookup *l = calloc(1, sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		l->c = c;
-		snprintf(l->host, sizeof(l->host), "%s", c->host);
-		l->w.run = lookup_run;
-		l->w.done = lookup_done;
-		c->lookup = l;
-		worker_submit(c->np->srv, &l->w);
-		return 0;
-	}
+	if (c->via && !c->decided && !c->np->cfg->allow_local_binding)
+		return start_lookup(c);
 	return dial(c);
 }
 
@@ -1283,6 +1302,7 @@ static void start_mitm(struct npc *c, size_t n)
 	c->keep = true;
 	c->state = NPC_HEAD;
 	head_deadline(c); /* the handshake and the first request: NPC_HEAD_TIMEOUT_MS */
+	netconn_set_reading(c->client, true); /* paused during a lookup */
 }
 
 /* One complete request head in c->head (n bytes of it). */
@@ -1432,6 +1452,22 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		 * back. In limited mode every tunnel is (the reference's), its
 		 * requests then held to the read-only methods like plain ones.
 		 */
+		if (!c->decided && !c->np->cfg->allow_local_binding) {
+			/* a name allowed if public: looked up before the 200 (policy time) */
+			c->mitm_head = n;
+			c->state = NPC_UPSTREAM;
+			uring_timer_cancel(&c->head_timer);
+			netconn_set_reading(c->client, false);
+			if (start_lookup(c) < 0) {
+				send_bad_gateway(c);
+				goto done;
+			}
+			return;
+		}
+		if (!c->decided)
+			emit(c, true, true, c->override ? "decider" : "baseline_policy",
+			     c->override ? "not_allowed" : "allow");
+		c->decided = true;
 		start_mitm(c, n);
 		return;
 	}

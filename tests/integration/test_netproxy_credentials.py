@@ -399,3 +399,20 @@ def test_only_the_bash_c_form_is_masked(sclient, uniq, area, origins, argv):
                   networkProxy=launch(vendor(origins[0].server_address[1])))
     r = sclient.collect(pid)
     assert r.stdout.decode() == REAL + " []\n"
+
+
+def test_bound_name_resolving_locally_is_refused_before_interception(sclient, uniq, area):
+    """An allowlisted name is looked up before the tunnel is answered (the reference's policy
+    time): one that resolves to a local address gets the CONNECT refusal, no interception."""
+    from test_netproxy import local_name
+    name = local_name()
+    if not name:
+        pytest.skip("no host name resolving to a local address here (the host's own name, "
+                    "ip6-localhost)")
+    prov = {"vendor": {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
+                       "url_prefixes": ["https://%s:8443/" % name]}}
+    out = run(sclient, uniq("rebind"), area,
+              "curl -sS -i -p -x \"$HTTP_PROXY\" https://%s:8443/x 2>/dev/null | head -3" % name,
+              launch(prov, domains={name: "allow"}))
+    assert out.startswith("HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n"
+                          "x-proxy-error: blocked-by-allowlist\r\n"), out
