@@ -32,8 +32,8 @@ struct br_dest {
 /* A custom provider's pattern: POSIX ERE of the Rust regex, anchored both ends. */
 struct br_pattern {
 	regex_t re;
-	char lit[64]; /* its literal prefix (kept by placeholders) */
-	bool icase;   /* a leading (?i) */
+	char *src;  /* as the client wrote it: placeholders are drawn from it (cred-gen.c) */
+	bool icase; /* a leading (?i) */
 };
 
 struct br_provider {
@@ -85,6 +85,21 @@ int netproxy_cred_dest_parse(const char *s, bool wildcard, struct br_dest *d);
 /* path NULL: any path. */
 bool netproxy_cred_dest_match(const struct br_dest *d, bool https, const char *host, uint16_t port,
 			      const char *path, size_t path_len);
-/* Compiles a pattern (Rust regex syntax, the subset POSIX ERE can say). 0, -EINVAL, -ENOMEM. */
+/*
+ * Compiles a pattern (Rust regex syntax, the subset POSIX ERE can say) and
+ * makes sure a placeholder can be drawn from it. 0, -EINVAL, -ENOMEM; freed by
+ * netproxy_cred_pattern_done().
+ */
 int netproxy_cred_pattern_compile(const char *pattern, struct br_pattern *p);
 bool netproxy_cred_pattern_full_match(const struct br_pattern *p, const char *v);
+void netproxy_cred_pattern_done(struct br_pattern *p);
+/* A placeholder drawn from p into out (cap bytes): 0, or -EINVAL after the draws allowed. */
+int netproxy_cred_pattern_draw(const struct br_pattern *p, char *out, size_t cap);
+
+/* cred-gen.c */
+/*
+ * A random value drawn from pattern alone (Rust syntax, the subset above) into
+ * out (cap bytes, NUL-terminated); the caller checks it against the compiled
+ * pattern. Returns 0, -EINVAL (cannot draw), or -E2BIG (longer than cap).
+ */
+int netproxy_cred_generate(const char *pattern, char *out, size_t cap);

@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <sodium.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,46 +197,6 @@ static int translate(const char *in, char *out)
 	return 0;
 }
 
-/* The characters a pattern starts with for sure (placeholders keep them). */
-static void literal_prefix(const char *in, char *lit, size_t size)
-{
-	size_t n = 0, depth = 0;
-	const char *p = in;
-
-	lit[0] = 0;
-	for (const char *q = in; *q; q++) {
-		if (*q == '\\' && q[1]) {
-			q++;
-			continue;
-		}
-		depth += *q == '(';
-		depth -= *q == ')' && depth;
-		if (*q == '|' && depth == 0)
-			return; /* alternatives: no common prefix taken */
-	}
-	if (*p == '^')
-		p++;
-	else if (p[0] == '\\' && p[1] == 'A')
-		p += 2;
-	while (*p && n + 1 < size) {
-		char c = *p;
-
-		if (c == '\\' && p[1] && ispunct((unsigned char)p[1])) {
-			c = p[1];
-			p += 2;
-		} else if (isalnum((unsigned char)c) || (c && strchr("_-:/@=,;~%", c))) {
-			p++;
-		} else {
-			break;
-		}
-		lit[n++] = c;
-	}
-	/* a quantified last character is not certain */
-	if (n && (*p == '*' || *p == '?' || *p == '{'))
-		n--;
-	lit[n] = 0;
-}
-
 /*
  * regcomp unrolls counted repetitions: a client's pattern is bounded by the
  * size it unrolls to (atoms, each repetition multiplying what it repeats;
@@ -244,6 +205,8 @@ static void literal_prefix(const char *in, char *lit, size_t size)
 #define PAT_COST_MAX 10000
 #define PAT_REPEAT_MAX 64
 #define PAT_DEPTH 32
+#define PAT_DRAWS 64	  /* placeholders drawn before a pattern is given up on */
+#define PAT_DRAW_MAX 2048 /* a placeholder's bytes at most (the reference's) */
 
 static size_t cost_alt(const char **p, int depth);
 
@@ -345,6 +308,8 @@ int netproxy_cred_pattern_compile(const char *pattern, struct br_pattern *p)
 	char *ere = malloc(8 * n + 16);
 	int r, flags = REG_EXTENDED | REG_NOSUB;
 
+	p->icase = false;
+	p->src = NULL;
 	if (!ere)
 		return -ENOMEM;
 	/* a leading (?i): the whole pattern ignores case (the one flag group said in POSIX) */
@@ -364,8 +329,40 @@ int netproxy_cred_pattern_compile(const char *pattern, struct br_pattern *p)
 		regfree(&p->re);
 		return -EINVAL;
 	}
-	literal_prefix(pattern, p->lit, sizeof(p->lit));
+	p->src = strdup(pattern - (p->icase ? 4 : 0));
+	if (!p->src) {
+		regfree(&p->re);
+		return -ENOMEM;
+	}
+	/* the reference's rule: a pattern no placeholder can be drawn from is refused */
+	{
+		char probe[PAT_DRAW_MAX + 1];
+
+		if (netproxy_cred_pattern_draw(p, probe, sizeof(probe)) < 0) {
+			netproxy_cred_pattern_done(p);
+			return -EINVAL;
+		}
+		sodium_memzero(probe, sizeof(probe));
+	}
 	return 0;
+}
+
+void netproxy_cred_pattern_done(struct br_pattern *p)
+{
+	if (!p->src)
+		return;
+	regfree(&p->re);
+	free(p->src);
+	p->src = NULL;
+}
+
+int netproxy_cred_pattern_draw(const struct br_pattern *p, char *out, size_t cap)
+{
+	for (int t = 0; t < PAT_DRAWS; t++)
+		if (netproxy_cred_generate(p->src, out, cap) == 0 &&
+		    netproxy_cred_pattern_full_match(p, out))
+			return 0;
+	return -EINVAL;
 }
 
 bool netproxy_cred_pattern_full_match(const struct br_pattern *p, const char *v)

@@ -83,7 +83,7 @@ static void provider_done(struct br_provider *p)
 	free(p->id);
 	netproxy_cred_strv_free(p->env, p->n_env);
 	for (size_t i = 0; i < p->n_pats; i++)
-		regfree(&p->pats[i].re);
+		netproxy_cred_pattern_done(&p->pats[i]);
 	free(p->pats);
 	for (size_t i = 0; i < p->n_dests; i++)
 		free(p->dests[i].path);
@@ -459,22 +459,12 @@ bool netproxy_cred_is_dummy(const struct np_broker *b, const char *v)
 
 static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-/* A random character of c's class (upper, lower, digit). */
-static char same_class(char c)
-{
-	if (isupper((unsigned char)c))
-		return alnum[randombytes_uniform(26)];
-	if (islower((unsigned char)c))
-		return alnum[26 + randombytes_uniform(26)];
-	return alnum[52 + randombytes_uniform(10)];
-}
-
 /*
  * A placeholder for real, or NULL (no memory, or none could be drawn).
  * Built-in: the provider's prefix, "masked", then random letters and digits
  * (the real value's other characters kept in place), at least min_len long.
- * Custom: the pattern's literal prefix kept, every letter and digit after it
- * redrawn in its class, until the result matches the pattern again.
+ * Custom: drawn from the matching pattern alone (cred-gen.c), so that it
+ * tells nothing of the real value but the pattern.
  */
 static char *make_dummy(const struct np_broker *b, const struct br_provider *p, const char *real)
 {
@@ -499,20 +489,12 @@ static char *make_dummy(const struct np_broker *b, const struct br_provider *p, 
 			d[len] = 0;
 		} else {
 			const struct br_pattern *pat = custom_match(p, real);
-			size_t l = pat ? strlen(pat->lit) : 0;
-			size_t keep =
-				pat && !(pat->icase ? strncasecmp : strncmp)(real, pat->lit, l) ? l
-												: 0;
 
-			if (!pat)
+			if (!pat || !(d = malloc(2049)))
 				return NULL;
-			d = strdup(real);
-			if (!d)
-				return NULL;
-			for (size_t j = keep; j < n; j++)
-				if (isalnum((unsigned char)d[j]))
-					d[j] = same_class(d[j]);
-			if (!netproxy_cred_pattern_full_match(pat, d)) {
+			/* drawn from the pattern alone; Basic keeps whether a ':' splits it */
+			if (netproxy_cred_pattern_draw(pat, d, 2049) < 0 ||
+			    ((p->auth & BR_AUTH_BASIC) && !strchr(real, ':') != !strchr(d, ':'))) {
 				free(d);
 				continue;
 			}

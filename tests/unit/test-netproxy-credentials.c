@@ -73,7 +73,7 @@ static int compile(const char *pattern, struct br_pattern *p)
 	int r = netproxy_cred_pattern_compile(pattern, p);
 
 	if (r == 0)
-		regfree(&p->re);
+		netproxy_cred_pattern_done(p);
 	return r;
 }
 
@@ -82,26 +82,40 @@ TEST(patterns)
 	struct br_pattern p;
 
 	ASSERT_EQ(0, netproxy_cred_pattern_compile("^vendor_[a-z]{24}$", &p));
-	ASSERT_STREQ("vendor_", p.lit);
 	ASSERT_TRUE(netproxy_cred_pattern_full_match(&p, REAL));
 	ASSERT_TRUE(!netproxy_cred_pattern_full_match(&p, "x" REAL));
 	ASSERT_TRUE(!netproxy_cred_pattern_full_match(&p, REAL "x"));
-	regfree(&p.re);
+	netproxy_cred_pattern_done(&p);
 	ASSERT_EQ(0, netproxy_cred_pattern_compile("tok-\\d{4}\\w+", &p));
-	ASSERT_STREQ("tok-", p.lit);
 	ASSERT_TRUE(netproxy_cred_pattern_full_match(&p, "tok-1234abc_9"));
 	ASSERT_TRUE(!netproxy_cred_pattern_full_match(&p, "tok-12a4abc"));
-	regfree(&p.re);
+	netproxy_cred_pattern_done(&p);
 	ASSERT_EQ(0, netproxy_cred_pattern_compile("(?i)^key_[0-9a-f]{8}$", &p));
 	ASSERT_TRUE(p.icase && netproxy_cred_pattern_full_match(&p, "KEY_DEADBEEF"));
-	regfree(&p.re);
-	/* a quantified last literal is not part of the prefix; alternatives have none */
+	netproxy_cred_pattern_done(&p);
+	/* placeholders are drawn from the pattern alone and match it */
+	ASSERT_EQ(0, netproxy_cred_pattern_compile("^(sk|pk)_(live|test)_[A-Za-z0-9]{24}$", &p));
+	for (int i = 0; i < 200; i++) {
+		char d[2049];
+
+		ASSERT_EQ(0, netproxy_cred_pattern_draw(&p, d, sizeof(d)));
+		ASSERT_TRUE(netproxy_cred_pattern_full_match(&p, d));
+		ASSERT_EQ(32u, strlen(d));
+	}
+	netproxy_cred_pattern_done(&p);
+	ASSERT_EQ(0, netproxy_cred_pattern_compile("^x[^a-z0-9]{3}\\.[[:digit:]]+y?$", &p));
+	{
+		char d[2049];
+
+		ASSERT_EQ(0, netproxy_cred_pattern_draw(&p, d, sizeof(d)));
+		ASSERT_TRUE(netproxy_cred_pattern_full_match(&p, d));
+	}
+	netproxy_cred_pattern_done(&p);
+	/* other shapes */
 	ASSERT_EQ(0, netproxy_cred_pattern_compile("^abc?d", &p));
-	ASSERT_STREQ("ab", p.lit);
-	regfree(&p.re);
+	netproxy_cred_pattern_done(&p);
 	ASSERT_EQ(0, netproxy_cred_pattern_compile("^(ab|cd)x+", &p));
-	ASSERT_STREQ("", p.lit);
-	regfree(&p.re);
+	netproxy_cred_pattern_done(&p);
 	/* refused: empty matches, syntax POSIX cannot say, unbounded sizes */
 	ASSERT_EQ(-EINVAL, compile(".*", &p));
 	ASSERT_EQ(-EINVAL, compile("a?", &p));
@@ -112,7 +126,8 @@ TEST(patterns)
 	ASSERT_EQ(-EINVAL, compile("\\p{L}+", &p));
 	ASSERT_EQ(-EINVAL, compile("a{65}", &p));
 	ASSERT_EQ(-EINVAL, compile("((a{64}){64}){64}", &p));
-	ASSERT_EQ(0, compile("(a{64}){64}", &p));
+	ASSERT_EQ(-EINVAL, compile("(a{64}){64}", &p)); /* 4096 bytes: over a placeholder's 2048 */
+	ASSERT_EQ(0, compile("(a{32}){32}", &p));
 }
 
 static json_t *providers(const char *json)
