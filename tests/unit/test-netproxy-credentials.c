@@ -130,6 +130,33 @@ TEST(patterns)
 	ASSERT_EQ(0, compile("(a{32}){32}", &p));
 }
 
+/* Client-written patterns of every odd shape: compiled or refused, never out of bounds. */
+TEST(random_patterns)
+{
+	static const char alphabet[] = "ab0_-^$.*+?{}[]()|\\:,dws1" "2";
+	char pat[24];
+
+	for (int i = 0; i < 20000; i++) {
+		struct br_pattern p;
+		size_t n = randombytes_uniform(sizeof(pat));
+		int r;
+
+		for (size_t j = 0; j < n; j++)
+			pat[j] = alphabet[randombytes_uniform(sizeof(alphabet) - 1)];
+		pat[n] = 0;
+		r = netproxy_cred_pattern_compile(pat, &p);
+		ASSERT_TRUE(r == 0 || r == -EINVAL);
+		if (r == 0) {
+			char d[2049];
+
+			/* whatever is drawn matches (a rare shape may take more draws than allowed) */
+			if (netproxy_cred_pattern_draw(&p, d, sizeof(d)) == 0)
+				ASSERT_TRUE(netproxy_cred_pattern_full_match(&p, d));
+			netproxy_cred_pattern_done(&p);
+		}
+	}
+}
+
 static json_t *providers(const char *json)
 {
 	json_error_t je;
