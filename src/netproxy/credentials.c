@@ -546,5 +546,9 @@ bool netproxy_cred_recognised(const struct br_provider *p, const char *v)
 {
 	if (!*v || strlen(v) > BR_MAX_VALUE)
 		return false;
+	/* it goes into a header as it is: no control character may (the reference's HeaderValue) */
+	for (const char *q = v; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			return false;
 	return p->builtin ? builtin_prefix(p, v) != NULL : custom_match(p, v) != NULL;
 }

@@ -318,6 +318,23 @@ TEST(broken_providers_are_dropped)
 	}
 }
 
+TEST(control_characters_are_never_brokered)
+{
+	static const char *const kv[] = { "VENDOR_TOKEN=tok_abc\r\nX-Evil: 1", NULL };
+	json_t *p = providers("{\"v\":{\"env\":[\"VENDOR_TOKEN\"],\"patterns\":[\"^tok_[^x]+$\"],"
+			      "\"url_prefixes\":[\"https://a.example\"]}}");
+	struct np_broker *b;
+	char **env = env_of(kv);
+
+	/* it would go into a header as it is: a request of its own behind it */
+	ASSERT_EQ(0, netproxy_broker_new(p, &b));
+	ASSERT_EQ(0, netproxy_broker_mask_env(b, &env));
+	ASSERT_EQ(0u, netproxy_broker_count(b));
+	netproxy_broker_free(b);
+	json_decref(p);
+	env_free(env);
+}
+
 TEST(maskable_forms)
 {
 	const char *a[] = {"/bin/bash", "-c", "x"}, *b[] = {"bash", "-c", "x"},
