@@ -291,11 +291,11 @@ static bool bound(const struct br_cred *c, bool https, const char *host, uint16_
 	return c->has_dyn && netproxy_cred_dest_match(&c->dyn, https, host, port, path, path_len);
 }
 
-bool netproxy_broker_binds_https(const struct np_broker *b, const char *host, uint16_t port)
+bool netproxy_broker_binds(const struct np_broker *b, bool https, const char *host, uint16_t port)
 {
 	/* any path: the requests inside the tunnel are matched one by one */
 	for (size_t i = 0; b && i < b->n_creds; i++)
-		if (bound(&b->creds[i], true, host, port, NULL, 0))
+		if (bound(&b->creds[i], https, host, port, NULL, 0))
 			return true;
 	return false;
 }

@@ -39,10 +39,10 @@ int netproxy_broker_mask_env(struct np_broker *b, char ***envp);
 size_t netproxy_broker_count(const struct np_broker *b);
 
 /*
- * True when some credential is bound to host:port over https (the CONNECT
- * to it must be intercepted for the credential to be put back).
+ * True when some credential is bound to host:port over https (or plain
+ * http): a tunnel there must be intercepted for the credential to be put back.
  */
-bool netproxy_broker_binds_https(const struct np_broker *b, const char *host, uint16_t port);
+bool netproxy_broker_binds(const struct np_broker *b, bool https, const char *host, uint16_t port);
 
 /*
  * The value a request header should carry toward https?/host:port/path:

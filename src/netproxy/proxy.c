@@ -101,7 +101,9 @@ struct npc {
 	struct buf head;       /* request bytes not yet handled */
 	bool connect;          /* CONNECT (or a SOCKS5 CONNECT: socks too) */
 	bool mitm;             /* intercepted (credential masking): requests inside TLS to host:port */
-	size_t mitm_head;      /* to be intercepted once its lookup is in: the CONNECT head's size */
+	bool mitm_tls;         /* intercepted inside TLS (https), else plain HTTP (a SOCKS5 tunnel) */
+	bool mitm_pending;     /* to be intercepted once its lookup is in */
+	size_t mitm_head;      /* then: the CONNECT head's size */
 	bool socks;            /* a SOCKS5 client */
 	uint64_t body_left;    /* FORWARD: request body bytes still to pass (Content-Length) */
 	bool chunked;          /* FORWARD: a chunked body, its end found by ch */
@@ -1098,7 +1100,7 @@ static int rewrite_head(const struct npc *c, const struct http_request *req, con
 
 		if (hop_by_hop(h, conn))
 			continue;
-		r = netproxy_broker_translate(br, c->mitm, c->host, c->port, opath, opath_len, h->name,
+		r = netproxy_broker_translate(br, c->mitm_tls, c->host, c->port, opath, opath_len, h->name,
 					h->name_len, h->value, h->value_len, &real);
 		if (r < 0)
 			return r;
@@ -1161,7 +1163,7 @@ static int dial(struct npc *c)
 				      .port = c->via ? c->via->port : c->port,
 				      .nodelay = true, .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS,
 				      /* intercepted: TLS again toward the target, verified as usual */
-				      .tls = c->mitm,
+				      .tls = c->mitm_tls,
 				      /* a real credential may be in what is queued: wiped when freed */
 				      .sensitive = c->np->cfg->broker != NULL };
 
@@ -1200,11 +1202,11 @@ static void lookup_done(struct work *w)
 	c->lookup = NULL;
 	if (refused) {
 		refuse_local(c);
-	} else if (c->mitm_head) {
+	} else if (c->mitm_pending) {
 		/* an intercepted tunnel's name, public: allowed now, as the reference decides it */
 		size_t n = c->mitm_head;
 
-		c->mitm_head = 0;
+		c->mitm_pending = false;
 		emit(c, true, true, c->override ? "decider" : "baseline_policy",
 		     c->override ? "not_allowed" : "allow");
 		c->decided = true;
@@ -1274,35 +1276,84 @@ static int mitm_setup(struct ssl_st *ssl, void *arg)
  */
 static void start_mitm(struct npc *c, size_t n)
 {
-	struct np_mitm *m;
+	struct np_mitm *m = NULL;
 	char date[64], out[128];
 	int k;
 
-	if (netproxy_mitm_get(c->np->srv, &m) < 0) {
+	if (c->mitm_tls && netproxy_mitm_get(c->np->srv, &m) < 0) {
+		if (c->socks) {
+			socks_reply(c, 1);
+			return;
+		}
 		send_bad_gateway(c);
 		answered(c, n);
 		return;
 	}
-	if (http_format_date(time(NULL), date, sizeof(date)) < 0 ||
-	    (k = snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\ndate: %s\r\n\r\n", date)) <= 0 ||
-	    netconn_send(c->client, out, (size_t)k) < 0) {
+	if (c->socks) {
+		/* success; no outbound socket is behind it yet: BND is 0.0.0.0:0 */
+		static const uint8_t ok[10] = { 5, 0, 0, 1 };
+
+		if (netconn_send(c->client, ok, sizeof(ok)) < 0) {
+			finish_client(c);
+			return;
+		}
+	} else if (http_format_date(time(NULL), date, sizeof(date)) < 0 ||
+		   (k = snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\ndate: %s\r\n\r\n", date)) <= 0 ||
+		   netconn_send(c->client, out, (size_t)k) < 0) {
 		finish_client(c);
 		return;
 	}
 	buf_consume(&c->head, n);
 	/* bytes behind the CONNECT head are the start of the client's handshake */
-	if (netconn_start_tls_server(c->client, netproxy_mitm_ctx(m), mitm_setup, c, c->head.data,
-				     c->head.len) < 0) {
-		finish_client(c);
-		return;
+	if (c->mitm_tls) {
+		if (netconn_start_tls_server(c->client, netproxy_mitm_ctx(m), mitm_setup, c,
+					     c->head.data, c->head.len) < 0) {
+			finish_client(c);
+			return;
+		}
+		buf_consume(&c->head, c->head.len);
 	}
-	buf_consume(&c->head, c->head.len);
 	c->mitm = true;
 	c->connect = false;
+	c->socks = false; /* from here on, HTTP requests */
 	c->keep = true;
 	c->state = NPC_HEAD;
 	head_deadline(c); /* the handshake and the first request: NPC_HEAD_TIMEOUT_MS */
 	netconn_set_reading(c->client, true); /* paused during a lookup */
+	if (!c->mitm_tls && c->head.len)
+		client_heads(c); /* plain requests already read */
+}
+
+/*
+ * Intercepts c's tunnel (decided allowed; tls: inside TLS) now, or once the
+ * policy-time lookup of its name is in (n: the CONNECT head's size).
+ */
+static void intercept(struct npc *c, bool tls, size_t n)
+{
+	c->mitm_tls = tls;
+	if (!c->decided && !c->np->cfg->allow_local_binding) {
+		/* a name allowed if public: looked up before the answer (policy time) */
+		c->mitm_pending = true;
+		c->mitm_head = n;
+		c->state = NPC_UPSTREAM;
+		uring_timer_cancel(&c->head_timer);
+		netconn_set_reading(c->client, false);
+		if (start_lookup(c) < 0) {
+			c->mitm_pending = false;
+			if (c->socks) {
+				socks_reply(c, 1);
+				return;
+			}
+			send_bad_gateway(c);
+			finish_client(c);
+		}
+		return;
+	}
+	if (!c->decided)
+		emit(c, true, true, c->override ? "decider" : "baseline_policy",
+		     c->override ? "not_allowed" : "allow");
+	c->decided = true;
+	start_mitm(c, n);
 }
 
 /* One complete request head in c->head (n bytes of it). */
@@ -1446,29 +1497,13 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		c->decided = true;
 	}
 	if (c->connect && c->np->cfg->broker && !choose_upstream(c) &&
-	    (limited || netproxy_broker_binds_https(c->np->cfg->broker, c->host, c->port))) {
+	    (limited || netproxy_broker_binds(c->np->cfg->broker, true, c->host, c->port))) {
 		/*
 		 * A credential is bound here: intercepted, so that it can be put
 		 * back. In limited mode every tunnel is (the reference's), its
 		 * requests then held to the read-only methods like plain ones.
 		 */
-		if (!c->decided && !c->np->cfg->allow_local_binding) {
-			/* a name allowed if public: looked up before the 200 (policy time) */
-			c->mitm_head = n;
-			c->state = NPC_UPSTREAM;
-			uring_timer_cancel(&c->head_timer);
-			netconn_set_reading(c->client, false);
-			if (start_lookup(c) < 0) {
-				send_bad_gateway(c);
-				goto done;
-			}
-			return;
-		}
-		if (!c->decided)
-			emit(c, true, true, c->override ? "decider" : "baseline_policy",
-			     c->override ? "not_allowed" : "allow");
-		c->decided = true;
-		start_mitm(c, n);
+		intercept(c, true, n);
 		return;
 	}
 	if (limited && c->connect) {
@@ -1699,6 +1734,15 @@ static void socks_decided(struct npc *c, enum np_verdict v)
 	if (v == NP_ALLOW) {
 		emit(c, true, true, "baseline_policy", "allow");
 		c->decided = true;
+	}
+	/* a credential bound here: intercepted as the reference does (https in TLS, else plain) */
+	if (c->np->cfg->broker && !choose_upstream(c)) {
+		bool https = netproxy_broker_binds(c->np->cfg->broker, true, c->host, c->port);
+
+		if (https || netproxy_broker_binds(c->np->cfg->broker, false, c->host, c->port)) {
+			intercept(c, https, 0);
+			return;
+		}
 	}
 	if (open_upstream(c) < 0) {
 		c->up = NULL;

@@ -22,8 +22,8 @@ GH_REAL = "ghp_" + "Z" * 36
 VENDOR_RE = re.compile(r"^vendor_[a-z]{24}$")
 
 
-def launch(providers=None, masking=True, domains=None, mode="full"):
-    proxy = {"enabled": True, "enableSocks5": False, "enableSocks5Udp": False,
+def launch(providers=None, masking=True, domains=None, mode="full", socks=False):
+    proxy = {"enabled": True, "enableSocks5": socks, "enableSocks5Udp": False,
              "allowUpstreamProxy": False, "dangerouslyAllowAllUnixSockets": False,
              "mode": mode, "domains": domains or {"127.0.0.1": "allow"},
              "allowLocalBinding": False, "credentialMasking": masking}
@@ -416,3 +416,30 @@ def test_bound_name_resolving_locally_is_refused_before_interception(sclient, un
               launch(prov, domains={name: "allow"}))
     assert out.startswith("HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n"
                           "x-proxy-error: blocked-by-allowlist\r\n"), out
+
+
+@pytest.mark.needs_programs("/usr/bin/openssl")
+def test_socks5_tunnels_to_bound_targets_are_intercepted(server_factory, area, pki, tls_origins,
+                                                         origins):
+    """Through SOCKS5 too (the reference's): a bound https target is intercepted in TLS, a bound
+    http one read as plain HTTP; another target stays an opaque tunnel."""
+    srv = server_factory(env=dict(os.environ, SSL_CERT_FILE=str(pki / "roots.pem")))
+    c = srv.connect()
+    tport, tother = (s.server_address[1] for s in tls_origins)
+    hport = origins[0].server_address[1]
+    prov = {"vendor": {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"],
+                       "url_prefixes": ["https://127.0.0.1:%d/api" % tport,
+                                        "http://127.0.0.1:%d/v1" % hport]}}
+    s5 = "--socks5-hostname \"${ALL_PROXY#socks5h://}\" -H \"Authorization: Bearer $VENDOR_TOKEN\""
+    out = run(c, "s5", area,
+              "echo $VENDOR_TOKEN; "
+              "curl -sS -o /dev/null %s https://127.0.0.1:%d/api/t; " % (s5, tport) +
+              "curl -sS -o /dev/null %s http://127.0.0.1:%d/v1/h; " % (s5, hport) +
+              "curl -sS -o /dev/null %s https://127.0.0.1:%d/api/o" % (s5, tother),
+              launch(prov, socks=True))
+    dummy = out.strip()
+    assert VENDOR_RE.match(dummy)
+    assert [h["headers"]["authorization"] for h in tls_origins[0].heads] == ["Bearer " + REAL]
+    assert [h["headers"]["authorization"] for h in origins[0].heads] == ["Bearer " + REAL]
+    assert [h["headers"]["authorization"] for h in tls_origins[1].heads] == ["Bearer " + dummy]
+    c.close()

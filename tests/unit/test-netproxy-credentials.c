@@ -272,9 +272,10 @@ TEST(mask_and_translate)
 				       "Basic !!!", &out));
 	}
 	/* the built-in GitHub credential: https to its hosts only */
-	ASSERT_TRUE(netproxy_broker_binds_https(b, "api.github.com", 443));
-	ASSERT_TRUE(!netproxy_broker_binds_https(b, "api.github.com", 8443));
-	ASSERT_TRUE(!netproxy_broker_binds_https(b, "127.0.0.1", 8080)); /* http, not https */
+	ASSERT_TRUE(netproxy_broker_binds(b, true, "api.github.com", 443));
+	ASSERT_TRUE(!netproxy_broker_binds(b, true, "api.github.com", 8443));
+	ASSERT_TRUE(!netproxy_broker_binds(b, true, "127.0.0.1", 8080)); /* http, not https */
+	ASSERT_TRUE(netproxy_broker_binds(b, false, "127.0.0.1", 8080));
 	snprintf(hdr, sizeof(hdr), "token %s", env_get(env, "GH_TOKEN"));
 	ASSERT_EQ(1,
 		  translate(b, true, "api.github.com", 443, "/user", "Authorization", hdr, &out));
