@@ -730,6 +730,34 @@ static int plan_protect(struct sandbox_plan *pl, const char *path, bool create_i
 }
 
 /*
+ * plan_protect() with creation, for a path inside the writable root root
+ * ("/" when root is true). Under "/" the mount point may lie where the
+ * server cannot create it (a non-root server: /.git; a read-only host
+ * mount): there the command, which has at most the server's access and no
+ * capabilities, cannot create it either, so nothing needs masking.
+ */
+static int root_protect(struct sandbox_plan *pl, bool root, const char *path, char *err,
+			size_t errsz)
+{
+	int r = plan_protect(pl, path, true, err, errsz);
+
+	if (root && (r == -EACCES || r == -EPERM || r == -EROFS)) {
+		err[0] = 0;
+		return 0;
+	}
+	return r;
+}
+
+/* "/<name>" for one of the protected names. */
+static bool root_name(const char *path)
+{
+	for (size_t k = 0; k < ELEMENTSOF(sandbox_protected_names); k++)
+		if (path[0] == '/' && strcmp(path + 1, sandbox_protected_names[k]) == 0)
+			return true;
+	return false;
+}
+
+/*
  * For a missing path: the canonical form of its first missing component (the
  * longest existing ancestor resolved, plus the next name). Returns 0 or -errno.
  */
@@ -1182,6 +1210,12 @@ const char *sandbox_plan_writable_root(const struct sandbox_plan *plan, const ch
 	return root && masked < best ? root : NULL;
 }
 
+bool sandbox_root_write_supported(const struct sandbox_features *f)
+{
+	return !f->missing[0] && f->seccomp && f->mount_ns &&
+	       (f->landlock_abi >= SANDBOX_LANDLOCK_ABI_SCOPE || f->pid_ns);
+}
+
 int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_features *f,
 		     int fs_helper_fd, struct sandbox_plan **ret, char *err, size_t errsz)
 {
@@ -1191,8 +1225,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	struct stat st;
 	int r = 0;
 
+	/* A root write with carve-outs: a filesystem view whose root is writable. */
+	bool root_write = sandbox_policy_root_write_restricted(p);
+
 	err[0] = 0;
-	if (f->missing[0] || !f->seccomp || (!p->full_write && !f->mount_ns)) {
+	if (f->missing[0] || !f->seccomp || ((!p->full_write || root_write) && !f->mount_ns)) {
 		snprintf(err, errsz, "this host lacks %s", f->missing[0] ? f->missing : "mount namespaces");
 		return -EOPNOTSUPP;
 	}
@@ -1215,12 +1252,6 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			 "Landlock filesystem rules: this kernel offers none (Landlock ABI 0)");
 		return -EOPNOTSUPP;
 	}
-	if (p->n_deny_globs > 0 && p->full_write) {
-		snprintf(err, errsz,
-			 "glob_pattern deny entries with full-disk write access are not supported by "
-			 "this executor");
-		return -EINVAL;
-	}
 	/*
 	 * Without the listener guard (root only), a sandbox with network access
 	 * could connect to this server and start an unsandboxed process.
@@ -1240,7 +1271,13 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	pl->uid = (unsigned)geteuid();
 	pl->gid = (unsigned)getegid();
 	pl->proxy_sock = -1;
-	pl->restrict_net = !p->network || fs_helper;
+	/*
+	 * An enforced managed network replaces the network policy: its
+	 * namespace holds only the proxy, whatever `network` says (the
+	 * reference's proxy is reachable with `restricted` too), so the
+	 * command gets the proxied filter, never the one without sockets.
+	 */
+	pl->restrict_net = (!p->network && !p->managed_network) || fs_helper;
 	/* A managed network's namespace does not reach this server: no listener guard needed. */
 	pl->cgroup_fd = pl->restrict_net || p->managed_network || !f->mount_ns
 				? -1 : netguard_cgroup_fd(f->guard);
@@ -1269,22 +1306,14 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	if (f->landlock_abi >= SANDBOX_LANDLOCK_ABI_SCOPE)
 		pl->ll_scoped = LL_SCOPE_SIGNAL | (pl->restrict_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0);
 
-	if (p->full_write) {
+	if (p->full_write && !root_write) {
 		/*
 		 * Full-disk write (SANDBOX.md §3.1 stage 1): no filesystem view, but
 		 * still no capabilities beyond file access (root's other powers would
 		 * reach /proc/<server>/mem or load BPF), Landlock scoping against
-		 * signals and TCP, and seccomp. Deny entries would need mounts.
+		 * signals and TCP, and seccomp. With carve-outs (deny or read
+		 * entries, deny globs) the restricted path below builds a view.
 		 */
-		for (size_t i = 0; i < p->n_rules; i++) {
-			if (p->rules[i].access == SANDBOX_DENY) {
-				snprintf(err, errsz,
-					 "deny entries with full-disk write access are not supported by this executor");
-				/* The whole plan: it holds the cgroup mount list already. */
-				sandbox_plan_free(pl);
-				return -EINVAL;
-			}
-		}
 		pl->drop_caps = true;
 		/*
 		 * Non-root, or --sandbox-uid: root's file access is not ours to
@@ -1321,6 +1350,15 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 
 	pl->restrict_fs = true;
 	pl->drop_caps = true;
+	/*
+	 * A root write with carve-outs (an approved command's policy,
+	 * SECURITY.md "Write on the root"): every capability dropped as in
+	 * any view (the reference's bubblewrap drops them all), and the
+	 * kernel's files kept read-only as for a bare root write: the tree
+	 * is not.
+	 */
+	pl->root_rw = root_write;
+	pl->ro_kernel = root_write;
 	/* Not for the fs helper: one short request, nothing to hide from it. */
 	pl->pid_ns = f->pid_ns && !fs_helper;
 	/*
@@ -1336,6 +1374,13 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		const struct sandbox_rule *ru = &p->rules[i];
 
 		if (ru->access != SANDBOX_WRITE || sandbox_policy_access(p, ru->path) != SANDBOX_WRITE)
+			continue;
+		/*
+		 * /.git and the other names granted with a root write are the
+		 * root's, writable with it: no root of their own, whose bind
+		 * would follow a symlink there to a denied target and re-open it.
+		 */
+		if (root_write && root_name(ru->path))
 			continue;
 		if (!realpath(ru->path, canon) || stat(canon, &st) < 0)
 			continue; /* missing writable roots are skipped, as the reference does */
@@ -1370,6 +1415,9 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		}
 		if (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && (st.st_mode & S_IWOTH))
 			continue;
+		/* Nor the root: every host file would become its owner's (root's). */
+		if (strcmp(pl->rw[w], "/") == 0)
+			continue;
 		r = idmap_get(f, (unsigned)st.st_uid, (unsigned)st.st_gid, &what);
 		if (r < 0) {
 			snprintf(err, errsz,
@@ -1395,12 +1443,16 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	for (size_t w = 0; w < pl->n_rw && r >= 0; w++) {
 		if (stat(pl->rw[w], &st) < 0 || !S_ISDIR(st.st_mode))
 			continue; /* a writable file has no metadata names under it */
+		bool root = strcmp(pl->rw[w], "/") == 0;
+
 		for (size_t k = 0; k < ELEMENTSOF(sandbox_protected_names) && r >= 0; k++) {
 			char path[PATH_MAX];
 
-			snprintf(path, sizeof(path), "%s/%s", strcmp(pl->rw[w], "/") ? pl->rw[w] : "",
+			if (root && sandbox_policy_grants_root_name(p, sandbox_protected_names[k]))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", root ? "" : pl->rw[w],
 				 sandbox_protected_names[k]);
-			r = plan_protect(pl, path, true, err, errsz);
+			r = root_protect(pl, root, path, err, errsz);
 		}
 	}
 	for (size_t i = 0; i < p->n_rules && r >= 0; i++) {
@@ -1424,14 +1476,20 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 			 */
 			for (size_t w = 0; w < pl->n_rw; w++)
 				if (beneath(canon, pl->rw[w])) {
-					r = plan_protect(pl, canon, true, err, errsz);
+					r = root_protect(pl, strcmp(pl->rw[w], "/") == 0, canon, err, errsz);
 					break;
 				}
 			continue;
 		}
 		if (ru->access == SANDBOX_READ && inside)
 			r = plan_protect(pl, path, false, err, errsz);
-		else if (ru->access == SANDBOX_DENY && lstat(path, &st) == 0)
+		/*
+		 * Denied "/" (ties: deny wins over a root grant): no mask, a mount
+		 * on "/" would not cover the process's root; nothing but narrower
+		 * entries grants reads (Landlock, refused without it), the tree
+		 * is read-only.
+		 */
+		else if (ru->access == SANDBOX_DENY && strcmp(path, "/") != 0 && lstat(path, &st) == 0)
 			r = S_ISDIR(st.st_mode) ? strv_push(&pl->deny_dir, &pl->n_deny_dir, path)
 						: strv_push(&pl->deny_file, &pl->n_deny_file, path);
 	}
@@ -1464,8 +1522,10 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	if (p->full_read) {
 		r = ll_push(pl, "/", LL_FS_READ);
 	} else {
+		/* Read entries in effect only: one a deny at the same path overrides grants nothing. */
 		for (size_t i = 0; i < p->n_rules && r >= 0; i++)
-			if (p->rules[i].access == SANDBOX_READ)
+			if (p->rules[i].access == SANDBOX_READ &&
+			    sandbox_policy_access(p, p->rules[i].path) == SANDBOX_READ)
 				r = ll_push(pl, p->rules[i].path, LL_FS_READ);
 		/* The helper must load itself and its libraries whatever the policy reads. */
 		for (size_t i = 0; (p->minimal_read || fs_helper) && i < ELEMENTSOF(minimal_roots) &&
