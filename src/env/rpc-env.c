@@ -56,6 +56,8 @@ static json_t *capabilities(const struct server *s)
 	 * networkProxyReviewDomains: its network/policyRequest round trip.
 	 * capabilityDiscoveryV2, capabilityDiscoverySandbox: src/discovery; a
 	 * sandboxed scan runs in the fs helper, as sandboxedFileStreaming's opens.
+	 * credentialMasking, credentialMaskingCustomProviders: the proxy's
+	 * credential broker and TLS interception (src/netproxy/credentials.h).
 	 */
 	bool proxy = !s->sandbox.missing[0];
 	/*
@@ -69,6 +71,8 @@ static json_t *capabilities(const struct server *s)
 		json_object_set_new(o, names[i],
 				    json_boolean((proxy && strcmp(names[i], "networkProxyLaunch") == 0) ||
 						 (proxy && strcmp(names[i], "networkProxyReviewDomains") == 0) ||
+						 (proxy && strcmp(names[i], "credentialMasking") == 0) ||
+						 (proxy && strcmp(names[i], "credentialMaskingCustomProviders") == 0) ||
 						 (rootw && strncmp(names[i], "linux", 5) == 0) ||
 						 strcmp(names[i], "environmentConfigRead") == 0 ||
 						 strcmp(names[i], "fsWatchMissing") == 0 ||

@@ -21,6 +21,7 @@
 #include "file-uri.h"
 #include "log.h"
 #include "netproxy-config.h"
+#include "mitm.h"
 #include "netproxy-env.h"
 #include "proxy.h"
 #include "params.h"
@@ -711,9 +712,23 @@ static void start_process(struct conn *c, json_t *id, json_t *params, bool resum
 		if (r < 0)
 			goto fail;
 	}
-	if (r >= 0 && npc)
+	if (r >= 0 && npc) {
+		const char *av[3] = { NULL };
+		size_t argc = json_array_size(f[F_ARGV]);
+
+		for (size_t i = 0; i < argc && i < 3; i++)
+			av[i] = json_string_value(json_array_get(f[F_ARGV], i));
 		r = netproxy_env_apply(npc, managed ? SANDBOX_PROXY_HTTP_PORT : hports[0],
-				       managed ? SANDBOX_PROXY_SOCKS_PORT : hports[1], &envp);
+				       managed ? SANDBOX_PROXY_SOCKS_PORT : hports[1],
+				       netproxy_env_maskable(av, argc), &envp);
+	}
+	if (r >= 0 && npc && npc->credential_masking) {
+		struct np_mitm *m;
+
+		/* the interception CA the command is told to trust (without it: no interception) */
+		if (netproxy_mitm_get(c->srv, &m) == 0)
+			r = netproxy_env_ca(netproxy_mitm_bundle(m), &envp);
+	}
 	if (r >= 0)
 		r = build_argv(f, &argv);
 	if (r == -EILSEQ) {

@@ -947,6 +947,32 @@ int netconn_send_commit(struct netconn *nc, size_t n)
 	return 0;
 }
 
+int netconn_start_tls_server(struct netconn *nc, struct ssl_ctx_st *ctx,
+			     int (*setup)(struct ssl_st *ssl, void *arg), void *arg, const void *early,
+			     size_t n)
+{
+	if (nc->ended || nc->fail_pending || nc->shutting || nc->state != NC_OPEN || nc->tm.ssl)
+		return -EINVAL;
+	if (!nc->pbuf && !(nc->pbuf = malloc(NC_RBUF_SIZE)))
+		return -ENOMEM;
+	if (tls_mem_init(&nc->tm, ctx, true) < 0)
+		return -ENOMEM;
+	if (setup && setup(nc->tm.ssl, arg) < 0) {
+		tls_mem_done(&nc->tm);
+		return -EINVAL;
+	}
+	/* the early bytes, then any plain input not delivered yet: all of it is the handshake's */
+	if ((n && tls_mem_feed(&nc->tm, early, n) < 0) ||
+	    (nc->rlen && tls_mem_feed(&nc->tm, nc->rbuf, nc->rlen) < 0)) {
+		tls_mem_done(&nc->tm);
+		return -ENOMEM;
+	}
+	nc->rlen = 0;
+	nc->state = NC_HANDSHAKE;
+	nc_kick(nc); /* the handshake runs from the loop, not inside the caller */
+	return 0;
+}
+
 void netconn_set_reading(struct netconn *nc, bool on)
 {
 	if (nc->ended || nc->reading == on)

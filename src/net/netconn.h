@@ -87,6 +87,21 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
  */
 int netconn_adopt(struct server *s, int fd, const char *peer, const struct netconn_handlers *h,
 		  void *userdata, struct netconn **ret);
+/*
+ * Turns an open plain netconn (adopted) into the server side of TLS with
+ * ctx from here on: what was queued before stays plain and goes first;
+ * early holds bytes of the peer's already received (its ClientHello's
+ * start), fed first. setup(ssl, arg), when given, configures the SSL (its
+ * certificate) before the handshake. connected() runs once the handshake
+ * completes; netconn_send() refuses until then. The owner bounds the
+ * handshake's time (its own timer). Returns 0, -EINVAL (not an open plain
+ * netconn, or setup failed), or -ENOMEM.
+ */
+struct ssl_st;
+struct ssl_ctx_st;
+int netconn_start_tls_server(struct netconn *nc, struct ssl_ctx_st *ctx,
+			     int (*setup)(struct ssl_st *ssl, void *arg), void *arg, const void *early,
+			     size_t n);
 void *netconn_userdata(const struct netconn *nc);
 /*
  * The local address of the connection's socket (getsockname), for a SOCKS5

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credentials.h"
 #include "netproxy-config.h"
 #include "macro.h"
 #include "params.h"
@@ -143,6 +144,38 @@ static int decode_unix(json_t *v, struct netproxy_config *cfg, char *err, size_t
 	return 0;
 }
 
+/*
+ * A provider's members in their order, as the reference decodes them (its
+ * Content buffer: numbers printed with their value; the lists take no null,
+ * the options do).
+ */
+static int provider_types(json_t *e, char *err, size_t errsz)
+{
+	const char *k;
+	json_t *v, *x;
+	size_t i;
+
+	json_object_foreach(e, k, v) {
+		bool list = !strcmp(k, "env") || !strcmp(k, "patterns") || !strcmp(k, "url_prefixes");
+
+		if (list || !strcmp(k, "auth")) {
+			if (!json_is_array(v)) {
+				params_type_error_valued(v, "a sequence", err, errsz);
+				return -EINVAL;
+			}
+			json_array_foreach(v, i, x)
+				if (list && !json_is_string(x)) {
+					params_type_error_valued(x, "a string", err, errsz);
+					return -EINVAL;
+				}
+		} else if (!json_is_null(v) && !json_is_string(v)) {
+			params_type_error_valued(v, "a string", err, errsz);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* credentialProviders: name -> CredentialProviderConfig (snake_case, unknown fields refused). */
 static int decode_providers(json_t *v, char *err, size_t errsz)
 {
@@ -184,14 +217,18 @@ static int decode_providers(json_t *v, char *err, size_t errsz)
 					return -EINVAL;
 				}
 			}
-		} else if (!(json_is_array(e) && json_array_size(e) == 0)) {
-			/* An empty sequence decodes (every field has a default). */
+		} else if (json_is_array(e) && json_array_size(e) > 0) {
 			if (params_struct_error(e, "struct CredentialProviderConfig", err, errsz) < 0)
 				return -EINVAL;
 			continue;
+		} else if (!json_is_array(e)) {
+			params_type_error_valued(e, "struct CredentialProviderConfig", err, errsz);
+			return -EINVAL;
 		}
 		if (!json_is_object(e))
-			continue;
+			continue; /* an empty sequence decodes (every field has a default) */
+		if (provider_types(e, err, errsz) < 0)
+			return -EINVAL;
 		if (params_decode_nested(e, "CredentialProviderConfig", fields, ELEMENTSOF(fields), out,
 					 err, errsz) < 0)
 			return -EINVAL;
@@ -297,6 +334,8 @@ int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, 
 	cfg->allow_local_binding = params_bool(c[C_LOCAL], false);
 	cfg->transparent_tcp = params_bool(c[C_TRANSPARENT], false);
 	cfg->credential_masking = params_bool(c[C_MASKING], false);
+	if (json_is_object(c[C_PROVIDERS]))
+		cfg->providers = json_incref(c[C_PROVIDERS]);
 	if (l[L_TIMEOUT]) {
 		cfg->review = true;
 		cfg->decision_timeout_ms = params_u64(l[L_TIMEOUT], 0);
@@ -328,6 +367,8 @@ void netproxy_config_free(struct netproxy_config *cfg)
 	free(cfg->environment_id);
 	free(cfg->execution_id);
 	free(cfg->conversation_id);
+	json_decref(cfg->providers);
+	netproxy_broker_free(cfg->broker);
 	free(cfg);
 }
 

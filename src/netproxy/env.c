@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "credentials.h"
 #include "macro.h"
 #include "netproxy-config.h"
 #include "netproxy-env.h"
@@ -71,8 +72,19 @@ static bool is_proxy_var(const char *entry)
 	return false;
 }
 
-int netproxy_env_apply(const struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
-		       char ***envp)
+bool netproxy_env_maskable(const char *const *argv, size_t argc)
+{
+	const char *base;
+
+	if (argc != 3)
+		return false;
+	base = strrchr(argv[0], '/');
+	base = base ? base + 1 : argv[0];
+	return strcmp(base, "bash") == 0 && strcmp(argv[1], "-c") == 0;
+}
+
+int netproxy_env_apply(struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
+		       bool maskable, char ***envp)
 {
 	char http[40], socks[40], **old = *envp, **v;
 	size_t n = 0, k = 0;
@@ -110,10 +122,64 @@ int netproxy_env_apply(const struct netproxy_config *cfg, uint16_t http_port, ui
 	}
 	free(old);
 	*envp = v;
-	return 0;
+	if (!cfg->credential_masking)
+		return 0;
+	/* the broker also says "intercept" to the proxy (limited mode), masking or not */
+	if (!cfg->broker && netproxy_broker_new(cfg->providers, &cfg->broker) < 0)
+		return -ENOMEM;
+	return maskable ? netproxy_broker_mask_env(cfg->broker, envp) : 0;
 fail:
 	for (size_t i = 0; i < k; i++)
 		free(v[i]);
 	free(v);
 	return -ENOMEM;
+}
+
+static const char *const ca_vars[] = {
+	"BUNDLE_SSL_CA_CERT", "CARGO_HTTP_CAINFO", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+	"CODEX_CA_CERTIFICATE", "CURL_CA_BUNDLE", "DENO_CERT", "GIT_SSL_CAINFO",
+	"NODE_EXTRA_CA_CERTS", "NPM_CONFIG_CAFILE", "PIP_CERT", "REQUESTS_CA_BUNDLE",
+	"SSL_CERT_FILE", "npm_config_cafile",
+};
+
+static bool is_ca_var(const char *entry)
+{
+	for (size_t i = 0; i < ELEMENTSOF(ca_vars); i++) {
+		size_t n = strlen(ca_vars[i]);
+
+		if (strncmp(entry, ca_vars[i], n) == 0 && entry[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+int netproxy_env_ca(const char *bundle, char ***envp)
+{
+	char **old = *envp, **v;
+	size_t n = 0, k = 0;
+
+	while (old && old[n])
+		n++;
+	v = calloc(n + ELEMENTSOF(ca_vars) + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(ca_vars); i++) {
+		if (asprintf(&v[k], "%s=%s", ca_vars[i], bundle) < 0) {
+			for (size_t j = 0; j < k; j++)
+				free(v[j]);
+			free(v);
+			return -ENOMEM;
+		}
+		k++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (is_ca_var(old[i])) {
+			free(old[i]);
+			continue;
+		}
+		v[k++] = old[i];
+	}
+	free(old);
+	*envp = v;
+	return 0;
 }

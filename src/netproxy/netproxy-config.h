@@ -26,6 +26,8 @@ struct np_domain {
 	enum np_perm perm;
 };
 
+struct np_broker;
+
 struct np_unix_socket {
 	char *path;
 	bool allow;
@@ -45,6 +47,8 @@ struct netproxy_config {
 	uint64_t decision_timeout_ms;
 	char *environment_id, *execution_id; /* or NULL */
 	char *conversation_id;       /* auditMetadata.conversationId, for the audit log, or NULL */
+	json_t *providers;           /* credentialProviders (decoded, an object), or NULL */
+	struct np_broker *broker;    /* credentialMasking: made by netproxy_env_apply (credentials.h) */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,12 @@
 
 #include "buf.h"
 #include "chunked.h"
+#include "credentials.h"
 #include "http.h"
 #include "http-client.h"
 #include "list.h"
 #include "log.h"
+#include "mitm.h"
 #include "macro.h"
 #include "netconn.h"
 #include "netproxy-config.h"
@@ -97,6 +100,10 @@ struct npc {
 	enum npc_state state;
 	struct buf head;       /* request bytes not yet handled */
 	bool connect;          /* CONNECT (or a SOCKS5 CONNECT: socks too) */
+	bool mitm;             /* intercepted (credential masking): requests inside TLS to host:port */
+	bool mitm_tls;         /* intercepted inside TLS (https), else plain HTTP (a SOCKS5 tunnel) */
+	bool mitm_pending;     /* to be intercepted once its lookup is in */
+	size_t mitm_head;      /* then: the CONNECT head's size */
 	bool socks;            /* a SOCKS5 client */
 	uint64_t body_left;    /* FORWARD: request body bytes still to pass (Content-Length) */
 	bool chunked;          /* FORWARD: a chunked body, its end found by ch */
@@ -150,6 +157,14 @@ static void npc_release(struct npc *c)
 		free(c);
 }
 
+/* The rewritten head may hold a real credential (credential masking): wiped before it goes. */
+static void out_head_done(struct npc *c)
+{
+	if (c->out_head.data)
+		sodium_memzero(c->out_head.data, c->out_head.cap);
+	buf_done(&c->out_head);
+}
+
 static void npc_free(struct npc *c)
 {
 	netproxy_udp_assoc_end(c->assoc); /* the association lives as long as its control connection */
@@ -157,7 +172,7 @@ static void npc_free(struct npc *c)
 	list_del(&c->link);
 	c->np->n_conns--;
 	buf_done(&c->head);
-	buf_done(&c->out_head);
+	out_head_done(c);
 	buf_done(&c->up_head);
 	if (c->lookup)
 		c->lookup->c = NULL;
@@ -222,6 +237,12 @@ static void send_text(struct npc *c, const char *status, const char *header, con
 }
 
 /* The reference's JSON refusal of a plain request (keys in its order, no newline). */
+/* The target cannot be reached (inside an intercepted tunnel the reference words it so). */
+static void send_bad_gateway(struct npc *c)
+{
+	send_text(c, "502 Bad Gateway", NULL, c->mitm ? "mitm upstream error" : "upstream failure");
+}
+
 static void send_refusal_json(struct npc *c, const char *reason, const char *header,
 			      const char *message, const char *source, const char *decision)
 {
@@ -624,7 +645,7 @@ fail:
 	if (c->socks)
 		socks_send(c, 5);
 	else
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 	netconn_close(c->up);
 	c->up = NULL;
 	finish_client(c);
@@ -666,7 +687,7 @@ static void established(struct npc *c)
 		return;
 	}
 	c->np->srv->metrics.proxy_bytes_up += c->out_head.len;
-	buf_done(&c->out_head);
+	out_head_done(c);
 	pass_body(c);
 }
 
@@ -808,7 +829,7 @@ fail:
 	buf_done(&c->up_head);
 	log_info_ratelimited("Network proxy: a bad response from %s:%u", c->host, (unsigned)c->port);
 	if (!c->resp_started)
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 	netconn_close(c->up);
 	c->up = NULL;
 	finish_client(c);
@@ -865,11 +886,11 @@ static void up_closed(struct netconn *nc, int err, const char *why)
 		if (err == -EACCES)
 			refuse(c, NP_NOT_ALLOWED_LOCAL);
 		else
-			send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+			send_bad_gateway(c);
 	} else if (was_connecting && err == -EACCES) {
 		refuse(c, NP_NOT_ALLOWED_LOCAL);
 	} else if (c->state == NPC_FORWARD && !c->resp_started) {
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 	}
 	log_debug("Network proxy: %s:%u from %s ended: %s", c->host, (unsigned)c->port, c->peer,
 		  why ? why : "closed");
@@ -1041,12 +1062,29 @@ static bool wants_close(const struct http_header *conn)
 	return conn_names(conn, "close", 5);
 }
 
-/* The request head for the origin: origin-form target, hop-by-hop headers dropped, close. */
-static int rewrite_head(const struct http_request *req, const char *path, size_t path_len,
-			const char *auth, struct buf *out)
+/*
+ * The request head for the origin: origin-form target, hop-by-hop headers
+ * dropped, close. With credential masking, a header holding a placeholder of
+ * a credential bound to c's target (plain http, origin path opath) carries
+ * the real value instead (credentials.h); nothing else changes.
+ */
+static int rewrite_head(const struct npc *c, const struct http_request *req, const char *path,
+			size_t path_len, const char *opath, size_t opath_len, const char *auth,
+			struct buf *out)
 {
 	const struct http_header *conn = http_request_header(req, "connection");
+	const struct np_broker *br = c->np->cfg->broker;
 	char line[64];
+
+	/* room for the head and the credentials put back at once: no realloc leaves a copy behind */
+	if (netproxy_broker_count(br)) {
+		size_t est = req->method_len + path_len + 128 + 16384;
+
+		for (size_t i = 0; i < req->n_headers; i++)
+			est += req->headers[i].name_len + req->headers[i].value_len + 4;
+		if (buf_reserve(out, est) < 0)
+			return -ENOMEM;
+	}
 
 	if (buf_append(out, req->method, req->method_len) < 0 || buf_append(out, " ", 1) < 0 ||
 	    buf_append(out, path, path_len) < 0)
@@ -1057,10 +1095,26 @@ static int rewrite_head(const struct http_request *req, const char *path, size_t
 	for (size_t i = 0; i < req->n_headers; i++) {
 		const struct http_header *h = &req->headers[i];
 
+		char *real = NULL;
+		int r;
+
 		if (hop_by_hop(h, conn))
 			continue;
-		if (buf_append(out, h->name, h->name_len) < 0 || buf_append(out, ": ", 2) < 0 ||
-		    buf_append(out, h->value, h->value_len) < 0 || buf_append(out, "\r\n", 2) < 0)
+		r = netproxy_broker_translate(br, c->mitm_tls, c->host, c->port, opath, opath_len, h->name,
+					h->name_len, h->value, h->value_len, &real);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			log_debug("Network proxy: credential put back in %.*s toward %s:%u",
+				  (int)h->name_len, h->name, c->host, (unsigned)c->port);
+		r = buf_append(out, h->name, h->name_len) < 0 || buf_append(out, ": ", 2) < 0 ||
+		    (real ? buf_append(out, real, strlen(real)) : buf_append(out, h->value, h->value_len)) < 0 ||
+		    buf_append(out, "\r\n", 2) < 0;
+		if (real) {
+			sodium_memzero(real, strlen(real));
+			free(real);
+		}
+		if (r)
 			return -ENOMEM;
 	}
 	/* toward an upstream proxy: its own credential (never the client's) */
@@ -1107,7 +1161,11 @@ static int dial(struct npc *c)
 {
 	struct netconn_config cfg = { .host = c->via ? c->via->host : c->host,
 				      .port = c->via ? c->via->port : c->port,
-				      .nodelay = true, .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS };
+				      .nodelay = true, .connect_timeout_ms = NPC_CONNECT_TIMEOUT_MS,
+				      /* intercepted: TLS again toward the target, verified as usual */
+				      .tls = c->mitm_tls,
+				      /* a real credential may be in what is queued: wiped when freed */
+				      .sensitive = c->np->cfg->broker != NULL };
 
 	if (c->via && !c->decided) {
 		/* through an upstream proxy the policy is settled before connecting */
@@ -1117,6 +1175,8 @@ static int dial(struct npc *c)
 	}
 	return netconn_open(c->np->srv, &cfg, &up_handlers, c, &c->up);
 }
+
+static void start_mitm(struct npc *c, size_t n);
 
 static void lookup_run(struct work *w)
 {
@@ -1140,16 +1200,43 @@ static void lookup_done(struct work *w)
 	if (!c)
 		return;
 	c->lookup = NULL;
-	if (refused)
+	if (refused) {
 		refuse_local(c);
-	else if (dial(c) == 0)
+	} else if (c->mitm_pending) {
+		/* an intercepted tunnel's name, public: allowed now, as the reference decides it */
+		size_t n = c->mitm_head;
+
+		c->mitm_pending = false;
+		emit(c, true, true, c->override ? "decider" : "baseline_policy",
+		     c->override ? "not_allowed" : "allow");
+		c->decided = true;
+		start_mitm(c, n);
 		return;
+	} else if (dial(c) == 0) {
+		return;
+	}
 	else if (c->socks && c->client)
 		socks_reply(c, 1);
 	else
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 	c->up = NULL;
 	finish_client(c);
+}
+
+/* The policy-time lookup of c's host on the worker pool (lookup_done goes on). */
+static int start_lookup(struct npc *c)
+{
+	struct np_lookup *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->c = c;
+	snprintf(l->host, sizeof(l->host), "%s", c->host);
+	l->w.run = lookup_run;
+	l->w.done = lookup_done;
+	c->lookup = l;
+	worker_submit(c->np->srv, &l->w);
+	return 0;
 }
 
 static int open_upstream(struct npc *c)
@@ -1159,19 +1246,8 @@ static int open_upstream(struct npc *c)
 	netconn_set_reading(c->client, false);
 	if (c->connect || c->socks)
 		c->via = choose_upstream(c);
-	if (c->via && !c->decided && !c->np->cfg->allow_local_binding) {
-		struct np_lookup *l = calloc(1, sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		l->c = c;
-		snprintf(l->host, sizeof(l->host), "%s", c->host);
-		l->w.run = lookup_run;
-		l->w.done = lookup_done;
-		c->lookup = l;
-		worker_submit(c->np->srv, &l->w);
-		return 0;
-	}
+	if (c->via && !c->decided && !c->np->cfg->allow_local_binding)
+		return start_lookup(c);
 	return dial(c);
 }
 
@@ -1183,6 +1259,101 @@ static void answered(struct npc *c, size_t n)
 		head_deadline(c); /* the connection stays open for the next request */
 	else
 		finish_client(c);
+}
+
+static int mitm_setup(struct ssl_st *ssl, void *arg)
+{
+	struct npc *c = arg;
+
+	return netproxy_mitm_setup(c->np->srv->mitm, ssl, c->host);
+}
+
+/*
+ * CONNECT to a target a credential is bound to (head of n bytes): 200, then
+ * TLS with the client under a certificate of the server's CA for the target;
+ * the requests inside are read like plain ones and go to the target over TLS
+ * of their own (verified), with the credential put back (rewrite_head).
+ */
+static void start_mitm(struct npc *c, size_t n)
+{
+	struct np_mitm *m = NULL;
+	char date[64], out[128];
+	int k;
+
+	if (c->mitm_tls && netproxy_mitm_get(c->np->srv, &m) < 0) {
+		if (c->socks) {
+			socks_reply(c, 1);
+			return;
+		}
+		send_bad_gateway(c);
+		answered(c, n);
+		return;
+	}
+	if (c->socks) {
+		/* success; no outbound socket is behind it yet: BND is 0.0.0.0:0 */
+		static const uint8_t ok[10] = { 5, 0, 0, 1 };
+
+		if (netconn_send(c->client, ok, sizeof(ok)) < 0) {
+			finish_client(c);
+			return;
+		}
+	} else if (http_format_date(time(NULL), date, sizeof(date)) < 0 ||
+		   (k = snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\ndate: %s\r\n\r\n", date)) <= 0 ||
+		   netconn_send(c->client, out, (size_t)k) < 0) {
+		finish_client(c);
+		return;
+	}
+	buf_consume(&c->head, n);
+	/* bytes behind the CONNECT head are the start of the client's handshake */
+	if (c->mitm_tls) {
+		if (netconn_start_tls_server(c->client, netproxy_mitm_ctx(m), mitm_setup, c,
+					     c->head.data, c->head.len) < 0) {
+			finish_client(c);
+			return;
+		}
+		buf_consume(&c->head, c->head.len);
+	}
+	c->mitm = true;
+	c->connect = false;
+	c->socks = false; /* from here on, HTTP requests */
+	c->keep = true;
+	c->state = NPC_HEAD;
+	head_deadline(c); /* the handshake and the first request: NPC_HEAD_TIMEOUT_MS */
+	netconn_set_reading(c->client, true); /* paused during a lookup */
+	if (!c->mitm_tls && c->head.len)
+		client_heads(c); /* plain requests already read */
+}
+
+/*
+ * Intercepts c's tunnel (decided allowed; tls: inside TLS) now, or once the
+ * policy-time lookup of its name is in (n: the CONNECT head's size).
+ */
+static void intercept(struct npc *c, bool tls, size_t n)
+{
+	c->mitm_tls = tls;
+	if (!c->decided && !c->np->cfg->allow_local_binding) {
+		/* a name allowed if public: looked up before the answer (policy time) */
+		c->mitm_pending = true;
+		c->mitm_head = n;
+		c->state = NPC_UPSTREAM;
+		uring_timer_cancel(&c->head_timer);
+		netconn_set_reading(c->client, false);
+		if (start_lookup(c) < 0) {
+			c->mitm_pending = false;
+			if (c->socks) {
+				socks_reply(c, 1);
+				return;
+			}
+			send_bad_gateway(c);
+			finish_client(c);
+		}
+		return;
+	}
+	if (!c->decided)
+		emit(c, true, true, c->override ? "decider" : "baseline_policy",
+		     c->override ? "not_allowed" : "allow");
+	c->decided = true;
+	start_mitm(c, n);
 }
 
 /* One complete request head in c->head (n bytes of it). */
@@ -1197,11 +1368,40 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
 	/* HTTP/1.1 keeps the connection unless the client asks otherwise (the reference's) */
 	c->keep = req->minor_version >= 1 && !wants_close(http_request_header(req, "connection"));
-	c->decided = false;
-	c->override = false;
 	snprintf(c->method_buf, sizeof(c->method_buf), "%.*s",
 		 (int)MIN(req->method_len, sizeof(c->method_buf) - 1), req->method);
 	c->method = c->method_buf;
+	if (c->mitm) {
+		/*
+		 * Inside an intercepted tunnel: the target is the CONNECT's, already
+		 * decided (its addresses are still checked at each dial); an
+		 * origin-form request only.
+		 */
+		const struct http_header *h = http_request_header(req, "host");
+		char hn[256];
+
+		if (c->connect) {
+			send_text(c, "405 Method Not Allowed", NULL, "CONNECT not supported inside MITM");
+			answered(c, n);
+			return;
+		}
+		/* the tunnel's target only: a Host naming another is refused (the reference's) */
+		if (h && (!netproxy_normalize_host(h->value, h->value_len, hn, sizeof(hn)) ||
+			  strcmp(hn, c->host))) {
+			send_text(c, "400 Bad Request", NULL, "host mismatch");
+			answered(c, n);
+			return;
+		}
+		if (!tl || t[0] != '/') {
+			send_text(c, "400 Bad Request", NULL, "origin-form request expected");
+			goto done;
+		}
+		path = t;
+		path_len = tl;
+		goto forward;
+	}
+	c->decided = false;
+	c->override = false;
 	if (c->connect) {
 		const struct http_header *h = http_request_header(req, "host");
 
@@ -1296,16 +1496,34 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		emit(c, true, true, "baseline_policy", "allow");
 		c->decided = true;
 	}
+	if (c->connect && c->np->cfg->broker && !choose_upstream(c) &&
+	    (limited || netproxy_broker_binds(c->np->cfg->broker, true, c->host, c->port))) {
+		/*
+		 * A credential is bound here: intercepted, so that it can be put
+		 * back. In limited mode every tunnel is (the reference's), its
+		 * requests then held to the read-only methods like plain ones.
+		 */
+		intercept(c, true, n);
+		return;
+	}
 	if (limited && c->connect) {
 		emit(c, false, false, "mode_guard", "mitm_required");
 		send_text(c, "403 Forbidden", "blocked-by-mitm-required", "MITM required for limited HTTPS.");
 		answered(c, n);
 		return;
 	}
+forward:
 	if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
 			 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
 			 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
 		emit(c, false, false, "mode_guard", "method_not_allowed");
+		if (c->mitm) {
+			/* inside an intercepted tunnel the reference answers in plain text */
+			send_text(c, "403 Forbidden", "blocked-by-method-policy",
+				  "Method not allowed in limited mode.");
+			answered(c, n);
+			return;
+		}
 		send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
 				  "Method not allowed in limited mode.", "mode_guard", "deny");
 		answered(c, n);
@@ -1342,28 +1560,29 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			c->chunked = true;
 			memset(&c->ch, 0, sizeof(c->ch));
 		}
-		buf_done(&c->out_head);
-		c->via = choose_upstream(c);
+		out_head_done(c);
+		c->via = c->mitm ? NULL : choose_upstream(c);
 		if (c->via) {
 			/* an upstream proxy takes the absolute form (the reference's) */
 			char *abs = NULL;
 			int k = asprintf(&abs, strchr(c->host, ':') ? "http://[%s]:%u%.*s" : "http://%s:%u%.*s",
 					 c->host, (unsigned)c->port, (int)path_len, path);
 
-			if (k < 0 || rewrite_head(req, abs, (size_t)k, c->via->auth, &c->out_head) < 0) {
+			if (k < 0 || rewrite_head(c, req, abs, (size_t)k, path, path_len, c->via->auth,
+						  &c->out_head) < 0) {
 				if (k >= 0)
 					free(abs);
 				goto done;
 			}
 			free(abs);
-		} else if (rewrite_head(req, path, path_len, NULL, &c->out_head) < 0) {
+		} else if (rewrite_head(c, req, path, path_len, path, path_len, NULL, &c->out_head) < 0) {
 			goto done;
 		}
 	}
 	buf_consume(&c->head, n);
 	if (open_upstream(c) < 0) {
 		c->up = NULL;
-		send_text(c, "502 Bad Gateway", NULL, "upstream failure");
+		send_bad_gateway(c);
 		goto done;
 	}
 	return;
@@ -1515,6 +1734,15 @@ static void socks_decided(struct npc *c, enum np_verdict v)
 	if (v == NP_ALLOW) {
 		emit(c, true, true, "baseline_policy", "allow");
 		c->decided = true;
+	}
+	/* a credential bound here: intercepted as the reference does (https in TLS, else plain) */
+	if (c->np->cfg->broker && !choose_upstream(c)) {
+		bool https = netproxy_broker_binds(c->np->cfg->broker, true, c->host, c->port);
+
+		if (https || netproxy_broker_binds(c->np->cfg->broker, false, c->host, c->port)) {
+			intercept(c, https, 0);
+			return;
+		}
 	}
 	if (open_upstream(c) < 0) {
 		c->up = NULL;

@@ -123,6 +123,11 @@ void params_type_error(const json_t *v, const char *what, char *err, size_t errs
 	type_error(v, what, true, err, errsz);
 }
 
+void params_type_error_valued(const json_t *v, const char *what, char *err, size_t errsz)
+{
+	type_error(v, what, false, err, errsz);
+}
+
 static int check_u64(const json_t *v, const char *what, bool top, char *err, size_t errsz)
 {
 	uint64_t u;

@@ -55,6 +55,8 @@ int params_struct_error(const json_t *v, const char *what, char *err, size_t err
 
 /* serde's "invalid type: <unexpected>, expected <what>" for value v. */
 void params_type_error(const json_t *v, const char *what, char *err, size_t errsz);
+/* The same where serde decodes through its Content buffer: numbers with their value. */
+void params_type_error_valued(const json_t *v, const char *what, char *err, size_t errsz);
 
 /* Reads a P_U64/P_USIZE value decoded by params_decode (NULL -> def). */
 uint64_t params_u64(const json_t *v, uint64_t def);

@@ -28,6 +28,7 @@
 #include "exec.h"
 #include "fs-sandbox.h"
 #include "log.h"
+#include "mitm.h"
 #include "netconn.h"
 #include "netguard.h"
 #include "proc.h"
@@ -1210,6 +1211,8 @@ void server_done(struct server *s)
 	server_audit_done(&s->audit); /* after the ring: a write it still held keeps its lines */
 	exec_evidence_done(); /* after the ring: its receive buffer */
 	netconn_free_all(s); /* after the ring: a recv may still target a netconn's buffer */
+	netproxy_mitm_free(s->mitm); /* credential masking's CA: its files go with the server */
+	s->mitm = NULL;
 	remote_free(s);
 	safe_close(s->listen_fd);
 	safe_close(s->signal_fd);

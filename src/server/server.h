@@ -23,6 +23,7 @@
 struct conn_handlers;
 struct server_conf_args;
 struct ws_auth;
+struct np_mitm;
 struct config {
 	const char *listen;          /* "ws://IP:PORT" or "stdio" */
 	uint64_t resume_window_ms;   /* detached-session lifetime */
@@ -138,6 +139,7 @@ struct server {
 	struct list_head netconns;            /* outbound connections (src/net/netconn.h) */
 	struct ssl_ctx_st *tls_client_ctx;    /* their client SSL_CTX, made on first use */
 	struct ssl_ctx_st *tls_server_ctx;    /* the listener's (--tls-cert), or NULL */
+	struct np_mitm *mitm;                 /* credential masking's CA (src/netproxy/mitm.h), or NULL */
 
 	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */
 	struct list_head buf_waiters;

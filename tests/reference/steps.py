@@ -1640,6 +1640,112 @@ SCRIPTS.append({"name": "network_proxy_params", "doc": "networkProxy decoding, c
 ]})
 
 
+# ---- credential masking (credentialMasking / credentialProviders) ---------------------------
+# Decoding errors of the providers' members, then what the command sees and what an origin
+# started by the command receives through the proxy (printed as yes/no: the placeholders are
+# random). /work/notes/credmask-semantics.md.
+_CM_REAL = "vendor_abcdefghijklmnopqrstuvwx"
+_CM_BASIC = "dXNlcjp2ZW5kb3JfYWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4"  # base64 of user:<real>
+_CM_PORT = 28417  # the origin's: fixed, as the provider's prefix names it before the start
+_CM_VENDOR = {"env": ["VENDOR_TOKEN"], "patterns": ["^vendor_[a-z]{24}$"]}
+
+
+def _cm_provider(**kw):
+    p = dict(_CM_VENDOR)
+    p.update(kw)
+    return {"credentialMasking": True, "credentialProviders": {"vendor": p}}
+
+
+_CM_ORIGIN = (
+    "d=$(mktemp -d) && cd \"$d\" && P=" + str(_CM_PORT) + " && "
+    "printf '%s\\n' 'import http.server, sys' "
+    "'class H(http.server.BaseHTTPRequestHandler):' "
+    "'    def do_GET(self):' "
+    "'        print(self.path, self.headers.get(\"Authorization\"), self.headers.get(\"X-Api-Key\"), file=open(\"log\", \"a\"), flush=True)' "
+    "'        self.send_response(204); self.end_headers()' "
+    "'    def log_message(self, *a): pass' "
+    "'http.server.ThreadingHTTPServer((\"127.0.0.1\", int(sys.argv[1])), H).serve_forever()' > o.py && "
+    "(exec python3 o.py $P >/dev/null 2>&1 &) && "
+    "i=0; until curl -s --noproxy '*' -o /dev/null http://127.0.0.1:$P/; do "
+    "i=$((i+1)); [ $i -lt 400 ] || break; sleep 0.05; done; : > log; ")
+
+_CM_CHECK = (
+    "c() { curl -sS -o /dev/null -x \"$HTTP_PROXY\" \"$@\"; }; "
+    "c -H \"Authorization: Bearer $VENDOR_TOKEN\" http://127.0.0.1:$P/v1/a; "
+    "c -H \"X-Api-Key: $VENDOR_TOKEN\" http://127.0.0.1:$P/v1/h; "
+    "c -H \"Authorization: Bearer $VENDOR_TOKEN\" http://127.0.0.1:$P/v1x; "
+    "c -H \"Authorization: token $VENDOR_TOKEN\" http://127.0.0.1:$P/v1/t; "
+    "c -u \"user:$VENDOR_TOKEN\" http://127.0.0.1:$P/v1/b; "
+    "sed -e \"s/$VENDOR_TOKEN/DUMMY/g\" -e 's/%s/REAL/g' -e 's/Basic %s/Basic-REAL/' "
+    "-e 's/Basic [A-Za-z0-9+\\/=]*/Basic-OTHER/' log | sort; "
+    "echo \"basic-real=$(grep -c %s log)\"; "
+    "pkill -f \"o.py $P\"; cd / && rm -rf \"$d\"" % (_CM_REAL, _CM_BASIC, _CM_BASIC))
+
+_CM_ENV = ("case \"$VENDOR_TOKEN\" in %s) echo vendor=real;; vendor_*) "
+           "[ ${#VENDOR_TOKEN} = 31 ] && echo vendor=masked;; *) echo vendor=other;; esac; "
+           "case \"$GH_TOKEN\" in ghp_masked*) echo gh=masked ${#GH_TOKEN};; *) echo gh=$GH_TOKEN;; esac; "
+           "echo \"emb=${EMB%%%%vendor_*}\" active=$CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE; "
+           "echo \"$CODEX_NETWORK_PROXY_BROKERED_CREDENTIALS\" | "
+           "sed -e \"s/$VENDOR_TOKEN/V/g\" -e \"s/$GH_TOKEN/G/g\"; "
+           "[ \"$SSL_CERT_FILE\" = \"$NODE_EXTRA_CA_CERTS\" ] && [ -r \"$SSL_CERT_FILE\" ] && "
+           "grep -c 'BEGIN CERTIFICATE' \"$SSL_CERT_FILE\" >/dev/null && echo ca=readable" % _CM_REAL)
+
+
+def _cm_run(pid, script, proxy, env=None, shell=("/bin/bash", "-c")):
+    """Masking applies to [bash, -c, script] only (the reference's shell form)."""
+    p = dict(NP_PROXY)
+    p.update(proxy)
+    p["domains"] = {"127.0.0.1": "allow"}
+    e = dict(PATH_ENV)
+    e.update(env or {})
+    return start(pid, script, env=e, argv=list(shell) + [script],
+                 networkProxy={"proxy": p, "environmentId": "remote", "executionId": "e-" + pid})
+
+
+SCRIPTS.append({"name": "network_proxy_credentials", "doc": "credential masking: decoding, env, "
+                "header substitution toward bound destinations only",
+                "steps": [
+    _np("masking null", proxy={"credentialMasking": None}),
+    _np("provider entry number", proxy={"credentialProviders": {"v": 5}}),
+    _np("provider entry empty sequence", proxy={"credentialProviders": {"v": []}}),
+    _np("provider env string", proxy={"credentialProviders": {"v": {"env": "s"}}}),
+    _np("provider env null", proxy={"credentialProviders": {"v": {"env": None}}}),
+    _np("provider patterns number", proxy={"credentialProviders": {"v": {"patterns": 5}}}),
+    _np("provider url_prefixes map", proxy={"credentialProviders": {"v": {"url_prefixes": {}}}}),
+    _np("provider url_prefix_from_env seq",
+        proxy={"credentialProviders": {"v": {"url_prefix_from_env": []}}}),
+    _np("provider auth map", proxy={"credentialProviders": {"v": {"auth": [{}]}}}),
+    _np("provider auth string", proxy={"credentialProviders": {"v": {"auth": "bearer"}}}),
+    _np("provider header seq", proxy={"credentialProviders": {"v": {"header": ["X"]}}}),
+    _np("provider prefix number", proxy={"credentialProviders": {"v": {"prefix": 1}}}),
+    _cm_run("cm-env", _CM_ENV, _cm_provider(url_prefixes=["https://api.vendor.example/v1"]),
+            env={"VENDOR_TOKEN": _CM_REAL, "GH_TOKEN": "ghp_" + "Z" * 36,
+                 "EMB": "k=" + _CM_REAL}),
+    collect("cm-env", timeout=30),
+    _cm_run("cm-sh", _CM_ENV, _cm_provider(url_prefixes=["https://api.vendor.example/v1"]),
+            env={"VENDOR_TOKEN": _CM_REAL, "GH_TOKEN": "ghp_" + "Z" * 36}, shell=("/bin/sh", "-c")),
+    collect("cm-sh", timeout=30),
+    _cm_run("cm-login", _CM_ENV, _cm_provider(url_prefixes=["https://api.vendor.example/v1"]),
+            env={"VENDOR_TOKEN": _CM_REAL}, shell=("/bin/bash", "--noprofile", "--norc", "-c")),
+    collect("cm-login", timeout=30),
+    _cm_run("cm-off", _CM_ENV, dict(_cm_provider(url_prefixes=["https://api.vendor.example/v1"]),
+                                    credentialMasking=False),
+            env={"VENDOR_TOKEN": _CM_REAL, "GH_TOKEN": "ghp_" + "Z" * 36}),
+    collect("cm-off", timeout=30),
+    _cm_run("cm-broken", _CM_ENV, _cm_provider(patterns=[".*"], url_prefixes=["https://x.example"]),
+            env={"VENDOR_TOKEN": _CM_REAL}),
+    collect("cm-broken", timeout=30),
+    _cm_run("cm-bearer", _CM_ORIGIN + _CM_CHECK,
+            _cm_provider(url_prefixes=["http://127.0.0.1:%d/v1" % _CM_PORT],
+                         auth=["bearer", "basic"]), env={"VENDOR_TOKEN": _CM_REAL}),
+    collect("cm-bearer", timeout=60),
+    _cm_run("cm-dynamic", _CM_ORIGIN + _CM_CHECK,
+            _cm_provider(url_prefix_from_env="VP", auth=["header"], header="X-Api-Key"),
+            env={"VENDOR_TOKEN": _CM_REAL, "VP": "http://127.0.0.1:%d/v1" % _CM_PORT}),
+    collect("cm-dynamic", timeout=60),
+]})
+
+
 # The proxy's answers (not enforced: both servers listen on the host's loopback and name it in
 # HTTP_PROXY / ALL_PROXY): refusals of every kind, byte for byte but the date header.
 def _np_run(pid, script, start_extra=None, **proxy):

@@ -179,7 +179,7 @@ TEST(environment)
 	env[0] = strdup("PLAIN=hello");
 	env[1] = strdup("HTTP_PROXY=http://1.2.3.4:9");
 	env[2] = strdup("no_proxy=x");
-	ASSERT_EQ(0, netproxy_env_apply(&cfg, 3128, 1080, &env));
+	ASSERT_EQ(0, netproxy_env_apply(&cfg, 3128, 1080, false, &env));
 	ASSERT_EQ(35, (int)count(env)); /* the reference's 34 and PLAIN */
 	ASSERT_STREQ("hello", get(env, "PLAIN"));
 	ASSERT_STREQ("http://127.0.0.1:3128", get(env, "HTTP_PROXY"));
@@ -201,7 +201,7 @@ TEST(environment)
 	cfg.enable_socks5 = false;
 	cfg.allow_local_binding = true;
 	env = calloc(1, sizeof(*env));
-	ASSERT_EQ(0, netproxy_env_apply(&cfg, 40645, 40087, &env));
+	ASSERT_EQ(0, netproxy_env_apply(&cfg, 40645, 40087, false, &env));
 	ASSERT_EQ(34, (int)count(env));
 	ASSERT_STREQ("http://127.0.0.1:40645", get(env, "all_proxy"));
 	ASSERT_STREQ("localhost,127.0.0.1,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16",
