@@ -28,6 +28,48 @@ static json_t *uri_or_null(const char *path)
 	return j;
 }
 
+/* When a flag of the reference's is true on this server. */
+enum cap_when {
+	CAP_NEVER,
+	CAP_ALWAYS,
+	/*
+	 * Where sandboxes can be built: an enforced managed network runs in a
+	 * network namespace of the command's own.
+	 */
+	CAP_SANDBOX,
+	/* sandbox_root_write_supported(): root-write policies enforced as promised. */
+	CAP_ROOT_WRITE,
+};
+
+static const struct {
+	const char *name;
+	enum cap_when when;
+} reference_caps[] = {
+	/* The proxy on the ring (src/netproxy); its network/policyRequest round trip. */
+	{ "networkProxyLaunch", CAP_SANDBOX },
+	{ "networkProxyReviewDomains", CAP_SANDBOX },
+	/* The proxy's credential broker and TLS interception (src/netproxy/credentials.h). */
+	{ "credentialMasking", CAP_SANDBOX },
+	{ "credentialMaskingCustomProviders", CAP_SANDBOX },
+	/* src/discovery; a sandboxed scan runs in the fs helper. */
+	{ "capabilityDiscoverySandbox", CAP_ALWAYS },
+	{ "fsWatchMissing", CAP_ALWAYS },
+	{ "capabilityDiscoveryV2", CAP_ALWAYS },
+	{ "environmentConfigRead", CAP_ALWAYS },
+	{ "httpHeaderEnvVars", CAP_NEVER },
+	{ "sandboxedFileStreaming", CAP_ALWAYS },
+	{ "fileWriteStreaming", CAP_ALWAYS },
+	/* process/start.shellSnapshot (exec/shell-snapshot.h) */
+	{ "shellSnapshotV2", CAP_ALWAYS },
+	{ "windowsMxc", CAP_NEVER },
+	/*
+	 * A root write keeps the standard devices, and one with carve-outs (an
+	 * approved command's) keeps them all (docs/SECURITY.md "Write on the root").
+	 */
+	{ "linuxRootWritePreservesDevices", CAP_ROOT_WRITE },
+	{ "linuxApprovedRootWritePreservesRestrictions", CAP_ROOT_WRITE },
+};
+
 /*
  * Capabilities: advertise only what is implemented. Member names and order
  * are the reference's (PROTOCOL.md §6.1); unimplemented features say false.
@@ -41,47 +83,15 @@ static json_t *capabilities(const struct server *s)
 		"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout", "uexecProcessList",
 		"uexecFsRename", "uexecFsWatch",
 	};
-	static const char *const names[] = {
-		"networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
-		"credentialMaskingCustomProviders", "capabilityDiscoverySandbox", "fsWatchMissing",
-		"capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars",
-		"sandboxedFileStreaming", "fileWriteStreaming", "shellSnapshotV2", "windowsMxc",
-		"linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions",
-	};
 	json_t *o = json_object();
 
-	/*
-	 * networkProxyLaunch: the proxy runs on the ring; enforced launches need
-	 * a sandbox (a network namespace of the command's own) on this host.
-	 * networkProxyReviewDomains: its network/policyRequest round trip.
-	 * capabilityDiscoveryV2, capabilityDiscoverySandbox: src/discovery; a
-	 * sandboxed scan runs in the fs helper, as sandboxedFileStreaming's opens.
-	 * credentialMasking, credentialMaskingCustomProviders: the proxy's
-	 * credential broker and TLS interception (src/netproxy/credentials.h).
-	 */
-	bool proxy = !s->sandbox.missing[0];
-	/*
-	 * The two Linux root-write flags: a root write keeps the standard
-	 * devices, and one with carve-outs (an approved command's) keeps them
-	 * all, wherever this host can build such sandboxes.
-	 */
-	bool rootw = sandbox_root_write_supported(&s->sandbox);
+	for (size_t i = 0; i < ELEMENTSOF(reference_caps); i++) {
+		enum cap_when w = reference_caps[i].when;
+		bool on = w == CAP_ALWAYS || (w == CAP_SANDBOX && !s->sandbox.missing[0]) ||
+			  (w == CAP_ROOT_WRITE && sandbox_root_write_supported(&s->sandbox));
 
-	for (size_t i = 0; i < ELEMENTSOF(names); i++)
-		json_object_set_new(o, names[i],
-				    json_boolean((proxy && strcmp(names[i], "networkProxyLaunch") == 0) ||
-						 (proxy && strcmp(names[i], "networkProxyReviewDomains") == 0) ||
-						 (proxy && strcmp(names[i], "credentialMasking") == 0) ||
-						 (proxy && strcmp(names[i], "credentialMaskingCustomProviders") == 0) ||
-						 (rootw && strncmp(names[i], "linux", 5) == 0) ||
-						 strcmp(names[i], "environmentConfigRead") == 0 ||
-						 strcmp(names[i], "fsWatchMissing") == 0 ||
-						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
-						 strcmp(names[i], "fileWriteStreaming") == 0 ||
-						 strcmp(names[i], "capabilityDiscoveryV2") == 0 ||
-						 strcmp(names[i], "capabilityDiscoverySandbox") == 0 ||
-						 /* process/start.shellSnapshot (exec/shell-snapshot.h) */
-						 strcmp(names[i], "shellSnapshotV2") == 0));
+		json_object_set_new(o, reference_caps[i].name, json_boolean(on));
+	}
 	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)
 		json_object_set_new(o, uexec_names[i], json_true());
 	/*
