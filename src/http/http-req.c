@@ -1,0 +1,733 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runs one http/request (http-req.h): a netconn per hop, redirects as the
+ * reference follows them, one deadline over the whole exchange, the buffered
+ * or streamed body. Every reply and notification texts are the reference's
+ * (PROTOCOL.md §6.23, §7.5).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "conn.h"
+#include "http-req.h"
+#include "log.h"
+#include "netconn.h"
+#include "rpc.h"
+#include "server.h"
+
+static struct list_head reqs = LIST_HEAD_INIT(reqs);
+
+static const struct netconn_handlers handlers;
+
+/* ---- bookkeeping ---- */
+
+unsigned http_req_count(const struct conn *c)
+{
+	struct http_req *r;
+	unsigned n = 0;
+
+	list_for_each_entry(r, &reqs, link)
+		n += r->conn == c;
+	return n;
+}
+
+bool http_req_stream_active(const struct conn *c, const char *rid, size_t len)
+{
+	struct http_req *r;
+
+	list_for_each_entry(r, &reqs, link)
+		if (r->conn == c && r->stream && r->rid_len == len && memcmp(r->rid, rid, len) == 0)
+			return true;
+	return false;
+}
+
+/* Buffered body bytes held for c's requests: their sum is bounded, not only each one. */
+static uint64_t conn_buffered(const struct conn *c)
+{
+	struct http_req *r;
+	uint64_t n = 0;
+
+	list_for_each_entry(r, &reqs, link)
+		if (r->conn == c && !r->stream)
+			n += r->body_out.len;
+	return n;
+}
+
+static void wipe_buf(struct buf *b)
+{
+	if (b->data)
+		explicit_bzero(b->data, b->cap);
+	buf_done(b);
+}
+
+static void headers_free(struct http_req *r)
+{
+	for (size_t i = 0; i < r->n_hdrs; i++) {
+		/* Values may hold a secret (valueEnvVar, Authorization). */
+		explicit_bzero(r->hdrs[i].value, r->hdrs[i].value_len);
+		free(r->hdrs[i].name);
+		free(r->hdrs[i].value);
+	}
+	free(r->hdrs);
+	r->hdrs = NULL;
+	r->n_hdrs = 0;
+}
+
+static void req_release(struct http_req *r)
+{
+	headers_free(r);
+	if (r->body)
+		explicit_bzero(r->body, r->body_len);
+	free(r->body);
+	free(r->method);
+	free(r->rid);
+	free(r->rid_json);
+	http_url_parts_done(&r->url);
+	json_decref(r->resp_headers);
+	wipe_buf(&r->in);
+	wipe_buf(&r->body_out);
+	free(r);
+}
+
+void http_req_free(struct http_req *r)
+{
+	if (list_linked(&r->link))
+		list_del(&r->link);
+	if (r->nc)
+		netconn_close(r->nc);
+	r->nc = NULL;
+	json_decref(r->id);
+	r->id = NULL;
+	r->conn = NULL;
+	if (r->timer_armed && !r->srv->stopping) {
+		/* The timer's op points into r: free once its cancel completes (on_timer). */
+		r->dead = true;
+		uring_timer_cancel(&r->timer);
+		return;
+	}
+	req_release(r);
+}
+
+/* ---- replies ---- */
+
+/* Replies -32603 with prefix + arg (when the request is still unanswered) and frees r. */
+static void fail2(struct http_req *r, const char *prefix, const char *arg, const char *suffix)
+{
+	if (r->conn && r->id)
+		rpc_reply_error(r->conn, r->id, RPC_INTERNAL_ERROR, "%s%s%s", prefix, arg, suffix);
+	http_req_free(r);
+}
+
+static void fail(struct http_req *r, const char *msg)
+{
+	fail2(r, msg, "", "");
+}
+
+/* Connect, TLS, DNS, a malformed head, the deadline before the head: the reference's one text. */
+static void fail_send(struct http_req *r)
+{
+	fail2(r, "http/request failed: error sending request for url (", r->url.href, ")");
+}
+
+static void send_delta(struct http_req *r, const uint8_t *p, size_t n, bool done, const char *error)
+{
+	char head[64], tail[96];
+	int hl, tl;
+	size_t b64 = base64_encoded_len(n), len;
+	struct outchunk *o;
+	uint8_t *w;
+
+	if (!r->conn)
+		return;
+	r->seq++;
+	hl = snprintf(head, sizeof(head), ",\"seq\":%" PRIu64 ",\"deltaBase64\":\"", r->seq);
+	tl = snprintf(tail, sizeof(tail), "\",\"done\":%s,\"error\":%s%s%s}}", done ? "true" : "false",
+		      error ? "\"" : "", error ? error : "null", error ? "\"" : "");
+	static const char pre[] = "{\"method\":\"http/request/bodyDelta\",\"params\":{\"requestId\":";
+	len = sizeof(pre) - 1 + strlen(r->rid_json) + (size_t)hl + b64 + (size_t)tl;
+	o = conn_alloc_msg(r->conn, len, &w);
+	if (!o) {
+		log_error_ratelimited("Out of memory sending http/request/bodyDelta to %s", r->conn->peer);
+		conn_close(r->conn, 1011, "out of memory");
+		return;
+	}
+	memcpy(w, pre, sizeof(pre) - 1);
+	w += sizeof(pre) - 1;
+	memcpy(w, r->rid_json, strlen(r->rid_json));
+	w += strlen(r->rid_json);
+	memcpy(w, head, (size_t)hl);
+	w += hl;
+	w += base64_encode(p, n, (char *)w);
+	memcpy(w, tail, (size_t)tl);
+	conn_commit(r->conn, o);
+}
+
+/* A body that could not be read whole: a reply (buffered) or the terminal delta (streamed). */
+static void fail_body(struct http_req *r)
+{
+	if (r->stream) {
+		send_delta(r, NULL, 0, true, "error decoding response body");
+		http_req_free(r);
+		return;
+	}
+	fail(r, "failed to read http/request response body: error decoding response body");
+}
+
+/*
+ * {"status":N,"headers":[...],"bodyBase64":"..."} with the body r->body_out
+ * (empty for a stream). Returns 0 or -ENOMEM (replied with an error then).
+ */
+static int reply_result(struct http_req *r, int status, json_t *headers)
+{
+	char *hj = json_dumps(headers, JSON_COMPACT);
+	size_t body = r->stream ? 0 : r->body_out.len, len;
+	char pre[32];
+	int pl;
+	struct outchunk *o;
+	uint8_t *w;
+
+	if (!hj) {
+		rpc_reply_errno_internal(r->conn, r->id, ENOMEM);
+		return -ENOMEM;
+	}
+	pl = snprintf(pre, sizeof(pre), "{\"status\":%d,\"headers\":", status);
+	len = (size_t)pl + strlen(hj) + sizeof(",\"bodyBase64\":\"\"}") - 1 + base64_encoded_len(body);
+	o = rpc_reply_begin(r->conn, r->id, len, &w);
+	if (!o) {
+		free(hj);
+		return -ENOMEM;
+	}
+	memcpy(w, pre, (size_t)pl);
+	w += pl;
+	memcpy(w, hj, strlen(hj));
+	w += strlen(hj);
+	memcpy(w, ",\"bodyBase64\":\"", 15);
+	w += 15;
+	w += base64_encode(r->body_out.data, body, (char *)w);
+	memcpy(w, "\"}", 2);
+	conn_commit(r->conn, o);
+	free(hj);
+	json_decref(r->id);
+	r->id = NULL;
+	return 0;
+}
+
+/* The head's headers as the reference lists them: lower-case names, wire order, visible-ASCII values only. */
+static json_t *headers_json(const struct http_response *resp)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < resp->n_headers; i++) {
+		const struct http_header *h = &resp->headers[i];
+		char name[256];
+		bool ok = h->name_len < sizeof(name);
+		json_t *o;
+
+		for (size_t k = 0; ok && k < h->value_len; k++) {
+			unsigned char ch = (unsigned char)h->value[k];
+
+			ok = ch == '\t' || (ch >= 0x20 && ch < 0x7f);
+		}
+		if (!ok)
+			continue; /* the reference drops values that are not visible ASCII */
+		for (size_t k = 0; k < h->name_len; k++)
+			name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z' ? h->name[k] + 32 : h->name[k]);
+		o = json_object();
+		if (!o || json_array_append_new(a, o) < 0 ||
+		    json_object_set_new(o, "name", json_stringn(name, h->name_len)) < 0 ||
+		    json_object_set_new(o, "value", json_stringn(h->value, h->value_len)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static void complete(struct http_req *r)
+{
+	if (r->stream)
+		send_delta(r, NULL, 0, true, NULL);
+	else if (r->conn && r->id)
+		(void)reply_result(r, r->status, r->resp_headers);
+	http_req_free(r);
+}
+
+/* ---- the body ---- */
+
+static void fail_too_large(struct http_req *r)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg),
+		 "failed to read http/request response body: the response body exceeds this "
+		 "server's limit of %" PRIu64 " bytes (--http-max-response-bytes)",
+		 r->srv->cfg.http_max_response_bytes);
+	fail(r, msg);
+}
+
+/* Decodes received body bytes; completes r when the body is whole. Returns false once r is gone. */
+static bool body_feed(struct http_req *r, const uint8_t *p, size_t n)
+{
+	while (n > 0 && !r->br.done) {
+		int q = http_body_reader_feed(&r->br, p, n, &r->body_out);
+
+		if (q < 0) {
+			/* What was decoded before the error still goes out, as the reference's. */
+			if (r->stream && r->body_out.len > 0)
+				send_delta(r, r->body_out.data, r->body_out.len, false, NULL);
+			if (q == -EMSGSIZE && !r->stream)
+				fail_too_large(r);
+			else
+				fail_body(r);
+			return false;
+		}
+		p += q;
+		n -= (size_t)q;
+		if (r->stream && r->body_out.len > 0) {
+			send_delta(r, r->body_out.data, r->body_out.len, false, NULL);
+			r->body_out.len = 0;
+		}
+		if (!r->stream && conn_buffered(r->conn) > r->srv->cfg.http_max_response_bytes) {
+			fail_too_large(r);
+			return false;
+		}
+	}
+	if (r->br.done) {
+		complete(r);
+		return false;
+	}
+	/* Back-pressure: read on once the client's output queue drained (http_conn_drained). */
+	if (r->stream && r->conn && conn_congested(r->conn) && !r->paused) {
+		r->paused = true;
+		netconn_set_reading(r->nc, false);
+	}
+	return true;
+}
+
+/* ---- redirects ---- */
+
+static bool is_redirect(int status)
+{
+	return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+static void drop_headers(struct http_req *r, const char *const *names)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < r->n_hdrs; i++) {
+		bool drop = false;
+
+		for (const char *const *n = names; *n && !drop; n++)
+			drop = strcmp(r->hdrs[i].name, *n) == 0;
+		if (drop) {
+			explicit_bzero(r->hdrs[i].value, r->hdrs[i].value_len);
+			free(r->hdrs[i].name);
+			free(r->hdrs[i].value);
+		} else {
+			r->hdrs[k++] = r->hdrs[i];
+		}
+	}
+	r->n_hdrs = k;
+}
+
+static bool has_header(const struct http_req *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_hdrs; i++)
+		if (strcmp(r->hdrs[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Appends a header (copies). 0 or -ENOMEM. */
+static int add_header(struct http_req *r, const char *name, const char *value, size_t len)
+{
+	struct http_req_header *h = realloc(r->hdrs, (r->n_hdrs + 1) * sizeof(*h));
+	char *n, *v;
+
+	if (!h)
+		return -ENOMEM;
+	r->hdrs = h;
+	n = strdup(name);
+	v = malloc(len + 1);
+	if (!n || !v) {
+		free(n);
+		free(v);
+		return -ENOMEM;
+	}
+	memcpy(v, value, len);
+	v[len] = '\0';
+	r->hdrs[r->n_hdrs++] = (struct http_req_header){ n, v, len };
+	return 0;
+}
+
+/* "Basic base64(user:password)" from the URL's userinfo, unless an Authorization header is there. */
+static int add_basic_auth(struct http_req *r)
+{
+	const char *user = r->url.user, *pw = r->url.password ? r->url.password : "";
+	size_t ul, pwl, n;
+	char *plain, *val;
+	int q;
+
+	if (!user || has_header(r, "authorization"))
+		return 0;
+	ul = strlen(user);
+	pwl = strlen(pw);
+	plain = malloc(ul + 1 + pwl);
+	val = malloc(6 + base64_encoded_len(ul + 1 + pwl) + 1);
+	if (!plain || !val) {
+		free(plain);
+		free(val);
+		return -ENOMEM;
+	}
+	memcpy(plain, user, ul);
+	plain[ul] = ':';
+	memcpy(plain + ul + 1, pw, pwl);
+	memcpy(val, "Basic ", 6);
+	n = 6 + base64_encode((const uint8_t *)plain, ul + 1 + pwl, val + 6);
+	q = add_header(r, "authorization", val, n);
+	explicit_bzero(plain, ul + 1 + pwl);
+	explicit_bzero(val, n);
+	free(plain);
+	free(val);
+	return q;
+}
+
+/* scheme://host[:port] without userinfo. */
+static int origin_of(const struct http_url_parts *u, char *out, size_t cap)
+{
+	char port[8] = "";
+
+	if (u->port != (u->tls ? 443 : 80))
+		snprintf(port, sizeof(port), ":%u", u->port);
+	return snprintf(out, cap, "%s://%s%s%s%s", u->tls ? "https" : "http", u->ipv6 ? "[" : "",
+			u->host, u->ipv6 ? "]" : "", port);
+}
+
+static int start_hop(struct http_req *r);
+
+/*
+ * Follows a redirect to next (owned from here): the method and body as the
+ * reference changes them, credentials dropped across origins, the Referer of
+ * the URL that answered.
+ */
+static void follow(struct http_req *r, int status, struct http_url_parts *next)
+{
+	static const char *const body_headers[] = { "content-type", "content-length", "content-encoding",
+						    "transfer-encoding", NULL };
+	static const char *const credentials[] = { "authorization", "cookie", "cookie2",
+						   "proxy-authorization", "www-authenticate", NULL };
+	static const char *const referer[] = { "referer", NULL };
+	bool to_get = ((status == 301 || status == 302) && strcmp(r->method, "POST") == 0) ||
+		      (status == 303 && strcmp(r->method, "HEAD") != 0);
+	bool same = http_url_same_origin(&r->url, next);
+	char ref[600];
+	int q = 0, rl = -1;
+
+	if (to_get) {
+		char *m = strdup("GET");
+
+		if (!m)
+			goto oom;
+		free(r->method);
+		r->method = m;
+		if (r->body)
+			explicit_bzero(r->body, r->body_len);
+		free(r->body);
+		r->body = NULL;
+		r->body_len = 0;
+		drop_headers(r, body_headers);
+	}
+	if (!same)
+		drop_headers(r, credentials);
+	drop_headers(r, referer);
+	/* No Referer from https to http; across origins only the origin. */
+	if (!(r->url.tls && !next->tls)) {
+		if (same) {
+			rl = origin_of(&r->url, ref, sizeof(ref));
+			if (rl > 0 && (size_t)rl < sizeof(ref))
+				rl += snprintf(ref + rl, sizeof(ref) - (size_t)rl, "%s", r->url.target);
+		} else {
+			rl = origin_of(&r->url, ref, sizeof(ref) - 1);
+			if (rl > 0 && (size_t)rl < sizeof(ref) - 1) {
+				ref[rl++] = '/';
+				ref[rl] = '\0';
+			}
+		}
+		/* A Referer longer than the buffer is left out rather than cut. */
+		if (rl > 0 && (size_t)rl < sizeof(ref) - 1)
+			q = add_header(r, "referer", ref, (size_t)rl);
+	}
+	http_url_parts_done(&r->url);
+	r->url = *next;
+	*next = (struct http_url_parts){ 0 };
+	if (q < 0 || add_basic_auth(r) < 0)
+		goto oom;
+	r->redirects++;
+	netconn_close(r->nc);
+	r->nc = NULL;
+	r->in.len = 0;
+	(void)start_hop(r);
+	return;
+oom:
+	http_url_parts_done(next);
+	fail(r, "http/request failed: out of memory");
+}
+
+/* ---- the response head ---- */
+
+/* Handles a complete head at r->in (head_len bytes). Returns false once r is gone. */
+static bool on_head(struct http_req *r, const struct http_response *resp, size_t head_len)
+{
+	const struct http_header *loc = http_response_header(resp, "location");
+	uint64_t max = r->stream ? UINT64_MAX : r->srv->cfg.http_max_response_bytes;
+	int q;
+
+	if (r->follow && is_redirect(resp->status) && loc) {
+		struct http_url_parts next;
+		char scheme[32];
+
+		q = http_url_parts_join(&r->url, loc->value, loc->value_len, &next, NULL, scheme,
+					sizeof(scheme));
+		if (q == -EPROTONOSUPPORT) {
+			fail2(r, "http/request failed: redirect target uses unsupported URL scheme: ",
+			      scheme, "");
+			return false;
+		}
+		if (q == -ENOMEM) {
+			fail(r, "http/request failed: out of memory");
+			return false;
+		}
+		if (q == 0) {
+			if (r->redirects >= HTTP_REQ_MAX_REDIRECTS) {
+				http_url_parts_done(&next);
+				fail(r, "http/request failed: too many redirects");
+				return false;
+			}
+			follow(r, resp->status, &next);
+			return false;
+		}
+		/* A Location that is no URL: the 3xx is the answer, as the reference's. */
+	}
+	q = http_body_reader_init(&r->br, resp, strcmp(r->method, "HEAD") == 0, max);
+	if (q == -EMSGSIZE) {
+		fail_too_large(r);
+		return false;
+	}
+	if (q < 0) {
+		fail_send(r);
+		return false;
+	}
+	r->status = resp->status;
+	r->resp_headers = headers_json(resp);
+	if (!r->resp_headers) {
+		fail(r, "http/request failed: out of memory");
+		return false;
+	}
+	r->head_done = true;
+	if (r->stream) {
+		if (reply_result(r, r->status, r->resp_headers) < 0) {
+			http_req_free(r);
+			return false;
+		}
+	}
+	return body_feed(r, r->in.data + head_len, r->in.len - head_len);
+}
+
+static void on_data(struct netconn *nc, const uint8_t *p, size_t n)
+{
+	struct http_req *r = netconn_userdata(nc);
+
+	if (r->head_done) {
+		(void)body_feed(r, p, n);
+		return;
+	}
+	if (buf_append(&r->in, p, n) < 0) {
+		fail(r, "http/request failed: out of memory");
+		return;
+	}
+	for (;;) {
+		struct http_response resp;
+		int q = http_response_parse((const char *)r->in.data, r->in.len, HTTP_REQ_MAX_HEAD, &resp);
+
+		if (q == -EAGAIN)
+			return;
+		if (q < 0) {
+			fail_send(r);
+			return;
+		}
+		if (resp.status >= 600) {
+			/* Not a status the reference's client takes. */
+			fail_send(r);
+			return;
+		}
+		if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
+			/* An interim answer (100 Continue, 103): the real one follows. */
+			buf_consume(&r->in, (size_t)q);
+			continue;
+		}
+		(void)on_head(r, &resp, (size_t)q);
+		return;
+	}
+}
+
+/* ---- the connection ---- */
+
+static void on_connected(struct netconn *nc)
+{
+	struct http_req *r = netconn_userdata(nc);
+	struct buf w = { 0 };
+	char host[320];
+	int q, hl;
+
+	hl = http_client_host_header(host, sizeof(host), r->url.host, r->url.ipv6, r->url.port,
+				     r->url.tls);
+	if (hl < 0 || (size_t)hl >= sizeof(host)) {
+		fail_send(r);
+		return;
+	}
+	q = buf_append(&w, r->method, strlen(r->method));
+	if (q >= 0)
+		q = buf_append(&w, " ", 1);
+	if (q >= 0)
+		q = buf_append(&w, r->url.target, strlen(r->url.target));
+	if (q >= 0)
+		q = buf_append(&w, " HTTP/1.1\r\n", 11);
+	for (size_t i = 0; q >= 0 && i < r->n_hdrs; i++) {
+		q = buf_append(&w, r->hdrs[i].name, strlen(r->hdrs[i].name));
+		if (q >= 0)
+			q = buf_append(&w, ": ", 2);
+		if (q >= 0)
+			q = buf_append(&w, r->hdrs[i].value, r->hdrs[i].value_len);
+		if (q >= 0)
+			q = buf_append(&w, "\r\n", 2);
+	}
+	/* What the reference's client adds, in its order, unless the client gave them. */
+	if (q >= 0 && !has_header(r, "accept"))
+		q = buf_append(&w, "accept: */*\r\n", 13);
+	if (q >= 0 && !has_header(r, "host")) {
+		q = buf_append(&w, "host: ", 6);
+		if (q >= 0)
+			q = buf_append(&w, host, (size_t)hl);
+		if (q >= 0)
+			q = buf_append(&w, "\r\n", 2);
+	}
+	if (q >= 0 && r->body_len > 0 && !has_header(r, "content-length")) {
+		char cl[48];
+		int n = snprintf(cl, sizeof(cl), "content-length: %zu\r\n", r->body_len);
+
+		q = buf_append(&w, cl, (size_t)n);
+	}
+	if (q >= 0)
+		q = buf_append(&w, "\r\n", 2);
+	if (q >= 0 && r->body_len > 0)
+		q = buf_append(&w, r->body, r->body_len);
+	if (q >= 0)
+		q = netconn_send(nc, w.data, w.len);
+	wipe_buf(&w);
+	if (q < 0)
+		fail_send(r);
+}
+
+static void on_closed(struct netconn *nc, int err, const char *why)
+{
+	struct http_req *r = netconn_userdata(nc);
+
+	(void)why; /* the reference says no more than "error sending request" */
+	r->nc = NULL; /* freed by src/net after this */
+	if (!r->head_done) {
+		fail_send(r);
+		return;
+	}
+	if (err == 0 && http_body_reader_eof(&r->br) == 0) {
+		complete(r);
+		return;
+	}
+	fail_body(r);
+}
+
+static const struct netconn_handlers handlers = {
+	.connected = on_connected,
+	.data = on_data,
+	.closed = on_closed,
+};
+
+static int start_hop(struct http_req *r)
+{
+	struct netconn_config cfg = {
+		.host = r->url.host,
+		.port = r->url.port,
+		.tls = r->url.tls,
+		.nodelay = true,
+		.sensitive = true, /* headers may carry credentials (valueEnvVar, Authorization) */
+	};
+	int q;
+
+	r->head_done = false;
+	q = netconn_open(r->srv, &cfg, &handlers, r, &r->nc);
+	if (q < 0) {
+		r->nc = NULL;
+		fail_send(r);
+	}
+	return q;
+}
+
+static void on_timer(struct uring_timer *t, bool fired)
+{
+	struct http_req *r = container_of(t, struct http_req, timer);
+
+	r->timer_armed = false;
+	if (r->dead) {
+		req_release(r);
+		return;
+	}
+	if (!fired)
+		return;
+	/* The deadline covers the whole exchange, body included (the reference's timeout). */
+	if (r->head_done)
+		fail_body(r);
+	else
+		fail_send(r);
+}
+
+void http_req_start(struct http_req *r)
+{
+	list_add_tail(&r->link, &reqs);
+	if (add_basic_auth(r) < 0) {
+		fail(r, "http/request failed: out of memory");
+		return;
+	}
+	if (r->timeout_ms) {
+		r->timer_armed = true;
+		uring_timer_arm(&r->srv->ring, &r->timer, r->timeout_ms, on_timer);
+	}
+	(void)start_hop(r);
+}
+
+/* ---- the client connection ---- */
+
+void http_conn_closed(struct conn *c)
+{
+	struct http_req *r, *n;
+
+	list_for_each_entry_safe(r, n, &reqs, link)
+		if (r->conn == c)
+			http_req_free(r);
+}
+
+void http_conn_drained(struct conn *c)
+{
+	struct http_req *r;
+
+	if (conn_congested(c))
+		return;
+	list_for_each_entry(r, &reqs, link)
+		if (r->conn == c && r->paused && r->nc) {
+			r->paused = false;
+			netconn_set_reading(r->nc, true);
+		}
+}

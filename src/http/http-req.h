@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http/request (PROTOCOL.md §6.23, §7.5): an HTTP(S) request made by the
+ * server for a client, on the ring. rpc-http.c decodes and checks the params
+ * (the reference's error texts) and builds a struct http_req; http-req.c runs
+ * it: one connection per hop (src/net/netconn: DNS on the worker pool, TLS
+ * verified against the system store), redirects, the deadline, the response
+ * head and body (proto/http-client's parser and framing), then one reply, or
+ * with streamResponse the reply at the head and the body as
+ * http/request/bodyDelta notifications, paced by the client connection's
+ * output queue.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "http-client.h"
+#include "http-url.h"
+#include "list.h"
+#include "ring.h"
+
+struct conn;
+struct netconn;
+struct server;
+
+/* Redirects followed before "too many redirects" (the reference's 10). */
+#define HTTP_REQ_MAX_REDIRECTS 10
+/* Requests in flight (streams included) per client connection. */
+#define HTTP_REQ_MAX_PER_CONN 16
+/* Request headers per request, and the bytes of one name + value. */
+#define HTTP_REQ_MAX_HEADERS 256
+#define HTTP_REQ_MAX_HEADER_BYTES 65536
+/* The response head (status line and headers; at most HTTP_MAX_HEADERS headers). */
+#define HTTP_REQ_MAX_HEAD 65536
+
+struct http_req_header {
+	char *name; /* lower case */
+	char *value;
+	size_t value_len;
+};
+
+struct http_req {
+	struct list_head link; /* the module's list of requests */
+	struct server *srv;
+	struct conn *conn;     /* NULL once the connection ended */
+	json_t *id;            /* the request's id until it is answered */
+
+	/* What to send (the current hop's). */
+	char *method;
+	struct http_req_header *hdrs;
+	size_t n_hdrs;
+	uint8_t *body;         /* NULL: none */
+	size_t body_len;
+	bool follow;           /* redirectPolicy follow */
+	bool stream;           /* streamResponse */
+	char *rid;             /* requestId, and as a JSON string (quotes included) */
+	size_t rid_len;
+	char *rid_json;
+	uint64_t timeout_ms;   /* 0: none */
+	struct http_url_parts url;
+	unsigned redirects;
+
+	/* The exchange. */
+	struct netconn *nc;
+	struct buf in;         /* the response head as it arrives */
+	bool head_done;
+	int status;            /* the final head's */
+	json_t *resp_headers;  /* and its headers as the result lists them */
+	struct http_body_reader br;
+	struct buf body_out;   /* the buffered body; with stream, one delta's bytes */
+	uint64_t seq;          /* the last bodyDelta's */
+	bool paused;           /* not reading: the client's output queue is over its mark */
+	struct uring_timer timer;
+	bool timer_armed;
+	bool dead;             /* freed when the timer's cancel completes */
+};
+
+/* Starts r (linked, owned by this module from now on). */
+void http_req_start(struct http_req *r);
+
+/* Requests of c in flight; whether a stream of c with this requestId is. */
+unsigned http_req_count(const struct conn *c);
+bool http_req_stream_active(const struct conn *c, const char *rid, size_t len);
+
+/* Frees r, which may be unstarted (not linked). */
+void http_req_free(struct http_req *r);
+
+/* c ends: its requests are abandoned (no reply, no notification). */
+void http_conn_closed(struct conn *c);
+/* c's output queue drained: paused streams of c read on. */
+void http_conn_drained(struct conn *c);
+
+int http_methods_register(void);
