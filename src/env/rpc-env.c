@@ -63,6 +63,7 @@ static json_t *capabilities(const struct server *s)
 						 (proxy && strcmp(names[i], "networkProxyReviewDomains") == 0) ||
 						 strcmp(names[i], "environmentConfigRead") == 0 ||
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
+						 strcmp(names[i], "httpHeaderEnvVars") == 0 ||
 						 strcmp(names[i], "sandboxedFileStreaming") == 0 ||
 						 strcmp(names[i], "fileWriteStreaming") == 0));
 	for (size_t i = 0; i < ELEMENTSOF(uexec_names); i++)
