@@ -1689,3 +1689,139 @@ SCRIPTS.append({"name": "network_proxy_answers", "doc": "the proxy's refusals an
             domains={"127.0.0.1": "allow"}),
     collect("npa-forward", timeout=60),
 ]})
+
+
+# ---- http/request (PROTOCOL.md §6.23, §7.5) against the harness's local HTTP server ----
+
+def _hr(label, allow=None, **params):
+    p = {"method": "GET", "url": "$HTTPURL/echo", "requestId": "r"}
+    for k, v in params.items():
+        if v is _HR_DEL:
+            p.pop(k, None)
+        else:
+            p[k] = v
+    st = req("http/request", p, label=label, timeout=20)
+    if allow:
+        st["allow"] = allow
+    return st
+
+
+_HR_DEL = object()
+_NCC = ["no-content-coding"]
+
+SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, redirects, "
+                "timeouts and streamed bodies against a local HTTP server", "steps": [
+    # serde's decoding
+    _hr("no params", method=_HR_DEL, url=_HR_DEL, requestId=_HR_DEL),
+    _hr("no url", url=_HR_DEL),
+    _hr("no requestId", requestId=_HR_DEL),
+    _hr("requestId null", requestId=None),
+    _hr("requestId number", requestId=5),
+    _hr("method number", method=5),
+    _hr("headers null", headers=None),
+    _hr("headers map", headers={}),
+    _hr("header without name", headers=[{"value": "x"}]),
+    _hr("header without value", headers=[{"name": "X", "valueEnvVar": "PATH"}]),
+    _hr("header as string", headers=["x"]),
+    _hr("body !!", bodyBase64="!!"),
+    _hr("body of length 1", bodyBase64="a"),
+    _hr("body unpadded", bodyBase64="aGk"),
+    _hr("body bad padding", bodyBase64="aG=k"),
+    _hr("timeout -1", timeoutMs=-1),
+    _hr("timeout string", timeoutMs="5"),
+    _hr("timeout float", timeoutMs=1.5),
+    _hr("redirectPolicy none", redirectPolicy="none"),
+    _hr("redirectPolicy null", redirectPolicy=None),
+    _hr("redirectPolicy Follow", redirectPolicy="Follow"),
+    _hr("streamResponse null", streamResponse=None),
+    _hr("streamResponse string", streamResponse="yes"),
+    # the request's own checks
+    _hr("method empty", method=""),
+    _hr("method G(T", method="G(T"),
+    _hr("url empty", url=""),
+    _hr("url relative", url="not a url"),
+    _hr("url http://", url="http://"),
+    _hr("url empty host with port", url="http://:8080/"),
+    _hr("url bad IPv6", url="http://[::1"),
+    _hr("url bad port", url="http://127.0.0.1:99999/"),
+    _hr("url space in host", url="http://a b/"),
+    _hr("url file", url="file:///etc/hostname"),
+    _hr("url FTP", url="FTP://x/"),
+    _hr("header name with space", headers=[{"name": "a b", "value": "x"}]),
+    _hr("header name empty", headers=[{"name": "", "value": "x"}]),
+    _hr("header value with LF", headers=[{"name": "X-A", "value": "a\nb"}]),
+    _hr("valueEnvVar unset", headers=[{"name": "X", "value": "v",
+                                       "valueEnvVar": "UEXEC_DIFF_NO_SUCH_VAR"}]),
+    _hr("valueEnvVar empty name", headers=[{"name": "X", "value": "v", "valueEnvVar": ""}]),
+    _hr("valueEnvVar with =", headers=[{"name": "X", "value": "v", "valueEnvVar": "A=B"}]),
+    _hr("timeout 0", timeoutMs=0),
+    # results
+    _hr("GET echo", _NCC),
+    _hr("lower-case method, query, fragment", _NCC, method="get",
+        url="$HTTPURL/echo?q=1#frag"),
+    _hr("POST body, repeated headers, Content-Type", _NCC, method="POST",
+        bodyBase64="aGVsbG8gYm9keQ==", headers=[{"name": "X-A", "value": "1"},
+                                                {"name": "x-a", "value": "2"},
+                                                {"name": "Content-Type", "value": "text/plain"}]),
+    _hr("POST empty body", _NCC, method="POST", bodyBase64=""),
+    _hr("PUT, DELETE-like custom method", _NCC, method="FOO", bodyBase64="cA=="),
+    _hr("valueEnvVar appends CODEX_HOME", _NCC, headers=[{"name": "X-Env", "value": "v:",
+                                                          "valueEnvVar": "CODEX_HOME"}]),
+    _hr("Host and Accept given", _NCC, headers=[{"name": "Host", "value": "h.example"},
+                                                {"name": "Accept", "value": "text/x"}]),
+    _hr("userinfo", _NCC, url="http://us%20er:p%40ss@$HTTPADDR/echo"),
+    _hr("path normalisation", _NCC, url="$HTTPURL/a/../echo/./x?y=a b"),
+    _hr("HEAD", _NCC, method="HEAD"),
+    _hr("404", url="$HTTPURL/status?code=404&body=nope"),
+    _hr("204", url="$HTTPURL/status?code=204"),
+    _hr("chunked", url="$HTTPURL/chunked?n=4"),
+    _hr("close-delimited", url="$HTTPURL/close-delimited"),
+    _hr("closed mid-body", url="$HTTPURL/abort"),
+    _hr("bad chunk", url="$HTTPURL/bad-chunk"),
+    _hr("refused", url="http://127.0.0.1:9/"),
+    _hr("https to a plain server", url="https://$HTTPADDR/echo"),
+    _hr("timeout before the head", url="$HTTPURL/hang", timeoutMs=300),
+    _hr("timeout in the body", url="$HTTPURL/hang-body", timeoutMs=300),
+    # redirects
+    _hr("redirect followed", _NCC, url="$HTTPURL/redir/302?to=/echo%3Ffrom%3Dr"),
+    _hr("redirect stop", url="$HTTPURL/redir/302?to=/echo", redirectPolicy="stop"),
+    _hr("POST 301", _NCC, method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/301?to=/echo",
+        headers=[{"name": "Content-Type", "value": "t"}, {"name": "Authorization", "value": "a"}]),
+    _hr("POST 303", _NCC, method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/303?to=/echo"),
+    _hr("POST 307", _NCC, method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/307?to=/echo",
+        headers=[{"name": "Content-Type", "value": "t"}]),
+    _hr("PUT 301", _NCC, method="PUT", bodyBase64="aGk=", url="$HTTPURL/redir/301?to=/echo"),
+    _hr("HEAD 303", _NCC, method="HEAD", url="$HTTPURL/redir/303?to=/echo"),
+    _hr("own Referer replaced", _NCC, url="$HTTPURL/redir/302?to=/echo",
+        headers=[{"name": "Referer", "value": "mine"}]),
+    _hr("across origins", _NCC,
+        url="$HTTPURL/redir/302?to=http://localhost:$HTTPPORT/echo",
+        headers=[{"name": "Authorization", "value": "x"}, {"name": "Cookie", "value": "c"},
+                 {"name": "X-Keep", "value": "k"}]),
+    _hr("10 redirects", url="$HTTPURL/chain/10"),
+    _hr("11 redirects", url="$HTTPURL/chain/11"),
+    _hr("loop", url="$HTTPURL/loop"),
+    _hr("to file:", url="$HTTPURL/redir/302?to=file:///etc/passwd"),
+    _hr("to a Location that is no URL", url="$HTTPURL/redir/302?to=http://%5B"),
+    # streamed bodies
+    _hr("stream chunked", url="$HTTPURL/chunked?n=3", streamResponse=True, requestId="s1"),
+    {"op": "body_deltas", "request_id": "s1", "label": "deltas s1"},
+    _hr("stream again with s1", url="$HTTPURL/status?code=404&body=nope", streamResponse=True,
+        requestId="s1"),
+    {"op": "body_deltas", "request_id": "s1", "label": "deltas s1 again"},
+    _hr("stream HEAD", _NCC, method="HEAD", streamResponse=True, requestId="sh"),
+    {"op": "body_deltas", "request_id": "sh", "label": "deltas HEAD"},
+    _hr("stream closed mid-body", url="$HTTPURL/abort", streamResponse=True, requestId="sa"),
+    {"op": "body_deltas", "request_id": "sa", "label": "deltas closed mid-body"},
+    _hr("stream bad chunk", url="$HTTPURL/bad-chunk", streamResponse=True, requestId="sb"),
+    {"op": "body_deltas", "request_id": "sb", "label": "deltas bad chunk"},
+    _hr("stream empty requestId", url="$HTTPURL/chunked?n=2", streamResponse=True, requestId=""),
+    {"op": "body_deltas", "request_id": "", "label": "deltas empty requestId"},
+    _hr("stream that stalls", url="$HTTPURL/hang-body", streamResponse=True, requestId="st",
+        timeoutMs=1500),
+    _hr("same requestId while it streams", url="$HTTPURL/echo", streamResponse=True,
+        requestId="st"),
+    _hr("same requestId, buffered", _NCC, requestId="st"),
+    {"op": "body_deltas", "request_id": "st", "label": "deltas of the stalled stream",
+     "timeout": 20},
+]})
