@@ -20,6 +20,8 @@
 #include "server.h"
 
 static struct list_head reqs = LIST_HEAD_INIT(reqs);
+/* Freed requests whose timer's cancel has not completed yet (see http_req_free). */
+static struct list_head dead_reqs = LIST_HEAD_INIT(dead_reqs);
 
 static const struct netconn_handlers handlers;
 
@@ -106,6 +108,7 @@ void http_req_free(struct http_req *r)
 	if (r->timer_armed && !r->srv->stopping) {
 		/* The timer's op points into r: free once its cancel completes (on_timer). */
 		r->dead = true;
+		list_add_tail(&r->link, &dead_reqs);
 		uring_timer_cancel(&r->timer);
 		return;
 	}
@@ -682,6 +685,7 @@ static void on_timer(struct uring_timer *t, bool fired)
 
 	r->timer_armed = false;
 	if (r->dead) {
+		list_del(&r->link);
 		req_release(r);
 		return;
 	}
@@ -730,4 +734,20 @@ void http_conn_drained(struct conn *c)
 			r->paused = false;
 			netconn_set_reading(r->nc, true);
 		}
+}
+
+void http_req_free_all(void)
+{
+	struct http_req *r, *n;
+
+	/* None should be left (the connections ended first); their netconns go with netconn_free_all. */
+	list_for_each_entry_safe(r, n, &reqs, link) {
+		r->nc = NULL;
+		r->timer_armed = false;
+		http_req_free(r);
+	}
+	list_for_each_entry_safe(r, n, &dead_reqs, link) {
+		list_del(&r->link);
+		req_release(r);
+	}
 }

@@ -94,4 +94,10 @@ void http_conn_closed(struct conn *c);
 /* c's output queue drained: paused streams of c read on. */
 void http_conn_drained(struct conn *c);
 
+/*
+ * Server shutdown, after the ring is gone (no completion can reach a
+ * request): frees every request, also those waiting for their timer's cancel.
+ */
+void http_req_free_all(void);
+
 int http_methods_register(void);

@@ -1212,6 +1212,7 @@ void server_done(struct server *s)
 		uring_done(&s->ring);
 	server_audit_done(&s->audit); /* after the ring: a write it still held keeps its lines */
 	exec_evidence_done(); /* after the ring: its receive buffer */
+	http_req_free_all(); /* after the ring: a timer's cancel may still be in flight */
 	netconn_free_all(s); /* after the ring: a recv may still target a netconn's buffer */
 	remote_free(s);
 	safe_close(s->listen_fd);
