@@ -344,6 +344,7 @@ static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const
 		       char *scheme_out, size_t scheme_cap)
 {
 	size_t sl = scheme_len(in, n), i, auth_end, at, hp, colon, path_end, q_end;
+	size_t ul = 0, pw_at = 0, pwl = 0; /* the raw user name in[i..i+ul), password in[pw_at..+pwl) */
 	struct buf b = { 0 };
 	char portbuf[8];
 	int q;
@@ -375,11 +376,14 @@ static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const
 
 		while (c < ui_end && in[c] != ':')
 			c++;
+		ul = c - i;
+		pw_at = c + 1;
+		pwl = c < ui_end ? ui_end - c - 1 : 0;
 		u->user = pct_decode(in + i, c - i, NULL);
 		u->password = c < ui_end ? pct_decode(in + c + 1, ui_end - c - 1, NULL) : NULL;
 		if (!u->user || (c < ui_end && !u->password))
 			return -ENOMEM;
-		if (!*u->user && (!u->password || !*u->password)) {
+		if (ul == 0 && pwl == 0) {
 			free(u->user);
 			free(u->password);
 			u->user = u->password = NULL;
@@ -440,12 +444,13 @@ static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const
 
 	/* The href. */
 	q = buf_append(&b, u->tls ? "https://" : "http://", u->tls ? 8 : 7);
+	/* Userinfo as written, its escapes kept (WHATWG encodes, never decodes it). */
 	if (q >= 0 && u->user) {
-		q = append_encoded(&b, u->user, strlen(u->user), PE_USERINFO);
-		if (q >= 0 && u->password && *u->password) {
+		q = append_encoded(&b, in + i, ul, PE_USERINFO);
+		if (q >= 0 && pwl > 0) {
 			q = buf_append(&b, ":", 1);
 			if (q >= 0)
-				q = append_encoded(&b, u->password, strlen(u->password), PE_USERINFO);
+				q = append_encoded(&b, in + pw_at, pwl, PE_USERINFO);
 		}
 		if (q >= 0)
 			q = buf_append(&b, "@", 1);

@@ -83,6 +83,12 @@ TEST(userinfo)
 	ASSERT_STREQ("user", u.user);
 	ASSERT_TRUE(u.password == NULL);
 	http_url_parts_done(&u);
+	/* escapes in userinfo are kept as written (found by the fuzzer: href must parse to itself) */
+	ASSERT_EQ(0, http_url_parts_parse("http://%eB:a@b:c@h/", 19, &u, NULL, NULL, 0));
+	ASSERT_STREQ("\xeb", u.user);
+	ASSERT_STREQ("a@b:c", u.password);
+	ASSERT_STREQ("http://%eB:a%40b%3Ac@h/", u.href);
+	http_url_parts_done(&u);
 	ASSERT_EQ(0, http_url_parts_parse("http://@h/", 10, &u, NULL, NULL, 0));
 	ASSERT_TRUE(u.user == NULL && u.password == NULL);
 	ASSERT_STREQ("http://h/", u.href);
