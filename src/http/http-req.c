@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base64.h"
 #include "conn.h"
+#include "http-decode.h"
 #include "http-req.h"
 #include "log.h"
 #include "netconn.h"
@@ -90,6 +92,8 @@ static void req_release(struct http_req *r)
 	free(r->rid_json);
 	http_url_parts_done(&r->url);
 	json_decref(r->resp_headers);
+	http_decoder_free(r->dec);
+	wipe_buf(&r->pending);
 	wipe_buf(&r->in);
 	wipe_buf(&r->body_out);
 	free(r);
@@ -219,8 +223,35 @@ static int reply_result(struct http_req *r, int status, json_t *headers)
 	return 0;
 }
 
-/* The head's headers as the reference lists them: lower-case names, wire order, visible-ASCII values only. */
-static json_t *headers_json(const struct http_response *resp)
+static bool header_is(const struct http_header *h, const char *name)
+{
+	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+/* The coding the reference's client decodes: a Content-Encoding exactly "gzip", else "zstd". */
+static enum http_coding coding_of(const struct http_response *resp)
+{
+	enum http_coding c = HTTP_CODING_NONE;
+
+	for (size_t i = 0; i < resp->n_headers; i++) {
+		const struct http_header *h = &resp->headers[i];
+
+		if (!header_is(h, "content-encoding"))
+			continue;
+		if (h->value_len == 4 && memcmp(h->value, "gzip", 4) == 0)
+			return HTTP_CODING_GZIP;
+		if (h->value_len == 4 && memcmp(h->value, "zstd", 4) == 0)
+			c = HTTP_CODING_ZSTD;
+	}
+	return c;
+}
+
+/*
+ * The head's headers as the reference lists them: lower-case names, wire
+ * order, visible-ASCII values only; without Content-Encoding and
+ * Content-Length when the body is decoded (decoded: they no longer hold).
+ */
+static json_t *headers_json(const struct http_response *resp, bool decoded)
 {
 	json_t *a = json_array();
 
@@ -229,6 +260,9 @@ static json_t *headers_json(const struct http_response *resp)
 		char name[256];
 		bool ok = h->name_len < sizeof(name);
 		json_t *o;
+
+		if (decoded && (header_is(h, "content-encoding") || header_is(h, "content-length")))
+			continue;
 
 		for (size_t k = 0; ok && k < h->value_len; k++) {
 			unsigned char ch = (unsigned char)h->value[k];
@@ -272,43 +306,129 @@ static void fail_too_large(struct http_req *r)
 	fail(r, msg);
 }
 
-/* Decodes received body bytes; completes r when the body is whole. Returns false once r is gone. */
+/*
+ * Body bytes as the client gets them (decoded): a delta, or appended to the
+ * buffered body within the connection's limit. Returns false once r is gone.
+ */
+static bool emit(struct http_req *r, const uint8_t *p, size_t n)
+{
+	if (n == 0)
+		return true;
+	if (r->stream) {
+		send_delta(r, p, n, false, NULL);
+		return true;
+	}
+	if (buf_append(&r->body_out, p, n) < 0) {
+		fail(r, "http/request failed: out of memory");
+		return false;
+	}
+	if (conn_buffered(r->conn) > r->srv->cfg.http_max_response_bytes) {
+		fail_too_large(r);
+		return false;
+	}
+	return true;
+}
+
+/* Stops reading the upstream until the client's output queue drained (http_conn_drained). */
+static void pause_reading(struct http_req *r)
+{
+	if (r->paused)
+		return;
+	r->paused = true;
+	if (r->nc)
+		netconn_set_reading(r->nc, false);
+}
+
+/*
+ * Delivers r->pending (body bytes with their framing removed, still in their
+ * content coding) in pieces, stopping while the client's output queue is
+ * congested (a stream), and ends r once the body ended and all of it went
+ * out. Returns false once r is gone.
+ */
+static bool drain_pending(struct http_req *r)
+{
+	static uint8_t piece[65536]; /* the loop thread's */
+
+	while (r->pending.len > 0) {
+		if (r->stream && r->conn && conn_congested(r->conn)) {
+			pause_reading(r);
+			return true;
+		}
+		if (!r->dec) {
+			if (!emit(r, r->pending.data, r->pending.len))
+				return false;
+			r->pending.len = 0;
+		} else {
+			const uint8_t *in = r->pending.data;
+			size_t left = r->pending.len, used;
+			ssize_t got = http_decoder_run(r->dec, &in, &left, piece, sizeof(piece));
+
+			if (got < 0) {
+				fail_body(r);
+				return false;
+			}
+			used = r->pending.len - left;
+			buf_consume(&r->pending, used);
+			if (!emit(r, piece, (size_t)got))
+				return false;
+			if (got == 0 && used == 0)
+				break; /* no progress (cannot happen with room for output): do not spin */
+		}
+	}
+	/* A decoder may still hold output when its input is used up. */
+	while (r->dec && r->body_end && !r->body_err) {
+		const uint8_t *in = NULL;
+		size_t left = 0;
+		ssize_t got;
+
+		if (r->stream && r->conn && conn_congested(r->conn)) {
+			pause_reading(r);
+			return true;
+		}
+		got = http_decoder_run(r->dec, &in, &left, piece, sizeof(piece));
+		if (got < 0) {
+			fail_body(r);
+			return false;
+		}
+		if (got == 0)
+			break;
+		if (!emit(r, piece, (size_t)got))
+			return false;
+	}
+	if (r->body_end) {
+		if (r->body_err || (r->dec && http_decoder_finish(r->dec) < 0))
+			fail_body(r);
+		else
+			complete(r);
+		return false;
+	}
+	if (r->stream && r->conn && conn_congested(r->conn))
+		pause_reading(r);
+	return true;
+}
+
+/* Removes the framing of received body bytes, then delivers them. Returns false once r is gone. */
 static bool body_feed(struct http_req *r, const uint8_t *p, size_t n)
 {
 	while (n > 0 && !r->br.done) {
-		int q = http_body_reader_feed(&r->br, p, n, &r->body_out);
+		int q = http_body_reader_feed(&r->br, p, n, &r->pending);
 
-		if (q < 0) {
-			/* What was decoded before the error still goes out, as the reference's. */
-			if (r->stream && r->body_out.len > 0)
-				send_delta(r, r->body_out.data, r->body_out.len, false, NULL);
-			if (q == -EMSGSIZE && !r->stream)
-				fail_too_large(r);
-			else
-				fail_body(r);
-			return false;
-		}
-		p += q;
-		n -= (size_t)q;
-		if (r->stream && r->body_out.len > 0) {
-			send_delta(r, r->body_out.data, r->body_out.len, false, NULL);
-			r->body_out.len = 0;
-		}
-		if (!r->stream && conn_buffered(r->conn) > r->srv->cfg.http_max_response_bytes) {
+		if (q == -EMSGSIZE && !r->stream) {
 			fail_too_large(r);
 			return false;
 		}
+		if (q < 0) {
+			/* What came before the error still goes out, as the reference's. */
+			r->body_err = true;
+			r->body_end = true;
+			break;
+		}
+		p += q;
+		n -= (size_t)q;
 	}
-	if (r->br.done) {
-		complete(r);
-		return false;
-	}
-	/* Back-pressure: read on once the client's output queue drained (http_conn_drained). */
-	if (r->stream && r->conn && conn_congested(r->conn) && !r->paused) {
-		r->paused = true;
-		netconn_set_reading(r->nc, false);
-	}
-	return true;
+	if (r->br.done)
+		r->body_end = true;
+	return drain_pending(r);
 }
 
 /* ---- redirects ---- */
@@ -488,6 +608,7 @@ static bool on_head(struct http_req *r, const struct http_response *resp, size_t
 {
 	const struct http_header *loc = http_response_header(resp, "location");
 	uint64_t max = r->stream ? UINT64_MAX : r->srv->cfg.http_max_response_bytes;
+	enum http_coding coding;
 	int q;
 
 	if (r->follow && is_redirect(resp->status) && loc) {
@@ -526,8 +647,12 @@ static bool on_head(struct http_req *r, const struct http_response *resp, size_t
 		return false;
 	}
 	r->status = resp->status;
-	r->resp_headers = headers_json(resp);
-	if (!r->resp_headers) {
+	coding = coding_of(resp);
+	r->resp_headers = headers_json(resp, coding != HTTP_CODING_NONE);
+	/* No decoder for a body known to be empty (the reference's client makes none either). */
+	if (coding != HTTP_CODING_NONE && !r->br.done)
+		r->dec = http_decoder_new(coding);
+	if (!r->resp_headers || (coding != HTTP_CODING_NONE && !r->br.done && !r->dec)) {
 		fail(r, "http/request failed: out of memory");
 		return false;
 	}
@@ -612,6 +737,8 @@ static void on_connected(struct netconn *nc)
 	/* What the reference's client adds, in its order, unless the client gave them. */
 	if (q >= 0 && !has_header(r, "accept"))
 		q = buf_append(&w, "accept: */*\r\n", 13);
+	if (q >= 0 && !has_header(r, "accept-encoding"))
+		q = buf_append(&w, "accept-encoding: zstd,gzip\r\n", 28);
 	if (q >= 0 && !has_header(r, "host")) {
 		q = buf_append(&w, "host: ", 6);
 		if (q >= 0)
@@ -646,11 +773,10 @@ static void on_closed(struct netconn *nc, int err, const char *why)
 		fail_send(r);
 		return;
 	}
-	if (err == 0 && http_body_reader_eof(&r->br) == 0) {
-		complete(r);
-		return;
-	}
-	fail_body(r);
+	/* The body ends here; what waits for the client still goes out first. */
+	r->body_err = r->body_err || err != 0 || http_body_reader_eof(&r->br) < 0;
+	r->body_end = true;
+	(void)drain_pending(r);
 }
 
 static const struct netconn_handlers handlers = {
@@ -725,15 +851,19 @@ void http_conn_closed(struct conn *c)
 
 void http_conn_drained(struct conn *c)
 {
-	struct http_req *r;
+	struct http_req *r, *n;
 
 	if (conn_congested(c))
 		return;
-	list_for_each_entry(r, &reqs, link)
-		if (r->conn == c && r->paused && r->nc) {
-			r->paused = false;
+	list_for_each_entry_safe(r, n, &reqs, link) {
+		if (r->conn != c || !r->paused)
+			continue;
+		r->paused = false;
+		if (!drain_pending(r))
+			continue; /* r ended */
+		if (!r->paused && r->nc)
 			netconn_set_reading(r->nc, true);
-		}
+	}
 }
 
 void http_req_free_all(void)

@@ -71,7 +71,11 @@ struct http_req {
 	int status;            /* the final head's */
 	json_t *resp_headers;  /* and its headers as the result lists them */
 	struct http_body_reader br;
-	struct buf body_out;   /* the buffered body; with stream, one delta's bytes */
+	struct http_decoder *dec; /* gzip or zstd content coding, or NULL */
+	struct buf pending;    /* body bytes unframed, not yet decoded and delivered */
+	bool body_end;         /* no more body bytes will come (its end, EOF, an error) */
+	bool body_err;         /* and the body ended badly (the terminal error once pending is out) */
+	struct buf body_out;   /* the buffered body */
 	uint64_t seq;          /* the last bodyDelta's */
 	bool paused;           /* not reading: the client's output queue is over its mark */
 	struct uring_timer timer;
