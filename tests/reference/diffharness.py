@@ -485,30 +485,10 @@ KNOWN_DIFFS = {
         r, -32602, "invalid network proxy config: executor-local network proxy launch requires "
         "an enabled proxy")
     and _is_err(u, -32602, "transparent TCP requires an executor-local managed proxy"),
-    # uexec asks for no content coding (the reference sends accept-encoding: zstd,gzip and
-    # decodes): equal once the fixture's echo of that header and the lengths it changes go
-    "no-content-coding": lambda r, u: _strip_coding(r) == _strip_coding(u),
     # the follow-up of a refused sandboxed start (nothing to collect on uexec)
     "sandbox-refused-followup": lambda r, u: isinstance(u, dict) and u.get("exited") == []
     and u.get("closed") == 0 and u.get("output") == {},
 }
-
-
-def _strip_coding(obs):
-    """An http/request result of the fixture's /echo without accept-encoding in the echoed
-    request and without content-length values."""
-    if not isinstance(obs, dict) or "result" not in obs or not isinstance(obs["result"], dict):
-        return obs
-    res = dict(obs["result"])
-    try:
-        body = json.loads(base64.b64decode(res.get("bodyBase64", "")))
-        body["headers"] = [h for h in body["headers"] if h[0].lower() != "accept-encoding"]
-        res["bodyBase64"] = body
-    except (ValueError, KeyError, TypeError):
-        pass
-    res["headers"] = [h if h.get("name") != "content-length" else {"name": "content-length"}
-                      for h in res.get("headers", [])]
-    return dict(obs, result=res)
 
 
 def _spawn_kind_0171(r, u):

@@ -9,6 +9,7 @@ results compare byte for byte.
   /loop                 302 to itself
   /status?code=C&body=B C with body B
   /chunked?n=N          N chunks "event i\\n", then trailers
+  /gzip?as=C&bad=1      a gzip body (or 10 bytes that are none) with Content-Encoding C
   /close-delimited      a body ended by the close
   /abort                Content-Length 1000, 7 bytes, then the close
   /bad-chunk            a chunk, then a malformed chunk-size line
@@ -77,6 +78,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.flush()
             self.wfile.write(b"0\r\nX-Trailer: t\r\n\r\n")
             return
+        if path == "/gzip":
+            import gzip
+            body = b"coded body\n" * 500
+            return self._send(200, gzip.compress(body, mtime=0) if q.get("bad") is None else b"0123456789",
+                              [("Content-Encoding", q.get("as", "gzip")), ("X-A", "1")])
         if path == "/close-delimited":
             return self._raw(b"HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\nuntil the close")
         if path == "/abort":

@@ -19,9 +19,13 @@ first), "steps": [...]}; each step is a dict with an "op" (see diffharness.run_s
   expect_closed  record whether the server closed the connection within `timeout`
   close        send a Close frame, record the outcome
   order        record the arrival order of the responses with the given ids
+  body_deltas  wait for the terminal http/request/bodyDelta of `request_id`; record the
+               body, whether seq ran from 1, the terminal delta (chunking ignored)
 
 "allow": [...] lists KNOWN_DIFFS accepted for that step. "$CWDURI" / "$CWDPATH"
-are replaced by the shared work directory (file: URI / native path).
+are replaced by the shared work directory (file: URI / native path); "$HTTPURL"
+("http://127.0.0.1:PORT"), "$HTTPADDR" and "$HTTPPORT" by the harness's local HTTP
+server (http_fixture.py).
 
 To add methods (fs/*), append scripts to SCRIPTS; nothing else needs changing.
 """
@@ -1707,7 +1711,6 @@ def _hr(label, allow=None, **params):
 
 
 _HR_DEL = object()
-_NCC = ["no-content-coding"]
 
 SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, redirects, "
                 "timeouts and streamed bodies against a local HTTP server", "steps": [
@@ -1756,22 +1759,22 @@ SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, re
     _hr("valueEnvVar with =", headers=[{"name": "X", "value": "v", "valueEnvVar": "A=B"}]),
     _hr("timeout 0", timeoutMs=0),
     # results
-    _hr("GET echo", _NCC),
-    _hr("lower-case method, query, fragment", _NCC, method="get",
+    _hr("GET echo"),
+    _hr("lower-case method, query, fragment", method="get",
         url="$HTTPURL/echo?q=1#frag"),
-    _hr("POST body, repeated headers, Content-Type", _NCC, method="POST",
+    _hr("POST body, repeated headers, Content-Type", method="POST",
         bodyBase64="aGVsbG8gYm9keQ==", headers=[{"name": "X-A", "value": "1"},
                                                 {"name": "x-a", "value": "2"},
                                                 {"name": "Content-Type", "value": "text/plain"}]),
-    _hr("POST empty body", _NCC, method="POST", bodyBase64=""),
-    _hr("PUT, DELETE-like custom method", _NCC, method="FOO", bodyBase64="cA=="),
-    _hr("valueEnvVar appends CODEX_HOME", _NCC, headers=[{"name": "X-Env", "value": "v:",
+    _hr("POST empty body", method="POST", bodyBase64=""),
+    _hr("PUT, DELETE-like custom method", method="FOO", bodyBase64="cA=="),
+    _hr("valueEnvVar appends CODEX_HOME", headers=[{"name": "X-Env", "value": "v:",
                                                           "valueEnvVar": "CODEX_HOME"}]),
-    _hr("Host and Accept given", _NCC, headers=[{"name": "Host", "value": "h.example"},
+    _hr("Host and Accept given", headers=[{"name": "Host", "value": "h.example"},
                                                 {"name": "Accept", "value": "text/x"}]),
-    _hr("userinfo", _NCC, url="http://us%20er:p%40ss@$HTTPADDR/echo"),
-    _hr("path normalisation", _NCC, url="$HTTPURL/a/../echo/./x?y=a b"),
-    _hr("HEAD", _NCC, method="HEAD"),
+    _hr("userinfo", url="http://us%20er:p%40ss@$HTTPADDR/echo"),
+    _hr("path normalisation", url="$HTTPURL/a/../echo/./x?y=a b"),
+    _hr("HEAD", method="HEAD"),
     _hr("404", url="$HTTPURL/status?code=404&body=nope"),
     _hr("204", url="$HTTPURL/status?code=204"),
     _hr("chunked", url="$HTTPURL/chunked?n=4"),
@@ -1782,19 +1785,25 @@ SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, re
     _hr("https to a plain server", url="https://$HTTPADDR/echo"),
     _hr("timeout before the head", url="$HTTPURL/hang", timeoutMs=300),
     _hr("timeout in the body", url="$HTTPURL/hang-body", timeoutMs=300),
+    # content codings
+    _hr("gzip", url="$HTTPURL/gzip"),
+    _hr("GZIP (not decoded)", url="$HTTPURL/gzip?as=GZIP"),
+    _hr("gzip that is none", url="$HTTPURL/gzip?bad=1"),
+    _hr("HEAD gzip", method="HEAD", url="$HTTPURL/gzip"),
+    _hr("client's Accept-Encoding", headers=[{"name": "Accept-Encoding", "value": "identity"}]),
     # redirects
-    _hr("redirect followed", _NCC, url="$HTTPURL/redir/302?to=/echo%3Ffrom%3Dr"),
+    _hr("redirect followed", url="$HTTPURL/redir/302?to=/echo%3Ffrom%3Dr"),
     _hr("redirect stop", url="$HTTPURL/redir/302?to=/echo", redirectPolicy="stop"),
-    _hr("POST 301", _NCC, method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/301?to=/echo",
+    _hr("POST 301", method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/301?to=/echo",
         headers=[{"name": "Content-Type", "value": "t"}, {"name": "Authorization", "value": "a"}]),
-    _hr("POST 303", _NCC, method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/303?to=/echo"),
-    _hr("POST 307", _NCC, method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/307?to=/echo",
+    _hr("POST 303", method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/303?to=/echo"),
+    _hr("POST 307", method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/307?to=/echo",
         headers=[{"name": "Content-Type", "value": "t"}]),
-    _hr("PUT 301", _NCC, method="PUT", bodyBase64="aGk=", url="$HTTPURL/redir/301?to=/echo"),
-    _hr("HEAD 303", _NCC, method="HEAD", url="$HTTPURL/redir/303?to=/echo"),
-    _hr("own Referer replaced", _NCC, url="$HTTPURL/redir/302?to=/echo",
+    _hr("PUT 301", method="PUT", bodyBase64="aGk=", url="$HTTPURL/redir/301?to=/echo"),
+    _hr("HEAD 303", method="HEAD", url="$HTTPURL/redir/303?to=/echo"),
+    _hr("own Referer replaced", url="$HTTPURL/redir/302?to=/echo",
         headers=[{"name": "Referer", "value": "mine"}]),
-    _hr("across origins", _NCC,
+    _hr("across origins",
         url="$HTTPURL/redir/302?to=http://localhost:$HTTPPORT/echo",
         headers=[{"name": "Authorization", "value": "x"}, {"name": "Cookie", "value": "c"},
                  {"name": "X-Keep", "value": "k"}]),
@@ -1809,10 +1818,15 @@ SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, re
     _hr("stream again with s1", url="$HTTPURL/status?code=404&body=nope", streamResponse=True,
         requestId="s1"),
     {"op": "body_deltas", "request_id": "s1", "label": "deltas s1 again"},
-    _hr("stream HEAD", _NCC, method="HEAD", streamResponse=True, requestId="sh"),
+    _hr("stream HEAD", method="HEAD", streamResponse=True, requestId="sh"),
     {"op": "body_deltas", "request_id": "sh", "label": "deltas HEAD"},
     _hr("stream closed mid-body", url="$HTTPURL/abort", streamResponse=True, requestId="sa"),
     {"op": "body_deltas", "request_id": "sa", "label": "deltas closed mid-body"},
+    _hr("stream gzip", url="$HTTPURL/gzip", streamResponse=True, requestId="sg"),
+    {"op": "body_deltas", "request_id": "sg", "label": "deltas gzip"},
+    _hr("stream gzip that is none", url="$HTTPURL/gzip?bad=1", streamResponse=True,
+        requestId="sgb"),
+    {"op": "body_deltas", "request_id": "sgb", "label": "deltas gzip that is none"},
     _hr("stream bad chunk", url="$HTTPURL/bad-chunk", streamResponse=True, requestId="sb"),
     {"op": "body_deltas", "request_id": "sb", "label": "deltas bad chunk"},
     _hr("stream empty requestId", url="$HTTPURL/chunked?n=2", streamResponse=True, requestId=""),
@@ -1821,7 +1835,7 @@ SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, re
         timeoutMs=1500),
     _hr("same requestId while it streams", url="$HTTPURL/echo", streamResponse=True,
         requestId="st"),
-    _hr("same requestId, buffered", _NCC, requestId="st"),
+    _hr("same requestId, buffered", requestId="st"),
     {"op": "body_deltas", "request_id": "st", "label": "deltas of the stalled stream",
      "timeout": 20},
 ]})
