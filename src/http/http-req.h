@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "http-decode.h"
 #include "http-client.h"
 #include "http-url.h"
 #include "list.h"
@@ -82,6 +83,32 @@ struct http_req {
 	bool timer_armed;
 	bool dead;             /* freed when the timer's cancel completes */
 };
+
+/* http-msg.c: what is sent and answered. */
+/* A bodyDelta of r (the next seq): 0, or -ENOMEM (nothing queued; the caller ends the connection). */
+int http_msg_delta(struct http_req *r, const uint8_t *p, size_t n, bool done, const char *error);
+/*
+ * Answers r's request with {"status","headers","bodyBase64"} (the buffered
+ * body, or "" for a stream); r->id is dropped. 0, or -ENOMEM (answered with
+ * an error then).
+ */
+int http_msg_result(struct http_req *r, int status, json_t *headers);
+/* The coding the reference's client decodes: a Content-Encoding exactly "gzip", else "zstd". */
+enum http_coding http_msg_coding(const struct http_response *resp);
+/*
+ * The response headers as the result lists them: lower-case names, wire
+ * order, visible-ASCII values only; without Content-Encoding and
+ * Content-Length when decoded. NULL when out of memory.
+ */
+json_t *http_msg_headers_json(const struct http_response *resp, bool decoded);
+/* The request's header list: drop every one named in names (NULL-terminated), look up, append a copy. */
+void http_req_drop_headers(struct http_req *r, const char *const *names);
+bool http_req_has_header(const struct http_req *r, const char *name);
+int http_req_add_header(struct http_req *r, const char *name, const char *value, size_t len);
+/* authorization: Basic from the URL's userinfo, unless the list has an Authorization. 0 or -ENOMEM. */
+int http_req_add_basic_auth(struct http_req *r);
+/* "scheme://host[:port]" of u (no userinfo), snprintf-style. */
+int http_url_origin(const struct http_url_parts *u, char *out, size_t cap);
 
 /* Starts r (linked, owned by this module from now on). */
 void http_req_start(struct http_req *r);
