@@ -704,8 +704,11 @@ def pki(tmp_path_factory):
     return make_pki(tmp_path_factory.mktemp("http-pki"))
 
 
-def test_https(server_factory, pki):
-    good = start_http(tls_ctx(pki, "good"))
+def test_https(server_factory, pki, web):
+    sni = []
+    ctx = tls_ctx(pki, "good")
+    ctx.sni_callback = lambda sock, name, c: sni.append(name)
+    good = start_http(ctx)
     wrong = start_http(tls_ctx(pki, "wrong"))
     selfsigned = start_http(tls_ctx(pki, "self"))
     try:
@@ -716,6 +719,12 @@ def test_https(server_factory, pki):
         for host in ("127.0.0.1", "localhost"):
             e = echo(ok(c, url="https://%s:%d/echo" % (host, good.port)))
             assert e["headers"][-1] == ["host", "%s:%d" % (host, good.port)]
+        # SNI for a name, none for an IP literal
+        assert sni == [None, "localhost"], sni
+        # no Referer from https to http
+        e = echo(ok(c, url="https://127.0.0.1:%d/redir/302?to=%s" % (
+            good.port, urllib.parse.quote(url(web, "/echo")))))
+        assert [h for h in e["headers"] if h[0] == "referer"] == []
         res = ok(c, url="https://127.0.0.1:%d/chunked?n=2&gap=0" % good.port,
                  streamResponse=True, requestId="tls")
         assert res["status"] == 200
