@@ -170,6 +170,43 @@ static int parse_ipv4(const char *h, size_t n, char *out, size_t cap)
 	return 0;
 }
 
+/*
+ * WHATWG's IPv6 serialisation: lower-case hex pieces, the first longest run
+ * of two or more zero pieces as "::", never a dotted IPv4 tail (inet_ntop
+ * writes ::ffff:1.2.3.4 where the reference writes ::ffff:102:304).
+ */
+static void ipv6_serialize(const uint8_t a[16], char *out, size_t cap)
+{
+	unsigned piece[8];
+	int best = -1, best_len = 1, run = -1, n = 0;
+	size_t o = 0;
+
+	for (int i = 0; i < 8; i++)
+		piece[i] = (unsigned)a[2 * i] << 8 | a[2 * i + 1];
+	for (int i = 0; i <= 8; i++) {
+		if (i < 8 && piece[i] == 0) {
+			if (run < 0)
+				run = i;
+			continue;
+		}
+		if (run >= 0 && i - run > best_len) {
+			best = run;
+			best_len = i - run;
+		}
+		run = -1;
+	}
+	for (int i = 0; i < 8 && o < cap; i++) {
+		if (i == best) {
+			n = snprintf(out + o, cap - o, "%s", i == 0 ? "::" : ":");
+			o += (size_t)n;
+			i += best_len - 1;
+			continue;
+		}
+		n = snprintf(out + o, cap - o, "%x%s", piece[i], i < 7 ? ":" : "");
+		o += (size_t)n;
+	}
+}
+
 static int parse_host(const char *p, size_t n, struct http_url_parts *u, const char **reason)
 {
 	char tmp[64];
@@ -189,7 +226,7 @@ static int parse_host(const char *p, size_t n, struct http_url_parts *u, const c
 			*reason = "invalid IPv6 address";
 			return -EINVAL;
 		}
-		inet_ntop(AF_INET6, &a6, tmp, sizeof(tmp));
+		ipv6_serialize(a6.s6_addr, tmp, sizeof(tmp));
 		u->ipv6 = true;
 		u->host = strdup(tmp);
 		return u->host ? 0 : -ENOMEM;

@@ -137,7 +137,17 @@ static void fail(struct http_req *r, const char *msg)
 /* Connect, TLS, DNS, a malformed head, the deadline before the head: the reference's one text. */
 static void fail_send(struct http_req *r)
 {
-	fail2(r, "http/request failed: error sending request for url (", r->url.href, ")");
+	/* The URL as the reference shows it: without userinfo, with the fragment. */
+	char origin[600];
+	int n = http_url_origin(&r->url, origin, sizeof(origin));
+	char *shown = NULL;
+
+	if (n > 0 && (size_t)n < sizeof(origin) &&
+	    asprintf(&shown, "%s%s", origin, r->url.href + r->url.href_origin_len) < 0)
+		shown = NULL;
+	fail2(r, "http/request failed: error sending request for url (", shown ? shown : r->url.href,
+	      ")");
+	free(shown);
 }
 
 /*

@@ -522,6 +522,10 @@ def test_connect_failures(client, web):
     assert err(client, url=u) == (-32603, "http/request failed: error sending request for url (%s)" % u)
     u = "http://no-such-host.invalid/"
     assert err(client, url=u) == (-32603, "http/request failed: error sending request for url (%s)" % u)
+    # the URL shown is the parsed one, without its userinfo
+    assert err(client, url="http://us:pw@127.0.0.1:%d/a b#f" % port) == (
+        -32603, "http/request failed: error sending request for url "
+        "(http://127.0.0.1:%d/a%%20b#f)" % port)
     # TLS to a plain-text server
     u = "https://127.0.0.1:%d/echo" % web.port
     assert err(client, url=u) == (-32603, "http/request failed: error sending request for url (%s)" % u)

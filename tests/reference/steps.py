@@ -1782,6 +1782,12 @@ SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, re
     _hr("closed mid-body", url="$HTTPURL/abort"),
     _hr("bad chunk", url="$HTTPURL/bad-chunk"),
     _hr("refused", url="http://127.0.0.1:9/"),
+    # the URL in the error as the reference shows it: no userinfo, the fragment, WHATWG hosts
+    _hr("refused, userinfo and fragment", url="http://user:pw@127.0.0.1:9/a#f"),
+    _hr("refused, IPv4-mapped IPv6", url="http://[::ffff:127.0.0.1]:9/x", timeoutMs=2000),
+    _hr("refused, IPv6 zero runs", url="http://[1:0:0:2:0:0:3:4]:9/", timeoutMs=300),
+    _hr("refused, hex IPv4 and escaped host", url="http://0x7f.1:9/"),
+    _hr("unknown host, escaped", url="http://h%2Dx.invalid:9/"),
     _hr("https to a plain server", url="https://$HTTPADDR/echo"),
     _hr("timeout before the head", url="$HTTPURL/hang", timeoutMs=300),
     _hr("timeout in the body", url="$HTTPURL/hang-body", timeoutMs=300),

@@ -67,6 +67,13 @@ TEST(whatwg_normalisation)
 	parses("http://0x7f.1/", false, "127.0.0.1", 80, "/", "http://127.0.0.1/");
 	parses("http://0177.0.0.1./", false, "127.0.0.1", 80, "/", "http://127.0.0.1/");
 	parses("http://[0:0::1]:8080/", false, "::1", 8080, "/", "http://[::1]:8080/");
+	parses("http://[::ffff:1.2.3.4]/", false, "::ffff:102:304", 80, "/", "http://[::ffff:102:304]/");
+	parses("http://[1:0:0:2:0:0:0:3]/", false, "1:0:0:2::3", 80, "/", "http://[1:0:0:2::3]/");
+	parses("http://[1:0:0:2:0:0:3:4]/", false, "1::2:0:0:3:4", 80, "/", "http://[1::2:0:0:3:4]/");
+	parses("http://[::]/", false, "::", 80, "/", "http://[::]/");
+	parses("http://[1:2:3:4:5:6:7:0]/", false, "1:2:3:4:5:6:7:0", 80, "/",
+	       "http://[1:2:3:4:5:6:7:0]/");
+	parses("http://[ABCD::]/", false, "abcd::", 80, "/", "http://[abcd::]/");
 	parses("http://h%2Dx.example/", false, "h-x.example", 80, "/", "http://h-x.example/");
 }
 
