@@ -35,7 +35,7 @@ unsigned http_req_count(const struct conn *c)
 	unsigned n = 0;
 
 	list_for_each_entry(r, &reqs, link)
-		n += r->conn == c;
+		n += !c || r->conn == c;
 	return n;
 }
 

@@ -30,8 +30,13 @@ struct server;
 
 /* Redirects followed before "too many redirects" (the reference's 10). */
 #define HTTP_REQ_MAX_REDIRECTS 10
-/* Requests in flight (streams included) per client connection. */
-#define HTTP_REQ_MAX_PER_CONN 16
+/*
+ * Requests in flight (streams included) per client connection (an MCP client
+ * keeps an event stream open per server), and in the whole server: each holds
+ * a socket, beyond the fd budget the connection limits are derived from.
+ */
+#define HTTP_REQ_MAX_PER_CONN 64
+#define HTTP_REQ_MAX_TOTAL 1024
 /* Request headers per request, and the bytes of one name + value. */
 #define HTTP_REQ_MAX_HEADERS 256
 #define HTTP_REQ_MAX_HEADER_BYTES 65536
@@ -113,7 +118,7 @@ int http_url_origin(const struct http_url_parts *u, char *out, size_t cap);
 /* Starts r (linked, owned by this module from now on). */
 void http_req_start(struct http_req *r);
 
-/* Requests of c in flight; whether a stream of c with this requestId is. */
+/* Requests of c in flight (of every connection for NULL); whether a stream of c with this requestId is. */
 unsigned http_req_count(const struct conn *c);
 bool http_req_stream_active(const struct conn *c, const char *rid, size_t len);
 

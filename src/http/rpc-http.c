@@ -244,6 +244,13 @@ static void rpc_http_request(struct conn *c, json_t *id, json_t *params)
 				HTTP_REQ_MAX_PER_CONN);
 		goto out;
 	}
+	if (http_req_count(NULL) >= HTTP_REQ_MAX_TOTAL) {
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR,
+				"http/request failed: too many requests in flight on this server "
+				"(at most %d)",
+				HTTP_REQ_MAX_TOTAL);
+		goto out;
+	}
 	r->timeout_ms = params_u64(f[5], 0);
 	if (f[5] && r->timeout_ms == 0) {
 		/* The reference's answer to a zero timeout, before anything is sent. */

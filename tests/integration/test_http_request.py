@@ -611,9 +611,9 @@ def test_requests_per_connection(client, web):
     ids = [client.request("http/request", {"method": "GET", "url": url(web, "/hang"),
                                            "requestId": "h%d" % k,
                                            "timeoutMs": int(EVENT_TIMEOUT * 1000)})
-           for k in range(16)]
+           for k in range(64)]
     assert err(client, url=url(web, "/echo")) == (
-        -32603, "http/request failed: too many requests in flight on this connection (at most 16)")
+        -32603, "http/request failed: too many requests in flight on this connection (at most 64)")
     assert not any(client.has_reply(i) for i in ids)
 
 
