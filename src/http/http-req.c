@@ -39,6 +39,17 @@ unsigned http_req_count(const struct conn *c)
 	return n;
 }
 
+uint64_t http_req_bodies(const struct conn *c)
+{
+	struct http_req *r;
+	uint64_t n = 0;
+
+	list_for_each_entry(r, &reqs, link)
+		if (r->conn == c)
+			n += r->body_len;
+	return n;
+}
+
 bool http_req_stream_active(const struct conn *c, const char *rid, size_t len)
 {
 	struct http_req *r;

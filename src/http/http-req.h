@@ -40,6 +40,8 @@ struct server;
 /* Request headers per request, and the bytes of one name + value. */
 #define HTTP_REQ_MAX_HEADERS 256
 #define HTTP_REQ_MAX_HEADER_BYTES 65536
+/* The request headers together (names and values). */
+#define HTTP_REQ_MAX_HEADERS_TOTAL (256 * 1024)
 /* The response head (status line and headers; at most HTTP_MAX_HEADERS headers). */
 #define HTTP_REQ_MAX_HEAD 65536
 
@@ -120,6 +122,8 @@ void http_req_start(struct http_req *r);
 
 /* Requests of c in flight (of every connection for NULL); whether a stream of c with this requestId is. */
 unsigned http_req_count(const struct conn *c);
+/* Request body bytes held by c's requests in flight (kept for 307/308 redirects). */
+uint64_t http_req_bodies(const struct conn *c);
 bool http_req_stream_active(const struct conn *c, const char *rid, size_t len);
 
 /* Frees r, which may be unstarted (not linked). */

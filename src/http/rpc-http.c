@@ -9,6 +9,7 @@
  * request outside any sandbox (docs/SECURITY.md, "http/request").
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,8 +77,8 @@ static int decode_headers(json_t *v, char *err, size_t errsz)
  */
 static int build_headers(struct conn *c, json_t *id, json_t *list, struct http_req *r)
 {
+	size_t i, total = 0;
 	json_t *e;
-	size_t i;
 
 	if (!list)
 		return 0;
@@ -120,6 +121,13 @@ static int build_headers(struct conn *c, json_t *id, json_t *list, struct http_r
 			rpc_reply_error(c, id, RPC_INVALID_PARAMS,
 					"http/request header %s is too large (at most %d bytes)", n,
 					HTTP_REQ_MAX_HEADER_BYTES);
+			return -EINVAL;
+		}
+		total += nl + vl + xl;
+		if (total > HTTP_REQ_MAX_HEADERS_TOTAL) {
+			rpc_reply_error(c, id, RPC_INVALID_PARAMS,
+					"http/request headers are too large (at most %d bytes together)",
+					HTTP_REQ_MAX_HEADERS_TOTAL);
 			return -EINVAL;
 		}
 		h->name = malloc(nl + 1);
@@ -242,6 +250,14 @@ static void rpc_http_request(struct conn *c, json_t *id, json_t *params)
 				"http/request failed: too many requests in flight on this connection "
 				"(at most %d)",
 				HTTP_REQ_MAX_PER_CONN);
+		goto out;
+	}
+	/* Bodies wait for their connection (and stay for 307/308): one message's worth per client. */
+	if (http_req_bodies(c) + r->body_len > c->srv->cfg.max_message_bytes) {
+		rpc_reply_error(c, id, RPC_INTERNAL_ERROR,
+				"http/request failed: request bodies in flight on this connection would "
+				"exceed %" PRIu64 " bytes (--max-message-bytes)",
+				c->srv->cfg.max_message_bytes);
 		goto out;
 	}
 	if (http_req_count(NULL) >= HTTP_REQ_MAX_TOTAL) {

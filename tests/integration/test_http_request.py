@@ -607,6 +607,28 @@ def test_response_limit(server_factory, web):
     c.ws.close()
 
 
+def test_request_size_limits(server_factory, web):
+    srv = server_factory("--max-message-bytes", "1048576")
+    c = srv.connect()
+    big = [{"name": "X-Big", "value": "v" * 65530}]
+    assert err(c, url=url(web, "/echo"), headers=big * 1 + [{"name": "X-Huge",
+                                                             "value": "v" * 70000}]) == (
+        -32602, "http/request header X-Huge is too large (at most 65536 bytes)")
+    assert err(c, url=url(web, "/echo"), headers=big * 5) == (
+        -32602, "http/request headers are too large (at most 262144 bytes together)")
+    assert err(c, url=url(web, "/echo"), headers=[{"name": "X", "value": ""}] * 257) == (
+        -32602, "http/request has too many headers (at most 256)")
+    # request bodies held in flight: one message's worth per connection
+    body = b64(bytes(600000))
+    i = c.request("http/request", {"method": "POST", "url": url(web, "/hang"), "requestId": "b1",
+                                   "bodyBase64": body, "timeoutMs": int(EVENT_TIMEOUT * 1000)})
+    assert err(c, method="POST", url=url(web, "/echo"), bodyBase64=body) == (
+        -32603, "http/request failed: request bodies in flight on this connection would exceed "
+        "1048576 bytes (--max-message-bytes)")
+    assert not c.has_reply(i)
+    c.ws.close()
+
+
 def test_requests_per_connection(client, web):
     ids = [client.request("http/request", {"method": "GET", "url": url(web, "/hang"),
                                            "requestId": "h%d" % k,
