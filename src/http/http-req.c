@@ -102,6 +102,7 @@ static void req_release(struct http_req *r)
 	free(r->rid);
 	free(r->rid_json);
 	http_url_parts_done(&r->url);
+	http_proxy_done(&r->proxy);
 	json_decref(r->resp_headers);
 	http_decoder_free(r->dec);
 	wipe_buf(&r->pending);
@@ -349,6 +350,7 @@ static bool is_redirect(int status)
 }
 
 static int start_hop(struct http_req *r);
+static void on_tunnel(struct http_req *r);
 
 /*
  * Follows a redirect to next (owned from here): the method and body as the
@@ -495,6 +497,10 @@ static void on_data(struct netconn *nc, const uint8_t *p, size_t n)
 		fail(r, "http/request failed: out of memory");
 		return;
 	}
+	if (r->proxy.host && r->url.tls && !r->tunnel_up) {
+		on_tunnel(r);
+		return;
+	}
 	for (;;) {
 		struct http_response resp;
 		int q = http_response_parse((const char *)r->in.data, r->in.len, HTTP_REQ_MAX_HEAD, &resp);
@@ -522,6 +528,48 @@ static void on_data(struct netconn *nc, const uint8_t *p, size_t n)
 
 /* ---- the connection ---- */
 
+/* https through a proxy: "CONNECT host:port", then TLS in the tunnel (on_tunnel). */
+static void send_connect(struct http_req *r)
+{
+	char hp[320], *req = NULL;
+	int hl = http_client_host_header(hp, sizeof(hp), r->url.host, r->url.ipv6, r->url.port, false);
+	int n, q;
+
+	/* host:port always, as the authority form wants. */
+	if (hl > 0 && (size_t)hl < sizeof(hp) && !strchr(r->url.ipv6 ? strrchr(hp, ']') : hp, ':'))
+		snprintf(hp + hl, sizeof(hp) - (size_t)hl, ":%u", r->url.port);
+	n = asprintf(&req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s%s%s\r\n", hp, hp,
+		     r->proxy.auth ? "Proxy-Authorization: " : "", r->proxy.auth ? r->proxy.auth : "",
+		     r->proxy.auth ? "\r\n" : "");
+	if (hl <= 0 || (size_t)hl >= sizeof(hp) || n < 0) {
+		free(req);
+		fail_send(r);
+		return;
+	}
+	q = netconn_send(r->nc, req, (size_t)n);
+	explicit_bzero(req, (size_t)n);
+	free(req);
+	if (q < 0)
+		fail_send(r);
+}
+
+/* The proxy's answer to CONNECT (at r->in): 2xx and nothing after it starts TLS. */
+static void on_tunnel(struct http_req *r)
+{
+	struct http_response resp;
+	int q = http_response_parse((const char *)r->in.data, r->in.len, HTTP_REQ_MAX_HEAD, &resp);
+
+	if (q == -EAGAIN)
+		return;
+	if (q < 0 || resp.status < 200 || resp.status > 299 || (size_t)q != r->in.len ||
+	    netconn_start_tls(r->nc, r->url.host) < 0) {
+		fail_send(r);
+		return;
+	}
+	r->in.len = 0;
+	r->tunnel_up = true; /* connected() comes again once TLS is up: the request goes then */
+}
+
 static void on_connected(struct netconn *nc)
 {
 	struct http_req *r = netconn_userdata(nc);
@@ -535,9 +583,20 @@ static void on_connected(struct netconn *nc)
 		fail_send(r);
 		return;
 	}
+	if (r->proxy.host && r->url.tls && !r->tunnel_up) {
+		send_connect(r);
+		return;
+	}
 	q = buf_append(&w, r->method, strlen(r->method));
 	if (q >= 0)
 		q = buf_append(&w, " ", 1);
+	if (q >= 0 && r->proxy.host && !r->url.tls) {
+		/* Through a proxy, plain http: the absolute form. */
+		char origin[600];
+		int ol = http_url_origin(&r->url, origin, sizeof(origin));
+
+		q = ol > 0 && (size_t)ol < sizeof(origin) ? buf_append(&w, origin, (size_t)ol) : -EINVAL;
+	}
 	if (q >= 0)
 		q = buf_append(&w, r->url.target, strlen(r->url.target));
 	if (q >= 0)
@@ -554,6 +613,15 @@ static void on_connected(struct netconn *nc)
 	/* What the reference's client adds, in its order, unless the client gave them. */
 	if (q >= 0 && !http_req_has_header(r, "accept"))
 		q = buf_append(&w, "accept: */*\r\n", 13);
+	/* The proxy's credential, where the reference's client puts it. */
+	if (q >= 0 && r->proxy.host && !r->url.tls && r->proxy.auth &&
+	    !http_req_has_header(r, "proxy-authorization")) {
+		q = buf_append(&w, "proxy-authorization: ", 21);
+		if (q >= 0)
+			q = buf_append(&w, r->proxy.auth, strlen(r->proxy.auth));
+		if (q >= 0)
+			q = buf_append(&w, "\r\n", 2);
+	}
 	if (q >= 0 && !http_req_has_header(r, "accept-encoding"))
 		q = buf_append(&w, "accept-encoding: zstd,gzip\r\n", 28);
 	if (q >= 0 && !http_req_has_header(r, "host")) {
@@ -614,6 +682,19 @@ static int start_hop(struct http_req *r)
 	int q;
 
 	r->head_done = false;
+	r->tunnel_up = false;
+	http_proxy_done(&r->proxy);
+	q = http_proxy_for(&r->url, &r->proxy);
+	if (q < 0) {
+		fail(r, "http/request failed: out of memory");
+		return q;
+	}
+	if (q > 0) {
+		/* Plain to the proxy; https goes through a CONNECT tunnel, TLS started in it. */
+		cfg.host = r->proxy.host;
+		cfg.port = r->proxy.port;
+		cfg.tls = false;
+	}
 	q = netconn_open(r->srv, &cfg, &handlers, r, &r->nc);
 	if (q < 0) {
 		r->nc = NULL;

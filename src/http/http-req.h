@@ -45,6 +45,22 @@ struct server;
 /* The response head (status line and headers; at most HTTP_MAX_HEADERS headers). */
 #define HTTP_REQ_MAX_HEAD 65536
 
+/* An HTTP proxy from the server's environment (http-proxy.c). */
+struct http_proxy {
+	char *host;    /* NULL: none */
+	bool ipv6;
+	uint16_t port;
+	char *auth;    /* "Basic ..." from its userinfo, or NULL */
+};
+
+/*
+ * The proxy of a request to u, as the reference's client picks it from the
+ * server's environment: 1 (*ret set; free with http_proxy_done), 0 (direct),
+ * -ENOMEM.
+ */
+int http_proxy_for(const struct http_url_parts *u, struct http_proxy *ret);
+void http_proxy_done(struct http_proxy *p);
+
 struct http_req_header {
 	char *name; /* lower case */
 	char *value;
@@ -73,6 +89,8 @@ struct http_req {
 	unsigned redirects;
 
 	/* The exchange. */
+	struct http_proxy proxy; /* the current hop's, or none */
+	bool tunnel_up;        /* https through the proxy: CONNECT answered, TLS started */
 	struct netconn *nc;
 	struct buf in;         /* the response head as it arrives */
 	bool head_done;

@@ -243,11 +243,22 @@ def web():
     srv.shutdown()
 
 
+PROXY_VARS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY",
+              "all_proxy", "NO_PROXY", "no_proxy")
+
+
+def clean_env(**extra):
+    """The test's environment without proxy variables (uexec would honour them, as the
+    reference does, even for loopback), plus extra."""
+    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
+    env.update(extra)
+    return env
+
+
 @pytest.fixture
 def uexec(server_factory, tmp_path):
-    """uexec with the test's secret in its environment and no system CAs."""
-    env = dict(os.environ, **{ENV: SECRET})
-    return server_factory(env=env)
+    """uexec with the test's secret in its environment."""
+    return server_factory(env=clean_env(**{ENV: SECRET}))
 
 
 @pytest.fixture
@@ -593,7 +604,7 @@ def test_stream_request_id_in_use(client, web):
 # ---- limits ----
 
 def test_response_limit(server_factory, web):
-    srv = server_factory("--http-max-response-bytes", "1048576")
+    srv = server_factory("--http-max-response-bytes", "1048576", env=clean_env())
     c = srv.connect()
     msg = ("failed to read http/request response body: the response body exceeds this "
            "server's limit of 1048576 bytes (--http-max-response-bytes)")
@@ -608,7 +619,7 @@ def test_response_limit(server_factory, web):
 
 
 def test_request_size_limits(server_factory, web):
-    srv = server_factory("--max-message-bytes", "1048576")
+    srv = server_factory("--max-message-bytes", "1048576", env=clean_env())
     c = srv.connect()
     big = [{"name": "X-Big", "value": "v" * 65530}]
     assert err(c, url=url(web, "/echo"), headers=big * 1 + [{"name": "X-Huge",
@@ -738,8 +749,7 @@ def test_https(server_factory, pki, web):
     wrong = start_http(tls_ctx(pki, "wrong"))
     selfsigned = start_http(tls_ctx(pki, "self"))
     try:
-        env = dict(os.environ, SSL_CERT_FILE=os.path.join(pki, "ca.pem"),
-                   SSL_CERT_DIR="/nonexistent")
+        env = clean_env(SSL_CERT_FILE=os.path.join(pki, "ca.pem"), SSL_CERT_DIR="/nonexistent")
         srv = server_factory(env=env)
         c = srv.connect()
         for host in ("127.0.0.1", "localhost"):
@@ -829,7 +839,7 @@ def test_decompression_bomb(server_factory, web):
     streamed to a client that does not read, uexec decodes only what the client's queue
     takes (RSS bounded), then all of it once the client reads."""
     import zlib
-    srv = server_factory("--http-max-response-bytes", "4194304")
+    srv = server_factory("--http-max-response-bytes", "4194304", env=clean_env())
     c = srv.connect()
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
     block = bytes(1 << 20)
@@ -861,3 +871,111 @@ def test_decompression_bomb(server_factory, web):
     assert got == 256 << 20
     assert_rss_bounded(srv.pid, rss0)
     c.ws.close()
+
+
+# ---- the server's HTTP(S)_PROXY, ALL_PROXY and NO_PROXY (the reference's client honours them) ----
+
+class Proxy:
+    """An HTTP proxy: absolute-form requests are answered with what the proxy received
+    (JSON {"proxied": head}); CONNECT tunnels are piped to their target."""
+
+    def __init__(self):
+        self.heads = []
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _one(self, c):
+        c.settimeout(EVENT_TIMEOUT)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            d = c.recv(65536)
+            if not d:
+                return
+            data += d
+        head = data.split(b"\r\n\r\n")[0].decode("latin1")
+        self.heads.append(head)
+        line = head.split("\r\n")[0]
+        if line.startswith("CONNECT "):
+            host, port = line.split()[1].rsplit(":", 1)
+            u = socket.create_connection((host.strip("[]"), int(port)), timeout=EVENT_TIMEOUT)
+            c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
+            self._pipe(c, u)
+            return
+        body = json.dumps({"proxied": head}).encode()
+        c.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+                  + body)
+        c.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_proxy_from_environment(server_factory, pki):
+    proxy = Proxy()
+    good = start_http(tls_ctx(pki, "good"))
+    try:
+        base = clean_env(SSL_CERT_FILE=os.path.join(pki, "ca.pem"), SSL_CERT_DIR="/nonexistent")
+        px = "http://pu:pp@127.0.0.1:%d" % proxy.port
+        srv = server_factory(env=dict(base, HTTP_PROXY=px, HTTPS_PROXY=px,
+                                      NO_PROXY="skip.invalid, 10.0.0.0/8"))
+        c = srv.connect()
+        # plain http: the absolute form to the proxy, its credential after accept
+        res = ok(c, method="POST", url="http://example.invalid:81/echo?x", bodyBase64=b64(b"hi"),
+                 headers=[{"name": "X-A", "value": "1"}])
+        assert json.loads(unb64(res["bodyBase64"]))["proxied"].split("\r\n") == [
+            "POST http://example.invalid:81/echo?x HTTP/1.1", "x-a: 1", "accept: */*",
+            "proxy-authorization: Basic " + b64(b"pu:pp"), "accept-encoding: zstd,gzip",
+            "host: example.invalid:81", "content-length: 2"]
+        # https: a CONNECT tunnel, TLS to the target inside it (verified as without a proxy)
+        e = echo(ok(c, url="https://localhost:%d/echo" % good.port))
+        assert e["headers"][-1] == ["host", "localhost:%d" % good.port]
+        assert proxy.heads[-1].split("\r\n") == [
+            "CONNECT localhost:%d HTTP/1.1" % good.port, "Host: localhost:%d" % good.port,
+            "Proxy-Authorization: Basic " + b64(b"pu:pp")]
+        # NO_PROXY names (and their subdomains) and blocks go direct, whatever they answer
+        n = len(proxy.heads)
+        for u in ("http://sub.skip.invalid/", "http://skip.invalid/", "http://10.255.255.1:9/"):
+            req(c, url=u, timeoutMs=300)
+        assert len(proxy.heads) == n
+        ok(c, url="http://noskip.invalid/")     # a name that only ends like one: proxied
+        assert len(proxy.heads) == n + 1
+        c.ws.close()
+        # ALL_PROXY serves both schemes when the scheme's own is unset
+        srv2 = server_factory(env=dict(base, ALL_PROXY="127.0.0.1:%d" % proxy.port))
+        c2 = srv2.connect()
+        res = ok(c2, url="http://example.invalid/echo")
+        assert json.loads(unb64(res["bodyBase64"]))["proxied"].startswith(
+            "GET http://example.invalid/echo HTTP/1.1\r\n")
+        c2.ws.close()
+    finally:
+        proxy.close()
+        good.shutdown()
