@@ -93,6 +93,12 @@ int sandbox_plan_cgroup_fd(const struct sandbox_plan *plan)
 	return -1;
 }
 
+bool sandbox_root_write_supported(const struct sandbox_features *f)
+{
+	(void)f;
+	return false; /* no plan is ever made */
+}
+
 /* ---- sandbox/cgroup.c: a host without per-process cgroups (where[] all NONE) ---- */
 
 const char *sandbox_cg_kind_name(enum sandbox_cg_kind k)

@@ -352,6 +352,10 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 		return -errno;
 	*step = "cloning a writable root";
 	for (size_t i = 0; i < pl->n_rw; i++) {
+		/* The root (root_rw): the tree itself stays writable, nothing to clone. */
+		pl->rw_fds[i] = -1;
+		if (strcmp(pl->rw[i], "/") == 0)
+			continue;
 		pl->rw_fds[i] = open_tree(AT_FDCWD, pl->rw[i],
 					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 		if (pl->rw_fds[i] < 0)
@@ -379,7 +383,7 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 	 * IOCTL_DEV (ABI 5) leaves one reachable.
 	 */
 	*step = "making the tree read-only";
-	r = set_attr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV, 0);
+	r = set_attr("/", AT_RECURSIVE, (pl->root_rw ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NODEV, 0);
 	if (r < 0)
 		return r;
 	/* Before anything is mounted below them (outer ones first). */
@@ -390,7 +394,7 @@ static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **
 	for (unsigned ph = 0; ph <= pl->max_phase; ph++) {
 		*step = "mounting a writable root";
 		for (size_t i = 0; i < pl->n_rw; i++) {
-			if (pl->rw_phase[i] != ph)
+			if (pl->rw_phase[i] != ph || pl->rw_fds[i] < 0)
 				continue;
 			if (pl->rw_mkbase[i] >= 0 &&
 			    (r = make_mount_point(pl->deny_dir[pl->rw_mkbase[i]], pl->rw[i],

@@ -21,6 +21,13 @@ struct ll_rule {
 
 struct sandbox_plan {
 	bool restrict_fs;
+	/*
+	 * With restrict_fs: the root is a writable root (a root write with
+	 * carve-outs, SECURITY.md "Write on the root"). The tree stays as the host has it
+	 * (read-write where the host's is) instead of read-only; "/" in rw is
+	 * neither cloned nor idmapped; ro_kernel is set.
+	 */
+	bool root_rw;
 	bool drop_caps;
 	uint64_t keep_caps;  /* capabilities kept when dropping (full-disk write) */
 	bool restrict_net;

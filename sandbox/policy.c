@@ -379,6 +379,15 @@ static int parse_permissions(struct parser *ps, json_t *perm)
 		if (r < 0)
 			return r;
 	}
+	/*
+	 * A deny entry on the root wins over a read or write one there (ties:
+	 * deny > write > read): then nothing is read or written by the root's
+	 * grant, only by narrower entries (a plan must not take the root write
+	 * or read for granted).
+	 */
+	for (size_t k = 0; k < p->n_rules; k++)
+		if (p->rules[k].access == SANDBOX_DENY && strcmp(p->rules[k].path, "/") == 0)
+			p->full_read = p->full_write = false;
 	return 0;
 }
 
@@ -543,5 +552,34 @@ enum sandbox_access sandbox_policy_access(const struct sandbox_policy *p, const 
 
 bool sandbox_policy_is_unrestricted(const struct sandbox_policy *p)
 {
-	return p->kind == SANDBOX_DISABLED || (p->full_write && p->network && p->n_deny_globs == 0);
+	return p->kind == SANDBOX_DISABLED ||
+	       (p->full_write && p->network && !sandbox_policy_root_write_restricted(p));
+}
+
+bool sandbox_policy_root_write_restricted(const struct sandbox_policy *p)
+{
+	if (!p->full_write || p->kind != SANDBOX_MANAGED)
+		return false;
+	if (p->n_deny_globs > 0)
+		return true;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct sandbox_rule *r = &p->rules[i];
+
+		/* An entry overridden by another at the same path (ties) restricts nothing. */
+		if (r->access != SANDBOX_WRITE && sandbox_policy_access(p, r->path) == r->access)
+			return true;
+	}
+	return false;
+}
+
+bool sandbox_policy_grants_root_name(const struct sandbox_policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct sandbox_rule *r = &p->rules[i];
+
+		if (r->access == SANDBOX_WRITE && r->path[0] == '/' && strcmp(r->path + 1, name) == 0 &&
+		    sandbox_policy_access(p, r->path) == SANDBOX_WRITE)
+			return true;
+	}
+	return false;
 }

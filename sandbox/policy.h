@@ -80,8 +80,23 @@ void sandbox_policy_free(struct sandbox_policy *p);
  */
 enum sandbox_access sandbox_policy_access(const struct sandbox_policy *p, const char *path);
 
-/* True when the policy restricts nothing (disabled, or full write with network). */
+/* True when the policy restricts nothing (disabled, or a bare full write with network). */
 bool sandbox_policy_is_unrestricted(const struct sandbox_policy *p);
+
+/*
+ * A write on the root that still restricts something (SECURITY.md "Write on
+ * the root"): a deny entry or glob, or a read entry, in effect beneath it.
+ * Such a policy gets a filesystem view (the root writable in it, the
+ * carve-outs masked, a private /dev); a bare root write does not.
+ */
+bool sandbox_policy_root_write_restricted(const struct sandbox_policy *p);
+
+/*
+ * With the root writable: true when a write entry names /<name> exactly
+ * (an approved command's grant of the root's metadata names), which then
+ * stays writable with the root instead of being kept read-only.
+ */
+bool sandbox_policy_grants_root_name(const struct sandbox_policy *p, const char *name);
 
 /* Names kept read-only directly under every writable root (SANDBOX.md §3.4). */
 extern const char *const sandbox_protected_names[4];

@@ -113,6 +113,17 @@ int sandbox_set_uid(struct sandbox_features *f, unsigned uid, unsigned gid, char
 int sandbox_set_secrets(struct sandbox_features *f, const char *const *paths, size_t n);
 
 const char *sandbox_describe(const struct sandbox_features *f, char *buf, size_t size);
+
+/*
+ * True when this host enforces root-write policies as the reference's
+ * linuxRootWritePreservesDevices and
+ * linuxApprovedRootWritePreservesRestrictions promise (docs/SECURITY.md
+ * "Write on the root"): a sandbox at all, seccomp, mount namespaces (the
+ * view of a root write with carve-outs, read-only /proc and /sys), and
+ * signal scoping (Landlock ABI 6 or the PID namespace), without which
+ * sandbox_plan_new refuses every plan. f probed, f->pid_ns set.
+ */
+bool sandbox_root_write_supported(const struct sandbox_features *f);
 void sandbox_features_done(struct sandbox_features *f);
 
 struct sandbox_plan;

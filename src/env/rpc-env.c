@@ -5,8 +5,8 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <openssl/sha.h>
 #include <pwd.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +56,18 @@ static json_t *capabilities(const struct server *s)
 	 * networkProxyReviewDomains: its network/policyRequest round trip.
 	 */
 	bool proxy = !s->sandbox.missing[0];
+	/*
+	 * The two Linux root-write flags: a root write keeps the standard
+	 * devices, and one with carve-outs (an approved command's) keeps them
+	 * all, wherever this host can build such sandboxes.
+	 */
+	bool rootw = sandbox_root_write_supported(&s->sandbox);
 
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		json_object_set_new(o, names[i],
 				    json_boolean((proxy && strcmp(names[i], "networkProxyLaunch") == 0) ||
 						 (proxy && strcmp(names[i], "networkProxyReviewDomains") == 0) ||
+						 (rootw && strncmp(names[i], "linux", 5) == 0) ||
 						 strcmp(names[i], "environmentConfigRead") == 0 ||
 						 strcmp(names[i], "fsWatchMissing") == 0 ||
 						 strcmp(names[i], "httpHeaderEnvVars") == 0 ||
@@ -93,8 +100,8 @@ static json_t *capabilities(const struct server *s)
 /* A stable per-host id: sha256 of the machine id (same across restarts and users). */
 static json_t *provider_id(void)
 {
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	char buf[256] = "uexec", hex[2 * SHA256_DIGEST_LENGTH + 8];
+	unsigned char md[crypto_hash_sha256_BYTES];
+	char buf[256] = "uexec", hex[2 * crypto_hash_sha256_BYTES + 8];
 	FILE *f = fopen("/etc/machine-id", "re");
 	size_t n = 5;
 
@@ -102,7 +109,7 @@ static json_t *provider_id(void)
 		n += fread(buf + 5, 1, sizeof(buf) - 6, f);
 		fclose(f);
 	}
-	SHA256((const unsigned char *)buf, n, md);
+	crypto_hash_sha256(md, (const unsigned char *)buf, n);
 	memcpy(hex, "sha256:", 7);
 	for (size_t i = 0; i < sizeof(md); i++)
 		snprintf(hex + 7 + 2 * i, 3, "%02x", md[i]);

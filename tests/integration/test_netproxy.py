@@ -375,11 +375,19 @@ def test_partial_head_is_closed_at_its_deadline(sclient, uniq, area):
     assert r.stdout.decode() == "http-closed\nsocks-closed\n"
 
 
-@pytest.mark.parametrize("sb", [{"type": "disabled"}, {"type": "external", "network": "enabled"}])
+@pytest.mark.parametrize("sb", [{"type": "disabled"}, {"type": "external", "network": "enabled"},
+                                "approved-root-write", "restricted-network"])
 def test_enforced_with_any_sandbox_object(sclient, uniq, area, origin, sb):
-    """enforceManagedNetwork with a `disabled` or `external` sandbox: still a namespace
-    holding only the proxy (the reference's B1/B3 cases)."""
-    from test_sandbox import sandbox
+    """enforceManagedNetwork with a `disabled` or `external` sandbox, an approved
+    command's root write with a denied path (a view whose root is writable), or a
+    workspace-write policy whose network is `restricted` (the reference's proxy is
+    reachable then too): still a namespace holding only the proxy (the reference's B1/B3
+    cases)."""
+    from test_sandbox import managed, path_entry, sandbox, special
+    if sb == "approved-root-write":
+        sb = managed([special("root", "write"), path_entry(area.out, "deny")], network="enabled")
+    elif sb == "restricted-network":
+        sb = ws_policy(area.ws, network="restricted")["permissions"]
     pid = uniq("ds")
     res = sclient.start(pid, ["/bin/bash", "-c",
                               "curl -sS --noproxy '*' http://127.0.0.1:%d/ 2>&1; echo rc=$?; "
@@ -387,9 +395,10 @@ def test_enforced_with_any_sandbox_object(sclient, uniq, area, origin, sb):
                         cwd=area.ws, sandbox=sandbox(sb), enforceManagedNetwork=True,
                         networkProxy=launch(domains={"127.0.0.1": "allow"}))
     assert res["sandboxType"] == "linuxSeccomp"
-    out = sclient.collect(pid).stdout.decode().split("\n")
+    run = sclient.collect(pid)
+    out = run.stdout.decode().split("\n")
     assert out[0].endswith("Couldn't connect to server") and out[1] == "rc=7", out
-    assert json.loads(out[2])["path"] == "/d"
+    assert json.loads(out[2])["path"] == "/d", out
 
 
 UNIX_PROBE = r'''

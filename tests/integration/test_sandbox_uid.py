@@ -48,6 +48,12 @@ from test_sandbox_levels import (  # noqa: F401
     host_endpoints, test_abstract_socket_of_host, test_device_node_outside_dev,
     test_host_mount_made_later, test_signal_host_process, test_tcp_to_host_listener,
     test_truncate_read_only_file)
+# Write on the root (devices kept, an approved command's restrictions kept), as UID.
+from test_sandbox_rootwrite import (  # noqa: F401
+    test_approved_root_write_keeps_restrictions, test_fs_requests_under_approved_root_write,
+    test_root_write_and_root_deny, test_writable_root_inside_a_denied_directory_under_root_write,
+    test_root_write_keeps_devices, test_root_write_keeps_root_metadata_read_only,
+    test_write_entry_through_symlink_to_denied_target)
 from wsclient import file_uri
 
 LEVELS = (0, 4, 7)

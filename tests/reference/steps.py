@@ -1644,12 +1644,13 @@ SCRIPTS.append({"name": "network_proxy_params", "doc": "networkProxy decoding, c
 
 # The proxy's answers (not enforced: both servers listen on the host's loopback and name it in
 # HTTP_PROXY / ALL_PROXY): refusals of every kind, byte for byte but the date header.
-def _np_run(pid, script, **proxy):
+def _np_run(pid, script, start_extra=None, **proxy):
     p = dict(NP_PROXY)
     p.update(proxy)
     env = dict(PATH_ENV)
     return start(pid, script, env=env, networkProxy={"proxy": p, "environmentId": "remote",
-                                                      "executionId": "e-" + pid})
+                                                      "executionId": "e-" + pid},
+                 **(start_extra or {}))
 
 
 _NP_CURL = "curl -sS -i --max-time 20 %s 2>&1 | grep -iv '^date:'; echo \" rc=$?\""
@@ -1692,6 +1693,16 @@ SCRIPTS.append({"name": "network_proxy_answers", "doc": "the proxy's refusals an
             "pkill -f \"http.server --bind 127.0.0.1 $P\"; cd / && rm -rf \"$d\"",
             domains={"127.0.0.1": "allow"}),
     collect("npa-forward", timeout=60),
+    # enforced, under a workspace-write sandbox whose own network is restricted: the proxy
+    # is what the command reaches (its refusals), a direct connection is not
+    _np_run("npa-restricted", "; ".join(_NP_CURL % a for a in (
+        "-x \"$HTTP_PROXY\" http://denied.example/",
+        "-x \"$HTTP_PROXY\" http://127.0.0.1:9/",
+    )) + "; curl -sS --noproxy '*' --max-time 20 http://192.0.2.1:9/ 2>&1 | "
+         "sed 's/after [0-9]* ms/after N ms/'; echo \" rc=$?\"",
+        start_extra={"sandbox": SANDBOX_WW, "enforceManagedNetwork": True},
+        domains={"denied.example": "deny"}),
+    collect("npa-restricted", timeout=60),
 ]})
 
 

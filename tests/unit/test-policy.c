@@ -176,6 +176,65 @@ TEST(managed_root_write_is_full_write)
 				  "enabled")));
 	ASSERT_EQ(1, p->n_deny_globs);
 	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	ASSERT_TRUE(sandbox_policy_root_write_restricted(p));
+	sandbox_policy_free(p);
+}
+
+/* A root write with carve-outs (an approved command's policy): still restricting. */
+TEST(root_write_restricted)
+{
+	struct sandbox_policy *p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write"), "enabled")));
+
+	ASSERT_TRUE(!sandbox_policy_root_write_restricted(p));
+	ASSERT_TRUE(!sandbox_policy_grants_root_name(p, ".git"));
+	sandbox_policy_free(p);
+
+	/* a deny entry, a read entry: each restricts, with the network on too */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write") "," PATH("file:///w/private", "deny"),
+				  "enabled")));
+	ASSERT_TRUE(sandbox_policy_root_write_restricted(p));
+	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/w/private/x"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/w/x"));
+	sandbox_policy_free(p);
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write") "," PATH("file:///w/ro", "read"),
+				  "restricted")));
+	ASSERT_TRUE(sandbox_policy_root_write_restricted(p));
+	sandbox_policy_free(p);
+
+	/* a read entry a write at the same path overrides (tie: write), a redundant write: none */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write") "," PATH("file:///w", "read") ","
+				  PATH("file:///w", "write") "," PATH("file:///.git", "write"),
+				  "enabled")));
+	ASSERT_TRUE(!sandbox_policy_root_write_restricted(p));
+	ASSERT_TRUE(sandbox_policy_is_unrestricted(p));
+	sandbox_policy_free(p);
+
+	/* a deny on the root wins the tie: no root grant left, nothing to take for granted */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write") "," SPECIAL("root", "deny") ","
+				  SPECIAL("root", "read") "," PATH("file:///w", "write"), "enabled")));
+	ASSERT_TRUE(!p->full_write && !p->full_read);
+	ASSERT_TRUE(!sandbox_policy_root_write_restricted(p));
+	ASSERT_TRUE(!sandbox_policy_is_unrestricted(p));
+	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/etc/passwd"));
+	ASSERT_EQ(SANDBOX_WRITE, sandbox_policy_access(p, "/w/x"));
+	sandbox_policy_free(p);
+
+	/* without a root write: never */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "read") "," PATH("file:///w", "deny"), "restricted")));
+	ASSERT_TRUE(!sandbox_policy_root_write_restricted(p));
+	sandbox_policy_free(p);
+
+	/* the root's metadata names granted: exactly /<name>, in effect */
+	p = parse_ok(WRAP(MANAGED(SPECIAL("root", "write") "," PATH("file:///w", "deny") ","
+				  PATH("file:///.git", "write") "," PATH("file:///.agents", "read") ","
+				  PATH("file:///.codex/x", "write") "," PATH("file:///w/.aws", "write") ","
+				  PATH("file:///.aws", "write") "," PATH("file:///.aws", "deny"),
+				  "restricted")));
+	ASSERT_TRUE(sandbox_policy_grants_root_name(p, ".git"));
+	ASSERT_TRUE(!sandbox_policy_grants_root_name(p, ".agents"));
+	ASSERT_TRUE(!sandbox_policy_grants_root_name(p, ".codex"));
+	ASSERT_TRUE(!sandbox_policy_grants_root_name(p, ".aws")); /* the deny wins the tie */
 	sandbox_policy_free(p);
 }
 
@@ -487,7 +546,8 @@ TEST(subpaths_with_dotdot)
 	has_rule(p, "/", SANDBOX_DENY, false);   /* `..` never climbs above "/" */
 	has_rule(p, "/abs/path", SANDBOX_READ, false);  /* an absolute subpath replaces the base */
 	has_rule(p, "/tmp/x", SANDBOX_WRITE, false);
-	ASSERT_TRUE(p->full_read); /* root + ".." is "/" read */
+	/* root + ".." is "/" read, but the deny at "/" wins the tie: no full read */
+	ASSERT_TRUE(!p->full_read);
 	ASSERT_TRUE(rule(p, "/ws/root/a") == NULL);
 	/* "/" is denied and read with equal length: deny wins the tie */
 	ASSERT_EQ(SANDBOX_DENY, sandbox_policy_access(p, "/etc"));
