@@ -159,20 +159,29 @@ oom:
 	return -ENOMEM;
 }
 
+/* A field as sent, null included: by name, or by position in serde's sequence form. */
+static json_t *raw_field(json_t *params, const char *name, size_t index)
+{
+	if (json_is_object(params))
+		return json_object_get(params, name);
+	return json_is_array(params) ? json_array_get(params, index) : NULL;
+}
+
 static void rpc_http_request(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
+		/* The reference's declaration order (its sequence form and missing-field order). */
 		{ "method", P_STRING, true, NULL },
 		{ "url", P_STRING, true, NULL },
-		{ "requestId", P_STRING, true, NULL },
-		{ "headers", P_ANY, false, NULL },
+		{ "headers", P_SEQ, false, NULL },
 		{ "bodyBase64", P_STRING, false, NULL },
 		{ "timeoutMs", P_U64, false, NULL },
-		{ "redirectPolicy", P_ENUM_STR, false, "string or map" },
+		{ "redirectPolicy", P_ANY, false, NULL }, /* a unit enum: "follow" or {"follow": null} */
+		{ "requestId", P_STRING, true, NULL },
 		{ "streamResponse", P_BOOL_DEFAULT, false, NULL },
 	};
 	static const char *const policies[] = { "follow", "stop", NULL };
-	json_t *f[ELEMENTSOF(fields)], *v;
+	json_t *f[ELEMENTSOF(fields)], *v, *headers;
 	char err[ERRSZ], scheme[64];
 	const char *reason = NULL;
 	struct http_req *r = NULL;
@@ -186,12 +195,12 @@ static void rpc_http_request(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 	/* Not Option<>s: null is a type error there. */
-	v = json_object_get(params, "headers");
-	if (v && decode_headers(v, err, sizeof(err)) < 0) {
+	headers = raw_field(params, "headers", 2);
+	if (headers && decode_headers(headers, err, sizeof(err)) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
-	v = json_object_get(params, "redirectPolicy");
+	v = raw_field(params, "redirectPolicy", 5);
 	q = v ? params_unit_enum(v, policies, err, sizeof(err), &errlen) : 0;
 	if (q < 0) {
 		rpc_reply_error_text(c, id, RPC_INVALID_PARAMS, err, errlen);
@@ -206,11 +215,11 @@ static void rpc_http_request(struct conn *c, json_t *id, json_t *params)
 	r->srv = c->srv;
 	r->follow = q == 0;
 	r->stream = params_bool(f[7], false);
-	if (f[4]) {
-		r->body = malloc(base64_decoded_max(json_string_length(f[4])) + 1);
+	if (f[3]) {
+		r->body = malloc(base64_decoded_max(json_string_length(f[3])) + 1);
 		if (!r->body)
 			goto oom;
-		n = base64_decode(json_string_value(f[4]), json_string_length(f[4]), r->body, err,
+		n = base64_decode(json_string_value(f[3]), json_string_length(f[3]), r->body, err,
 				  sizeof(err));
 		if (n < 0) {
 			rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
@@ -236,13 +245,13 @@ static void rpc_http_request(struct conn *c, json_t *id, json_t *params)
 	}
 	if (q < 0)
 		goto oom;
-	q = build_headers(c, id, json_object_get(params, "headers"), r);
+	q = build_headers(c, id, headers, r);
 	if (q < 0)
 		goto out;
-	if (r->stream && http_req_stream_active(c, json_string_value(f[2]), json_string_length(f[2]))) {
+	if (r->stream && http_req_stream_active(c, json_string_value(f[6]), json_string_length(f[6]))) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
 				"http/request streamResponse requestId `%s` is already active",
-				json_string_value(f[2]));
+				json_string_value(f[6]));
 		goto out;
 	}
 	if (http_req_count(c) >= HTTP_REQ_MAX_PER_CONN) {
@@ -267,20 +276,20 @@ static void rpc_http_request(struct conn *c, json_t *id, json_t *params)
 				HTTP_REQ_MAX_TOTAL);
 		goto out;
 	}
-	r->timeout_ms = params_u64(f[5], 0);
-	if (f[5] && r->timeout_ms == 0) {
+	r->timeout_ms = params_u64(f[4], 0);
+	if (f[4] && r->timeout_ms == 0) {
 		/* The reference's answer to a zero timeout, before anything is sent. */
 		rpc_reply_error(c, id, RPC_INTERNAL_ERROR,
 				"http/request failed: route-aware request timed out");
 		goto out;
 	}
 	r->method = strdup(json_string_value(f[0]));
-	r->rid_len = json_string_length(f[2]);
+	r->rid_len = json_string_length(f[6]);
 	r->rid = malloc(r->rid_len + 1);
-	r->rid_json = json_dumps(f[2], JSON_ENCODE_ANY | JSON_COMPACT);
+	r->rid_json = json_dumps(f[6], JSON_ENCODE_ANY | JSON_COMPACT);
 	if (!r->method || !r->rid || !r->rid_json)
 		goto oom;
-	memcpy(r->rid, json_string_value(f[2]), r->rid_len + 1);
+	memcpy(r->rid, json_string_value(f[6]), r->rid_len + 1);
 	r->conn = c;
 	r->id = json_incref(id);
 	http_req_start(r);

@@ -1749,6 +1749,17 @@ SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, re
     _hr("redirectPolicy Follow", redirectPolicy="Follow"),
     _hr("streamResponse null", streamResponse=None),
     _hr("streamResponse string", streamResponse="yes"),
+    # serde's sequence form (declaration order) and a unit enum's map form
+    req("http/request", ["GET", "http://127.0.0.1:9/", None, None, None, "follow", "r", False],
+        label="params as a sequence, headers null"),
+    req("http/request", ["GET", "http://127.0.0.1:9/", "r", [], None, None, None, False],
+        label="params as a sequence, requestId where headers go"),
+    req("http/request", ["GET", "http://127.0.0.1:9/", "r"], label="params as a short sequence"),
+    req("http/request", ["GET", "http://127.0.0.1:9/", [], None, 300, {"stop": None}, "r", True],
+        label="params as a sequence", timeout=20),
+    _hr("redirectPolicy as a map", url="http://127.0.0.1:9/", redirectPolicy={"stop": None}),
+    _hr("redirectPolicy map of another variant", redirectPolicy={"x": None}),
+    _hr("headers as a string", headers="x"),
     # the request's own checks
     _hr("method empty", method=""),
     _hr("method G(T", method="G(T"),
