@@ -56,7 +56,8 @@ static const struct {
 	{ "fsWatchMissing", CAP_ALWAYS },
 	{ "capabilityDiscoveryV2", CAP_ALWAYS },
 	{ "environmentConfigRead", CAP_ALWAYS },
-	{ "httpHeaderEnvVars", CAP_NEVER },
+	/* http/request (src/http): headers with valueEnvVar */
+	{ "httpHeaderEnvVars", CAP_ALWAYS },
 	{ "sandboxedFileStreaming", CAP_ALWAYS },
 	{ "fileWriteStreaming", CAP_ALWAYS },
 	/* process/start.shellSnapshot (exec/shell-snapshot.h) */

@@ -973,6 +973,33 @@ int netconn_start_tls_server(struct netconn *nc, struct ssl_ctx_st *ctx,
 	return 0;
 }
 
+int netconn_start_tls(struct netconn *nc, const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	char *h;
+	int r;
+
+	if (nc->ended || nc->fail_pending || nc->shutting || nc->state != NC_OPEN || nc->tm.ssl ||
+	    nc->rlen > 0 || !host || !host[0])
+		return -EINVAL;
+	h = strdup(host);
+	if (!h)
+		return -ENOMEM;
+	free(nc->host);
+	nc->host = h;
+	nc->is_ip = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+	if (!nc->pbuf)
+		nc->pbuf = malloc(NC_RBUF_SIZE);
+	r = nc->pbuf ? tls_setup(nc) : -ENOMEM;
+	if (r < 0)
+		return r;
+	nc->tls = true;
+	nc->state = NC_HANDSHAKE;
+	nc_kick(nc); /* the ClientHello goes out from the loop; connected() follows the handshake */
+	return 0;
+}
+
 void netconn_set_reading(struct netconn *nc, bool on)
 {
 	if (nc->ended || nc->reading == on)

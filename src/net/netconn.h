@@ -128,6 +128,15 @@ int netconn_send_commit(struct netconn *nc, size_t n);
  */
 size_t netconn_queued(const struct netconn *nc);
 /*
+ * TLS over an open plain connection (an HTTP proxy's CONNECT tunnel), with
+ * netconn_open()'s checks for host (verified name or IP literal, SNI for
+ * names). Nothing may be queued or buffered unread. connected() runs again
+ * once the handshake is done; a failure ends the connection as a TLS
+ * failure of netconn_open() would. 0, -EINVAL (not open and plain, input
+ * pending), -ENOMEM.
+ */
+int netconn_start_tls(struct netconn *nc, const char *host);
+/*
  * Backpressure: stop/resume delivering data (default on). While off, at most
  * one more socket read (64 KiB) is buffered and a peer's EOF waits behind it;
  * errors still end the connection. The TLS handshake and a shutdown read

@@ -233,6 +233,11 @@ static int check_value(const struct pfield *f, json_t *v, bool top, char *err, s
 			}
 		}
 		return 0;
+	case P_SEQ:
+		if (json_is_array(v))
+			return 0;
+		type_error(v, "a sequence", top, err, errsz);
+		return -EINVAL;
 	case P_STRING_MAP:
 		if (!json_is_object(v)) {
 			type_error(v, "a map", top, err, errsz);

@@ -19,6 +19,7 @@ enum ptype {
 	P_U64,         /* u64 */
 	P_USIZE,       /* usize */
 	P_STRING_SEQ,  /* Vec<String> */
+	P_SEQ,         /* Vec<T> of structs: a sequence, its elements validated by the caller */
 	P_STRING_MAP,  /* HashMap<String, String> */
 	P_STRUCT,      /* a nested struct (object), validated by the caller; name in .what */
 	P_ENUM_STR,    /* a unit enum variant as a string, validated by the caller */

@@ -114,6 +114,11 @@ static void help(void)
 	       "                            ms, then kill what is left and exit 0; a second\n"
 	       "                            SIGTERM (or SIGINT) stops at once. 0: stop at once\n"
 	       "                            (default: 0)\n"
+	       "  --http-max-response-bytes N\n"
+	       "                            http/request: largest body buffered for a reply;\n"
+	       "                            the buffered bodies of one connection's requests\n"
+	       "                            together stay below it (streamed bodies are paced\n"
+	       "                            by the client instead) (default: 67108864)\n"
 	       "  --config FILE             read options from a TOML file whose keys are the\n"
 	       "                            long option names (max-sessions = 64, no-sandbox =\n"
 	       "                            true); the command line overrides it. SIGHUP reads\n"
@@ -679,6 +684,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		/* devpts's own bounds; max=0 would mean no limit to the kernel. */
 		{ "sandbox-max-ptys", 1, 1u << 20, NULL, &cfg->sandbox_max_ptys },
 		{ "drain-timeout-ms", 0, UINT32_MAX, &cfg->drain_timeout_ms, NULL },
+		{ "http-max-response-bytes", 1024, 1ull << 32, &cfg->http_max_response_bytes, NULL },
 		/* Testing only, not in --help: run the sandbox as on an older kernel. */
 		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
 		{ "process-pids-max", 1, 4194304, &cfg->process_limits.pids_max, NULL },

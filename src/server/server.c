@@ -27,6 +27,7 @@
 #include "discovery.h"
 #include "exec.h"
 #include "fs-sandbox.h"
+#include "http-req.h"
 #include "log.h"
 #include "mitm.h"
 #include "netconn.h"
@@ -707,6 +708,7 @@ static void reload(struct server *s)
 	log_set_max_level(n.log_level);
 	log_set_format(n.log_format);
 	s->cfg.drain_timeout_ms = n.drain_timeout_ms;
+	s->cfg.http_max_response_bytes = n.http_max_response_bytes;
 	s->cfg.resume_window_ms = n.resume_window_ms;
 	s->cfg.ping_interval_ms = n.ping_interval_ms;
 	s->cfg.handshake_timeout_ms = n.handshake_timeout_ms;
@@ -728,7 +730,7 @@ static void reload(struct server *s)
 	log_event(LOG_INFO, "config.reloaded", NULL, NULL, 0,
 		  "Configuration reloaded (log level, format, audit log and its queue bound, drain "
 		  "timeout, resume window, ping and handshake timeouts, connection/session/process "
-		  "limits)");
+		  "limits, http/request response limit)");
 }
 
 static void on_signal(struct uring_op *op, int res, uint32_t flags)
@@ -781,12 +783,14 @@ static void conn_on_closed(struct conn *c)
 {
 	exec_conn_closed(c);
 	fs_watch_conn_closed(c);
+	http_conn_closed(c);
 }
 
 static void conn_on_drained(struct conn *c)
 {
 	exec_conn_drained(c);
 	fs_watch_conn_drained(c);
+	http_conn_drained(c);
 }
 
 static const struct conn_handlers conn_handlers = {
@@ -808,6 +812,8 @@ static int register_methods(void)
 		r = env_methods_register();
 	if (r >= 0)
 		r = discovery_methods_register();
+	if (r >= 0)
+		r = http_methods_register();
 	return r;
 }
 
@@ -1210,6 +1216,7 @@ void server_done(struct server *s)
 		uring_done(&s->ring);
 	server_audit_done(&s->audit); /* after the ring: a write it still held keeps its lines */
 	exec_evidence_done(); /* after the ring: its receive buffer */
+	http_req_free_all(); /* after the ring: a timer's cancel may still be in flight */
 	netconn_free_all(s); /* after the ring: a recv may still target a netconn's buffer */
 	netproxy_mitm_free(s->mitm); /* credential masking's CA: its files go with the server */
 	s->mitm = NULL;

@@ -65,6 +65,7 @@ struct config {
 	const char *audit_log;       /* --audit-log PATH or "-" (stdout), or NULL */
 	uint64_t audit_log_max_queued_bytes; /* audit lines queued unwritten before they are dropped */
 	uint64_t drain_timeout_ms;   /* SIGTERM: let processes finish this long; 0: stop at once */
+	uint64_t http_max_response_bytes; /* http/request: buffered bodies per connection */
 	/*
 	 * Reads the configuration again, as at start (the file, then the command
 	 * line), into *out; *arena then owns out's strings (server_conf_args_done).
@@ -100,7 +101,7 @@ struct config {
 		.handshake_timeout_ms = 10000,                                                 \
 		.executor_version = "0.171.0", .sandbox_max_ptys = 64,                         \
 		.landlock_abi_max = UINT32_MAX, .log_level = 6 /* LOG_INFO */,                \
-		.ws_max_clock_skew_s = 30,                                                      \
+		.ws_max_clock_skew_s = 30, .http_max_response_bytes = 64u << 20,                \
 		.audit_log_max_queued_bytes = SERVER_AUDIT_MAX_QUEUED_DEFAULT,                  \
 	}
 

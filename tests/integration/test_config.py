@@ -174,6 +174,7 @@ NATURAL = {
     "sandbox-max-ptys": "64",
     "sandbox-uid": "65534",
     "drain-timeout-ms": "30000",
+    "http-max-response-bytes": "67108864",
     "remote": '"https://relay.example/"',
     "environment-id": '"env-1"',
     "name": '"devbox"',
@@ -331,6 +332,7 @@ EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 # executor-version are for other deployments; --help documents them).
 EXAMPLE_KEYS = {k for k in NATURAL if k.startswith(("ws-", "tls-", "process-"))} | {
     "allow-unauthenticated", "denial-evidence", "enable-audit", "drain-timeout-ms", "listen",
+    "http-max-response-bytes",
     "log-format", "log-level", "audit-log", "audit-log-max-queued-bytes", "no-sandbox",
     "max-sessions", "max-processes"}
 

@@ -145,6 +145,7 @@ class Conn:
         self.ws = ws
         self.responses = {}      # json(id) -> [msg]
         self.notes = []          # notifications in arrival order
+        self.deltas_taken = {}   # requestId -> http/request/bodyDelta notes recorded already
         self.order = []          # ("resp", id) / ("note", method) arrival order
         self.closed = False
         self.close_code = None
@@ -205,6 +206,18 @@ def subst(obj, vars_):
     if isinstance(obj, dict):
         return {k: subst(v, vars_) for k, v in obj.items()}
     return obj
+
+
+def summarize_deltas(ds):
+    """Chunk-boundary-free summary of one streamed http/request body: the bytes, whether seq
+    runs from 1 without gaps, the terminal delta (seq dropped: it counts the chunks)."""
+    body = b"".join(base64.b64decode(d.get("deltaBase64", "")) for d in ds)
+    last = dict(ds[-1]) if ds else None
+    if last:
+        last.pop("seq", None)
+    return {"body": body.decode("latin1"), "seq_ok": [d.get("seq") for d in ds] ==
+            list(range(1, len(ds) + 1)), "last": last,
+            "done_count": sum(1 for d in ds if d.get("done"))}
 
 
 def summarize_events(evs):
@@ -326,6 +339,21 @@ async def run_script(url, script, vars_):
                     pass
                 await c.wait_for(lambda: False, 0.5)
                 obs.append((label, {"closed": c.closed, "close_code": ws.close_code}))
+            elif op == "body_deltas":    # http/request/bodyDelta of one requestId, to the last
+                rid = st["request_id"]
+
+                # the deltas after the ones an earlier body_deltas step of rid took
+                seen = c.deltas_taken.get(rid, 0)
+
+                def deltas():
+                    return [n["params"] for n in c.notes if n.get("method") ==
+                            "http/request/bodyDelta" and n.get("params", {}).get("requestId") ==
+                            rid][seen:]
+                await c.wait_for(lambda: any(d.get("done") for d in deltas()), to)
+                ds = deltas()
+                ds = ds[:next((i + 1 for i, d in enumerate(ds) if d.get("done")), len(ds))]
+                c.deltas_taken[rid] = seen + len(ds)
+                obs.append((label, summarize_deltas(ds)))
             elif op == "order":          # arrival order of responses for the given ids
                 ids = st["ids"]
                 await c.wait_for(lambda: all(json.dumps(i) in c.responses for i in ids), to)
@@ -517,14 +545,18 @@ def _produces_obs(st):
         return not st.get("nowait")
     if op == "raw":
         return "expect_id" in st
-    return op in ("await", "quiet", "wait_output", "collect", "expect_closed", "close", "order")
+    return op in ("await", "quiet", "wait_output", "collect", "expect_closed", "close", "order",
+                  "body_deltas")
 
 
 def script_vars(work):
     # The servers' shared CODEX_HOME (start_servers): discovery scripts put skills there.
+    base = http_fixture_url()
     home = os.path.join(os.path.dirname(work), "codex-home")
     return {"$CWDURI": "file://" + work, "$CWDPATH": work,
-            "$CODEXHOMEURI": "file://" + home, "$CODEXHOMEPATH": home}
+            "$CODEXHOMEURI": "file://" + home, "$CODEXHOMEPATH": home,
+            "$HTTPURL": base, "$HTTPADDR": base[len("http://"):],
+            "$HTTPPORT": base.rsplit(":", 1)[1]}
 
 
 def write_files(files, vars_):
@@ -534,6 +566,19 @@ def write_files(files, vars_):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+# --------------------------------------------------------------------------- http fixture
+
+_HTTP_FIXTURE = []
+
+
+def http_fixture_url():
+    """Base URL ("http://127.0.0.1:PORT") of a local HTTP server both executors reach, for
+    http/request scripts; started once per run, in a thread of the harness. Its answers are
+    deterministic (no Date or Server header)."""
+    if not _HTTP_FIXTURE:
+        import http_fixture
+        _HTTP_FIXTURE.append(http_fixture.start())
+    return _HTTP_FIXTURE[0]
 
 
 def run_both(servers, work, script):

@@ -19,11 +19,15 @@ first), "steps": [...]}; each step is a dict with an "op" (see diffharness.run_s
   expect_closed  record whether the server closed the connection within `timeout`
   close        send a Close frame, record the outcome
   order        record the arrival order of the responses with the given ids
+  body_deltas  wait for the terminal http/request/bodyDelta of `request_id`; record the
+               body, whether seq ran from 1, the terminal delta (chunking ignored)
 
 "allow": [...] lists KNOWN_DIFFS accepted for that step. A script's "files" ({path: text})
 are written (after removing its "clean" directories) before both servers restart, for state
 a server reads at start-up ("$CODEXHOMEPATH" is their shared CODEX_HOME). "$CWDURI" / "$CWDPATH"
 are replaced by the shared work directory (file: URI / native path).
+"$HTTPURL" ("http://127.0.0.1:PORT"), "$HTTPADDR" and "$HTTPPORT" are replaced by the harness's
+local HTTP server (http_fixture.py).
 
 To add methods (fs/*), append scripts to SCRIPTS; nothing else needs changing.
 """
@@ -2077,4 +2081,166 @@ SCRIPTS.append({"name": "discovery_sandbox", "doc": "discovery under a sandbox: 
         ["$CODEXHOMEURI"])}, label="v2 codex home denied"),
     start("dsbrm", "rm -rf %s %s" % (DISC, HOMESK)),
     collect("dsbrm"),
+]})
+
+# ---- http/request (PROTOCOL.md §6.23, §7.5) against the harness's local HTTP server ----
+
+def _hr(label, allow=None, **params):
+    p = {"method": "GET", "url": "$HTTPURL/echo", "requestId": "r"}
+    for k, v in params.items():
+        if v is _HR_DEL:
+            p.pop(k, None)
+        else:
+            p[k] = v
+    st = req("http/request", p, label=label, timeout=20)
+    if allow:
+        st["allow"] = allow
+    return st
+
+
+_HR_DEL = object()
+
+SCRIPTS.append({"name": "http_request", "doc": "http/request params, results, redirects, "
+                "timeouts and streamed bodies against a local HTTP server", "steps": [
+    # serde's decoding
+    _hr("no params", method=_HR_DEL, url=_HR_DEL, requestId=_HR_DEL),
+    _hr("no url", url=_HR_DEL),
+    _hr("no requestId", requestId=_HR_DEL),
+    _hr("requestId null", requestId=None),
+    _hr("requestId number", requestId=5),
+    _hr("method number", method=5),
+    _hr("headers null", headers=None),
+    _hr("headers map", headers={}),
+    _hr("header without name", headers=[{"value": "x"}]),
+    _hr("header without value", headers=[{"name": "X", "valueEnvVar": "PATH"}]),
+    _hr("header as string", headers=["x"]),
+    _hr("body !!", bodyBase64="!!"),
+    _hr("body of length 1", bodyBase64="a"),
+    _hr("body unpadded", bodyBase64="aGk"),
+    _hr("body bad padding", bodyBase64="aG=k"),
+    _hr("timeout -1", timeoutMs=-1),
+    _hr("timeout string", timeoutMs="5"),
+    _hr("timeout float", timeoutMs=1.5),
+    _hr("redirectPolicy none", redirectPolicy="none"),
+    _hr("redirectPolicy null", redirectPolicy=None),
+    _hr("redirectPolicy Follow", redirectPolicy="Follow"),
+    _hr("streamResponse null", streamResponse=None),
+    _hr("streamResponse string", streamResponse="yes"),
+    # serde's sequence form (declaration order) and a unit enum's map form
+    req("http/request", ["GET", "http://127.0.0.1:9/", None, None, None, "follow", "r", False],
+        label="params as a sequence, headers null"),
+    req("http/request", ["GET", "http://127.0.0.1:9/", "r", [], None, None, None, False],
+        label="params as a sequence, requestId where headers go"),
+    req("http/request", ["GET", "http://127.0.0.1:9/", "r"], label="params as a short sequence"),
+    req("http/request", ["GET", "http://127.0.0.1:9/", [], None, 300, {"stop": None}, "r", True],
+        label="params as a sequence", timeout=20),
+    _hr("redirectPolicy as a map", url="http://127.0.0.1:9/", redirectPolicy={"stop": None}),
+    _hr("redirectPolicy map of another variant", redirectPolicy={"x": None}),
+    _hr("headers as a string", headers="x"),
+    # the request's own checks
+    _hr("method empty", method=""),
+    _hr("method G(T", method="G(T"),
+    _hr("url empty", url=""),
+    _hr("url relative", url="not a url"),
+    _hr("url http://", url="http://"),
+    _hr("url empty host with port", url="http://:8080/"),
+    _hr("url bad IPv6", url="http://[::1"),
+    _hr("url bad port", url="http://127.0.0.1:99999/"),
+    _hr("url space in host", url="http://a b/"),
+    _hr("url file", url="file:///etc/hostname"),
+    _hr("url FTP", url="FTP://x/"),
+    _hr("header name with space", headers=[{"name": "a b", "value": "x"}]),
+    _hr("header name empty", headers=[{"name": "", "value": "x"}]),
+    _hr("header value with LF", headers=[{"name": "X-A", "value": "a\nb"}]),
+    _hr("valueEnvVar unset", headers=[{"name": "X", "value": "v",
+                                       "valueEnvVar": "UEXEC_DIFF_NO_SUCH_VAR"}]),
+    _hr("valueEnvVar empty name", headers=[{"name": "X", "value": "v", "valueEnvVar": ""}]),
+    _hr("valueEnvVar with =", headers=[{"name": "X", "value": "v", "valueEnvVar": "A=B"}]),
+    _hr("timeout 0", timeoutMs=0),
+    # results
+    _hr("GET echo"),
+    _hr("lower-case method, query, fragment", method="get",
+        url="$HTTPURL/echo?q=1#frag"),
+    _hr("POST body, repeated headers, Content-Type", method="POST",
+        bodyBase64="aGVsbG8gYm9keQ==", headers=[{"name": "X-A", "value": "1"},
+                                                {"name": "x-a", "value": "2"},
+                                                {"name": "Content-Type", "value": "text/plain"}]),
+    _hr("POST empty body", method="POST", bodyBase64=""),
+    _hr("PUT, DELETE-like custom method", method="FOO", bodyBase64="cA=="),
+    _hr("valueEnvVar appends CODEX_HOME", headers=[{"name": "X-Env", "value": "v:",
+                                                          "valueEnvVar": "CODEX_HOME"}]),
+    _hr("Host and Accept given", headers=[{"name": "Host", "value": "h.example"},
+                                                {"name": "Accept", "value": "text/x"}]),
+    _hr("userinfo", url="http://us%20er:p%40ss@$HTTPADDR/echo"),
+    _hr("path normalisation", url="$HTTPURL/a/../echo/./x?y=a b"),
+    _hr("HEAD", method="HEAD"),
+    _hr("404", url="$HTTPURL/status?code=404&body=nope"),
+    _hr("204", url="$HTTPURL/status?code=204"),
+    _hr("chunked", url="$HTTPURL/chunked?n=4"),
+    _hr("close-delimited", url="$HTTPURL/close-delimited"),
+    _hr("closed mid-body", url="$HTTPURL/abort"),
+    _hr("bad chunk", url="$HTTPURL/bad-chunk"),
+    _hr("refused", url="http://127.0.0.1:9/"),
+    # the URL in the error as the reference shows it: no userinfo, the fragment, WHATWG hosts
+    _hr("refused, userinfo and fragment", url="http://user:pw@127.0.0.1:9/a#f"),
+    _hr("refused, IPv4-mapped IPv6", url="http://[::ffff:127.0.0.1]:9/x", timeoutMs=2000),
+    _hr("refused, IPv6 zero runs", url="http://[1:0:0:2:0:0:3:4]:9/", timeoutMs=300),
+    _hr("refused, hex IPv4 and escaped host", url="http://0x7f.1:9/"),
+    _hr("unknown host, escaped", url="http://h%2Dx.invalid:9/"),
+    _hr("https to a plain server", url="https://$HTTPADDR/echo"),
+    _hr("timeout before the head", url="$HTTPURL/hang", timeoutMs=300),
+    _hr("timeout in the body", url="$HTTPURL/hang-body", timeoutMs=300),
+    # content codings
+    _hr("gzip", url="$HTTPURL/gzip"),
+    _hr("GZIP (not decoded)", url="$HTTPURL/gzip?as=GZIP"),
+    _hr("gzip that is none", url="$HTTPURL/gzip?bad=1"),
+    _hr("HEAD gzip", method="HEAD", url="$HTTPURL/gzip"),
+    _hr("client's Accept-Encoding", headers=[{"name": "Accept-Encoding", "value": "identity"}]),
+    # redirects
+    _hr("redirect followed", url="$HTTPURL/redir/302?to=/echo%3Ffrom%3Dr"),
+    _hr("redirect stop", url="$HTTPURL/redir/302?to=/echo", redirectPolicy="stop"),
+    _hr("POST 301", method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/301?to=/echo",
+        headers=[{"name": "Content-Type", "value": "t"}, {"name": "Authorization", "value": "a"}]),
+    _hr("POST 303", method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/303?to=/echo"),
+    _hr("POST 307", method="POST", bodyBase64="aGk=", url="$HTTPURL/redir/307?to=/echo",
+        headers=[{"name": "Content-Type", "value": "t"}]),
+    _hr("PUT 301", method="PUT", bodyBase64="aGk=", url="$HTTPURL/redir/301?to=/echo"),
+    _hr("HEAD 303", method="HEAD", url="$HTTPURL/redir/303?to=/echo"),
+    _hr("own Referer replaced", url="$HTTPURL/redir/302?to=/echo",
+        headers=[{"name": "Referer", "value": "mine"}]),
+    _hr("across origins",
+        url="$HTTPURL/redir/302?to=http://localhost:$HTTPPORT/echo",
+        headers=[{"name": "Authorization", "value": "x"}, {"name": "Cookie", "value": "c"},
+                 {"name": "X-Keep", "value": "k"}]),
+    _hr("10 redirects", url="$HTTPURL/chain/10"),
+    _hr("11 redirects", url="$HTTPURL/chain/11"),
+    _hr("loop", url="$HTTPURL/loop"),
+    _hr("to file:", url="$HTTPURL/redir/302?to=file:///etc/passwd"),
+    _hr("to a Location that is no URL", url="$HTTPURL/redir/302?to=http://%5B"),
+    # streamed bodies
+    _hr("stream chunked", url="$HTTPURL/chunked?n=3", streamResponse=True, requestId="s1"),
+    {"op": "body_deltas", "request_id": "s1", "label": "deltas s1"},
+    _hr("stream again with s1", url="$HTTPURL/status?code=404&body=nope", streamResponse=True,
+        requestId="s1"),
+    {"op": "body_deltas", "request_id": "s1", "label": "deltas s1 again"},
+    _hr("stream HEAD", method="HEAD", streamResponse=True, requestId="sh"),
+    {"op": "body_deltas", "request_id": "sh", "label": "deltas HEAD"},
+    _hr("stream closed mid-body", url="$HTTPURL/abort", streamResponse=True, requestId="sa"),
+    {"op": "body_deltas", "request_id": "sa", "label": "deltas closed mid-body"},
+    _hr("stream gzip", url="$HTTPURL/gzip", streamResponse=True, requestId="sg"),
+    {"op": "body_deltas", "request_id": "sg", "label": "deltas gzip"},
+    _hr("stream gzip that is none", url="$HTTPURL/gzip?bad=1", streamResponse=True,
+        requestId="sgb"),
+    {"op": "body_deltas", "request_id": "sgb", "label": "deltas gzip that is none"},
+    _hr("stream bad chunk", url="$HTTPURL/bad-chunk", streamResponse=True, requestId="sb"),
+    {"op": "body_deltas", "request_id": "sb", "label": "deltas bad chunk"},
+    _hr("stream empty requestId", url="$HTTPURL/chunked?n=2", streamResponse=True, requestId=""),
+    {"op": "body_deltas", "request_id": "", "label": "deltas empty requestId"},
+    _hr("stream that stalls", url="$HTTPURL/hang-body", streamResponse=True, requestId="st",
+        timeoutMs=1500),
+    _hr("same requestId while it streams", url="$HTTPURL/echo", streamResponse=True,
+        requestId="st"),
+    _hr("same requestId, buffered", requestId="st"),
+    {"op": "body_deltas", "request_id": "st", "label": "deltas of the stalled stream",
+     "timeout": 20},
 ]})

@@ -37,7 +37,7 @@ MAPPED_PREFIXES = ["/root/es-scratch", "/root/es-cwd", "/tmp/rc_ref"]
 # uexec's own methods (README "Protocol extensions"): the reference answers -32601
 UEXEC_EXTENSION_METHODS = ("process/resize", "process/closeStdin", "process/list", "fs/rename",
                            "fs/watch", "fs/unwatch")
-NOT_IMPLEMENTED_PREFIXES = ("fs/", "environmentConfig/", "http/", "capabilities/",
+NOT_IMPLEMENTED_PREFIXES = ("fs/", "environmentConfig/", "capabilities/",
                             "capabilityRoots/")
 SANDBOX_REFUSAL = "sandbox intent cannot be enforced on this executor"
 NATIVE_PATH_ERR = "invalid URI: relative URL without a base"
@@ -62,7 +62,8 @@ SKIP_SECTIONS = [
     ("p14", "size", "raw-socket frame-size probe, client frames not recorded (tests/integration/test_framing.py)"),
     ("p14", "ttl", "80 s session expiry; summary only"),
     ("p15", "", "start-up flag and HTTP 401 probes, not frames (tests/integration/test_auth.py)"),
-    ("p16", "", "http/request to a local HTTP helper of the reference probe (not implemented)"),
+    ("p16", "", "http/request to the probe host's HTTP helper on port 8830, which does not run "
+            "here (tests/reference's http_request script and test_http_request.py cover it)"),
     ("p05", "", "summary only (schema probe prints decoded error texts, not frames)"),
     ("p06", "", "summary only (nested schema probe prints decoded error texts, not frames)"),
     ("p17", "", "summary only (env tables, no frames; request params not recorded)"),

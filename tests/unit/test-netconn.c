@@ -118,6 +118,7 @@ struct client {
 	size_t rxlen, rxcap;
 	unsigned drained_calls;
 	bool close_in_data;
+	bool started_tls; /* tls_started_on_open_connection: netconn_start_tls() called */
 };
 
 static void cl_connected(struct netconn *nc)
@@ -714,6 +715,60 @@ TEST(tls_sni_for_names_only)
 		echo_small("localhost", AF_INET, true, e.good_ctx, sni, sizeof(sni));
 		ASSERT_STREQ("localhost", sni);
 	}
+	teardown();
+	tls_env_done(&e);
+}
+
+/* connected() of a plain netconn that starts TLS at once (a proxy's tunnel, as http/request does). */
+static void st_connected(struct netconn *nc)
+{
+	struct client *c = netconn_userdata(nc);
+
+	if (!c->started_tls) {
+		/* The first connected(): TCP is up; the second comes after the handshake. */
+		c->started_tls = true;
+		ASSERT_EQ(0, netconn_start_tls(nc, c->why));
+		ASSERT_EQ(-EINVAL, netconn_start_tls(nc, c->why)); /* once */
+		return;
+	}
+	c->connected = true;
+}
+
+static const struct netconn_handlers st_handlers = {
+	.connected = st_connected,
+	.data = cl_data,
+	.closed = cl_closed,
+};
+
+TEST(tls_started_on_open_connection)
+{
+	struct netconn_config cfg = { .host = "127.0.0.1", .nodelay = true, .connect_timeout_ms = 10000 };
+	struct tls_env e;
+	struct client c;
+	struct peer p;
+	struct want_rx w = { &c, 4 };
+	char sni[256];
+
+	tls_env_init(&e);
+	setup();
+	peer_start(&p, AF_INET, PEER_ECHO, e.good_ctx);
+	memset(&c, 0, sizeof(c));
+	snprintf(c.why, sizeof(c.why), "127.0.0.1"); /* the name TLS verifies */
+	cfg.port = p.port;
+	ASSERT_EQ(0, netconn_open(&srv, &cfg, &st_handlers, &c, &c.nc));
+	ASSERT_TRUE(run_until(cl_up_or_closed, &c, GUARD_MS));
+	if (!c.connected)
+		tests_fail(__FILE__, __LINE__, "not connected: %d %s", c.err, c.why);
+	ASSERT_EQ(0, netconn_send(c.nc, "ping", 4));
+	ASSERT_TRUE(run_until(cl_has_rx, &w, GUARD_MS));
+	ASSERT_MEMEQ("ping", c.rx, 4);
+	netconn_close(c.nc);
+	ASSERT_TRUE(run_until(no_netconns, NULL, GUARD_MS));
+	peer_join(&p);
+	ASSERT_TRUE(p.handshake_ok);
+	snprintf(sni, sizeof(sni), "%s", p.sni);
+	ASSERT_STREQ("", sni); /* an IP literal: no SNI */
+	free(c.rx);
 	teardown();
 	tls_env_done(&e);
 }
