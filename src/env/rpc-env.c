@@ -48,6 +48,8 @@ static const struct {
 	/* The proxy on the ring (src/netproxy); its network/policyRequest round trip. */
 	{ "networkProxyLaunch", CAP_SANDBOX },
 	{ "networkProxyReviewDomains", CAP_SANDBOX },
+	/* 0.171's: programs that ignore the proxy variables routed through it (not built). */
+	{ "networkProxyTransparentTcp", CAP_NEVER },
 	/* The proxy's credential broker and TLS interception (src/netproxy/credentials.h). */
 	{ "credentialMasking", CAP_SANDBOX },
 	{ "credentialMaskingCustomProviders", CAP_SANDBOX },

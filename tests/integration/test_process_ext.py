@@ -23,10 +23,11 @@ CGROUP_CAPS = ["uexecProcessCgroup", "uexecProcessLimitPids", "uexecProcessLimit
 # after them: uexecDenialEvidence, true only while a denial evidence source is in use
 # (test_denial_evidence.py; the suite's servers run with --denial-evidence none)
 EVIDENCE_CAP = "uexecDenialEvidence"
+# the reference 0.171.0's flags, in its order
 REFERENCE_CAPS = [
-    "networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
-    "credentialMaskingCustomProviders", "capabilityDiscoverySandbox", "fsWatchMissing",
-    "capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars",
+    "networkProxyLaunch", "networkProxyReviewDomains", "networkProxyTransparentTcp",
+    "credentialMasking", "credentialMaskingCustomProviders", "capabilityDiscoverySandbox",
+    "fsWatchMissing", "capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars",
     "sandboxedFileStreaming", "fileWriteStreaming", "shellSnapshotV2", "windowsMxc",
     "linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions"]
 
@@ -60,6 +61,8 @@ def test_capabilities_advertised(sclient):
     assert all(caps[k] in (True, False) for k in CGROUP_CAPS)
     assert caps[EVIDENCE_CAP] is False
     assert caps["fsWatchMissing"] is True and caps["windowsMxc"] is False
+    # transparent TCP is not built: never advertised
+    assert caps["networkProxyTransparentTcp"] is False
     assert sclient.result("environment/info")["capabilities"] == caps
 
 

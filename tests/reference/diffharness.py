@@ -421,6 +421,10 @@ def find_capabilities(obj):
     return None
 
 
+# Flags of the newest reference uexec follows (executorVersion) that an older one lacks.
+NEWER_CAPABILITIES = {"networkProxyTransparentTcp"}
+
+
 def check_capabilities(ref_obs, ux_obs):
     """Loose comparison: uexec advertises only implemented features, so its keys
     must be a subset of the reference's (plus its own extensions, named uexec*,
@@ -430,9 +434,13 @@ def check_capabilities(ref_obs, ux_obs):
         return None
     if rc is None or uc is None:
         return "capabilities present on one side only"
-    extra = set(k for k in uc if not k.startswith("uexec")) - set(rc)
+    extra = set(k for k in uc if not k.startswith("uexec")) - set(rc) - NEWER_CAPABILITIES
     if extra:
         return "uexec advertises unknown capabilities %s" % sorted(extra)
+    # every flag of the reference is there (false where the feature is not built)
+    missing = set(rc) - set(uc)
+    if missing:
+        return "uexec lacks the reference's capabilities %s" % sorted(missing)
     bad = [k for k, v in uc.items() if not isinstance(v, bool)]
     if bad:
         return "non-boolean capability values %s" % bad
