@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "hex.h"
 #include "http-url.h"
 
 /* WHATWG percent-encode sets, as bit tests on one byte (C0 controls, space and non-ASCII in all). */
@@ -49,17 +50,6 @@ static int append_encoded(struct buf *b, const char *p, size_t n, enum pe_set se
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes p[0..n) into a new NUL-terminated string (*ret_len bytes; may hold NULs). */
 static char *pct_decode(const char *p, size_t n, size_t *ret_len)
 {
@@ -69,8 +59,8 @@ static char *pct_decode(const char *p, size_t n, size_t *ret_len)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (p[i] == '%' && i + 2 < n && hexval(p[i + 1]) >= 0 && hexval(p[i + 2]) >= 0) {
-			out[o++] = (char)(hexval(p[i + 1]) << 4 | hexval(p[i + 2]));
+		if (p[i] == '%' && i + 2 < n && unhexchar((unsigned char)p[i + 1]) >= 0 && unhexchar((unsigned char)p[i + 2]) >= 0) {
+			out[o++] = (char)(unhexchar((unsigned char)p[i + 1]) << 4 | unhexchar((unsigned char)p[i + 2]));
 			i += 2;
 		} else {
 			out[o++] = p[i];
@@ -104,7 +94,7 @@ static long long ipv4_number(const char *p, size_t n)
 	if (n == 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		int d = hexval(p[i]);
+		int d = unhexchar((unsigned char)p[i]);
 
 		if (d < 0 || d >= base)
 			return -1;

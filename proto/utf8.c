@@ -61,3 +61,40 @@ bool utf8_is_valid(const uint8_t *s, size_t n)
 	}
 	return true;
 }
+
+size_t utf8_next(const uint8_t *s, size_t n, size_t i, size_t *ret_invalid, bool *ret_truncated)
+{
+	uint8_t c = s[i], lo = 0x80, hi = 0xBF;
+	size_t w, k;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		w = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		w = 3;
+	else if (c >= 0xF0 && c <= 0xF4)
+		w = 4;
+	else
+		w = 0;
+	/* The second byte's range excludes overlongs, surrogates and > U+10FFFF. */
+	if (c == 0xE0)
+		lo = 0xA0;
+	else if (c == 0xED)
+		hi = 0x9F;
+	else if (c == 0xF0)
+		lo = 0x90;
+	else if (c == 0xF4)
+		hi = 0x8F;
+	for (k = 1; k < w && i + k < n; k++) {
+		uint8_t b = s[i + k];
+
+		if (k == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80)
+			break;
+	}
+	if (w && k == w)
+		return w;
+	*ret_invalid = k;
+	*ret_truncated = w && i + k == n;
+	return 0;
+}

@@ -32,6 +32,7 @@
 #include "fs-tree.h"
 #include "macro.h"
 #include "rpc.h"
+#include "utf8.h"
 
 static const char *const manifest_dirs[] = { ".codex-plugin", ".claude-plugin", ".cursor-plugin" };
 
@@ -69,44 +70,17 @@ static char *fmt_new(const char *fmt, ...)
  */
 static bool utf8_check(const uint8_t *s, size_t n, size_t *valid_up_to, size_t *err_len)
 {
-	size_t i = 0;
+	for (size_t i = 0; i < n;) {
+		size_t bad = 0, w;
+		bool truncated = false;
 
-	while (i < n) {
-		uint8_t c = s[i], lo = 0x80, hi = 0xBF;
-		size_t w, k;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF)
-			w = 2;
-		else if (c >= 0xE0 && c <= 0xEF)
-			w = 3;
-		else if (c >= 0xF0 && c <= 0xF4)
-			w = 4;
-		else
-			w = 0;
-		if (c == 0xE0)
-			lo = 0xA0;
-		else if (c == 0xED)
-			hi = 0x9F;
-		else if (c == 0xF0)
-			lo = 0x90;
-		else if (c == 0xF4)
-			hi = 0x8F;
-		for (k = 1; k < w && i + k < n; k++) {
-			uint8_t b = s[i + k];
-
-			if (k == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80)
-				break;
-		}
-		if (w && k == w) {
+		w = utf8_next(s, n, i, &bad, &truncated);
+		if (w) {
 			i += w;
 			continue;
 		}
 		*valid_up_to = i;
-		*err_len = (w && i + k == n) ? 0 : k;
+		*err_len = truncated ? 0 : bad;
 		return false;
 	}
 	return true;

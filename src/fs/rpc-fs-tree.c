@@ -42,45 +42,18 @@ static char *utf8_lossy(const char *name, size_t n)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n;) {
-		uint8_t c = s[i], lo = 0x80, hi = 0xBF;
-		size_t w, k;
+		size_t bad = 0, w;
+		bool truncated;
 
-		if (c < 0x80) {
-			*o++ = (char)c;
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF)
-			w = 2;
-		else if (c >= 0xE0 && c <= 0xEF)
-			w = 3;
-		else if (c >= 0xF0 && c <= 0xF4)
-			w = 4;
-		else
-			w = 0;
-		/* The second byte's range excludes overlongs, surrogates and > U+10FFFF. */
-		if (c == 0xE0)
-			lo = 0xA0;
-		else if (c == 0xED)
-			hi = 0x9F;
-		else if (c == 0xF0)
-			lo = 0x90;
-		else if (c == 0xF4)
-			hi = 0x8F;
-		for (k = 1; k < w && i + k < n; k++) {
-			uint8_t b = s[i + k];
-
-			if (k == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80)
-				break;
-		}
-		if (w && k == w) {
+		w = utf8_next(s, n, i, &bad, &truncated);
+		if (w) {
 			memcpy(o, s + i, w);
 			o += w;
 			i += w;
 		} else {
 			memcpy(o, "\xEF\xBF\xBD", 3);
 			o += 3;
-			i += w ? k : 1;
+			i += bad;
 		}
 	}
 	*o = 0;
