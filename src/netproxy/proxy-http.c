@@ -175,55 +175,71 @@ void netproxy_answered(struct npc *c, size_t n)
 		netproxy_finish_client(c);
 }
 
-/* One complete request head in c->head (n bytes of it). */
-static void handle_request(struct npc *c, const struct http_request *req, size_t n)
+/* An answer of 400 with the reference's body for a request that cannot be read. */
+static void send_bad_request(struct npc *c)
 {
-	const char *t = req->path, *path = "/";
-	size_t tl = req->path_len, path_len = 1;
-	enum np_verdict v;
-	const struct http_header *cl, *te;
-	bool limited = c->np->cfg->mode == NP_MODE_LIMITED;
+	char out[256];
+	int k = http_format_bad_request(time(NULL), out, sizeof(out));
 
-	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
-	/* HTTP/1.1 keeps the connection unless the client asks otherwise (the reference's) */
-	c->keep = req->minor_version >= 1 &&
-		  !netproxy_wants_close(http_request_header(req, "connection"));
-	snprintf(c->method_buf, sizeof(c->method_buf), "%.*s",
-		 (int)MIN(req->method_len, sizeof(c->method_buf) - 1), req->method);
-	c->method = c->method_buf;
-	if (c->mitm) {
-		/*
-		 * Inside an intercepted tunnel: the target is the CONNECT's, already
-		 * decided (its addresses are still checked at each dial); an
-		 * origin-form request only.
-		 */
-		const struct http_header *h = http_request_header(req, "host");
-		char hn[256];
+	if (k > 0)
+		(void)netconn_send(c->client, out, (size_t)k);
+}
 
-		if (c->connect) {
-			netproxy_send_text(c, "405 Method Not Allowed", NULL,
-					   "CONNECT not supported inside MITM");
-			netproxy_answered(c, n);
-			return;
-		}
-		/* the tunnel's target only: a Host naming another is refused (the reference's) */
-		if (h && (!netproxy_normalize_host(h->value, h->value_len, hn, sizeof(hn)) ||
-			  strcmp(hn, c->host))) {
-			netproxy_send_text(c, "400 Bad Request", NULL, "host mismatch");
-			netproxy_answered(c, n);
-			return;
-		}
-		if (!tl || t[0] != '/') {
-			netproxy_send_text(c, "400 Bad Request", NULL,
-					   "origin-form request expected");
-			goto done;
-		}
-		path = t;
-		path_len = tl;
-		goto forward;
+/* GET, HEAD and OPTIONS: what limited mode lets through. */
+static bool read_only_method(const struct http_request *req)
+{
+	return (req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
+	       (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
+	       (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7));
+}
+
+/*
+ * Inside an intercepted tunnel: the target is the CONNECT's, already
+ * decided (its addresses are still checked at each dial); an origin-form
+ * request only, its path into *path. False once answered (or ended).
+ */
+static bool mitm_target(struct npc *c, const struct http_request *req, size_t n,
+			const char **path, size_t *path_len)
+{
+	const char *t = req->path;
+	size_t tl = req->path_len;
+	const struct http_header *h = http_request_header(req, "host");
+	char hn[256];
+
+	if (c->connect) {
+		netproxy_send_text(c, "405 Method Not Allowed", NULL,
+				   "CONNECT not supported inside MITM");
+		netproxy_answered(c, n);
+		return false;
 	}
-	c->decided = false;
-	c->override = false;
+	/* the tunnel's target only: a Host naming another is refused (the reference's) */
+	if (h && (!netproxy_normalize_host(h->value, h->value_len, hn, sizeof(hn)) ||
+		  strcmp(hn, c->host))) {
+		netproxy_send_text(c, "400 Bad Request", NULL, "host mismatch");
+		netproxy_answered(c, n);
+		return false;
+	}
+	if (!tl || t[0] != '/') {
+		netproxy_send_text(c, "400 Bad Request", NULL, "origin-form request expected");
+		netproxy_finish_client(c);
+		return false;
+	}
+	*path = t;
+	*path_len = tl;
+	return true;
+}
+
+/*
+ * The request's target into c->host and c->port: a CONNECT's authority, an
+ * absolute-form URL's (its path into *path), or the Host header of an
+ * origin-form request. False once the client is told it has none (400).
+ */
+static bool request_target(struct npc *c, const struct http_request *req, const char **path,
+			   size_t *path_len)
+{
+	const char *t = req->path;
+	size_t tl = req->path_len;
+
 	if (c->connect) {
 		const struct http_header *h = http_request_header(req, "host");
 
@@ -234,7 +250,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		}
 		if (!tl || netproxy_set_authority(c, t, tl, 80) < 0) {
 			netproxy_send_text(c, "400 Bad Request", NULL, "missing authority");
-			goto done;
+			return false;
 		}
 	} else {
 		const char *sep = tl ? memchr(t, ':', tl) : NULL;
@@ -251,11 +267,11 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			    netproxy_set_authority(c, auth, (size_t)(end - auth), def) < 0 ||
 			    !c->port) {
 				netproxy_send_text(c, "400 Bad Request", NULL, "missing host");
-				goto done;
+				return false;
 			}
 			if (end < t + tl) {
-				path = end;
-				path_len = (size_t)(t + tl - end);
+				*path = end;
+				*path_len = (size_t)(t + tl - end);
 			}
 		} else {
 			const struct http_header *h = http_request_header(req, "host");
@@ -263,47 +279,58 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 			/* origin form: the Host header is the target (the reference proxies it) */
 			if (!h || netproxy_set_authority(c, h->value, h->value_len, 80) < 0) {
 				netproxy_send_text(c, "400 Bad Request", NULL, "missing host");
-				goto done;
+				return false;
 			}
-			path = t;
-			path_len = tl;
+			*path = t;
+			*path_len = tl;
 		}
 	}
+	return true;
+}
 
-	/* x-unix-socket (plain requests): unsupported on Linux, before any host policy */
-	if (!c->connect && http_request_header(req, "x-unix-socket")) {
-		snprintf(c->host, sizeof(c->host), "unix-socket");
-		c->port = 0;
-		netproxy_emit(c, false, false, "proxy_state", "unix_socket_unsupported");
-		if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
-				 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
-				 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
-			static const char body[] =
-				"{\"status\":\"blocked\",\"host\":\"unix-socket\",\"reason\":\"method_not_allowed\"}";
-			char date[64], out[512];
-			int k;
+/* x-unix-socket (plain requests): unsupported on Linux, before any host policy. */
+static void answer_unix_socket(struct npc *c, const struct http_request *req, size_t n)
+{
+	bool limited = c->np->cfg->mode == NP_MODE_LIMITED;
 
-			if (http_format_date(time(NULL), date, sizeof(date)) >= 0 &&
-			    (k = snprintf(out, sizeof(out),
-					  "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
-					  "x-proxy-error: blocked-by-method-policy\r\ncontent-length: %zu\r\n"
-					  "date: %s\r\n\r\n%s", sizeof(body) - 1, date, body)) > 0 &&
-			    (size_t)k < sizeof(out))
-				(void)netconn_send(c->client, out, (size_t)k);
-		} else {
-			netproxy_send_text(c, "501 Not Implemented", NULL,
-					   "unix sockets unsupported");
-		}
-		netproxy_answered(c, n);
-		return;
+	snprintf(c->host, sizeof(c->host), "unix-socket");
+	c->port = 0;
+	netproxy_emit(c, false, false, "proxy_state", "unix_socket_unsupported");
+	if (limited && !read_only_method(req)) {
+		static const char body[] =
+			"{\"status\":\"blocked\",\"host\":\"unix-socket\",\"reason\":\"method_not_allowed\"}";
+		char date[64], out[512];
+		int k;
+
+		if (http_format_date(time(NULL), date, sizeof(date)) >= 0 &&
+		    (k = snprintf(out, sizeof(out),
+				  "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
+				  "x-proxy-error: blocked-by-method-policy\r\ncontent-length: %zu\r\n"
+				  "date: %s\r\n\r\n%s", sizeof(body) - 1, date, body)) > 0 &&
+		    (size_t)k < sizeof(out))
+			(void)netconn_send(c->client, out, (size_t)k);
+	} else {
+		netproxy_send_text(c, "501 Not Implemented", NULL, "unix sockets unsupported");
 	}
-	v = netproxy_policy_decide(c->np->pol, c->host);
+	netproxy_answered(c, n);
+}
+
+/*
+ * The policy's word on c's target (and the review's, when asked): true when
+ * the request goes on to be forwarded (or tunnelled); false when it was
+ * refused, is being asked about, or was intercepted.
+ */
+static bool request_allowed(struct npc *c, size_t n)
+{
+	bool limited = c->np->cfg->mode == NP_MODE_LIMITED;
+	enum np_verdict v = netproxy_policy_decide(c->np->pol, c->host);
+
 	if (v == NP_NOT_ALLOWED && c->rv == RV_NONE && netproxy_review_start(c))
-		return; /* the head stays in c->head: handled again once answered */
+		return false; /* the head stays in c->head: handled again once answered */
 	if (v == NP_NOT_ALLOWED && c->rv != RV_NONE) {
 		if (netproxy_review_refused(c)) {
 			netproxy_answered(c, n);
-			return;
+			return false;
 		}
 		v = NP_ALLOW_IF_PUBLIC;
 	}
@@ -314,7 +341,7 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		netproxy_emit(c, true, false, "baseline_policy", netproxy_verdict_reason(v));
 		netproxy_refuse(c, v);
 		netproxy_answered(c, n);
-		return;
+		return false;
 	}
 	if (v == NP_ALLOW || limited) {
 		netproxy_emit(c, true, true, "baseline_policy", "allow");
@@ -328,101 +355,147 @@ static void handle_request(struct npc *c, const struct http_request *req, size_t
 		 * requests then held to the read-only methods like plain ones.
 		 */
 		netproxy_intercept(c, true, n);
-		return;
+		return false;
 	}
 	if (limited && c->connect) {
 		netproxy_emit(c, false, false, "mode_guard", "mitm_required");
 		netproxy_send_text(c, "403 Forbidden", "blocked-by-mitm-required",
 				   "MITM required for limited HTTPS.");
 		netproxy_answered(c, n);
-		return;
+		return false;
 	}
-forward:
-	if (limited && !((req->method_len == 3 && !memcmp(req->method, "GET", 3)) ||
-			 (req->method_len == 4 && !memcmp(req->method, "HEAD", 4)) ||
-			 (req->method_len == 7 && !memcmp(req->method, "OPTIONS", 7)))) {
-		netproxy_emit(c, false, false, "mode_guard", "method_not_allowed");
-		if (c->mitm) {
-			/* inside an intercepted tunnel the reference answers in plain text */
-			netproxy_send_text(c, "403 Forbidden", "blocked-by-method-policy",
-					   "Method not allowed in limited mode.");
-			netproxy_answered(c, n);
+	return true;
+}
+
+/* Limited mode: true when the request's method was refused (and answered). */
+static bool method_refused(struct npc *c, const struct http_request *req, size_t n)
+{
+	if (c->np->cfg->mode != NP_MODE_LIMITED || read_only_method(req))
+		return false;
+	netproxy_emit(c, false, false, "mode_guard", "method_not_allowed");
+	if (c->mitm) {
+		/* inside an intercepted tunnel the reference answers in plain text */
+		netproxy_send_text(c, "403 Forbidden", "blocked-by-method-policy",
+				   "Method not allowed in limited mode.");
+		netproxy_answered(c, n);
+		return true;
+	}
+	netproxy_send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
+				   "Method not allowed in limited mode.", "mode_guard", "deny");
+	netproxy_answered(c, n);
+	return true;
+}
+
+/*
+ * A plain request's body framing (Content-Length or chunked, never both)
+ * and its head for the origin, or the upstream proxy, in c->out_head.
+ * Returns 0, -EBADMSG for framing the proxy refuses (400), or -ENOMEM.
+ */
+static int prepare_forward(struct npc *c, const struct http_request *req, const char *path,
+			   size_t path_len)
+{
+	const struct http_header *cl, *te;
+
+	c->head_request = req->method_len == 4 && !memcmp(req->method, "HEAD", 4);
+	c->minor = req->minor_version;
+	c->resp_started = false;
+	buf_done(&c->up_head);
+	cl = http_request_header(req, "content-length");
+	c->body_left = 0;
+	if (cl) {
+		char num[24], *end;
+
+		if (cl->value_len == 0 || cl->value_len >= sizeof(num))
+			return -EBADMSG;
+		memcpy(num, cl->value, cl->value_len);
+		num[cl->value_len] = 0;
+		c->body_left = strtoull(num, &end, 10);
+		if (*end)
+			return -EBADMSG;
+	}
+	te = http_request_header(req, "transfer-encoding");
+	c->chunked = false;
+	if (te) {
+		/* chunked last, and never beside Content-Length (RFC 9112 §6.1: smuggling) */
+		size_t l = te->value_len;
+
+		if (cl || l < 7 || strncasecmp(te->value + l - 7, "chunked", 7) ||
+		    (l > 7 && te->value[l - 8] != ',' && te->value[l - 8] != ' '))
+			return -EBADMSG;
+		c->chunked = true;
+		memset(&c->ch, 0, sizeof(c->ch));
+	}
+	netproxy_out_head_done(c);
+	c->via = c->mitm ? NULL : netproxy_choose_upstream(c);
+	if (c->via) {
+		/* an upstream proxy takes the absolute form (the reference's) */
+		char *abs = NULL;
+		int k = asprintf(&abs, strchr(c->host, ':') ? "http://[%s]:%u%.*s" : "http://%s:%u%.*s",
+				 c->host, (unsigned)c->port, (int)path_len, path);
+
+		if (k < 0 || netproxy_rewrite_head(c, req, abs, (size_t)k, path, path_len,
+						   c->via->auth, &c->out_head) < 0) {
+			if (k >= 0)
+				free(abs);
+			return -ENOMEM;
+		}
+		free(abs);
+	} else if (netproxy_rewrite_head(c, req, path, path_len, path, path_len, NULL,
+					 &c->out_head) < 0) {
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * One complete request head in c->head (n bytes of it): its target, the
+ * policy's decision (not again inside an intercepted tunnel), limited
+ * mode's method guard, then the upstream connection for it.
+ */
+static void handle_request(struct npc *c, const struct http_request *req, size_t n)
+{
+	const char *path = "/";
+	size_t path_len = 1;
+	int r;
+
+	c->connect = req->method_len == 7 && !memcmp(req->method, "CONNECT", 7);
+	/* HTTP/1.1 keeps the connection unless the client asks otherwise (the reference's) */
+	c->keep = req->minor_version >= 1 &&
+		  !netproxy_wants_close(http_request_header(req, "connection"));
+	snprintf(c->method_buf, sizeof(c->method_buf), "%.*s",
+		 (int)MIN(req->method_len, sizeof(c->method_buf) - 1), req->method);
+	c->method = c->method_buf;
+	if (c->mitm) {
+		if (!mitm_target(c, req, n, &path, &path_len))
+			return;
+	} else {
+		c->decided = false;
+		c->override = false;
+		if (!request_target(c, req, &path, &path_len)) {
+			netproxy_finish_client(c);
 			return;
 		}
-		netproxy_send_refusal_json(c, "method_not_allowed", "blocked-by-method-policy",
-					   "Method not allowed in limited mode.", "mode_guard",
-					   "deny");
-		netproxy_answered(c, n);
-		return;
+		if (!c->connect && http_request_header(req, "x-unix-socket")) {
+			answer_unix_socket(c, req, n);
+			return;
+		}
+		if (!request_allowed(c, n))
+			return;
 	}
-
-	if (!c->connect) {
-		c->head_request = req->method_len == 4 && !memcmp(req->method, "HEAD", 4);
-		c->minor = req->minor_version;
-		c->resp_started = false;
-		buf_done(&c->up_head);
-		cl = http_request_header(req, "content-length");
-		c->body_left = 0;
-		if (cl) {
-			char num[24], *end;
-
-			if (cl->value_len == 0 || cl->value_len >= sizeof(num))
-				goto bad;
-			memcpy(num, cl->value, cl->value_len);
-			num[cl->value_len] = 0;
-			c->body_left = strtoull(num, &end, 10);
-			if (*end)
-				goto bad;
-		}
-		te = http_request_header(req, "transfer-encoding");
-		c->chunked = false;
-		if (te) {
-			/* chunked last, and never beside Content-Length (RFC 9112 §6.1: smuggling) */
-			size_t l = te->value_len;
-
-			if (cl || l < 7 || strncasecmp(te->value + l - 7, "chunked", 7) ||
-			    (l > 7 && te->value[l - 8] != ',' && te->value[l - 8] != ' '))
-				goto bad;
-			c->chunked = true;
-			memset(&c->ch, 0, sizeof(c->ch));
-		}
-		netproxy_out_head_done(c);
-		c->via = c->mitm ? NULL : netproxy_choose_upstream(c);
-		if (c->via) {
-			/* an upstream proxy takes the absolute form (the reference's) */
-			char *abs = NULL;
-			int k = asprintf(&abs, strchr(c->host, ':') ? "http://[%s]:%u%.*s" : "http://%s:%u%.*s",
-					 c->host, (unsigned)c->port, (int)path_len, path);
-
-			if (k < 0 || netproxy_rewrite_head(c, req, abs, (size_t)k, path, path_len,
-							   c->via->auth, &c->out_head) < 0) {
-				if (k >= 0)
-					free(abs);
-				goto done;
-			}
-			free(abs);
-		} else if (netproxy_rewrite_head(c, req, path, path_len, path, path_len, NULL,
-						 &c->out_head) < 0) {
-			goto done;
-		}
+	if (method_refused(c, req, n))
+		return;
+	if (!c->connect && (r = prepare_forward(c, req, path, path_len)) < 0) {
+		if (r == -EBADMSG)
+			send_bad_request(c);
+		netproxy_finish_client(c);
+		return;
 	}
 	buf_consume(&c->head, n);
 	if (netproxy_open_upstream(c) < 0) {
 		c->up = NULL;
 		netproxy_send_bad_gateway(c);
-		goto done;
+		netproxy_finish_client(c);
 	}
-	return;
-bad:
-	{
-		char out[256];
-		int k = http_format_bad_request(time(NULL), out, sizeof(out));
-
-		if (k > 0)
-			(void)netconn_send(c->client, out, (size_t)k);
-	}
-done:
-	netproxy_finish_client(c);
 }
 
 /* Refusals keep the connection: every complete head in the buffer is handled in turn. */
@@ -441,11 +514,7 @@ void netproxy_client_heads(struct npc *c)
 			return;
 		}
 		if (r < 0) {
-			char out[256];
-			int k = http_format_bad_request(time(NULL), out, sizeof(out));
-
-			if (k > 0)
-				(void)netconn_send(c->client, out, (size_t)k);
+			send_bad_request(c);
 			netproxy_finish_client(c);
 			return;
 		}

@@ -82,41 +82,54 @@ static void socks_associate(struct npc *c, uint16_t want_port)
 	(void)netconn_send(c->client, r, sizeof(r));
 }
 
+/*
+ * The greeting (the methods the client offers): true once answered with
+ * "no authentication" and consumed, the request next; false while it is
+ * incomplete or after the connection was ended.
+ */
+static bool socks_greeting(struct npc *c)
+{
+	const uint8_t *b = c->head.data;
+	size_t len = c->head.len;
+
+	if (len < 2)
+		return false;
+	if (b[0] != 5) {
+		/* SOCKS4 or not SOCKS: closed without an answer */
+		netproxy_finish_client(c);
+		return false;
+	}
+	if (len < 2u + b[1])
+		return false;
+	if (!memchr(b + 2, 0, b[1])) {
+		static const uint8_t none[2] = { 5, 0xff };
+
+		(void)netconn_send(c->client, none, sizeof(none));
+		netproxy_finish_client(c);
+		return false;
+	}
+	{
+		static const uint8_t noauth[2] = { 5, 0 };
+
+		(void)netconn_send(c->client, noauth, sizeof(noauth));
+	}
+	buf_consume(&c->head, 2u + b[1]);
+	c->state = NPC_SOCKS_REQUEST;
+	return true;
+}
+
 /* SOCKS5 (RFC 1928), no authentication: CONNECT and UDP ASSOCIATE. */
 void netproxy_socks_input(struct npc *c)
 {
-	const uint8_t *b = c->head.data;
-	size_t len = c->head.len, need, alen;
+	const uint8_t *b;
+	size_t len, need, alen;
 	char raw[260];
 	enum np_verdict v;
 
-	if (c->state == NPC_SOCKS_GREETING) {
-		if (len < 2)
-			return;
-		if (b[0] != 5) {
-			/* SOCKS4 or not SOCKS: closed without an answer */
-			netproxy_finish_client(c);
-			return;
-		}
-		if (len < 2u + b[1])
-			return;
-		if (!memchr(b + 2, 0, b[1])) {
-			static const uint8_t none[2] = { 5, 0xff };
-
-			(void)netconn_send(c->client, none, sizeof(none));
-			netproxy_finish_client(c);
-			return;
-		}
-		{
-			static const uint8_t noauth[2] = { 5, 0 };
-
-			(void)netconn_send(c->client, noauth, sizeof(noauth));
-		}
-		buf_consume(&c->head, 2u + b[1]);
-		c->state = NPC_SOCKS_REQUEST;
-		b = c->head.data;
-		len = c->head.len;
-	}
+	if (c->state == NPC_SOCKS_GREETING && !socks_greeting(c))
+		return;
+	b = c->head.data;
+	len = c->head.len;
 	if (len < 5)
 		return;
 	if (b[0] != 5) {
