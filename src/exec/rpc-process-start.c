@@ -360,94 +360,129 @@ void exec_rpc_process_start(struct conn *c, json_t *id, json_t *params)
 	start_process(c, id, params, false);
 }
 
-static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed)
-{
-	struct snap_launch snap = { .fd = -1 };
+/*
+ * One process/start under way: what its steps share. A step returns 0 to go
+ * on, START_ANSWERED once the request was answered (an error reply, or
+ * parked for a shell snapshot), or -errno for start_process to answer as a
+ * spawn's failure.
+ */
+#define START_ANSWERED 1
+
+struct start {
+	struct conn *c;
+	json_t *id, *params;
+	bool resumed;
+	json_t *f[_F_START_MAX], *argv0;
+	char err[ERRSZ], *cwd, **envp, **cands, **argv;
+	struct snap_launch snap;
 	bool snap_first;
-	struct session *ss = c->sess;
-	json_t *f[_F_START_MAX], *argv0, *result;
-	char err[ERRSZ], *cwd = NULL, **envp = NULL, **cands = NULL, **argv = NULL;
 	struct spawn_result res;
-	struct spawn_args sa = { 0 };
-	struct sandbox_plan *plan = NULL;
-	const char *step = NULL;
-	struct proc *p = NULL;
-	unsigned short rows = 24, cols = 80;
+	struct spawn_args sa;
+	struct sandbox_plan *plan;
+	unsigned short rows, cols;
 	struct sandbox_cg_limits limits;
 	struct sandbox_cg_leaf leaf;
-	uint64_t timeout_ms, ev_cgroup = 0;
-	int r = 0, has_leaf = 0, psock[2] = { -1, -1 };
-	struct netproxy_config *npc = NULL;
-	struct netproxy *np = NULL;
-	bool managed, mn_ttcp = false;
-	int nr = 0, hfds[3] = { -1, -1, -1 };
-	uint16_t hports[2] = { 0, 0 };
+	uint64_t timeout_ms, ev_cgroup;
+	int has_leaf, psock[2];
+	struct netproxy_config *npc;
+	struct netproxy *np;
+	bool managed, mn_ttcp;
+	int nr, hfds[3];
+	uint16_t hports[2];
+};
 
-	if (params_decode(params, "WireExecParams", exec_start_fields, _F_START_MAX, f, err,
-			  sizeof(err)) < 0 ||
-	    (r = exec_check_start_nested(f, &npc, &mn_ttcp, err)) < 0 ||
-	    exec_decode_start_ext(f[F_SIZE], f[F_TIMEOUT_MS], params_bool(f[F_TTY], false), &rows,
-				  &cols, &timeout_ms, err) < 0 ||
-	    exec_decode_limits(c->srv, f[F_LIMITS], &limits, err) < 0 ||
+/* Every decoding step, in the reference's order. 0, or -1 after replying. */
+static int start_decode(struct start *st)
+{
+	json_t **f = st->f;
+	char *err = st->err;
+	int r = 0;
+
+	if (params_decode(st->params, "WireExecParams", exec_start_fields, _F_START_MAX, f, err,
+			  sizeof(st->err)) < 0 ||
+	    (r = exec_check_start_nested(f, &st->npc, &st->mn_ttcp, err)) < 0 ||
+	    exec_decode_start_ext(f[F_SIZE], f[F_TIMEOUT_MS], params_bool(f[F_TTY], false), &st->rows,
+				  &st->cols, &st->timeout_ms, err) < 0 ||
+	    exec_decode_limits(st->c->srv, f[F_LIMITS], &st->limits, err) < 0 ||
 	    /* After every decoding error, before the other checks (the reference's order). */
-	    netproxy_config_check(npc, mn_ttcp, err, sizeof(err)) < 0) {
+	    netproxy_config_check(st->npc, st->mn_ttcp, err, sizeof(st->err)) < 0) {
 		if (r == -ENOMEM)
-			rpc_reply_errno_internal(c, id, ENOMEM);
+			rpc_reply_errno_internal(st->c, st->id, ENOMEM);
 		else
-			rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		netproxy_config_free(npc);
-		return;
+			rpc_reply_error(st->c, st->id, RPC_INVALID_PARAMS, "%s", err);
+		return -1;
 	}
+	return 0;
+}
+
+/* The checks before anything is built: argv, draining, cwd, the sandbox's plan, the process id. */
+static int start_check(struct start *st)
+{
+	struct conn *c = st->c;
+	json_t *id = st->id, **f = st->f;
+
 	if (json_array_size(f[F_ARGV]) == 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "argv must not be empty");
-		goto out;
+		return START_ANSWERED;
 	}
 	if (c->srv->draining) {
 		rpc_reply_error(c, id, RPC_SERVER_DRAINING,
 				"exec-server is shutting down: no new processes are started");
-		goto out;
+		return START_ANSWERED;
 	}
-	argv0 = json_array_get(f[F_ARGV], 0);
-	if (exec_decode_cwd(c, id, f[F_CWD], &cwd) < 0)
-		goto out;
+	st->argv0 = json_array_get(f[F_ARGV], 0);
+	if (exec_decode_cwd(c, id, f[F_CWD], &st->cwd) < 0)
+		return START_ANSWERED;
 	/* Enforced (the reference's rule): a proxy, enforceManagedNetwork, and any sandbox object. */
-	managed = npc && params_bool(f[F_ENFORCE_NET], false) && f[F_SANDBOX];
-	if (f[F_SANDBOX] && build_sandbox(c, id, f, cwd, managed ? npc : NULL, &plan) < 0)
-		goto out;
-	if (f[F_SHELL_SNAPSHOT] && snap_check_scope(f[F_SHELL_SNAPSHOT], err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		goto out;
+	st->managed = st->npc && params_bool(f[F_ENFORCE_NET], false) && f[F_SANDBOX];
+	if (f[F_SANDBOX] &&
+	    build_sandbox(c, id, f, st->cwd, st->managed ? st->npc : NULL, &st->plan) < 0)
+		return START_ANSWERED;
+	if (f[F_SHELL_SNAPSHOT] && snap_check_scope(f[F_SHELL_SNAPSHOT], st->err, sizeof(st->err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", st->err);
+		return START_ANSWERED;
 	}
 	/*
 	 * The reference prepares a shell snapshot (and captures it) before it
 	 * looks at the process id: with one, the first pass checks it after.
 	 */
-	snap_first = f[F_SHELL_SNAPSHOT] && !resumed;
-	if (!snap_first && check_room(c, id, f) < 0)
-		goto out;
+	st->snap_first = f[F_SHELL_SNAPSHOT] && !st->resumed;
+	if (!st->snap_first && check_room(c, id, f) < 0)
+		return START_ANSWERED;
 
-	if (json_string_length(argv0) == 0) {
+	if (json_string_length(st->argv0) == 0) {
 		/* The reference's spawner refuses an empty program before looking for it. */
 		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed", "missing program for %s spawn",
 				params_bool(f[F_TTY], false) ? "PTY" : "pipe");
-		goto out;
+		return START_ANSWERED;
 	}
+	return 0;
+}
+
+/* The child's environment (the proxies' variables and CA included), argv and program. */
+static int start_environment(struct start *st)
+{
+	struct conn *c = st->c;
+	json_t *id = st->id, **f = st->f;
+	struct netproxy_config *npc = st->npc;
+	int r;
+
 	r = environ_build(f[F_ENV], f[F_ENV_POLICY], f[F_METADATA], params_bool(f[F_TTY], false),
-			  c->srv->login_shell, &envp);
+			  c->srv->login_shell, &st->envp);
 	if (r == -EILSEQ) {
 		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed",
 				     "data provided contains a nul byte");
-		goto out;
+		return START_ANSWERED;
 	}
 	/*
 	 * The proxies' ports: fixed in the command's own namespace (sandbox.h);
 	 * not enforced (no sandbox, or enforceManagedNetwork false), listeners
 	 * of the server's own on the host's loopback, as the reference does.
 	 */
-	if (r >= 0 && npc && !managed) {
-		r = host_listeners(hfds, hports);
+	if (r >= 0 && npc && !st->managed) {
+		r = host_listeners(st->hfds, st->hports);
 		if (r < 0)
-			goto fail;
+			return r;
 	}
 	if (r >= 0 && npc) {
 		const char *av[3] = { NULL };
@@ -455,176 +490,246 @@ static void start_process(struct conn *c, json_t *id, json_t *params, bool resum
 
 		for (size_t i = 0; i < argc && i < 3; i++)
 			av[i] = json_string_value(json_array_get(f[F_ARGV], i));
-		r = netproxy_env_apply(npc, managed ? SANDBOX_PROXY_HTTP_PORT : hports[0],
-				       managed ? SANDBOX_PROXY_SOCKS_PORT : hports[1],
-				       netproxy_env_maskable(av, argc), &envp);
+		r = netproxy_env_apply(npc, st->managed ? SANDBOX_PROXY_HTTP_PORT : st->hports[0],
+				       st->managed ? SANDBOX_PROXY_SOCKS_PORT : st->hports[1],
+				       netproxy_env_maskable(av, argc), &st->envp);
 	}
 	if (r >= 0 && npc && npc->credential_masking) {
 		struct np_mitm *m;
 
 		/* the interception CA the command is told to trust (without it: no interception) */
 		if (netproxy_mitm_get(c->srv, &m) == 0)
-			r = netproxy_env_ca(netproxy_mitm_bundle(m), &envp);
+			r = netproxy_env_ca(netproxy_mitm_bundle(m), &st->envp);
 	}
 	if (r >= 0)
-		r = exec_build_argv(f, &argv);
+		r = exec_build_argv(f, &st->argv);
 	if (r == -EILSEQ) {
 		/* A NUL in argv or arg0: std::process::Command's own wording. */
 		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed",
 				     "nul byte found in provided data");
-		goto out;
+		return START_ANSWERED;
 	}
-	sa.explicit_path = strchr(json_string_value(argv0), '/') != NULL;
-	if (r >= 0 && params_bool(f[F_TTY], false) && !plan) {
+	st->sa.explicit_path = strchr(json_string_value(st->argv0), '/') != NULL;
+	if (r >= 0 && params_bool(f[F_TTY], false) && !st->plan) {
 		/* A PTY child: the reference's PTY library picks its directory and program. */
-		r = pty_program(c, id, json_string_value(argv0), envp, &cwd, &cands);
+		r = pty_program(c, id, json_string_value(st->argv0), st->envp, &st->cwd, &st->cands);
 		if (r == -ENOENT) {
 			c->srv->metrics.spawn_failures++;
-			goto out; /* replied */
+			return START_ANSWERED; /* replied */
 		}
-		sa.explicit_path = true;
+		st->sa.explicit_path = true;
 	} else if (r >= 0) {
-		r = environ_exec_candidates(json_string_value(argv0), envp, &cands);
+		r = environ_exec_candidates(json_string_value(st->argv0), st->envp, &st->cands);
 	}
-	if (r < 0)
-		goto fail;
+	return r < 0 ? r : 0;
+}
 
-	sa.candidates = (const char *const *)cands;
-	sa.argv = argv;
-	sa.envp = envp;
-	sa.cwd = cwd;
-	sa.tty = params_bool(f[F_TTY], false);
-	sa.pipe_stdin = params_bool(f[F_PIPE_STDIN], false);
-	sa.nofile = &c->srv->nofile_orig;
-	sa.sandbox = plan;
-	sa.stderr_fd = -1;
-	sa.rows = rows; /* the reference's fixed 24x80 unless `size` says otherwise */
-	sa.cols = cols;
+/* What spawn_process() is given, and the shell snapshot's part in it. */
+static int start_spawn_args(struct start *st)
+{
+	struct spawn_args *sa = &st->sa;
+	json_t **f = st->f;
+
+	sa->candidates = (const char *const *)st->cands;
+	sa->argv = st->argv;
+	sa->envp = st->envp;
+	sa->cwd = st->cwd;
+	sa->tty = params_bool(f[F_TTY], false);
+	sa->pipe_stdin = params_bool(f[F_PIPE_STDIN], false);
+	sa->nofile = &st->c->srv->nofile_orig;
+	sa->sandbox = st->plan;
+	sa->stderr_fd = -1;
+	sa->rows = st->rows; /* the reference's fixed 24x80 unless `size` says otherwise */
+	sa->cols = st->cols;
 	if (f[F_SHELL_SNAPSHOT]) {
-		struct snap_start st = { f[F_SHELL_SNAPSHOT], f[F_ARGV], f[F_ENV], f[F_ENV_POLICY],
-					 f[F_CWD], f[F_SANDBOX], params };
+		struct snap_start req = { f[F_SHELL_SNAPSHOT], f[F_ARGV], f[F_ENV], f[F_ENV_POLICY],
+					  f[F_CWD], f[F_SANDBOX], st->params };
 
-		enum snap_result sr = snap_prepare(c, id, &st, &sa, !resumed, resume_start, &snap);
+		enum snap_result sr = snap_prepare(st->c, st->id, &req, sa, !st->resumed, resume_start,
+						   &st->snap);
 
 		/* SNAP_PARKED: started again once the capture is over. */
 		if (sr == SNAP_ERROR || sr == SNAP_PARKED)
-			goto out;
+			return START_ANSWERED;
 		if (sr == SNAP_APPLY)
-			snap_apply(&snap, argv, &envp, &sa);
-		if (snap_first && check_room(c, id, f) < 0)
-			goto out;
+			snap_apply(&st->snap, st->argv, &st->envp, sa);
+		if (st->snap_first && check_room(st->c, st->id, f) < 0)
+			return START_ANSWERED;
 	}
+	return 0;
+}
+
+/* The proxy's socket (an enforced managed network) and the process's own cgroup. */
+static int start_cgroup(struct start *st)
+{
+	struct session *ss = st->c->sess;
+
 	/* The capture above ran without it: the proxy's socket is the command's alone. */
-	if (managed && plan) {
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, psock) < 0) {
-			r = -errno;
-			goto fail;
-		}
-		sandbox_plan_set_proxy(plan, psock[1]);
+	if (st->managed && st->plan) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st->psock) < 0)
+			return -errno;
+		sandbox_plan_set_proxy(st->plan, st->psock[1]);
 	}
 	/* Its own cgroup, made before the clone (proc-cgroup.c). */
-	has_leaf = exec_cg_leaf(c->srv, plan, &limits, &leaf);
-	if (has_leaf < 0 && (limits.pids_max || limits.memory_max || limits.cpu_milli)) {
+	st->has_leaf = exec_cg_leaf(st->c->srv, st->plan, &st->limits, &st->leaf);
+	if (st->has_leaf < 0 &&
+	    (st->limits.pids_max || st->limits.memory_max || st->limits.cpu_milli)) {
 		/* Limits are promised: no process without them. */
-		log_warning_errno_ratelimited(has_leaf, "Session %s: cannot create a cgroup for "
-					      "process '%s'", ss->id, json_string_value(f[F_PROCESS_ID]));
-		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed",
+		log_warning_errno_ratelimited(st->has_leaf, "Session %s: cannot create a cgroup for "
+					      "process '%s'", ss->id,
+					      json_string_value(st->f[F_PROCESS_ID]));
+		rpc_reply_error_kind(st->c, st->id, RPC_INTERNAL_ERROR, "spawnFailed",
 				     "cannot create the process's cgroup for its limits: %s",
-				     strerror(-has_leaf));
-		goto out;
+				     strerror(-st->has_leaf));
+		return START_ANSWERED;
 	}
-	if (has_leaf < 0) {
-		log_warning_errno_ratelimited(has_leaf, "Session %s: cannot create a cgroup for "
+	if (st->has_leaf < 0) {
+		log_warning_errno_ratelimited(st->has_leaf, "Session %s: cannot create a cgroup for "
 					      "process '%s'; it starts in the server's",
-					      ss->id, json_string_value(f[F_PROCESS_ID]));
-		has_leaf = 0;
+					      ss->id, json_string_value(st->f[F_PROCESS_ID]));
+		st->has_leaf = 0;
 	}
-	sa.cgroup = has_leaf ? &leaf : NULL;
+	st->sa.cgroup = st->has_leaf ? &st->leaf : NULL;
+	return 0;
+}
+
+/* The spawn, the enforced proxy's listeners from the child, and the audit line. */
+static int start_spawn(struct start *st)
+{
+	struct conn *c = st->c;
+	struct session *ss = c->sess;
+	const char *step = NULL;
+	int r;
+
 	/* The denial tracer watches the leaf before the child enters it (evidence-ring.h). */
-	if (plan && has_leaf)
-		ev_cgroup = exec_evidence_watch(leaf.fd);
-	r = spawn_process(&sa, &res, &step);
-	psock[1] = safe_close(psock[1]);
-	if (r >= 0 && psock[0] >= 0) {
+	if (st->plan && st->has_leaf)
+		st->ev_cgroup = exec_evidence_watch(st->leaf.fd);
+	r = spawn_process(&st->sa, &st->res, &step);
+	st->psock[1] = safe_close(st->psock[1]);
+	if (r >= 0 && st->psock[0] >= 0) {
 		int pfds[SANDBOX_PROXY_NFDS];
 
-		nr = sandbox_proxy_receive(psock[0], pfds);
-		if (nr == 0)
-			nr = netproxy_new(c->srv, TAKE_PTR(npc), pfds[SANDBOX_PROXY_HTTP],
-					  pfds[SANDBOX_PROXY_SOCKS], pfds[SANDBOX_PROXY_SOCKS_UDP],
-					  &np, err, sizeof(err));
-		if (nr < 0)
+		st->nr = sandbox_proxy_receive(st->psock[0], pfds);
+		if (st->nr == 0)
+			st->nr = netproxy_new(c->srv, TAKE_PTR(st->npc), pfds[SANDBOX_PROXY_HTTP],
+					      pfds[SANDBOX_PROXY_SOCKS], pfds[SANDBOX_PROXY_SOCKS_UDP],
+					      &st->np, st->err, sizeof(st->err));
+		if (st->nr < 0)
 			/* The command runs without a way out; it is ended below (fail closed). */
-			log_warning_errno(nr, "Session %s: cannot start the network proxy of '%s': %s",
-					  ss->id, json_string_value(f[F_PROCESS_ID]), nr == -EINVAL ? err : "");
+			log_warning_errno(st->nr, "Session %s: cannot start the network proxy of '%s': %s",
+					  ss->id, json_string_value(st->f[F_PROCESS_ID]),
+					  st->nr == -EINVAL ? st->err : "");
 	}
-	if (has_leaf)
-		sandbox_cg_leaf_spawned(&leaf);
-	audit_start(c, f, argv, cwd, plan, has_leaf ? &limits : NULL, r < 0 ? 0 : res.pid, r);
+	if (st->has_leaf)
+		sandbox_cg_leaf_spawned(&st->leaf);
+	audit_start(c, st->f, st->argv, st->cwd, st->plan, st->has_leaf ? &st->limits : NULL,
+		    r < 0 ? 0 : st->res.pid, r);
 	if (r < 0) {
 		c->srv->metrics.spawn_failures++;
-		if (has_leaf)
-			(void)sandbox_cg_leaf_remove(&c->srv->cgroups, &leaf); /* the child is reaped */
-		exec_evidence_unwatch(ev_cgroup);
-		reply_spawn_error(c, id, argv0, r, step);
-		goto out;
+		if (st->has_leaf)
+			(void)sandbox_cg_leaf_remove(&c->srv->cgroups, &st->leaf); /* the child is reaped */
+		exec_evidence_unwatch(st->ev_cgroup);
+		reply_spawn_error(c, st->id, st->argv0, r, step);
+		return START_ANSWERED;
 	}
-	if (npc && !managed) {
-		nr = netproxy_new(c->srv, TAKE_PTR(npc), TAKE_FD(hfds[0]), TAKE_FD(hfds[1]), TAKE_FD(hfds[2]), &np,
-				  err, sizeof(err));
-		if (nr < 0)
-			log_warning_errno(nr, "Session %s: cannot start the network proxy of '%s': %s",
-					  ss->id, json_string_value(f[F_PROCESS_ID]), nr == -EINVAL ? err : "");
+	return 0;
+}
+
+/* The spawned process filed in its session with its proxy, then the reply and its output. */
+static int start_track(struct start *st)
+{
+	struct conn *c = st->c;
+	struct session *ss = c->sess;
+	json_t **f = st->f, *result;
+	struct proc *p = NULL;
+	int r;
+
+	if (st->npc && !st->managed) {
+		st->nr = netproxy_new(c->srv, TAKE_PTR(st->npc), TAKE_FD(st->hfds[0]),
+				      TAKE_FD(st->hfds[1]), TAKE_FD(st->hfds[2]), &st->np, st->err,
+				      sizeof(st->err));
+		if (st->nr < 0)
+			log_warning_errno(st->nr, "Session %s: cannot start the network proxy of '%s': %s",
+					  ss->id, json_string_value(f[F_PROCESS_ID]),
+					  st->nr == -EINVAL ? st->err : "");
 	}
-	r = track_process(ss, f[F_PROCESS_ID], &res, &sa, f[F_SANDBOX] != NULL, ev_cgroup, &plan, &p);
+	r = track_process(ss, f[F_PROCESS_ID], &st->res, &st->sa, f[F_SANDBOX] != NULL,
+			  st->ev_cgroup, &st->plan, &p);
 	if (r < 0) {
-		netproxy_free(np);
+		netproxy_free(st->np);
 		c->srv->metrics.spawn_failures++;
-		goto fail;
+		return r;
 	}
-	p->netproxy = TAKE_PTR(np);
+	p->netproxy = TAKE_PTR(st->np);
 	if (p->netproxy) {
 		netproxy_set_decision_sink(p->netproxy, proc_network_decision, p, ss->id, p->id);
 		netproxy_set_reviewer(p->netproxy, &proc_network_reviewer);
 	}
-	if (nr < 0)
+	if (st->nr < 0)
 		proc_kill_group(p, SIGKILL);
 	c->srv->metrics.spawns++;
 	if (f[F_SANDBOX])
 		c->srv->metrics.sandboxed_spawns++;
-	if (timeout_ms)
-		proc_set_timeout(p, timeout_ms);
+	if (st->timeout_ms)
+		proc_set_timeout(p, st->timeout_ms);
 	p->asked_limits = f[F_LIMITS] != NULL;
 	{
 		struct log_ctx ctx = { .session = ss->id, .process = p->id, .process_len = p->id_len };
-		struct log_field lf[] = { LOG_INT("pid", p->pid), LOG_BOOL("tty", sa.tty),
+		struct log_field lf[] = { LOG_INT("pid", p->pid), LOG_BOOL("tty", st->sa.tty),
 					  LOG_BOOL("sandboxed", f[F_SANDBOX] != NULL) };
 
 		log_event(LOG_DEBUG, "process.started", &ctx, lf, ELEMENTSOF(lf),
 			  "Session %s: started '%s' as pid %d (%s)", ss->id, p->id, (int)p->pid,
-			  sa.tty ? "pty" : "pipes");
+			  st->sa.tty ? "pty" : "pipes");
 	}
 
 	result = json_object();
 	json_object_set(result, "processId", f[F_PROCESS_ID]);
 	json_object_set_new(result, "sandboxType", json_string(f[F_SANDBOX] ? "linuxSeccomp" : "none"));
-	rpc_reply(c, id, result);
+	rpc_reply(c, st->id, result);
 	proc_start_output(p);
-	goto out;
+	return 0;
+}
 
-fail:
-	reply_spawn_errno(c, id, r);
-out:
-	safe_close(hfds[0]);
-	safe_close(hfds[1]);
-	safe_close(hfds[2]);
-	netproxy_config_free(npc);
-	safe_close(psock[0]);
-	safe_close(psock[1]);
-	sandbox_plan_free(plan);
-	free(cwd);
-	free(argv);
-	environ_strv_free(envp);
-	environ_strv_free(cands);
-	snap_launch_done(&snap);
+/*
+ * process/start as its steps (struct start): decoding, checks, environment
+ * and program, spawn arguments (and a shell snapshot), the cgroup, the
+ * spawn, the process filed; then what is left is freed.
+ */
+static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed)
+{
+	struct start st = { .c = c, .id = id, .params = params, .resumed = resumed,
+			    .snap = { .fd = -1 }, .rows = 24, .cols = 80,
+			    .psock = { -1, -1 }, .hfds = { -1, -1, -1 } };
+	int r;
+
+	if (start_decode(&st) < 0) {
+		netproxy_config_free(st.npc);
+		return;
+	}
+	r = start_check(&st);
+	if (r == 0)
+		r = start_environment(&st);
+	if (r == 0)
+		r = start_spawn_args(&st);
+	if (r == 0)
+		r = start_cgroup(&st);
+	if (r == 0)
+		r = start_spawn(&st);
+	if (r == 0)
+		r = start_track(&st);
+	if (r < 0)
+		reply_spawn_errno(c, id, r);
+	safe_close(st.hfds[0]);
+	safe_close(st.hfds[1]);
+	safe_close(st.hfds[2]);
+	netproxy_config_free(st.npc);
+	safe_close(st.psock[0]);
+	safe_close(st.psock[1]);
+	sandbox_plan_free(st.plan);
+	free(st.cwd);
+	free(st.argv);
+	environ_strv_free(st.envp);
+	environ_strv_free(st.cands);
+	snap_launch_done(&st.snap);
 }
