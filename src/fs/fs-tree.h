@@ -2,7 +2,7 @@
 /*
  * The worker-pool job behind fs/readDirectory, fs/canonicalize
  * (rpc-fs-tree.c), fs/walk (fs-walk.c), fs/remove, fs/copy and fs/rename's
- * checks (fs-rmcp.c).
+ * checks (fs-rmcp.c; the jobs fs-remove.c, fs-copy.c, fs-rename.c).
  *
  * None of these has an io_uring opcode (getdents, realpath, a tree of
  * unlinks or copies), so every request becomes a job on the worker pool

@@ -71,8 +71,8 @@ int netproxy_udp_associate(struct np_udp *u, struct npc *c, const struct sockadd
 /* The control connection is gone: the association ends (no hook runs after it). */
 void netproxy_udp_assoc_end(struct np_udp_assoc *a);
 
-/* proxy.c's side: a decision on host:port (network/policyDecision + audit), protocol socks5_udp. */
+/* proxy-answer.c: a decision on host:port (network/policyDecision + audit), protocol socks5_udp. */
 void netproxy_udp_decision(struct npc *c, const char *host, uint16_t port, bool domain, bool allow,
 			   const char *source, const char *reason);
-/* proxy.c's side: end the association by closing its control connection. */
+/* proxy.c: end the association by closing its control connection. */
 void netproxy_udp_end(struct npc *c);

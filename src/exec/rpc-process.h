@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of the process methods share (rpc-process.c: the method
+ * table, process/read, write, signal and terminate; rpc-process-params.c:
+ * process/start's parameters decoded with serde's errors;
+ * rpc-process-start.c: process/start itself, from the checks to the reply).
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "params.h"
+
+#define ERRSZ 512
+
+struct conn;
+struct netproxy_config;
+
+/* process/start's fields (WireExecParams), as exec_start_fields[] holds them. */
+enum {
+	F_PROCESS_ID, F_METADATA, F_ARGV, F_CWD, F_ENV_POLICY, F_SHELL_SNAPSHOT, F_ENV, F_TTY,
+	F_PIPE_STDIN, F_ARG0, F_SANDBOX, F_ENFORCE_NET, F_MANAGED_NET, F_NET_PROXY, F_SIZE,
+	F_TIMEOUT_MS, F_LIMITS, _F_START_MAX
+};
+extern const struct pfield exec_start_fields[_F_START_MAX];
+
+/* rpc-process.c: the session's process of that id, or NULL. */
+struct proc *exec_lookup_process(struct conn *c, json_t *pid);
+
+/* rpc-process-params.c */
+/*
+ * The nested objects of a decoded start (f: exec_start_fields): envPolicy,
+ * metadata, managedNetwork, networkProxy (*npc), shellSnapshot and sandbox,
+ * in serde's words (err: ERRSZ bytes). Returns 0, -EINVAL or -ENOMEM.
+ */
+int exec_check_start_nested(json_t *start[], struct netproxy_config **npc, bool *mn_ttcp,
+			    char *err);
+int exec_decode_cwd(struct conn *c, json_t *id, json_t *v, char **ret);
+int exec_build_argv(json_t **f, char ***ret);
+
+/* rpc-process-start.c */
+void exec_rpc_process_start(struct conn *c, json_t *id, json_t *params);
