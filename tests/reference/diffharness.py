@@ -494,6 +494,13 @@ KNOWN_DIFFS = {
         r, -32602, "invalid network proxy config: executor-local network proxy launch requires "
         "an enabled proxy")
     and _is_err(u, -32602, "transparent TCP requires an executor-local managed proxy"),
+    # a deadline before the response head: the reference races two timers (its HTTP
+    # client's, "error sending request for url (…)", and an outer one, "route-aware request
+    # timed out") and answers either; uexec always the first
+    "http-timeout-race": lambda r, u: _is_err(r, -32603) and _is_err(u, -32603)
+    and r["error"]["message"] in ("http/request failed: route-aware request timed out",
+                                  u["error"]["message"])
+    and u["error"]["message"].startswith("http/request failed: error sending request for url ("),
     # the follow-up of a refused sandboxed start (nothing to collect on uexec)
     "sandbox-refused-followup": lambda r, u: isinstance(u, dict) and u.get("exited") == []
     and u.get("closed") == 0 and u.get("output") == {},
