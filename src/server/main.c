@@ -480,20 +480,147 @@ static int check_ws_args(const struct config *cfg, const struct ws_args *w)
 	return -1;
 }
 
+/* Named options: getopt values (ARG_WS_* above are the --ws-* group). */
+enum {
+	ARG_NUM = 0x100, /* + index into nums[] */
+	ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
+	ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
+	ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG, ARG_ENABLE_AUDIT, ARG_DENIAL_EVIDENCE,
+	ARG_CGROUPS, ARG_MEMORY_MAX, ARG_CPU_MAX, ARG_SANDBOX_UID,
+};
+
+/*
+ * One named option of the command line (or the --config file), c in
+ * ARG_LISTEN..ARG_SANDBOX_UID with its value in optarg, into cfg. Returns 0,
+ * or < 0 when the value is refused (reported).
+ */
+static int parse_named_opt(int c, struct config *cfg, bool *listen_given, bool *agent_auth)
+{
+	int r = 0;
+
+	if (c == ARG_LISTEN) {
+		cfg->listen = optarg;
+		*listen_given = true;
+	} else if (c == ARG_REMOTE) {
+		cfg->remote_url = optarg;
+	} else if (c == ARG_ENV_ID) {
+		cfg->environment_id = optarg;
+	} else if (c == ARG_NAME) {
+		cfg->remote_name = optarg;
+	} else if (c == ARG_AGENT_AUTH) {
+		*agent_auth = true;
+	} else if (c == ARG_EXEC_VERSION) {
+		cfg->executor_version = optarg;
+	} else if (c == ARG_LOG_LEVEL) {
+		r = set_log_level(cfg, optarg);
+	} else if (c == ARG_LOG_FORMAT) {
+		r = set_log_format(cfg, optarg);
+	} else if (c == ARG_AUDIT_LOG) {
+		cfg->audit_log = optarg;
+	} else if (c == ARG_CONFIG) {
+		/* read in the first pass */
+	} else if (c == ARG_CGROUPS) {
+		if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+			fprintf(stderr, "uexec: invalid value '%s' for --process-cgroups "
+					"(expected on or off)\n", optarg);
+			r = -1;
+		}
+		cfg->process_cgroups_off = strcmp(optarg, "off") == 0;
+	} else if (c == ARG_MEMORY_MAX) {
+		r = parse_bytes("process-memory-max", optarg, &cfg->process_limits.memory_max);
+	} else if (c == ARG_CPU_MAX) {
+		r = parse_cpus("process-cpu-max", optarg, &cfg->process_limits.cpu_milli);
+	} else if (c == ARG_SANDBOX_UID) {
+		r = parse_sandbox_uid(optarg, cfg);
+	} else if (c == ARG_NO_SANDBOX) {
+		cfg->no_sandbox = true;
+	} else if (c == ARG_ENABLE_AUDIT) {
+		cfg->enable_audit = true;
+	} else if (c == ARG_DENIAL_EVIDENCE) {
+		static const char *const modes[] = { "auto", "none", "audit", "bpf" };
+		unsigned m = 0;
+
+		while (m < ELEMENTSOF(modes) && strcmp(optarg, modes[m]) != 0)
+			m++;
+		if (m < ELEMENTSOF(modes))
+			cfg->denial_evidence = m;
+		else {
+			fprintf(stderr, "uexec: --denial-evidence: 'auto', 'audit', 'bpf' or 'none', "
+				"not '%s'\n", optarg);
+			r = -EINVAL;
+		}
+	} else if (c == ARG_FS_HELPER) {
+		/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
+		cfg->fs_helper = true;
+		cfg->listen = "stdio";
+		cfg->log_level = LOG_WARNING;
+	}
+	return r;
+}
+
+/*
+ * argv with the --config file's arguments after argv[0]: the file's arguments
+ * go first, so that the command line overrides them. NULL without memory.
+ * The array only borrows: the strings stay in argv and file.
+ */
+static char **merged_args(int argc, char **argv, const struct server_conf_args *file)
+{
+	char **all = calloc((size_t)argc + (size_t)file->argc + 1, sizeof(char *));
+
+	if (!all)
+		return NULL;
+	all[0] = argv[0];
+	if (file->argc > 0)
+		memcpy(all + 1, file->argv, sizeof(char *) * (size_t)file->argc);
+	memcpy(all + 1 + file->argc, argv + 1, sizeof(char *) * (size_t)(argc - 1));
+	return all;
+}
+
+/*
+ * After the options: the forward subcommand or no operand, then the checks
+ * across options. Returns -1 to go on, else the exit status.
+ */
+static int check_args(int argc, char **argv, struct config *cfg, const struct ws_args *ws,
+		      bool listen_given, bool agent_auth)
+{
+	int r;
+
+	if (optind < argc && strcmp(argv[optind], "forward") == 0) {
+		r = parse_forward(argc - optind, argv + optind, cfg);
+		if (r >= 0)
+			return r;
+	} else if (optind < argc) {
+		usage_error("unexpected argument '%s'", argv[optind]);
+		if (!reloading)
+			fprintf(stderr, "Try 'uexec --help'.\n");
+		return 2;
+	}
+	r = check_ws_args(cfg, ws);
+	if (r >= 0)
+		return r;
+	r = check_tls_args(cfg);
+	if (r >= 0)
+		return r;
+	/* A reload takes nothing of remote mode (the credential is gone from the environment). */
+	r = reloading ? -1 : check_remote_args(cfg, listen_given, agent_auth);
+	if (r >= 0)
+		return r;
+	if (cfg->max_inflight_bytes_per_conn > cfg->max_inflight_bytes)
+		cfg->max_inflight_bytes_per_conn = cfg->max_inflight_bytes;
+	if (cfg->max_frame_bytes > cfg->max_message_bytes)
+		cfg->max_frame_bytes = cfg->max_message_bytes;
+	return -1;
+}
+
 /*
  * Fills cfg from the --config file (*file then owns the strings taken from it)
  * and the command line, which comes last and so wins. Returns -1 to go on,
- * else the exit status.
+ * else the exit status. Its length is the two option tables (the numeric
+ * options with their bounds, the named ones), kept together with the two
+ * getopt passes that read them.
  */
 static int parse_args(int argc, char **argv, struct config *cfg, struct server_conf_args *file)
 {
-	enum {
-		ARG_NUM = 0x100, /* + index into nums[] */
-		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
-		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
-		ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG, ARG_ENABLE_AUDIT, ARG_DENIAL_EVIDENCE,
-		ARG_CGROUPS, ARG_MEMORY_MAX, ARG_CPU_MAX, ARG_SANDBOX_UID,
-	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
 		{ "max-sessions", 1, 1u << 20, NULL, &cfg->max_sessions },
@@ -568,17 +695,11 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 	    load_config_file(cfg->config_file, opts, ELEMENTSOF(opts), ARG_NUM,
 			     ARG_NUM + (int)ELEMENTSOF(nums), file) < 0)
 		return 2;
-	/* The file's arguments go first, so that the command line overrides them. */
-	all = calloc((size_t)argc + (size_t)file->argc + 1, sizeof(char *));
+	all = merged_args(argc, argv, file);
 	if (!all) {
 		usage_error("out of memory");
 		return 2;
 	}
-	all[0] = argv[0];
-	if (file->argc > 0)
-		memcpy(all + 1, file->argv, sizeof(char *) * (size_t)file->argc);
-	memcpy(all + 1 + file->argc, argv + 1, sizeof(char *) * (size_t)(argc - 1));
-	/* all[] only borrows: the strings stay in argv and file. */
 	argc += file->argc;
 	argv = all;
 	optind = 0;
@@ -601,62 +722,8 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		} else if (c == ARG_VERSION) {
 			printf("uexec %s\n", UEXEC_VERSION);
 			return 0;
-		} else if (c == ARG_LISTEN) {
-			cfg->listen = optarg;
-			listen_given = true;
-		} else if (c == ARG_REMOTE) {
-			cfg->remote_url = optarg;
-		} else if (c == ARG_ENV_ID) {
-			cfg->environment_id = optarg;
-		} else if (c == ARG_NAME) {
-			cfg->remote_name = optarg;
-		} else if (c == ARG_AGENT_AUTH) {
-			agent_auth = true;
-		} else if (c == ARG_EXEC_VERSION) {
-			cfg->executor_version = optarg;
-		} else if (c == ARG_LOG_LEVEL) {
-			r = set_log_level(cfg, optarg);
-		} else if (c == ARG_LOG_FORMAT) {
-			r = set_log_format(cfg, optarg);
-		} else if (c == ARG_AUDIT_LOG) {
-			cfg->audit_log = optarg;
-		} else if (c == ARG_CONFIG) {
-			/* read in the first pass */
-		} else if (c == ARG_CGROUPS) {
-			if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-				fprintf(stderr, "uexec: invalid value '%s' for --process-cgroups "
-						"(expected on or off)\n", optarg);
-				r = -1;
-			}
-			cfg->process_cgroups_off = strcmp(optarg, "off") == 0;
-		} else if (c == ARG_MEMORY_MAX) {
-			r = parse_bytes("process-memory-max", optarg, &cfg->process_limits.memory_max);
-		} else if (c == ARG_CPU_MAX) {
-			r = parse_cpus("process-cpu-max", optarg, &cfg->process_limits.cpu_milli);
-		} else if (c == ARG_SANDBOX_UID) {
-			r = parse_sandbox_uid(optarg, cfg);
-		} else if (c == ARG_NO_SANDBOX) {
-			cfg->no_sandbox = true;
-		} else if (c == ARG_ENABLE_AUDIT) {
-			cfg->enable_audit = true;
-		} else if (c == ARG_DENIAL_EVIDENCE) {
-			static const char *const modes[] = { "auto", "none", "audit", "bpf" };
-			unsigned m = 0;
-
-			while (m < ELEMENTSOF(modes) && strcmp(optarg, modes[m]) != 0)
-				m++;
-			if (m < ELEMENTSOF(modes))
-				cfg->denial_evidence = m;
-			else {
-				fprintf(stderr, "uexec: --denial-evidence: 'auto', 'audit', 'bpf' or 'none', "
-					"not '%s'\n", optarg);
-				r = -EINVAL;
-			}
-		} else if (c == ARG_FS_HELPER) {
-			/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
-			cfg->fs_helper = true;
-			cfg->listen = "stdio";
-			cfg->log_level = LOG_WARNING;
+		} else if (c >= ARG_LISTEN && c <= ARG_SANDBOX_UID) {
+			r = parse_named_opt(c, cfg, &listen_given, &agent_auth);
 		} else {
 			if (!reloading)
 				fprintf(stderr, "Try 'uexec --help'.\n");
@@ -667,31 +734,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		if (r < 0)
 			return 2;
 	}
-	if (optind < argc && strcmp(argv[optind], "forward") == 0) {
-		r = parse_forward(argc - optind, argv + optind, cfg);
-		if (r >= 0)
-			return r;
-	} else if (optind < argc) {
-		usage_error("unexpected argument '%s'", argv[optind]);
-		if (!reloading)
-			fprintf(stderr, "Try 'uexec --help'.\n");
-		return 2;
-	}
-	r = check_ws_args(cfg, &ws);
-	if (r >= 0)
-		return r;
-	r = check_tls_args(cfg);
-	if (r >= 0)
-		return r;
-	/* A reload takes nothing of remote mode (the credential is gone from the environment). */
-	r = reloading ? -1 : check_remote_args(cfg, listen_given, agent_auth);
-	if (r >= 0)
-		return r;
-	if (cfg->max_inflight_bytes_per_conn > cfg->max_inflight_bytes)
-		cfg->max_inflight_bytes_per_conn = cfg->max_inflight_bytes;
-	if (cfg->max_frame_bytes > cfg->max_message_bytes)
-		cfg->max_frame_bytes = cfg->max_message_bytes;
-	return -1;
+	return check_args(argc, argv, cfg, &ws, listen_given, agent_auth);
 }
 
 /* SIGHUP (struct config's reload): the file and the command line again. */
