@@ -27,6 +27,7 @@
 #include "discovery.h"
 #include "exec.h"
 #include "fs-sandbox.h"
+#include "host-setup.h"
 #include "kill-tree.h"
 #include "listener.h"
 #include "http-req.h"
@@ -218,28 +219,6 @@ static int audit_open(struct server *s, const char *path)
 }
 
 /*
- * The server's own files no sandbox may read (sandbox_set_secrets) and no
- * unsandboxed file request may read or write (secrets.h): its secrets, the
- * audit log (every session's command lines) and the --config file, as c
- * names them; at start and after each SIGHUP (a path once hidden stays
- * hidden). The configuration file holds no key, but it may hold the
- * token's digest (ws-token-sha256: a weak token guessed offline), and it
- * decides what each SIGHUP loads: rewritten through a planted link, it
- * would name the client's own token digest, or point the root-written
- * audit log at any file on the host.
- */
-static int hide_server_files(struct server *s, const struct config *c)
-{
-	const char *files[] = { c->ws_token_file, c->ws_shared_secret_file, c->tls_key,
-				s->audit_path && strcmp(s->audit_path, "-") ? s->audit_path : NULL,
-				c->config_file };
-
-	if (s->cfg.fs_helper)
-		return 0;
-	return sandbox_set_secrets(&s->sandbox, files, ELEMENTSOF(files));
-}
-
-/*
  * SIGHUP: the auth token or shared secret and the TLS certificate and key are
  * read again from the files the new configuration n names (a rotated token
  * may live in a new file); each keeps its previous value when the new one fails to load
@@ -331,7 +310,7 @@ static void reload(struct server *s)
 		s->cfg.max_processes = n.max_processes;
 	(void)reload_secrets(s, &n);
 	/* Until a reload records them all, no unsandboxed file request is served (fail closed). */
-	s->secrets.incomplete = hide_server_files(s, &n) < 0;
+	s->secrets.incomplete = server_hide_files(s, &n) < 0;
 	if (s->secrets.incomplete)
 		log_warning("Reloading: cannot record the new files to hide from sandboxes (out of "
 			    "memory): unsandboxed file requests are refused until a reload succeeds");
@@ -540,96 +519,71 @@ static int setup_signals(struct server *s)
 	return 0;
 }
 
-/* Probes the host once and tells the operator what sandboxed requests will get. */
-static int setup_sandbox(struct server *s)
+/* The ring and its provided buffers; 0 or -errno (logged, with what to change on the host). */
+static int setup_ring(struct server *s)
 {
-	char path[PATH_MAX] = "uexec-init", line[1024];
-	struct log_field ready[3];
 	int r;
 
-	if (s->cfg.fs_helper) {
-		/* Inside a sandbox already: nothing to probe or announce. */
-		s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
-		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing), "nested sandboxes");
-		return 0;
-	}
-	sandbox_probe(&s->sandbox, s->cfg.landlock_abi_max <= SANDBOX_LANDLOCK_ABI_NEWEST
-					   ? (int)s->cfg.landlock_abi_max : -1);
-	s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
-	/* Without sandboxes too: unsandboxed file requests refuse them all the same. */
-	r = hide_server_files(s, &s->cfg);
+	/*
+	 * The sandboxed fs helper serves one request over stdio without
+	 * CAP_IPC_LOCK, so its ring's pages count against RLIMIT_MEMLOCK (8 MiB
+	 * per user by default), shared by every helper running at once: 64
+	 * concurrent fs/open helpers with the server's ring failed with ENOMEM.
+	 * A small ring and four buffers keep hundreds of helpers within it.
+	 */
+	r = uring_init(&s->ring, s->cfg.fs_helper ? 16 : 1024);
+	if (r == -EPERM || r == -ENOSYS || r == -EACCES)
+		/* Docker's default seccomp profile answers EPERM (ENOSYS: a kernel without io_uring). */
+		return log_error_errno(r, "io_uring is refused on this host (io_uring_setup failed); "
+					  "uexec cannot run without it. In a container: allow "
+					  "io_uring_setup, io_uring_enter and io_uring_register in its "
+					  "seccomp profile (docker run --security-opt "
+					  "seccomp=uexec-seccomp.json, see dist/docker/README.md). On "
+					  "the host: sysctl kernel.io_uring_disabled must be 0 (or 1 with "
+					  "uexec's group in kernel.io_uring_group); ENOSYS: a kernel built "
+					  "without CONFIG_IO_URING");
 	if (r < 0)
-		return log_error_errno(r, "Cannot record the files to hide from sandboxes");
-	server_secrets_refresh(s);
-	if (s->cfg.no_sandbox)
-		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing),
-			 "sandbox support (disabled by --no-sandbox)");
-	if (s->sandbox.missing[0]) {
-		log_warning("Sandboxed processes will be refused: this host lacks %s",
-			    s->sandbox.missing);
-		return 0;
-	}
-	if (s->cfg.sandbox_uid) {
-		char err[512];
-
-		r = sandbox_set_uid(&s->sandbox, s->cfg.sandbox_uid, s->cfg.sandbox_gid, err,
-				    sizeof(err));
-		if (r < 0)
-			return log_error_errno(r, "Cannot run sandboxes as another uid: %s", err);
-	}
-	ready[0] = LOG_INT("landlockAbi", s->sandbox.landlock_abi);
-	ready[1] = LOG_BOOL("userNamespace", s->sandbox.userns);
-	ready[2] = LOG_BOOL("sandboxUid", s->sandbox.uid_userns_fd >= 0);
-	log_event(LOG_INFO, "sandbox.ready", NULL, ready, ELEMENTSOF(ready),
-		  "Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s%s",
-		 s->sandbox.landlock_abi,
-		 s->sandbox.userns ? ", a user namespace per sandbox (uexec is not root: its uid and "
-				     "gid mapped to themselves, as bubblewrap maps them)" : "",
-		 s->sandbox.uid_userns_fd >= 0 ? ", sandboxed processes as an unprivileged uid "
-						 "(--sandbox-uid)" : "",
-		 s->cfg.landlock_abi_max < (unsigned)s->sandbox.landlock_abi_kernel ? " (capped by "
-		 "--landlock-abi-max, testing only)" : "");
-	r = spawn_init(path, sizeof(path));
-	s->sandbox.pid_ns = r >= 0;
+		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
+					  "kernel.io_uring_disabled or a seccomp policy?)");
+	r = uring_bufs_init(&s->ring, &s->bufs, BGID_IO, s->cfg.fs_helper ? 4 : IO_BUF_COUNT,
+			    IO_BUF_SIZE);
 	if (r < 0)
-		log_warning_errno(r, "Cannot open %s: sandboxed processes will share the host's "
-				     "PID namespace",
-				  path);
-	log_info("%s", sandbox_describe(&s->sandbox, line, sizeof(line)));
+		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	return 0;
 }
 
-/*
- * Per-process cgroups (sandbox/cgroup.h): the layout is probed and logged
- * once, with what is enforced; limits the operator asked for that the host
- * cannot enforce are said too (requests asking for them are refused).
- */
-static void setup_cgroups(struct server *s)
+/* Where clients come from: the relay (--remote), stdio, or the listener; 0 or -errno (logged). */
+static int start_front(struct server *s)
 {
-	const struct sandbox_cg_limits *l = &s->cfg.process_limits;
-	const uint64_t asked[_SANDBOX_CG_KIND_MAX] = { l->pids_max, l->memory_max, l->cpu_milli };
-	char desc[1024];
 	int r;
 
-	s->cgroups.base_fd = s->cgroups.supervisor_fd = -1;
-	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
-		s->cgroups.v1_fd[k] = -1;
-	if (s->cfg.fs_helper)
-		return;
-	sandbox_cg_init(&s->cgroups, !s->cfg.process_cgroups_off, desc, sizeof(desc));
-	log_info("%s", desc);
-	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
-		if (asked[k] && s->cgroups.where[k] == SANDBOX_CG_NONE)
-			log_warning("--process-%s-max cannot be enforced on this host (no %s controller "
-				    "available to uexec): processes start without it",
-				    sandbox_cg_kind_name(k), sandbox_cg_kind_name(k));
-	r = sandbox_cg_supervise(&s->cgroups);
-	if (r < 0)
-		log_warning_errno(r, "Cannot start the process that kills uexec's processes if it "
-				     "dies; the next start sweeps them instead");
-	else if (s->cgroups.supervisor > 0)
-		log_info("No orphans: pid %d (uexec-reaper) kills every process uexec started if "
-			 "uexec dies", (int)s->cgroups.supervisor);
+	if (s->cfg.remote_url) {
+		struct remote_options o = {
+			.url = s->cfg.remote_url,
+			.environment_id = s->cfg.environment_id,
+			.name = s->cfg.remote_name,
+			.forward = s->cfg.forward_connect,
+			.credential = s->cfg.remote_credential,
+			.credential_source = s->cfg.remote_credential_source,
+		};
+
+		r = remote_start(s, &o);
+		if (r < 0)
+			return r;
+	} else if (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0) {
+		r = conn_new_stdio(s);
+		if (r < 0)
+			return log_error_errno(r, "Setting up stdio failed");
+		/* No pings on stdio; the ticks end a close whose output is never read. */
+		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
+	} else {
+		r = server_listen_on(s);
+		if (r < 0)
+			return r;
+		server_arm_accept(s);
+		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
+	}
+	return 0;
 }
 
 int server_init(struct server *s, const struct config *cfg)
@@ -679,37 +633,15 @@ int server_init(struct server *s, const struct config *cfg)
 	r = setup_signals(s);
 	if (r < 0)
 		return r;
-	/*
-	 * The sandboxed fs helper serves one request over stdio without
-	 * CAP_IPC_LOCK, so its ring's pages count against RLIMIT_MEMLOCK (8 MiB
-	 * per user by default), shared by every helper running at once: 64
-	 * concurrent fs/open helpers with the server's ring failed with ENOMEM.
-	 * A small ring and four buffers keep hundreds of helpers within it.
-	 */
-	r = uring_init(&s->ring, s->cfg.fs_helper ? 16 : 1024);
-	if (r == -EPERM || r == -ENOSYS || r == -EACCES)
-		/* Docker's default seccomp profile answers EPERM (ENOSYS: a kernel without io_uring). */
-		return log_error_errno(r, "io_uring is refused on this host (io_uring_setup failed); "
-					  "uexec cannot run without it. In a container: allow "
-					  "io_uring_setup, io_uring_enter and io_uring_register in its "
-					  "seccomp profile (docker run --security-opt "
-					  "seccomp=uexec-seccomp.json, see dist/docker/README.md). On "
-					  "the host: sysctl kernel.io_uring_disabled must be 0 (or 1 with "
-					  "uexec's group in kernel.io_uring_group); ENOSYS: a kernel built "
-					  "without CONFIG_IO_URING");
+	r = setup_ring(s);
 	if (r < 0)
-		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
-					  "kernel.io_uring_disabled or a seccomp policy?)");
-	r = uring_bufs_init(&s->ring, &s->bufs, BGID_IO, s->cfg.fs_helper ? 4 : IO_BUF_COUNT,
-			    IO_BUF_SIZE);
-	if (r < 0)
-		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
+		return r;
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
-	r = setup_sandbox(s);
+	r = server_setup_sandbox(s);
 	if (r < 0)
 		return r;
 	/* Before any thread: the supervisor is forked, uexec may move itself to another cgroup. */
-	setup_cgroups(s);
+	server_setup_cgroups(s);
 
 	r = worker_pool_init(s, 2);
 	if (r < 0)
@@ -727,32 +659,9 @@ int server_init(struct server *s, const struct config *cfg)
 	if (!s->login_shell || !s->env_info)
 		return log_error_errno(ENOMEM, "Building environment info failed");
 
-	if (s->cfg.remote_url) {
-		struct remote_options o = {
-			.url = s->cfg.remote_url,
-			.environment_id = s->cfg.environment_id,
-			.name = s->cfg.remote_name,
-			.forward = s->cfg.forward_connect,
-			.credential = s->cfg.remote_credential,
-			.credential_source = s->cfg.remote_credential_source,
-		};
-
-		r = remote_start(s, &o);
-		if (r < 0)
-			return r;
-	} else if (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0) {
-		r = conn_new_stdio(s);
-		if (r < 0)
-			return log_error_errno(r, "Setting up stdio failed");
-		/* No pings on stdio; the ticks end a close whose output is never read. */
-		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
-	} else {
-		r = server_listen_on(s);
-		if (r < 0)
-			return r;
-		server_arm_accept(s);
-		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
-	}
+	r = start_front(s);
+	if (r < 0)
+		return r;
 	derive_limits(s);
 	arm_signal(s);
 	return 0;
