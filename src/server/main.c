@@ -17,183 +17,10 @@
 #include "config.h"
 #include "conn-auth.h"
 #include "conn-tls.h"
+#include "help.h"
 #include "log.h"
 #include "macro.h"
 #include "server.h"
-
-static void help(void)
-{
-	printf("Usage: uexec [OPTIONS]\n"
-	       "       uexec --remote URL --environment-id ID [OPTIONS] [forward --connect WS_URL]\n"
-	       "\n"
-	       "An io_uring-native exec-server for the Codex exec-server protocol\n"
-	       "(JSON-RPC over WebSocket).\n"
-	       "\n"
-	       "Options:\n"
-	       "  --listen URL              ws://IP:PORT or wss://IP:PORT (port 0 picks a free\n"
-	       "                            port; the bound URL is printed on stdout) or stdio\n"
-	       "                            (default: ws://127.0.0.1:0)\n"
-	       "  --resume-window-ms N      how long a detached session keeps its processes\n"
-	       "                            for initialize{resumeSessionId} (default: 80000)\n"
-	       "  --max-sessions N          sessions alive at once (default: derived, below)\n"
-	       "  --max-connections N       client connections at once; at the limit the oldest\n"
-	       "                            one without a WebSocket upgrade, else without\n"
-	       "                            initialize, is closed for the new one (default:\n"
-	       "                            derived, below)\n"
-	       "  --max-processes N         running processes per session (default: derived)\n"
-	       "  --max-frame-bytes N       largest WebSocket frame accepted; clamped to\n"
-	       "                            --max-message-bytes (default: 16777216)\n"
-	       "  --max-message-bytes N     largest message accepted (default: 67108864)\n"
-	       "  --max-json-depth N        deepest JSON nesting accepted (default: 128)\n"
-	       "  --max-queued-bytes N      output queued per connection before process output\n"
-	       "                            and request reading pause (default: 8388608)\n"
-	       "  --max-inflight-bytes-per-conn N\n"
-	       "                            reply bytes in flight per connection (files being\n"
-	       "                            read, replies being built, sandboxed fs helper\n"
-	       "                            output, queued output) above which its further\n"
-	       "                            requests wait unread until it drains below half\n"
-	       "                            (default: 67108864). One larger reply (fs/readFile\n"
-	       "                            up to 512 MiB) runs alone on its connection\n"
-	       "  --max-inflight-bytes N    the same for the whole server (default: 2147483648):\n"
-	       "                            large allocations wait for it, replies larger than\n"
-	       "                            the per-connection budget may use half of it. RSS\n"
-	       "                            stays within about this much above the idle size,\n"
-	       "                            plus messages being received (--max-message-bytes\n"
-	       "                            per connection) and process output retention\n"
-	       "  --ping-interval-ms N      WebSocket ping interval; a connection that sends\n"
-	       "                            nothing in answer to 2 pings is closed (default:\n"
-	       "                            30000)\n"
-	       "  --handshake-timeout-ms N  close connections that have not completed the\n"
-	       "                            WebSocket upgrade N ms after accept; 0: never\n"
-	       "                            (default: 10000)\n"
-	       "  --executor-version STR    executorVersion reported to clients (default: 0.171.0,\n"
-	       "                            the protocol revision uexec implements)\n"
-	       "  --no-sandbox              refuse every process or filesystem request whose\n"
-	       "                            sandbox asks for restrictions (fail closed), e.g.\n"
-	       "                            where the operator does not want mount namespaces\n"
-	       "  --sandbox-max-ptys N      PTYs a sandboxed process tree may hold at once (its\n"
-	       "                            private devpts's max=; default: 64)\n"
-	       "  --denial-evidence MODE    auto: sandboxDenied from the kernel's audit records\n"
-	       "                            when auditing is on (CAP_AUDIT_READ/WRITE/CONTROL)\n"
-	       "                            and the BPF sys_exit tracer where it loads, else\n"
-	       "                            the reference heuristic; audit or bpf: that source\n"
-	       "                            only; none: the heuristic (default: auto)\n"
-	       "  --enable-audit            turn the host's auditing on if it is off (and off\n"
-	       "                            again at exit), for --denial-evidence auto\n"
-	       "  --process-cgroups on|off  a cgroup per process (v2: its whole tree is killed\n"
-	       "                            at once, limits apply to it); on where the host\n"
-	       "                            allows it, as logged at start-up (default: on)\n"
-	       "  --process-pids-max N      at most N tasks in a process's tree (default: none)\n"
-	       "  --process-memory-max N    at most N bytes (suffix K, M, G) of memory for a\n"
-	       "                            process's tree; reached, it is OOM-killed\n"
-	       "                            (default: none)\n"
-	       "  --process-cpu-max CPUS    CPU time of a process's tree, in CPUs (0.5, 2;\n"
-	       "                            default: none). These three are every process's\n"
-	       "                            limits and the ceiling of process/start's `limits`\n"
-	       "  --sandbox-uid UID         root uexec: sandboxed processes run as uid 0 of a user\n"
-	       "                            namespace that is UID on the host (its gid: UID's\n"
-	       "                            passwd group, else UID); writable roots are idmapped\n"
-	       "                            to their owners (docs/SECURITY.md)\n"
-	       "  --log-level LEVEL         debug, info, warning or error (default: info)\n"
-	       "  --log-format FORMAT       text or json: one JSON object per line with time,\n"
-	       "                            level, event, session, process, message and fields\n"
-	       "                            (default: text)\n"
-	       "  --audit-log PATH          append one JSON line per process start (session,\n"
-	       "                            client address, argv, cwd, sandbox) and exit\n"
-	       "                            (status, duration, sandboxDenied) to PATH, or to\n"
-	       "                            stdout for -; never environment values. Written\n"
-	       "                            by the event loop from a queue: a reader or disk\n"
-	       "                            that does not keep up never stalls the server\n"
-	       "  --audit-log-max-queued-bytes N\n"
-	       "                            audit bytes queued unwritten beyond which new lines\n"
-	       "                            are dropped (counted, and a warning logged at most\n"
-	       "                            every 10 s); so are lines a write fails for, such\n"
-	       "                            as on a full disk (default: 1048576)\n"
-	       "  --drain-timeout-ms N      on SIGTERM stop accepting, refuse new processes and\n"
-	       "                            sessions, let running processes finish for up to N\n"
-	       "                            ms, then kill what is left and exit 0; a second\n"
-	       "                            SIGTERM (or SIGINT) stops at once. 0: stop at once\n"
-	       "                            (default: 0)\n"
-	       "  --http-max-response-bytes N\n"
-	       "                            http/request: largest body buffered for a reply;\n"
-	       "                            the buffered bodies of one connection's requests\n"
-	       "                            together stay below it (streamed bodies are paced\n"
-	       "                            by the client instead) (default: 67108864)\n"
-	       "  --config FILE             read options from a TOML file whose keys are the\n"
-	       "                            long option names (max-sessions = 64, no-sandbox =\n"
-	       "                            true); the command line overrides it. SIGHUP reads\n"
-	       "                            it again (README \"Running in production\" lists\n"
-	       "                            what can change without a restart)\n"
-	       "\n"
-	       "WebSocket listener auth (the reference's flags; checked on the upgrade and on\n"
-	       "GET /metrics, every failure a 401; /readyz stays open):\n"
-	       "  --ws-auth MODE            capability-token or signed-bearer-token\n"
-	       "  --ws-token-file PATH      capability-token: a file holding the token\n"
-	       "  --ws-token-sha256 HEX     capability-token: the token's SHA-256 instead\n"
-	       "  --ws-shared-secret-file PATH\n"
-	       "                            signed-bearer-token: the HS256 key (>= 32 bytes)\n"
-	       "  --ws-issuer ISS           signed-bearer-token: required iss claim\n"
-	       "  --ws-audience AUD         signed-bearer-token: required aud claim\n"
-	       "  --ws-max-clock-skew-seconds N\n"
-	       "                            signed-bearer-token: exp/nbf leeway (default: 30)\n"
-	       "  --allow-unauthenticated   listen on a non-loopback address without --ws-auth\n"
-	       "                            (refused otherwise)\n"
-	       "\n"
-	       "TLS on the listener: --listen wss://IP:PORT with\n"
-	       "  --tls-cert PATH           the certificate chain (PEM), leaf first\n"
-	       "  --tls-key PATH            its private key (PEM); TLS 1.2 or newer\n"
-	       "\n"
-	       "Remote mode (instead of --listen): register with an environment registry and\n"
-	       "serve harnesses through its rendezvous relay, each stream encrypted end to end\n"
-	       "(Noise_hybridIK_25519+MLKEM768_AESGCM_SHA256); nothing listens locally.\n"
-	       "  --remote URL              the registry's base URL (http:// only to loopback)\n"
-	       "  --environment-id ID       the environment to serve (required with --remote)\n"
-	       "  --name NAME               a name for this executor (default: codex-exec-server)\n"
-	       "  --use-agent-identity-auth the registry credential is CODEX_ACCESS_TOKEN\n"
-	       "  forward --connect WS_URL  bridge every stream to the exec-server listening at\n"
-	       "                            WS_URL (ws:// or wss://) instead of serving it here\n"
-	       "The registry credential comes from CODEX_API_KEY (or the older\n"
-	       "CODEX_EXEC_SERVER_REMOTE_BEARER_TOKEN); uexec removes it from its environment\n"
-	       "at start, so that no process it starts can read it.\n"
-	       "  -h, --help                show this help and exit\n"
-	       "  --version                 show the version and exit\n"
-	       "\n"
-	       "Derived defaults (logged at start-up). The soft RLIMIT_NOFILE is raised to\n"
-	       "the hard limit H; F is the number of fds open once set up (ring, listener,\n"
-	       "signalfd, ...):\n"
-	       "  --max-connections  H - F: a connection holds one fd, so every fd left can\n"
-	       "                     hold one, as on the reference (no limit, but a soft fd\n"
-	       "                     limit of at most H and fds of its own)\n"
-	       "  --max-sessions     2 x max-connections (detached sessions, waiting to be\n"
-	       "                     resumed, hold no fd)\n"
-	       "  --max-processes    (H - F - 64) / 2, at most RAM / 1 MiB: a process holds\n"
-	       "                     2 fds (stdout and stderr pipes; 3 with pipeStdin, 1 with\n"
-	       "                     a PTY; 1 more without IORING_OP_WAITID, kernel < 6.7,\n"
-	       "                     where the divisor is 3), 64 fds stay for spawning and\n"
-	       "                     filesystem requests, and a process retains up to 1 MiB\n"
-	       "                     of output\n"
-	       "\n"
-	       "Requirements: Linux with io_uring (5.19 or newer for provided-buffer rings).\n"
-	       "Sandboxed requests need uexec to run as root (mount and PID namespaces, the\n"
-	       "listener guard's cgroup) and seccomp; elsewhere they are refused and the\n"
-	       "reason is logged at start-up. Sandboxed commands get their own PID namespace\n"
-	       "when uexec-init is found next to the uexec binary or in " UEXEC_LIBEXECDIR ";\n"
-	       "below Landlock ABI 6 (Linux 6.12) it is required. Without Landlock (ABI 0)\n"
-	       "policies that restrict reads are refused; start-up logs what enforces what.\n"
-	       "\n"
-	       "Environment: HOME (userHomeDir, the Codex config layers), CODEX_HOME\n"
-	       "(environmentConfig/read; default $HOME/.codex), TMPDIR (tempDir and the\n"
-	       "writable roots of workspace-write sandboxes), PATH (program lookup when a\n"
-	       "request's environment has none). Processes inherit the server's environment\n"
-	       "as their request's envPolicy says; give the server a clean one.\n"
-	       "\n"
-	       "Signals: SIGTERM stops (draining first with --drain-timeout-ms), SIGINT stops\n"
-	       "at once, SIGHUP reloads the --config file and reopens the audit log.\n"
-	       "\n"
-	       "Exit status: 0 after SIGINT or SIGTERM, or at the end of stdio input; 1 when\n"
-	       "start-up fails (listen address, io_uring, provided buffers) or the ring fails;\n"
-	       "2 for a usage error.\n");
-}
 
 /* Set while SIGHUP re-reads the configuration: errors are logged, not printed. */
 static bool reloading;
@@ -653,20 +480,147 @@ static int check_ws_args(const struct config *cfg, const struct ws_args *w)
 	return -1;
 }
 
+/* Named options: getopt values (ARG_WS_* above are the --ws-* group). */
+enum {
+	ARG_NUM = 0x100, /* + index into nums[] */
+	ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
+	ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
+	ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG, ARG_ENABLE_AUDIT, ARG_DENIAL_EVIDENCE,
+	ARG_CGROUPS, ARG_MEMORY_MAX, ARG_CPU_MAX, ARG_SANDBOX_UID,
+};
+
+/*
+ * One named option of the command line (or the --config file), c in
+ * ARG_LISTEN..ARG_SANDBOX_UID with its value in optarg, into cfg. Returns 0,
+ * or < 0 when the value is refused (reported).
+ */
+static int parse_named_opt(int c, struct config *cfg, bool *listen_given, bool *agent_auth)
+{
+	int r = 0;
+
+	if (c == ARG_LISTEN) {
+		cfg->listen = optarg;
+		*listen_given = true;
+	} else if (c == ARG_REMOTE) {
+		cfg->remote_url = optarg;
+	} else if (c == ARG_ENV_ID) {
+		cfg->environment_id = optarg;
+	} else if (c == ARG_NAME) {
+		cfg->remote_name = optarg;
+	} else if (c == ARG_AGENT_AUTH) {
+		*agent_auth = true;
+	} else if (c == ARG_EXEC_VERSION) {
+		cfg->executor_version = optarg;
+	} else if (c == ARG_LOG_LEVEL) {
+		r = set_log_level(cfg, optarg);
+	} else if (c == ARG_LOG_FORMAT) {
+		r = set_log_format(cfg, optarg);
+	} else if (c == ARG_AUDIT_LOG) {
+		cfg->audit_log = optarg;
+	} else if (c == ARG_CONFIG) {
+		/* read in the first pass */
+	} else if (c == ARG_CGROUPS) {
+		if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+			fprintf(stderr, "uexec: invalid value '%s' for --process-cgroups "
+					"(expected on or off)\n", optarg);
+			r = -1;
+		}
+		cfg->process_cgroups_off = strcmp(optarg, "off") == 0;
+	} else if (c == ARG_MEMORY_MAX) {
+		r = parse_bytes("process-memory-max", optarg, &cfg->process_limits.memory_max);
+	} else if (c == ARG_CPU_MAX) {
+		r = parse_cpus("process-cpu-max", optarg, &cfg->process_limits.cpu_milli);
+	} else if (c == ARG_SANDBOX_UID) {
+		r = parse_sandbox_uid(optarg, cfg);
+	} else if (c == ARG_NO_SANDBOX) {
+		cfg->no_sandbox = true;
+	} else if (c == ARG_ENABLE_AUDIT) {
+		cfg->enable_audit = true;
+	} else if (c == ARG_DENIAL_EVIDENCE) {
+		static const char *const modes[] = { "auto", "none", "audit", "bpf" };
+		unsigned m = 0;
+
+		while (m < ELEMENTSOF(modes) && strcmp(optarg, modes[m]) != 0)
+			m++;
+		if (m < ELEMENTSOF(modes))
+			cfg->denial_evidence = m;
+		else {
+			fprintf(stderr, "uexec: --denial-evidence: 'auto', 'audit', 'bpf' or 'none', "
+				"not '%s'\n", optarg);
+			r = -EINVAL;
+		}
+	} else if (c == ARG_FS_HELPER) {
+		/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
+		cfg->fs_helper = true;
+		cfg->listen = "stdio";
+		cfg->log_level = LOG_WARNING;
+	}
+	return r;
+}
+
+/*
+ * argv with the --config file's arguments after argv[0]: the file's arguments
+ * go first, so that the command line overrides them. NULL without memory.
+ * The array only borrows: the strings stay in argv and file.
+ */
+static char **merged_args(int argc, char **argv, const struct server_conf_args *file)
+{
+	char **all = calloc((size_t)argc + (size_t)file->argc + 1, sizeof(char *));
+
+	if (!all)
+		return NULL;
+	all[0] = argv[0];
+	if (file->argc > 0)
+		memcpy(all + 1, file->argv, sizeof(char *) * (size_t)file->argc);
+	memcpy(all + 1 + file->argc, argv + 1, sizeof(char *) * (size_t)(argc - 1));
+	return all;
+}
+
+/*
+ * After the options: the forward subcommand or no operand, then the checks
+ * across options. Returns -1 to go on, else the exit status.
+ */
+static int check_args(int argc, char **argv, struct config *cfg, const struct ws_args *ws,
+		      bool listen_given, bool agent_auth)
+{
+	int r;
+
+	if (optind < argc && strcmp(argv[optind], "forward") == 0) {
+		r = parse_forward(argc - optind, argv + optind, cfg);
+		if (r >= 0)
+			return r;
+	} else if (optind < argc) {
+		usage_error("unexpected argument '%s'", argv[optind]);
+		if (!reloading)
+			fprintf(stderr, "Try 'uexec --help'.\n");
+		return 2;
+	}
+	r = check_ws_args(cfg, ws);
+	if (r >= 0)
+		return r;
+	r = check_tls_args(cfg);
+	if (r >= 0)
+		return r;
+	/* A reload takes nothing of remote mode (the credential is gone from the environment). */
+	r = reloading ? -1 : check_remote_args(cfg, listen_given, agent_auth);
+	if (r >= 0)
+		return r;
+	if (cfg->max_inflight_bytes_per_conn > cfg->max_inflight_bytes)
+		cfg->max_inflight_bytes_per_conn = cfg->max_inflight_bytes;
+	if (cfg->max_frame_bytes > cfg->max_message_bytes)
+		cfg->max_frame_bytes = cfg->max_message_bytes;
+	return -1;
+}
+
 /*
  * Fills cfg from the --config file (*file then owns the strings taken from it)
  * and the command line, which comes last and so wins. Returns -1 to go on,
- * else the exit status.
+ * else the exit status. Its length is the two option tables (the numeric
+ * options with their bounds, the named ones), kept together with the two
+ * getopt passes that read them.
  */
 static int parse_args(int argc, char **argv, struct config *cfg, struct server_conf_args *file)
 {
-	enum {
-		ARG_NUM = 0x100, /* + index into nums[] */
-		ARG_LISTEN = 0x200, ARG_EXEC_VERSION, ARG_LOG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX,
-		ARG_FS_HELPER, ARG_REMOTE, ARG_ENV_ID, ARG_NAME, ARG_AGENT_AUTH,
-		ARG_CONFIG, ARG_LOG_FORMAT, ARG_AUDIT_LOG, ARG_ENABLE_AUDIT, ARG_DENIAL_EVIDENCE,
-		ARG_CGROUPS, ARG_MEMORY_MAX, ARG_CPU_MAX, ARG_SANDBOX_UID,
-	};
 	const struct num_opt nums[] = {
 		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
 		{ "max-sessions", 1, 1u << 20, NULL, &cfg->max_sessions },
@@ -741,17 +695,11 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 	    load_config_file(cfg->config_file, opts, ELEMENTSOF(opts), ARG_NUM,
 			     ARG_NUM + (int)ELEMENTSOF(nums), file) < 0)
 		return 2;
-	/* The file's arguments go first, so that the command line overrides them. */
-	all = calloc((size_t)argc + (size_t)file->argc + 1, sizeof(char *));
+	all = merged_args(argc, argv, file);
 	if (!all) {
 		usage_error("out of memory");
 		return 2;
 	}
-	all[0] = argv[0];
-	if (file->argc > 0)
-		memcpy(all + 1, file->argv, sizeof(char *) * (size_t)file->argc);
-	memcpy(all + 1 + file->argc, argv + 1, sizeof(char *) * (size_t)(argc - 1));
-	/* all[] only borrows: the strings stay in argv and file. */
 	argc += file->argc;
 	argv = all;
 	optind = 0;
@@ -769,67 +717,13 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		} else if (c >= ARG_WS_AUTH && c <= ARG_TLS_KEY) {
 			r = parse_ws_opt(c, optarg, cfg, &ws);
 		} else if (c == 'h') {
-			help();
+			server_help();
 			return 0;
 		} else if (c == ARG_VERSION) {
 			printf("uexec %s\n", UEXEC_VERSION);
 			return 0;
-		} else if (c == ARG_LISTEN) {
-			cfg->listen = optarg;
-			listen_given = true;
-		} else if (c == ARG_REMOTE) {
-			cfg->remote_url = optarg;
-		} else if (c == ARG_ENV_ID) {
-			cfg->environment_id = optarg;
-		} else if (c == ARG_NAME) {
-			cfg->remote_name = optarg;
-		} else if (c == ARG_AGENT_AUTH) {
-			agent_auth = true;
-		} else if (c == ARG_EXEC_VERSION) {
-			cfg->executor_version = optarg;
-		} else if (c == ARG_LOG_LEVEL) {
-			r = set_log_level(cfg, optarg);
-		} else if (c == ARG_LOG_FORMAT) {
-			r = set_log_format(cfg, optarg);
-		} else if (c == ARG_AUDIT_LOG) {
-			cfg->audit_log = optarg;
-		} else if (c == ARG_CONFIG) {
-			/* read in the first pass */
-		} else if (c == ARG_CGROUPS) {
-			if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
-				fprintf(stderr, "uexec: invalid value '%s' for --process-cgroups "
-						"(expected on or off)\n", optarg);
-				r = -1;
-			}
-			cfg->process_cgroups_off = strcmp(optarg, "off") == 0;
-		} else if (c == ARG_MEMORY_MAX) {
-			r = parse_bytes("process-memory-max", optarg, &cfg->process_limits.memory_max);
-		} else if (c == ARG_CPU_MAX) {
-			r = parse_cpus("process-cpu-max", optarg, &cfg->process_limits.cpu_milli);
-		} else if (c == ARG_SANDBOX_UID) {
-			r = parse_sandbox_uid(optarg, cfg);
-		} else if (c == ARG_NO_SANDBOX) {
-			cfg->no_sandbox = true;
-		} else if (c == ARG_ENABLE_AUDIT) {
-			cfg->enable_audit = true;
-		} else if (c == ARG_DENIAL_EVIDENCE) {
-			static const char *const modes[] = { "auto", "none", "audit", "bpf" };
-			unsigned m = 0;
-
-			while (m < ELEMENTSOF(modes) && strcmp(optarg, modes[m]) != 0)
-				m++;
-			if (m < ELEMENTSOF(modes))
-				cfg->denial_evidence = m;
-			else {
-				fprintf(stderr, "uexec: --denial-evidence: 'auto', 'audit', 'bpf' or 'none', "
-					"not '%s'\n", optarg);
-				r = -EINVAL;
-			}
-		} else if (c == ARG_FS_HELPER) {
-			/* uexec's own sandboxed fs helper: one request over stdio, inside a sandbox. */
-			cfg->fs_helper = true;
-			cfg->listen = "stdio";
-			cfg->log_level = LOG_WARNING;
+		} else if (c >= ARG_LISTEN && c <= ARG_SANDBOX_UID) {
+			r = parse_named_opt(c, cfg, &listen_given, &agent_auth);
 		} else {
 			if (!reloading)
 				fprintf(stderr, "Try 'uexec --help'.\n");
@@ -840,31 +734,7 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 		if (r < 0)
 			return 2;
 	}
-	if (optind < argc && strcmp(argv[optind], "forward") == 0) {
-		r = parse_forward(argc - optind, argv + optind, cfg);
-		if (r >= 0)
-			return r;
-	} else if (optind < argc) {
-		usage_error("unexpected argument '%s'", argv[optind]);
-		if (!reloading)
-			fprintf(stderr, "Try 'uexec --help'.\n");
-		return 2;
-	}
-	r = check_ws_args(cfg, &ws);
-	if (r >= 0)
-		return r;
-	r = check_tls_args(cfg);
-	if (r >= 0)
-		return r;
-	/* A reload takes nothing of remote mode (the credential is gone from the environment). */
-	r = reloading ? -1 : check_remote_args(cfg, listen_given, agent_auth);
-	if (r >= 0)
-		return r;
-	if (cfg->max_inflight_bytes_per_conn > cfg->max_inflight_bytes)
-		cfg->max_inflight_bytes_per_conn = cfg->max_inflight_bytes;
-	if (cfg->max_frame_bytes > cfg->max_message_bytes)
-		cfg->max_frame_bytes = cfg->max_message_bytes;
-	return -1;
+	return check_args(argc, argv, cfg, &ws, listen_given, agent_auth);
 }
 
 /* SIGHUP (struct config's reload): the file and the command line again. */

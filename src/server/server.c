@@ -27,6 +27,9 @@
 #include "discovery.h"
 #include "exec.h"
 #include "fs-sandbox.h"
+#include "host-setup.h"
+#include "kill-tree.h"
+#include "listener.h"
 #include "http-req.h"
 #include "log.h"
 #include "mitm.h"
@@ -43,286 +46,6 @@
 #include "watch.h"
 #include "worker.h"
 
-static void arm_accept(struct server *s);
-static void on_accept_timer(struct uring_timer *t, bool fired);
-
-/*
- * How long accepting pauses when there is no descriptor (or kernel memory)
- * for a waiting connection, unless a connection ends first (server_run).
- */
-#define ACCEPT_PAUSE_MS 100
-
-/* ---- listener ---- */
-
-/* tls: wss:// is accepted (--tls-cert and --tls-key were given). */
-static int parse_listen(const char *url, bool tls, struct sockaddr_storage *ss, socklen_t *len)
-{
-	const char *hp;
-	char host[64];
-	const char *colon;
-	char *end;
-	unsigned long port;
-
-	if (!tls && strncmp(url, "ws://", 5) == 0)
-		hp = url + 5;
-	else if (tls && strncmp(url, "wss://", 6) == 0)
-		hp = url + 6;
-	else
-		return -EPROTONOSUPPORT;
-	if (*hp == '[') {
-		const char *rb = strchr(hp, ']');
-		if (!rb || rb[1] != ':' || (size_t)(rb - hp - 1) >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, hp + 1, (size_t)(rb - hp - 1));
-		host[rb - hp - 1] = 0;
-		colon = rb + 1;
-	} else {
-		colon = strrchr(hp, ':');
-		if (!colon || (size_t)(colon - hp) >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, hp, (size_t)(colon - hp));
-		host[colon - hp] = 0;
-	}
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno || *end || colon[1] == 0 || port > 65535)
-		return -EINVAL;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
-		struct sockaddr_in *in = (struct sockaddr_in *)ss;
-		in->sin_family = AF_INET;
-		in->sin_port = htons((uint16_t)port);
-		*len = sizeof(*in);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*in6);
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static void format_addr(const struct sockaddr_storage *ss, char *out, size_t size)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-		snprintf(out, size, "[%s]:%u", ip, ntohs(in6->sin6_port));
-	} else {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-		snprintf(out, size, "%s:%u", ip, ntohs(in->sin_port));
-	}
-}
-
-static void on_accept(struct uring_op *op, int res, uint32_t flags)
-{
-	struct server *s = container_of(op, struct server, accept_op);
-	struct sockaddr_storage peer;
-	socklen_t plen = sizeof(peer);
-	char name[80];
-
-	if (res >= 0) {
-		if (s->stopping || s->draining) {
-			safe_close(res);
-		} else if (s->n_conns >= s->cfg.max_connections && !conn_evict_one(s)) {
-			log_warning_ratelimited("Refusing connection: %u connections open (limit %u), "
-						"all initialized", s->n_conns, s->cfg.max_connections);
-			safe_close(res);
-		} else {
-			s->metrics.connections_accepted++;
-			if (getpeername(res, (struct sockaddr *)&peer, &plen) == 0)
-				format_addr(&peer, name, sizeof(name));
-			else
-				snprintf(name, sizeof(name), "unknown");
-			if (conn_new_ws(s, res, name) < 0)
-				log_error_ratelimited("Out of memory accepting %s", name);
-		}
-	} else if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM) {
-		/*
-		 * Retrying at once would fail at once, for as long as the peer
-		 * waits (a busy loop). Make room by closing a connection that
-		 * has not initialized yet, else pause: the peers wait in the
-		 * backlog until a connection ends or ACCEPT_PAUSE_MS pass.
-		 */
-		if ((res == -EMFILE || res == -ENFILE) && conn_evict_one(s)) {
-			log_warning_errno_ratelimited(res, "Accepting a connection failed, closed one "
-							   "not initialized to make room");
-		} else {
-			log_warning_errno_ratelimited(res, "Accepting a connection failed, pausing "
-							   "for %d ms or until a connection ends",
-						      ACCEPT_PAUSE_MS);
-			s->accept_paused = true;
-			s->accept_paused_conns = s->n_conns;
-			if (flags & IORING_CQE_F_MORE) /* errors end a multishot accept; in case not */
-				uring_cancel(&s->ring, &s->accept_op);
-			if (!s->accept_timer.armed)
-				uring_timer_arm(&s->ring, &s->accept_timer, ACCEPT_PAUSE_MS,
-						on_accept_timer);
-		}
-	} else if (res != -ECANCELED) {
-		log_warning_errno_ratelimited(res, "accept failed, continuing");
-	}
-	if (!(flags & IORING_CQE_F_MORE) && !s->stopping && !s->draining && !s->accept_paused)
-		arm_accept(s);
-}
-
-/* Ends a pause of accept (on_accept): the timer, or a connection that ended. */
-static void accept_resume(struct server *s)
-{
-	s->accept_paused = false;
-	if (!s->stopping && !s->draining && !s->accept_op.busy)
-		arm_accept(s);
-}
-
-static void on_accept_timer(struct uring_timer *t, bool fired)
-{
-	struct server *s = container_of(t, struct server, accept_timer);
-
-	if (fired && s->accept_paused)
-		accept_resume(s);
-}
-
-static void arm_accept(struct server *s)
-{
-	struct io_uring_sqe *sqe = uring_get_sqe(&s->ring, &s->accept_op, on_accept);
-
-	io_uring_prep_multishot_accept(sqe, s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-}
-
-/*
- * A sandboxed process with network access could otherwise connect here and
- * start an unsandboxed one (netguard.h). Where a root server cannot make the
- * guard (no cgroup2 mount, BPF refused), such sandboxes run only if the
- * listener wants a token (--ws-auth), which no sandbox can read (the server's
- * secret files are deny entries of every sandbox); without one they are
- * refused, failing closed (the reference runs them, unguarded). A non-root
- * server can never have the guard (a cgroup of its own and BPF cgroup
- * programs need root): its sandboxes with network access are refused, since
- * the port they would reach is certainly there (docs/SECURITY.md).
- */
-static void guard_listener(struct server *s, uint16_t port)
-{
-	char err[256];
-	int r;
-
-	if (s->sandbox.missing[0])
-		return; /* no sandboxes at all */
-	if (s->sandbox.userns) {
-		snprintf(s->sandbox.network_refused, sizeof(s->sandbox.network_refused),
-			 "network access needs the listener guard, which needs root (a cgroup of its "
-			 "own and BPF cgroup programs): uexec runs as uid %u and listens on port %u, "
-			 "which the sandbox could reach to start unsandboxed processes",
-			 (unsigned)geteuid(), port);
-		log_warning("Listener guard unavailable (it needs root: a cgroup of its own and BPF "
-			    "cgroup programs; uexec runs as uid %u): sandboxed processes with network "
-			    "access are refused (they could connect to port %u)",
-			    (unsigned)geteuid(), port);
-		return;
-	}
-	r = netguard_new(&port, 1, &s->guard, err, sizeof(err));
-	if (r < 0 && s->cfg.ws_auth_mode) {
-		log_warning("Listener guard unavailable (%s): sandboxed processes with network "
-			    "access can connect to port %u, where --ws-auth turns them away (the "
-			    "token is out of their reach)",
-			    err, port);
-		return;
-	}
-	if (r < 0) {
-		snprintf(s->sandbox.network_refused, sizeof(s->sandbox.network_refused),
-			 "network access needs the listener guard (unavailable: %.80s) or --ws-auth: "
-			 "the sandbox could connect to port %u and start unsandboxed processes",
-			 err, port);
-		log_warning("Listener guard unavailable (%s): sandboxed processes with network "
-			    "access are refused (they could connect to port %u and start unsandboxed "
-			    "processes); --ws-auth on the listener lets them run",
-			    err, port);
-		return;
-	}
-	s->sandbox.guard = s->guard;
-	log_info("Listener guard: sandboxed processes cannot connect to port %u (cgroup %s)", port,
-		 netguard_path(s->guard));
-}
-
-/* 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104; the wildcard addresses are not loopback. */
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
-	if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-
-		if (IN6_IS_ADDR_LOOPBACK(a))
-			return true;
-		return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
-	}
-	return false;
-}
-
-static int listen_on(struct server *s)
-{
-	struct sockaddr_storage ss, bound;
-	socklen_t len, blen = sizeof(bound);
-	char name[80];
-	int fd, one = 1, r;
-
-	r = parse_listen(s->cfg.listen, s->tls_server_ctx != NULL, &ss, &len);
-	if (r == -EPROTONOSUPPORT) {
-		/* The reference's text; wss:// is uexec's, with --tls-cert and --tls-key. */
-		log_error("unsupported --listen URL `%s`; expected `ws://IP:PORT` or `stdio`%s",
-			  s->cfg.listen, strncmp(s->cfg.listen, "wss://", 6) == 0 ?
-			  " (wss://IP:PORT needs --tls-cert and --tls-key)" : "");
-		return r;
-	}
-	if (r < 0) {
-		log_error("invalid websocket --listen URL `%s`; expected `ws://IP:PORT`",
-			  s->cfg.listen);
-		return r;
-	}
-	if (!is_loopback(&ss) && !s->cfg.ws_auth_mode && !s->cfg.allow_unauthenticated) {
-		log_error("refusing to start non-loopback websocket listener %s without --ws-auth: "
-			  "anyone who can reach it could run commands as uid %u; configure "
-			  "--ws-auth or pass --allow-unauthenticated", s->cfg.listen,
-			  (unsigned)getuid());
-		return -EACCES;
-	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return log_error_errno(errno, "socket() failed");
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
-		r = -errno;
-		safe_close(fd);
-		return log_error_errno(r, "Cannot listen on %s", s->cfg.listen);
-	}
-	if (getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) {
-		r = -errno;
-		safe_close(fd);
-		return log_error_errno(r, "getsockname failed");
-	}
-	s->listen_fd = fd;
-	format_addr(&bound, name, sizeof(name));
-	guard_listener(s, ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-							      : ((struct sockaddr_in *)&bound)->sin_port));
-	/* The one line scripts read to find the address (PROTOCOL.md §1.1). */
-	printf("%s://%s\n", s->tls_server_ctx ? "wss" : "ws", name);
-	fflush(stdout);
-	{
-		char url[96];
-		struct log_field f[] = { LOG_STR("url", url) };
-
-		snprintf(url, sizeof(url), "%s://%s", s->tls_server_ctx ? "wss" : "ws", name);
-		log_event(LOG_INFO, "server.listening", NULL, f, ELEMENTSOF(f), "Listening on %s", url);
-	}
-	return 0;
-}
-
 /* ---- signals and timers ---- */
 
 static void arm_signal(struct server *s);
@@ -336,118 +59,6 @@ static unsigned live_processes(struct server *s)
 	list_for_each_entry(ss, &s->sessions, link)
 		n += ss->n_live;
 	return n;
-}
-
-struct pid_link {
-	pid_t pid, ppid;
-};
-
-static int by_ppid(const void *a, const void *b)
-{
-	const struct pid_link *x = a, *y = b;
-
-	return (x->ppid > y->ppid) - (x->ppid < y->ppid);
-}
-
-/* The first entry of all[0..n) (sorted by ppid) whose ppid is ppid, or n. */
-static size_t first_child(const struct pid_link *all, size_t n, pid_t ppid)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (all[mid].ppid < ppid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/*
- * The fallback without per-process cgroups: SIGKILL to every descendant of
- * the live processes that have no cgroup of their own, found through /proc's
- * parent links while the parents are still alive: a process that left its
- * group (setsid) is still in the tree. One that was orphaned before (its
- * parent gone, adopted by init) is not found: docs/ARCHITECTURE.md,
- * "Operations". Runs once, at the drain timeout, and only when such a process
- * exists, so the blocking /proc walk is acceptable; O(n log n) in the host's
- * processes. Returns the number of processes whose tree was walked.
- */
-static unsigned kill_descendants(struct server *s)
-{
-	struct pid_link *all = NULL, *grown;
-	size_t n = 0, cap = 0, head = 0, tail = 0;
-	pid_t *queue = NULL;
-	struct session *ss;
-	struct proc *p;
-	struct dirent *de;
-	unsigned roots = 0;
-	DIR *d;
-
-	list_for_each_entry(ss, &s->sessions, link)
-		list_for_each_entry(p, &ss->procs_list, link)
-			if (!p->closed && !p->reaped && !p->has_cg)
-				roots++;
-	if (roots == 0)
-		return 0; /* every tree is in a cgroup: no walk */
-	d = opendir("/proc");
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		char path[64], buf[512], *rp;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		ssize_t len;
-		int fd;
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		safe_close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = 0;
-		rp = strrchr(buf, ')'); /* the name may hold anything; the fields follow the last ')' */
-		if (!rp || strlen(rp) < 5)
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			grown = realloc(all, cap * sizeof(*all));
-			if (!grown)
-				break;
-			all = grown;
-		}
-		all[n].pid = pid;
-		all[n++].ppid = (pid_t)atoi(rp + 4); /* ") S PPID" */
-	}
-	closedir(d);
-	/* every pid enters the queue at most once: the roots, then each child once */
-	queue = calloc(n + s->n_sessions + 1, sizeof(pid_t));
-	if (!queue || !all)
-		goto out;
-	qsort(all, n, sizeof(*all), by_ppid);
-	list_for_each_entry(ss, &s->sessions, link)
-		list_for_each_entry(p, &ss->procs_list, link)
-			if (!p->closed && !p->reaped && !p->has_cg && tail < n)
-				queue[tail++] = p->pid;
-	while (head < tail) {
-		pid_t parent = queue[head++];
-
-		for (size_t i = first_child(all, n, parent); i < n && all[i].ppid == parent; i++)
-			if (tail < n && all[i].pid != parent)
-				queue[tail++] = all[i].pid;
-	}
-	for (size_t i = 0; i < tail; i++)
-		(void)kill(queue[i], SIGKILL);
-out:
-	free(all);
-	free(queue);
-	return roots;
 }
 
 /* After the drain timeout's kill: how long the killed processes get to be reaped and reported. */
@@ -498,7 +109,7 @@ static void on_drain_timer(struct uring_timer *t, bool fired)
 	 * namespace dies with its init).
 	 */
 	live = live_processes(s);
-	walked = kill_descendants(s);
+	walked = server_kill_descendants(s);
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link) {
 			if (p->has_cg && p->cg.live)
@@ -608,28 +219,6 @@ static int audit_open(struct server *s, const char *path)
 }
 
 /*
- * The server's own files no sandbox may read (sandbox_set_secrets) and no
- * unsandboxed file request may read or write (secrets.h): its secrets, the
- * audit log (every session's command lines) and the --config file, as c
- * names them; at start and after each SIGHUP (a path once hidden stays
- * hidden). The configuration file holds no key, but it may hold the
- * token's digest (ws-token-sha256: a weak token guessed offline), and it
- * decides what each SIGHUP loads: rewritten through a planted link, it
- * would name the client's own token digest, or point the root-written
- * audit log at any file on the host.
- */
-static int hide_server_files(struct server *s, const struct config *c)
-{
-	const char *files[] = { c->ws_token_file, c->ws_shared_secret_file, c->tls_key,
-				s->audit_path && strcmp(s->audit_path, "-") ? s->audit_path : NULL,
-				c->config_file };
-
-	if (s->cfg.fs_helper)
-		return 0;
-	return sandbox_set_secrets(&s->sandbox, files, ELEMENTSOF(files));
-}
-
-/*
  * SIGHUP: the auth token or shared secret and the TLS certificate and key are
  * read again from the files the new configuration n names (a rotated token
  * may live in a new file); each keeps its previous value when the new one fails to load
@@ -721,7 +310,7 @@ static void reload(struct server *s)
 		s->cfg.max_processes = n.max_processes;
 	(void)reload_secrets(s, &n);
 	/* Until a reload records them all, no unsandboxed file request is served (fail closed). */
-	s->secrets.incomplete = hide_server_files(s, &n) < 0;
+	s->secrets.incomplete = server_hide_files(s, &n) < 0;
 	if (s->secrets.incomplete)
 		log_warning("Reloading: cannot record the new files to hide from sandboxes (out of "
 			    "memory): unsandboxed file requests are refused until a reload succeeds");
@@ -930,96 +519,71 @@ static int setup_signals(struct server *s)
 	return 0;
 }
 
-/* Probes the host once and tells the operator what sandboxed requests will get. */
-static int setup_sandbox(struct server *s)
+/* The ring and its provided buffers; 0 or -errno (logged, with what to change on the host). */
+static int setup_ring(struct server *s)
 {
-	char path[PATH_MAX] = "uexec-init", line[1024];
-	struct log_field ready[3];
 	int r;
 
-	if (s->cfg.fs_helper) {
-		/* Inside a sandbox already: nothing to probe or announce. */
-		s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
-		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing), "nested sandboxes");
-		return 0;
-	}
-	sandbox_probe(&s->sandbox, s->cfg.landlock_abi_max <= SANDBOX_LANDLOCK_ABI_NEWEST
-					   ? (int)s->cfg.landlock_abi_max : -1);
-	s->sandbox.max_ptys = s->cfg.sandbox_max_ptys;
-	/* Without sandboxes too: unsandboxed file requests refuse them all the same. */
-	r = hide_server_files(s, &s->cfg);
+	/*
+	 * The sandboxed fs helper serves one request over stdio without
+	 * CAP_IPC_LOCK, so its ring's pages count against RLIMIT_MEMLOCK (8 MiB
+	 * per user by default), shared by every helper running at once: 64
+	 * concurrent fs/open helpers with the server's ring failed with ENOMEM.
+	 * A small ring and four buffers keep hundreds of helpers within it.
+	 */
+	r = uring_init(&s->ring, s->cfg.fs_helper ? 16 : 1024);
+	if (r == -EPERM || r == -ENOSYS || r == -EACCES)
+		/* Docker's default seccomp profile answers EPERM (ENOSYS: a kernel without io_uring). */
+		return log_error_errno(r, "io_uring is refused on this host (io_uring_setup failed); "
+					  "uexec cannot run without it. In a container: allow "
+					  "io_uring_setup, io_uring_enter and io_uring_register in its "
+					  "seccomp profile (docker run --security-opt "
+					  "seccomp=uexec-seccomp.json, see dist/docker/README.md). On "
+					  "the host: sysctl kernel.io_uring_disabled must be 0 (or 1 with "
+					  "uexec's group in kernel.io_uring_group); ENOSYS: a kernel built "
+					  "without CONFIG_IO_URING");
 	if (r < 0)
-		return log_error_errno(r, "Cannot record the files to hide from sandboxes");
-	server_secrets_refresh(s);
-	if (s->cfg.no_sandbox)
-		snprintf(s->sandbox.missing, sizeof(s->sandbox.missing),
-			 "sandbox support (disabled by --no-sandbox)");
-	if (s->sandbox.missing[0]) {
-		log_warning("Sandboxed processes will be refused: this host lacks %s",
-			    s->sandbox.missing);
-		return 0;
-	}
-	if (s->cfg.sandbox_uid) {
-		char err[512];
-
-		r = sandbox_set_uid(&s->sandbox, s->cfg.sandbox_uid, s->cfg.sandbox_gid, err,
-				    sizeof(err));
-		if (r < 0)
-			return log_error_errno(r, "Cannot run sandboxes as another uid: %s", err);
-	}
-	ready[0] = LOG_INT("landlockAbi", s->sandbox.landlock_abi);
-	ready[1] = LOG_BOOL("userNamespace", s->sandbox.userns);
-	ready[2] = LOG_BOOL("sandboxUid", s->sandbox.uid_userns_fd >= 0);
-	log_event(LOG_INFO, "sandbox.ready", NULL, ready, ELEMENTSOF(ready),
-		  "Sandbox ready: Landlock ABI %d, mount namespaces, seccomp%s%s%s",
-		 s->sandbox.landlock_abi,
-		 s->sandbox.userns ? ", a user namespace per sandbox (uexec is not root: its uid and "
-				     "gid mapped to themselves, as bubblewrap maps them)" : "",
-		 s->sandbox.uid_userns_fd >= 0 ? ", sandboxed processes as an unprivileged uid "
-						 "(--sandbox-uid)" : "",
-		 s->cfg.landlock_abi_max < (unsigned)s->sandbox.landlock_abi_kernel ? " (capped by "
-		 "--landlock-abi-max, testing only)" : "");
-	r = spawn_init(path, sizeof(path));
-	s->sandbox.pid_ns = r >= 0;
+		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
+					  "kernel.io_uring_disabled or a seccomp policy?)");
+	r = uring_bufs_init(&s->ring, &s->bufs, BGID_IO, s->cfg.fs_helper ? 4 : IO_BUF_COUNT,
+			    IO_BUF_SIZE);
 	if (r < 0)
-		log_warning_errno(r, "Cannot open %s: sandboxed processes will share the host's "
-				     "PID namespace",
-				  path);
-	log_info("%s", sandbox_describe(&s->sandbox, line, sizeof(line)));
+		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
 	return 0;
 }
 
-/*
- * Per-process cgroups (sandbox/cgroup.h): the layout is probed and logged
- * once, with what is enforced; limits the operator asked for that the host
- * cannot enforce are said too (requests asking for them are refused).
- */
-static void setup_cgroups(struct server *s)
+/* Where clients come from: the relay (--remote), stdio, or the listener; 0 or -errno (logged). */
+static int start_front(struct server *s)
 {
-	const struct sandbox_cg_limits *l = &s->cfg.process_limits;
-	const uint64_t asked[_SANDBOX_CG_KIND_MAX] = { l->pids_max, l->memory_max, l->cpu_milli };
-	char desc[1024];
 	int r;
 
-	s->cgroups.base_fd = s->cgroups.supervisor_fd = -1;
-	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
-		s->cgroups.v1_fd[k] = -1;
-	if (s->cfg.fs_helper)
-		return;
-	sandbox_cg_init(&s->cgroups, !s->cfg.process_cgroups_off, desc, sizeof(desc));
-	log_info("%s", desc);
-	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
-		if (asked[k] && s->cgroups.where[k] == SANDBOX_CG_NONE)
-			log_warning("--process-%s-max cannot be enforced on this host (no %s controller "
-				    "available to uexec): processes start without it",
-				    sandbox_cg_kind_name(k), sandbox_cg_kind_name(k));
-	r = sandbox_cg_supervise(&s->cgroups);
-	if (r < 0)
-		log_warning_errno(r, "Cannot start the process that kills uexec's processes if it "
-				     "dies; the next start sweeps them instead");
-	else if (s->cgroups.supervisor > 0)
-		log_info("No orphans: pid %d (uexec-reaper) kills every process uexec started if "
-			 "uexec dies", (int)s->cgroups.supervisor);
+	if (s->cfg.remote_url) {
+		struct remote_options o = {
+			.url = s->cfg.remote_url,
+			.environment_id = s->cfg.environment_id,
+			.name = s->cfg.remote_name,
+			.forward = s->cfg.forward_connect,
+			.credential = s->cfg.remote_credential,
+			.credential_source = s->cfg.remote_credential_source,
+		};
+
+		r = remote_start(s, &o);
+		if (r < 0)
+			return r;
+	} else if (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0) {
+		r = conn_new_stdio(s);
+		if (r < 0)
+			return log_error_errno(r, "Setting up stdio failed");
+		/* No pings on stdio; the ticks end a close whose output is never read. */
+		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
+	} else {
+		r = server_listen_on(s);
+		if (r < 0)
+			return r;
+		server_arm_accept(s);
+		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
+	}
+	return 0;
 }
 
 int server_init(struct server *s, const struct config *cfg)
@@ -1069,37 +633,15 @@ int server_init(struct server *s, const struct config *cfg)
 	r = setup_signals(s);
 	if (r < 0)
 		return r;
-	/*
-	 * The sandboxed fs helper serves one request over stdio without
-	 * CAP_IPC_LOCK, so its ring's pages count against RLIMIT_MEMLOCK (8 MiB
-	 * per user by default), shared by every helper running at once: 64
-	 * concurrent fs/open helpers with the server's ring failed with ENOMEM.
-	 * A small ring and four buffers keep hundreds of helpers within it.
-	 */
-	r = uring_init(&s->ring, s->cfg.fs_helper ? 16 : 1024);
-	if (r == -EPERM || r == -ENOSYS || r == -EACCES)
-		/* Docker's default seccomp profile answers EPERM (ENOSYS: a kernel without io_uring). */
-		return log_error_errno(r, "io_uring is refused on this host (io_uring_setup failed); "
-					  "uexec cannot run without it. In a container: allow "
-					  "io_uring_setup, io_uring_enter and io_uring_register in its "
-					  "seccomp profile (docker run --security-opt "
-					  "seccomp=uexec-seccomp.json, see dist/docker/README.md). On "
-					  "the host: sysctl kernel.io_uring_disabled must be 0 (or 1 with "
-					  "uexec's group in kernel.io_uring_group); ENOSYS: a kernel built "
-					  "without CONFIG_IO_URING");
+	r = setup_ring(s);
 	if (r < 0)
-		return log_error_errno(r, "io_uring setup failed (is io_uring disabled by sysctl "
-					  "kernel.io_uring_disabled or a seccomp policy?)");
-	r = uring_bufs_init(&s->ring, &s->bufs, BGID_IO, s->cfg.fs_helper ? 4 : IO_BUF_COUNT,
-			    IO_BUF_SIZE);
-	if (r < 0)
-		return log_error_errno(r, "Registering provided buffers failed (kernel >= 5.19 needed)");
+		return r;
 	log_debug("io_uring ready (waitid op: %s)", s->ring.has_waitid ? "yes" : "no");
-	r = setup_sandbox(s);
+	r = server_setup_sandbox(s);
 	if (r < 0)
 		return r;
 	/* Before any thread: the supervisor is forked, uexec may move itself to another cgroup. */
-	setup_cgroups(s);
+	server_setup_cgroups(s);
 
 	r = worker_pool_init(s, 2);
 	if (r < 0)
@@ -1117,32 +659,9 @@ int server_init(struct server *s, const struct config *cfg)
 	if (!s->login_shell || !s->env_info)
 		return log_error_errno(ENOMEM, "Building environment info failed");
 
-	if (s->cfg.remote_url) {
-		struct remote_options o = {
-			.url = s->cfg.remote_url,
-			.environment_id = s->cfg.environment_id,
-			.name = s->cfg.remote_name,
-			.forward = s->cfg.forward_connect,
-			.credential = s->cfg.remote_credential,
-			.credential_source = s->cfg.remote_credential_source,
-		};
-
-		r = remote_start(s, &o);
-		if (r < 0)
-			return r;
-	} else if (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0) {
-		r = conn_new_stdio(s);
-		if (r < 0)
-			return log_error_errno(r, "Setting up stdio failed");
-		/* No pings on stdio; the ticks end a close whose output is never read. */
-		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
-	} else {
-		r = listen_on(s);
-		if (r < 0)
-			return r;
-		arm_accept(s);
-		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
-	}
+	r = start_front(s);
+	if (r < 0)
+		return r;
 	derive_limits(s);
 	arm_signal(s);
 	return 0;
@@ -1162,7 +681,7 @@ int server_run(struct server *s)
 		drain_check(s);
 		/* A connection ended: its fd may take a waiting peer. */
 		if (s->accept_paused && s->n_conns < s->accept_paused_conns)
-			accept_resume(s);
+			server_accept_resume(s);
 		/* Last: the lines of this whole iteration go in one write. */
 		server_audit_run(&s->audit);
 	}
