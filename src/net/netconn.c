@@ -27,86 +27,13 @@
 
 #include "list.h"
 #include "log.h"
-#include "netconn.h"
+#include "netconn-int.h"
 #include "server.h"
 #include "tls-mem.h"
 #include "worker.h"
 
-#define NC_RBUF_SIZE (64 * 1024)
-#define NC_CHUNK_MIN (16 * 1024)
-#define NC_MAX_IOV 64
-
-enum nc_state {
-	NC_RESOLVING,  /* DNS job on a worker */
-	NC_CONNECTING, /* IORING_OP_CONNECT in flight */
-	NC_HANDSHAKE,  /* TCP up, TLS handshake running */
-	NC_OPEN,       /* application bytes flow */
-};
-
-/* Output: ciphertext with TLS, else application bytes. */
-struct nc_chunk {
-	struct list_head link;
-	size_t len, off, cap;
-	size_t app; /* TLS: application bytes this chunk's records carry */
-	uint8_t data[];
-};
-
-struct netconn {
-	struct list_head link; /* server->netconns */
-	struct server *srv;
-	struct netconn_handlers h;
-	void *userdata;
-	char *host;
-	char port_str[8];
-	char peer[320];
-	bool tls, nodelay, is_ip, sensitive;
-	uint64_t timeout_ms;
-
-	enum nc_state state;
-	bool ended;        /* nc_end ran: no handler anymore, waiting for ops */
-	bool owner_closed; /* netconn_close(): closed() is not called */
-	bool reading;      /* the owner's netconn_set_reading() */
-	bool shutting;     /* netconn_shutdown() called (once open) */
-	bool fin_sent;
-	bool peer_eof;     /* recv returned 0, not yet acted on (reading paused) */
-	bool fail_pending; /* an end decided outside a completion: delivered by the kick */
-	int fail_err;
-	char why[256];
-
-	int fd;
-	/* Addresses: the literal, or getaddrinfo's list walked by ai_next. */
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
-	struct addrinfo *ai, *ai_next;
-	int last_err;
-
-	/* DNS on the worker pool: run() reads host/port_str, writes ai and gai_*. */
-	struct work dns;
-	bool dns_busy;
-	int gai_err, gai_errno;
-
-	struct uring_op connect_op, read_op, write_op, kick_op;
-	struct uring_timer timer; /* connect deadline, then the shutdown grace */
-
-	uint8_t *rbuf; /* recv target */
-	uint8_t *pbuf; /* TLS: plaintext out of SSL_read (rbuf may be the kernel's meanwhile) */
-	size_t rlen; /* plain: bytes received but not delivered (reading paused) */
-
-	struct list_head outq;
-	size_t out_bytes;  /* bytes in outq not written */
-	size_t app_queued; /* netconn_queued() */
-	uint8_t *scratch;  /* TLS: what netconn_send_reserve() hands out */
-	size_t scratch_cap;
-	struct iovec iov[NC_MAX_IOV];
-	struct msghdr msg;
-
-	struct tls_mem tm; /* TLS when tm.ssl is set (src/tls/tls-mem.h) */
-};
-
 static void nc_flush(struct netconn *nc);
 static void nc_arm_read(struct netconn *nc);
-static void nc_input(struct netconn *nc);
-static void nc_connect_next(struct netconn *nc);
 
 /* ---- freeing ---- */
 
@@ -160,7 +87,7 @@ static bool nc_reap(struct netconn *nc)
  * its last op), or an end is already decided (the kick delivers it; no other
  * handler runs before).
  */
-static bool nc_quiet(struct netconn *nc)
+bool netconn_quiet(struct netconn *nc)
 {
 	return nc_reap(nc) || nc->fail_pending;
 }
@@ -210,7 +137,7 @@ static void nc_end(struct netconn *nc, int err, const char *why)
 }
 
 /* Formats why into nc->why and ends the connection. */
-static void _printf_(3, 4) nc_fail(struct netconn *nc, int err, const char *fmt, ...)
+void _printf_(3, 4) netconn_fail(struct netconn *nc, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -220,7 +147,7 @@ static void _printf_(3, 4) nc_fail(struct netconn *nc, int err, const char *fmt,
 	nc_end(nc, err, nc->why);
 }
 
-/* As nc_fail, from an API call: the end (and closed()) comes from the loop. */
+/* As netconn_fail, from an API call: the end (and closed()) comes from the loop. */
 static void _printf_(3, 4) nc_fail_later(struct netconn *nc, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -344,14 +271,14 @@ static void tls_fail(struct netconn *nc, const char *what)
 
 	tls_mem_error_text(&nc->tm, text, sizeof(text), &verify);
 	if (verify) {
-		nc_fail(nc, -EKEYREJECTED, "TLS %s with %s: certificate verify failed: %s", what,
+		netconn_fail(nc, -EKEYREJECTED, "TLS %s with %s: certificate verify failed: %s", what,
 			nc->peer, text);
 		return;
 	}
-	nc_fail(nc, -EPROTO, "TLS %s with %s failed: %s", what, nc->peer, text);
+	netconn_fail(nc, -EPROTO, "TLS %s with %s failed: %s", what, nc->peer, text);
 }
 
-static void nc_connected(struct netconn *nc)
+void netconn_connected(struct netconn *nc)
 {
 	nc->state = NC_OPEN;
 	uring_timer_cancel(&nc->timer);
@@ -376,21 +303,21 @@ static bool tls_process(struct netconn *nc)
 		e = tls_mem_step(&nc->tm, nc->pbuf, NC_RBUF_SIZE, &n);
 		/* Handshake messages, alerts, key update answers. */
 		if (tls_drain_wbio(nc, 0) < 0) {
-			nc_fail(nc, -ENOMEM, "out of memory queueing TLS records for %s", nc->peer);
+			netconn_fail(nc, -ENOMEM, "out of memory queueing TLS records for %s", nc->peer);
 			return false;
 		}
 		nc_flush(nc);
 		switch (e) {
 		case TLS_MEM_DONE:
 			if (nc->state == NC_HANDSHAKE)
-				nc_connected(nc);
+				netconn_connected(nc);
 			else if (n > 0 && nc->h.data)
 				nc->h.data(nc, nc->pbuf, n);
 			continue;
 		case TLS_MEM_WANT_READ:
 			return true;
 		case TLS_MEM_CLOSED:
-			nc_fail(nc, 0, "%s sent TLS close_notify", nc->peer);
+			netconn_fail(nc, 0, "%s sent TLS close_notify", nc->peer);
 			return false;
 		case TLS_MEM_FAILED:
 			break;
@@ -406,7 +333,7 @@ static bool tls_process(struct netconn *nc)
  * Delivers what is buffered while delivery is on, acts on a pending EOF,
  * then reads on. Called from completions only.
  */
-static void nc_input(struct netconn *nc)
+void netconn_input(struct netconn *nc)
 {
 	bool consumed;
 
@@ -428,10 +355,10 @@ static void nc_input(struct netconn *nc)
 		return;
 	if (nc->peer_eof) {
 		if (nc->state == NC_HANDSHAKE)
-			nc_fail(nc, -ECONNRESET, "%s closed the connection during the TLS handshake",
+			netconn_fail(nc, -ECONNRESET, "%s closed the connection during the TLS handshake",
 				nc->peer);
 		else if (consumed && (nc->reading || nc->shutting))
-			nc_fail(nc, 0, "%s closed the connection", nc->peer);
+			netconn_fail(nc, 0, "%s closed the connection", nc->peer);
 		return;
 	}
 	nc_arm_read(nc);
@@ -441,23 +368,23 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 {
 	struct netconn *nc = container_of(op, struct netconn, read_op);
 
-	if (nc_quiet(nc))
+	if (netconn_quiet(nc))
 		return;
 	if (res < 0) {
-		nc_fail(nc, res, "receiving from %s failed: %s", nc->peer, strerror(-res));
+		netconn_fail(nc, res, "receiving from %s failed: %s", nc->peer, strerror(-res));
 		return;
 	}
 	if (res == 0) {
 		nc->peer_eof = true;
 	} else if (nc->tm.ssl) {
 		if (tls_mem_feed(&nc->tm, nc->rbuf, (size_t)res) < 0) {
-			nc_fail(nc, -ENOMEM, "out of memory buffering TLS input from %s", nc->peer);
+			netconn_fail(nc, -ENOMEM, "out of memory buffering TLS input from %s", nc->peer);
 			return;
 		}
 	} else {
 		nc->rlen = (size_t)res;
 	}
-	nc_input(nc);
+	netconn_input(nc);
 }
 
 static void nc_arm_read(struct netconn *nc)
@@ -480,7 +407,7 @@ static void nc_arm_read(struct netconn *nc)
  * not submitted as IORING_OP_SHUTDOWN: the kernel always hands that op to an
  * io-wq worker thread (a thread switch per connection: 14% of the proxy's
  * CPU in bench/run.sh --only proxy), while the call itself only queues the
- * FIN and never blocks. Now the peer's EOF (nc_input) or the grace timer
+ * FIN and never blocks. Now the peer's EOF (netconn_input) or the grace timer
  * ends the connection.
  */
 static void nc_send_fin(struct netconn *nc)
@@ -496,10 +423,10 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 	struct netconn *nc = container_of(op, struct netconn, write_op);
 	size_t left;
 
-	if (nc_quiet(nc))
+	if (netconn_quiet(nc))
 		return;
 	if (res < 0) {
-		nc_fail(nc, res, "sending to %s failed: %s", nc->peer, strerror(-res));
+		netconn_fail(nc, res, "sending to %s failed: %s", nc->peer, strerror(-res));
 		return;
 	}
 	left = (size_t)res;
@@ -554,155 +481,19 @@ static void nc_flush(struct netconn *nc)
 	io_uring_prep_sendmsg(sqe, nc->fd, &nc->msg, MSG_NOSIGNAL);
 }
 
-/* ---- connecting ---- */
-
-static void on_connect(struct uring_op *op, int res, uint32_t flags)
-{
-	struct netconn *nc = container_of(op, struct netconn, connect_op);
-
-	if (nc_quiet(nc))
-		return;
-	if (res < 0) {
-		nc->last_err = res;
-		nc->fd = safe_close(nc->fd);
-		nc_connect_next(nc);
-		return;
-	}
-	if (nc->tm.ssl) {
-		nc->state = NC_HANDSHAKE;
-		nc_input(nc); /* sends the ClientHello, then reads */
-		return;
-	}
-	nc_connected(nc);
-	nc_input(nc);
-}
-
-/* Submits the connect of nc->fd to nc->addr. */
-static void nc_start_connect(struct netconn *nc)
-{
-	struct io_uring_sqe *sqe;
-	int one = 1;
-
-	if (nc->nodelay)
-		(void)setsockopt(nc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	nc->state = NC_CONNECTING;
-	sqe = uring_get_sqe(&nc->srv->ring, &nc->connect_op, on_connect);
-	io_uring_prep_connect(sqe, nc->fd, (struct sockaddr *)&nc->addr, nc->addrlen);
-}
-
-static int nc_socket(struct netconn *nc)
-{
-	nc->fd = socket(nc->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
-	return nc->fd < 0 ? -errno : 0;
-}
-
-/* Connects to getaddrinfo's next address; ends the connection when none is left. */
-static void nc_connect_next(struct netconn *nc)
-{
-	while (nc->ai_next) {
-		struct addrinfo *a = nc->ai_next;
-		int r;
-
-		nc->ai_next = a->ai_next;
-		if (a->ai_addrlen > sizeof(nc->addr))
-			continue;
-		memcpy(&nc->addr, a->ai_addr, a->ai_addrlen);
-		nc->addrlen = a->ai_addrlen;
-		r = nc_socket(nc);
-		if (r < 0) {
-			nc->last_err = r;
-			continue;
-		}
-		nc_start_connect(nc);
-		return;
-	}
-	if (!nc->last_err)
-		nc->last_err = -EHOSTUNREACH;
-	nc_fail(nc, nc->last_err, "connecting to %s failed: %s", nc->peer, strerror(-nc->last_err));
-}
-
-static int gai_to_errno(int gai, int sys_errno)
-{
-	switch (gai) {
-	case EAI_NONAME:
-#ifdef EAI_NODATA
-	case EAI_NODATA:
-#endif
-#ifdef EAI_ADDRFAMILY
-	case EAI_ADDRFAMILY:
-#endif
-		return -ENOENT;
-	case EAI_AGAIN:
-		return -EAGAIN;
-	case EAI_MEMORY:
-		return -ENOMEM;
-	case EAI_SYSTEM:
-		return sys_errno > 0 ? -sys_errno : -EIO;
-	case EAI_FAIL:
-		return -EIO;
-	default:
-		return -EINVAL;
-	}
-}
-
-/* On a worker thread: only the job's own fields. */
-static void dns_run(struct work *w)
-{
-	struct netconn *nc = container_of(w, struct netconn, dns);
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_STREAM,
-		.ai_protocol = IPPROTO_TCP,
-		.ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV,
-	};
-
-	nc->gai_err = getaddrinfo(nc->host, nc->port_str, &hints, &nc->ai);
-	nc->gai_errno = nc->gai_err == EAI_SYSTEM ? errno : 0;
-	if (nc->gai_err)
-		nc->ai = NULL;
-}
-
-static void dns_done(struct work *w)
-{
-	struct netconn *nc = container_of(w, struct netconn, dns);
-
-	nc->dns_busy = false;
-	if (nc_quiet(nc) || nc->srv->stopping)
-		return; /* netconn_free_all() frees it with its addresses */
-	if (nc->gai_err) {
-		int err = gai_to_errno(nc->gai_err, nc->gai_errno);
-
-		nc_fail(nc, err, "resolving %s failed: %s", nc->host,
-			nc->gai_err == EAI_SYSTEM ? strerror(-err) : gai_strerror(nc->gai_err));
-		return;
-	}
-	if (nc->h.resolved) {
-		int r = nc->h.resolved(nc, nc->ai);
-
-		if (nc_quiet(nc))
-			return; /* the handler closed it */
-		if (r < 0) {
-			nc_fail(nc, r, "%s resolves to addresses refused here", nc->host);
-			return;
-		}
-	}
-	nc->ai_next = nc->ai;
-	nc_connect_next(nc);
-}
-
 static void on_timer(struct uring_timer *t, bool fired)
 {
 	struct netconn *nc = container_of(t, struct netconn, timer);
 
-	if (nc_quiet(nc) || !fired)
+	if (netconn_quiet(nc) || !fired)
 		return;
 	if (nc->shutting) {
-		nc_fail(nc, 0, "%s did not close within %d ms of our shutdown", nc->peer,
+		netconn_fail(nc, 0, "%s did not close within %d ms of our shutdown", nc->peer,
 			NETCONN_SHUTDOWN_GRACE_MS);
 		return;
 	}
 	if (nc->state != NC_OPEN)
-		nc_fail(nc, -ETIMEDOUT, "connecting to %s timed out after %" PRIu64 " ms",
+		netconn_fail(nc, -ETIMEDOUT, "connecting to %s timed out after %" PRIu64 " ms",
 			nc->peer, nc->timeout_ms);
 }
 
@@ -717,7 +508,7 @@ static void on_kick(struct uring_op *op, int res, uint32_t flags)
 		nc_end(nc, nc->fail_err, nc->why);
 		return;
 	}
-	nc_input(nc);
+	netconn_input(nc);
 }
 
 /* ---- API ---- */
@@ -787,7 +578,7 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 
 	/* A literal's socket() error is this call's; the connect's result comes from the loop. */
 	if (nc->is_ip) {
-		r = nc_socket(nc);
+		r = netconn_socket(nc);
 		if (r < 0)
 			goto fail;
 	}
@@ -795,11 +586,11 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 	if (nc->timeout_ms)
 		uring_timer_arm(&s->ring, &nc->timer, nc->timeout_ms, on_timer);
 	if (nc->is_ip) {
-		nc_start_connect(nc);
+		netconn_start_connect(nc);
 	} else {
 		nc->state = NC_RESOLVING;
-		nc->dns.run = dns_run;
-		nc->dns.done = dns_done;
+		nc->dns.run = netconn_dns_run;
+		nc->dns.done = netconn_dns_done;
 		nc->dns_busy = true;
 		worker_submit(s, &nc->dns);
 	}

@@ -60,6 +60,7 @@ struct outchunk {
 	uint8_t data[];
 };
 
+struct conn_ops;
 struct session;
 struct tls_mem;
 
@@ -67,6 +68,7 @@ struct conn {
 	struct list_head link; /* server->conns */
 	struct server *srv;
 	enum conn_transport transport;
+	const struct conn_ops *ops; /* what differs per transport (conn-ops.h) */
 	enum conn_state state;
 	int fd_in, fd_out;
 	char peer[64];
