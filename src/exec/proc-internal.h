@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What proc.c, proc-rw.c and proc-review.c share (not part of proc.h). */
+/* What proc.c, proc-rw.c, proc-review.c and proc-exit-report.c share (not part of proc.h). */
 #pragma once
 
 #include <jansson.h>
@@ -51,3 +51,9 @@ static inline struct conn *proc_conn(const struct proc *p)
 void proc_wake_waiters(struct proc *p);
 /* Frees a queued stdin write (proc-rw.c); proc_free drops those left. */
 void proc_write_free(struct proc_write *w);
+/* Logs the denials of p's tree and returns process/exited's additive member, or NULL (proc-exit-report.c). */
+json_t *proc_denials_json(struct proc *p);
+/* sandboxDenied for p: the evidence store's decision, else the reference's heuristic (proc-exit-report.c). */
+bool proc_classify_denial(struct proc *p);
+/* The audit log's process.exit line (proc-exit-report.c). */
+void proc_audit_exit(const struct proc *p);
