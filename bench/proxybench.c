@@ -74,21 +74,7 @@ static int tcp_connect(int port)
 	return fd;
 }
 
-static void write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t k = write(fd, c, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			die("write");
-		c += k;
-		n -= (size_t)k;
-	}
-}
-
-/* The origin's write: never exits the process. */
+/* The origin's write: -1 on failure, never exits the process. */
 static int send_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
@@ -102,6 +88,13 @@ static int send_all(int fd, const void *p, size_t n)
 		n -= (size_t)k;
 	}
 	return 0;
+}
+
+/* The clients' write: a failure ends the benchmark. */
+static void write_all(int fd, const void *p, size_t n)
+{
+	if (send_all(fd, p, n) < 0)
+		die("write");
 }
 
 /* Reads until "\r\n\r\n"; returns the head's length, with buf holding *got bytes (head + any more). */

@@ -57,6 +57,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _hang(self):
+        """Answers nothing more; waits until uexec closes the connection."""
+        st = self.server.state
+        st["hang_started"].set()
+        self.connection.settimeout(EVENT_TIMEOUT * 2)
+        try:
+            while self.connection.recv(65536):
+                pass
+        except OSError:
+            pass
+        st["hang_closed"].set()
+        self.close_connection = True
+
     def _raw(self, data, close=True):
         self.wfile.write(data)
         self.wfile.flush()
@@ -120,32 +133,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                              b"X-Pad:   padded  \r\nContent-Length: 2\r\n\r\nok", close=False)
         if path == "/hang":
             # Nothing is answered: the request waits until uexec closes the connection.
-            st["hang_started"].set()
-            self.connection.settimeout(EVENT_TIMEOUT * 2)
-            try:
-                while self.connection.recv(65536):
-                    pass
-            except OSError:
-                pass
-            st["hang_closed"].set()
-            self.close_connection = True
-            return
+            return self._hang()
         if path == "/hang-body":
             self.send_response(200)
             self.send_header("Content-Length", "100")
             self.end_headers()
             self.wfile.write(b"first")
             self.wfile.flush()
-            st["hang_started"].set()
-            self.connection.settimeout(EVENT_TIMEOUT * 2)
-            try:
-                while self.connection.recv(65536):
-                    pass
-            except OSError:
-                pass
-            st["hang_closed"].set()
-            self.close_connection = True
-            return
+            return self._hang()
         if path == "/gen":
             # n bytes made on the fly; st["gen_sent"] counts what the socket took.
             total = int(q["n"])

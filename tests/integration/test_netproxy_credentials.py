@@ -47,12 +47,13 @@ class Recorder(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def origins():
-    """Two recording origins: [0] the credential's destination, [1] some other host:port."""
+def recording_origins(tls=None):
+    """Yields two recording origins (HTTPS with the ssl context tls), then stops them."""
     out = []
     for _ in range(2):
         srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        if tls:
+            srv.socket = tls.wrap_socket(srv.socket, server_side=True)
         srv.heads = []
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         out.append(srv)
@@ -60,6 +61,12 @@ def origins():
     for srv in out:
         srv.shutdown()
         srv.server_close()
+
+
+@pytest.fixture
+def origins():
+    """Two recording origins: [0] the credential's destination, [1] some other host:port."""
+    yield from recording_origins()
 
 
 @pytest.fixture
@@ -254,19 +261,9 @@ def pki(tmp_path):
 def tls_origins(pki):
     """Two HTTPS recording origins with certificates of the test CA."""
     import ssl
-    out = []
-    for _ in range(2):
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(str(pki / "leaf.pem"), str(pki / "leaf.key"))
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-        srv.heads = []
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        out.append(srv)
-    yield out
-    for srv in out:
-        srv.shutdown()
-        srv.server_close()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(pki / "leaf.pem"), str(pki / "leaf.key"))
+    yield from recording_origins(ctx)
 
 
 def https_vendor(port):
