@@ -173,6 +173,44 @@ def sandbox_objects(msgs):
             yield p["sandbox"]
 
 
+def upgrade_blob(records, version=1):
+    """The live upgrade's state blob (src/upgrade/state.h), written independently of state.c.
+    records: [(kind, [(tag, type, value bytes)])]."""
+    body = b""
+    for kind, fields in records:
+        fb = b"".join(struct.pack("<HBBI", t, ty, 0, len(v)) + v for t, ty, v in fields)
+        body += struct.pack("<HHI", kind, len(fields), len(fb)) + fb
+    return b"uexecUPG" + struct.pack("<IIQII", version, 32, len(body), len(records), 0) + body
+
+
+def upgrade_seeds(s):
+    u64 = lambda x: struct.pack("<Q", x)
+    u32 = lambda x: struct.pack("<I", x)
+    U64, BOOL, BYTES, STR, FD, REF, CHUNKS = range(1, 8)
+    server = (1, [(1, STR, b"0.1.0"), (2, U64, u64(1700000000000)), (3, U64, u64(0))])
+    session = (5, [(1, STR, b"0a1b2c3d-0000-4000-8000-000000000001"), (2, U64, u64(0))])
+    chunks = (struct.pack("<QBI", 1, 0, 6) + b"hello\n" + struct.pack("<QBI", 2, 2, 3) + b"pty")
+    proc = (6, [(1, REF, u32(1)), (2, BYTES, b"p\x001"), (3, U64, u64(1234)), (7, FD, u32(7)),
+                (8, FD, u32(8)), (10, U64, u64(3)), (11, CHUNKS, chunks)])
+    exited = (6, [(1, REF, u32(1)), (2, BYTES, b"done"), (3, U64, u64(1235)), (10, U64, u64(3)),
+                  (12, BOOL, b"\x01"), (13, BOOL, b"\x01"), (14, U64, u64(137)),
+                  (15, U64, u64(9)), (16, U64, u64(1)), (17, BOOL, b"\x01")])
+    conn = (7, [(1, U64, u64(0)), (2, FD, u32(9)), (4, REF, u32(1)), (5, BYTES, b"\x81\x85"),
+                (7, BOOL, b"\x01"), (8, BOOL, b"\x01")])
+    watch = (8, [(1, REF, u32(4)), (2, STR, b"w1"), (3, BYTES, b"/tmp/x"), (4, BOOL, b"\x01")])
+    others = [(2, [(1, STR, b"uexec_processes_started_total"), (2, U64, u64(42))]),
+              (3, [(1, U64, u64(1)), (2, FD, u32(10))]),
+              (4, [(1, FD, u32(5)), (2, STR, b"ws://127.0.0.1:8822"), (3, BOOL, b"\x00")])]
+    full = upgrade_blob([server, session, proc, exited, conn, watch] + others)
+    s.add("upgrade-state", "server-only", upgrade_blob([server]))
+    s.add("upgrade-state", "session-proc", upgrade_blob([server, session, proc]))
+    s.add("upgrade-state", "every-kind", full)
+    s.add("upgrade-state", "version-2", upgrade_blob([server], version=2))
+    s.add("upgrade-state", "cut", full[:len(full) // 2])
+    s.add("upgrade-state", "dup-fd", upgrade_blob([server, session, (6, proc[1][:3] + [
+        (7, FD, u32(7)), (8, FD, u32(7)), (10, U64, u64(1))])]))
+
+
 def main():
     out = sys.argv[1]
     ref = sys.argv[2] if len(sys.argv) > 2 else "/work/shared/spec/reference"
@@ -322,6 +360,9 @@ def main():
         for i, lit in enumerate(c_literals(policy_test)):
             if lit.lstrip().startswith(b"{"):
                 s.add("sandbox-policy", "unit-test-policy-%d" % i, lit)
+
+    # ---- upgrade-state: blobs of every record kind, and refusals ----
+    upgrade_seeds(s)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The live upgrade's state blob (docs/UPGRADE.md): what the old binary hands
+ * the new one across execve, in a memfd. A versioned, self-describing byte
+ * format (header, then records of tagged, typed fields) with a writer and a
+ * strict parser. No I/O: the parser reads bytes, checks every length, count,
+ * enum, range, reference and fd number against the schema of the version the
+ * blob declares, and hands out views into the caller's buffer.
+ *
+ * Layout (little-endian):
+ *   header  magic "uexecUPG" (8), u32 version, u32 header_len (32),
+ *           u64 body_len (bytes after the header, exactly), u32 n_records,
+ *           u32 reserved (0)
+ *   record  u16 kind, u16 n_fields, u32 len (bytes of its fields, exactly)
+ *   field   u16 tag, u8 type, u8 reserved (0), u32 len, then len bytes
+ * Fields of a record come in strictly ascending tag order (so the encoding
+ * of a given state is unique: parse -> write gives the same bytes), every tag
+ * is one the record's kind knows in this version with that type, and no
+ * required field is missing. A reference names an earlier record by index;
+ * every fd number appears once in the whole blob (one owner per fd).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+#define UPGRADE_STATE_MAGIC "uexecUPG"
+/* The versions this binary writes (the newest) and reads (MIN..VERSION). */
+#define UPGRADE_STATE_VERSION 1
+#define UPGRADE_STATE_VERSION_MIN 1
+#define UPGRADE_STATE_HEADER_LEN 32
+#define UPGRADE_RECORD_HEADER_LEN 8
+#define UPGRADE_FIELD_HEADER_LEN 8
+/* One retained-output entry in a CHUNKS field: u64 seq, u8 stream, u32 len, then the bytes. */
+#define UPGRADE_CHUNK_HEADER_LEN 13
+
+enum upgrade_type {
+	UPGRADE_T_U64 = 1,  /* 8 bytes, within the field's [min, max] */
+	UPGRADE_T_BOOL,     /* 1 byte, 0 or 1 */
+	UPGRADE_T_BYTES,    /* any bytes, length within [min, max] */
+	UPGRADE_T_STR,      /* bytes without NUL, length within [min, max] */
+	UPGRADE_T_FD,       /* u32 fd number (< the limits' fd bound), unique in the blob */
+	UPGRADE_T_REF,      /* u32 index of an earlier record of the field's kind */
+	UPGRADE_T_CHUNKS,   /* retained output: entries with strictly ascending seqs */
+	_UPGRADE_T_MAX,
+};
+
+/* Record kinds. Their fields are below; docs/UPGRADE.md says what each one carries. */
+enum upgrade_kind {
+	UPGRADE_REC_SERVER = 1, /* exactly one, first */
+	UPGRADE_REC_METRIC,     /* a counter by its Prometheus name */
+	UPGRADE_REC_HELD_FD,    /* a server-wide fd: the supervisor's pipe, cgroup bases, ... */
+	UPGRADE_REC_LISTENER,
+	UPGRADE_REC_SESSION,
+	UPGRADE_REC_PROC,
+	UPGRADE_REC_CONN,
+	UPGRADE_REC_WATCH,
+	_UPGRADE_REC_MAX,
+};
+
+/* What fstat must say of an fd field (checked after execve, upgrade_state_check_fds). */
+enum upgrade_fd_kind {
+	UPGRADE_FD_ANY,
+	UPGRADE_FD_SOCKET,
+	UPGRADE_FD_FIFO,   /* a pipe end */
+	UPGRADE_FD_CHR,    /* a character device (a PTY master) */
+	UPGRADE_FD_DIR,    /* a directory (a cgroup) */
+	UPGRADE_FD_FILE,   /* a regular file (cgroup.events, a lock) */
+	UPGRADE_FD_ANON,   /* an anonymous inode (a pidfd) */
+	UPGRADE_FD_STREAM, /* a socket, a pipe end or a character device (stdio) */
+};
+
+/* Field tags per kind. */
+enum {
+	UPGRADE_SERVER_VERSION = 1,   /* STR: the sender's UEXEC_VERSION */
+	UPGRADE_SERVER_START_MS,      /* U64: CLOCK_REALTIME ms at the first start */
+	UPGRADE_SERVER_UPGRADES,      /* U64: upgrades before this one */
+	UPGRADE_SERVER_NEXT_CG,       /* U64: the next per-process cgroup's number */
+};
+enum {
+	UPGRADE_METRIC_NAME = 1,      /* STR */
+	UPGRADE_METRIC_VALUE,         /* U64 */
+};
+enum upgrade_held_role {
+	UPGRADE_HELD_SUPERVISOR = 1,  /* the supervisor's pipe, write end */
+	UPGRADE_HELD_CG_BASE,         /* uexec-<pid>.procs (v2), with its flock */
+	UPGRADE_HELD_CG_V1_BASE,      /* a v1 hierarchy's uexec-<pid>.procs */
+	UPGRADE_HELD_GUARD,           /* the listener guard's cgroup */
+	UPGRADE_HELD_INOTIFY,
+	UPGRADE_HELD_AUDIT_LOG,
+	_UPGRADE_HELD_MAX,
+};
+enum {
+	UPGRADE_HELD_ROLE = 1,        /* U64: enum upgrade_held_role */
+	UPGRADE_HELD_FD,              /* FD */
+	UPGRADE_HELD_INDEX,           /* U64: which one of a role (a v1 hierarchy) */
+};
+enum {
+	UPGRADE_LISTENER_FD = 1,      /* FD (socket) */
+	UPGRADE_LISTENER_URL,         /* STR: the bound URL printed at start */
+	UPGRADE_LISTENER_TLS,         /* BOOL */
+};
+enum {
+	UPGRADE_SESSION_ID = 1,       /* STR: 36 characters */
+	UPGRADE_SESSION_EXPIRY_NS,    /* U64: CLOCK_MONOTONIC end of the resume window; 0 attached */
+	UPGRADE_SESSION_NEXT_SNAPSHOT,/* U64: shell snapshots are not handed over; kept for order */
+};
+enum upgrade_proc_stream {
+	UPGRADE_STREAM_STDOUT,
+	UPGRADE_STREAM_STDERR,
+	UPGRADE_STREAM_PTY,
+	_UPGRADE_STREAM_MAX,
+};
+enum {
+	UPGRADE_PROC_SESSION = 1,     /* REF session */
+	UPGRADE_PROC_ID,              /* BYTES: processId (may hold NUL) */
+	UPGRADE_PROC_PID,             /* U64 */
+	UPGRADE_PROC_PIDFD,           /* FD, optional (absent with IORING_OP_WAITID) */
+	UPGRADE_PROC_TTY,             /* BOOL */
+	UPGRADE_PROC_PIPE_STDIN,      /* BOOL */
+	UPGRADE_PROC_OUT_FD,          /* FD: stdout pipe or the PTY master, optional (at EOF) */
+	UPGRADE_PROC_ERR_FD,          /* FD: stderr pipe, optional */
+	UPGRADE_PROC_STDIN_FD,        /* FD, optional (closed, or the PTY master's dup) */
+	UPGRADE_PROC_NEXT_SEQ,        /* U64 >= 1 */
+	UPGRADE_PROC_RETAINED,        /* CHUNKS */
+	UPGRADE_PROC_REAPED,          /* BOOL */
+	UPGRADE_PROC_EXITED,          /* BOOL: process/exited published */
+	UPGRADE_PROC_EXIT_CODE,       /* U64 */
+	UPGRADE_PROC_TERM_SIGNAL,     /* U64 */
+	UPGRADE_PROC_EXIT_SEQ,        /* U64 */
+	UPGRADE_PROC_CLOSED,          /* BOOL */
+	UPGRADE_PROC_STARTED_MS,      /* U64: CLOCK_REALTIME */
+	UPGRADE_PROC_CG_FD,           /* FD: its cgroup leaf, optional */
+	UPGRADE_PROC_CG_NUM,          /* U64: the leaf's number (p<N>) */
+	UPGRADE_PROC_TIMEOUT_NS,      /* U64: CLOCK_MONOTONIC timeoutMs deadline, optional */
+	UPGRADE_PROC_STDIN_CLOSED,    /* BOOL */
+	UPGRADE_PROC_SANDBOXED,       /* BOOL */
+};
+enum upgrade_conn_transport {
+	UPGRADE_CONN_WS,
+	UPGRADE_CONN_STDIO,
+	_UPGRADE_CONN_MAX,
+};
+enum {
+	UPGRADE_CONN_TRANSPORT = 1,   /* U64: enum upgrade_conn_transport */
+	UPGRADE_CONN_FD_IN,           /* FD */
+	UPGRADE_CONN_FD_OUT,          /* FD, optional (WebSocket: the same socket) */
+	UPGRADE_CONN_SESSION,         /* REF session, optional */
+	UPGRADE_CONN_INPUT,           /* BYTES: read, not yet parsed (a partial frame) */
+	UPGRADE_CONN_OUTPUT,          /* BYTES: queued frames not yet written, in order */
+	UPGRADE_CONN_INITIALIZED,     /* BOOL */
+	UPGRADE_CONN_UPGRADED,        /* BOOL: WebSocket upgrade done */
+};
+enum {
+	UPGRADE_WATCH_CONN = 1,       /* REF conn */
+	UPGRADE_WATCH_ID,             /* STR: the client's watchId */
+	UPGRADE_WATCH_PATH,           /* BYTES: the watched path */
+	UPGRADE_WATCH_RECURSIVE,      /* BOOL */
+	UPGRADE_WATCH_MISSING,        /* BOOL: fs/watchMissing rather than fs/watch */
+};
+
+/* Bounds on a blob (the caller's; upgrade_limits_default() gives uexec's). */
+struct upgrade_limits {
+	uint64_t max_bytes;     /* the whole blob */
+	uint32_t max_records;
+	uint32_t max_fds;       /* fd fields in the blob */
+	uint32_t fd_bound;      /* every fd number is below it */
+};
+void upgrade_limits_default(struct upgrade_limits *l);
+
+/* A parsed field: a view into the parsed buffer. */
+struct upgrade_field {
+	uint16_t tag;
+	uint8_t type;
+	uint32_t len;
+	const uint8_t *val;
+};
+
+struct upgrade_rec {
+	uint16_t kind;
+	uint16_t n_fields;
+	uint32_t first;         /* index into upgrade_state.fields */
+};
+
+struct upgrade_state {
+	uint32_t version;
+	struct upgrade_rec *recs;
+	uint32_t n_recs;
+	struct upgrade_field *fields;
+	uint32_t n_fields;
+	uint32_t *fds;          /* every fd number, ascending */
+	uint32_t n_fds;
+	uint32_t count[_UPGRADE_REC_MAX]; /* records per kind */
+};
+
+/*
+ * Parses and validates buf[0..len). Returns 0 with *ret filled (views into
+ * buf: valid while buf is), or -EBADMSG (malformed: err says where and why),
+ * -EPROTONOSUPPORT (a version this binary does not read), -E2BIG (over a
+ * limit), -ENOMEM. *ret is untouched on failure. err may be NULL.
+ */
+int upgrade_state_parse(const uint8_t *buf, size_t len, const struct upgrade_limits *lim,
+			struct upgrade_state *ret, char *err, size_t err_size);
+void upgrade_state_done(struct upgrade_state *st);
+
+/* The first field tagged tag of record rec, or NULL. */
+const struct upgrade_field *upgrade_rec_field(const struct upgrade_state *st, uint32_t rec,
+					      uint16_t tag);
+/* Typed reads of a validated field (the schema fixed its type); def when absent. */
+uint64_t upgrade_rec_u64(const struct upgrade_state *st, uint32_t rec, uint16_t tag, uint64_t def);
+bool upgrade_rec_bool(const struct upgrade_state *st, uint32_t rec, uint16_t tag);
+/* FD and REF fields: the number, or -1 when absent. */
+int64_t upgrade_rec_num(const struct upgrade_state *st, uint32_t rec, uint16_t tag);
+
+/* The names of a kind and of a field, for messages ("?" when unknown). */
+const char *upgrade_kind_name(unsigned kind);
+const char *upgrade_field_name(unsigned kind, unsigned tag);
+/* The fd kind a FD field must be (UPGRADE_FD_ANY for other fields). */
+enum upgrade_fd_kind upgrade_field_fd_kind(unsigned kind, unsigned tag);
+
+/* One retained-output entry; data points into the field. */
+struct upgrade_chunk {
+	uint64_t seq;
+	uint8_t stream;
+	uint32_t len;
+	const uint8_t *data;
+};
+/* Steps through a validated CHUNKS field from *off (start at 0): 1 and *ret, or 0 at the end. */
+int upgrade_chunks_next(const struct upgrade_field *f, size_t *off, struct upgrade_chunk *ret);
+
+/*
+ * The writer. Calls append to w->b; the first error (-ENOMEM, -EINVAL for a
+ * tag out of order or a field outside a record) sticks and is returned by
+ * upgrade_writer_finish(), which fills the header. The writer does not check
+ * the schema: parse what it made before trusting it (the sender does).
+ */
+struct upgrade_writer {
+	struct buf b;
+	size_t rec_off;     /* the open record's header, or SIZE_MAX */
+	size_t field_off;   /* the open CHUNKS field's header, or SIZE_MAX */
+	uint32_t n_recs;
+	uint16_t rec_fields;
+	uint16_t last_tag;
+	uint32_t version;
+	int error;
+};
+void upgrade_writer_init(struct upgrade_writer *w, uint32_t version);
+void upgrade_writer_begin(struct upgrade_writer *w, uint16_t kind);
+void upgrade_writer_end(struct upgrade_writer *w);
+void upgrade_writer_raw(struct upgrade_writer *w, uint16_t tag, uint8_t type, const void *val,
+			uint32_t len);
+void upgrade_writer_u64(struct upgrade_writer *w, uint16_t tag, uint64_t v);
+void upgrade_writer_bool(struct upgrade_writer *w, uint16_t tag, bool v);
+void upgrade_writer_bytes(struct upgrade_writer *w, uint16_t tag, const void *p, size_t n);
+void upgrade_writer_str(struct upgrade_writer *w, uint16_t tag, const char *s);
+void upgrade_writer_fd(struct upgrade_writer *w, uint16_t tag, int fd);
+void upgrade_writer_ref(struct upgrade_writer *w, uint16_t tag, uint32_t rec);
+/* A CHUNKS field: begin, one call per entry, end. */
+void upgrade_writer_chunks_begin(struct upgrade_writer *w, uint16_t tag);
+void upgrade_writer_chunk(struct upgrade_writer *w, uint64_t seq, uint8_t stream, const void *p,
+			  uint32_t len);
+void upgrade_writer_chunks_end(struct upgrade_writer *w);
+/* 0 and the blob (w->b.data, w->b.len; the caller frees with buf_done), or the first error. */
+int upgrade_writer_finish(struct upgrade_writer *w);
+
+/*
+ * After execve (fds.c, does I/O): every fd of st is open, is not blob_fd (the
+ * memfd holding st; -1: none) and is of its field's kind. 0, or -EBADF with
+ * err saying which.
+ */
+int upgrade_state_check_fds(const struct upgrade_state *st, int blob_fd, char *err, size_t err_size);

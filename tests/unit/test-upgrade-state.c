@@ -1,0 +1,576 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for the live upgrade's state blob (src/upgrade/state.c, fds.c):
+ * a round trip of every record kind, a blob cut at every byte and corrupted
+ * at every byte, each refusal rule, and the fd checks after execve.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "state.h"
+#include "tests.h"
+
+#define SID "0a1b2c3d-0000-4000-8000-000000000001"
+
+/* The fds a sample names (numbers only; the parser does no I/O). */
+enum { FD_LISTEN = 5, FD_OUT = 7, FD_ERR = 8, FD_CONN = 9, FD_SUP = 10 };
+
+static void sample(struct upgrade_writer *w)
+{
+	static const uint8_t pid_nul[] = { 'p', 0, '1' };
+
+	upgrade_writer_init(w, UPGRADE_STATE_VERSION);
+	upgrade_writer_begin(w, UPGRADE_REC_SERVER);            /* record 0 */
+	upgrade_writer_str(w, UPGRADE_SERVER_VERSION, "0.1.0");
+	upgrade_writer_u64(w, UPGRADE_SERVER_START_MS, 1700000000000ull);
+	upgrade_writer_u64(w, UPGRADE_SERVER_UPGRADES, 2);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_METRIC);            /* 1 */
+	upgrade_writer_str(w, UPGRADE_METRIC_NAME, "uexec_processes_started_total");
+	upgrade_writer_u64(w, UPGRADE_METRIC_VALUE, 42);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_HELD_FD);           /* 2 */
+	upgrade_writer_u64(w, UPGRADE_HELD_ROLE, UPGRADE_HELD_SUPERVISOR);
+	upgrade_writer_fd(w, UPGRADE_HELD_FD, FD_SUP);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_LISTENER);          /* 3 */
+	upgrade_writer_fd(w, UPGRADE_LISTENER_FD, FD_LISTEN);
+	upgrade_writer_str(w, UPGRADE_LISTENER_URL, "ws://127.0.0.1:8822");
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_SESSION);           /* 4 */
+	upgrade_writer_str(w, UPGRADE_SESSION_ID, SID);
+	upgrade_writer_u64(w, UPGRADE_SESSION_EXPIRY_NS, 0);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);              /* 5 */
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 4);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, pid_nul, sizeof(pid_nul));
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 1234);
+	upgrade_writer_fd(w, UPGRADE_PROC_OUT_FD, FD_OUT);
+	upgrade_writer_fd(w, UPGRADE_PROC_ERR_FD, FD_ERR);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 4);
+	upgrade_writer_chunks_begin(w, UPGRADE_PROC_RETAINED);
+	upgrade_writer_chunk(w, 1, UPGRADE_STREAM_STDOUT, "hello\n", 6);
+	upgrade_writer_chunk(w, 3, UPGRADE_STREAM_STDERR, "oops", 4);
+	upgrade_writer_chunks_end(w);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);              /* 6: exited and closed */
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 4);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "done", 4);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 1235);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 3);
+	upgrade_writer_bool(w, UPGRADE_PROC_REAPED, true);
+	upgrade_writer_bool(w, UPGRADE_PROC_EXITED, true);
+	upgrade_writer_u64(w, UPGRADE_PROC_EXIT_CODE, 137);
+	upgrade_writer_u64(w, UPGRADE_PROC_TERM_SIGNAL, 9);
+	upgrade_writer_u64(w, UPGRADE_PROC_EXIT_SEQ, 1);
+	upgrade_writer_bool(w, UPGRADE_PROC_CLOSED, true);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_CONN);              /* 7 */
+	upgrade_writer_u64(w, UPGRADE_CONN_TRANSPORT, UPGRADE_CONN_WS);
+	upgrade_writer_fd(w, UPGRADE_CONN_FD_IN, FD_CONN);
+	upgrade_writer_ref(w, UPGRADE_CONN_SESSION, 4);
+	upgrade_writer_bytes(w, UPGRADE_CONN_INPUT, "\x81\x85", 2);
+	upgrade_writer_bool(w, UPGRADE_CONN_INITIALIZED, true);
+	upgrade_writer_bool(w, UPGRADE_CONN_UPGRADED, true);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_WATCH);             /* 8 */
+	upgrade_writer_ref(w, UPGRADE_WATCH_CONN, 7);
+	upgrade_writer_str(w, UPGRADE_WATCH_ID, "w1");
+	upgrade_writer_bytes(w, UPGRADE_WATCH_PATH, "/tmp/x", 6);
+	upgrade_writer_bool(w, UPGRADE_WATCH_RECURSIVE, true);
+	upgrade_writer_end(w);
+	ASSERT_EQ(0, upgrade_writer_finish(w));
+}
+
+/* Parse -> write gives the same bytes (the encoding is canonical). */
+static void check_reencodes(const struct upgrade_state *st, const uint8_t *buf, size_t len)
+{
+	struct upgrade_writer w;
+
+	upgrade_writer_init(&w, st->version);
+	for (uint32_t i = 0; i < st->n_recs; i++) {
+		upgrade_writer_begin(&w, st->recs[i].kind);
+		for (uint32_t j = 0; j < st->recs[i].n_fields; j++) {
+			const struct upgrade_field *f = &st->fields[st->recs[i].first + j];
+
+			upgrade_writer_raw(&w, f->tag, f->type, f->val, f->len);
+		}
+		upgrade_writer_end(&w);
+	}
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(len, w.b.len);
+	ASSERT_MEMEQ(buf, w.b.data, len);
+	buf_done(&w.b);
+}
+
+TEST(round_trip)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	const struct upgrade_field *f;
+	struct upgrade_chunk c;
+	size_t off = 0;
+	char err[256];
+
+	sample(&w);
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("", err);
+	ASSERT_EQ(1, st.version);
+	ASSERT_EQ(9, st.n_recs);
+	ASSERT_EQ(2, st.count[UPGRADE_REC_PROC]);
+	ASSERT_EQ(1, st.count[UPGRADE_REC_SERVER]);
+	ASSERT_EQ(5, st.n_fds);
+	ASSERT_EQ(FD_LISTEN, st.fds[0]); /* ascending */
+	ASSERT_EQ(FD_SUP, st.fds[4]);
+	ASSERT_EQ(2, upgrade_rec_u64(&st, 0, UPGRADE_SERVER_UPGRADES, 99));
+	ASSERT_EQ(99, upgrade_rec_u64(&st, 0, UPGRADE_SERVER_NEXT_CG, 99));
+	ASSERT_EQ(FD_LISTEN, upgrade_rec_num(&st, 3, UPGRADE_LISTENER_FD));
+	ASSERT_EQ(-1, upgrade_rec_num(&st, 5, UPGRADE_PROC_PIDFD));
+	ASSERT_EQ(4, upgrade_rec_num(&st, 5, UPGRADE_PROC_SESSION));
+	ASSERT_EQ(1234, upgrade_rec_u64(&st, 5, UPGRADE_PROC_PID, 0));
+	ASSERT_TRUE(upgrade_rec_bool(&st, 6, UPGRADE_PROC_CLOSED));
+	ASSERT_TRUE(!upgrade_rec_bool(&st, 5, UPGRADE_PROC_CLOSED));
+	f = upgrade_rec_field(&st, 5, UPGRADE_PROC_ID);
+	ASSERT_TRUE(f);
+	ASSERT_EQ(3, f->len);
+	ASSERT_MEMEQ("p\0" "1", f->val, 3);
+	f = upgrade_rec_field(&st, 4, UPGRADE_SESSION_ID);
+	ASSERT_TRUE(f && f->len == 36);
+	ASSERT_MEMEQ(SID, f->val, 36);
+	f = upgrade_rec_field(&st, 5, UPGRADE_PROC_RETAINED);
+	ASSERT_TRUE(f);
+	ASSERT_EQ(1, upgrade_chunks_next(f, &off, &c));
+	ASSERT_EQ(1, c.seq);
+	ASSERT_EQ(UPGRADE_STREAM_STDOUT, c.stream);
+	ASSERT_EQ(6, c.len);
+	ASSERT_MEMEQ("hello\n", c.data, 6);
+	ASSERT_EQ(1, upgrade_chunks_next(f, &off, &c));
+	ASSERT_EQ(3, c.seq);
+	ASSERT_EQ(UPGRADE_STREAM_STDERR, c.stream);
+	ASSERT_MEMEQ("oops", c.data, 4);
+	ASSERT_EQ(0, upgrade_chunks_next(f, &off, &c));
+	ASSERT_STREQ("proc", upgrade_kind_name(UPGRADE_REC_PROC));
+	ASSERT_STREQ("nextSeq", upgrade_field_name(UPGRADE_REC_PROC, UPGRADE_PROC_NEXT_SEQ));
+	ASSERT_EQ(UPGRADE_FD_SOCKET, upgrade_field_fd_kind(UPGRADE_REC_LISTENER, UPGRADE_LISTENER_FD));
+	check_reencodes(&st, w.b.data, w.b.len);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+}
+
+TEST(cut_at_every_byte)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	char err[256];
+
+	sample(&w);
+	for (size_t n = 0; n < w.b.len; n++) {
+		int r = upgrade_state_parse(w.b.data, n, NULL, &st, err, sizeof(err));
+
+		if (r != -EBADMSG)
+			tests_fail(__FILE__, __LINE__, "cut at %zu: %d (%s)", n, r, err);
+		ASSERT_TRUE(err[0] != '\0');
+	}
+	buf_done(&w.b);
+}
+
+/* Each byte changed (flipped, +1): refused, or a blob that re-encodes to itself. */
+TEST(corrupt_every_byte)
+{
+	static const uint8_t deltas[] = { 0xff, 0x01, 0x80 };
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	unsigned refused = 0, accepted = 0;
+	char err[256];
+
+	sample(&w);
+	for (size_t i = 0; i < w.b.len; i++)
+		for (size_t d = 0; d < ELEMENTSOF(deltas); d++) {
+			int r;
+
+			w.b.data[i] ^= deltas[d];
+			r = upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err));
+			if (r == 0) {
+				check_reencodes(&st, w.b.data, w.b.len);
+				upgrade_state_done(&st);
+				accepted++;
+			} else {
+				ASSERT_TRUE(r == -EBADMSG || r == -EPROTONOSUPPORT || r == -E2BIG);
+				ASSERT_TRUE(err[0] != '\0');
+				refused++;
+			}
+			w.b.data[i] ^= deltas[d];
+		}
+	/* Values inside their ranges (a pid, a seq, bytes of output) still parse. */
+	ASSERT_TRUE(accepted > 0);
+	ASSERT_TRUE(refused > accepted);
+	buf_done(&w.b);
+}
+
+/* A blob with one server record plus the record that build() writes. */
+static int parse_one(void (*build)(struct upgrade_writer *w), char *err, size_t err_size)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	int r;
+
+	upgrade_writer_init(&w, UPGRADE_STATE_VERSION);
+	upgrade_writer_begin(&w, UPGRADE_REC_SERVER);
+	upgrade_writer_str(&w, UPGRADE_SERVER_VERSION, "x");
+	upgrade_writer_u64(&w, UPGRADE_SERVER_START_MS, 1);
+	upgrade_writer_u64(&w, UPGRADE_SERVER_UPGRADES, 0);
+	upgrade_writer_end(&w);
+	build(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	r = upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, err_size);
+	if (r == 0)
+		upgrade_state_done(&st);
+	buf_done(&w.b);
+	return r;
+}
+
+static void session_rec(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_SESSION);
+	upgrade_writer_str(w, UPGRADE_SESSION_ID, SID);
+	upgrade_writer_u64(w, UPGRADE_SESSION_EXPIRY_NS, 5);
+	upgrade_writer_end(w);
+}
+
+static void ok_session(struct upgrade_writer *w)
+{
+	session_rec(w);
+}
+
+static void bad_missing(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_SESSION);
+	upgrade_writer_str(w, UPGRADE_SESSION_ID, SID);
+	upgrade_writer_end(w);
+}
+
+static void bad_short_id(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_SESSION);
+	upgrade_writer_str(w, UPGRADE_SESSION_ID, "abc");
+	upgrade_writer_u64(w, UPGRADE_SESSION_EXPIRY_NS, 5);
+	upgrade_writer_end(w);
+}
+
+static void bad_forward_ref(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 2); /* the session comes after */
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "p", 1);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 1);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 1);
+	upgrade_writer_end(w);
+	session_rec(w);
+}
+
+static void bad_ref_kind(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 0); /* the server record */
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "p", 1);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 1);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 1);
+	upgrade_writer_end(w);
+}
+
+static void proc_with(struct upgrade_writer *w, uint64_t pid, int out_fd, int err_fd)
+{
+	session_rec(w);
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 1);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "p", 1);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, pid);
+	upgrade_writer_fd(w, UPGRADE_PROC_OUT_FD, out_fd);
+	upgrade_writer_fd(w, UPGRADE_PROC_ERR_FD, err_fd);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 1);
+	upgrade_writer_end(w);
+}
+
+static void bad_dup_fd(struct upgrade_writer *w)
+{
+	proc_with(w, 1, 7, 7);
+}
+
+static void bad_pid(struct upgrade_writer *w)
+{
+	proc_with(w, 0, 7, 8);
+}
+
+static void bad_fd_bound(struct upgrade_writer *w)
+{
+	proc_with(w, 1, 7, 1 << 30);
+}
+
+static void bad_order(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_METRIC);
+	/* The writer refuses it; write the bytes by hand through raw with a lower tag. */
+	upgrade_writer_u64(w, UPGRADE_METRIC_VALUE, 1);
+	w->last_tag = 0;
+	upgrade_writer_str(w, UPGRADE_METRIC_NAME, "m");
+	upgrade_writer_end(w);
+}
+
+static void bad_bool(struct upgrade_writer *w)
+{
+	uint8_t two = 2;
+
+	upgrade_writer_begin(w, UPGRADE_REC_LISTENER);
+	upgrade_writer_fd(w, UPGRADE_LISTENER_FD, 3);
+	upgrade_writer_str(w, UPGRADE_LISTENER_URL, "ws://x");
+	upgrade_writer_raw(w, UPGRADE_LISTENER_TLS, UPGRADE_T_BOOL, &two, 1);
+	upgrade_writer_end(w);
+}
+
+static void bad_type(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_METRIC);
+	upgrade_writer_str(w, UPGRADE_METRIC_NAME, "m");
+	upgrade_writer_str(w, UPGRADE_METRIC_VALUE, "12345678"); /* a U64 field */
+	upgrade_writer_end(w);
+}
+
+static void bad_nul(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_METRIC);
+	upgrade_writer_raw(w, UPGRADE_METRIC_NAME, UPGRADE_T_STR, "a\0b", 3);
+	upgrade_writer_u64(w, UPGRADE_METRIC_VALUE, 1);
+	upgrade_writer_end(w);
+}
+
+static void bad_unknown_tag(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_METRIC);
+	upgrade_writer_str(w, UPGRADE_METRIC_NAME, "m");
+	upgrade_writer_u64(w, 77, 1);
+	upgrade_writer_end(w);
+}
+
+static void bad_second_server(struct upgrade_writer *w)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_SERVER);
+	upgrade_writer_str(w, UPGRADE_SERVER_VERSION, "x");
+	upgrade_writer_u64(w, UPGRADE_SERVER_START_MS, 1);
+	upgrade_writer_u64(w, UPGRADE_SERVER_UPGRADES, 0);
+	upgrade_writer_end(w);
+}
+
+static void chunks_rec(struct upgrade_writer *w, uint64_t s1, uint64_t s2, uint8_t stream,
+		       uint32_t len2)
+{
+	session_rec(w);
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 1);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "p", 1);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 1);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 9);
+	upgrade_writer_chunks_begin(w, UPGRADE_PROC_RETAINED);
+	upgrade_writer_chunk(w, s1, 0, "a", 1);
+	upgrade_writer_chunk(w, s2, stream, "bb", len2);
+	upgrade_writer_chunks_end(w);
+	upgrade_writer_end(w);
+}
+
+static void ok_chunks(struct upgrade_writer *w)
+{
+	chunks_rec(w, 1, 2, UPGRADE_STREAM_PTY, 2);
+}
+
+static void bad_chunk_seq(struct upgrade_writer *w)
+{
+	chunks_rec(w, 2, 2, 0, 2);
+}
+
+static void bad_chunk_stream(struct upgrade_writer *w)
+{
+	chunks_rec(w, 1, 2, _UPGRADE_STREAM_MAX, 2);
+}
+
+static void bad_chunk_empty(struct upgrade_writer *w)
+{
+	chunks_rec(w, 1, 2, 0, 0);
+}
+
+static void bad_too_many_listeners(struct upgrade_writer *w)
+{
+	for (int i = 0; i < 2; i++) {
+		upgrade_writer_begin(w, UPGRADE_REC_LISTENER);
+		upgrade_writer_fd(w, UPGRADE_LISTENER_FD, 3 + i);
+		upgrade_writer_str(w, UPGRADE_LISTENER_URL, "ws://x");
+		upgrade_writer_end(w);
+	}
+}
+
+TEST(refusals)
+{
+	static const struct {
+		void (*build)(struct upgrade_writer *w);
+		int r;
+		const char *err;
+	} cases[] = {
+		{ ok_session, 0, "" },
+		{ ok_chunks, 0, "" },
+		{ bad_missing, -EBADMSG, "record 1 (session): field expiryNs is missing" },
+		{ bad_short_id, -EBADMSG, "record 1: id: length 3 out of range [36, 36]" },
+		{ bad_forward_ref, -EBADMSG, "record 1: session names record 2, not an earlier session" },
+		{ bad_ref_kind, -EBADMSG, "record 1: session names record 0, not an earlier session" },
+		{ bad_dup_fd, -EBADMSG, "fd 7 is named twice" },
+		{ bad_pid, -EBADMSG, "record 2: pid 0 is out of range [1, 4194304]" },
+		{ bad_fd_bound, -EBADMSG, "record 2: stderrFd: fd 1073741824 is not below 1073741824" },
+		{ bad_order, -EBADMSG, "record 1 (metric): field name out of order or repeated" },
+		{ bad_bool, -EBADMSG, "record 1: tls: boolean 2" },
+		{ bad_type, -EBADMSG, "record 1 (metric): field value has type 4, not 1" },
+		{ bad_nul, -EBADMSG, "record 1: name holds a NUL" },
+		{ bad_unknown_tag, -EBADMSG, "record 1 (metric): unknown field 77" },
+		{ bad_second_server, -EBADMSG, "record 1: server; the server record comes first, once" },
+		{ bad_chunk_seq, -EBADMSG, "record 2: retained: chunk seq 2 after 2" },
+		{ bad_chunk_stream, -EBADMSG, "record 2: retained: chunk stream 3 is unknown" },
+		{ bad_chunk_empty, -EBADMSG, "record 2: retained: chunk length 0 does not fit" },
+		{ bad_too_many_listeners, -EBADMSG, "record 2: more than 1 listener records" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char err[256];
+
+		ASSERT_EQ(cases[i].r, parse_one(cases[i].build, err, sizeof(err)));
+		ASSERT_STREQ(cases[i].err, err);
+	}
+}
+
+TEST(header_rules)
+{
+	struct upgrade_limits lim;
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	char err[256];
+
+	sample(&w);
+	/* A version this binary does not read: refused by name, not parsed. */
+	w.b.data[8] = 2;
+	ASSERT_EQ(-EPROTONOSUPPORT, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("state version 2 is not one this binary reads (1-1)", err);
+	w.b.data[8] = 0;
+	ASSERT_EQ(-EPROTONOSUPPORT, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	w.b.data[8] = 1;
+	w.b.data[0] = 'U';
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("not an upgrade state (bad magic)", err);
+	w.b.data[0] = 'u';
+	w.b.data[28] = 1;
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	w.b.data[28] = 0;
+	/* Trailing bytes: the declared body must be the whole rest. */
+	ASSERT_EQ(0, buf_append(&w.b, "", 1));
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("body of 664 bytes declared, 665 present", err);
+	w.b.len--;
+	/* Limits. */
+	upgrade_limits_default(&lim);
+	lim.max_records = 8;
+	ASSERT_EQ(-E2BIG, upgrade_state_parse(w.b.data, w.b.len, &lim, &st, err, sizeof(err)));
+	ASSERT_STREQ("9 records, more than 8", err);
+	upgrade_limits_default(&lim);
+	lim.max_fds = 4;
+	ASSERT_EQ(-E2BIG, upgrade_state_parse(w.b.data, w.b.len, &lim, &st, err, sizeof(err)));
+	upgrade_limits_default(&lim);
+	lim.max_bytes = 100;
+	ASSERT_EQ(-E2BIG, upgrade_state_parse(w.b.data, w.b.len, &lim, &st, err, sizeof(err)));
+	upgrade_limits_default(&lim);
+	lim.fd_bound = FD_SUP;
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, &lim, &st, err, sizeof(err)));
+	/* A record count the body cannot hold. */
+	w.b.data[24] = 0xff;
+	w.b.data[25] = 0xff;
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	buf_done(&w.b);
+}
+
+TEST(writer_misuse)
+{
+	struct upgrade_writer w;
+
+	upgrade_writer_init(&w, 1);
+	upgrade_writer_u64(&w, 1, 1); /* no record open */
+	ASSERT_EQ(-EINVAL, upgrade_writer_finish(&w));
+	buf_done(&w.b);
+	upgrade_writer_init(&w, 1);
+	upgrade_writer_begin(&w, UPGRADE_REC_SERVER);
+	ASSERT_EQ(-EINVAL, upgrade_writer_finish(&w)); /* record not ended */
+	buf_done(&w.b);
+	upgrade_writer_init(&w, 1);
+	upgrade_writer_begin(&w, UPGRADE_REC_SERVER);
+	upgrade_writer_fd(&w, 1, -1);
+	upgrade_writer_end(&w);
+	ASSERT_EQ(-EBADF, upgrade_writer_finish(&w));
+	buf_done(&w.b);
+}
+
+/* After execve: the numbers must be open fds of the right kind. */
+TEST(check_fds)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	int pipes[2], sv[2], r;
+	char err[256] = "";
+
+	ASSERT_EQ(0, pipe2(pipes, O_CLOEXEC));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	upgrade_writer_init(&w, 1);
+	upgrade_writer_begin(&w, UPGRADE_REC_SERVER);
+	upgrade_writer_str(&w, UPGRADE_SERVER_VERSION, "x");
+	upgrade_writer_u64(&w, UPGRADE_SERVER_START_MS, 1);
+	upgrade_writer_u64(&w, UPGRADE_SERVER_UPGRADES, 0);
+	upgrade_writer_end(&w);
+	upgrade_writer_begin(&w, UPGRADE_REC_LISTENER);
+	upgrade_writer_fd(&w, UPGRADE_LISTENER_FD, sv[0]);
+	upgrade_writer_str(&w, UPGRADE_LISTENER_URL, "ws://x");
+	upgrade_writer_end(&w);
+	upgrade_writer_begin(&w, UPGRADE_REC_HELD_FD);
+	upgrade_writer_u64(&w, UPGRADE_HELD_ROLE, UPGRADE_HELD_SUPERVISOR);
+	upgrade_writer_fd(&w, UPGRADE_HELD_FD, pipes[1]);
+	upgrade_writer_end(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(0, upgrade_state_check_fds(&st, -1, err, sizeof(err)));
+	/* The blob's own fd is never an object's. */
+	ASSERT_EQ(-EBADF, upgrade_state_check_fds(&st, pipes[1], err, sizeof(err)));
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+
+	/* A pipe where a socket must be. */
+	upgrade_writer_init(&w, 1);
+	upgrade_writer_begin(&w, UPGRADE_REC_SERVER);
+	upgrade_writer_str(&w, UPGRADE_SERVER_VERSION, "x");
+	upgrade_writer_u64(&w, UPGRADE_SERVER_START_MS, 1);
+	upgrade_writer_u64(&w, UPGRADE_SERVER_UPGRADES, 0);
+	upgrade_writer_end(&w);
+	upgrade_writer_begin(&w, UPGRADE_REC_LISTENER);
+	upgrade_writer_fd(&w, UPGRADE_LISTENER_FD, pipes[0]);
+	upgrade_writer_str(&w, UPGRADE_LISTENER_URL, "ws://x");
+	upgrade_writer_end(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	r = upgrade_state_check_fds(&st, -1, err, sizeof(err));
+	ASSERT_EQ(-EBADF, r);
+	ASSERT_TRUE(strstr(err, "listener") != NULL);
+	/* Closed: not open any more. */
+	close(pipes[0]);
+	ASSERT_EQ(-EBADF, upgrade_state_check_fds(&st, -1, err, sizeof(err)));
+	ASSERT_TRUE(strstr(err, "is not open") != NULL);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+	close(pipes[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST_MAIN()
