@@ -21,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "server.h"
+#include "upgrade.h"
 
 /* Set while SIGHUP re-reads the configuration: errors are logged, not printed. */
 static bool reloading;
@@ -764,6 +765,10 @@ int main(int argc, char **argv)
 	char err[512];
 	int r;
 
+	/* `--check-upgrade VERSION` (docs/UPGRADE.md); else argv is remembered for an upgrade. */
+	r = upgrade_main_hook(argc, argv);
+	if (r >= 0)
+		return r;
 	/* 0: derived from the fd budget at start-up (server_init) unless given. */
 	cfg.max_sessions = cfg.max_connections = cfg.max_processes = 0;
 	saved_argc = argc;

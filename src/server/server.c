@@ -43,6 +43,7 @@
 #include "session.h"
 #include "spawn.h"
 #include "tls-mem.h"
+#include "upgrade.h"
 #include "watch.h"
 #include "worker.h"
 
@@ -333,6 +334,8 @@ static void on_signal(struct uring_op *op, int res, uint32_t flags)
 
 		if (sig == SIGHUP) {
 			reload(s);
+		} else if (sig == SIGUSR2) {
+			upgrade_on_signal(s); /* live upgrade (docs/UPGRADE.md) */
 		} else if (sig == SIGTERM && s->cfg.drain_timeout_ms > 0 && !s->draining &&
 			   !s->cfg.fs_helper) {
 			drain_start(s);
@@ -500,7 +503,7 @@ static void raise_fd_limit(struct server *s)
 
 /*
  * SIGPIPE ignored (EPIPE instead of death when a peer or a child's stdin goes
- * away); SIGINT, SIGTERM and SIGHUP through a signalfd.
+ * away); SIGINT, SIGTERM, SIGHUP and SIGUSR2 (upgrade) through a signalfd.
  */
 static int setup_signals(struct server *s)
 {
@@ -512,6 +515,7 @@ static int setup_signals(struct server *s)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s->signal_fd < 0)
@@ -716,6 +720,7 @@ static void say_goodbye(struct server *s)
 void server_done(struct server *s)
 {
 	s->stopping = true;
+	upgrade_done(s);
 	remote_stop(s);
 	worker_pool_done(s);
 	session_destroy_all(s);

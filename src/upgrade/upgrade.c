@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The live upgrade's trigger (docs/UPGRADE.md): SIGUSR2 runs the binary at the
+ * path uexec was started from as `--check-upgrade VERSION`, on the ring (its
+ * pidfd polled, a deadline), and logs its answer. One upgrade at a time: a
+ * SIGUSR2 while one runs is refused with a log line. The hand-over that would
+ * follow a successful check is not built yet, so the server keeps serving.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "server.h"
+#include "state.h"
+#include "upgrade-internal.h"
+#include "upgrade.h"
+
+extern char **environ;
+
+/* How long the new binary gets to answer --check-upgrade before it is killed. */
+#define CHECK_TIMEOUT_MS 10000
+/* What is kept of its answer (one line is expected). */
+#define CHECK_OUTPUT_MAX 512
+
+enum upgrade_phase {
+	UPGRADE_IDLE,
+	UPGRADE_CHECKING, /* --check-upgrade runs */
+};
+
+/* One upgrade per server at a time, so one state per process (like the ring). */
+static struct {
+	char *exe;              /* the path uexec was started from (owned) */
+	enum upgrade_phase phase;
+	struct server *srv;
+	pid_t pid;
+	int pidfd;
+	int out_fd;             /* the read end of the check's stdout and stderr */
+	struct uring_op exit_op;
+	struct uring_timer timer;
+	bool timed_out;
+	uint64_t started_ns;
+} upg = { .pidfd = -1, .out_fd = -1 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The path to exec: argv[0] when it names a file (absolute, or relative to
+ * the directory uexec started in: systemd's ExecStart= is absolute), so that
+ * a symlink the upgrade re-points is followed; a bare name was found on PATH,
+ * and then /proc/self/exe says which file that was. NULL without memory.
+ */
+static char *exe_path(const char *argv0)
+{
+	char buf[PATH_MAX], cwd[PATH_MAX];
+	ssize_t n;
+
+	if (argv0 && argv0[0] == '/')
+		return strdup(argv0);
+	if (argv0 && strchr(argv0, '/') && getcwd(cwd, sizeof(cwd))) {
+		char *p = NULL;
+
+		return asprintf(&p, "%s/%s", cwd, argv0) < 0 ? NULL : p;
+	}
+	n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+int upgrade_main_hook(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "--check-upgrade") == 0)
+		return upgrade_check_main(argc, argv);
+	free(upg.exe);
+	upg.exe = exe_path(argc > 0 ? argv[0] : NULL);
+	return -1;
+}
+
+static void check_end(void)
+{
+	upg.pidfd = safe_close(upg.pidfd);
+	upg.out_fd = safe_close(upg.out_fd);
+	upg.pid = 0;
+	upg.phase = UPGRADE_IDLE;
+}
+
+/* The check's answer: its one line, control characters made visible. */
+static void check_output(char *out, size_t size)
+{
+	char raw[CHECK_OUTPUT_MAX];
+	ssize_t n = read(upg.out_fd, raw, sizeof(raw) - 1);
+
+	if (n < 0)
+		n = 0;
+	while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
+		n--;
+	raw[n] = '\0';
+	log_text_escape(raw, out, size);
+}
+
+static void on_check_timer(struct uring_timer *t, bool fired)
+{
+	if (!fired || upg.phase != UPGRADE_CHECKING)
+		return;
+	upg.timed_out = true;
+	(void)syscall(SYS_pidfd_send_signal, upg.pidfd, SIGKILL, NULL, 0);
+}
+
+static void on_check_exit(struct uring_op *op, int res, uint32_t flags)
+{
+	struct server *s = upg.srv;
+	siginfo_t si = { 0 };
+	char out[CHECK_OUTPUT_MAX], why[64];
+	uint64_t ms;
+	int status;
+
+	(void)flags;
+	if (res < 0 || waitid((idtype_t)P_PIDFD, (id_t)upg.pidfd, &si, WEXITED | WNOHANG) < 0 ||
+	    si.si_pid == 0) {
+		/* Not gone yet (a spurious wake-up): wait on, so that it is reaped. */
+		if (!s->stopping) {
+			struct io_uring_sqe *sqe = uring_get_sqe(&s->ring, op, on_check_exit);
+
+			io_uring_prep_poll_add(sqe, upg.pidfd, POLLIN);
+		}
+		return;
+	}
+	uring_timer_cancel(&upg.timer);
+	ms = (now_ns() - upg.started_ns) / 1000000u;
+	check_output(out, sizeof(out));
+	status = si.si_code == CLD_EXITED ? si.si_status : -1;
+	if (upg.timed_out)
+		snprintf(why, sizeof(why), "no answer within %d ms", CHECK_TIMEOUT_MS);
+	else if (si.si_code == CLD_EXITED)
+		snprintf(why, sizeof(why), "exit status %d", si.si_status);
+	else
+		snprintf(why, sizeof(why), "killed by %s", sigabbrev_np(si.si_status) ?: "a signal");
+	{
+		struct log_field f[] = { LOG_STR("binary", upg.exe), LOG_INT("status", status),
+					 LOG_STR("answer", out), LOG_INT("ms", ms),
+					 LOG_INT("stateVersion", UPGRADE_STATE_VERSION) };
+
+		if (status == 0) {
+			log_event(LOG_INFO, "upgrade.check", NULL, f, ELEMENTSOF(f),
+				  "Upgrade: %s can take over (%s)", upg.exe, out);
+			/* What comes next is the hand-over (docs/UPGRADE.md, "Status"). */
+			log_event(LOG_WARNING, "upgrade.unsupported", NULL, f, 1,
+				  "Upgrade: handing sessions, processes and connections over to a new "
+				  "binary is not supported yet; keeping serving");
+		} else if (status == 1) {
+			log_event(LOG_WARNING, "upgrade.check", NULL, f, ELEMENTSOF(f),
+				  "Upgrade refused: %s cannot take over (%s); keeping serving",
+				  upg.exe, out);
+		} else {
+			log_event(LOG_WARNING, "upgrade.check", NULL, f, ELEMENTSOF(f),
+				  "Upgrade refused: checking %s failed (%s%s%s); keeping serving",
+				  upg.exe, why, out[0] ? ": " : "", out);
+		}
+	}
+	check_end();
+}
+
+/* Starts `EXE --check-upgrade VERSION` with its output into a pipe. 0 or -errno (logged). */
+static int check_start(struct server *s)
+{
+	char version[16], *args[4];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, defaults;
+	int pipes[2] = { -1, -1 }, r;
+	pid_t pid;
+
+	if (pipe2(pipes, O_CLOEXEC) < 0)
+		return log_warning_errno(errno, "Upgrade refused: cannot make a pipe for the check");
+	(void)fcntl(pipes[0], F_SETFL, O_NONBLOCK);
+	snprintf(version, sizeof(version), "%u", UPGRADE_STATE_VERSION);
+	args[0] = upg.exe;
+	args[1] = (char *)"--check-upgrade";
+	args[2] = version;
+	args[3] = NULL;
+	/* The server blocks its signals (signalfd) and ignores SIGPIPE: the check gets neither. */
+	sigemptyset(&none);
+	sigfillset(&defaults);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, pipes[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pipes[1], 2);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &defaults);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	r = posix_spawn(&pid, upg.exe, &fa, &attr, args, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	safe_close(pipes[1]);
+	if (r != 0) {
+		safe_close(pipes[0]);
+		return log_warning_errno(r, "Upgrade refused: cannot run %s --check-upgrade; keeping "
+					    "serving", upg.exe);
+	}
+	upg.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (upg.pidfd < 0) {
+		r = -errno;
+		(void)kill(pid, SIGKILL);
+		(void)waitpid(pid, NULL, 0); /* just killed: returns at once */
+		safe_close(pipes[0]);
+		return log_warning_errno(r, "Upgrade refused: pidfd_open failed; keeping serving");
+	}
+	(void)fcntl(upg.pidfd, F_SETFD, FD_CLOEXEC);
+	upg.pid = pid;
+	upg.out_fd = pipes[0];
+	upg.srv = s;
+	upg.timed_out = false;
+	upg.phase = UPGRADE_CHECKING;
+	io_uring_prep_poll_add(uring_get_sqe(&s->ring, &upg.exit_op, on_check_exit), upg.pidfd,
+			       POLLIN);
+	uring_timer_arm(&s->ring, &upg.timer, CHECK_TIMEOUT_MS, on_check_timer);
+	return 0;
+}
+
+void upgrade_on_signal(struct server *s)
+{
+	const char *why = NULL;
+
+	if (s->cfg.fs_helper)
+		return; /* a one-request helper has nothing to upgrade */
+	if (upg.phase != UPGRADE_IDLE)
+		why = "an upgrade is already in progress";
+	else if (s->draining)
+		why = "the server is draining";
+	else if (s->stopping)
+		why = "the server is stopping";
+	else if (!upg.exe)
+		why = "the path uexec was started from is unknown";
+	if (why) {
+		struct log_field f[] = { LOG_STR("reason", why) };
+
+		log_event(LOG_WARNING, "upgrade.refused", NULL, f, ELEMENTSOF(f),
+			  "Received SIGUSR2: upgrade refused, %s", why);
+		return;
+	}
+	{
+		struct log_field f[] = { LOG_STR("binary", upg.exe),
+					 LOG_INT("stateVersion", UPGRADE_STATE_VERSION) };
+
+		log_event(LOG_INFO, "upgrade.start", NULL, f, ELEMENTSOF(f),
+			  "Received SIGUSR2: checking whether %s can take over (state version %u)",
+			  upg.exe, UPGRADE_STATE_VERSION);
+	}
+	upg.started_ns = now_ns();
+	(void)check_start(s);
+}
+
+void upgrade_done(struct server *s)
+{
+	siginfo_t si;
+
+	(void)s;
+	if (upg.phase == UPGRADE_CHECKING && upg.pidfd >= 0) {
+		(void)syscall(SYS_pidfd_send_signal, upg.pidfd, SIGKILL, NULL, 0);
+		(void)waitid((idtype_t)P_PIDFD, (id_t)upg.pidfd, &si, WEXITED); /* killed: at once */
+	}
+	check_end();
+	upg.exe = (free(upg.exe), NULL);
+}

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: MIT
+"""Live upgrade (issue 26, docs/UPGRADE.md), as far as it is built: `uexec
+--check-upgrade VERSION` answers whether a binary can read a state version;
+SIGUSR2 runs it on the binary at the path uexec was started from and logs the
+answer; a failing, refusing, missing or hanging new binary is logged and the
+server keeps serving; a SIGUSR2 while a check runs is refused with a log line.
+The hand-over itself is not built: after a successful check the server says so
+and keeps serving, its processes untouched (their output continuous, seqs
+unbroken, exit codes reported)."""
+
+import os
+import signal
+import stat
+import subprocess
+
+import pytest
+
+from conftest import EVENT_TIMEOUT, UEXEC_BIN, wait_until
+
+pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep")
+
+PATH_ENV = {"PATH": "/usr/bin:/bin"}
+STATE_VERSION = 1
+# The server's own deadline for a check (upgrade.c's CHECK_TIMEOUT_MS).
+CHECK_TIMEOUT_S = 10
+
+
+def check_upgrade(*args):
+    return subprocess.run([UEXEC_BIN, "--check-upgrade", *args], capture_output=True,
+                          text=True, timeout=EVENT_TIMEOUT)
+
+
+def test_check_upgrade_answers_by_version():
+    p = check_upgrade(str(STATE_VERSION))
+    assert p.returncode == 0, p
+    assert "can take over state version %d" % STATE_VERSION in p.stdout, p
+    p = check_upgrade(str(STATE_VERSION + 1))
+    assert p.returncode == 1, p
+    assert ("cannot take over: state version %d is not one it reads" % (STATE_VERSION + 1)
+            in p.stdout), p
+    for bad in (["x"], [""], ["99999999999999999999"], ["-1"], [], ["1", "2"]):
+        p = check_upgrade(*bad)
+        assert p.returncode == 2, (bad, p)
+        assert "usage: uexec --check-upgrade VERSION" in p.stderr, (bad, p)
+        assert p.stdout == "", (bad, p)
+
+
+class Launch:
+    """A server started from a path the test controls (a symlink to the binary under
+    test), so that the 'new binary' at that path can be swapped."""
+
+    def __init__(self, server_factory, tmp_path, env=None):
+        self.dir = tmp_path / "bin"
+        self.dir.mkdir()
+        self.path = str(self.dir / "uexec")
+        os.symlink(os.path.realpath(UEXEC_BIN), self.path)
+        # sh -c 'shift; exec PATH "$@"' sh UEXEC_BIN args...: argv[0] becomes PATH
+        launcher = ["/bin/sh", "-c", 'shift; exec "%s" "$@"' % self.path, "sh"]
+        self.srv = server_factory(env=env, launcher=launcher)
+
+    def replace(self, script):
+        """The file at the start path becomes a shell script (the 'new binary')."""
+        tmp = self.path + ".new"
+        with open(tmp, "w") as f:
+            f.write("#!/bin/sh\n" + script)
+        os.chmod(tmp, stat.S_IRWXU)
+        os.replace(tmp, self.path)
+
+    def usr2(self):
+        self.srv.proc.send_signal(signal.SIGUSR2)
+
+    def wait_log(self, needle, count=1, what=None):
+        needle = needle.encode()
+        wait_until(lambda: self.srv.stderr().count(needle) >= count,
+                   what=what or "%r in the log" % needle)
+
+
+def zombies(ppid):
+    """Children of ppid that died and were not reaped."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(st[1]) == ppid and st[0] == "Z":
+            found.append(int(d))
+    return found
+
+
+def counter_script(go):
+    return ("i=0; while [ ! -e %s ]; do echo $i; i=$((i+1)); sleep 0.01; done; "
+            "echo end; exit 7" % go)
+
+
+def check_counter(run):
+    lines = run.stdout.split(b"\n")
+    assert lines[-1] == b"" and lines[-2] == b"end", lines[-3:]
+    assert lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], \
+        "output lost or out of order"
+    assert run.exit_code == 7
+    run.check_sequencing()
+
+
+def test_sigusr2_check_passes_server_keeps_serving(server_factory, tmp_path):
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path)
+    c = lu.srv.connect()
+    c.start("count", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
+    run = c.collect_until_output("count", b"\n3\n")
+    lu.usr2()
+    lu.wait_log("Received SIGUSR2: checking whether %s can take over (state version %d)"
+                % (lu.path, STATE_VERSION))
+    lu.wait_log("Upgrade: %s can take over" % lu.path)
+    lu.wait_log("not supported yet; keeping serving")
+    # Still the same server, still serving: the running process, a new one, a new client.
+    assert lu.srv.proc.poll() is None
+    run = c.collect_until_output("count", b"\n%d\n" % (int(run.stdout.split()[-1]) + 20),
+                                 run=run)
+    c2 = lu.srv.connect()
+    c2.start("after", ["/bin/sh", "-c", "echo after"], env=PATH_ENV)
+    done = c2.collect("after")
+    assert done.stdout == b"after\n" and done.exit_code == 0
+    go.touch()
+    check_counter(c.collect("count", run=run))
+    # A second upgrade after the first finished is not refused.
+    lu.usr2()
+    lu.wait_log("not supported yet; keeping serving", count=2)
+    assert b"upgrade refused" not in lu.srv.stderr()
+
+
+@pytest.mark.parametrize("script,expect", [
+    ("echo broken >&2\nexit 3\n", "checking {path} failed (exit status 3: broken)"),
+    ("echo 'uexec 9.9 cannot take over: state version 1 is not one it reads (2-2)'\nexit 1\n",
+     "Upgrade refused: {path} cannot take over (uexec 9.9 cannot take over"),
+    ("kill -TERM $$\n", "checking {path} failed (killed by TERM)"),
+])
+def test_failing_check_keeps_serving(server_factory, tmp_path, script, expect):
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path)
+    c = lu.srv.connect()
+    c.start("count", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
+    run = c.collect_until_output("count", b"\n2\n")
+    lu.replace(script)
+    lu.usr2()
+    lu.wait_log(expect.format(path=lu.path))
+    lu.wait_log("keeping serving")
+    assert b"not supported yet" not in lu.srv.stderr()
+    assert lu.srv.proc.poll() is None
+    go.touch()
+    check_counter(c.collect("count", run=run))
+
+
+def test_missing_binary_keeps_serving(server_factory, tmp_path):
+    lu = Launch(server_factory, tmp_path)
+    os.unlink(lu.path)
+    lu.usr2()
+    lu.wait_log("Upgrade refused: cannot run %s --check-upgrade; keeping serving" % lu.path)
+    c = lu.srv.connect()
+    c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
+    run = c.collect("p")
+    assert run.stdout == b"ok\n" and run.exit_code == 0
+
+
+def test_second_sigusr2_during_check_is_refused(server_factory, tmp_path):
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    lu = Launch(server_factory, tmp_path)
+    # The 'new binary' answers once the test writes to the FIFO: the check is in progress
+    # until then.
+    lu.replace('read x < "%s"\necho "fake can take over"\nexit 0\n' % fifo)
+    lu.usr2()
+    lu.wait_log("Received SIGUSR2: checking whether")
+    lu.usr2()
+    lu.wait_log("Received SIGUSR2: upgrade refused, an upgrade is already in progress")
+    assert b"can take over (fake" not in lu.srv.stderr()
+    with open(fifo, "w") as f:
+        f.write("go\n")
+    lu.wait_log("Upgrade: %s can take over (fake can take over)" % lu.path)
+    lu.wait_log("not supported yet; keeping serving")
+    assert lu.srv.stderr().count(b"already in progress") == 1
+
+
+def test_hanging_check_is_killed_at_its_deadline(server_factory, tmp_path):
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    lu = Launch(server_factory, tmp_path)
+    lu.replace('read x < "%s"\n' % fifo)   # never written: it waits for ever
+    lu.usr2()
+    lu.wait_log("Received SIGUSR2: checking whether")
+    wait_until(lambda: b"no answer within" in lu.srv.stderr(), timeout=CHECK_TIMEOUT_S + EVENT_TIMEOUT,
+               what="the check's deadline")
+    lu.wait_log("checking %s failed (no answer within %d ms); keeping serving"
+                % (lu.path, CHECK_TIMEOUT_S * 1000))
+    # The killed check was reaped: no zombie child is left behind.
+    assert zombies(lu.srv.pid) == []
+    c = lu.srv.connect()
+    c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
+    run = c.collect("p")
+    assert run.stdout == b"ok\n" and run.exit_code == 0
