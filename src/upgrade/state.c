@@ -518,7 +518,8 @@ static int parse_all(struct parse *p)
 	if (off != p->len)
 		return fail(p, -EBADMSG, "%zu bytes after the last record", p->len - off);
 	/* One owner per fd: a number named twice would be closed twice. */
-	qsort(p->st.fds, p->st.n_fds, sizeof(uint32_t), cmp_u32);
+	if (p->st.n_fds > 1) /* qsort must not see NULL, even for 0 elements */
+		qsort(p->st.fds, p->st.n_fds, sizeof(uint32_t), cmp_u32);
 	for (i = 1; i < p->st.n_fds; i++)
 		if (p->st.fds[i] == p->st.fds[i - 1])
 			return fail(p, -EBADMSG, "fd %u is named twice", p->st.fds[i]);

@@ -33,6 +33,8 @@ PREFIXES = (
     "registry_",
     # src/remote
     "remote_",
+    # src/upgrade
+    "upgrade_",
 )
 # Defined by the C runtime and the linker in every executable.
 RUNTIME = {"main", "_start", "_init", "_fini", "_edata", "_end", "__bss_start", "__data_start",
