@@ -87,7 +87,7 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_EXIT_SEQ,     UPGRADE_T_U64, 0, 1, UINT64_MAX, "exitSeq" },
 	{ UPGRADE_PROC_CLOSED,       UPGRADE_T_BOOL, 0, 0, 0, "closed" },
 	{ UPGRADE_PROC_STARTED_MS,   UPGRADE_T_U64, 0, 0, UINT64_MAX, "startedMs" },
-	{ UPGRADE_PROC_CG_FD,        UPGRADE_T_FD, 0, UPGRADE_FD_DIR, 0, "cgroupFd" },
+	{ UPGRADE_PROC_CG_GUARD,     UPGRADE_T_BOOL, 0, 0, 0, "cgroupGuard" },
 	{ UPGRADE_PROC_CG_NUM,       UPGRADE_T_U64, 0, 0, UINT32_MAX, "cgroupNumber" },
 	{ UPGRADE_PROC_TIMEOUT_NS,   UPGRADE_T_U64, 0, 1, UINT64_MAX, "timeoutNs" },
 	{ UPGRADE_PROC_STDIN_CLOSED, UPGRADE_T_BOOL, 0, 0, 0, "stdinClosed" },

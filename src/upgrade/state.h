@@ -133,8 +133,8 @@ enum {
 	UPGRADE_PROC_EXIT_SEQ,        /* U64 */
 	UPGRADE_PROC_CLOSED,          /* BOOL */
 	UPGRADE_PROC_STARTED_MS,      /* U64: CLOCK_REALTIME */
-	UPGRADE_PROC_CG_FD,           /* FD: its cgroup leaf, optional */
-	UPGRADE_PROC_CG_NUM,          /* U64: the leaf's number (p<N>) */
+	UPGRADE_PROC_CG_GUARD,        /* BOOL: its leaf is below the listener guard's cgroup */
+	UPGRADE_PROC_CG_NUM,          /* U64: its leaf p<N> (below the base or the guard) */
 	UPGRADE_PROC_TIMEOUT_NS,      /* U64: CLOCK_MONOTONIC timeoutMs deadline, optional */
 	UPGRADE_PROC_STDIN_CLOSED,    /* BOOL */
 	UPGRADE_PROC_SANDBOXED,       /* BOOL */

@@ -2,9 +2,31 @@
 /* What the files of src/upgrade share (not for other modules). */
 #pragma once
 
+#include <stdint.h>
+
 #include "config.h"
 
 #define UPGRADE_UEXEC_VERSION UEXEC_VERSION
 
 /* check.c: `uexec --check-upgrade VERSION`; the exit status. */
 int upgrade_check_main(int argc, char **argv);
+
+struct server;
+struct upgrade_writer;
+
+/* What upgrade_collect() put in a blob (for the log and the tests). */
+struct upgrade_collected {
+	uint64_t records, fds, bytes;
+	uint64_t sessions, procs, conns;
+	uint64_t conns_closed;    /* TLS, relay-carried or closing: they would close and resume */
+	uint64_t retained_bytes;  /* processes' retained output */
+	uint64_t queued_bytes;    /* connections' unsent output */
+};
+
+/*
+ * collect.c: the state blob of s into w (upgrade_writer_init'ed here; the
+ * caller frees w->b). upgrades: how many upgrades came before. Returns 0 or
+ * the writer's error (-ENOMEM, -EINVAL, -E2BIG, -EBADF).
+ */
+int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_writer *w,
+		    struct upgrade_collected *c);

@@ -52,6 +52,7 @@ static struct {
 	struct uring_timer timer;
 	bool timed_out;
 	uint64_t started_ns;
+	uint64_t upgrades;      /* upgrades this process went through (none yet: no hand-over) */
 } upg = { .pidfd = -1, .out_fd = -1 };
 
 static uint64_t now_ns(void)
@@ -118,6 +119,53 @@ static void check_output(char *out, size_t size)
 	log_text_escape(raw, out, size);
 }
 
+/*
+ * Until the hand-over is built, the blob is made from the live server and
+ * checked as the hand-over will check it (parsed back), its size and cost
+ * logged, then dropped: every SIGUSR2 exercises the serializer on real objects.
+ */
+static void state_dry_run(struct server *s)
+{
+	struct upgrade_collected c;
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	char err[256] = "";
+	uint64_t t0 = now_ns(), us;
+	int r;
+
+	r = upgrade_collect(s, upg.upgrades, &w, &c);
+	if (r < 0)
+		snprintf(err, sizeof(err), "building it failed: %s", strerror(-r));
+	else
+		r = upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err));
+	us = (now_ns() - t0) / 1000u;
+	if (r < 0) {
+		struct log_field f[] = { LOG_STR("error", err) };
+
+		/* A bug of the writer or the schema: the hand-over would refuse to go on. */
+		log_event(LOG_ERR, "upgrade.state", NULL, f, ELEMENTSOF(f),
+			  "Upgrade: the state does not validate: %s", err);
+	} else {
+		struct log_field f[] = {
+			LOG_INT("records", c.records), LOG_INT("fds", c.fds), LOG_INT("bytes", c.bytes),
+			LOG_INT("sessions", c.sessions), LOG_INT("processes", c.procs),
+			LOG_INT("connections", c.conns), LOG_INT("connectionsClosed", c.conns_closed),
+			LOG_INT("retainedBytes", c.retained_bytes), LOG_INT("queuedBytes", c.queued_bytes),
+			LOG_INT("us", us),
+		};
+
+		log_event(LOG_INFO, "upgrade.state", NULL, f, ELEMENTSOF(f),
+			  "Upgrade: the state would be %" PRIu64 " records (%" PRIu64 " sessions, %"
+			  PRIu64 " processes with %" PRIu64 " bytes of output, %" PRIu64 " connections "
+			  "with %" PRIu64 " bytes queued, %" PRIu64 " to close and resume), %" PRIu64
+			  " fds, %" PRIu64 " bytes; built and checked in %" PRIu64 " us",
+			  c.records, c.sessions, c.procs, c.retained_bytes, c.conns, c.queued_bytes,
+			  c.conns_closed, c.fds, c.bytes, us);
+		upgrade_state_done(&st);
+	}
+	buf_done(&w.b);
+}
+
 static void on_check_timer(struct uring_timer *t, bool fired)
 {
 	if (!fired || upg.phase != UPGRADE_CHECKING)
@@ -163,6 +211,8 @@ static void on_check_exit(struct uring_op *op, int res, uint32_t flags)
 		if (status == 0) {
 			log_event(LOG_INFO, "upgrade.check", NULL, f, ELEMENTSOF(f),
 				  "Upgrade: %s can take over (%s)", upg.exe, out);
+			if (!s->stopping)
+				state_dry_run(s);
 			/* What comes next is the hand-over (docs/UPGRADE.md, "Status"). */
 			log_event(LOG_WARNING, "upgrade.unsupported", NULL, f, 1,
 				  "Upgrade: handing sessions, processes and connections over to a new "

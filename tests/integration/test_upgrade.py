@@ -9,6 +9,7 @@ and keeps serving, its processes untouched (their output continuous, seqs
 unbroken, exit codes reported)."""
 
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -75,6 +76,21 @@ class Launch:
                    what=what or "%r in the log" % needle)
 
 
+STATE_RE = re.compile(
+    rb"the state would be (\d+) records \((\d+) sessions, (\d+) processes with (\d+) bytes of "
+    rb"output, (\d+) connections with (\d+) bytes queued, (\d+) to close and resume\), (\d+) "
+    rb"fds, (\d+) bytes; built and checked in")
+
+
+def state_line(srv, index=-1):
+    """The numbers of the last (or index-th) 'upgrade.state' log line."""
+    m = STATE_RE.findall(srv.stderr())
+    assert m, srv.stderr_tail()
+    keys = ("records", "sessions", "processes", "retained", "connections", "queued", "closed",
+            "fds", "bytes")
+    return dict(zip(keys, map(int, m[index])))
+
+
 def zombies(ppid):
     """Children of ppid that died and were not reaped."""
     found = []
@@ -116,6 +132,10 @@ def test_sigusr2_check_passes_server_keeps_serving(server_factory, tmp_path):
                 % (lu.path, STATE_VERSION))
     lu.wait_log("Upgrade: %s can take over" % lu.path)
     lu.wait_log("not supported yet; keeping serving")
+    # The state a hand-over would carry was built from the live objects and validated.
+    st = state_line(lu.srv)
+    assert (st["sessions"], st["processes"], st["connections"], st["closed"]) == (1, 1, 1, 0), st
+    assert st["retained"] >= len(run.stdout) and st["fds"] >= 4, st   # listener, conn, 2 pipes
     # Still the same server, still serving: the running process, a new one, a new client.
     assert lu.srv.proc.poll() is None
     run = c.collect_until_output("count", b"\n%d\n" % (int(run.stdout.split()[-1]) + 20),
@@ -201,3 +221,28 @@ def test_hanging_check_is_killed_at_its_deadline(server_factory, tmp_path):
     c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
     run = c.collect("p")
     assert run.stdout == b"ok\n" and run.exit_code == 0
+
+
+def test_state_counts_detached_sessions_ptys_and_exits(server_factory, tmp_path):
+    """The blob a hand-over would carry covers a detached session with a PTY process, an
+    exited and closed process, a running pipe process and its attached connection."""
+    lu = Launch(server_factory, tmp_path)
+    gone = lu.srv.connect()
+    gone.start("tty", ["/bin/sh", "-c", "echo ready; exec cat"], env=PATH_ENV, tty=True)
+    gone.collect_until_output("tty", b"ready")
+    gone.close()                          # its session is detached, the process runs on
+    c = lu.srv.connect()
+    c.start("done", ["/bin/sh", "-c", "echo bye; exit 4"], env=PATH_ENV)
+    assert c.collect("done").exit_code == 4
+    c.start("run", ["/bin/sh", "-c", "echo up; exec sleep 1000"], env=PATH_ENV)
+    c.collect_until_output("run", b"up\n")
+    lu.wait_log("detached from", what="the first session's detach")
+    lu.usr2()
+    lu.wait_log("not supported yet; keeping serving")
+    st = state_line(lu.srv)
+    assert (st["sessions"], st["processes"], st["connections"]) == (2, 3, 1), st
+    # retained: "ready" (PTY, maybe with CR LF), "bye\n", "up\n"
+    assert st["retained"] >= len(b"ready") + len(b"bye\n") + len(b"up\n"), st
+    # listener + conn + PTY master + the running pipes (stdout, stderr); the closed one has none
+    assert st["fds"] >= 6, st
+    c.terminate("run")
