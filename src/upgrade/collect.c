@@ -253,17 +253,41 @@ static void put_conn(struct upgrade_writer *w, struct upgrade_collected *c, cons
 	c->queued_bytes += out;
 }
 
-int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_writer *w,
-		    struct upgrade_collected *c)
+/*
+ * The blob's size, near enough that the memfd is made and faulted in once:
+ * retained output and queued bytes dominate; records cost a few hundred bytes.
+ */
+static size_t size_hint(struct server *s)
+{
+	size_t n = 64 << 10;
+	struct session *ss;
+	struct conn *cn;
+	struct proc *p;
+
+	list_for_each_entry(ss, &s->sessions, link) {
+		n += 256;
+		list_for_each_entry(p, &ss->procs_list, link)
+			n += 512 + p->id_len + p->retained_bytes +
+			     (size_t)p->n_chunks * UPGRADE_CHUNK_HEADER_LEN;
+	}
+	list_for_each_entry(cn, &s->conns, link)
+		n += 256 + cn->in.len + cn->out_bytes;
+	return n;
+}
+
+int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collected *c)
 {
 	struct session **order = NULL, *ss;
 	uint32_t *recs = NULL, n = 0, i = 0;
 	uint64_t now = mono_ns();
+	struct upgrade_writer writer, *w = &writer;
 	struct conn *cn;
 	int r;
 
 	memset(c, 0, sizeof(*c));
-	upgrade_writer_init(w, UPGRADE_STATE_VERSION);
+	r = upgrade_writer_init_memfd(w, UPGRADE_STATE_VERSION, size_hint(s));
+	if (r < 0)
+		return r;
 	put_server(w, c, s, upgrades);
 	list_for_each_entry(ss, &s->sessions, link)
 		n++;
@@ -300,7 +324,10 @@ int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_writer *
 	r = upgrade_writer_finish(w);
 	c->records = w->n_recs;
 	c->bytes = w->b.len;
+	if (r >= 0)
+		r = upgrade_writer_seal(w);
 out:
+	upgrade_writer_done(w);
 	free(order);
 	free(recs);
 	return r;

@@ -611,30 +611,39 @@ int upgrade_chunks_next(const struct upgrade_field *f, size_t *off, struct upgra
 
 /* ---- the writer ---- */
 
-void upgrade_writer_init(struct upgrade_writer *w, uint32_t version)
-{
-	memset(w, 0, sizeof(*w));
-	w->rec_off = w->field_off = SIZE_MAX;
-	w->version = version;
-	if (buf_reserve(&w->b, UPGRADE_STATE_HEADER_LEN) < 0)
-		w->error = -ENOMEM;
-	else
-		w->b.len = UPGRADE_STATE_HEADER_LEN; /* filled by finish */
-}
-
 static uint8_t *wreserve(struct upgrade_writer *w, size_t n)
 {
 	uint8_t *p;
+	int r;
 
 	if (w->error)
 		return NULL;
-	if (buf_reserve(&w->b, n) < 0) {
-		w->error = -ENOMEM;
-		return NULL;
+	if (w->b.cap - w->b.len < n) {
+		r = w->grow ? w->grow(w, n) : buf_reserve(&w->b, n);
+		if (r < 0) {
+			w->error = r;
+			return NULL;
+		}
 	}
 	p = w->b.data + w->b.len;
 	w->b.len += n;
 	return p;
+}
+
+void upgrade_writer_init(struct upgrade_writer *w, uint32_t version)
+{
+	upgrade_writer_init_grow(w, version, NULL, -1);
+}
+
+void upgrade_writer_init_grow(struct upgrade_writer *w, uint32_t version,
+			      int (*grow_fn)(struct upgrade_writer *w, size_t extra), int memfd)
+{
+	memset(w, 0, sizeof(*w));
+	w->grow = grow_fn;
+	w->memfd = memfd;
+	w->rec_off = w->field_off = SIZE_MAX;
+	w->version = version;
+	(void)wreserve(w, UPGRADE_STATE_HEADER_LEN); /* filled by finish */
 }
 
 void upgrade_writer_begin(struct upgrade_writer *w, uint16_t kind)

@@ -246,8 +246,25 @@ struct upgrade_writer {
 	uint16_t last_tag;
 	uint32_t version;
 	int error;
+	/* Where the bytes go: NULL, the heap (w->b); else grows w->b in place (memfd.c). */
+	int (*grow)(struct upgrade_writer *w, size_t extra);
+	int memfd;          /* memfd.c's, or -1 */
 };
 void upgrade_writer_init(struct upgrade_writer *w, uint32_t version);
+/* The same with another home for the bytes (memfd.c's; grow is called with w->b to grow). */
+void upgrade_writer_init_grow(struct upgrade_writer *w, uint32_t version,
+			      int (*grow)(struct upgrade_writer *w, size_t extra), int memfd);
+/*
+ * memfd.c (does I/O): the writer's bytes go straight into a memfd mapped
+ * shared, size_hint bytes made and faulted in at once (0: grown on demand),
+ * so that SERIALIZE copies each byte once. 0 or -errno. After
+ * upgrade_writer_finish(), upgrade_writer_seal() hands the sealed memfd over.
+ * upgrade_writer_done() frees either kind of writer.
+ */
+int upgrade_writer_init_memfd(struct upgrade_writer *w, uint32_t version, size_t size_hint);
+/* The finished blob's memfd, sized to the blob and sealed read-only (the caller owns it), or -errno. */
+int upgrade_writer_seal(struct upgrade_writer *w);
+void upgrade_writer_done(struct upgrade_writer *w);
 void upgrade_writer_begin(struct upgrade_writer *w, uint16_t kind);
 void upgrade_writer_end(struct upgrade_writer *w);
 void upgrade_writer_raw(struct upgrade_writer *w, uint16_t tag, uint8_t type, const void *val,

@@ -24,9 +24,9 @@ struct upgrade_collected {
 };
 
 /*
- * collect.c: the state blob of s into w (upgrade_writer_init'ed here; the
- * caller frees w->b). upgrades: how many upgrades came before. Returns 0 or
- * the writer's error (-ENOMEM, -EINVAL, -E2BIG, -EBADF).
+ * collect.c: the state blob of s, written straight into a memfd sized from
+ * the objects' bytes, then sealed. upgrades: how many upgrades came before.
+ * Returns the memfd (CLOEXEC; the caller owns it) or -errno (-ENOMEM, -EINVAL,
+ * -E2BIG, -EBADF from the writer, or memfd_create's/ftruncate's).
  */
-int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_writer *w,
-		    struct upgrade_collected *c);
+int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collected *c);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -120,32 +121,49 @@ static void check_output(char *out, size_t size)
 }
 
 /*
- * Until the hand-over is built, the blob is made from the live server and
- * checked as the hand-over will check it (parsed back), its size and cost
- * logged, then dropped: every SIGUSR2 exercises the serializer on real objects.
+ * Until the hand-over is built, the blob is made from the live server into a
+ * sealed memfd and checked as RESTORE will check it (mapped, parsed, its fds
+ * open and of their kinds), its size and cost logged, then dropped: every
+ * SIGUSR2 exercises the serializer on real objects.
  */
 static void state_dry_run(struct server *s)
 {
 	struct upgrade_collected c;
-	struct upgrade_writer w;
 	struct upgrade_state st;
 	char err[256] = "";
 	uint64_t t0 = now_ns(), us;
-	int r;
+	void *map = MAP_FAILED;
+	int fd, r;
 
-	r = upgrade_collect(s, upg.upgrades, &w, &c);
-	if (r < 0)
+	fd = r = upgrade_collect(s, upg.upgrades, &c);
+	if (r < 0) {
 		snprintf(err, sizeof(err), "building it failed: %s", strerror(-r));
-	else
-		r = upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err));
+	} else {
+		/* What RESTORE does: map it read-only, parse, check its fds against our table. */
+		map = mmap(NULL, c.bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+		r = map == MAP_FAILED ? -errno : 0;
+		if (r < 0)
+			snprintf(err, sizeof(err), "mapping it failed: %s", strerror(-r));
+		else
+			r = upgrade_state_parse(map, c.bytes, NULL, &st, err, sizeof(err));
+		if (r >= 0) {
+			r = upgrade_state_check_fds(&st, fd, err, sizeof(err));
+			upgrade_state_done(&st);
+		}
+	}
 	us = (now_ns() - t0) / 1000u;
+	if (map != MAP_FAILED)
+		munmap(map, c.bytes);
+	safe_close(fd);
 	if (r < 0) {
 		struct log_field f[] = { LOG_STR("error", err) };
 
 		/* A bug of the writer or the schema: the hand-over would refuse to go on. */
 		log_event(LOG_ERR, "upgrade.state", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: the state does not validate: %s", err);
-	} else {
+		return;
+	}
+	{
 		struct log_field f[] = {
 			LOG_INT("records", c.records), LOG_INT("fds", c.fds), LOG_INT("bytes", c.bytes),
 			LOG_INT("sessions", c.sessions), LOG_INT("processes", c.procs),
@@ -158,12 +176,10 @@ static void state_dry_run(struct server *s)
 			  "Upgrade: the state would be %" PRIu64 " records (%" PRIu64 " sessions, %"
 			  PRIu64 " processes with %" PRIu64 " bytes of output, %" PRIu64 " connections "
 			  "with %" PRIu64 " bytes queued, %" PRIu64 " to close and resume), %" PRIu64
-			  " fds, %" PRIu64 " bytes; built and checked in %" PRIu64 " us",
+			  " fds, %" PRIu64 " bytes; built, sealed and checked in %" PRIu64 " us",
 			  c.records, c.sessions, c.procs, c.retained_bytes, c.conns, c.queued_bytes,
 			  c.conns_closed, c.fds, c.bytes, us);
-		upgrade_state_done(&st);
 	}
-	buf_done(&w.b);
 }
 
 static void on_check_timer(struct uring_timer *t, bool fired)

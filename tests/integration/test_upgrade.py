@@ -79,7 +79,7 @@ class Launch:
 STATE_RE = re.compile(
     rb"the state would be (\d+) records \((\d+) sessions, (\d+) processes with (\d+) bytes of "
     rb"output, (\d+) connections with (\d+) bytes queued, (\d+) to close and resume\), (\d+) "
-    rb"fds, (\d+) bytes; built and checked in")
+    rb"fds, (\d+) bytes; built, sealed and checked in")
 
 
 def state_line(srv, index=-1):

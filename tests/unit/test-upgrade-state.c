@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -19,11 +21,11 @@
 /* The fds a sample names (numbers only; the parser does no I/O). */
 enum { FD_LISTEN = 5, FD_OUT = 7, FD_ERR = 8, FD_CONN = 9, FD_SUP = 10 };
 
-static void sample(struct upgrade_writer *w)
+/* The sample into an initialised writer (heap or memfd). */
+static void sample_into(struct upgrade_writer *w)
 {
 	static const uint8_t pid_nul[] = { 'p', 0, '1' };
 
-	upgrade_writer_init(w, UPGRADE_STATE_VERSION);
 	upgrade_writer_begin(w, UPGRADE_REC_SERVER);            /* record 0 */
 	upgrade_writer_str(w, UPGRADE_SERVER_VERSION, "0.1.0");
 	upgrade_writer_u64(w, UPGRADE_SERVER_START_MS, 1700000000000ull);
@@ -84,6 +86,12 @@ static void sample(struct upgrade_writer *w)
 	upgrade_writer_bool(w, UPGRADE_WATCH_RECURSIVE, true);
 	upgrade_writer_end(w);
 	ASSERT_EQ(0, upgrade_writer_finish(w));
+}
+
+static void sample(struct upgrade_writer *w)
+{
+	upgrade_writer_init(w, UPGRADE_STATE_VERSION);
+	sample_into(w);
 }
 
 /* Parse -> write gives the same bytes (the encoding is canonical). */
@@ -571,6 +579,49 @@ TEST(check_fds)
 	close(pipes[1]);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* The memfd writer gives the heap writer's bytes, sized exactly and sealed. */
+TEST(memfd_writer)
+{
+	static const size_t hints[] = { 0, 64, 1 << 16, 3 << 20 };
+	struct upgrade_writer heap, w;
+	struct upgrade_state st;
+	char err[256];
+
+	sample(&heap);
+	for (size_t i = 0; i < ELEMENTSOF(hints); i++) {
+		struct stat sb;
+		uint8_t *map;
+		int fd;
+
+		ASSERT_EQ(0, upgrade_writer_init_memfd(&w, UPGRADE_STATE_VERSION, hints[i]));
+		sample_into(&w);
+		ASSERT_EQ(heap.b.len, w.b.len);
+		ASSERT_MEMEQ(heap.b.data, w.b.data, heap.b.len);
+		fd = upgrade_writer_seal(&w);
+		ASSERT_TRUE(fd >= 0);
+		ASSERT_EQ(-1, w.memfd); /* the caller owns it now */
+		upgrade_writer_done(&w);
+		ASSERT_EQ(0, fstat(fd, &sb));
+		ASSERT_EQ(heap.b.len, sb.st_size);
+		map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		ASSERT_TRUE(map != MAP_FAILED);
+		ASSERT_EQ(0, upgrade_state_parse(map, (size_t)sb.st_size, NULL, &st, err, sizeof(err)));
+		upgrade_state_done(&st);
+		/* Sealed: neither written nor grown nor shrunk, nor mapped writable. */
+		ASSERT_EQ(-1, write(fd, "x", 1));
+		ASSERT_EQ(EPERM, errno);
+		ASSERT_EQ(-1, ftruncate(fd, 1));
+		ASSERT_TRUE(mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
+		munmap(map, (size_t)sb.st_size);
+		close(fd);
+	}
+	/* An unsealed writer is simply freed. */
+	ASSERT_EQ(0, upgrade_writer_init_memfd(&w, UPGRADE_STATE_VERSION, 0));
+	sample_into(&w);
+	upgrade_writer_done(&w);
+	buf_done(&heap.b);
 }
 
 TEST_MAIN()
