@@ -3,7 +3,8 @@
  * Fuzz target: the live upgrade's state blob (src/upgrade/state.h). Whatever
  * parses re-encodes to the very same bytes (the encoding is canonical), its
  * fds are ascending and distinct, its references point backwards at the
- * right kind, and every CHUNKS field steps to its end. The input is parsed as
+ * right kind, and every CHUNKS field steps to its end; the view's cross-record
+ * rules (view.h) refuse with a reason or give a consistent view. The input is parsed as
  * is, then once more with the header's body length made to fit, so that
  * mutations of the records are reached past the length check.
  */
@@ -12,6 +13,7 @@
 
 #include "fuzz.h"
 #include "state.h"
+#include "view.h"
 
 static void check_state(const struct upgrade_state *st, const uint8_t *data, size_t size)
 {
@@ -55,6 +57,7 @@ static void check_state(const struct upgrade_state *st, const uint8_t *data, siz
 static void run(const uint8_t *data, size_t size)
 {
 	struct upgrade_state st;
+	struct upgrade_view v;
 	char err[256];
 	int r;
 
@@ -65,6 +68,28 @@ static void run(const uint8_t *data, size_t size)
 		return;
 	}
 	check_state(&st, data, size);
+	/* The cross-record rules: a refusal says why; an acceptance is consistent. */
+	r = upgrade_view_build(&st, &v, err, sizeof(err));
+	if (r < 0) {
+		FUZZ_CHECK(r == -EBADMSG && err[0] != '\0');
+	} else {
+		uint32_t procs = 0;
+
+		FUZZ_CHECK(v.n_sessions == st.count[UPGRADE_REC_SESSION]);
+		FUZZ_CHECK(v.n_procs == st.count[UPGRADE_REC_PROC]);
+		for (uint32_t i = 0; i < v.n_sessions; i++) {
+			procs += v.sessions[i].n_procs;
+			FUZZ_CHECK(v.sessions[i].conn < (int)v.n_conns);
+			FUZZ_CHECK(v.sessions[i].conn < 0 || v.conns[v.sessions[i].conn].session == (int)i);
+		}
+		FUZZ_CHECK(procs == v.n_procs);
+		for (uint32_t i = 0; i < v.n_procs; i++) {
+			FUZZ_CHECK(v.procs[i].session < v.n_sessions);
+			FUZZ_CHECK(v.procs[i].retained_bytes <= 1024 * 1024);
+			FUZZ_CHECK(!v.procs[i].exited || v.procs[i].reaped);
+		}
+		upgrade_view_done(&v);
+	}
 	upgrade_state_done(&st);
 }
 

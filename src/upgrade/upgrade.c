@@ -28,6 +28,7 @@
 #include "state.h"
 #include "upgrade-internal.h"
 #include "upgrade.h"
+#include "view.h"
 
 extern char **environ;
 
@@ -123,7 +124,7 @@ static void check_output(char *out, size_t size)
 /*
  * Until the hand-over is built, the blob is made from the live server into a
  * sealed memfd and checked as RESTORE will check it (mapped, parsed, its fds
- * open and of their kinds), its size and cost logged, then dropped: every
+ * open and of their kinds, the cross-record rules of view.h), its size and cost logged, then dropped: every
  * SIGUSR2 exercises the serializer on real objects.
  */
 static void state_dry_run(struct server *s)
@@ -147,7 +148,13 @@ static void state_dry_run(struct server *s)
 		else
 			r = upgrade_state_parse(map, c.bytes, NULL, &st, err, sizeof(err));
 		if (r >= 0) {
+			struct upgrade_view v;
+
 			r = upgrade_state_check_fds(&st, fd, err, sizeof(err));
+			if (r >= 0)
+				r = upgrade_view_build(&st, &v, err, sizeof(err));
+			if (r >= 0)
+				upgrade_view_done(&v);
 			upgrade_state_done(&st);
 		}
 	}

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state blob read into plain structs, with the rules that span fields
+ * and records (view.h). No I/O.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "view.h"
+
+/* The cgroup controllers uexec limits (sandbox/cgroup.h: pids, memory, cpu). */
+#define CG_KINDS 3
+/* What one process retains at most (proc.h). */
+#define RETAINED_MAX (1024u * 1024u)
+
+struct build {
+	const struct upgrade_state *st;
+	struct upgrade_view v;
+	uint32_t *idx;          /* record -> index in its kind's array */
+	char *err;
+	size_t err_size;
+};
+
+static int bad(struct build *b, const char *fmt, ...) _printf_(2, 3);
+static int bad(struct build *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (b->err && b->err_size) {
+		va_start(ap, fmt);
+		vsnprintf(b->err, b->err_size, fmt, ap);
+		va_end(ap);
+	}
+	return -EBADMSG;
+}
+
+static const struct upgrade_field *field(struct build *b, uint32_t rec, uint16_t tag)
+{
+	return upgrade_rec_field(b->st, rec, tag);
+}
+
+static int fd_of(struct build *b, uint32_t rec, uint16_t tag)
+{
+	return (int)upgrade_rec_num(b->st, rec, tag);
+}
+
+/* Sorting helpers: byte strings, then a number, compared through an index array. */
+struct key {
+	const uint8_t *p;
+	uint32_t len;
+	uint64_t n;
+	uint32_t rec;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+	int c;
+
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	c = x->len ? memcmp(x->p, y->p, x->len) : 0;
+	return c;
+}
+
+/* Fails on the first two keys that compare equal; what names the rule. */
+static int unique(struct build *b, struct key *k, uint32_t n, const char *what)
+{
+	if (n > 1)
+		qsort(k, n, sizeof(*k), cmp_key);
+	for (uint32_t i = 1; i < n; i++)
+		if (cmp_key(&k[i - 1], &k[i]) == 0)
+			return bad(b, "record %u: %s, as record %u", k[i].rec, what, k[i - 1].rec);
+	return 0;
+}
+
+static bool uuid_form(const uint8_t *s, uint32_t len)
+{
+	if (len != 36)
+		return false;
+	for (uint32_t i = 0; i < len; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	}
+	return true;
+}
+
+static int read_held(struct build *b, uint32_t rec)
+{
+	struct upgrade_view_held *h = &b->v.held[b->v.n_held];
+	const struct upgrade_field *ix = field(b, rec, UPGRADE_HELD_INDEX);
+
+	h->role = (enum upgrade_held_role)upgrade_rec_u64(b->st, rec, UPGRADE_HELD_ROLE, 0);
+	h->fd = fd_of(b, rec, UPGRADE_HELD_FD);
+	h->index = ix ? (int)upgrade_rec_u64(b->st, rec, UPGRADE_HELD_INDEX, 0) : -1;
+	if ((h->role == UPGRADE_HELD_CG_V1_BASE) != (h->index >= 0))
+		return bad(b, "record %u: an index is for a v1 cgroup base only, and it needs one", rec);
+	if (h->index >= CG_KINDS)
+		return bad(b, "record %u: v1 cgroup base %d: there are %d", rec, h->index, CG_KINDS);
+	for (uint32_t i = 0; i < b->v.n_held; i++)
+		if (b->v.held[i].role == h->role && b->v.held[i].index == h->index)
+			return bad(b, "record %u: held fd role %u given twice", rec, h->role);
+	b->idx[rec] = b->v.n_held++;
+	return 0;
+}
+
+static int read_session(struct build *b, uint32_t rec)
+{
+	struct upgrade_view_session *s = &b->v.sessions[b->v.n_sessions];
+	const struct upgrade_field *id = field(b, rec, UPGRADE_SESSION_ID);
+
+	if (!uuid_form(id->val, id->len))
+		return bad(b, "record %u: session id is not a UUID", rec);
+	memcpy(s->id, id->val, 36);
+	s->id[36] = '\0';
+	s->expiry_ns = upgrade_rec_u64(b->st, rec, UPGRADE_SESSION_EXPIRY_NS, 0);
+	s->conn = -1;
+	b->idx[rec] = b->v.n_sessions++;
+	return 0;
+}
+
+/* The retained output of p against its kind of streams and its seqs. */
+static int check_retained(struct build *b, uint32_t rec, struct upgrade_view_proc *p)
+{
+	struct upgrade_chunk c;
+	size_t off = 0;
+
+	if (!p->retained)
+		return 0;
+	while (upgrade_chunks_next(p->retained, &off, &c)) {
+		if (p->tty != (c.stream == UPGRADE_STREAM_PTY))
+			return bad(b, "record %u: a %s process retains %s output", rec,
+				   p->tty ? "PTY" : "pipe", c.stream == UPGRADE_STREAM_PTY ? "PTY" : "pipe");
+		if (c.seq >= p->next_seq || (p->exited && c.seq == p->exit_seq))
+			return bad(b, "record %u: chunk seq %llu is not an output's (next seq %llu)", rec,
+				   (unsigned long long)c.seq, (unsigned long long)p->next_seq);
+		p->retained_bytes += c.len;
+		p->n_chunks++;
+	}
+	if (p->retained_bytes > RETAINED_MAX)
+		return bad(b, "record %u: %llu bytes retained, more than %u", rec,
+			   (unsigned long long)p->retained_bytes, RETAINED_MAX);
+	return 0;
+}
+
+static int read_proc(struct build *b, uint32_t rec)
+{
+	struct upgrade_view_proc *p = &b->v.procs[b->v.n_procs];
+	const struct upgrade_field *id = field(b, rec, UPGRADE_PROC_ID);
+	const struct upgrade_state *st = b->st;
+	bool has_code = field(b, rec, UPGRADE_PROC_EXIT_CODE) != NULL;
+	bool has_sig = field(b, rec, UPGRADE_PROC_TERM_SIGNAL) != NULL;
+	bool has_exit_seq = field(b, rec, UPGRADE_PROC_EXIT_SEQ) != NULL;
+
+	p->session = b->idx[upgrade_rec_num(st, rec, UPGRADE_PROC_SESSION)];
+	p->id = id->val;
+	p->id_len = id->len;
+	p->pid = (int)upgrade_rec_u64(st, rec, UPGRADE_PROC_PID, 0);
+	p->pidfd = fd_of(b, rec, UPGRADE_PROC_PIDFD);
+	p->out_fd = fd_of(b, rec, UPGRADE_PROC_OUT_FD);
+	p->err_fd = fd_of(b, rec, UPGRADE_PROC_ERR_FD);
+	p->stdin_fd = fd_of(b, rec, UPGRADE_PROC_STDIN_FD);
+	p->tty = upgrade_rec_bool(st, rec, UPGRADE_PROC_TTY);
+	p->pipe_stdin = upgrade_rec_bool(st, rec, UPGRADE_PROC_PIPE_STDIN);
+	p->reaped = upgrade_rec_bool(st, rec, UPGRADE_PROC_REAPED);
+	p->exited = upgrade_rec_bool(st, rec, UPGRADE_PROC_EXITED);
+	p->closed = upgrade_rec_bool(st, rec, UPGRADE_PROC_CLOSED);
+	p->stdin_closed = upgrade_rec_bool(st, rec, UPGRADE_PROC_STDIN_CLOSED);
+	p->sandboxed = upgrade_rec_bool(st, rec, UPGRADE_PROC_SANDBOXED);
+	p->has_cg = field(b, rec, UPGRADE_PROC_CG_NUM) != NULL;
+	p->cg_guard = upgrade_rec_bool(st, rec, UPGRADE_PROC_CG_GUARD);
+	p->cg_num = upgrade_rec_u64(st, rec, UPGRADE_PROC_CG_NUM, 0);
+	p->next_seq = upgrade_rec_u64(st, rec, UPGRADE_PROC_NEXT_SEQ, 1);
+	p->exit_seq = upgrade_rec_u64(st, rec, UPGRADE_PROC_EXIT_SEQ, 0);
+	p->started_ms = upgrade_rec_u64(st, rec, UPGRADE_PROC_STARTED_MS, 0);
+	p->timeout_ns = upgrade_rec_u64(st, rec, UPGRADE_PROC_TIMEOUT_NS, 0);
+	p->exit_code = (int)upgrade_rec_u64(st, rec, UPGRADE_PROC_EXIT_CODE, 0);
+	p->term_signal = (int)upgrade_rec_u64(st, rec, UPGRADE_PROC_TERM_SIGNAL, 0);
+	p->retained = field(b, rec, UPGRADE_PROC_RETAINED);
+
+	/* The life of a process (proc.c): reaped, then exited published, then closed at EOF. */
+	if (has_code != p->reaped || has_sig != p->reaped)
+		return bad(b, "record %u: an exit status without the reap, or a reap without it", rec);
+	if (p->exited && !p->reaped)
+		return bad(b, "record %u: exited before it was reaped", rec);
+	if (has_exit_seq != p->exited || (p->exited && p->exit_seq >= p->next_seq))
+		return bad(b, "record %u: exit seq and exited disagree (next seq %llu)", rec,
+			   (unsigned long long)p->next_seq);
+	if (p->closed && (!p->exited || p->out_fd >= 0 || p->err_fd >= 0))
+		return bad(b, "record %u: closed with a stream open or before its exit", rec);
+	if (p->pidfd >= 0 && p->reaped)
+		return bad(b, "record %u: a pidfd for a reaped process", rec);
+	/* A PTY's master is its stdout and its stdin; pipes: stdin only if it was asked for. */
+	if (p->tty && (p->err_fd >= 0 || p->stdin_fd >= 0))
+		return bad(b, "record %u: a PTY process with a stderr or stdin fd of its own", rec);
+	if (p->stdin_fd >= 0 && !p->pipe_stdin)
+		return bad(b, "record %u: a stdin fd without pipeStdin", rec);
+	if (p->has_cg != (field(b, rec, UPGRADE_PROC_CG_GUARD) != NULL))
+		return bad(b, "record %u: a cgroup number without its parent, or the reverse", rec);
+	if (check_retained(b, rec, p) < 0)
+		return -EBADMSG;
+	b->v.sessions[p->session].n_procs++;
+	b->idx[rec] = b->v.n_procs++;
+	return 0;
+}
+
+static int read_conn(struct build *b, uint32_t rec)
+{
+	struct upgrade_view_conn *c = &b->v.conns[b->v.n_conns];
+	const struct upgrade_field *in = field(b, rec, UPGRADE_CONN_INPUT);
+	const struct upgrade_field *out = field(b, rec, UPGRADE_CONN_OUTPUT);
+	int64_t sess = upgrade_rec_num(b->st, rec, UPGRADE_CONN_SESSION);
+
+	c->transport = (enum upgrade_conn_transport)upgrade_rec_u64(b->st, rec,
+								     UPGRADE_CONN_TRANSPORT, 0);
+	c->fd_in = fd_of(b, rec, UPGRADE_CONN_FD_IN);
+	c->fd_out = fd_of(b, rec, UPGRADE_CONN_FD_OUT);
+	c->session = sess >= 0 ? (int)b->idx[sess] : -1;
+	c->input = in ? in->val : NULL;
+	c->input_len = in ? in->len : 0;
+	c->output = out ? out->val : NULL;
+	c->output_len = out ? out->len : 0;
+	c->initialized = upgrade_rec_bool(b->st, rec, UPGRADE_CONN_INITIALIZED);
+	c->upgraded = upgrade_rec_bool(b->st, rec, UPGRADE_CONN_UPGRADED);
+	if (c->transport == UPGRADE_CONN_WS && c->fd_out >= 0)
+		return bad(b, "record %u: a WebSocket with a second fd", rec);
+	if (c->transport == UPGRADE_CONN_STDIO && !c->upgraded)
+		return bad(b, "record %u: a stdio connection before an upgrade", rec);
+	if (!c->upgraded && (c->initialized || c->session >= 0))
+		return bad(b, "record %u: a session or initialize before the WebSocket upgrade", rec);
+	if (c->session >= 0) {
+		struct upgrade_view_session *s = &b->v.sessions[c->session];
+
+		if (s->conn >= 0)
+			return bad(b, "record %u: session %s is attached to two connections", rec, s->id);
+		if (s->expiry_ns != 0)
+			return bad(b, "record %u: session %s is attached and in its resume window", rec,
+				   s->id);
+		s->conn = (int)b->v.n_conns;
+	}
+	for (uint32_t i = 0; c->transport == UPGRADE_CONN_STDIO && i < b->v.n_conns; i++)
+		if (b->v.conns[i].transport == UPGRADE_CONN_STDIO)
+			return bad(b, "record %u: a second stdio connection", rec);
+	b->idx[rec] = b->v.n_conns++;
+	return 0;
+}
+
+static int read_watch(struct build *b, uint32_t rec)
+{
+	struct upgrade_view_watch *w = &b->v.watches[b->v.n_watches];
+	const struct upgrade_field *id = field(b, rec, UPGRADE_WATCH_ID);
+	const struct upgrade_field *path = field(b, rec, UPGRADE_WATCH_PATH);
+
+	w->conn = b->idx[upgrade_rec_num(b->st, rec, UPGRADE_WATCH_CONN)];
+	w->id = id->val;
+	w->id_len = id->len;
+	w->path = path->val;
+	w->path_len = path->len;
+	w->recursive = upgrade_rec_bool(b->st, rec, UPGRADE_WATCH_RECURSIVE);
+	w->missing = upgrade_rec_bool(b->st, rec, UPGRADE_WATCH_MISSING);
+	if (w->path[0] != '/' || memchr(w->path, 0, w->path_len))
+		return bad(b, "record %u: a watched path that is not absolute", rec);
+	b->idx[rec] = b->v.n_watches++;
+	return 0;
+}
+
+static int read_record(struct build *b, uint32_t rec)
+{
+	const struct upgrade_state *st = b->st;
+	const struct upgrade_field *f;
+
+	switch ((enum upgrade_kind)st->recs[rec].kind) {
+	case UPGRADE_REC_SERVER:
+		f = field(b, rec, UPGRADE_SERVER_VERSION);
+		b->v.sender_version = f->val;
+		b->v.sender_version_len = f->len;
+		b->v.start_ms = upgrade_rec_u64(st, rec, UPGRADE_SERVER_START_MS, 0);
+		b->v.upgrades = upgrade_rec_u64(st, rec, UPGRADE_SERVER_UPGRADES, 0);
+		b->v.next_cg = upgrade_rec_u64(st, rec, UPGRADE_SERVER_NEXT_CG, 0);
+		return 0;
+	case UPGRADE_REC_METRIC:
+		f = field(b, rec, UPGRADE_METRIC_NAME);
+		b->v.metrics[b->v.n_metrics].name = f->val;
+		b->v.metrics[b->v.n_metrics].name_len = f->len;
+		b->v.metrics[b->v.n_metrics].value = upgrade_rec_u64(st, rec, UPGRADE_METRIC_VALUE, 0);
+		b->idx[rec] = b->v.n_metrics++;
+		return 0;
+	case UPGRADE_REC_HELD_FD:
+		return read_held(b, rec);
+	case UPGRADE_REC_LISTENER:
+		f = field(b, rec, UPGRADE_LISTENER_URL);
+		b->v.has_listener = true;
+		b->v.listener_fd = fd_of(b, rec, UPGRADE_LISTENER_FD);
+		b->v.listener_url = f->val;
+		b->v.listener_url_len = f->len;
+		b->v.listener_tls = upgrade_rec_bool(st, rec, UPGRADE_LISTENER_TLS);
+		return 0;
+	case UPGRADE_REC_SESSION:
+		return read_session(b, rec);
+	case UPGRADE_REC_PROC:
+		return read_proc(b, rec);
+	case UPGRADE_REC_CONN:
+		return read_conn(b, rec);
+	case UPGRADE_REC_WATCH:
+		return read_watch(b, rec);
+	case _UPGRADE_REC_MAX:
+		break;
+	}
+	return bad(b, "record %u: unknown kind", rec);
+}
+
+/* Names, ids and pids that must be unique, checked by sorting. */
+static int check_unique(struct build *b)
+{
+	const struct upgrade_view *v = &b->v;
+	uint32_t n = MAX(MAX(v->n_metrics, v->n_sessions), MAX(v->n_procs, v->n_watches)), j;
+	struct key *k = calloc(n ? n : 1, sizeof(*k));
+	int r = 0;
+
+	if (!k)
+		return -ENOMEM;
+	j = 0;
+	for (uint32_t rec = 0; rec < b->st->n_recs; rec++)
+		if (b->st->recs[rec].kind == UPGRADE_REC_METRIC)
+			k[j++] = (struct key){ v->metrics[b->idx[rec]].name,
+					       v->metrics[b->idx[rec]].name_len, 0, rec };
+	r = unique(b, k, v->n_metrics, "the same metric");
+	for (uint32_t rec = 0, i = 0; r >= 0 && rec < b->st->n_recs; rec++)
+		if (b->st->recs[rec].kind == UPGRADE_REC_SESSION)
+			k[i++] = (struct key){ (const uint8_t *)v->sessions[b->idx[rec]].id, 36, 0, rec };
+	if (r >= 0)
+		r = unique(b, k, v->n_sessions, "the same session id");
+	for (uint32_t rec = 0, i = 0; r >= 0 && rec < b->st->n_recs; rec++)
+		if (b->st->recs[rec].kind == UPGRADE_REC_PROC) {
+			const struct upgrade_view_proc *p = &v->procs[b->idx[rec]];
+
+			k[i++] = (struct key){ p->id, p->id_len, p->session, rec };
+		}
+	if (r >= 0)
+		r = unique(b, k, v->n_procs, "the same processId in the same session");
+	for (uint32_t rec = 0, i = 0; r >= 0 && rec < b->st->n_recs; rec++)
+		if (b->st->recs[rec].kind == UPGRADE_REC_PROC)
+			k[i++] = (struct key){ NULL, 0, (uint64_t)v->procs[b->idx[rec]].pid, rec };
+	if (r >= 0)
+		r = unique(b, k, v->n_procs, "the same pid");
+	for (uint32_t rec = 0, i = 0; r >= 0 && rec < b->st->n_recs; rec++)
+		if (b->st->recs[rec].kind == UPGRADE_REC_WATCH) {
+			const struct upgrade_view_watch *w = &v->watches[b->idx[rec]];
+
+			k[i++] = (struct key){ w->id, w->id_len, w->conn, rec };
+		}
+	if (r >= 0)
+		r = unique(b, k, v->n_watches, "the same watchId on the same connection");
+	free(k);
+	return r;
+}
+
+int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret, char *err,
+		       size_t err_size)
+{
+	struct build b = { .st = st, .err = err, .err_size = err_size };
+	int r = -ENOMEM;
+
+	if (err && err_size)
+		err[0] = '\0';
+	b.v.listener_fd = -1;
+	b.idx = calloc(st->n_recs ? st->n_recs : 1, sizeof(*b.idx));
+	b.v.held = calloc(st->count[UPGRADE_REC_HELD_FD] + 1, sizeof(*b.v.held));
+	b.v.sessions = calloc(st->count[UPGRADE_REC_SESSION] + 1, sizeof(*b.v.sessions));
+	b.v.procs = calloc(st->count[UPGRADE_REC_PROC] + 1, sizeof(*b.v.procs));
+	b.v.conns = calloc(st->count[UPGRADE_REC_CONN] + 1, sizeof(*b.v.conns));
+	b.v.watches = calloc(st->count[UPGRADE_REC_WATCH] + 1, sizeof(*b.v.watches));
+	b.v.metrics = calloc(st->count[UPGRADE_REC_METRIC] + 1, sizeof(*b.v.metrics));
+	if (!b.idx || !b.v.held || !b.v.sessions || !b.v.procs || !b.v.conns || !b.v.watches ||
+	    !b.v.metrics)
+		goto out;
+	for (uint32_t rec = 0; rec < st->n_recs; rec++) {
+		r = read_record(&b, rec);
+		if (r < 0)
+			goto out;
+	}
+	r = check_unique(&b);
+out:
+	free(b.idx);
+	if (r == -ENOMEM && err && err_size)
+		snprintf(err, err_size, "out of memory");
+	if (r < 0) {
+		upgrade_view_done(&b.v);
+		return r;
+	}
+	*ret = b.v;
+	return 0;
+}
+
+void upgrade_view_done(struct upgrade_view *v)
+{
+	free(v->held);
+	free(v->sessions);
+	free(v->procs);
+	free(v->conns);
+	free(v->watches);
+	free(v->metrics);
+	memset(v, 0, sizeof(*v));
+	v->listener_fd = -1;
+}
+
+int upgrade_view_held_fd(const struct upgrade_view *v, enum upgrade_held_role role, int index)
+{
+	for (uint32_t i = 0; i < v->n_held; i++)
+		if (v->held[i].role == role && v->held[i].index == index)
+			return v->held[i].fd;
+	return -1;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state blob read into plain structs for RESTORE (docs/UPGRADE.md), with
+ * the rules that span fields and records checked first: what the schema
+ * cannot say (a process's chunks below its next seq, an exit only once
+ * reaped, a closed process without streams, a PTY's streams, one connection
+ * per session, unique session and process ids and pids). RESTORE adopts
+ * nothing until upgrade_view_build() has accepted the whole blob, so a bad
+ * blob costs no half-restored server. No I/O.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "state.h"
+
+struct upgrade_view_held {
+	enum upgrade_held_role role;
+	int fd;
+	int index;                  /* a v1 hierarchy (CG_V1_BASE), else -1 */
+};
+
+struct upgrade_view_session {
+	char id[37];
+	uint64_t expiry_ns;         /* CLOCK_MONOTONIC; 0: attached */
+	int conn;                   /* index into conns, or -1 (detached) */
+	uint32_t n_procs;
+};
+
+struct upgrade_view_proc {
+	uint32_t session;           /* index into sessions */
+	const uint8_t *id;          /* processId (may hold NUL) */
+	uint32_t id_len;
+	int pid;
+	int pidfd, out_fd, err_fd, stdin_fd; /* -1: none */
+	bool tty, pipe_stdin, reaped, exited, closed, stdin_closed, sandboxed;
+	bool has_cg, cg_guard;
+	uint64_t cg_num;
+	uint64_t next_seq, exit_seq, started_ms, timeout_ns;
+	int exit_code, term_signal;
+	const struct upgrade_field *retained; /* CHUNKS, or NULL */
+	uint64_t retained_bytes;
+	uint32_t n_chunks;
+};
+
+struct upgrade_view_conn {
+	enum upgrade_conn_transport transport;
+	int fd_in, fd_out;          /* fd_out -1: the same as fd_in */
+	int session;                /* index into sessions, or -1 */
+	const uint8_t *input, *output;
+	size_t input_len, output_len;
+	bool initialized, upgraded;
+};
+
+struct upgrade_view_watch {
+	uint32_t conn;              /* index into conns */
+	const uint8_t *id, *path;
+	uint32_t id_len, path_len;
+	bool recursive, missing;
+};
+
+struct upgrade_view_metric {
+	const uint8_t *name;
+	uint32_t name_len;
+	uint64_t value;
+};
+
+struct upgrade_view {
+	const uint8_t *sender_version;
+	uint32_t sender_version_len;
+	uint64_t start_ms, upgrades, next_cg;
+	bool has_listener, listener_tls;
+	int listener_fd;
+	const uint8_t *listener_url;
+	uint32_t listener_url_len;
+	struct upgrade_view_held *held;
+	uint32_t n_held;
+	struct upgrade_view_session *sessions;
+	uint32_t n_sessions;
+	struct upgrade_view_proc *procs;   /* in blob order */
+	uint32_t n_procs;
+	struct upgrade_view_conn *conns;
+	uint32_t n_conns;
+	struct upgrade_view_watch *watches;
+	uint32_t n_watches;
+	struct upgrade_view_metric *metrics;
+	uint32_t n_metrics;
+};
+
+/*
+ * Reads a parsed blob (views into its buffer: valid while it is). Returns 0,
+ * -EBADMSG with err saying which rule and record, or -ENOMEM. *ret is
+ * untouched on failure.
+ */
+int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret, char *err,
+		       size_t err_size);
+void upgrade_view_done(struct upgrade_view *v);
+/* The held fd of role (and index for CG_V1_BASE), or -1. */
+int upgrade_view_held_fd(const struct upgrade_view *v, enum upgrade_held_role role, int index);
