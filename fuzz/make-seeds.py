@@ -189,7 +189,7 @@ def upgrade_seeds(s):
     U64, BOOL, BYTES, STR, FD, REF, CHUNKS = range(1, 8)
     server = (1, [(1, STR, b"0.1.0"), (2, U64, u64(1700000000000)), (3, U64, u64(0))])
     session = (5, [(1, STR, b"0a1b2c3d-0000-4000-8000-000000000001"), (2, U64, u64(0))])
-    chunks = (struct.pack("<QBI", 1, 0, 6) + b"hello\n" + struct.pack("<QBI", 2, 2, 3) + b"pty")
+    chunks = (struct.pack("<QBI", 1, 0, 6) + b"hello\n" + struct.pack("<QBI", 2, 1, 3) + b"err")
     proc = (6, [(1, REF, u32(1)), (2, BYTES, b"p\x001"), (3, U64, u64(1234)), (7, FD, u32(7)),
                 (8, FD, u32(8)), (10, U64, u64(3)), (11, CHUNKS, chunks)])
     exited = (6, [(1, REF, u32(1)), (2, BYTES, b"done"), (3, U64, u64(1235)), (10, U64, u64(3)),
