@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ring.h"
 
@@ -47,10 +48,16 @@ static void timer_submit(struct uring_timer *t)
 
 void uring_timer_arm(struct uring *u, struct uring_timer *t, uint64_t msec, uring_timer_fn fn)
 {
+	struct timespec now;
+
 	t->u = u;
 	t->ts.tv_sec = (long long)(msec / 1000);
 	t->ts.tv_nsec = (long long)(msec % 1000) * 1000000;
 	t->fn = fn;
+	/* The clock relative io_uring timeouts count on; a live upgrade re-arms from it. */
+	(void)clock_gettime(CLOCK_MONOTONIC, &now);
+	t->deadline_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec +
+			 (msec > UINT64_MAX / 1000000u ? UINT64_MAX / 2 : msec * 1000000u);
 	if (t->op.busy) {
 		/* Old SQE still in flight: cancel it, submit the new one on its CQE. */
 		if (t->armed) {

@@ -46,6 +46,7 @@ struct uring_timer {
 	uring_timer_fn fn;
 	bool armed;          /* logically armed (not cancelled) */
 	bool rearm_pending;  /* re-armed while the old SQE's cancel was in flight */
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC of the last arming's end (the live upgrade's) */
 };
 
 /* Provided-buffer ring (one buffer group). */

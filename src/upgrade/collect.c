@@ -187,8 +187,12 @@ static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, cons
 		upgrade_writer_bool(w, UPGRADE_PROC_CG_GUARD, p->cg.parent_fd != p->sess->srv->cgroups.base_fd);
 		upgrade_writer_u64(w, UPGRADE_PROC_CG_NUM, strtoull(p->cg.name + 1, NULL, 10));
 	}
+	/* timeoutMs: the armed stage's end (SIGTERM's, or once timed out SIGKILL's). */
+	if (p->has_timeout && p->timeout.armed && !p->closed)
+		upgrade_writer_u64(w, UPGRADE_PROC_TIMEOUT_NS, p->timeout.deadline_ns);
 	upgrade_writer_bool(w, UPGRADE_PROC_STDIN_CLOSED, p->stdin_closed);
 	upgrade_writer_bool(w, UPGRADE_PROC_SANDBOXED, p->sandboxed);
+	upgrade_writer_bool(w, UPGRADE_PROC_TIMED_OUT, p->timed_out);
 	upgrade_writer_end(w);
 	c->procs++;
 	c->retained_bytes += p->retained_bytes;
@@ -306,13 +310,10 @@ int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collecte
 		recs[i] = w->n_recs; /* the index the next record gets: references name it */
 		upgrade_writer_begin(w, UPGRADE_REC_SESSION);
 		upgrade_writer_str(w, UPGRADE_SESSION_ID, ss->id);
-		/*
-		 * A detached session's window: the timer keeps no absolute deadline
-		 * yet, so a whole window from now (it can only grow by the time it
-		 * had already run). session.c should record the deadline (next step).
-		 */
+		/* A detached session's window ends when its timer would have fired. */
 		upgrade_writer_u64(w, UPGRADE_SESSION_EXPIRY_NS,
-				   ss->conn ? 0 : now + s->cfg.resume_window_ms * 1000000u);
+				   ss->conn ? 0 : ss->expiry.armed ? ss->expiry.deadline_ns :
+				   now + s->cfg.resume_window_ms * 1000000u);
 		upgrade_writer_end(w);
 		c->sessions++;
 		list_for_each_entry(p, &ss->procs_list, link)

@@ -138,6 +138,7 @@ enum {
 	UPGRADE_PROC_TIMEOUT_NS,      /* U64: CLOCK_MONOTONIC timeoutMs deadline, optional */
 	UPGRADE_PROC_STDIN_CLOSED,    /* BOOL */
 	UPGRADE_PROC_SANDBOXED,       /* BOOL */
+	UPGRADE_PROC_TIMED_OUT,       /* BOOL: timeoutMs passed, SIGTERM sent (timeoutNs: the SIGKILL's) */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,

@@ -175,6 +175,7 @@ static int read_proc(struct build *b, uint32_t rec)
 	p->closed = upgrade_rec_bool(st, rec, UPGRADE_PROC_CLOSED);
 	p->stdin_closed = upgrade_rec_bool(st, rec, UPGRADE_PROC_STDIN_CLOSED);
 	p->sandboxed = upgrade_rec_bool(st, rec, UPGRADE_PROC_SANDBOXED);
+	p->timed_out = upgrade_rec_bool(st, rec, UPGRADE_PROC_TIMED_OUT);
 	p->has_cg = field(b, rec, UPGRADE_PROC_CG_NUM) != NULL;
 	p->cg_guard = upgrade_rec_bool(st, rec, UPGRADE_PROC_CG_GUARD);
 	p->cg_num = upgrade_rec_u64(st, rec, UPGRADE_PROC_CG_NUM, 0);
@@ -203,6 +204,8 @@ static int read_proc(struct build *b, uint32_t rec)
 		return bad(b, "record %u: a PTY process with a stderr or stdin fd of its own", rec);
 	if (p->stdin_fd >= 0 && !p->pipe_stdin)
 		return bad(b, "record %u: a stdin fd without pipeStdin", rec);
+	if (p->timed_out && !p->timeout_ns && !p->reaped)
+		return bad(b, "record %u: timed out without the SIGKILL's deadline", rec);
 	if (p->has_cg != (field(b, rec, UPGRADE_PROC_CG_GUARD) != NULL))
 		return bad(b, "record %u: a cgroup number without its parent, or the reverse", rec);
 	if (check_retained(b, rec, p) < 0)

@@ -35,7 +35,7 @@ struct upgrade_view_proc {
 	uint32_t id_len;
 	int pid;
 	int pidfd, out_fd, err_fd, stdin_fd; /* -1: none */
-	bool tty, pipe_stdin, reaped, exited, closed, stdin_closed, sandboxed;
+	bool tty, pipe_stdin, reaped, exited, closed, stdin_closed, sandboxed, timed_out;
 	bool has_cg, cg_guard;
 	uint64_t cg_num;
 	uint64_t next_seq, exit_seq, started_ms, timeout_ns;

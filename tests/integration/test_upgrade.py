@@ -234,7 +234,8 @@ def test_state_counts_detached_sessions_ptys_and_exits(server_factory, tmp_path)
     c = lu.srv.connect()
     c.start("done", ["/bin/sh", "-c", "echo bye; exit 4"], env=PATH_ENV)
     assert c.collect("done").exit_code == 4
-    c.start("run", ["/bin/sh", "-c", "echo up; exec sleep 1000"], env=PATH_ENV)
+    # timeoutMs (an extension): its deadline travels as an absolute CLOCK_MONOTONIC time
+    c.start("run", ["/bin/sh", "-c", "echo up; exec sleep 1000"], env=PATH_ENV, timeoutMs=600000)
     c.collect_until_output("run", b"up\n")
     lu.wait_log("detached from", what="the first session's detach")
     lu.usr2()
