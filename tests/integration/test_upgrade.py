@@ -8,6 +8,7 @@ The hand-over itself is not built: after a successful check the server says so
 and keeps serving, its processes untouched (their output continuous, seqs
 unbroken, exit codes reported)."""
 
+import json
 import os
 import re
 import signal
@@ -16,7 +17,8 @@ import subprocess
 
 import pytest
 
-from conftest import EVENT_TIMEOUT, UEXEC_BIN, wait_until
+from conftest import EVENT_TIMEOUT, SANITIZER_MARKERS, UEXEC_BIN, wait_until
+from wsclient import RpcClient, StdioTransport
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep")
 
@@ -50,14 +52,14 @@ class Launch:
     """A server started from a path the test controls (a symlink to the binary under
     test), so that the 'new binary' at that path can be swapped."""
 
-    def __init__(self, server_factory, tmp_path, env=None):
+    def __init__(self, server_factory, tmp_path, env=None, args=()):
         self.dir = tmp_path / "bin"
         self.dir.mkdir()
         self.path = str(self.dir / "uexec")
         os.symlink(os.path.realpath(UEXEC_BIN), self.path)
         # sh -c 'shift; exec PATH "$@"' sh UEXEC_BIN args...: argv[0] becomes PATH
         launcher = ["/bin/sh", "-c", 'shift; exec "%s" "$@"' % self.path, "sh"]
-        self.srv = server_factory(env=env, launcher=launcher)
+        self.srv = server_factory(*args, env=env, launcher=launcher)
 
     def replace(self, script):
         """The file at the start path becomes a shell script (the 'new binary')."""
@@ -247,3 +249,78 @@ def test_state_counts_detached_sessions_ptys_and_exits(server_factory, tmp_path)
     # listener + conn + PTY master + the running pipes (stdout, stderr); the closed one has none
     assert st["fds"] >= 6, st
     c.terminate("run")
+
+
+def test_stdio_transport_protocol_untouched(tmp_path):
+    """--listen stdio: stdout is the protocol, so the check's own output must never reach it;
+    the stdio connection is in the state like a WebSocket (fds 0 and 1)."""
+    go = tmp_path / "go"
+    link = tmp_path / "uexec"
+    os.symlink(os.path.realpath(UEXEC_BIN), link)
+    err_path = tmp_path / "stderr"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([str(link), "--listen", "stdio", "--denial-evidence", "none"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    try:
+        t = StdioTransport(proc)
+        c = RpcClient(t)
+        c.initialize("upgrade-stdio")
+        c.start("count", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
+        run = c.collect_until_output("count", b"\n2\n")
+        proc.send_signal(signal.SIGUSR2)
+        wait_until(lambda: b"not supported yet; keeping serving" in err_path.read_bytes(),
+                   what="the dry run")
+        m = STATE_RE.findall(err_path.read_bytes())
+        assert m and tuple(map(int, m[-1][1:3])) == (1, 1) and int(m[-1][4]) == 1, m
+        go.touch()
+        check_counter(c.collect("count", run=run))
+        assert c.result("environment/status", None) == {"status": "ready"}
+        proc.stdin.close()
+        assert proc.wait(EVENT_TIMEOUT) == 0
+        rest = t._buf + proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # Every stdout line was a message of the protocol (RpcClient parsed each one); nothing
+    # is left over, in particular not the check's "can take over" line.
+    assert rest.strip() == b"", rest[:200]
+    assert all("jsonrpc" in m or "id" in m or "method" in m for m in c.log)
+    stderr = err_path.read_bytes()
+    assert b"can take over" in stderr
+    assert not any(mk in stderr for mk in SANITIZER_MARKERS), stderr[-2000:]
+
+
+def test_json_log_events(server_factory, tmp_path):
+    """--log-format json: the upgrade's lines are events with typed fields (what an operator
+    alerts on): upgrade.start, upgrade.check, upgrade.state, upgrade.unsupported, and
+    upgrade.refused with its reason."""
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    lu = Launch(server_factory, tmp_path, args=("--log-format", "json"))
+    lu.usr2()
+    lu.wait_log('"event":"upgrade.unsupported"')
+    lu.replace('read x < "%s"\necho slow\nexit 0\n' % fifo)
+    lu.usr2()
+    lu.wait_log('"event":"upgrade.start"', count=2)
+    lu.usr2()
+    lu.wait_log('"event":"upgrade.refused"')
+    with open(fifo, "w") as f:
+        f.write("go\n")
+    lu.wait_log('"event":"upgrade.unsupported"', count=2)
+    events = [json.loads(line) for line in lu.srv.stderr().splitlines()
+              if line.startswith(b"{") and b'"event":"upgrade.' in line]
+    names = [e["event"] for e in events]
+    assert names == ["upgrade.start", "upgrade.check", "upgrade.state", "upgrade.unsupported",
+                     "upgrade.start", "upgrade.refused", "upgrade.check", "upgrade.state",
+                     "upgrade.unsupported"], names
+    start, check, state, _, _, refused, check2 = events[:7]
+    assert start["fields"] == {"binary": lu.path, "stateVersion": STATE_VERSION}
+    assert check["fields"]["status"] == 0 and check["fields"]["binary"] == lu.path
+    assert "can take over state version %d" % STATE_VERSION in check["fields"]["answer"]
+    assert check2["fields"]["answer"] == "slow"
+    assert refused["level"] == "warning"
+    assert refused["fields"] == {"reason": "an upgrade is already in progress"}
+    f = state["fields"]
+    assert f["sessions"] == 0 and f["processes"] == 0 and f["connections"] == 0, f
+    assert f["fds"] >= 1 and f["bytes"] > 32 and f["records"] >= 2, f
