@@ -201,7 +201,9 @@ def upgrade_seeds(s):
     others = [(2, [(1, STR, b"uexec_processes_started_total"), (2, U64, u64(42))]),
               (3, [(1, U64, u64(1)), (2, FD, u32(10))]),
               (4, [(1, FD, u32(5)), (2, STR, b"ws://127.0.0.1:8822"), (3, BOOL, b"\x00")])]
-    full = upgrade_blob([server, session, proc, exited, conn, watch] + others)
+    cgroups = (9, [(1, BOOL, b"\x00"), (4, U64, u64(0)), (5, U64, u64(0)), (6, U64, u64(0)),
+                   (11, U64, u64(7)), (12, U64, u64(4321))])
+    full = upgrade_blob([server, session, proc, exited, conn, watch] + others + [cgroups])
     s.add("upgrade-state", "server-only", upgrade_blob([server]))
     s.add("upgrade-state", "session-proc", upgrade_blob([server, session, proc]))
     s.add("upgrade-state", "every-kind", full)

@@ -112,6 +112,21 @@ static const struct field_spec watch_fields[] = {
 	{ UPGRADE_WATCH_MISSING,   UPGRADE_T_BOOL, 0, 0, 0, "missing" },
 };
 
+static const struct field_spec cgroups_fields[] = {
+	{ UPGRADE_CGROUPS_ENABLED,      UPGRADE_T_BOOL, 0, 0, 0, "enabled" },
+	{ UPGRADE_CGROUPS_HAS_KILL,     UPGRADE_T_BOOL, 0, 0, 0, "hasKill" },
+	{ UPGRADE_CGROUPS_BASE,         UPGRADE_T_STR, 0, 2, PATH_LIMIT - 1, "base" },
+	{ UPGRADE_CGROUPS_WHERE_PIDS,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CG_WHERE_MAX - 1, "wherePids" },
+	{ UPGRADE_CGROUPS_WHERE_MEMORY, UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CG_WHERE_MAX - 1, "whereMemory" },
+	{ UPGRADE_CGROUPS_WHERE_CPU,    UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CG_WHERE_MAX - 1, "whereCpu" },
+	{ UPGRADE_CGROUPS_V1_PIDS,      UPGRADE_T_STR, 0, 2, PATH_LIMIT - 1, "v1Pids" },
+	{ UPGRADE_CGROUPS_V1_MEMORY,    UPGRADE_T_STR, 0, 2, PATH_LIMIT - 1, "v1Memory" },
+	{ UPGRADE_CGROUPS_V1_CPU,       UPGRADE_T_STR, 0, 2, PATH_LIMIT - 1, "v1Cpu" },
+	{ UPGRADE_CGROUPS_SERVER_CG,    UPGRADE_T_STR, 0, 2, PATH_LIMIT - 1, "serverCgroup" },
+	{ UPGRADE_CGROUPS_SEQ,          UPGRADE_T_U64, F_REQ, 0, UINT64_MAX, "seq" },
+	{ UPGRADE_CGROUPS_SUPERVISOR,   UPGRADE_T_U64, 0, 1, PID_LIMIT, "supervisorPid" },
+};
+
 #define KIND(name, fields, max) { name, fields, ELEMENTSOF(fields), max }
 static const struct kind_spec kinds_v1[_UPGRADE_REC_MAX] = {
 	[UPGRADE_REC_SERVER]   = KIND("server", server_fields, 1),
@@ -122,6 +137,7 @@ static const struct kind_spec kinds_v1[_UPGRADE_REC_MAX] = {
 	[UPGRADE_REC_PROC]     = KIND("proc", proc_fields, UINT32_MAX),
 	[UPGRADE_REC_CONN]     = KIND("conn", conn_fields, UINT32_MAX),
 	[UPGRADE_REC_WATCH]    = KIND("watch", watch_fields, UINT32_MAX),
+	[UPGRADE_REC_CGROUPS]  = KIND("cgroups", cgroups_fields, 1),
 };
 /* clang-format on */
 

@@ -58,6 +58,7 @@ enum upgrade_kind {
 	UPGRADE_REC_PROC,
 	UPGRADE_REC_CONN,
 	UPGRADE_REC_WATCH,
+	UPGRADE_REC_CGROUPS,    /* the per-process cgroups' layout (struct sandbox_cg), at most one */
 	_UPGRADE_REC_MAX,
 };
 
@@ -161,6 +162,30 @@ enum {
 	UPGRADE_WATCH_PATH,           /* BYTES: the watched path */
 	UPGRADE_WATCH_RECURSIVE,      /* BOOL */
 	UPGRADE_WATCH_MISSING,        /* BOOL: fs/watchMissing rather than fs/watch */
+};
+
+/* Where a cgroup limit is enforced (sandbox/cgroup.h's enum sandbox_cg_where). */
+enum upgrade_cg_where {
+	UPGRADE_CG_NONE,
+	UPGRADE_CG_V2,
+	UPGRADE_CG_V1,
+	_UPGRADE_CG_WHERE_MAX,
+};
+/* The controllers, in sandbox/cgroup.h's order (pids, memory, cpu). */
+#define UPGRADE_CG_KINDS 3
+enum {
+	UPGRADE_CGROUPS_ENABLED = 1,  /* BOOL: per-process leaves in cgroup v2 */
+	UPGRADE_CGROUPS_HAS_KILL,     /* BOOL: cgroup.kill */
+	UPGRADE_CGROUPS_BASE,         /* STR: the base's path (its fd: heldFd cgroupBase) */
+	UPGRADE_CGROUPS_WHERE_PIDS,   /* U64: enum upgrade_cg_where, one per controller */
+	UPGRADE_CGROUPS_WHERE_MEMORY,
+	UPGRADE_CGROUPS_WHERE_CPU,
+	UPGRADE_CGROUPS_V1_PIDS,      /* STR: a v1 hierarchy's base path (its fd: heldFd v1, index) */
+	UPGRADE_CGROUPS_V1_MEMORY,
+	UPGRADE_CGROUPS_V1_CPU,
+	UPGRADE_CGROUPS_SERVER_CG,    /* STR: uexec-<pid>.server when uexec moved itself there */
+	UPGRADE_CGROUPS_SEQ,          /* U64: the next leaf's number */
+	UPGRADE_CGROUPS_SUPERVISOR,   /* U64: the supervisor's pid (its pipe: heldFd supervisor) */
 };
 
 /* Bounds on a blob (the caller's; upgrade_limits_default() gives uexec's). */

@@ -12,8 +12,7 @@
 #include "macro.h"
 #include "view.h"
 
-/* The cgroup controllers uexec limits (sandbox/cgroup.h: pids, memory, cpu). */
-#define CG_KINDS 3
+#define CG_KINDS UPGRADE_CG_KINDS
 /* What one process retains at most (proc.h). */
 #define RETAINED_MAX (1024u * 1024u)
 
@@ -275,6 +274,61 @@ static int read_watch(struct build *b, uint32_t rec)
 	return 0;
 }
 
+static void str_field(struct build *b, uint32_t rec, uint16_t tag, const uint8_t **ret,
+		      uint32_t *ret_len)
+{
+	const struct upgrade_field *f = field(b, rec, tag);
+
+	*ret = f ? f->val : NULL;
+	*ret_len = f ? f->len : 0;
+}
+
+static int read_cgroups(struct build *b, uint32_t rec)
+{
+	struct upgrade_view_cgroups *c = &b->v.cgroups;
+
+	c->present = true;
+	c->enabled = upgrade_rec_bool(b->st, rec, UPGRADE_CGROUPS_ENABLED);
+	c->has_kill = upgrade_rec_bool(b->st, rec, UPGRADE_CGROUPS_HAS_KILL);
+	str_field(b, rec, UPGRADE_CGROUPS_BASE, &c->base, &c->base_len);
+	str_field(b, rec, UPGRADE_CGROUPS_SERVER_CG, &c->server_cg, &c->server_cg_len);
+	c->seq = upgrade_rec_u64(b->st, rec, UPGRADE_CGROUPS_SEQ, 0);
+	c->supervisor_pid = (int)upgrade_rec_u64(b->st, rec, UPGRADE_CGROUPS_SUPERVISOR, 0);
+	for (int k = 0; k < CG_KINDS; k++) {
+		c->where[k] = (enum upgrade_cg_where)upgrade_rec_u64(
+			b->st, rec, (uint16_t)(UPGRADE_CGROUPS_WHERE_PIDS + k), 0);
+		str_field(b, rec, (uint16_t)(UPGRADE_CGROUPS_V1_PIDS + k), &c->v1_base[k],
+			  &c->v1_base_len[k]);
+		if ((c->where[k] == UPGRADE_CG_V1) != (c->v1_base[k] != NULL))
+			return bad(b, "record %u: controller %d is in a v1 hierarchy exactly when it "
+				   "has a v1 base", rec, k);
+		if (c->where[k] == UPGRADE_CG_V2 && !c->enabled)
+			return bad(b, "record %u: controller %d in cgroup v2 without v2 leaves", rec, k);
+	}
+	if (c->enabled != (c->base != NULL))
+		return bad(b, "record %u: v2 leaves exactly when there is a base", rec);
+	if ((c->base && c->base[0] != '/') || (c->server_cg && c->server_cg[0] != '/'))
+		return bad(b, "record %u: a cgroup path that is not absolute", rec);
+	return 0;
+}
+
+/* The held fds the cgroups' layout names are there, and only those. */
+static int check_cgroups_fds(struct build *b)
+{
+	const struct upgrade_view_cgroups *c = &b->v.cgroups;
+
+	if ((upgrade_view_held_fd(&b->v, UPGRADE_HELD_CG_BASE, -1) >= 0) != (c->present && c->enabled))
+		return bad(b, "the cgroup base's fd and its layout disagree");
+	if ((upgrade_view_held_fd(&b->v, UPGRADE_HELD_SUPERVISOR, -1) >= 0) !=
+	    (c->present && c->supervisor_pid > 0))
+		return bad(b, "the supervisor's pipe and its pid disagree");
+	for (int k = 0; k < CG_KINDS; k++)
+		if ((upgrade_view_held_fd(&b->v, UPGRADE_HELD_CG_V1_BASE, k) >= 0) !=
+		    (c->present && c->where[k] == UPGRADE_CG_V1))
+			return bad(b, "v1 controller %d: its base's fd and the layout disagree", k);
+	return 0;
+}
+
 static int read_record(struct build *b, uint32_t rec)
 {
 	const struct upgrade_state *st = b->st;
@@ -314,6 +368,8 @@ static int read_record(struct build *b, uint32_t rec)
 		return read_conn(b, rec);
 	case UPGRADE_REC_WATCH:
 		return read_watch(b, rec);
+	case UPGRADE_REC_CGROUPS:
+		return read_cgroups(b, rec);
 	case _UPGRADE_REC_MAX:
 		break;
 	}
@@ -391,6 +447,8 @@ int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret,
 			goto out;
 	}
 	r = check_unique(&b);
+	if (r >= 0)
+		r = check_cgroups_fds(&b);
 out:
 	free(b.idx);
 	if (r == -ENOMEM && err && err_size)

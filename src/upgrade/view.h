@@ -67,6 +67,20 @@ struct upgrade_view_metric {
 	uint64_t value;
 };
 
+/* struct sandbox_cg's state (sandbox/cgroup.h), paths as views (not NUL-terminated). */
+struct upgrade_view_cgroups {
+	bool present, enabled, has_kill;
+	const uint8_t *base;
+	uint32_t base_len;
+	enum upgrade_cg_where where[UPGRADE_CG_KINDS];
+	const uint8_t *v1_base[UPGRADE_CG_KINDS];
+	uint32_t v1_base_len[UPGRADE_CG_KINDS];
+	const uint8_t *server_cg;
+	uint32_t server_cg_len;
+	uint64_t seq;
+	int supervisor_pid;         /* 0: none */
+};
+
 struct upgrade_view {
 	const uint8_t *sender_version;
 	uint32_t sender_version_len;
@@ -87,6 +101,7 @@ struct upgrade_view {
 	uint32_t n_watches;
 	struct upgrade_view_metric *metrics;
 	uint32_t n_metrics;
+	struct upgrade_view_cgroups cgroups;
 };
 
 /*

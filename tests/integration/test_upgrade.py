@@ -324,3 +324,17 @@ def test_json_log_events(server_factory, tmp_path):
     f = state["fields"]
     assert f["sessions"] == 0 and f["processes"] == 0 and f["connections"] == 0, f
     assert f["fds"] >= 1 and f["bytes"] > 32 and f["records"] >= 2, f
+
+
+def test_state_validates_without_process_cgroups(server_factory, tmp_path):
+    """--process-cgroups off: no base, no leaves; the layout record and the held fds agree."""
+    lu = Launch(server_factory, tmp_path, args=("--process-cgroups", "off"))
+    c = lu.srv.connect()
+    c.start("p", ["/bin/sh", "-c", "echo up; exec sleep 1000"], env=PATH_ENV)
+    c.collect_until_output("p", b"up\n")
+    lu.usr2()
+    lu.wait_log("not supported yet; keeping serving")
+    assert b"does not validate" not in lu.srv.stderr()
+    st = state_line(lu.srv)
+    assert (st["sessions"], st["processes"], st["connections"]) == (1, 1, 1), st
+    c.terminate("p")

@@ -86,6 +86,13 @@ static void sample_into(struct upgrade_writer *w)
 	upgrade_writer_bytes(w, UPGRADE_WATCH_PATH, "/tmp/x", 6);
 	upgrade_writer_bool(w, UPGRADE_WATCH_RECURSIVE, true);
 	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_CGROUPS);           /* 9: the supervisor's pid */
+	upgrade_writer_u64(w, UPGRADE_CGROUPS_WHERE_PIDS, UPGRADE_CG_NONE);
+	upgrade_writer_u64(w, UPGRADE_CGROUPS_WHERE_MEMORY, UPGRADE_CG_NONE);
+	upgrade_writer_u64(w, UPGRADE_CGROUPS_WHERE_CPU, UPGRADE_CG_NONE);
+	upgrade_writer_u64(w, UPGRADE_CGROUPS_SEQ, 12);
+	upgrade_writer_u64(w, UPGRADE_CGROUPS_SUPERVISOR, 4321);
+	upgrade_writer_end(w);
 	ASSERT_EQ(0, upgrade_writer_finish(w));
 }
 
@@ -129,7 +136,7 @@ TEST(round_trip)
 	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
 	ASSERT_STREQ("", err);
 	ASSERT_EQ(1, st.version);
-	ASSERT_EQ(9, st.n_recs);
+	ASSERT_EQ(10, st.n_recs);
 	ASSERT_EQ(2, st.count[UPGRADE_REC_PROC]);
 	ASSERT_EQ(1, st.count[UPGRADE_REC_SERVER]);
 	ASSERT_EQ(5, st.n_fds);
@@ -480,13 +487,13 @@ TEST(header_rules)
 	/* Trailing bytes: the declared body must be the whole rest. */
 	ASSERT_EQ(0, buf_append(&w.b, "", 1));
 	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
-	ASSERT_STREQ("body of 664 bytes declared, 665 present", err);
+	ASSERT_STREQ("body of 752 bytes declared, 753 present", err);
 	w.b.len--;
 	/* Limits. */
 	upgrade_limits_default(&lim);
 	lim.max_records = 8;
 	ASSERT_EQ(-E2BIG, upgrade_state_parse(w.b.data, w.b.len, &lim, &st, err, sizeof(err)));
-	ASSERT_STREQ("9 records, more than 8", err);
+	ASSERT_STREQ("10 records, more than 8", err);
 	upgrade_limits_default(&lim);
 	lim.max_fds = 4;
 	ASSERT_EQ(-E2BIG, upgrade_state_parse(w.b.data, w.b.len, &lim, &st, err, sizeof(err)));
@@ -666,6 +673,9 @@ TEST(view_of_sample)
 	ASSERT_EQ(2, v.conns[0].input_len);
 	ASSERT_EQ(1, v.n_watches);
 	ASSERT_EQ(0, v.watches[0].conn);
+	ASSERT_TRUE(v.cgroups.present && !v.cgroups.enabled);
+	ASSERT_EQ(4321, v.cgroups.supervisor_pid);
+	ASSERT_EQ(12, v.cgroups.seq);
 	upgrade_view_done(&v);
 	upgrade_state_done(&st);
 	buf_done(&w.b);
@@ -880,11 +890,70 @@ static void held_rec(struct upgrade_writer *w, uint64_t role, int fd, int index)
 	upgrade_writer_end(w);
 }
 
+/* A cgroups record: enabled with a base, where[] for pids/memory/cpu, a supervisor or not. */
+static void cgroups_rec(struct upgrade_writer *w, bool enabled, const uint64_t where[3],
+			bool v1_paths, uint64_t supervisor)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_CGROUPS);
+	upgrade_writer_bool(w, UPGRADE_CGROUPS_ENABLED, enabled);
+	if (enabled)
+		upgrade_writer_str(w, UPGRADE_CGROUPS_BASE, "/sys/fs/cgroup/x/uexec-1.procs");
+	for (int k = 0; k < 3; k++)
+		upgrade_writer_u64(w, (uint16_t)(UPGRADE_CGROUPS_WHERE_PIDS + k), where[k]);
+	for (int k = 0; k < 3; k++)
+		if (v1_paths && where[k] == UPGRADE_CG_V1)
+			upgrade_writer_str(w, (uint16_t)(UPGRADE_CGROUPS_V1_PIDS + k), "/sys/fs/cgroup/pids/u");
+	upgrade_writer_u64(w, UPGRADE_CGROUPS_SEQ, 1);
+	if (supervisor)
+		upgrade_writer_u64(w, UPGRADE_CGROUPS_SUPERVISOR, supervisor);
+	upgrade_writer_end(w);
+}
+
+static const uint64_t v1_pids_cpu[3] = { UPGRADE_CG_V1, UPGRADE_CG_NONE, UPGRADE_CG_V1 };
+static const uint64_t v2_memory[3] = { UPGRADE_CG_NONE, UPGRADE_CG_V2, UPGRADE_CG_NONE };
+
 static void v_ok_held(struct upgrade_writer *w)
 {
 	held_rec(w, UPGRADE_HELD_SUPERVISOR, 5, -1);
 	held_rec(w, UPGRADE_HELD_CG_V1_BASE, 6, 0);
 	held_rec(w, UPGRADE_HELD_CG_V1_BASE, 7, 2);
+	cgroups_rec(w, false, v1_pids_cpu, true, 99);
+}
+
+static void v_ok_v2(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_CG_BASE, 5, -1);
+	cgroups_rec(w, true, v2_memory, false, 0);
+}
+
+static void v_v1_without_path(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_CG_V1_BASE, 6, 0);
+	held_rec(w, UPGRADE_HELD_CG_V1_BASE, 7, 2);
+	cgroups_rec(w, false, v1_pids_cpu, false, 0);
+}
+
+static void v_v2_without_leaves(struct upgrade_writer *w)
+{
+	cgroups_rec(w, false, v2_memory, false, 0);
+}
+
+static void v_base_without_fd(struct upgrade_writer *w)
+{
+	cgroups_rec(w, true, v2_memory, false, 0);
+}
+
+static void v_supervisor_without_pid(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_SUPERVISOR, 5, -1);
+}
+
+static void v_v1_fd_without_layout(struct upgrade_writer *w)
+{
+	static const uint64_t none[3] = { 0, 0, 0 };
+
+	held_rec(w, UPGRADE_HELD_CG_V1_BASE, 6, 1);
+	cgroups_rec(w, false, none, false, 0);
 }
 
 static void v_v1_no_index(struct upgrade_writer *w)
@@ -925,6 +994,12 @@ TEST(view_rules)
 		{ v_ok_two, "" },
 		{ v_ok_conns, "" },
 		{ v_ok_held, "" },
+		{ v_ok_v2, "" },
+		{ v_v1_without_path, "record 3: controller 0 is in a v1 hierarchy exactly when it has a v1 base" },
+		{ v_v2_without_leaves, "record 1: controller 1 in cgroup v2 without v2 leaves" },
+		{ v_base_without_fd, "the cgroup base's fd and its layout disagree" },
+		{ v_supervisor_without_pid, "the supervisor's pipe and its pid disagree" },
+		{ v_v1_fd_without_layout, "v1 controller 1: its base's fd and the layout disagree" },
 		{ v_exited_unreaped, "record 2: exited before it was reaped" },
 		{ v_exit_seq_missing, "record 2: exit seq and exited disagree (next seq 5)" },
 		{ v_exit_seq_ahead, "record 2: exit seq and exited disagree (next seq 5)" },
