@@ -17,7 +17,8 @@ import subprocess
 
 import pytest
 
-from conftest import EVENT_TIMEOUT, SANITIZER_MARKERS, UEXEC_BIN, wait_until
+from conftest import (EVENT_TIMEOUT, SANITIZER_MARKERS, UEXEC_BIN, children_of, pid_alive,
+                      wait_until)
 from wsclient import RpcClient, StdioTransport
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep")
@@ -338,3 +339,19 @@ def test_state_validates_without_process_cgroups(server_factory, tmp_path):
     st = state_line(lu.srv)
     assert (st["sessions"], st["processes"], st["connections"]) == (1, 1, 1), st
     c.terminate("p")
+
+
+def test_stop_during_check_kills_and_reaps_it(server_factory, tmp_path):
+    """SIGTERM while the new binary is being checked: the check is killed and reaped, the
+    server exits 0 at once (it does not wait for the check's deadline)."""
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    lu = Launch(server_factory, tmp_path)
+    lu.replace('read x < "%s"\n' % fifo)
+    lu.usr2()
+    lu.wait_log("Received SIGUSR2: checking whether")
+    kids = wait_until(lambda: list(children_of(lu.srv.pid)), what="the check's process")
+    assert len(kids) == 1, kids
+    assert lu.srv.terminate(timeout=EVENT_TIMEOUT) == 0
+    wait_until(lambda: not pid_alive(kids[0]), what="the check to be gone")
+    assert b"no answer within" not in lu.srv.stderr()
