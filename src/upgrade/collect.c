@@ -22,6 +22,7 @@
 #include "proc.h"
 #include "session.h"
 #include "state.h"
+#include "upgrade-cgroups.h"
 #include "upgrade-internal.h"
 
 /* The counters of struct server_metrics by a stable name (metrics.h), for the METRIC records. */
@@ -106,33 +107,6 @@ static void listener_url(const struct server *s, char *out, size_t size)
 		 s->tls_server_ctx ? "wss" : "ws", host, port);
 }
 
-/* struct sandbox_cg: what RESTORE needs to adopt the bases instead of making them. */
-static void put_cgroups(struct upgrade_writer *w, const struct sandbox_cg *cg)
-{
-	static const uint16_t v1_tags[UPGRADE_CG_KINDS] = {
-		UPGRADE_CGROUPS_V1_PIDS, UPGRADE_CGROUPS_V1_MEMORY, UPGRADE_CGROUPS_V1_CPU };
-
-	_Static_assert(_SANDBOX_CG_KIND_MAX == UPGRADE_CG_KINDS, "one field per controller");
-	_Static_assert((int)SANDBOX_CG_V1 == (int)UPGRADE_CG_V1 &&
-		       (int)SANDBOX_CG_V2 == (int)UPGRADE_CG_V2, "the same numbers");
-	upgrade_writer_begin(w, UPGRADE_REC_CGROUPS);
-	upgrade_writer_bool(w, UPGRADE_CGROUPS_ENABLED, cg->enabled);
-	upgrade_writer_bool(w, UPGRADE_CGROUPS_HAS_KILL, cg->has_kill);
-	if (cg->enabled)
-		upgrade_writer_str(w, UPGRADE_CGROUPS_BASE, cg->base);
-	for (int k = 0; k < UPGRADE_CG_KINDS; k++)
-		upgrade_writer_u64(w, (uint16_t)(UPGRADE_CGROUPS_WHERE_PIDS + k), cg->where[k]);
-	for (int k = 0; k < UPGRADE_CG_KINDS; k++)
-		if (cg->where[k] == SANDBOX_CG_V1)
-			upgrade_writer_str(w, v1_tags[k], cg->v1_base[k]);
-	if (cg->server_cg[0])
-		upgrade_writer_str(w, UPGRADE_CGROUPS_SERVER_CG, cg->server_cg);
-	upgrade_writer_u64(w, UPGRADE_CGROUPS_SEQ, cg->seq);
-	if (cg->supervisor > 0)
-		upgrade_writer_u64(w, UPGRADE_CGROUPS_SUPERVISOR, (uint64_t)cg->supervisor);
-	upgrade_writer_end(w);
-}
-
 static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
 		       const struct server *s, uint64_t upgrades)
 {
@@ -143,11 +117,7 @@ static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
 	upgrade_writer_u64(w, UPGRADE_SERVER_NEXT_CG, s->cgroups.seq);
 	upgrade_writer_end(w);
 	put_metrics(w, &s->metrics);
-	put_cgroups(w, &s->cgroups);
-	put_held(w, c, UPGRADE_HELD_SUPERVISOR, s->cgroups.supervisor_fd, -1);
-	put_held(w, c, UPGRADE_HELD_CG_BASE, s->cgroups.base_fd, -1);
-	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
-		put_held(w, c, UPGRADE_HELD_CG_V1_BASE, s->cgroups.v1_fd[k], k);
+	c->fds += upgrade_put_cgroups(w, &s->cgroups);
 	if (s->guard)
 		put_held(w, c, UPGRADE_HELD_GUARD, netguard_cgroup_fd(s->guard), -1);
 	if (s->listen_fd >= 0) {
