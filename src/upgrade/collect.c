@@ -133,6 +133,34 @@ static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
 	}
 }
 
+/* The remembered writeIds, oldest first, as (u32 len, bytes)* (proc-rw.c's FIFO ring). */
+static void put_write_ids(struct upgrade_writer *w, const struct proc *p)
+{
+	size_t n = 0, off = 0;
+	uint8_t *buf;
+
+	if (!p->write_id_ring || !p->write_id_count)
+		return;
+	for (size_t i = 0; i < p->write_id_count; i++)
+		n += 4 + strlen(p->write_id_ring[(p->write_id_head + i) % PROC_WRITE_IDS]);
+	buf = malloc(n);
+	if (!buf) {
+		w->error = w->error ? w->error : -ENOMEM;
+		return;
+	}
+	for (size_t i = 0; i < p->write_id_count; i++) {
+		const char *id = p->write_id_ring[(p->write_id_head + i) % PROC_WRITE_IDS];
+		uint32_t len = (uint32_t)strlen(id);
+
+		for (int j = 0; j < 4; j++)
+			buf[off + (size_t)j] = (uint8_t)(len >> (8 * j));
+		memcpy(buf + off + 4, id, len);
+		off += 4 + len;
+	}
+	upgrade_writer_bytes(w, UPGRADE_PROC_WRITE_IDS, buf, n);
+	free(buf);
+}
+
 static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, const struct proc *p,
 		     uint32_t sess_rec)
 {
@@ -191,6 +219,7 @@ static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, cons
 	upgrade_writer_bool(w, UPGRADE_PROC_STDIN_CLOSED, p->stdin_closed);
 	upgrade_writer_bool(w, UPGRADE_PROC_SANDBOXED, p->sandboxed);
 	upgrade_writer_bool(w, UPGRADE_PROC_TIMED_OUT, p->timed_out);
+	put_write_ids(w, p);
 	upgrade_writer_end(w);
 	c->procs++;
 	c->retained_bytes += p->retained_bytes;

@@ -93,6 +93,7 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_STDIN_CLOSED, UPGRADE_T_BOOL, 0, 0, 0, "stdinClosed" },
 	{ UPGRADE_PROC_SANDBOXED,    UPGRADE_T_BOOL, 0, 0, 0, "sandboxed" },
 	{ UPGRADE_PROC_TIMED_OUT,    UPGRADE_T_BOOL, 0, 0, 0, "timedOut" },
+	{ UPGRADE_PROC_WRITE_IDS,    UPGRADE_T_BYTES, 0, 5, CONN_BYTES_LIMIT, "writeIds" },
 };
 static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_TRANSPORT,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CONN_MAX - 1, "transport" },

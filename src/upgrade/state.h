@@ -140,6 +140,7 @@ enum {
 	UPGRADE_PROC_STDIN_CLOSED,    /* BOOL */
 	UPGRADE_PROC_SANDBOXED,       /* BOOL */
 	UPGRADE_PROC_TIMED_OUT,       /* BOOL: timeoutMs passed, SIGTERM sent (timeoutNs: the SIGKILL's) */
+	UPGRADE_PROC_WRITE_IDS,       /* BYTES: remembered writeIds, oldest first: (u32 len, bytes)* */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,

@@ -13,8 +13,9 @@
 #include "view.h"
 
 #define CG_KINDS UPGRADE_CG_KINDS
-/* What one process retains at most (proc.h). */
+/* What one process retains at most, and the writeIds it remembers (proc.h). */
 #define RETAINED_MAX (1024u * 1024u)
+#define WRITE_IDS_MAX 4096u
 
 struct build {
 	const struct upgrade_state *st;
@@ -150,6 +151,46 @@ static int check_retained(struct build *b, uint32_t rec, struct upgrade_view_pro
 	return 0;
 }
 
+/* The remembered writeIds: well framed, non-empty, without NUL, at most 4 096, distinct. */
+static int check_write_ids(struct build *b, uint32_t rec, struct upgrade_view_proc *p)
+{
+	const struct upgrade_field *f = p->write_ids;
+	struct key *k;
+	size_t off = 0;
+	uint32_t n = 0;
+	int r = 0;
+
+	if (!f)
+		return 0;
+	k = calloc(WRITE_IDS_MAX, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	while (off < f->len) {
+		uint32_t len;
+
+		if (f->len - off < 4 || n == WRITE_IDS_MAX) {
+			r = bad(b, "record %u: writeIds: %s", rec, n == WRITE_IDS_MAX ?
+				"more than 4096" : "an entry is cut short");
+			goto out;
+		}
+		len = (uint32_t)f->val[off] | (uint32_t)f->val[off + 1] << 8 |
+		      (uint32_t)f->val[off + 2] << 16 | (uint32_t)f->val[off + 3] << 24;
+		off += 4;
+		if (len == 0 || len > f->len - off || memchr(f->val + off, 0, len)) {
+			r = bad(b, "record %u: writeIds: entry %u is empty, cut short or holds a NUL",
+				rec, n);
+			goto out;
+		}
+		k[n++] = (struct key){ f->val + off, len, 0, rec };
+		off += len;
+	}
+	p->n_write_ids = n;
+	r = unique(b, k, n, "a writeId remembered twice in the same process");
+out:
+	free(k);
+	return r;
+}
+
 static int read_proc(struct build *b, uint32_t rec)
 {
 	struct upgrade_view_proc *p = &b->v.procs[b->v.n_procs];
@@ -158,6 +199,7 @@ static int read_proc(struct build *b, uint32_t rec)
 	bool has_code = field(b, rec, UPGRADE_PROC_EXIT_CODE) != NULL;
 	bool has_sig = field(b, rec, UPGRADE_PROC_TERM_SIGNAL) != NULL;
 	bool has_exit_seq = field(b, rec, UPGRADE_PROC_EXIT_SEQ) != NULL;
+	int r;
 
 	p->session = b->idx[upgrade_rec_num(st, rec, UPGRADE_PROC_SESSION)];
 	p->id = id->val;
@@ -185,6 +227,7 @@ static int read_proc(struct build *b, uint32_t rec)
 	p->exit_code = (int)upgrade_rec_u64(st, rec, UPGRADE_PROC_EXIT_CODE, 0);
 	p->term_signal = (int)upgrade_rec_u64(st, rec, UPGRADE_PROC_TERM_SIGNAL, 0);
 	p->retained = field(b, rec, UPGRADE_PROC_RETAINED);
+	p->write_ids = field(b, rec, UPGRADE_PROC_WRITE_IDS);
 
 	/* The life of a process (proc.c): reaped, then exited published, then closed at EOF. */
 	if (has_code != p->reaped || has_sig != p->reaped)
@@ -209,6 +252,9 @@ static int read_proc(struct build *b, uint32_t rec)
 		return bad(b, "record %u: a cgroup number without its parent, or the reverse", rec);
 	if (check_retained(b, rec, p) < 0)
 		return -EBADMSG;
+	r = check_write_ids(b, rec, p);
+	if (r < 0)
+		return r;
 	b->v.sessions[p->session].n_procs++;
 	b->idx[rec] = b->v.n_procs++;
 	return 0;

@@ -41,6 +41,8 @@ struct upgrade_view_proc {
 	uint64_t next_seq, exit_seq, started_ms, timeout_ns;
 	int exit_code, term_signal;
 	const struct upgrade_field *retained; /* CHUNKS, or NULL */
+	const struct upgrade_field *write_ids; /* (u32 len, bytes)*, oldest first, or NULL */
+	uint32_t n_write_ids;
 	uint64_t retained_bytes;
 	uint32_t n_chunks;
 };

@@ -355,3 +355,27 @@ def test_stop_during_check_kills_and_reaps_it(server_factory, tmp_path):
     assert lu.srv.terminate(timeout=EVENT_TIMEOUT) == 0
     wait_until(lambda: not pid_alive(kids[0]), what="the check to be gone")
     assert b"no answer within" not in lu.srv.stderr()
+
+
+def test_state_carries_stdin_pipes_and_write_ids(server_factory, tmp_path):
+    """A pipeStdin process fed with process/write (writeIds remembered for de-duplication)
+    and a PTY written to: the state validates (a stdin fd only with pipeStdin, the PTY's
+    master named once, the writeIds well framed and distinct)."""
+    lu = Launch(server_factory, tmp_path)
+    c = lu.srv.connect()
+    c.start("in", ["/bin/cat"], env=PATH_ENV, pipeStdin=True)
+    c.start("tty", ["/bin/cat"], env=PATH_ENV, tty=True)
+    for i in range(3):
+        c.write("in", b"line%d\n" % i, "w%d" % i)
+    c.write("tty", b"typed\n", "t0")
+    c.collect_until_output("in", b"line2\n")
+    c.collect_until_output("tty", b"typed")
+    lu.usr2()
+    lu.wait_log("not supported yet; keeping serving")
+    assert b"does not validate" not in lu.srv.stderr(), lu.srv.stderr_tail()
+    st = state_line(lu.srv)
+    assert (st["sessions"], st["processes"]) == (1, 2), st
+    # listener, conn, cat's stdin, stdout and stderr pipes, the PTY master (once)
+    assert st["fds"] >= 6, st
+    c.terminate("in")
+    c.terminate("tty")

@@ -713,6 +713,8 @@ struct pspec {
 	int out_fd, err_fd, stdin_fd, pidfd;
 	uint8_t chunk_stream;
 	const char *id;
+	const char *wids;       /* writeIds field bytes, wids_len of them */
+	size_t wids_len;
 };
 
 /* A session (record 1, attached unless expiry) and a process after it. */
@@ -747,6 +749,8 @@ static void proc_rec(struct upgrade_writer *w, const struct pspec *p)
 	if (p->exit_seq)
 		upgrade_writer_u64(w, UPGRADE_PROC_EXIT_SEQ, p->exit_seq);
 	upgrade_writer_bool(w, UPGRADE_PROC_CLOSED, p->closed);
+	if (p->wids)
+		upgrade_writer_bytes(w, UPGRADE_PROC_WRITE_IDS, p->wids, p->wids_len);
 	upgrade_writer_end(w);
 }
 
@@ -771,6 +775,13 @@ PROC_CASE(v_pty_stderr, .tty = true, .out_fd = 7, .err_fd = 8)
 PROC_CASE(v_stdin_unasked, .out_fd = 7, .stdin_fd = 9)
 PROC_CASE(v_pipe_pty_output, .chunk_seq = 1, .chunk_stream = UPGRADE_STREAM_PTY)
 PROC_CASE(v_pty_pipe_output, .tty = true, .chunk_seq = 1, .chunk_stream = UPGRADE_STREAM_STDERR)
+#define WIDS(lit) .wids = lit, .wids_len = sizeof(lit) - 1
+PROC_CASE(v_ok_write_ids, WIDS("\x02\0\0\0w1\x03\0\0\0w22"))
+PROC_CASE(v_write_id_empty, WIDS("\x02\0\0\0w1\0\0\0\0x"))
+PROC_CASE(v_write_id_nul, WIDS("\x02\0\0\0w\0"))
+PROC_CASE(v_write_id_cut, WIDS("\x09\0\0\0w1"))
+PROC_CASE(v_write_id_short_header, WIDS("\x02\0\0\0w1\x01\0"))
+PROC_CASE(v_write_id_twice, WIDS("\x02\0\0\0w1\x02\0\0\0w1"))
 
 static void v_two_procs(struct upgrade_writer *w, const char *id2, uint64_t pid2)
 {
@@ -1011,6 +1022,12 @@ TEST(view_rules)
 		{ v_stdin_unasked, "record 2: a stdin fd without pipeStdin" },
 		{ v_pipe_pty_output, "record 2: a pipe process retains PTY output" },
 		{ v_pty_pipe_output, "record 2: a PTY process retains pipe output" },
+		{ v_ok_write_ids, "" },
+		{ v_write_id_empty, "record 2: writeIds: entry 1 is empty, cut short or holds a NUL" },
+		{ v_write_id_nul, "record 2: writeIds: entry 0 is empty, cut short or holds a NUL" },
+		{ v_write_id_cut, "record 2: writeIds: entry 0 is empty, cut short or holds a NUL" },
+		{ v_write_id_short_header, "record 2: writeIds: an entry is cut short" },
+		{ v_write_id_twice, "record 2: a writeId remembered twice in the same process, as record 2" },
 		{ v_dup_process_id, "record 3: the same processId in the same session, as record 2" },
 		{ v_dup_pid, "record 3: the same pid, as record 2" },
 		{ v_two_conns_one_session, "record 3: session " SID " is attached to two connections" },
