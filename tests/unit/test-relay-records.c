@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A relay stream's plaintext side (src/relay/records.h): framing into 60 KiB
+ * A relay stream's plaintext side (src/remote/codec/records.h): framing into 60 KiB
  * records and back, across every boundary; the 0 and 64 MiB limits; sequence
  * numbers that never wrap; ordering with duplicates, gaps and its bounds.
  */
