@@ -1,15 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Remote mode: options, the process identity, start and stop, and the
- * deadline list (one ring timer armed for the earliest deadline, so that the
- * many short-lived objects of the mode own no ring op and can be freed at
- * once).
+ * Remote mode, the top of src/remote/link: options, the process identity,
+ * start and stop, and the mode's state machine (enum remote_state):
+ *
+ *   REGISTERING --registered--> CONNECTING --link up--> SERVING
+ *        ^                          |                      |
+ *        |                          +---- link down -------+
+ *        |                          v
+ *        +-- a 4xx upgrade, --- BACKOFF (1 s doubling --- otherwise ---> CONNECTING
+ *            a failed             to 30 s)
+ *            re-registration
+ *
+ * Registering (RELAY.md §7.1, §7.5): POST …/register with the process
+ * identity, retry only 503 registration_conflict (jittered), then dial the
+ * rendezvous. The first registration's failure ends the server with exit
+ * status 1 and the reference's "Error: environment registry request failed"
+ * line; a later one (the rendezvous refused the upgrade with a 4xx) is
+ * retried with the reconnect backoff, so that a fleet's executors ride out a
+ * registry outage. The link and the streams report up through the hooks
+ * wired here (link_hooks).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sodium.h>
 
@@ -20,70 +35,153 @@
 #include "remote-internal.h"
 #include "server.h"
 
-uint64_t remote_now_ms(void)
-{
-	struct timespec ts;
+/* The mode of this process (one server, one remote mode): set by remote_start(). */
+static struct remote *remote_current;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+/* ---- registering, dialling, backing off ---- */
+
+static void remote_register(struct remote *r);
+static void remote_dial(struct remote *r);
+
+static void on_retry(struct remote_deadline *d)
+{
+	struct remote *r = container_of(d, struct remote, backoff_deadline);
+
+	if (r->state != REMOTE_BACKOFF)
+		return;
+	if (r->reregister)
+		remote_register(r);
+	else
+		remote_dial(r);
 }
 
-static void on_timer(struct uring_timer *t, bool fired);
-
-static void timer_rearm(struct remote *r)
+/* After the reconnect backoff: registers again (reregister) or dials. */
+static void remote_retry(struct remote *r, bool reregister)
 {
-	struct remote_deadline *d;
-	uint64_t now;
+	uint32_t ms;
 
-	if (r->state == REMOTE_STOPPED || list_empty(&r->deadlines))
+	if (r->state == REMOTE_STOPPED)
 		return;
-	d = list_first_entry(&r->deadlines, struct remote_deadline, link);
-	now = remote_now_ms();
-	uring_timer_arm(&r->srv->ring, &r->timer, d->at_ms > now ? d->at_ms - now : 0, on_timer);
+	r->state = REMOTE_BACKOFF;
+	r->reregister = reregister;
+	ms = registry_backoff_next(&r->backoff);
+	log_info("Relay: %s in %" PRIu32 " ms", reregister ? "registering again" : "reconnecting",
+		 ms);
+	remote_deadline_set(r, &r->backoff_deadline, ms, on_retry);
 }
 
-static void on_timer(struct uring_timer *t, bool fired)
+/* The link ended: its streams end with it; a 4xx upgrade means register again. */
+static void on_link_down(struct remote *r, const char *why, bool refused)
 {
-	struct remote *r = container_of(t, struct remote, timer);
-	uint64_t now = remote_now_ms();
+	remote_stream_free_all(r, why);
+	remote_retry(r, refused);
+}
 
-	if (!fired || r->state == REMOTE_STOPPED)
+static const struct remote_link_hooks link_hooks = {
+	.frame = remote_stream_frame,
+	.room = remote_stream_pump,
+	.down = on_link_down,
+};
+
+static void remote_dial(struct remote *r)
+{
+	if (r->state == REMOTE_STOPPED)
 		return;
-	while (!list_empty(&r->deadlines)) {
-		struct remote_deadline *d = list_first_entry(&r->deadlines, struct remote_deadline, link);
+	if (remote_link_connect(r, &link_hooks) < 0)
+		remote_retry(r, false);
+}
 
-		if (d->at_ms > now)
-			break;
-		list_del(&d->link);
-		d->fn(d);
-		if (r->state == REMOTE_STOPPED)
-			return;
+static void register_failed(struct remote *r, const char *detail)
+{
+	if (!r->registered_once) {
+		/* As the reference: one line on stderr, exit status 1. */
+		fprintf(stderr, "Error: environment registry request failed: %s\n", detail);
+		server_stop(r->srv, 1);
+		r->state = REMOTE_STOPPED;
+		return;
 	}
-	timer_rearm(r);
+	/* detail never holds a token (registry.h) */
+	log_warning("Registering again with the environment registry failed: %s", detail);
+	remote_retry(r, true);
 }
 
-void remote_deadline_set(struct remote *r, struct remote_deadline *d, uint64_t ms,
-			 void (*fn)(struct remote_deadline *d))
+static void on_register_retry(struct remote_deadline *d)
 {
-	struct remote_deadline *i;
-	bool first;
+	struct remote *r = container_of(d, struct remote, backoff_deadline);
 
-	list_del(&d->link);
-	d->at_ms = remote_now_ms() + ms;
-	d->fn = fn;
-	/* Few deadlines (a link, its keepalive, up to 32 validations): a sorted list will do. */
-	list_for_each_entry(i, &r->deadlines, link)
-		if (i->at_ms > d->at_ms)
-			break;
-	list_add_tail(&d->link, &i->link);
-	first = r->deadlines.next == &d->link;
-	if (first)
-		timer_rearm(r);
+	remote_register(r);
 }
 
-void remote_deadline_clear(struct remote_deadline *d)
+static void on_registered(void *userdata, int err, const char *why, int status, const char *body,
+			  size_t len)
 {
-	list_del(&d->link); /* the timer may fire early for it: it then finds nothing due */
+	struct remote *r = userdata;
+	struct registry_registration reg = { 0 };
+	struct registry_error e;
+	const char *reason = NULL;
+	char detail[600];
+	int q;
+
+	r->register_call = NULL;
+	if (err < 0) {
+		snprintf(detail, sizeof(detail), "%s (%s)", why ? why : "request failed",
+			 strerror(-err));
+		register_failed(r, detail);
+		return;
+	}
+	if (status < 200 || status > 299) {
+		registry_error_parse(status, body, len, &e);
+		if (registry_should_retry_register(status, e.code)) {
+			uint32_t ms = registry_conflict_retry_next(&r->conflict);
+
+			log_info("Environment registry: registration conflict (HTTP 503), retrying in "
+				 "%" PRIu32 " ms", ms);
+			remote_deadline_set(r, &r->backoff_deadline, ms, on_register_retry);
+			return;
+		}
+		snprintf(detail, sizeof(detail), "HTTP %d%s%s%s: %.400s", status,
+			 e.auth ? " (authentication failed)" : "", e.code[0] ? " " : "", e.code,
+			 e.message);
+		register_failed(r, detail);
+		return;
+	}
+	q = registry_parse_registration(body, len, r->environment_id, &reg, &reason);
+	if (q < 0) {
+		snprintf(detail, sizeof(detail), "invalid registration response: %s",
+			 reason ? reason : strerror(-q));
+		register_failed(r, detail);
+		return;
+	}
+	registry_registration_done(&r->reg);
+	r->reg = reg;
+	r->registered_once = true;
+	r->conflict.attempt = 0;
+	log_info("Registered with the environment registry: environment %s, executor "
+		 "registration %s",
+		 r->environment_id, r->reg.executor_registration_id);
+	r->state = REMOTE_CONNECTING;
+	registry_backoff_reset(&r->backoff);
+	remote_dial(r);
+}
+
+static void remote_register(struct remote *r)
+{
+	char *body;
+	int err = 0;
+
+	if (r->state == REMOTE_STOPPED)
+		return;
+	r->state = REMOTE_REGISTERING;
+	body = registry_register_body(&r->identity_pub);
+	if (!body) {
+		register_failed(r, "out of memory");
+		return;
+	}
+	r->register_call = remote_http_post(r, REGISTRY_REGISTER, NULL, body, strlen(body),
+					    REMOTE_CONNECT_TIMEOUT_MS, on_registered, r, &err);
+	free(body);
+	if (!r->register_call)
+		register_failed(r, strerror(-err));
 }
 
 /* ---- start and stop ---- */
@@ -181,7 +279,7 @@ int remote_start(struct server *s, const struct remote_options *o)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return log_error_errno(ENOMEM, "Starting remote mode failed");
-	s->remote = r;
+	remote_current = r;
 	r->srv = s;
 	r->opt = *o;
 	r->state = REMOTE_REGISTERING;
@@ -212,28 +310,23 @@ int remote_start(struct server *s, const struct remote_options *o)
 
 void remote_stop(struct server *s)
 {
-	struct remote *r = s->remote;
+	struct remote *r = remote_current;
 
-	if (!r || r->state == REMOTE_STOPPED)
+	if (!r || r->srv != s || r->state == REMOTE_STOPPED)
 		return;
 	remote_stream_free_all(r, "local_shutdown");
 	if (r->register_call)
 		remote_http_cancel(TAKE_PTR(r->register_call));
-	if (r->ws) {
-		log_info("Relay link closed: local_shutdown");
-		remote_ws_close(TAKE_PTR(r->ws));
-	}
+	remote_link_close(r);
 	r->state = REMOTE_STOPPED;
-	while (!list_empty(&r->deadlines))
-		list_del(r->deadlines.next);
-	uring_timer_cancel(&r->timer);
+	remote_deadlines_stop(r);
 }
 
 void remote_free(struct server *s)
 {
-	struct remote *r = s->remote;
+	struct remote *r = remote_current;
 
-	if (!r)
+	if (!r || r->srv != s)
 		return;
 	remote_stop(s);
 	strmap_done(&r->by_id);
@@ -243,5 +336,5 @@ void remote_free(struct server *s)
 	free(r->base_url);
 	free(r->environment_id);
 	free(r);
-	s->remote = NULL;
+	remote_current = NULL;
 }
