@@ -480,7 +480,7 @@ def test_connection_ended_from_below_resets_stream(relays):
     """A carried connection that ends on its own (here: a message length of 0, which conn.c
     answers by closing it) must reset the stream, not crash: conn.c's carrier_ended() cleared
     c->carrier_owner before calling the owner's ended(), which then dereferenced NULL
-    (remote-stream.c carrier_ended). The same path ends every forwarded stream whose
+    (src/remote/link/stream.c carrier_ended). The same path ends every forwarded stream whose
     destination goes away."""
     r = relays()
     s, rpc = rpc_stream(r)

@@ -52,7 +52,7 @@ static inline bool remote_deadline_armed(const struct remote_deadline *d)
 	return d->link.next != NULL;
 }
 
-/* ---- one HTTP request to the registry (remote-http.c) ---- */
+/* ---- one HTTP request to the registry (registry-http.c) ---- */
 
 struct remote_http;
 /*
@@ -75,7 +75,7 @@ struct remote_http *remote_http_post(struct remote *r, enum registry_op op, cons
 /* No callback runs after this. */
 void remote_http_cancel(struct remote_http *h);
 
-/* ---- the WebSocket client (remote-ws.c) ---- */
+/* ---- the WebSocket client (ws-client.c) ---- */
 
 struct remote_ws;
 
@@ -125,7 +125,7 @@ void remote_ws_shutdown(struct remote_ws *w, uint16_t code);
 /* Aborts; no handler runs after it returns. */
 void remote_ws_close(struct remote_ws *w);
 
-/* ---- the physical rendezvous link and its streams (remote-link.c, remote-stream.c) ---- */
+/* ---- the physical rendezvous link and its streams (rendezvous.c, stream.c) ---- */
 
 #define REMOTE_MAX_ACTIVE_STREAMS 128   /* MAX_ACTIVE_NOISE_RELAY_STREAMS */
 #define REMOTE_MAX_PENDING 32           /* MAX_PENDING_HANDSHAKE_VALIDATIONS */
