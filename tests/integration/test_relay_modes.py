@@ -495,9 +495,9 @@ def test_connection_ended_from_below_resets_stream(relays):
 
 def test_requests_resumed_by_output_drain(relays):
     """A stream whose output passed --max-queued-bytes holds its requests back; when the
-    relay drains it (remote_stream_send_one -> conn_out_advance) the held requests run at
+    relay drains it (stream.c stream_send_one -> conn_out_advance) the held requests run at
     once and their answers call carrier_flush(), which puts the stream back on the link's
-    ready list while remote_link_pump() is about to add it again: a node added twice
+    ready list while remote_stream_pump() is about to add it again: a node added twice
     corrupts the list (the pump then spins on a stream it cannot unlink, or meets a freed
     one). Many cheap requests while a 16 MiB file drains make that happen."""
     r = relays(remote_argv("--max-queued-bytes", "65536"))
