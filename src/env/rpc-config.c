@@ -529,6 +529,11 @@ static int add_layer(json_t *layers, const char *source, const char *file, const
 		return r;
 	r = toml_filter(text, len, sel->paths, sel->n, &toml, &perr);
 	free(text);
+	if (r == -ELIBACC) {
+		/* No TOML module (src/toml/): an internal error, like an unreadable layer. */
+		*ret_msg = perr.message;
+		return -EIO;
+	}
 	if (r == -EINVAL) {
 		r = asprintf(ret_msg, "%s:%u:%u: %s", file, perr.line, perr.column, perr.message);
 		free(perr.message);
