@@ -2,13 +2,18 @@
 /*
  * uexec's side of the TOML module (toml-module.h): toml_filter(),
  * server_conf_parse() and server_conf_entries_free() as their callers know
- * them, each opening uexec-toml.so on first use.
+ * them, each loading uexec-toml.so on first use.
  *
  * Where it is found: next to the binary, else in the module directory
- * (server_own_file_open(), as for uexec-init). When it cannot be loaded, the
- * error names the path tried and dlerror()'s reason: --config fails at start
- * ("config file F: cannot load the TOML module P: ..."), and
- * environmentConfig/read answers -32603 like an unreadable layer.
+ * (server_own_file_open(), as for uexec-init), once, at start (the --config
+ * parse or toml_module_open()). The file is then loaded through the fd opened
+ * there (/proc/self/fd/N), as uexec-init is executed through its fd: a
+ * sandbox that can write the binary's directory cannot plant a module of its
+ * own for the server to load later, and a package upgrade while the server
+ * runs cannot hand it a module of another build. When it cannot be loaded,
+ * the error names the path and the reason: --config fails at start ("config
+ * file F: cannot load the TOML module: ..."), and environmentConfig/read
+ * answers -32603 like an unreadable layer.
  *
  * How long it stays: environmentConfig/read keeps it for the server's life
  * (a client asks again each session; one load is a few milliseconds of file
@@ -29,10 +34,16 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "log.h"
 #include "macro.h"
 #include "own-files.h"
+#include "toml-load.h"
 #include "toml-module.h"
 
+static int module_fd = -1;
+static char module_path[PATH_MAX];
+static char *open_error; /* why the open at start failed (NULL: not tried yet, or found) */
+static bool opened;
 static void *handle;
 static const struct toml_module *mod;
 static unsigned conf_users; /* server_conf_parse() results not yet freed */
@@ -54,29 +65,48 @@ static int fail(char **ret_msg, const char *fmt, ...)
 	return -ELIBACC;
 }
 
+int toml_module_open(void)
+{
+	int fd;
+
+	if (opened)
+		return module_fd >= 0 ? 0 : -ENOENT;
+	opened = true;
+	fd = server_own_file_open(TOML_MODULE_FILE, UEXEC_MODULEDIR, O_RDONLY | O_CLOEXEC,
+				  module_path, sizeof(module_path));
+	if (fd >= 0) {
+		module_fd = fd;
+		return 0;
+	}
+	if (asprintf(&open_error,
+		     "cannot load the TOML module: " TOML_MODULE_FILE
+		     " is neither next to the uexec binary nor in " UEXEC_MODULEDIR " (%s: %s)",
+		     module_path, strerror(-fd)) < 0)
+		open_error = NULL;
+	log_warning("Cannot open %s (%s): --config and environmentConfig/read of an existing "
+		    "config file will fail", module_path, strerror(-fd));
+	return fd;
+}
+
 /* Returns 0, -ENOMEM, or -ELIBACC with a malloc'd message in *ret_msg. */
 static int module_load(char **ret_msg)
 {
 	const struct toml_module *m;
-	char path[PATH_MAX];
-	int fd;
+	char fdpath[64];
 
 	if (mod)
 		return 0;
-	/* The O_RDONLY open only finds the file; dlopen() opens it again by path. */
-	fd = server_own_file_open(TOML_MODULE_FILE, UEXEC_MODULEDIR, O_RDONLY | O_CLOEXEC, path,
-				  sizeof(path));
-	if (fd < 0)
-		return fail(ret_msg, "cannot load the TOML module %s: %s", path, strerror(-fd));
-	close(fd);
-	handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (toml_module_open() < 0)
+		return fail(ret_msg, "%s", open_error ? open_error : "cannot load the TOML module");
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", module_fd);
+	handle = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
 	if (!handle)
-		return fail(ret_msg, "cannot load the TOML module %s: %s", path, dlerror());
+		return fail(ret_msg, "cannot load the TOML module %s: %s", module_path, dlerror());
 	m = dlsym(handle, TOML_MODULE_SYMBOL);
 	if (!m || m->abi != TOML_MODULE_ABI) {
 		dlclose(handle);
 		handle = NULL;
-		return fail(ret_msg, "cannot load the TOML module %s: %s", path,
+		return fail(ret_msg, "cannot load the TOML module %s: %s", module_path,
 			    m ? "built for another uexec (ABI mismatch)" : "no " TOML_MODULE_SYMBOL);
 	}
 	mod = m;

@@ -22,7 +22,7 @@ PREFIXES = (
     "jcheck_", "uring_", "sandbox_", "netguard_", "bpf_tracer_",
     # src/server, net, transport, rpc, exec, fs, env
     "server_", "worker_", "tls_mem_", "netconn_", "conn_", "rpc_", "params_", "os_error_", "exec_", "session_",
-    "proc_", "spawn_", "environ_", "snap_", "fs_", "env_", "toml_filter", "netproxy_",
+    "proc_", "spawn_", "environ_", "snap_", "fs_", "env_", "toml_filter", "toml_module_", "netproxy_",
     # src/discovery (disc_*, discovery_*; the YAML readers skill_*)
     "disc", "skill_",
     # proto/relay-frame.c, and the code protoc-c generates from proto/relay.v1.proto
