@@ -26,8 +26,18 @@ def mapped(pid):
         return {os.path.basename(line.split()[5]) for line in f if len(line.split()) > 5}
 
 
+def linked():
+    """The libraries uexec itself loads (a sanitizer runtime may bring libstdc++)."""
+    ldd = shutil.which("ldd")
+    if not ldd:
+        return set()
+    out = subprocess.run([ldd, UEXEC_BIN], capture_output=True, timeout=60).stdout.decode()
+    return {os.path.basename(os.path.realpath(line.split("=>")[1].split()[0]))
+            for line in out.splitlines() if "=>" in line and "/" in line.split("=>")[1]}
+
+
 def cxx_mapped(pid):
-    names = mapped(pid)
+    names = mapped(pid) - linked()
     return sorted(n for n in names if any(n.startswith(lib) for lib in CXX_LIBS))
 
 
