@@ -65,7 +65,8 @@ static int fail(char **ret_msg, const char *fmt, ...)
 	return -ELIBACC;
 }
 
-int toml_module_open(void)
+/* The first call looks; later ones return its result. */
+static int module_find(void)
 {
 	int fd;
 
@@ -83,9 +84,17 @@ int toml_module_open(void)
 		     " is neither next to the uexec binary nor in " UEXEC_MODULEDIR " (%s: %s)",
 		     module_path, strerror(-fd)) < 0)
 		open_error = NULL;
-	log_warning("Cannot open %s (%s): --config and environmentConfig/read of an existing "
-		    "config file will fail", module_path, strerror(-fd));
 	return fd;
+}
+
+int toml_module_open(void)
+{
+	int r = module_find();
+
+	if (r < 0)
+		log_warning("Cannot open %s (%s): environmentConfig/read of an existing config "
+			    "file will fail", module_path, strerror(-r));
+	return r;
 }
 
 /* Returns 0, -ENOMEM, or -ELIBACC with a malloc'd message in *ret_msg. */
@@ -96,7 +105,7 @@ static int module_load(char **ret_msg)
 
 	if (mod)
 		return 0;
-	if (toml_module_open() < 0)
+	if (module_find() < 0)
 		return fail(ret_msg, "%s", open_error ? open_error : "cannot load the TOML module");
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", module_fd);
 	handle = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);

@@ -9,7 +9,7 @@
  * Finds the module (next to the binary, else in its install directory) and
  * keeps an fd to it, which every later load goes through; the first call
  * decides, later ones return its result. Called at start (the --config parse
- * does it first when given). Logs a warning when the module is missing.
- * Returns 0 or -errno.
+ * looks first when given). Logs a warning when the module is missing.
+ * Returns 0 or -errno (-ENOENT when an earlier look failed).
  */
 int toml_module_open(void);

@@ -135,6 +135,7 @@ def test_config_without_the_module_fails_at_start_naming_the_path(lone_uexec, tm
     assert "config file %s: cannot load the TOML module: %s is neither next to the uexec " \
         "binary nor in " % (conf, MODULE) in err, err
     assert "/%s: No such file or directory" % MODULE in err, err
+    assert "warning" not in err, err       # one message, the error
     assert p.stdout == b""
 
 
@@ -150,6 +151,9 @@ def test_config_read_without_the_module_is_an_internal_error(server_factory, lon
                                      "TOML module: %s is neither next to the uexec binary" % MODULE), err
     # the server goes on serving
     assert c.result("environment/info")["capabilities"]["environmentConfigRead"] is True
+    # and said so at start
+    assert b"/%s (No such file or directory): environmentConfig/read of an existing config " \
+        b"file will fail" % MODULE.encode() in srv.stderr(), srv.stderr_tail()
 
 
 def test_module_replaced_after_start_is_not_loaded(server_factory, tmp_path):
