@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
 
 #include "base64.h"
 #include "http.h"
 #include "http-internal.h"
+#include "sha1.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -254,7 +254,7 @@ static int respond(struct http_upgrade *ret, int status, const char *body)
 
 int http_ws_accept(const char *key, size_t key_len, char out[29])
 {
-	unsigned char digest[SHA_DIGEST_LENGTH];
+	uint8_t digest[SHA1_BYTES];
 	char stack[256], *cat = stack;
 	size_t cat_len = key_len + strlen(WS_GUID);
 
@@ -265,7 +265,7 @@ int http_ws_accept(const char *key, size_t key_len, char out[29])
 	}
 	memcpy(cat, key, key_len);
 	memcpy(cat + key_len, WS_GUID, strlen(WS_GUID));
-	SHA1((const unsigned char *)cat, cat_len, digest);
+	sha1_digest(cat, cat_len, digest);
 	if (cat != stack)
 		free(cat);
 	out[base64_encode(digest, sizeof(digest), out)] = '\0';
