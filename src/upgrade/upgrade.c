@@ -124,8 +124,11 @@ static void check_output(char *out, size_t size)
 /*
  * Until the hand-over is built, the blob is made from the live server into a
  * sealed memfd and checked as RESTORE will check it (mapped, parsed, its fds
- * open and of their kinds, the cross-record rules of view.h), its size and cost logged, then dropped: every
- * SIGUSR2 exercises the serializer on real objects.
+ * open and of their kinds, the cross-record rules of view.h), its size and
+ * cost logged, then dropped: every SIGUSR2 exercises the serializer on real
+ * objects. It runs on the loop: the loop pauses for the blob's cost (about a
+ * millisecond per MB of retained output, bench/README.md), as the hand-over's
+ * own SERIALIZE will.
  */
 static void state_dry_run(struct server *s)
 {
