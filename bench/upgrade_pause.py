@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The live upgrade's SERIALIZE pause on a running server (issue 26; docs/UPGRADE.md).
+
+Starts uexec, runs N processes spread over K sessions, each printing B bytes and
+then sleeping, with every session attached to its own WebSocket connection, then
+sends SIGUSR2 R times. Each SIGUSR2 makes the server build the state blob from
+its live objects, seal it, parse it, check its fds and build its view on the
+loop (the dry run that precedes the hand-over, which is not built yet); the
+`upgrade.state` log event says how long that took. Prints one JSON line with
+p50/p99 of that time, and the blob's size.
+
+The sessions are filled while detached (connections closed, output goes to
+retention only), then resumed, so that no client has to read 1,000 streams.
+
+usage: upgrade_pause.py UEXEC_BIN [N=1000] [K=100] [B=65536] [R=20]
+"""
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "integration"))
+import wsclient  # noqa: E402
+
+TIMEOUT = 300
+
+
+def wait_for(pred, what):
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            sys.exit("timed out waiting for %s" % what)
+        time.sleep(0.05)
+
+
+def state_events(path):
+    with open(path, "rb") as f:
+        lines = f.read().splitlines()
+    return [json.loads(l) for l in lines if b'"event":"upgrade.state"' in l]
+
+
+def main():
+    exe = os.path.abspath(sys.argv[1])
+    n, k, b, rounds = [int(a) for a in sys.argv[2:6]] + [1000, 100, 65536, 20][len(sys.argv[2:6]):]
+    log = tempfile.NamedTemporaryFile(prefix="uexec-upgrade-pause-", suffix=".log", delete=False)
+    srv = subprocess.Popen([exe, "--listen", "ws://127.0.0.1:0", "--log-format", "json",
+                            "--denial-evidence", "none", "--resume-window-ms", "600000"],
+                           stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+    try:
+        url = srv.stdout.readline().decode().strip()
+        script = "head -c %d /dev/zero | tr '\\0' x; exec sleep 3600" % b
+        sessions = []
+        for s in range(k):
+            c = wsclient.connect(url, keep_log=False)
+            sid = c.init_result["sessionId"]
+            for p in range(s, n, k):
+                c.start("p%d" % p, ["/bin/sh", "-c", script], env={"PATH": "/usr/bin:/bin"})
+            c.ws.sock.close()           # detached: output goes to retention only
+            sessions.append(sid)
+        # Every process printed everything: the dry run's own count says so.
+        want = n * b
+        got = {"retained": 0}
+
+        def filled():
+            srv.send_signal(signal.SIGUSR2)
+            before = len(state_events(log.name))
+            wait_for(lambda: len(state_events(log.name)) > before, "a state line")
+            got["retained"] = state_events(log.name)[-1]["fields"]["retainedBytes"]
+            return got["retained"] >= want
+        wait_for(filled, "%d bytes retained (have %d)" % (want, got["retained"]))
+        conns = []
+        for sid in sessions:
+            c = wsclient.connect(url, initialize=False, keep_log=False)
+            c.initialize("upgrade-pause", resume=sid)
+            conns.append(c)
+        first = len(state_events(log.name))
+        for _ in range(rounds):
+            before = len(state_events(log.name))
+            srv.send_signal(signal.SIGUSR2)
+            wait_for(lambda: len(state_events(log.name)) > before, "a state line")
+        ev = state_events(log.name)[first:]
+        us = sorted(e["fields"]["us"] for e in ev)
+        f = ev[-1]["fields"]
+        assert f["processes"] == n and f["connections"] == k and f["sessions"] == k, f
+        print(json.dumps({
+            "name": "upgrade_dry_run_pause", "unit": "ms", "rounds": len(us),
+            "p50": round(statistics.median(us) / 1000, 2),
+            "p99": round(us[min(len(us) - 1, (len(us) * 99) // 100)] / 1000, 2),
+            "processes": n, "connections": k, "retained_bytes_each": b,
+            "blob_bytes": f["bytes"], "fds": f["fds"]}))
+        for c in conns:
+            c.ws.sock.close()
+    finally:
+        os.killpg(srv.pid, signal.SIGTERM)
+        srv.wait(60)
+        os.unlink(log.name)
+
+
+if __name__ == "__main__":
+    main()
