@@ -177,7 +177,8 @@ static bool should_pause(struct proc_stream *st)
 {
 	struct conn *c = proc_conn(st->p);
 
-	return c && conn_congested(c);
+	/* A live upgrade quiesces every reader (server.h); it resumes them after. */
+	return proc_srv(st->p)->quiescing || (c && conn_congested(c));
 }
 
 static void on_pipe_read(struct uring_op *op, int res, uint32_t flags)
@@ -198,6 +199,10 @@ static void on_pipe_read(struct uring_op *op, int res, uint32_t flags)
 		server_wait_for_buf(s, &st->bufwait);
 		return;
 	}
+	if (res == -ECANCELED && s->quiescing) {
+		st->paused = true; /* a live upgrade's pause, not the end: resumed after */
+		return;
+	}
 	if (res <= 0) {
 		if (res < 0 && res != -ECANCELED)
 			log_debug_errno(res, "Reading output of process '%s' failed", p->id);
@@ -212,6 +217,10 @@ static void on_pty_ready(struct uring_op *op, int res, uint32_t flags)
 	struct proc_stream *st = container_of(op, struct proc_stream, op);
 	struct proc *p = st->p;
 
+	if (res == -ECANCELED && proc_srv(p)->quiescing) {
+		st->paused = true; /* a live upgrade's pause, not the end: resumed after */
+		return;
+	}
 	if (res < 0 && res != -EINTR) {
 		stream_eof(st);
 		return;

@@ -168,6 +168,12 @@ struct server {
 
 	/* Graceful drain (SIGTERM with --drain-timeout-ms): no new connections, sessions or processes. */
 	bool draining;
+	/*
+	 * Live upgrade (src/upgrade, docs/UPGRADE.md): reads of connections and
+	 * processes are not re-armed, and a read cancelled meanwhile is a pause,
+	 * not the end of its connection or stream.
+	 */
+	bool quiescing;
 	struct uring_timer drain_timer;   /* the drain timeout, then the grace after killing */
 	bool drain_killed;                /* the timeout passed: what was left got SIGKILL */
 	struct server_audit audit;        /* --audit-log's queue and fd (audit.h) */

@@ -501,6 +501,8 @@ static void on_read(struct uring_op *op, int res, uint32_t flags)
 		server_wait_for_buf(c->srv, &c->bufwait);
 		return;
 	}
+	if (res == -ECANCELED && c->srv->quiescing)
+		return; /* a live upgrade's pause, not the end: conn_arm_read() after */
 	if (res <= 0) {
 		if (has_buf)
 			server_recycle_buf(c->srv, bid);
@@ -569,7 +571,7 @@ void conn_arm_read(struct conn *c)
 	struct io_uring_sqe *sqe;
 
 	if (c->read_op.busy || c->read_blocked || c->mem_paused || c->fd_in < 0 ||
-	    (c->state != CONN_OPEN && c->state != CONN_HTTP))
+	    c->srv->quiescing || (c->state != CONN_OPEN && c->state != CONN_HTTP))
 		return;
 	sqe = uring_get_sqe(&c->srv->ring, &c->read_op, on_read);
 	if (c->ops->socket)

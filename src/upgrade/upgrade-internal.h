@@ -2,6 +2,7 @@
 /* What the files of src/upgrade share (not for other modules). */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -30,3 +31,13 @@ struct upgrade_collected {
  * -E2BIG, -EBADF from the writer, or memfd_create's/ftruncate's).
  */
 int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collected *c);
+
+/*
+ * quiesce.c: QUIESCE. _start sets server->quiescing and cancels every read in
+ * flight of connections and process streams (returns how many); the loop
+ * then reaps their completions, bytes already read going through as usual.
+ * _quiesced: no such read is in flight any more. _resume: reads re-armed.
+ */
+unsigned upgrade_quiesce_start(struct server *s);
+bool upgrade_quiesced(const struct server *s);
+void upgrade_resume(struct server *s);

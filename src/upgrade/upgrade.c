@@ -36,10 +36,14 @@ extern char **environ;
 #define CHECK_TIMEOUT_MS 10000
 /* What is kept of its answer (one line is expected). */
 #define CHECK_OUTPUT_MAX 512
+/* QUIESCE: how long cancelled reads get to complete, and how often that is looked at. */
+#define QUIESCE_TIMEOUT_MS 2000
+#define QUIESCE_POLL_MS 1
 
 enum upgrade_phase {
 	UPGRADE_IDLE,
-	UPGRADE_CHECKING, /* --check-upgrade runs */
+	UPGRADE_CHECKING,  /* --check-upgrade runs */
+	UPGRADE_QUIESCING, /* reads cancelled, waiting for their completions */
 };
 
 /* One upgrade per server at a time, so one state per process (like the ring). */
@@ -54,6 +58,8 @@ static struct {
 	struct uring_timer timer;
 	bool timed_out;
 	uint64_t started_ns;
+	uint64_t quiesce_ns;    /* CLOCK_MONOTONIC when QUIESCE began */
+	unsigned cancelled;     /* reads QUIESCE cancelled */
 	uint64_t upgrades;      /* upgrades this process went through (none yet: no hand-over) */
 } upg = { .pidfd = -1, .out_fd = -1 };
 
@@ -105,6 +111,19 @@ static void check_end(void)
 	upg.out_fd = safe_close(upg.out_fd);
 	upg.pid = 0;
 	upg.phase = UPGRADE_IDLE;
+}
+
+/* The end of an upgrade that did not hand over: everything reads again, the server goes on. */
+static void unsupported(struct server *s)
+{
+	struct log_field f[] = { LOG_STR("binary", upg.exe) };
+
+	upgrade_resume(s);
+	upg.phase = UPGRADE_IDLE;
+	/* What comes next is the hand-over (docs/UPGRADE.md, "Status"). */
+	log_event(LOG_WARNING, "upgrade.unsupported", NULL, f, ELEMENTSOF(f),
+		  "Upgrade: handing sessions, processes and connections over to a new binary is "
+		  "not supported yet; keeping serving");
 }
 
 /* The check's answer: its one line, control characters made visible. */
@@ -192,6 +211,48 @@ static void state_dry_run(struct server *s)
 	}
 }
 
+static void on_quiesce_tick(struct uring_timer *t, bool fired)
+{
+	struct server *s = upg.srv;
+	uint64_t us = (now_ns() - upg.quiesce_ns) / 1000u;
+
+	if (!fired || upg.phase != UPGRADE_QUIESCING || s->stopping)
+		return;
+	if (upgrade_quiesced(s)) {
+		struct log_field f[] = { LOG_INT("us", us), LOG_INT("readsCancelled", upg.cancelled) };
+
+		log_event(LOG_INFO, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
+			  "Upgrade: quiesced in %" PRIu64 " us (%u reads cancelled)", us,
+			  upg.cancelled);
+		state_dry_run(s);
+		unsupported(s);
+		return;
+	}
+	if (us >= QUIESCE_TIMEOUT_MS * 1000u) {
+		struct log_field f[] = { LOG_INT("us", us), LOG_INT("readsCancelled", upg.cancelled) };
+
+		log_event(LOG_WARNING, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
+			  "Upgrade: reads still in flight %d ms after cancelling them; resuming",
+			  QUIESCE_TIMEOUT_MS);
+		unsupported(s);
+		return;
+	}
+	uring_timer_arm(&s->ring, &upg.timer, QUIESCE_POLL_MS, on_quiesce_tick);
+}
+
+/*
+ * QUIESCE (docs/UPGRADE.md): no read re-armed, those in flight cancelled;
+ * their completions (bytes read meanwhile go through as usual) are waited for
+ * on the loop, a millisecond at a time.
+ */
+static void quiesce_start(struct server *s)
+{
+	upg.phase = UPGRADE_QUIESCING;
+	upg.quiesce_ns = now_ns();
+	upg.cancelled = upgrade_quiesce_start(s);
+	uring_timer_arm(&s->ring, &upg.timer, QUIESCE_POLL_MS, on_quiesce_tick);
+}
+
 static void on_check_timer(struct uring_timer *t, bool fired)
 {
 	if (!fired || upg.phase != UPGRADE_CHECKING)
@@ -237,12 +298,6 @@ static void on_check_exit(struct uring_op *op, int res, uint32_t flags)
 		if (status == 0) {
 			log_event(LOG_INFO, "upgrade.check", NULL, f, ELEMENTSOF(f),
 				  "Upgrade: %s can take over (%s)", upg.exe, out);
-			if (!s->stopping)
-				state_dry_run(s);
-			/* What comes next is the hand-over (docs/UPGRADE.md, "Status"). */
-			log_event(LOG_WARNING, "upgrade.unsupported", NULL, f, 1,
-				  "Upgrade: handing sessions, processes and connections over to a new "
-				  "binary is not supported yet; keeping serving");
 		} else if (status == 1) {
 			log_event(LOG_WARNING, "upgrade.check", NULL, f, ELEMENTSOF(f),
 				  "Upgrade refused: %s cannot take over (%s); keeping serving",
@@ -254,6 +309,8 @@ static void on_check_exit(struct uring_op *op, int res, uint32_t flags)
 		}
 	}
 	check_end();
+	if (status == 0 && !s->stopping)
+		quiesce_start(s);
 }
 
 /* Starts `EXE --check-upgrade VERSION` with its output into a pipe. 0 or -errno (logged). */
@@ -351,7 +408,8 @@ void upgrade_done(struct server *s)
 {
 	siginfo_t si;
 
-	(void)s;
+	/* Shutting down: a cancelled read is the end of its object again (teardown's meaning). */
+	s->quiescing = false;
 	if (upg.phase == UPGRADE_CHECKING && upg.pidfd >= 0) {
 		(void)syscall(SYS_pidfd_send_signal, upg.pidfd, SIGKILL, NULL, 0);
 		(void)waitid((idtype_t)P_PIDFD, (id_t)upg.pidfd, &si, WEXITED); /* killed: at once */
