@@ -144,7 +144,9 @@ static void on_accept(struct uring_op *op, int res, uint32_t flags)
 	} else if (res != -ECANCELED) {
 		log_warning_errno_ratelimited(res, "accept failed, continuing");
 	}
-	if (!(flags & IORING_CQE_F_MORE) && !s->stopping && !s->draining && !s->accept_paused)
+	/* quiescing: a live upgrade's pause (src/upgrade/quiesce.c re-arms it). */
+	if (!(flags & IORING_CQE_F_MORE) && !s->stopping && !s->draining && !s->accept_paused &&
+	    !s->quiescing)
 		server_arm_accept(s);
 }
 

@@ -3,13 +3,15 @@
  * QUIESCE and its reversal (docs/UPGRADE.md): no read of a connection or a
  * process stays in flight, so that no byte taken from a socket or a pipe can
  * be lost by an execve, and the state the blob records is the whole state.
- * server->quiescing keeps reads from being re-armed and makes a cancelled
- * read a pause rather than the end of its connection or stream (conn.c,
- * proc.c); resuming re-arms them. Writes, exits, timers and the listener are
- * not quiesced yet (docs/UPGRADE.md, "Every ring op and timer").
+ * server->quiescing keeps reads, exit waits and the listener's accept from
+ * being re-armed and makes a cancelled one a pause rather than the end of its
+ * connection, stream or process (conn.c, proc.c, listener.c); resuming
+ * re-arms them. Writes, timers and requests answered later are not quiesced
+ * yet (docs/UPGRADE.md, "Every ring op and timer").
  */
 #include "conn-ops.h" /* conn_arm_read(): arms, dispatches nothing (no list changes) */
 #include "conn.h"
+#include "listener.h"
 #include "proc.h"
 #include "session.h"
 #include "upgrade-internal.h"
@@ -22,18 +24,29 @@ unsigned upgrade_quiesce_start(struct server *s)
 	unsigned n = 0;
 
 	s->quiescing = true;
+	/* New connections wait in the listening socket's backlog meanwhile. */
+	if (s->accept_op.busy) {
+		uring_cancel(&s->ring, &s->accept_op);
+		n++;
+	}
 	list_for_each_entry(c, &s->conns, link)
 		if (c->read_op.busy) {
 			uring_cancel(&s->ring, &c->read_op);
 			n++;
 		}
 	list_for_each_entry(ss, &s->sessions, link)
-		list_for_each_entry(p, &ss->procs_list, link)
+		list_for_each_entry(p, &ss->procs_list, link) {
 			for (unsigned i = 0; i < p->n_streams; i++)
 				if (p->streams[i].op.busy) {
 					uring_cancel(&s->ring, &p->streams[i].op);
 					n++;
 				}
+			/* A child that exits meanwhile stays a zombie until the wait is re-armed. */
+			if (p->exit_op.busy) {
+				uring_cancel(&s->ring, &p->exit_op);
+				n++;
+			}
+		}
 	return n;
 }
 
@@ -43,14 +56,19 @@ bool upgrade_quiesced(const struct server *s)
 	const struct conn *c;
 	const struct proc *p;
 
+	if (s->accept_op.busy)
+		return false;
 	list_for_each_entry(c, &s->conns, link)
 		if (c->read_op.busy)
 			return false;
 	list_for_each_entry(ss, &s->sessions, link)
-		list_for_each_entry(p, &ss->procs_list, link)
+		list_for_each_entry(p, &ss->procs_list, link) {
 			for (unsigned i = 0; i < p->n_streams; i++)
 				if (p->streams[i].op.busy)
 					return false;
+			if (p->exit_op.busy)
+				return false;
+		}
 	return true;
 }
 
@@ -63,6 +81,9 @@ void upgrade_resume(struct server *s)
 	if (!s->quiescing)
 		return;
 	s->quiescing = false;
+	if (s->listen_fd >= 0 && !s->accept_op.busy && !s->accept_paused && !s->draining &&
+	    !s->stopping)
+		server_arm_accept(s);
 	list_for_each_entry(c, &s->conns, link)
 		conn_arm_read(c);
 	list_for_each_entry(ss, &s->sessions, link)

@@ -33,10 +33,11 @@ struct upgrade_collected {
 int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collected *c);
 
 /*
- * quiesce.c: QUIESCE. _start sets server->quiescing and cancels every read in
- * flight of connections and process streams (returns how many); the loop
- * then reaps their completions, bytes already read going through as usual.
- * _quiesced: no such read is in flight any more. _resume: reads re-armed.
+ * quiesce.c: QUIESCE. _start sets server->quiescing and cancels the listener's
+ * accept and every read and exit wait in flight of connections and processes
+ * (returns how many); the loop then reaps their completions, bytes already
+ * read and exits already reaped going through as usual. _quiesced: none is in
+ * flight any more. _resume: all re-armed.
  */
 unsigned upgrade_quiesce_start(struct server *s);
 bool upgrade_quiesced(const struct server *s);

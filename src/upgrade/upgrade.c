@@ -59,7 +59,7 @@ static struct {
 	bool timed_out;
 	uint64_t started_ns;
 	uint64_t quiesce_ns;    /* CLOCK_MONOTONIC when QUIESCE began */
-	unsigned cancelled;     /* reads QUIESCE cancelled */
+	unsigned cancelled;     /* ops QUIESCE cancelled */
 	uint64_t upgrades;      /* upgrades this process went through (none yet: no hand-over) */
 } upg = { .pidfd = -1, .out_fd = -1 };
 
@@ -219,20 +219,20 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 	if (!fired || upg.phase != UPGRADE_QUIESCING || s->stopping)
 		return;
 	if (upgrade_quiesced(s)) {
-		struct log_field f[] = { LOG_INT("us", us), LOG_INT("readsCancelled", upg.cancelled) };
+		struct log_field f[] = { LOG_INT("us", us), LOG_INT("opsCancelled", upg.cancelled) };
 
 		log_event(LOG_INFO, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
-			  "Upgrade: quiesced in %" PRIu64 " us (%u reads cancelled)", us,
-			  upg.cancelled);
+			  "Upgrade: quiesced in %" PRIu64 " us (%u ops cancelled: reads, exit waits, "
+			  "accept)", us, upg.cancelled);
 		state_dry_run(s);
 		unsupported(s);
 		return;
 	}
 	if (us >= QUIESCE_TIMEOUT_MS * 1000u) {
-		struct log_field f[] = { LOG_INT("us", us), LOG_INT("readsCancelled", upg.cancelled) };
+		struct log_field f[] = { LOG_INT("us", us), LOG_INT("opsCancelled", upg.cancelled) };
 
 		log_event(LOG_WARNING, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
-			  "Upgrade: reads still in flight %d ms after cancelling them; resuming",
+			  "Upgrade: ops still in flight %d ms after cancelling them; resuming",
 			  QUIESCE_TIMEOUT_MS);
 		unsupported(s);
 		return;

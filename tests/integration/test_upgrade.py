@@ -135,10 +135,11 @@ def test_sigusr2_check_passes_server_keeps_serving(server_factory, tmp_path):
                 % (lu.path, STATE_VERSION))
     lu.wait_log("Upgrade: %s can take over" % lu.path)
     lu.wait_log("not supported yet; keeping serving")
-    # QUIESCE: the connection's read and the process's two pipe reads were cancelled and
-    # their completions reaped; resumed after (the output below goes on without a gap).
-    q = re.findall(rb"quiesced in \d+ us \((\d+) reads cancelled\)", lu.srv.stderr())
-    assert q and int(q[-1]) >= 3, lu.srv.stderr_tail()
+    # QUIESCE: the accept, the connection's read, the process's two pipe reads and its exit
+    # wait were cancelled and their completions reaped; resumed after (the output below
+    # goes on without a gap).
+    q = re.findall(rb"quiesced in \d+ us \((\d+) ops cancelled", lu.srv.stderr())
+    assert q and int(q[-1]) >= 5, lu.srv.stderr_tail()
     # The state a hand-over would carry was built from the live objects and validated.
     st = state_line(lu.srv)
     assert (st["sessions"], st["processes"], st["connections"], st["closed"]) == (1, 1, 1, 0), st
@@ -320,7 +321,8 @@ def test_json_log_events(server_factory, tmp_path):
                      "upgrade.unsupported", "upgrade.start", "upgrade.refused", "upgrade.check",
                      "upgrade.quiesce", "upgrade.state", "upgrade.unsupported"], names
     start, check, quiesce, state, _, _, refused, check2 = events[:8]
-    assert quiesce["level"] == "info" and quiesce["fields"]["readsCancelled"] == 0, quiesce
+    # an idle server: the listener's accept alone
+    assert quiesce["level"] == "info" and quiesce["fields"]["opsCancelled"] == 1, quiesce
     assert quiesce["fields"]["us"] < 2000000, quiesce
     assert start["fields"] == {"binary": lu.path, "stateVersion": STATE_VERSION}
     assert check["fields"]["status"] == 0 and check["fields"]["binary"] == lu.path
@@ -418,3 +420,27 @@ def test_quiesce_loses_no_byte_under_load(server_factory, tmp_path):
     assert len(err) - 1 in (len(out) - 2, len(out) - 3)   # the last stderr line, or not yet
     tty = runs["tty"].pty.split(b"\r\n")
     assert tty[-2:] == [b"end", b""] and tty[:-2] == [b"%d" % i for i in range(len(tty) - 2)]
+
+
+def test_quiesce_keeps_exit_waits(server_factory, tmp_path):
+    """QUIESCE cancels the exit waits of running processes too: they are paused, not taken
+    for failures (a cancelled wait used to report the process killed, exit code 137), and
+    re-armed at resume, so that exits after the upgrade are reported with their status."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path)
+    c = lu.srv.connect()
+    ids = ["w%d" % i for i in range(8)]
+    for pid in ids:
+        c.start(pid, ["/bin/sh", "-c", "echo up; while [ ! -e %s ]; do sleep 0.05; done; exit 5"
+                      % go], env=PATH_ENV)
+    runs = {pid: c.collect_until_output(pid, b"up\n") for pid in ids}
+    lu.usr2()
+    lu.wait_log("not supported yet; keeping serving")
+    q = re.findall(rb"quiesced in \d+ us \((\d+) ops cancelled", lu.srv.stderr())
+    # the accept, the connection's read, and per process two pipe reads and its exit wait
+    assert q and int(q[-1]) >= 2 + 3 * len(ids), q
+    go.touch()
+    for pid in ids:
+        run = c.collect(pid, run=runs[pid])
+        assert run.exit_code == 5, (pid, run.exited)
+        run.check_sequencing()
