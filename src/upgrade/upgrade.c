@@ -3,8 +3,10 @@
  * The live upgrade's trigger (docs/UPGRADE.md): SIGUSR2 runs the binary at the
  * path uexec was started from as `--check-upgrade VERSION`, on the ring (its
  * pidfd polled, a deadline), and logs its answer. One upgrade at a time: a
- * SIGUSR2 while one runs is refused with a log line. The hand-over that would
- * follow a successful check is not built yet, so the server keeps serving.
+ * SIGUSR2 while one runs is refused with a log line. A successful check is
+ * followed by QUIESCE (quiesce.c), the state blob built and validated as the
+ * hand-over would (collect.c), and RESUME; the execve and RESTORE that would
+ * come between are not built yet, so the server keeps serving.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -241,9 +243,9 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 }
 
 /*
- * QUIESCE (docs/UPGRADE.md): no read re-armed, those in flight cancelled;
- * their completions (bytes read meanwhile go through as usual) are waited for
- * on the loop, a millisecond at a time.
+ * QUIESCE (docs/UPGRADE.md): no read, exit wait or accept re-armed, those in
+ * flight cancelled; their completions (bytes read and exits reaped meanwhile
+ * go through as usual) are waited for on the loop, a millisecond at a time.
  */
 static void quiesce_start(struct server *s)
 {

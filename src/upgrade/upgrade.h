@@ -2,8 +2,9 @@
 /*
  * Live upgrade on SIGUSR2 (docs/UPGRADE.md): the trigger, the check of the
  * new binary (`uexec --check-upgrade`), and the hooks the server calls. The
- * hand-over itself is not built yet: after a successful check the server logs
- * that and keeps serving.
+ * hand-over itself is not built yet: after a successful check the server
+ * quiesces, builds and validates the state, resumes, logs that and keeps
+ * serving.
  */
 #pragma once
 
