@@ -61,5 +61,7 @@ void conn_deliver(struct conn *c, const char *data, size_t len);
 void conn_deliver_rpc(struct conn *c, const char *data, size_t len);
 /* Arms the ring read on fd_in, unless it may not read now. */
 void conn_arm_read(struct conn *c);
+/* Writes the head of the output queue unless a write is in flight (or a live upgrade quiesces). */
+void conn_flush(struct conn *c);
 /* n bytes of the output queue went out; false when c is gone or closed. */
 bool conn_out_written(struct conn *c, size_t n);

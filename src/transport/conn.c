@@ -38,7 +38,6 @@ static void conn_closed(struct conn *c)
 		c->srv->conn_handlers->closed(c);
 	c->srv->mem_dirty = true; /* its requests waiting for budget must wind up (conn-mem.c) */
 }
-static void conn_flush(struct conn *c);
 
 /*
  * Dead connections sit on server->dead_conns until their ops are idle; they
@@ -332,6 +331,9 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 
 	if (c->state == CONN_DEAD)
 		return;
+	/* A live upgrade's pause: nothing was written, the queue stays whole (conn_flush after). */
+	if (res == -ECANCELED && c->srv->quiescing)
+		return;
 	if (res < 0) {
 		log_debug_errno(res, "Write to %s failed", c->peer);
 		conn_kill(c);
@@ -341,7 +343,7 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 		conn_flush(c);
 }
 
-static void conn_flush(struct conn *c)
+void conn_flush(struct conn *c)
 {
 	struct io_uring_sqe *sqe;
 	struct outchunk *o;
@@ -351,7 +353,7 @@ static void conn_flush(struct conn *c)
 		c->ops->flush(c);
 		return;
 	}
-	if (c->write_op.busy || list_empty(&c->outq) || c->fd_out < 0)
+	if (c->write_op.busy || list_empty(&c->outq) || c->fd_out < 0 || c->srv->quiescing)
 		return;
 	list_for_each_entry(o, &c->outq, link) {
 		if (n == CONN_MAX_IOV)

@@ -3,13 +3,14 @@
  * QUIESCE and its reversal (docs/UPGRADE.md): no read of a connection or a
  * process stays in flight, so that no byte taken from a socket or a pipe can
  * be lost by an execve, and the state the blob records is the whole state.
- * server->quiescing keeps reads, exit waits and the listener's accept from
- * being re-armed and makes a cancelled one a pause rather than the end of its
- * connection, stream or process (conn.c, proc.c, listener.c); resuming
- * re-arms them. Writes, timers and requests answered later are not quiesced
- * yet (docs/UPGRADE.md, "Every ring op and timer").
+ * server->quiescing keeps connections' reads and writes, processes' reads and
+ * exit waits and the listener's accept from being re-armed and makes a
+ * cancelled one a pause rather than the end of its connection, stream or
+ * process (conn.c, proc.c, listener.c); resuming re-arms them. Stdin writes,
+ * timers and requests answered later are not quiesced yet (docs/UPGRADE.md,
+ * "Every ring op and timer").
  */
-#include "conn-ops.h" /* conn_arm_read(): arms, dispatches nothing (no list changes) */
+#include "conn-ops.h" /* conn_arm_read(), conn_flush(): arm, dispatch nothing (no list changes) */
 #include "conn.h"
 #include "listener.h"
 #include "proc.h"
@@ -29,11 +30,21 @@ unsigned upgrade_quiesce_start(struct server *s)
 		uring_cancel(&s->ring, &s->accept_op);
 		n++;
 	}
-	list_for_each_entry(c, &s->conns, link)
+	list_for_each_entry(c, &s->conns, link) {
 		if (c->read_op.busy) {
 			uring_cancel(&s->ring, &c->read_op);
 			n++;
 		}
+		/*
+		 * A write waiting for room in the socket: cancelled, its bytes stay
+		 * queued (a write that wrote some completes with that count instead).
+		 * A relay-carried connection's owner pulls its output itself.
+		 */
+		if (c->write_op.busy) {
+			uring_cancel(&s->ring, &c->write_op);
+			n++;
+		}
+	}
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link) {
 			for (unsigned i = 0; i < p->n_streams; i++)
@@ -59,7 +70,7 @@ bool upgrade_quiesced(const struct server *s)
 	if (s->accept_op.busy)
 		return false;
 	list_for_each_entry(c, &s->conns, link)
-		if (c->read_op.busy)
+		if (c->read_op.busy || c->write_op.busy)
 			return false;
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link) {
@@ -84,8 +95,11 @@ void upgrade_resume(struct server *s)
 	if (s->listen_fd >= 0 && !s->accept_op.busy && !s->accept_paused && !s->draining &&
 	    !s->stopping)
 		server_arm_accept(s);
-	list_for_each_entry(c, &s->conns, link)
+	list_for_each_entry(c, &s->conns, link) {
 		conn_arm_read(c);
+		if (!c->ops->flush) /* a carried connection's owner pulls its output */
+			conn_flush(c);
+	}
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)
 			proc_resume_output(p);

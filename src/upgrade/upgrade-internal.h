@@ -34,10 +34,11 @@ int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collecte
 
 /*
  * quiesce.c: QUIESCE. _start sets server->quiescing and cancels the listener's
- * accept and every read and exit wait in flight of connections and processes
- * (returns how many); the loop then reaps their completions, bytes already
- * read and exits already reaped going through as usual. _quiesced: none is in
- * flight any more. _resume: all re-armed.
+ * accept, connections' reads and writes, and processes' reads and exit waits
+ * in flight (returns how many); the loop then reaps their completions, bytes
+ * already read or written and exits already reaped going through as usual.
+ * _quiesced: none is in flight any more. _resume: all re-armed, queued output
+ * flushed.
  */
 unsigned upgrade_quiesce_start(struct server *s);
 bool upgrade_quiesced(const struct server *s);

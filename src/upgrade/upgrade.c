@@ -224,8 +224,8 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 		struct log_field f[] = { LOG_INT("us", us), LOG_INT("opsCancelled", upg.cancelled) };
 
 		log_event(LOG_INFO, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
-			  "Upgrade: quiesced in %" PRIu64 " us (%u ops cancelled: reads, exit waits, "
-			  "accept)", us, upg.cancelled);
+			  "Upgrade: quiesced in %" PRIu64 " us (%u ops cancelled: reads, writes, "
+			  "exit waits, accept)", us, upg.cancelled);
 		state_dry_run(s);
 		unsupported(s);
 		return;
@@ -243,9 +243,10 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 }
 
 /*
- * QUIESCE (docs/UPGRADE.md): no read, exit wait or accept re-armed, those in
- * flight cancelled; their completions (bytes read and exits reaped meanwhile
- * go through as usual) are waited for on the loop, a millisecond at a time.
+ * QUIESCE (docs/UPGRADE.md): no read, write, exit wait or accept re-armed,
+ * those in flight cancelled; their completions (bytes read or written and
+ * exits reaped meanwhile go through as usual) are waited for on the loop, a
+ * millisecond at a time.
  */
 static void quiesce_start(struct server *s)
 {
