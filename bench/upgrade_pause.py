@@ -7,8 +7,10 @@ then sleeping, with every session attached to its own WebSocket connection, then
 sends SIGUSR2 R times. Each SIGUSR2 makes the server build the state blob from
 its live objects, seal it, parse it, check its fds and build its view on the
 loop (the dry run that precedes the hand-over, which is not built yet); the
-`upgrade.state` log event says how long that took. Prints one JSON line with
-p50/p99 of that time, and the blob's size.
+`upgrade.state` log event says how long that took, and `upgrade.quiesce` how
+long QUIESCE took before it (cancelling every read, write, exit wait and the
+accept, and reaping their completions). Prints one JSON line with p50/p99 of
+both, and the blob's size.
 
 The sessions are filled while detached (connections closed, output goes to
 retention only), then resumed, so that no client has to read 1,000 streams.
@@ -42,10 +44,15 @@ def wait_for(pred, what):
         time.sleep(0.05)
 
 
-def state_events(path):
+def events(path, name):
     with open(path, "rb") as f:
         lines = f.read().splitlines()
-    return [json.loads(l) for l in lines if b'"event":"upgrade.state"' in l]
+    tag = b'"event":"%s"' % name.encode()
+    return [json.loads(l) for l in lines if tag in l]
+
+
+def state_events(path):
+    return events(path, "upgrade.state")
 
 
 def main():
@@ -83,18 +90,24 @@ def main():
             c.initialize("upgrade-pause", resume=sid)
             conns.append(c)
         first = len(state_events(log.name))
+        first_q = len(events(log.name, "upgrade.quiesce"))
         for _ in range(rounds):
             before = len(state_events(log.name))
             srv.send_signal(signal.SIGUSR2)
             wait_for(lambda: len(state_events(log.name)) > before, "a state line")
         ev = state_events(log.name)[first:]
+        qev = events(log.name, "upgrade.quiesce")[first_q:]
         us = sorted(e["fields"]["us"] for e in ev)
+        qus = sorted(e["fields"]["us"] for e in qev)
         f = ev[-1]["fields"]
         assert f["processes"] == n and f["connections"] == k and f["sessions"] == k, f
         print(json.dumps({
             "name": "upgrade_dry_run_pause", "unit": "ms", "rounds": len(us),
             "p50": round(statistics.median(us) / 1000, 2),
             "p99": round(us[min(len(us) - 1, (len(us) * 99) // 100)] / 1000, 2),
+            "quiesce_p50": round(statistics.median(qus) / 1000, 2),
+            "quiesce_p99": round(qus[min(len(qus) - 1, (len(qus) * 99) // 100)] / 1000, 2),
+            "ops_cancelled": qev[-1]["fields"]["opsCancelled"],
             "processes": n, "connections": k, "retained_bytes_each": b,
             "blob_bytes": f["bytes"], "fds": f["fds"]}))
         for c in conns:
