@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 PREFIXES = (
-    # src/basic, proto, uring, sandbox
+    # base, proto, uring, sandbox
     "buf_", "log_", "strmap_", "base64_", "utf8_", "file_uri_", "http_", "ws_", "jrpc_",
     "jcheck_", "uring_", "sandbox_", "netguard_", "bpf_tracer_",
     # src/server, net, transport, rpc, exec, fs, env
