@@ -43,6 +43,7 @@
 #include "session.h"
 #include "spawn.h"
 #include "tls-mem.h"
+#include "uexec.h"
 #include "watch.h"
 #include "worker.h"
 
@@ -228,7 +229,7 @@ static int reload_secrets(struct server *s, const struct config *n)
 {
 	int r = 0, t = 0;
 
-	if (s->ws_auth)
+	if (conn_auth_current())
 		r = conn_auth_reload(s, n);
 	if (s->tls_server_ctx)
 		t = conn_tls_reload(s, n);
@@ -615,9 +616,7 @@ int server_init(struct server *s, const struct config *cfg)
 	list_init(&s->mem_waiters);
 	list_init(&s->mem_paused);
 	list_init(&s->netconns);
-	list_init(&s->cg_pending);
-	s->conn_handlers = &conn_handlers;
-	server_current = s;
+	conn_set_handlers(&conn_handlers);
 	r = register_methods();
 	if (r < 0)
 		return log_error_errno(r, "Registering the JSON-RPC methods failed");
@@ -654,10 +653,10 @@ int server_init(struct server *s, const struct config *cfg)
 				   s->cfg.enable_audit);
 	}
 
-	s->login_shell = env_login_shell_lookup();
-	s->env_info = env_info_build(s);
-	if (!s->login_shell || !s->env_info)
-		return log_error_errno(ENOMEM, "Building environment info failed");
+	r = env_init(s, env_login_shell_lookup());
+	if (r < 0)
+		return log_error_errno(r, "Building environment info failed");
+	exec_set_environment(env_login_shell(), env_info());
 
 	r = start_front(s);
 	if (r < 0)
@@ -743,15 +742,15 @@ void server_done(struct server *s)
 	safe_close(s->listen_fd);
 	safe_close(s->signal_fd);
 	free(s->audit_path);
-	json_decref(s->env_info);
-	free(s->login_shell);
+	exec_set_environment(NULL, NULL);
+	env_done();
 	sandbox_features_done(&s->sandbox);
-	exec_cg_pending_free(s); /* after the ring: their polls are gone with it */
+	exec_cg_pending_free(); /* after the ring: their polls are gone with it */
 	sandbox_cg_done(&s->cgroups);
 	netguard_free(s->guard); /* after the processes: it kills what is left in the cgroup */
 	s->guard = NULL;
-	conn_auth_free(s->ws_auth);
-	s->ws_auth = NULL;
+	conn_auth_install(NULL);
+	conn_set_handlers(NULL);
 	conn_tls_free(s->tls_server_ctx);
 	s->tls_server_ctx = NULL;
 }

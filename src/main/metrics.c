@@ -20,6 +20,7 @@
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
+#include "uexec.h"
 
 struct out {
 	struct buf *b;

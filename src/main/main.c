@@ -21,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "server.h"
+#include "uexec.h"
 
 /* Set while SIGHUP re-reads the configuration: errors are logged, not printed. */
 static bool reloading;
@@ -787,9 +788,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	srv.tls_server_ctx = tls; /* kept by server_init(), which prints the wss:// URL */
-	r = server_init(&srv, &cfg);
 	/* Before the loop runs: no connection is read before the secrets are in place. */
-	srv.ws_auth = auth; /* server_done() frees both */
+	conn_auth_install(auth); /* server_done() frees both */
+	r = server_init(&srv, &cfg);
 	if (r >= 0)
 		r = server_run(&srv);
 	server_done(&srv);
