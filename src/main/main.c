@@ -102,13 +102,54 @@ static int parse_u64(const char *name, const char *s, uint64_t min, uint64_t max
 	return 0;
 }
 
-/* A numeric option: its bounds and where it goes in struct config (a u64 or an unsigned). */
+/* A numeric option: its bounds and where it goes in struct config (a uint64_t or an unsigned). */
 struct num_opt {
 	const char *name;
 	uint64_t min, max;
-	uint64_t *u64;
-	unsigned *uint;
+	size_t off; /* of the field in struct config */
+	bool u64;   /* the field is a uint64_t, else an unsigned */
 };
+#define NUM_OPT(name, min, max, field)                                                         \
+	{ name, min, max, offsetof(struct config, field),                                      \
+	  sizeof(((struct config *)NULL)->field) == sizeof(uint64_t) }
+
+static const struct num_opt nums[] = {
+	NUM_OPT("resume-window-ms", 0, UINT32_MAX, resume_window_ms),
+	NUM_OPT("max-sessions", 1, 1u << 20, max_sessions),
+	NUM_OPT("max-connections", 1, 1u << 20, max_connections),
+	NUM_OPT("max-processes", 1, 1u << 20, max_processes),
+	NUM_OPT("max-frame-bytes", 1024, 1ull << 32, max_frame_bytes),
+	NUM_OPT("max-message-bytes", 1024, 1ull << 32, max_message_bytes),
+	NUM_OPT("max-json-depth", 8, 4096, max_json_depth),
+	NUM_OPT("max-queued-bytes", 65536, 1ull << 34, max_queued_bytes),
+	NUM_OPT("max-inflight-bytes-per-conn", 1u << 20, 1ull << 40, max_inflight_bytes_per_conn),
+	NUM_OPT("max-inflight-bytes", 1u << 20, 1ull << 44, max_inflight_bytes),
+	NUM_OPT("ping-interval-ms", 10, UINT32_MAX, ping_interval_ms),
+	NUM_OPT("handshake-timeout-ms", 0, UINT32_MAX, handshake_timeout_ms),
+	/* devpts's own bounds; max=0 would mean no limit to the kernel. */
+	NUM_OPT("sandbox-max-ptys", 1, 1u << 20, sandbox_max_ptys),
+	NUM_OPT("drain-timeout-ms", 0, UINT32_MAX, drain_timeout_ms),
+	NUM_OPT("http-max-response-bytes", 1024, 1ull << 32, http_max_response_bytes),
+	/* Testing only, not in --help: run the sandbox as on an older kernel. */
+	NUM_OPT("landlock-abi-max", 0, 7, landlock_abi_max),
+	NUM_OPT("process-pids-max", 1, 4194304, process_limits.pids_max),
+	/* Less would drop most lines of a long argv (audit lines cut it at 64 KiB). */
+	NUM_OPT("audit-log-max-queued-bytes", 65536, 1ull << 30, audit_log_max_queued_bytes),
+};
+
+/* One numeric option's value into cfg. Returns 0, or < 0 when it is refused (reported). */
+static int set_num_opt(const struct num_opt *n, const char *arg, struct config *cfg)
+{
+	void *field = (char *)cfg + n->off;
+	uint64_t v;
+	int r = parse_u64(n->name, arg, n->min, n->max, &v);
+
+	if (r >= 0 && n->u64)
+		*(uint64_t *)field = v;
+	else if (r >= 0)
+		*(unsigned *)field = (unsigned)v;
+	return r;
+}
 
 /*
  * --sandbox-uid UID: an unprivileged host uid (not 0, not the invalid
@@ -620,72 +661,54 @@ static int check_args(int argc, char **argv, struct config *cfg, const struct ws
  * options with their bounds, the named ones), kept together with the two
  * getopt passes that read them.
  */
-static int parse_args(int argc, char **argv, struct config *cfg, struct server_conf_args *file)
+/* The options that are neither numeric nor --ws-*: before the other two tables in getopt's. */
+static const struct option named_opts[] = {
+	{ "enable-audit", no_argument, NULL, ARG_ENABLE_AUDIT },
+	{ "denial-evidence", required_argument, NULL, ARG_DENIAL_EVIDENCE },
+	{ "process-cgroups", required_argument, NULL, ARG_CGROUPS },
+	{ "process-memory-max", required_argument, NULL, ARG_MEMORY_MAX },
+	{ "process-cpu-max", required_argument, NULL, ARG_CPU_MAX },
+	{ "sandbox-uid", required_argument, NULL, ARG_SANDBOX_UID },
+	{ "remote", required_argument, NULL, ARG_REMOTE },
+	{ "environment-id", required_argument, NULL, ARG_ENV_ID },
+	{ "name", required_argument, NULL, ARG_NAME },
+	{ "use-agent-identity-auth", no_argument, NULL, ARG_AGENT_AUTH },
+	{ "listen", required_argument, NULL, ARG_LISTEN },
+	{ "executor-version", required_argument, NULL, ARG_EXEC_VERSION },
+	{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+	{ "no-sandbox", no_argument, NULL, ARG_NO_SANDBOX },
+	{ "fs-helper", no_argument, NULL, ARG_FS_HELPER }, /* internal, not in --help */
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, ARG_VERSION },
+	{ "config", required_argument, NULL, ARG_CONFIG },
+	{ "log-format", required_argument, NULL, ARG_LOG_FORMAT },
+	{ "audit-log", required_argument, NULL, ARG_AUDIT_LOG },
+};
+
+/* getopt's table: the named options, the numeric ones (ARG_NUM + index), --ws-*, the end. */
+#define N_OPTS (ELEMENTSOF(named_opts) + ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 1)
+static void build_opts(struct option opts[N_OPTS])
 {
-	const struct num_opt nums[] = {
-		{ "resume-window-ms", 0, UINT32_MAX, &cfg->resume_window_ms, NULL },
-		{ "max-sessions", 1, 1u << 20, NULL, &cfg->max_sessions },
-		{ "max-connections", 1, 1u << 20, NULL, &cfg->max_connections },
-		{ "max-processes", 1, 1u << 20, NULL, &cfg->max_processes },
-		{ "max-frame-bytes", 1024, 1ull << 32, &cfg->max_frame_bytes, NULL },
-		{ "max-message-bytes", 1024, 1ull << 32, &cfg->max_message_bytes, NULL },
-		{ "max-json-depth", 8, 4096, NULL, &cfg->max_json_depth },
-		{ "max-queued-bytes", 65536, 1ull << 34, &cfg->max_queued_bytes, NULL },
-		{ "max-inflight-bytes-per-conn", 1u << 20, 1ull << 40, &cfg->max_inflight_bytes_per_conn,
-		  NULL },
-		{ "max-inflight-bytes", 1u << 20, 1ull << 44, &cfg->max_inflight_bytes, NULL },
-		{ "ping-interval-ms", 10, UINT32_MAX, &cfg->ping_interval_ms, NULL },
-		{ "handshake-timeout-ms", 0, UINT32_MAX, &cfg->handshake_timeout_ms, NULL },
-		/* devpts's own bounds; max=0 would mean no limit to the kernel. */
-		{ "sandbox-max-ptys", 1, 1u << 20, NULL, &cfg->sandbox_max_ptys },
-		{ "drain-timeout-ms", 0, UINT32_MAX, &cfg->drain_timeout_ms, NULL },
-		{ "http-max-response-bytes", 1024, 1ull << 32, &cfg->http_max_response_bytes, NULL },
-		/* Testing only, not in --help: run the sandbox as on an older kernel. */
-		{ "landlock-abi-max", 0, 7, NULL, &cfg->landlock_abi_max },
-		{ "process-pids-max", 1, 4194304, &cfg->process_limits.pids_max, NULL },
-		/* Less would drop most lines of a long argv (audit lines cut it at 64 KiB). */
-		{ "audit-log-max-queued-bytes", 65536, 1ull << 30, &cfg->audit_log_max_queued_bytes,
-		  NULL },
-	};
-	struct option opts[ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) + 21] = {
-		{ "enable-audit", no_argument, NULL, ARG_ENABLE_AUDIT },
-		{ "denial-evidence", required_argument, NULL, ARG_DENIAL_EVIDENCE },
-		{ "process-cgroups", required_argument, NULL, ARG_CGROUPS },
-		{ "process-memory-max", required_argument, NULL, ARG_MEMORY_MAX },
-		{ "process-cpu-max", required_argument, NULL, ARG_CPU_MAX },
-		{ "sandbox-uid", required_argument, NULL, ARG_SANDBOX_UID },
-		{ "remote", required_argument, NULL, ARG_REMOTE },
-		{ "environment-id", required_argument, NULL, ARG_ENV_ID },
-		{ "name", required_argument, NULL, ARG_NAME },
-		{ "use-agent-identity-auth", no_argument, NULL, ARG_AGENT_AUTH },
-		{ "listen", required_argument, NULL, ARG_LISTEN },
-		{ "executor-version", required_argument, NULL, ARG_EXEC_VERSION },
-		{ "log-level", required_argument, NULL, ARG_LOG_LEVEL },
-		{ "no-sandbox", no_argument, NULL, ARG_NO_SANDBOX },
-		{ "fs-helper", no_argument, NULL, ARG_FS_HELPER }, /* internal, not in --help */
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, ARG_VERSION },
-		{ "config", required_argument, NULL, ARG_CONFIG },
-		{ "log-format", required_argument, NULL, ARG_LOG_FORMAT },
-		{ "audit-log", required_argument, NULL, ARG_AUDIT_LOG },
-	};
-	bool listen_given = false, agent_auth = false;
-	_cleanup_free_ char **all = NULL;
-	struct ws_args ws = { 0 };
-	uint64_t v;
-	int c, r;
+	size_t n = 0;
 
-	size_t fixed = 0;
-
-	/* The numeric options go after the named ones, and a zeroed entry must end the table. */
-	while (opts[fixed].name)
-		fixed++;
-	assert(fixed + ELEMENTSOF(nums) + ELEMENTSOF(ws_opts) < ELEMENTSOF(opts));
+	for (size_t i = 0; i < ELEMENTSOF(named_opts); i++)
+		opts[n++] = named_opts[i];
 	for (size_t i = 0; i < ELEMENTSOF(nums); i++)
-		opts[fixed + i] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
+		opts[n++] = (struct option){ nums[i].name, required_argument, NULL, ARG_NUM + (int)i };
 	for (size_t i = 0; i < ELEMENTSOF(ws_opts); i++)
-		opts[fixed + ELEMENTSOF(nums) + i] = ws_opts[i];
-	/* First pass: only --config (getopt's own messages come in the second). */
+		opts[n++] = ws_opts[i];
+	opts[n] = (struct option){ 0 };
+}
+
+/*
+ * First pass: only --config (getopt's own messages come in the second), whose
+ * file is loaded into *file. Returns -1 to go on, else the exit status.
+ */
+static int config_file_pass(int argc, char **argv, const struct option *opts, struct config *cfg,
+			    struct server_conf_args *file)
+{
+	int c;
+
 	opterr = 0;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0)
@@ -693,9 +716,60 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 			cfg->config_file = optarg;
 	opterr = !reloading;
 	if (cfg->config_file &&
-	    load_config_file(cfg->config_file, opts, ELEMENTSOF(opts), ARG_NUM,
-			     ARG_NUM + (int)ELEMENTSOF(nums), file) < 0)
+	    load_config_file(cfg->config_file, opts, N_OPTS, ARG_NUM, ARG_NUM + (int)ELEMENTSOF(nums),
+			     file) < 0)
 		return 2;
+	return -1;
+}
+
+/*
+ * One option of the second pass (c as getopt_long gave it, its value in
+ * optarg) into cfg. Returns -1 to go on, else the exit status.
+ */
+static int parse_opt(int c, struct config *cfg, struct ws_args *ws, bool *listen_given,
+		     bool *agent_auth)
+{
+	int r;
+
+	if (c >= ARG_NUM && c < ARG_NUM + (int)ELEMENTSOF(nums)) {
+		r = set_num_opt(&nums[c - ARG_NUM], optarg, cfg);
+	} else if (c >= ARG_WS_AUTH && c <= ARG_TLS_KEY) {
+		r = parse_ws_opt(c, optarg, cfg, ws);
+	} else if (c == 'h') {
+		server_help();
+		return 0;
+	} else if (c == ARG_VERSION) {
+		printf("uexec %s\n", UEXEC_VERSION);
+		return 0;
+	} else if (c >= ARG_LISTEN && c <= ARG_SANDBOX_UID) {
+		r = parse_named_opt(c, cfg, listen_given, agent_auth);
+	} else {
+		if (!reloading)
+			fprintf(stderr, "Try 'uexec --help'.\n");
+		else
+			usage_error("invalid option in the configuration");
+		return 2;
+	}
+	return r < 0 ? 2 : -1;
+}
+
+/*
+ * Fills cfg from the --config file (*file then owns the strings taken from it)
+ * and the command line, which comes last and so wins. Returns -1 to go on,
+ * else the exit status.
+ */
+static int parse_args(int argc, char **argv, struct config *cfg, struct server_conf_args *file)
+{
+	bool listen_given = false, agent_auth = false;
+	_cleanup_free_ char **all = NULL;
+	struct ws_args ws = { 0 };
+	struct option opts[N_OPTS];
+	int c, r;
+
+	build_opts(opts);
+	r = config_file_pass(argc, argv, opts, cfg, file);
+	if (r >= 0)
+		return r;
 	all = merged_args(argc, argv, file);
 	if (!all) {
 		usage_error("out of memory");
@@ -706,34 +780,9 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct server_c
 	optind = 0;
 	/* "+": stop at the first operand, the forward subcommand. */
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
-		r = 0;
-		if (c >= ARG_NUM && c < ARG_NUM + (int)ELEMENTSOF(nums)) {
-			const struct num_opt *n = &nums[c - ARG_NUM];
-
-			r = parse_u64(n->name, optarg, n->min, n->max, &v);
-			if (r >= 0 && n->u64)
-				*n->u64 = v;
-			else if (r >= 0)
-				*n->uint = (unsigned)v;
-		} else if (c >= ARG_WS_AUTH && c <= ARG_TLS_KEY) {
-			r = parse_ws_opt(c, optarg, cfg, &ws);
-		} else if (c == 'h') {
-			server_help();
-			return 0;
-		} else if (c == ARG_VERSION) {
-			printf("uexec %s\n", UEXEC_VERSION);
-			return 0;
-		} else if (c >= ARG_LISTEN && c <= ARG_SANDBOX_UID) {
-			r = parse_named_opt(c, cfg, &listen_given, &agent_auth);
-		} else {
-			if (!reloading)
-				fprintf(stderr, "Try 'uexec --help'.\n");
-			else
-				usage_error("invalid option in the configuration");
-			return 2;
-		}
-		if (r < 0)
-			return 2;
+		r = parse_opt(c, cfg, &ws, &listen_given, &agent_auth);
+		if (r >= 0)
+			return r;
 	}
 	return check_args(argc, argv, cfg, &ws, listen_given, agent_auth);
 }

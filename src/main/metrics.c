@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,13 +188,39 @@ static void exit_histogram(struct out *o, const struct server_metrics *m)
 	emit(o, "uexec_process_exit_latency_seconds_count %" PRIu64 "\n", m->exits);
 }
 
-int server_metrics_render(struct server *s, struct buf *b)
+/* A counter of struct server_metrics, in a table: its name, help and field. */
+struct counter_def {
+	const char *name, *help;
+	size_t off;
+};
+#define COUNTER(name, help, field) { name, help, offsetof(struct server_metrics, field) }
+
+static void counters(struct out *o, const struct server_metrics *m, const struct counter_def *d,
+		     size_t n)
 {
-	static const char *const streams[SERVER_METRICS_N_STREAMS] = { "stdout", "stderr", "pty" };
-	const struct server_metrics *m = &s->metrics;
-	struct out o = { b, 0 };
-	uint64_t conns_ws = 0, conns_other = 0, queued = 0, attached = 0, detached = 0;
-	uint64_t running = 0, exited = 0, closed = 0, paused = 0;
+	for (size_t i = 0; i < n; i++)
+		counter(o, d[i].name, d[i].help, *(const uint64_t *)((const char *)m + d[i].off));
+}
+
+/* One family whose samples differ by one label: values[i] has the value v[i]. */
+static void labelled(struct out *o, const char *name, const char *type, const char *help,
+		     const char *label, const char *const *values, const uint64_t *v, size_t n)
+{
+	family(o, name, type, help);
+	for (size_t i = 0; i < n; i++)
+		emit(o, "%s{%s=\"%s\"} %" PRIu64 "\n", name, label, values[i], v[i]);
+}
+
+/* The gauges counted at scrape time: walks over connections, sessions and processes. */
+struct gauges {
+	uint64_t conns[2];    /* websocket, other */
+	uint64_t sessions[2]; /* attached, detached */
+	uint64_t procs[3];    /* running, exited, closed */
+	uint64_t queued, paused;
+};
+
+static void count_gauges(struct server *s, struct gauges *g)
+{
 	struct session *ss;
 	struct conn *c;
 	struct proc *p;
@@ -201,118 +228,140 @@ int server_metrics_render(struct server *s, struct buf *b)
 	list_for_each_entry(c, &s->conns, link) {
 		if (c->state == CONN_DEAD)
 			continue;
-		if (c->transport == CONN_WS)
-			conns_ws++;
-		else
-			conns_other++;
-		queued += c->out_bytes;
+		g->conns[c->transport == CONN_WS ? 0 : 1]++;
+		g->queued += c->out_bytes;
 	}
 	list_for_each_entry(ss, &s->sessions, link) {
 		if (ss->expired)
 			continue;
-		if (ss->conn)
-			attached++;
-		else
-			detached++;
+		g->sessions[ss->conn ? 0 : 1]++;
 		list_for_each_entry(p, &ss->procs_list, link) {
-			if (p->closed)
-				closed++;
-			else if (p->exited)
-				exited++;
-			else
-				running++;
+			g->procs[p->closed ? 2 : p->exited ? 1 : 0]++;
 			for (unsigned i = 0; i < p->n_streams; i++)
 				if (p->streams[i].paused)
-					paused++;
+					g->paused++;
 		}
 	}
+}
 
-	family(&o, "uexec_connections", "gauge", "Client connections open, by transport.");
-	emit(&o, "uexec_connections{transport=\"websocket\"} %" PRIu64 "\n", conns_ws);
-	emit(&o, "uexec_connections{transport=\"other\"} %" PRIu64 "\n", conns_other);
-	counter(&o, "uexec_connections_accepted_total", "TCP connections accepted.",
-		m->connections_accepted);
-	counter(&o, "uexec_websocket_upgrades_total", "WebSocket upgrades accepted (101).",
-		m->ws_upgrades);
-	counter(&o, "uexec_http_responses_total",
-		"HTTP requests answered without an upgrade (readyz, metrics, errors).",
-		m->http_responses);
-	counter(&o, "uexec_auth_failures_total", "Requests refused with 401 by --ws-auth.",
-		m->auth_failures);
+static void client_metrics(struct out *o, const struct server_metrics *m, const struct gauges *g)
+{
+	static const char *const transports[] = { "websocket", "other" };
+	static const char *const session_states[] = { "attached", "detached" };
+	static const struct counter_def conn_counters[] = {
+		COUNTER("uexec_connections_accepted_total", "TCP connections accepted.",
+			connections_accepted),
+		COUNTER("uexec_websocket_upgrades_total", "WebSocket upgrades accepted (101).",
+			ws_upgrades),
+		COUNTER("uexec_http_responses_total",
+			"HTTP requests answered without an upgrade (readyz, metrics, errors).",
+			http_responses),
+		COUNTER("uexec_auth_failures_total", "Requests refused with 401 by --ws-auth.",
+			auth_failures),
+	};
+	static const struct counter_def session_counters[] = {
+		COUNTER("uexec_sessions_created_total", "Sessions created by initialize.",
+			sessions_created),
+		COUNTER("uexec_sessions_resumed_total", "Sessions resumed by initialize.",
+			sessions_resumed),
+	};
 
-	family(&o, "uexec_sessions", "gauge", "Live sessions, by state.");
-	emit(&o, "uexec_sessions{state=\"attached\"} %" PRIu64 "\n", attached);
-	emit(&o, "uexec_sessions{state=\"detached\"} %" PRIu64 "\n", detached);
-	counter(&o, "uexec_sessions_created_total", "Sessions created by initialize.",
-		m->sessions_created);
-	counter(&o, "uexec_sessions_resumed_total", "Sessions resumed by initialize.",
-		m->sessions_resumed);
+	labelled(o, "uexec_connections", "gauge", "Client connections open, by transport.",
+		 "transport", transports, g->conns, ELEMENTSOF(transports));
+	counters(o, m, conn_counters, ELEMENTSOF(conn_counters));
+	labelled(o, "uexec_sessions", "gauge", "Live sessions, by state.", "state", session_states,
+		 g->sessions, ELEMENTSOF(session_states));
+	counters(o, m, session_counters, ELEMENTSOF(session_counters));
+}
 
-	family(&o, "uexec_processes", "gauge",
-	       "Processes held by live sessions, by state (running, exited, closed).");
-	emit(&o, "uexec_processes{state=\"running\"} %" PRIu64 "\n", running);
-	emit(&o, "uexec_processes{state=\"exited\"} %" PRIu64 "\n", exited);
-	emit(&o, "uexec_processes{state=\"closed\"} %" PRIu64 "\n", closed);
-	counter(&o, "uexec_spawns_total", "Processes started.", m->spawns);
-	counter(&o, "uexec_spawn_failures_total", "process/start requests that failed to start one.",
-		m->spawn_failures);
-	counter(&o, "uexec_sandboxed_spawns_total", "Processes started with a sandbox.",
-		m->sandboxed_spawns);
-	counter(&o, "uexec_sandbox_denied_total", "Exits reported with sandboxDenied true.",
-		m->sandbox_denied);
-	counter(&o, "uexec_process_oom_kills_total",
-		"Processes whose exit reported oomKilled (their cgroup's memory limit was reached).",
-		m->oom_kills);
-	counter(&o, "uexec_process_timeouts_total", "Processes killed by their timeoutMs.",
-		m->timeouts);
-	exit_histogram(&o, m);
-	counter(&o, "uexec_network_proxy_connections_total",
-		"Connections the managed network's proxies accepted from commands.",
-		m->proxy_connections);
-	counter(&o, "uexec_network_proxy_allowed_total", "Destinations the proxies allowed.",
-		m->proxy_allowed);
-	{
-		static const char *const reasons[] = SERVER_METRICS_PROXY_REASONS;
+static void process_counters(struct out *o, const struct server_metrics *m, const struct gauges *g)
+{
+	static const char *const states[] = { "running", "exited", "closed" };
+	static const struct counter_def defs[] = {
+		COUNTER("uexec_spawns_total", "Processes started.", spawns),
+		COUNTER("uexec_spawn_failures_total",
+			"process/start requests that failed to start one.", spawn_failures),
+		COUNTER("uexec_sandboxed_spawns_total", "Processes started with a sandbox.",
+			sandboxed_spawns),
+		COUNTER("uexec_sandbox_denied_total", "Exits reported with sandboxDenied true.",
+			sandbox_denied),
+		COUNTER("uexec_process_oom_kills_total",
+			"Processes whose exit reported oomKilled (their cgroup's memory limit was "
+			"reached).",
+			oom_kills),
+		COUNTER("uexec_process_timeouts_total", "Processes killed by their timeoutMs.",
+			timeouts),
+	};
 
-		family(&o, "uexec_network_proxy_refusals_total", "counter",
-		       "Destinations or requests the proxies refused, by reason.");
-		for (int i = 0; i < SERVER_METRICS_N_PROXY_REASONS; i++)
-			emit(&o, "uexec_network_proxy_refusals_total{reason=\"%s\"} %" PRIu64 "\n",
-			     reasons[i], m->proxy_refused[i]);
-	}
-	family(&o, "uexec_network_proxy_bytes_total", "counter",
-	       "Bytes the proxies relayed, by direction (up: to destinations).");
-	emit(&o, "uexec_network_proxy_bytes_total{direction=\"up\"} %" PRIu64 "\n", m->proxy_bytes_up);
-	emit(&o, "uexec_network_proxy_bytes_total{direction=\"down\"} %" PRIu64 "\n",
-	     m->proxy_bytes_down);
-	family(&o, "uexec_output_bytes_total", "counter", "Process output read, by stream.");
-	for (int i = 0; i < SERVER_METRICS_N_STREAMS; i++)
-		emit(&o, "uexec_output_bytes_total{stream=\"%s\"} %" PRIu64 "\n", streams[i],
-		     m->output_bytes[i]);
+	labelled(o, "uexec_processes", "gauge",
+		 "Processes held by live sessions, by state (running, exited, closed).", "state",
+		 states, g->procs, ELEMENTSOF(states));
+	counters(o, m, defs, ELEMENTSOF(defs));
+	exit_histogram(o, m);
+}
 
-	rpc_metrics(&o);
+static void proxy_and_output_metrics(struct out *o, const struct server_metrics *m)
+{
+	static const char *const reasons[] = SERVER_METRICS_PROXY_REASONS;
+	static const char *const directions[] = { "up", "down" };
+	static const char *const streams[SERVER_METRICS_N_STREAMS] = { "stdout", "stderr", "pty" };
+	static const struct counter_def defs[] = {
+		COUNTER("uexec_network_proxy_connections_total",
+			"Connections the managed network's proxies accepted from commands.",
+			proxy_connections),
+		COUNTER("uexec_network_proxy_allowed_total", "Destinations the proxies allowed.",
+			proxy_allowed),
+	};
+	const uint64_t bytes[] = { m->proxy_bytes_up, m->proxy_bytes_down };
 
-	gauge(&o, "uexec_queued_output_bytes", "Bytes queued for clients and not yet written.",
-	      queued);
-	gauge(&o, "uexec_paused_output_streams",
+	counters(o, m, defs, ELEMENTSOF(defs));
+	labelled(o, "uexec_network_proxy_refusals_total", "counter",
+		 "Destinations or requests the proxies refused, by reason.", "reason", reasons,
+		 m->proxy_refused, SERVER_METRICS_N_PROXY_REASONS);
+	labelled(o, "uexec_network_proxy_bytes_total", "counter",
+		 "Bytes the proxies relayed, by direction (up: to destinations).", "direction",
+		 directions, bytes, ELEMENTSOF(directions));
+	labelled(o, "uexec_output_bytes_total", "counter", "Process output read, by stream.",
+		 "stream", streams, m->output_bytes, SERVER_METRICS_N_STREAMS);
+}
+
+/* The server's own memory and queues: output, in-flight charges, the audit log, the ring. */
+static void loop_metrics(struct out *o, const struct server *s, const struct gauges *g)
+{
+	gauge(o, "uexec_queued_output_bytes", "Bytes queued for clients and not yet written.",
+	      g->queued);
+	gauge(o, "uexec_paused_output_streams",
 	      "Process output streams not read because their client's queue passed "
 	      "--max-queued-bytes (read again below half of it).",
-	      paused);
-	gauge(&o, "uexec_inflight_bytes", "In-flight reply memory charged to connections.",
+	      g->paused);
+	gauge(o, "uexec_inflight_bytes", "In-flight reply memory charged to connections.",
 	      s->mem_total);
-	counter(&o, "uexec_audit_log_dropped_lines_total",
+	counter(o, "uexec_audit_log_dropped_lines_total",
 		"Audit log lines dropped: the queue was full (--audit-log-max-queued-bytes), a "
 		"write failed (a full disk, a closed pipe) or the exit came first.",
 		s->audit.dropped_lines);
-	gauge(&o, "uexec_audit_log_queued_bytes", "Audit log bytes queued and not yet written.",
+	gauge(o, "uexec_audit_log_queued_bytes", "Audit log bytes queued and not yet written.",
 	      s->audit.queued);
-	counter(&o, "uexec_provided_buffer_exhausted_total",
-		"Reads that found no provided buffer free (ENOBUFS) and waited.", m->buf_exhausted);
-	counter(&o, "uexec_ring_submit_calls_total", "io_uring submissions (io_uring_enter).",
+	counter(o, "uexec_provided_buffer_exhausted_total",
+		"Reads that found no provided buffer free (ENOBUFS) and waited.",
+		s->metrics.buf_exhausted);
+	counter(o, "uexec_ring_submit_calls_total", "io_uring submissions (io_uring_enter).",
 		s->ring.n_submit_calls);
-	counter(&o, "uexec_ring_sqes_submitted_total", "SQEs the kernel accepted.",
+	counter(o, "uexec_ring_sqes_submitted_total", "SQEs the kernel accepted.",
 		s->ring.n_sqes_submitted);
+}
 
+int server_metrics_render(struct server *s, struct buf *b)
+{
+	struct out o = { b, 0 };
+	struct gauges g = { 0 };
+
+	count_gauges(s, &g);
+	client_metrics(&o, &s->metrics, &g);
+	process_counters(&o, &s->metrics, &g);
+	proxy_and_output_metrics(&o, &s->metrics);
+	rpc_metrics(&o);
+	loop_metrics(&o, s, &g);
 	process_metrics(&o, s);
 	return o.err;
 }

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +237,54 @@ static int reload_secrets(struct server *s, const struct config *n)
 	return r < 0 ? r : t;
 }
 
+/* An option a reload cannot change (a string, or a scalar compared byte for byte). */
+struct restart_only {
+	const char *name;
+	size_t off, size;
+	bool str;
+};
+#define RESTART_ONLY(name, field)                                                              \
+	{ name, offsetof(struct config, field), sizeof(((struct config *)NULL)->field), false }
+#define RESTART_ONLY_STR(name, field) { name, offsetof(struct config, field), 0, true }
+
+static const struct restart_only restart_only[] = {
+	RESTART_ONLY_STR("listen", listen),
+	RESTART_ONLY_STR("executor-version", executor_version),
+	RESTART_ONLY_STR("config", config_file),
+	RESTART_ONLY("no-sandbox", no_sandbox),
+	RESTART_ONLY("sandbox-max-ptys", sandbox_max_ptys),
+	RESTART_ONLY("max-frame-bytes", max_frame_bytes),
+	RESTART_ONLY("max-message-bytes", max_message_bytes),
+	RESTART_ONLY("max-json-depth", max_json_depth),
+	RESTART_ONLY("max-queued-bytes", max_queued_bytes),
+	RESTART_ONLY("max-inflight-bytes", max_inflight_bytes),
+	RESTART_ONLY("max-inflight-bytes-per-conn", max_inflight_bytes_per_conn),
+	/* Auth on or off (or another kind): the listener's start-up checks decide it. */
+	RESTART_ONLY("ws-auth", ws_auth_mode),
+	RESTART_ONLY("allow-unauthenticated", allow_unauthenticated),
+};
+
+/* The last option of restart_only[] whose value n changes, or NULL. */
+static const char *restart_only_changed(const struct config *cur, const struct config *n)
+{
+	const char *changed = NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(restart_only); i++) {
+		const struct restart_only *o = &restart_only[i];
+		const void *a = (const char *)cur + o->off, *b = (const char *)n + o->off;
+
+		if (o->str) {
+			const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+
+			if ((x == NULL) != (y == NULL) || (x && strcmp(x, y) != 0))
+				changed = o->name;
+		} else if (memcmp(a, b, o->size) != 0) {
+			changed = o->name;
+		}
+	}
+	return changed;
+}
+
 /*
  * SIGHUP: the configuration again (file, then command line). What can change
  * without a restart is applied; the rest is reported and kept (README
@@ -245,7 +294,7 @@ static void reload(struct server *s)
 {
 	struct server_conf_args arena = { 0 };
 	struct config n;
-	const char *changed = NULL;
+	const char *changed;
 
 	if (!s->cfg.reload)
 		return;
@@ -256,29 +305,7 @@ static void reload(struct server *s)
 			  "Reloading the configuration failed: nothing changed");
 		return;
 	}
-#define RESTART_ONLY(field, name)                                                              \
-	if (n.field != s->cfg.field)                                                           \
-		changed = name;
-#define RESTART_ONLY_STR(field, name)                                                          \
-	if ((n.field == NULL) != (s->cfg.field == NULL) ||                                     \
-	    (n.field && strcmp(n.field, s->cfg.field) != 0))                                   \
-		changed = name;
-	RESTART_ONLY_STR(listen, "listen");
-	RESTART_ONLY_STR(executor_version, "executor-version");
-	RESTART_ONLY_STR(config_file, "config");
-	RESTART_ONLY(no_sandbox, "no-sandbox");
-	RESTART_ONLY(sandbox_max_ptys, "sandbox-max-ptys");
-	RESTART_ONLY(max_frame_bytes, "max-frame-bytes");
-	RESTART_ONLY(max_message_bytes, "max-message-bytes");
-	RESTART_ONLY(max_json_depth, "max-json-depth");
-	RESTART_ONLY(max_queued_bytes, "max-queued-bytes");
-	RESTART_ONLY(max_inflight_bytes, "max-inflight-bytes");
-	RESTART_ONLY(max_inflight_bytes_per_conn, "max-inflight-bytes-per-conn");
-	/* Auth on or off (or another kind): the listener's start-up checks decide it. */
-	RESTART_ONLY(ws_auth_mode, "ws-auth");
-	RESTART_ONLY(allow_unauthenticated, "allow-unauthenticated");
-#undef RESTART_ONLY
-#undef RESTART_ONLY_STR
+	changed = restart_only_changed(&s->cfg, &n);
 	if (changed)
 		log_warning("Reloading: %s (and any other option not listed as reloadable) takes a "
 			    "restart to change; kept",
@@ -587,25 +614,19 @@ static int start_front(struct server *s)
 	return 0;
 }
 
-int server_init(struct server *s, const struct config *cfg)
+/* The server object empty, with cfg (nothing opened yet: server_done() copes with any exit). */
+static void server_state_init(struct server *s, const struct config *cfg)
 {
-	int r;
+	struct ssl_ctx_st *tls = s->tls_server_ctx; /* main() loads it first */
+	struct timespec now;
 
-	{
-		struct ssl_ctx_st *tls = s->tls_server_ctx; /* main() loads it first */
-
-		memset(s, 0, sizeof(*s));
-		s->tls_server_ctx = tls;
-	}
+	memset(s, 0, sizeof(*s));
+	s->tls_server_ctx = tls;
 	s->cfg = *cfg;
 	s->listen_fd = s->signal_fd = -1;
 	server_audit_init(&s->audit, &s->ring, s->cfg.audit_log_max_queued_bytes);
-	{
-		struct timespec now;
-
-		(void)clock_gettime(CLOCK_REALTIME, &now);
-		s->metrics.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
-	}
+	(void)clock_gettime(CLOCK_REALTIME, &now);
+	s->metrics.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
 	s->sandbox.uid_userns_fd = -1;
 	list_init(&s->conns);
 	list_init(&s->dead_conns);
@@ -616,6 +637,13 @@ int server_init(struct server *s, const struct config *cfg)
 	list_init(&s->mem_waiters);
 	list_init(&s->mem_paused);
 	list_init(&s->netconns);
+}
+
+int server_init(struct server *s, const struct config *cfg)
+{
+	int r;
+
+	server_state_init(s, cfg);
 	conn_set_handlers(&conn_handlers);
 	r = register_methods();
 	if (r < 0)
