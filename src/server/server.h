@@ -7,7 +7,6 @@
  */
 #pragma once
 
-#include <jansson.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
