@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The server object: configuration (CLI arg_* values), the ring, the listener,
- * the signalfd, and the lists of connections and sessions. What a layer above
- * keeps for itself stays in that layer's module (docs/ARCHITECTURE.md "Global
- * state"); every function declared here is implemented in src/server.
+ * the signalfd, and the lists of connections and sessions. State that only
+ * one layer above uses goes into that layer's module (docs/ARCHITECTURE.md
+ * "Global state"), not here; every function declared here is implemented in
+ * src/server (the executable's are in src/main/uexec.h).
  */
 #pragma once
 
