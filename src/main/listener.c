@@ -247,7 +247,7 @@ int server_listen_on(struct server *s)
 	char name[80];
 	int fd, one = 1, r;
 
-	r = parse_listen(s->cfg.listen, s->tls_server_ctx != NULL, &ss, &len);
+	r = parse_listen(s->cfg.listen, conn_tls_current() != NULL, &ss, &len);
 	if (r == -EPROTONOSUPPORT) {
 		/* The reference's text; wss:// is uexec's, with --tls-cert and --tls-key. */
 		log_error("unsupported --listen URL `%s`; expected `ws://IP:PORT` or `stdio`%s",
@@ -286,13 +286,13 @@ int server_listen_on(struct server *s)
 	guard_listener(s, ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
 							      : ((struct sockaddr_in *)&bound)->sin_port));
 	/* The one line scripts read to find the address (PROTOCOL.md §1.1). */
-	printf("%s://%s\n", s->tls_server_ctx ? "wss" : "ws", name);
+	printf("%s://%s\n", conn_tls_current() ? "wss" : "ws", name);
 	fflush(stdout);
 	{
 		char url[96];
 		struct log_field f[] = { LOG_STR("url", url) };
 
-		snprintf(url, sizeof(url), "%s://%s", s->tls_server_ctx ? "wss" : "ws", name);
+		snprintf(url, sizeof(url), "%s://%s", conn_tls_current() ? "wss" : "ws", name);
 		log_event(LOG_INFO, "server.listening", NULL, f, ELEMENTSOF(f), "Listening on %s", url);
 	}
 	return 0;

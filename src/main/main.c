@@ -716,8 +716,8 @@ int main(int argc, char **argv)
 		server_conf_args_done(&file);
 		return 1;
 	}
-	srv.tls_server_ctx = tls; /* kept by server_init(), which prints the wss:// URL */
 	/* Before the loop runs: no connection is read before the secrets are in place. */
+	conn_tls_install(tls); /* server_init() prints the wss:// URL */
 	conn_auth_install(auth); /* server_done() frees both */
 	r = server_init(&srv, &cfg);
 	if (r >= 0)

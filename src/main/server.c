@@ -232,7 +232,7 @@ static int reload_secrets(struct server *s, const struct config *n)
 
 	if (conn_auth_current())
 		r = conn_auth_reload(s, n);
-	if (s->tls_server_ctx)
+	if (conn_tls_current())
 		t = conn_tls_reload(s, n);
 	return r < 0 ? r : t;
 }
@@ -617,11 +617,9 @@ static int start_front(struct server *s)
 /* The server object empty, with cfg (nothing opened yet: server_done() copes with any exit). */
 static void server_state_init(struct server *s, const struct config *cfg)
 {
-	struct ssl_ctx_st *tls = s->tls_server_ctx; /* main() loads it first */
 	struct timespec now;
 
 	memset(s, 0, sizeof(*s));
-	s->tls_server_ctx = tls;
 	s->cfg = *cfg;
 	s->listen_fd = s->signal_fd = -1;
 	server_audit_init(&s->audit, &s->ring, s->cfg.audit_log_max_queued_bytes);
@@ -779,6 +777,5 @@ void server_done(struct server *s)
 	s->guard = NULL;
 	conn_auth_install(NULL);
 	conn_set_handlers(NULL);
-	conn_tls_free(s->tls_server_ctx);
-	s->tls_server_ctx = NULL;
+	conn_tls_install(NULL);
 }

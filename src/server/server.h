@@ -139,7 +139,6 @@ struct server {
 
 	struct list_head netconns;            /* outbound connections (src/net/netconn.h) */
 	struct ssl_ctx_st *tls_client_ctx;    /* their client SSL_CTX, made on first use */
-	struct ssl_ctx_st *tls_server_ctx;    /* the listener's (--tls-cert), or NULL */
 	struct np_mitm *mitm;                 /* credential masking's CA (src/netproxy/mitm.h), or NULL */
 
 	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */

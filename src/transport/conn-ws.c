@@ -18,6 +18,7 @@
 
 #include "conn-auth.h"
 #include "conn-ops.h"
+#include "conn-tls.h"
 #include "http.h"
 #include "log.h"
 #include "tls-mem.h"
@@ -86,9 +87,9 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	struct conn *c;
 	int one = 1;
 
-	if (s->tls_server_ctx) {
+	if (conn_tls_current()) {
 		tls = calloc(1, sizeof(*tls));
-		if (!tls || tls_mem_init(tls, s->tls_server_ctx, true) < 0) {
+		if (!tls || tls_mem_init(tls, conn_tls_current(), true) < 0) {
 			free(tls);
 			safe_close(fd);
 			return -ENOMEM;
