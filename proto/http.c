@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nettle/sha1.h>
+#include <sha1.h> /* libmd */
 
 
 #include "base64.h"
@@ -254,21 +254,23 @@ static int respond(struct http_upgrade *ret, int status, const char *body)
 }
 
 /*
- * SHA-1 from nettle, not OpenSSL: OpenSSL 3's SHA1() goes through EVP, whose
+ * SHA-1 from libmd, not OpenSSL: OpenSSL 3's SHA1() goes through EVP, whose
  * first use initialises the library (configuration, providers, algorithm
  * tables) and leaves 2.3 MB more resident after the first connection
- * (bench/README.md, "Footprint"); libsodium has no SHA-1. The handshake's
- * check needs no collision resistance, which SHA-1 no longer has.
+ * (bench/README.md, "Footprint"); libsodium has no SHA-1. libmd (47 KB, the
+ * message digests of the BSDs) is on every Debian system already (dpkg needs
+ * it). The handshake's check needs no collision resistance, which SHA-1 no
+ * longer has.
  */
 int http_ws_accept(const char *key, size_t key_len, char out[29])
 {
-	uint8_t digest[SHA1_DIGEST_SIZE];
-	struct sha1_ctx ctx;
+	uint8_t digest[SHA1_DIGEST_LENGTH];
+	SHA1_CTX ctx;
 
-	sha1_init(&ctx);
-	sha1_update(&ctx, key_len, (const uint8_t *)key);
-	sha1_update(&ctx, strlen(WS_GUID), (const uint8_t *)WS_GUID);
-	sha1_digest(&ctx, sizeof(digest), digest);
+	SHA1Init(&ctx);
+	SHA1Update(&ctx, (const uint8_t *)key, key_len);
+	SHA1Update(&ctx, (const uint8_t *)WS_GUID, strlen(WS_GUID));
+	SHA1Final(digest, &ctx);
 	out[base64_encode(digest, sizeof(digest), out)] = '\0';
 	return 0;
 }
