@@ -713,7 +713,7 @@ def make_relay_table(lines):
     crows = [(n, l) for n, l in CRYPTO_ROWS if ("crypto", n) in med]
     if crows:
         out.append("")
-        out.append("Noise crypto in process (bench/noise-bench.c, src/relay; no I/O)")
+        out.append("Noise crypto in process (bench/noise-bench.c, src/remote/codec; no I/O)")
         for n, l in crows:
             out.append(f"  {l:<62} {units[n]:<5} {fmt(med[('crypto', n)], units[n]):>10}")
     return "\n".join(out)

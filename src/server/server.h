@@ -158,7 +158,6 @@ struct server {
 	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
 	const char *denial_evidence;     /* the evidence source in use ("audit", "none"; exec) */
 	struct sandbox_cg cgroups;       /* per-process cgroups and limits (sandbox/cgroup.h) */
-	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
 	struct server_metrics metrics; /* counters for GET /metrics (metrics.h) */
 	bool stopping;
 	int exit_code;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The environment registry client's codec (src/relay/registry.h, RELAY.md
+ * The environment registry client's codec (src/remote/codec/registry.h, RELAY.md
  * §7): base URL and id normalisation, request paths, URL splitting, request
  * bodies byte for byte, every accept and reject rule of the register,
  * validate and connect responses, error bodies, backoff and retry delays.

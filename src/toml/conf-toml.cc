@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The configuration file's TOML parser (conf.h): toml++ behind a C function,
+ * The configuration file's TOML parser (conf-parse.h): toml++ behind a C function,
  * in the style of src/env/toml-filter.cc. Only the top level matters: every
  * key is an option name, its value a string, an integer, a float or a boolean;
  * other types are reported by name so that the caller can say what was wrong.
@@ -18,7 +18,7 @@
 #include <vector>
 
 extern "C" {
-#include "conf.h"
+#include "conf-parse.h"
 }
 
 namespace {
