@@ -22,7 +22,7 @@ import time
 import pytest
 
 import wsclient
-from conftest import UEXEC_BIN, HOST
+from conftest import UEXEC_BIN, HOST, run_once
 from wsclient import http_exchange, upgrade_request, headers_dict
 
 TOKEN = "cap-token-6f1d2a9c7e"
@@ -261,9 +261,8 @@ def test_jwt_without_issuer_audience_and_default_skew(server_factory, secret_fil
 # ---- start-up
 
 
-def run_bin(*args, timeout=60):
-    return subprocess.run([UEXEC_BIN, *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+def run_bin(*args):
+    return run_once(*args, text=True)
 
 
 def test_startup_errors(tmp_path, token_file, secret_file):

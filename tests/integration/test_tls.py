@@ -15,7 +15,7 @@ import time
 import pytest
 
 import wsclient
-from conftest import EVENT_TIMEOUT, HOST, SANITIZER_MARKERS, UEXEC_BIN, wait_until
+from conftest import EVENT_TIMEOUT, HOST, SANITIZER_MARKERS, UEXEC_BIN, run_once, wait_until
 from wsclient import headers_dict
 
 TOKEN = "tls-token-5be0c1"
@@ -191,8 +191,7 @@ def test_tls_handshake_deadline(tls_server):
 
 
 def run_bin(*args):
-    return subprocess.run([UEXEC_BIN, *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    return run_once(*args, text=True)
 
 
 def test_startup_checks(certs, tmp_path):
