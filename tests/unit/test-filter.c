@@ -245,4 +245,44 @@ TEST(unknown_arguments_tell_nothing)
 	sandbox_seccomp_done(&s);
 }
 
+/*
+ * sandbox_seccomp_always_refused(), the denial tracer's "an EPERM from this
+ * call is the sandbox's": each call it names (but socket(), refused by
+ * family) is refused with EPERM by every sandbox program, whatever its
+ * arguments say; ordinary calls are not named.
+ */
+TEST(always_refused_is_refused_by_every_program)
+{
+	static const long ordinary[] = {
+		SYS_read, SYS_write, SYS_openat, SYS_getpid, SYS_clone, SYS_execve, SYS_connect,
+		SYS_kill, SYS_prlimit64, SYS_fchmodat,
+	};
+	static const long named[] = { SYS_ptrace, SYS_mount, SYS_unshare, SYS_bpf, SYS_io_uring_setup,
+				      SYS_keyctl, SYS_socket };
+	const uint64_t zero[6] = { 0 };
+	struct sandbox_seccomp s;
+	size_t n = 0;
+
+	if (sandbox_seccomp_build(&s) < 0)
+		tests_skip("libseccomp cannot build the programs here");
+	for (size_t i = 0; i < sizeof(ordinary) / sizeof(ordinary[0]); i++)
+		ASSERT_TRUE(!sandbox_seccomp_always_refused(ordinary[i]));
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		ASSERT_TRUE(sandbox_seccomp_always_refused(named[i]));
+	for (long nr = 0; nr < 512; nr++) {
+		const struct sock_fprog *progs[] = { &s.restricted, &s.open_net, &s.proxied,
+						     &s.proxied_all_unix };
+
+		if (!sandbox_seccomp_always_refused(nr) || nr == SYS_socket)
+			continue;
+		n++;
+		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++)
+			if (!sandbox_seccomp_refuses(progs[k], nr, zero, 6, EPERM))
+				tests_fail(__FILE__, __LINE__, "call %ld is named but program %zu allows it",
+					   nr, k);
+	}
+	ASSERT_TRUE(n >= 30); /* the whole always-denied list was seen */
+	sandbox_seccomp_done(&s);
+}
+
 TEST_MAIN()
