@@ -48,7 +48,8 @@ LANDLOCK_ABI_NEWEST = 7          # sandbox/sandbox.h: SANDBOX_LANDLOCK_ABI_NEWES
 # what it needs from this module at call time (this import runs first).
 from servers import (  # noqa: E402,F401
     AS_UID, EVENT_TIMEOUT, NONROOT_UID, SANDBOX_UID, STRESS_MEMORY_MAX, STRESS_PIDS_MAX, Server,
-    StdioServer, bounded_server, cgroup_limits_of, client, collect_again, kind_fixture, level_fixture,
+    StdioServer, bounded_server, cgroup_limits_of, checked, client, collect_again, connected,
+    kind_fixture, level_fixture,
     level_fixtures, own, require_level, run_as, run_as_home, run_once, sandbox_server,
     sandbox_uid, sandboxed_ids, sclient, server, server_factory, set_run_as, set_sandbox_uid,
     shared_server, uexec_has_remote)

@@ -439,28 +439,37 @@ def bounded_server(server_factory, *args, pids_max=STRESS_PIDS_MAX,
     return srv
 
 
+def checked(srv):
+    """The body of a fixture that starts a Server itself (`yield from checked(Server(...))`):
+    yields it, and at teardown checks its stop (exit 0 on SIGTERM, no sanitizer report)."""
+    yield srv
+    srv.check_stop()
+
+
+def connected(srv, **kw):
+    """The body of a client fixture (`yield from connected(server)`): a client of srv
+    (connected and initialized unless kw says otherwise), dropped at teardown."""
+    c = srv.connect(**kw)
+    yield c
+    c.ws.abort()
+
+
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory):
     """One uexec per test module, for tests that only use their own session."""
-    s = Server((), logdir=str(tmp_path_factory.mktemp("logs")))
-    yield s
-    s.check_stop()
+    yield from checked(Server((), logdir=str(tmp_path_factory.mktemp("logs"))))
 
 
 @pytest.fixture
 def client(server):
     """Connected + initialized RpcClient on the function-scoped server."""
-    c = server.connect()
-    yield c
-    c.ws.abort()
+    yield from connected(server)
 
 
 @pytest.fixture
 def sclient(shared_server):
     """Connected + initialized RpcClient on the module-scoped server."""
-    c = shared_server.connect()
-    yield c
-    c.ws.abort()
+    yield from connected(shared_server)
 
 
 def require_level(level, *features):
@@ -489,15 +498,12 @@ def level_fixtures(levels, setup=None, features=()):
     @pytest.fixture(scope="module", params=levels, ids=lambda l: "abi%d" % l)
     def level_server(request, tmp_path_factory):
         _prepare_level(request, setup, features)
-        s = Server((), logdir=str(tmp_path_factory.mktemp("logs")), landlock_abi_max=request.param)
-        yield s
-        s.check_stop()
+        yield from checked(Server((), logdir=str(tmp_path_factory.mktemp("logs")),
+                                  landlock_abi_max=request.param))
 
     @pytest.fixture
     def lclient(level_server):
-        c = level_server.connect()
-        yield c
-        c.ws.abort()
+        yield from connected(level_server)
 
     @pytest.fixture
     def uniq():

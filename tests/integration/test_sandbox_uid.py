@@ -65,9 +65,7 @@ def uid_server(server_factory):
 
 @pytest.fixture
 def uclient(uid_server):
-    c = uid_server.connect()
-    yield c
-    c.ws.abort()
+    yield from conftest.connected(uid_server)
 
 
 def status_ids(pid):
