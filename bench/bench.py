@@ -152,82 +152,21 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-class Server:
-    """One server process listening on ws://127.0.0.1:<ephemeral>."""
-
-    def __init__(self, kind, cfg, extra=(), ref=None):
-        self.kind = kind
-        self.home = None
-        env = dict(os.environ)
-        if kind == "uexec":
-            cmd = [cfg.uexec, "--listen", "ws://127.0.0.1:0", "--log-level", "warning", *extra]
-        else:
-            # CODEX_HOME outside /tmp: the reference cannot create its helper aliases under /tmp.
-            self.home = tempfile.mkdtemp(prefix="uexec-bench-codex-home-", dir="/var/tmp")
-            env["CODEX_HOME"] = self.home
-            cmd = [ref or cfg.ref, "exec-server", "--listen", "ws://127.0.0.1:0"]
-        self.errlog = tempfile.NamedTemporaryFile(prefix=f"uexec-bench-{kind}-", suffix=".log",
-                                                  dir="/var/tmp", delete=False)
-        try:
-            self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=self.errlog, env=env, cwd="/var/tmp")
-        except OSError:
-            self.errlog.close()
-            os.unlink(self.errlog.name)
-            if self.home:
-                shutil.rmtree(self.home, ignore_errors=True)
-            raise
-        r, _, _ = select.select([self.p.stdout], [], [], 30)
-        line = self.p.stdout.readline().decode().strip() if r else ""
-        if not line.startswith("ws://"):
-            self.stop()
-            raise RuntimeError(f"{kind} did not print its URL: {line!r} ({self.errtail()})")
-        self.url = line
-        self.pid = self.p.pid
-
-    def errtail(self):
-        try:
-            with open(self.errlog.name, "rb") as f:
-                return f.read()[-600:].decode(errors="replace")
-        except OSError:
-            return ""
-
-    def rss_kb(self, field="VmRSS"):
-        with open(f"/proc/{self.pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-        raise RuntimeError(f"no {field} in /proc/{self.pid}/status")
-
-    def cpu_ms(self):
-        with open(f"/proc/{self.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        # fields[0] is state (field 3): utime is field 14, stime field 15
-        return (int(fields[11]) + int(fields[12])) * 1000.0 / CLK_TCK
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.errlog.close()
-        os.unlink(self.errlog.name)
-        if self.home:
-            shutil.rmtree(self.home, ignore_errors=True)
-
-
 class Proc:
-    """A helper process that prints one line (its URL) first: the relay's rendezvous, registry, remote server."""
+    """A helper process that prints one line (its URL) first: the relay's rendezvous, registry, remote
+    server, and (Server) the servers measured. want: what that line starts with (None: no line)."""
 
     def __init__(self, cmd, name, env=None, want=None, cwd="/var/tmp"):
         self.name = name
         self.errlog = tempfile.NamedTemporaryFile(prefix=f"uexec-bench-{name}-", suffix=".log", dir="/var/tmp",
                                                   delete=False)
-        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.errlog,
-                                  env=env, cwd=cwd)
+        try:
+            self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.errlog,
+                                      env=env, cwd=cwd)
+        except OSError:
+            self.errlog.close()
+            os.unlink(self.errlog.name)
+            raise
         self.pid = self.p.pid
         self.line = ""
         if want:
@@ -248,6 +187,7 @@ class Proc:
     def cpu_ms(self):
         with open(f"/proc/{self.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
+        # fields[0] is state (field 3): utime is field 14, stime field 15
         return (int(fields[11]) + int(fields[12])) * 1000.0 / CLK_TCK
 
     def stop(self):
@@ -263,6 +203,41 @@ class Proc:
             os.unlink(self.errlog.name)
         except OSError:
             pass
+
+
+class Server(Proc):
+    """One server process listening on ws://127.0.0.1:<ephemeral>."""
+
+    def __init__(self, kind, cfg, extra=(), ref=None):
+        self.kind = kind
+        self.home = None
+        env = dict(os.environ)
+        if kind == "uexec":
+            cmd = [cfg.uexec, "--listen", "ws://127.0.0.1:0", "--log-level", "warning", *extra]
+        else:
+            # CODEX_HOME outside /tmp: the reference cannot create its helper aliases under /tmp.
+            self.home = tempfile.mkdtemp(prefix="uexec-bench-codex-home-", dir="/var/tmp")
+            env["CODEX_HOME"] = self.home
+            cmd = [ref or cfg.ref, "exec-server", "--listen", "ws://127.0.0.1:0"]
+        try:
+            super().__init__(cmd, kind, env=env, want="ws://")
+        except OSError:
+            if self.home:
+                shutil.rmtree(self.home, ignore_errors=True)
+            raise
+        self.url = self.line
+
+    def rss_kb(self, field="VmRSS"):
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        raise RuntimeError(f"no {field} in /proc/{self.pid}/status")
+
+    def stop(self):
+        super().stop()
+        if self.home:
+            shutil.rmtree(self.home, ignore_errors=True)
 
 
 class ProxiedProcess:
