@@ -67,6 +67,35 @@ static void feed(struct sandbox_evidence *ev, unsigned type, const char *fmt, ..
 	sandbox_evidence_feed_audit(ev, type, buf, (size_t)n);
 }
 
+/* A sleeping child tracked by evidence of the given sources (tests that need a process). */
+struct tracked {
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	pid_t pid;
+};
+
+/* audit_session: the child gets an audit session of its own (root; else the test skips). */
+static void track_sleeper(struct tracked *k, unsigned sources, bool audit_session)
+{
+	int ok = 0;
+
+	k->pid = sleeper(audit_session, &ok);
+	if (audit_session && !ok) {
+		stop(k->pid);
+		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
+	}
+	ASSERT_EQ(0, sandbox_evidence_new(sources, &k->ev));
+	k->t = sandbox_evidence_track(k->ev, k->pid);
+	ASSERT_TRUE(k->t != NULL);
+}
+
+static void untrack_sleeper(struct tracked *k)
+{
+	sandbox_evidence_untrack(k->ev, k->t);
+	sandbox_evidence_free(k->ev);
+	stop(k->pid);
+}
+
 static bool decide(struct sandbox_evidence *ev, struct sandbox_ev_tree *t, int code, const char *out)
 {
 	const char *texts[1] = { out };
@@ -77,17 +106,18 @@ static bool decide(struct sandbox_evidence *ev, struct sandbox_ev_tree *t, int c
 
 TEST(landlock_event_by_pid)
 {
+	struct tracked k;
 	struct sandbox_evidence *ev;
 	struct sandbox_ev_tree *t;
 	const struct sandbox_denial *d;
 	size_t n;
 	uint64_t total;
-	int ok;
-	pid_t pid = sleeper(false, &ok);
+	pid_t pid;
 
-	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
-	t = sandbox_evidence_track(ev, pid);
-	ASSERT_TRUE(t != NULL);
+	track_sleeper(&k, SANDBOX_EVIDENCE_AUDIT, false);
+	ev = k.ev;
+	t = k.t;
+	pid = k.pid;
 	/* the path hex-encoded (a space in it), as audit writes untrusted strings */
 	feed(ev, 1423, "audit(1.2:40): domain=1a2b blockers=fs.make_reg path=2F746D702F6120620A dev=\"vda\" ino=5");
 	feed(ev, 1424, "audit(1.2:40): domain=1a2b status=allocated mode=enforcing pid=%d uid=0", pid);
@@ -115,22 +145,22 @@ TEST(landlock_event_by_pid)
 	ASSERT_TRUE(!sandbox_evidence_complete(t));
 	ASSERT_TRUE(decide(ev, t, 1, ""));
 	ASSERT_TRUE(!decide(ev, t, 0, "permission denied"));
-	sandbox_evidence_untrack(ev, t);
-	sandbox_evidence_free(ev);
-	stop(pid);
+	untrack_sleeper(&k);
 }
 
 TEST(unknown_and_fallbacks_dropped)
 {
+	struct tracked k;
 	struct sandbox_evidence *ev;
 	struct sandbox_ev_tree *t;
 	size_t n;
 	uint64_t total;
-	int ok;
-	pid_t pid = sleeper(false, &ok);
+	pid_t pid;
 
-	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
-	t = sandbox_evidence_track(ev, pid);
+	track_sleeper(&k, SANDBOX_EVIDENCE_AUDIT, false);
+	ev = k.ev;
+	t = k.t;
+	pid = k.pid;
 	/* pid 1's record: not ours */
 	feed(ev, 1326, "audit(1.0:7): auid=0 uid=0 ses=4294967295 pid=1 comm=\"x\" sig=0 syscall=41 code=0x50000");
 	/* clone3's ENOSYS rule makes libc fall back: not a denial */
@@ -152,25 +182,23 @@ TEST(unknown_and_fallbacks_dropped)
 	sandbox_evidence_denials(t, &n, &total);
 	ASSERT_EQ(0, n);
 	ASSERT_EQ(0, total);
-	sandbox_evidence_untrack(ev, t);
-	sandbox_evidence_free(ev);
-	stop(pid);
+	untrack_sleeper(&k);
 }
 
 TEST(bounded_and_decisive)
 {
+	struct tracked k;
 	struct sandbox_evidence *ev;
 	struct sandbox_ev_tree *t;
 	const struct sandbox_denial *d;
 	size_t n;
 	uint64_t total;
-	int ok;
-	pid_t pid = sleeper(true, &ok);
+	pid_t pid;
 
-	if (!ok)
-		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
-	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
-	t = sandbox_evidence_track(ev, pid);
+	track_sleeper(&k, SANDBOX_EVIDENCE_AUDIT, true);
+	ev = k.ev;
+	t = k.t;
+	pid = k.pid;
 	ASSERT_TRUE(sandbox_evidence_complete(t));
 	/* libc's nscd connect: kept, not decisive; audit alone then trusts only the EROFS text */
 	feed(ev, 1326, "audit(1.0:9): auid=0 uid=0 ses=4294967295 pid=%d comm=\"bash\" syscall=42 code=0x50000", pid);
@@ -206,25 +234,21 @@ TEST(bounded_and_decisive)
 	/* records lost: incomplete, and without decisive evidence the heuristic decides */
 	sandbox_evidence_mark_lost(ev);
 	ASSERT_TRUE(!sandbox_evidence_complete(t));
-	sandbox_evidence_untrack(ev, t);
-	sandbox_evidence_free(ev);
-	stop(pid);
+	untrack_sleeper(&k);
 }
 
 TEST(bpf_records_by_cgroup)
 {
+	struct tracked k;
 	struct sandbox_evidence *ev;
 	struct sandbox_ev_tree *t;
 	const struct sandbox_denial *d;
 	size_t n;
 	uint64_t total;
-	int ok;
-	pid_t pid = sleeper(true, &ok);
 
-	if (!ok)
-		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
-	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT | SANDBOX_EVIDENCE_BPF, &ev));
-	t = sandbox_evidence_track(ev, pid);
+	track_sleeper(&k, SANDBOX_EVIDENCE_AUDIT | SANDBOX_EVIDENCE_BPF, true);
+	ev = k.ev;
+	t = k.t;
 	sandbox_evidence_set_cgroup(t, 4242);
 	/* another cgroup, a pid that is not ours: dropped */
 	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch", NULL, 0, NULL, 0));
@@ -243,9 +267,7 @@ TEST(bpf_records_by_cgroup)
 	ASSERT_STREQ("erofs", d[1].access);
 	ASSERT_TRUE(d[1].decisive && !d[0].decisive);
 	ASSERT_TRUE(decide(ev, t, 1, ""));
-	sandbox_evidence_untrack(ev, t);
-	sandbox_evidence_free(ev);
-	stop(pid);
+	untrack_sleeper(&k);
 }
 
 /* A refused connect()'s address: a tree of its own per case (cgroup 100 + i), the tracer alone. */
