@@ -564,6 +564,56 @@ static size_t parse_stamps(const char *buf, size_t n, uint64_t now, struct sampl
 	}
 }
 
+/*
+ * Starts pid on c and reads its messages until process/closed: replies must
+ * be successes, every other message goes to on_note with the time it came.
+ */
+static void run_to_closed(struct conn *c, const char *pid,
+			  void (*on_note)(const char *m, size_t l, uint64_t t, void *ctx), void *ctx)
+{
+	snprintf(c->pid, sizeof(c->pid), "%s", pid);
+	c->start_id = send_start(c, c->pid);
+	for (;;) {
+		const char *m;
+		size_t l;
+		recv_msg(c, &m, &l);
+		uint64_t t = now_ns();
+		if (is_reply(m, l))
+			check_reply_ok(m, l);
+		else if (jis(m, l, "process/closed"))
+			return;
+		else
+			on_note(m, l, t, ctx);
+	}
+}
+
+struct exitlat_run {
+	char out[256];
+	size_t outn;
+	uint64_t stamp;	/* the child's "T=" exit marker, 0 until seen */
+	bool measured;	/* past the warm-up runs */
+	struct samples exitlat, outlat;
+};
+
+static void exitlat_note(const char *m, size_t l, uint64_t t, void *ctx)
+{
+	struct exitlat_run *run = ctx;
+
+	if (jis(m, l, "process/output")) {
+		if (append_chunk(m, l, run->out, &run->outn, sizeof(run->out))) {
+			char *p = strstr(run->out, "T=");
+			if (p && strchr(p, '\n')) {
+				run->stamp = strtoull(p + 2, NULL, 10);
+				if (run->measured)
+					samples_add(&run->outlat, t - run->stamp);
+			}
+		}
+	} else if (jis(m, l, "process/exited")) {
+		if (run->stamp && run->measured)
+			samples_add(&run->exitlat, t - run->stamp);
+	}
+}
+
 static int cmd_exitlat(int argc, char **argv)
 {
 	const char *child = opt_str(argc, argv, "--child", NULL);
@@ -575,42 +625,37 @@ static int cmd_exitlat(int argc, char **argv)
 	set_argv(args, 2);
 	struct conn c;
 	conn_open(&c, 0);
-	struct samples exitlat = { 0 }, outlat = { 0 };
+	static struct exitlat_run run;
 	uint64_t deadline = now_ns() + (uint64_t)(secs * 1e9);
 	for (long i = 0; i < iters + 10 && now_ns() < deadline; i++) {
-		char out[256];
-		size_t outn = 0;
-		snprintf(c.pid, sizeof(c.pid), "x%ld", i);
-		c.start_id = send_start(&c, c.pid);
-		int closed = 0;
-		uint64_t stamp = 0;
-		while (!closed) {
-			const char *m;
-			size_t l;
-			recv_msg(&c, &m, &l);
-			uint64_t t = now_ns();
-			if (is_reply(m, l)) {
-				check_reply_ok(m, l);
-			} else if (jis(m, l, "process/output")) {
-				if (append_chunk(m, l, out, &outn, sizeof(out))) {
-					char *p = strstr(out, "T=");
-					if (p && strchr(p, '\n')) {
-						stamp = strtoull(p + 2, NULL, 10);
-						if (i >= 10)
-							samples_add(&outlat, t - stamp);
-					}
-				}
-			} else if (jis(m, l, "process/exited")) {
-				if (stamp && i >= 10)
-					samples_add(&exitlat, t - stamp);
-			} else if (jis(m, l, "process/closed")) {
-				closed = 1;
-			}
-		}
+		char pid[32];
+		snprintf(pid, sizeof(pid), "x%ld", i);
+		run.outn = 0;
+		run.stamp = 0;
+		run.measured = i >= 10;
+		run_to_closed(&c, pid, exitlat_note, &run);
 	}
-	emit_lat("exit_to_exited", &exitlat);
-	emit_lat("exit_marker_to_output", &outlat);
+	emit_lat("exit_to_exited", &run.exitlat);
+	emit_lat("exit_marker_to_output", &run.outlat);
 	return 0;
+}
+
+struct outlat_run {
+	char out[65536];
+	size_t outn;
+	struct samples lat;
+};
+
+static void outlat_note(const char *m, size_t l, uint64_t t, void *ctx)
+{
+	struct outlat_run *run = ctx;
+
+	if (jis(m, l, "process/output") &&
+	    append_chunk(m, l, run->out, &run->outn, sizeof(run->out))) {
+		size_t used = parse_stamps(run->out, run->outn, t, &run->lat);
+		memmove(run->out, run->out + used, run->outn - used);
+		run->outn -= used;
+	}
 }
 
 static int cmd_outlat(int argc, char **argv)
@@ -625,32 +670,14 @@ static int cmd_outlat(int argc, char **argv)
 	set_argv(args, 4);
 	struct conn c;
 	conn_open(&c, 0);
-	struct samples lat = { 0 };
+	static struct outlat_run run;
 	for (int i = 0; i < procs; i++) {
-		char out[65536];
-		size_t outn = 0;
-		snprintf(c.pid, sizeof(c.pid), "o%d", i);
-		c.start_id = send_start(&c, c.pid);
-		int closed = 0;
-		while (!closed) {
-			const char *m;
-			size_t l;
-			recv_msg(&c, &m, &l);
-			uint64_t t = now_ns();
-			if (is_reply(m, l)) {
-				check_reply_ok(m, l);
-			} else if (jis(m, l, "process/output")) {
-				if (append_chunk(m, l, out, &outn, sizeof(out))) {
-					size_t used = parse_stamps(out, outn, t, &lat);
-					memmove(out, out + used, outn - used);
-					outn -= used;
-				}
-			} else if (jis(m, l, "process/closed")) {
-				closed = 1;
-			}
-		}
+		char pid[32];
+		snprintf(pid, sizeof(pid), "o%d", i);
+		run.outn = 0;
+		run_to_closed(&c, pid, outlat_note, &run);
 	}
-	emit_lat("output_to_notification", &lat);
+	emit_lat("output_to_notification", &run.lat);
 	return 0;
 }
 
