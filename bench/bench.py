@@ -652,6 +652,17 @@ def fmt(v, unit):
     return f"{v:.2f}"
 
 
+def medians_and_units(lines):
+    """{(server, name): value} and {name: unit} of a run's lines."""
+    return ({(l["server"], l["name"]): l["value"] for l in lines},
+            {l["name"]: l["unit"] for l in lines})
+
+
+def ratio_text(a, b):
+    """b / a with two decimals, or "-" where that means nothing."""
+    return f"{b / a:.2f}" if a and b and a > 0 else "-"
+
+
 def better_ratio(u, r, better):
     if u is None or r is None or u <= 0 or r <= 0:
         return None
@@ -660,16 +671,12 @@ def better_ratio(u, r, better):
 
 def make_relay_table(lines):
     """Direct vs relay (sc_relay): value per mode and relay/direct, uexec and the reference; crypto."""
-    med = {(l["server"], l["name"]): l["value"] for l in lines}
-    units = {l["name"]: l["unit"] for l in lines}
+    med, units = medians_and_units(lines)
     if not any(k[0].endswith("-relay") or k[0] == "crypto" for k in med):
         return ""
     hdr = (f"{'relay vs direct (relay/direct: >1 = relay slower for times/CPU, <1 for rates)':<84} {'unit':<5} "
            f"{'direct':>9} {'relay':>9} {'ratio':>7} {'ref dir':>9} {'ref rel':>9} {'ratio':>7}")
     out = [hdr, "-" * len(hdr)]
-
-    def ratio(a, b):
-        return f"{b / a:.2f}" if a and b and a > 0 else "-"
 
     for name, label in RELAY_ROWS:
         vals = [med.get((s, name)) for s in ("uexec-direct", "uexec-relay", "reference-direct", "reference-relay")]
@@ -677,8 +684,8 @@ def make_relay_table(lines):
             continue
         u = units.get(name, "")
         ud, ur, rd, rr = vals
-        out.append(f"{label:<84} {u:<5} {fmt(ud, u):>9} {fmt(ur, u):>9} {ratio(ud, ur):>7} "
-                   f"{fmt(rd, u):>9} {fmt(rr, u):>9} {ratio(rd, rr):>7}")
+        out.append(f"{label:<84} {u:<5} {fmt(ud, u):>9} {fmt(ur, u):>9} {ratio_text(ud, ur):>7} "
+                   f"{fmt(rd, u):>9} {fmt(rr, u):>9} {ratio_text(rd, rr):>7}")
     ud, ur = med.get(("uexec-direct", "rl_cpu_per_mb")), med.get(("uexec-relay", "rl_cpu_per_mb"))
     rd, rr = med.get(("reference-direct", "rl_cpu_per_mb")), med.get(("reference-relay", "rl_cpu_per_mb"))
     if ud is not None and ur is not None:
@@ -696,8 +703,7 @@ def make_relay_table(lines):
 
 def make_proxy_table(lines):
     """Direct vs through the managed proxy (sc_proxy), uexec and the reference."""
-    med = {(l["server"], l["name"]): l["value"] for l in lines}
-    units = {l["name"]: l["unit"] for l in lines}
+    med, units = medians_and_units(lines)
     if not any(k[0].endswith("-proxy") for k in med):
         return ""
     spread = {l["name"]: (min(l["runs"]), max(l["runs"])) for l in lines
@@ -707,9 +713,6 @@ def make_proxy_table(lines):
     hdr = (f"{'managed proxy vs direct (ratio = proxy/direct)':<78} {'unit':<5} {'direct':>9} {'proxy':>9} "
            f"{'(runs min-max)':>17} {'ratio':>7} {'ref dir':>9} {'ref prx':>9} {'ratio':>7} {'x better':>9}")
     out = [hdr, "-" * len(hdr)]
-
-    def ratio(a, b):
-        return f"{b / a:.2f}" if a and b and a > 0 else "-"
 
     for name, label in PROXY_ROWS:
         vals = [med.get((s, name)) for s in ("uexec-direct", "uexec-proxy", "reference-direct", "reference-proxy")]
@@ -721,15 +724,14 @@ def make_proxy_table(lines):
         spstr = f"{fmt(sp[0], u)}-{fmt(sp[1], u)}" if sp else ""
         # x better: uexec's proxied figure against the reference's (not for the client's CPU or counts)
         xb = better_ratio(up, rp, better.get(name, "low")) if name not in NO_X else None
-        out.append(f"{label:<78} {u:<5} {fmt(ud, u):>9} {fmt(up, u):>9} {spstr:>17} {ratio(ud, up):>7} "
-                   f"{fmt(rd, u):>9} {fmt(rp, u):>9} {ratio(rd, rp):>7} {(f'{xb:.1f}x' if xb else '-'):>9}")
+        out.append(f"{label:<78} {u:<5} {fmt(ud, u):>9} {fmt(up, u):>9} {spstr:>17} {ratio_text(ud, up):>7} "
+                   f"{fmt(rd, u):>9} {fmt(rp, u):>9} {ratio_text(rd, rp):>7} {(f'{xb:.1f}x' if xb else '-'):>9}")
     return "\n".join(out)
 
 
 def make_table(lines, facts):
     """The comparison table of aggregated metric lines (as written to results/*.jsonl)."""
-    med = {(l["server"], l["name"]): l["value"] for l in lines}
-    units = {l["name"]: l["unit"] for l in lines}
+    med, units = medians_and_units(lines)
     spread = {l["name"]: (min(l["runs"]), max(l["runs"])) for l in lines if l["server"] == "uexec" and "runs" in l}
     hdr = (f"{'metric':<44} {'unit':<5} {'uexec':>10} {'(runs min-max)':>17} {'reference':>10} {'x better':>9} "
            f"{'kernel':>10} {'% limit':>8} {'target':>9}  met")
