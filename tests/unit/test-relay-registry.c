@@ -121,6 +121,21 @@ TEST(request_urls)
 		{ REGISTRY_VALIDATE, "https://r.example/api/cloud/environment/env-1/validate" },
 		{ REGISTRY_CONNECT, "https://r.example/api/cloud/environment/env-1/connect" },
 	};
+	static const struct {
+		const char *id;
+		enum registry_op op;
+		const char *want;
+	} paths[] = {
+		{ "env-1", REGISTRY_CONNECT, "/cloud/environment/env-1/connect" },
+		/* unreserved characters stay, everything else is %XX */
+		{ "Az09-._~", REGISTRY_REGISTER, "/cloud/environment/Az09-._~/register" },
+		{ "a/b?c#d %\xC3\xA9:@+", REGISTRY_REGISTER,
+		  "/cloud/environment/a%2Fb%3Fc%23d%20%25%C3%A9%3A%40%2B/register" },
+		/* dot segments cannot be normalised away */
+		{ "..", REGISTRY_VALIDATE, "/cloud/environment/%2E%2E/validate" },
+		{ ".", REGISTRY_VALIDATE, "/cloud/environment/%2E/validate" },
+		{ "...", REGISTRY_VALIDATE, "/cloud/environment/.../validate" },
+	};
 	char *s;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -128,67 +143,41 @@ TEST(request_urls)
 		ASSERT_STREQ(cases[i].want, s);
 		free(s);
 	}
-	s = registry_request_path("env-1", REGISTRY_CONNECT);
-	ASSERT_STREQ("/cloud/environment/env-1/connect", s);
-	free(s);
-	/* unreserved characters stay, everything else is %XX */
-	s = registry_request_path("Az09-._~", REGISTRY_REGISTER);
-	ASSERT_STREQ("/cloud/environment/Az09-._~/register", s);
-	free(s);
-	s = registry_request_path("a/b?c#d %\xC3\xA9:@+", REGISTRY_REGISTER);
-	ASSERT_STREQ("/cloud/environment/a%2Fb%3Fc%23d%20%25%C3%A9%3A%40%2B/register", s);
-	free(s);
-	/* dot segments cannot be normalised away */
-	s = registry_request_path("..", REGISTRY_VALIDATE);
-	ASSERT_STREQ("/cloud/environment/%2E%2E/validate", s);
-	free(s);
-	s = registry_request_path(".", REGISTRY_VALIDATE);
-	ASSERT_STREQ("/cloud/environment/%2E/validate", s);
-	free(s);
-	s = registry_request_path("...", REGISTRY_VALIDATE);
-	ASSERT_STREQ("/cloud/environment/.../validate", s);
-	free(s);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		s = registry_request_path(paths[i].id, paths[i].op);
+		ASSERT_STREQ(paths[i].want, s);
+		free(s);
+	}
 	ASSERT_TRUE(registry_request_path("x", (enum registry_op)7) == NULL);
 }
 
 TEST(url_parse_accepts)
 {
+	static const struct {
+		const char *url;
+		bool tls, ipv6;
+		const char *host;
+		int port;
+		const char *path;
+	} cases[] = {
+		{ "https://r.example", true, false, "r.example", 443, "" },
+		{ "http://127.0.0.1:8080/api/v1", false, false, "127.0.0.1", 8080, "/api/v1" },
+		{ "HTTP://[::1]:9/", false, true, "::1", 9, "" },
+		{ "HttpS://[2001:db8::1]/p%20q", true, true, "2001:db8::1", 443, "/p%20q" },
+		{ "http://my_host-1.local:65535", false, false, "my_host-1.local", 65535, "" },
+	};
 	struct registry_url u;
 	const char *why = NULL;
 
-	ASSERT_EQ(0, registry_url_parse("https://r.example", &u, &why));
-	ASSERT_TRUE(u.tls && !u.ipv6);
-	ASSERT_STREQ("r.example", u.host);
-	ASSERT_EQ(443, u.port);
-	ASSERT_STREQ("", u.path);
-	registry_url_done(&u);
-
-	ASSERT_EQ(0, registry_url_parse("http://127.0.0.1:8080/api/v1", &u, &why));
-	ASSERT_TRUE(!u.tls);
-	ASSERT_STREQ("127.0.0.1", u.host);
-	ASSERT_EQ(8080, u.port);
-	ASSERT_STREQ("/api/v1", u.path);
-	registry_url_done(&u);
-
-	ASSERT_EQ(0, registry_url_parse("HTTP://[::1]:9/", &u, &why));
-	ASSERT_TRUE(u.ipv6 && !u.tls);
-	ASSERT_STREQ("::1", u.host);
-	ASSERT_EQ(9, u.port);
-	ASSERT_STREQ("", u.path);
-	registry_url_done(&u);
-
-	ASSERT_EQ(0, registry_url_parse("HttpS://[2001:db8::1]/p%20q", &u, &why));
-	ASSERT_TRUE(u.ipv6 && u.tls);
-	ASSERT_STREQ("2001:db8::1", u.host);
-	ASSERT_EQ(443, u.port);
-	ASSERT_STREQ("/p%20q", u.path);
-	registry_url_done(&u);
-
-	ASSERT_EQ(0, registry_url_parse("http://my_host-1.local:65535", &u, &why));
-	ASSERT_STREQ("my_host-1.local", u.host);
-	ASSERT_EQ(65535, u.port);
-	ASSERT_STREQ("", u.path);
-	registry_url_done(&u);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_EQ(0, registry_url_parse(cases[i].url, &u, &why));
+		ASSERT_EQ(cases[i].tls, u.tls);
+		ASSERT_EQ(cases[i].ipv6, u.ipv6);
+		ASSERT_STREQ(cases[i].host, u.host);
+		ASSERT_EQ(cases[i].port, u.port);
+		ASSERT_STREQ(cases[i].path, u.path);
+		registry_url_done(&u);
+	}
 	registry_url_done(&u); /* twice is harmless */
 }
 
