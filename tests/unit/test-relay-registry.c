@@ -60,55 +60,62 @@ static char *pattern_key(struct noise_public *pk)
 
 /* ---- base URL, id, paths ---- */
 
+/*
+ * A trimming check: in -> want, or (want NULL) refused with -EINVAL and why
+ * (NULL: any reason).
+ */
+struct trim_case {
+	const char *in, *want, *why;
+};
+
+static void trims_each(char *(*fn)(const char *, int *, const char **), const struct trim_case *c,
+		       size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *why = NULL;
+		int e = 0;
+		char *s = fn(c[i].in, &e, &why);
+
+		if (c[i].want) {
+			ASSERT_STREQ(c[i].want, s);
+		} else {
+			ASSERT_TRUE(s == NULL);
+			ASSERT_EQ(-EINVAL, e);
+			if (c[i].why)
+				ASSERT_STREQ(c[i].why, why);
+		}
+		free(s);
+	}
+}
+
 TEST(base_url_trims_whitespace_and_slashes)
 {
-	const char *why = NULL;
-	int e = 0;
-	char *s;
+	static const struct trim_case cases[] = {
+		{ "  https://r.example/api//  \n", "https://r.example/api", NULL },
+		{ "https://r.example", "https://r.example", NULL },
+		/* Unicode White_Space (NBSP, ideographic space, NEL) as Rust's trim */
+		{ "\xC2\xA0http://h:1/\xE3\x80\x80\xC2\x85", "http://h:1", NULL },
+		/* only trailing slashes go; inner ones stay */
+		{ "http://h//a//", "http://h//a", NULL },
+		/* a non-whitespace multibyte character at the end stays */
+		{ "http://h/\xC3\xA9", "http://h/\xC3\xA9", NULL },
+		{ " / ", NULL, "environment registry base URL is required" },
+		{ "", NULL, NULL },
+	};
 
-	s = registry_base_url("  https://r.example/api//  \n", &e, &why);
-	ASSERT_STREQ("https://r.example/api", s);
-	free(s);
-	s = registry_base_url("https://r.example", &e, &why);
-	ASSERT_STREQ("https://r.example", s);
-	free(s);
-	/* Unicode White_Space (NBSP, ideographic space, NEL) as Rust's trim */
-	s = registry_base_url("\xC2\xA0http://h:1/\xE3\x80\x80\xC2\x85", &e, &why);
-	ASSERT_STREQ("http://h:1", s);
-	free(s);
-	/* only trailing slashes go; inner ones stay */
-	s = registry_base_url("http://h//a//", &e, &why);
-	ASSERT_STREQ("http://h//a", s);
-	free(s);
-	/* a non-whitespace multibyte character at the end stays */
-	s = registry_base_url("http://h/\xC3\xA9", &e, &why);
-	ASSERT_STREQ("http://h/\xC3\xA9", s);
-	free(s);
-	ASSERT_TRUE(registry_base_url(" / ", &e, &why) == NULL);
-	ASSERT_EQ(-EINVAL, e);
-	ASSERT_STREQ("environment registry base URL is required", why);
-	e = 0;
-	ASSERT_TRUE(registry_base_url("", &e, &why) == NULL);
-	ASSERT_EQ(-EINVAL, e);
+	trims_each(registry_base_url, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 TEST(environment_id_trims_and_refuses_empty)
 {
-	const char *why = NULL;
-	int e = 0;
-	char *s = registry_environment_id(" env-1\t\r\n", &e, &why);
+	static const struct trim_case cases[] = {
+		{ " env-1\t\r\n", "env-1", NULL },
+		{ "a b", "a b", NULL },
+		{ " \t\xE2\x80\x83 ", NULL, "environment id is required for remote exec-server registration" },
+		{ "", NULL, NULL },
+	};
 
-	ASSERT_STREQ("env-1", s);
-	free(s);
-	s = registry_environment_id("a b", &e, &why);
-	ASSERT_STREQ("a b", s);
-	free(s);
-	ASSERT_TRUE(registry_environment_id(" \t\xE2\x80\x83 ", &e, &why) == NULL);
-	ASSERT_EQ(-EINVAL, e);
-	ASSERT_STREQ("environment id is required for remote exec-server registration", why);
-	e = 0;
-	ASSERT_TRUE(registry_environment_id("", &e, &why) == NULL);
-	ASSERT_EQ(-EINVAL, e);
+	trims_each(registry_environment_id, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 TEST(request_urls)
