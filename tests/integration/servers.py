@@ -26,6 +26,7 @@ import signal
 import stat
 import subprocess
 import time
+import urllib.parse
 
 import pytest
 
@@ -188,12 +189,14 @@ class Server:
     """One uexec process listening on an ephemeral port."""
 
     def __init__(self, args=(), env=None, cwd=None, logdir="/tmp", listen="ws://127.0.0.1:0",
-                 landlock_abi_max=None, as_ids=None, launcher=None):
-        if not os.access(conftest.UEXEC_BIN, os.X_OK):
-            pytest.fail("uexec binary not found or not executable: %s (set UEXEC_BIN)" % conftest.UEXEC_BIN)
+                 landlock_abi_max=None, as_ids=None, launcher=None, kinds=True):
+        """listen: any ws:// or wss:// address (the URL it prints must name it); kinds:
+        False starts it as the tests' own uid without --sandbox-uid, whatever the suite's
+        kinds (a test of the listener, not of the sandbox)."""
+        _require_binary()
         conftest.HOST.require("io_uring")  # uexec cannot start without it
         self.args = [conftest.UEXEC_BIN, "--listen", listen]
-        self.as_ids = as_ids or run_as()
+        self.as_ids = as_ids or (run_as() if kinds else None)
         # the uid its sandboxed commands run as on the host, when not the tests' own
         self.sandboxed_ids = self.as_ids
         if self.as_ids:
@@ -216,7 +219,7 @@ class Server:
                                       "--regid=%d" % self.as_ids[1], "--clear-groups"]) + self.args
         elif launcher:
             self.args = launcher + self.args
-        elif sandbox_uid() and "--sandbox-uid" not in args:
+        elif kinds and sandbox_uid() and "--sandbox-uid" not in args:
             self.args += ["--sandbox-uid", str(sandbox_uid()[0])]
             self.sandboxed_ids = sandbox_uid()
         # a test's own level wins over the suite's ($UEXEC_TEST_LANDLOCK_ABI_MAX); before
@@ -258,8 +261,10 @@ class Server:
                 pytest.fail("uexec did not print its URL within %.0f s; stderr:\n%s"
                             % (EVENT_TIMEOUT, self.stderr_tail()))
             time.sleep(0.01)
-        assert self.url.startswith("ws://127.0.0.1:"), self.url
-        self.host, self.port = wsclient.parse_ws_url(self.url)
+        got, want = urllib.parse.urlsplit(self.url), urllib.parse.urlsplit(listen)
+        assert (got.scheme, got.hostname) == (want.scheme, want.hostname) and got.port, \
+            (self.url, listen)
+        self.host, self.port = got.hostname, got.port
 
     def stderr(self):
         with open(self.stderr_path, "rb") as f:
@@ -326,14 +331,13 @@ class Server:
 
 @pytest.fixture
 def server_factory(tmp_path):
-    """make(*flags, env=None, cwd=None, ...) -> Server; all are checked on teardown.
-    launcher: a command the server is started through (it execs the rest)."""
+    """make(*flags, env=None, cwd=None, listen=..., landlock_abi_max=None, launcher=None,
+    kinds=True, cls=Server) -> a Server (cls: a subclass of it); all are checked on
+    teardown. launcher: a command the server is started through (it execs the rest)."""
     servers = []
 
-    def make(*args, env=None, cwd=None, listen="ws://127.0.0.1:0", landlock_abi_max=None,
-             launcher=None):
-        s = Server(args, env=env, cwd=cwd, logdir=str(tmp_path / "logs"), listen=listen,
-                   landlock_abi_max=landlock_abi_max, launcher=launcher)
+    def make(*args, cls=None, **kw):
+        s = (cls or Server)(args, logdir=str(tmp_path / "logs"), **kw)
         servers.append(s)
         return s
 
