@@ -18,8 +18,8 @@ static const struct {
 	const char *key;
 	size_t len;
 } keys[] = {
-	{ "", 0 },   { "a", 1 },	  { "a\0", 2 }, { "a\0b", 3 },
-	{ "a\0c", 3 }, { "ab", 2 }, { "ba", 2 },   { "abc", 3 },
+	{ "", 0 }, { "a", 1 }, { "a\0", 2 }, { "a\0b", 3 }, { "a\0c", 3 }, { "ab", 2 }, { "ba", 2 },
+	{ "abc", 3 },
 };
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
