@@ -103,6 +103,26 @@ def test_matches_hidden_non_matches_not(server_factory, uniq, area, server_kind)
         [".env", "a.env", "a.env.bak", "keep.txt", "keys", "late.env", "sub"])
 
 
+def test_brace_groups_alone_hide_what_they_name(sclient, uniq, area):
+    """A `{a,b}` group is a wildcard, also without * ? [ (stricter than the reference,
+    which skips `/ws/secrets.{env,key}` as having no wildcard, and finds no root for
+    `/ws/{keys,certs}/*.pem`): every file each names is hidden, the others are not."""
+    make_files(area.ws, ("secrets.env", "secrets.key", "secrets.txt", "keys/a.pem",
+                         "certs/b.pem", "other/c.pem"))
+    sb = ws_policy(area.ws, extra=[glob(area.ws + "/secrets.{env,key}"),
+                                   glob(area.ws + "/{keys,certs}/*.pem")])
+    names = ("secrets.env", "secrets.key", "secrets.txt", "keys/a.pem", "certs/b.pem",
+             "other/c.pem")
+    run = sh(sclient, uniq, "".join("cat %s >/dev/null && echo R:%s; " % (p, p) for p in names)
+             + "echo end", area.ws, sb)
+    out = text(run)
+    assert "end" in out, out
+    for p in ("secrets.env", "secrets.key", "keys/a.pem", "certs/b.pem"):
+        assert "cat: %s: %s" % (p, EACCES) in out and "R:%s\n" % p not in out, (p, out)
+    for p in ("secrets.txt", "other/c.pem"):
+        assert "R:%s\n" % p in out, (p, out)
+
+
 def test_matches_under_read_only_binds(sclient, uniq, area):
     """A match under a protected `.git` or a `read` entry inside the writable root (each a
     read-only bind mounted before the masks of its phase) is hidden too; the start
