@@ -59,7 +59,7 @@ static bool string(struct jf *s, const char **ret, size_t *ret_n)
 }
 
 /*
- * An integer of at most JFAST_MAX_DIGITS digits, optionally negative, with
+ * An integer of at most JRPC_FAST_MAX_DIGITS digits, optionally negative, with
  * no fraction or exponent; s->i at its first byte.
  */
 static bool integer(struct jf *s, bool allow_neg, bool *ret_neg, uint64_t *ret)
@@ -76,7 +76,7 @@ static bool integer(struct jf *s, bool allow_neg, bool *ret_neg, uint64_t *ret)
 	while (s->i < s->len && s->p[s->i] >= '0' && s->p[s->i] <= '9') {
 		v = v * 10 + (uint64_t)(s->p[s->i] - '0');
 		s->i++;
-		if (s->i - start > JFAST_MAX_DIGITS)
+		if (s->i - start > JRPC_FAST_MAX_DIGITS)
 			return false;
 	}
 	if (s->i == start)
@@ -104,7 +104,7 @@ static bool literal(struct jf *s, const char *word)
 }
 
 /* A params value (a scalar of the subset). */
-static bool value(struct jf *s, struct jfast_value *v)
+static bool value(struct jf *s, struct jrpc_fast_value *v)
 {
 	bool neg;
 
@@ -113,19 +113,19 @@ static bool value(struct jf *s, struct jfast_value *v)
 		return false;
 	switch (s->p[s->i]) {
 	case '"':
-		v->type = JFAST_STRING;
+		v->type = JRPC_FAST_STRING;
 		return string(s, &v->s, &v->n);
 	case 'n':
-		v->type = JFAST_NULL;
+		v->type = JRPC_FAST_NULL;
 		return literal(s, "null");
 	case 't':
-		v->type = JFAST_TRUE;
+		v->type = JRPC_FAST_TRUE;
 		return literal(s, "true");
 	case 'f':
-		v->type = JFAST_FALSE;
+		v->type = JRPC_FAST_FALSE;
 		return literal(s, "false");
 	default:
-		v->type = JFAST_UINT;
+		v->type = JRPC_FAST_UINT;
 		return integer(s, false, &neg, &v->u);
 	}
 }
@@ -136,7 +136,7 @@ static bool key_is(const char *k, size_t n, const char *name)
 }
 
 /* The params object; s->i at its '{'. Keys repeated: not sure. */
-static bool params(struct jf *s, struct jfast_req *r)
+static bool params(struct jf *s, struct jrpc_fast_req *r)
 {
 	s->i++;
 	skip_ws(s);
@@ -145,9 +145,9 @@ static bool params(struct jf *s, struct jfast_req *r)
 		return true;
 	}
 	for (;;) {
-		struct jfast_member *m;
+		struct jrpc_fast_member *m;
 
-		if (r->n_params == JFAST_MAX_MEMBERS)
+		if (r->n_params == JRPC_FAST_MAX_MEMBERS)
 			return false;
 		m = &r->params[r->n_params];
 		skip_ws(s);
@@ -172,7 +172,7 @@ static bool params(struct jf *s, struct jfast_req *r)
 }
 
 /* The id; s->i at its first byte. */
-static bool id(struct jf *s, struct jfast_req *r)
+static bool id(struct jf *s, struct jrpc_fast_req *r)
 {
 	size_t start = s->i;
 	uint64_t v;
@@ -196,7 +196,7 @@ static bool id(struct jf *s, struct jfast_req *r)
 
 enum { K_ID = 1, K_METHOD = 2, K_PARAMS = 4, K_JSONRPC = 8 };
 
-bool jfast_parse(const char *buf, size_t len, unsigned max_depth, struct jfast_req *ret)
+bool jrpc_fast_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_fast_req *ret)
 {
 	struct jf s = { .p = buf, .len = len };
 	unsigned seen = 0;
@@ -253,7 +253,7 @@ bool jfast_parse(const char *buf, size_t len, unsigned max_depth, struct jfast_r
 	return s.i == s.len && (seen & (K_ID | K_METHOD | K_PARAMS)) == (K_ID | K_METHOD | K_PARAMS);
 }
 
-const struct jfast_value *jfast_param(const struct jfast_req *r, const char *name)
+const struct jrpc_fast_value *jrpc_fast_param(const struct jrpc_fast_req *r, const char *name)
 {
 	for (size_t i = 0; i < r->n_params; i++)
 		if (key_is(r->params[i].key, r->params[i].key_len, name))
@@ -261,7 +261,7 @@ const struct jfast_value *jfast_param(const struct jfast_req *r, const char *nam
 	return NULL;
 }
 
-bool jfast_params_only(const struct jfast_req *r, const char *const *names)
+bool jrpc_fast_params_only(const struct jrpc_fast_req *r, const char *const *names)
 {
 	for (size_t i = 0; i < r->n_params; i++) {
 		const char *const *n = names;

@@ -26,32 +26,32 @@
 #include <stdint.h>
 
 /* More params members than this: not sure (the hot methods have at most four). */
-#define JFAST_MAX_MEMBERS 8
+#define JRPC_FAST_MAX_MEMBERS 8
 /* Integers: at most this many digits, so any value fits an int64 either way. */
-#define JFAST_MAX_DIGITS 18
+#define JRPC_FAST_MAX_DIGITS 18
 
-enum jfast_type {
-	JFAST_STRING, /* .s, .n: the raw bytes between the quotes (= the value) */
-	JFAST_UINT,   /* .u */
-	JFAST_NULL,
-	JFAST_TRUE,
-	JFAST_FALSE,
+enum jrpc_fast_type {
+	JRPC_FAST_STRING, /* .s, .n: the raw bytes between the quotes (= the value) */
+	JRPC_FAST_UINT,   /* .u */
+	JRPC_FAST_NULL,
+	JRPC_FAST_TRUE,
+	JRPC_FAST_FALSE,
 };
 
-struct jfast_value {
-	enum jfast_type type;
+struct jrpc_fast_value {
+	enum jrpc_fast_type type;
 	const char *s;
 	size_t n;
 	uint64_t u;
 };
 
-struct jfast_member {
+struct jrpc_fast_member {
 	const char *key; /* raw, no escapes */
 	size_t key_len;
-	struct jfast_value v;
+	struct jrpc_fast_value v;
 };
 
-struct jfast_req {
+struct jrpc_fast_req {
 	/* The id: its JSON text as jansson writes it (a string's with its quotes). */
 	bool id_is_string;
 	int64_t id_int;
@@ -64,7 +64,7 @@ struct jfast_req {
 	const char *method;
 	size_t method_len;
 
-	struct jfast_member params[JFAST_MAX_MEMBERS];
+	struct jrpc_fast_member params[JRPC_FAST_MAX_MEMBERS];
 	size_t n_params;
 };
 
@@ -73,10 +73,10 @@ struct jfast_req {
  * path refuses nesting before parsing; a request with params is 2 deep).
  * Returns true with *ret filled (pointers into buf), or false: not sure.
  */
-bool jfast_parse(const char *buf, size_t len, unsigned max_depth, struct jfast_req *ret);
+bool jrpc_fast_parse(const char *buf, size_t len, unsigned max_depth, struct jrpc_fast_req *ret);
 
 /* The params member named name, or NULL. */
-const struct jfast_value *jfast_param(const struct jfast_req *r, const char *name);
+const struct jrpc_fast_value *jrpc_fast_param(const struct jrpc_fast_req *r, const char *name);
 
 /* True when every params key is one of names[0..n) (NULL-terminated list). */
-bool jfast_params_only(const struct jfast_req *r, const char *const *names);
+bool jrpc_fast_params_only(const struct jrpc_fast_req *r, const char *const *names);

@@ -181,7 +181,7 @@ void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, b
 	read_wait(p, c, id, after_seq, has_max, max_bytes, wait_ms, false);
 }
 
-void proc_read_fast(struct proc *p, struct conn *c, const struct jfast_req *r, uint64_t after_seq,
+void proc_read_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r, uint64_t after_seq,
 		    bool has_max, uint64_t max_bytes, uint64_t wait_ms)
 {
 	json_t *id;
@@ -396,7 +396,7 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 	write_common(p, c, id, write_id, data, len, false);
 }
 
-void proc_write_fast(struct proc *p, struct conn *c, const struct jfast_req *r,
+void proc_write_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
 		     const char *write_id, uint8_t *data, size_t len)
 {
 	json_t *id = rpc_fast_id(r);

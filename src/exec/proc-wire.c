@@ -115,7 +115,7 @@ static size_t read_result_put(const struct proc *p, struct proc_chunk *first, si
 	return o;
 }
 
-void proc_wire_read_reply(struct proc *p, struct conn *c, json_t *id, const struct jfast_req *r,
+void proc_wire_read_reply(struct proc *p, struct conn *c, json_t *id, const struct jrpc_fast_req *r,
 			  uint64_t after_seq, bool has_max, uint64_t max_bytes)
 {
 	struct proc_chunk *first, *last;
@@ -134,7 +134,7 @@ void proc_wire_read_reply(struct proc *p, struct conn *c, json_t *id, const stru
 	conn_commit(c, o);
 }
 
-void proc_wire_status_reply(struct conn *c, json_t *id, const struct jfast_req *r,
+void proc_wire_status_reply(struct conn *c, json_t *id, const struct jrpc_fast_req *r,
 			    const char *status)
 {
 	size_t sl = strlen(status), len = sizeof("{\"status\":\"\"}") - 1 + sl;
@@ -150,7 +150,7 @@ void proc_wire_status_reply(struct conn *c, json_t *id, const struct jfast_req *
 	conn_commit(c, o);
 }
 
-void proc_wire_literal_reply(struct conn *c, const struct jfast_req *r, const char *result)
+void proc_wire_literal_reply(struct conn *c, const struct jrpc_fast_req *r, const char *result)
 {
 	size_t len = strlen(result);
 	struct outchunk *o;

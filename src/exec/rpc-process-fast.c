@@ -25,35 +25,35 @@
 #include "session.h"
 
 /* A required string member. */
-static bool is_string(const struct jfast_value *v)
+static bool is_string(const struct jrpc_fast_value *v)
 {
-	return v && v->type == JFAST_STRING;
+	return v && v->type == JRPC_FAST_STRING;
 }
 
 /* An optional u64 member: absent, null (= absent), or an integer. */
-static bool opt_u64(const struct jfast_value *v)
+static bool opt_u64(const struct jrpc_fast_value *v)
 {
-	return !v || v->type == JFAST_NULL || v->type == JFAST_UINT;
+	return !v || v->type == JRPC_FAST_NULL || v->type == JRPC_FAST_UINT;
 }
 
-static bool has_u64(const struct jfast_value *v)
+static bool has_u64(const struct jrpc_fast_value *v)
 {
-	return v && v->type == JFAST_UINT;
+	return v && v->type == JRPC_FAST_UINT;
 }
 
-static struct proc *lookup(struct conn *c, const struct jfast_value *pid)
+static struct proc *lookup(struct conn *c, const struct jrpc_fast_value *pid)
 {
 	return strmap_get(&c->sess->procs, pid->s, pid->n);
 }
 
-bool exec_fast_read(struct conn *c, const struct jfast_req *r)
+bool exec_fast_read(struct conn *c, const struct jrpc_fast_req *r)
 {
 	static const char *const names[] = { "processId", "afterSeq", "maxBytes", "waitMs", NULL };
-	const struct jfast_value *pid = jfast_param(r, "processId"), *after = jfast_param(r, "afterSeq"),
-				 *max = jfast_param(r, "maxBytes"), *wait = jfast_param(r, "waitMs");
+	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId"), *after = jrpc_fast_param(r, "afterSeq"),
+				 *max = jrpc_fast_param(r, "maxBytes"), *wait = jrpc_fast_param(r, "waitMs");
 	struct proc *p;
 
-	if (!jfast_params_only(r, names) || !is_string(pid) || !opt_u64(after) || !opt_u64(max) ||
+	if (!jrpc_fast_params_only(r, names) || !is_string(pid) || !opt_u64(after) || !opt_u64(max) ||
 	    !opt_u64(wait))
 		return false;
 	p = lookup(c, pid);
@@ -67,17 +67,17 @@ bool exec_fast_read(struct conn *c, const struct jfast_req *r)
 /* writeIds longer than this go the general way (the real client's are "1", "2", ...). */
 #define FAST_WRITE_ID_MAX 64
 
-bool exec_fast_write(struct conn *c, const struct jfast_req *r)
+bool exec_fast_write(struct conn *c, const struct jrpc_fast_req *r)
 {
 	static const char *const names[] = { "processId", "chunk", "writeId", NULL };
-	const struct jfast_value *pid = jfast_param(r, "processId"), *chunk = jfast_param(r, "chunk"),
-				 *wid = jfast_param(r, "writeId");
+	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId"), *chunk = jrpc_fast_param(r, "chunk"),
+				 *wid = jrpc_fast_param(r, "writeId");
 	char write_id[FAST_WRITE_ID_MAX + 1];
 	uint8_t *data;
 	struct proc *p;
 	ssize_t n;
 
-	if (!jfast_params_only(r, names) || !is_string(pid) || !is_string(chunk) ||
+	if (!jrpc_fast_params_only(r, names) || !is_string(pid) || !is_string(chunk) ||
 	    !is_string(wid) || wid->n == 0 || wid->n > FAST_WRITE_ID_MAX)
 		return false;
 	data = malloc(base64_decoded_max(chunk->n) + 1);
@@ -100,12 +100,12 @@ bool exec_fast_write(struct conn *c, const struct jfast_req *r)
 	return true;
 }
 
-bool exec_fast_signal(struct conn *c, const struct jfast_req *r)
+bool exec_fast_signal(struct conn *c, const struct jrpc_fast_req *r)
 {
 	static const char *const names[] = { "processId", "signal", NULL };
-	const struct jfast_value *pid = jfast_param(r, "processId"), *sig = jfast_param(r, "signal");
+	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId"), *sig = jrpc_fast_param(r, "signal");
 
-	if (!jfast_params_only(r, names) || !is_string(pid) || !is_string(sig) ||
+	if (!jrpc_fast_params_only(r, names) || !is_string(pid) || !is_string(sig) ||
 	    sig->n != strlen("interrupt") || memcmp(sig->s, "interrupt", sig->n) != 0)
 		return false;
 	exec_signal_interrupt(lookup(c, pid));
@@ -113,12 +113,12 @@ bool exec_fast_signal(struct conn *c, const struct jfast_req *r)
 	return true;
 }
 
-bool exec_fast_terminate(struct conn *c, const struct jfast_req *r)
+bool exec_fast_terminate(struct conn *c, const struct jrpc_fast_req *r)
 {
 	static const char *const names[] = { "processId", NULL };
-	const struct jfast_value *pid = jfast_param(r, "processId");
+	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId");
 
-	if (!jfast_params_only(r, names) || !is_string(pid))
+	if (!jrpc_fast_params_only(r, names) || !is_string(pid))
 		return false;
 	proc_wire_literal_reply(c, r, exec_terminate(lookup(c, pid)) ? "{\"running\":true}"
 								       : "{\"running\":false}");

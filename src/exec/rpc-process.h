@@ -33,11 +33,11 @@ void exec_signal_interrupt(struct proc *p);
 bool exec_terminate(struct proc *p);
 
 /* rpc-process-fast.c: the hot path of process/read, write, signal, terminate (rpc.h's fast). */
-struct jfast_req;
-bool exec_fast_read(struct conn *c, const struct jfast_req *r);
-bool exec_fast_write(struct conn *c, const struct jfast_req *r);
-bool exec_fast_signal(struct conn *c, const struct jfast_req *r);
-bool exec_fast_terminate(struct conn *c, const struct jfast_req *r);
+struct jrpc_fast_req;
+bool exec_fast_read(struct conn *c, const struct jrpc_fast_req *r);
+bool exec_fast_write(struct conn *c, const struct jrpc_fast_req *r);
+bool exec_fast_signal(struct conn *c, const struct jrpc_fast_req *r);
+bool exec_fast_terminate(struct conn *c, const struct jrpc_fast_req *r);
 
 /* rpc-process-params.c */
 /*

@@ -27,12 +27,12 @@ __attribute__((constructor)) static void rpc_fast_init(void)
 	rpc_fast_enabled = fast_default();
 }
 
-json_t *rpc_fast_id(const struct jfast_req *r)
+json_t *rpc_fast_id(const struct jrpc_fast_req *r)
 {
 	return r->id_is_string ? json_stringn(r->id_str, r->id_str_len) : json_integer(r->id_int);
 }
 
-struct outchunk *rpc_fast_reply_begin(struct conn *c, const struct jfast_req *r, size_t len,
+struct outchunk *rpc_fast_reply_begin(struct conn *c, const struct jrpc_fast_req *r, size_t len,
 				      uint8_t **ret_result)
 {
 	static const char pre[] = "{\"id\":", mid[] = ",\"result\":";

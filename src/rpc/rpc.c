@@ -448,14 +448,14 @@ static void parse_error(struct conn *c, const char *detail, size_t len)
 bool rpc_fast_dispatch(struct conn *c, const char *data, size_t len)
 {
 	const struct rpc_method *meth;
-	struct jfast_req r;
+	struct jrpc_fast_req r;
 	char name[40];
 	int slot, outer = dispatching;
 	bool done;
 
 	/* Gating errors and every method without a fast() go the general way. */
 	if (!c->initialize_done || !c->initialized ||
-	    !jfast_parse(data, len, c->srv->cfg.max_json_depth, &r) || r.method_len >= sizeof(name))
+	    !jrpc_fast_parse(data, len, c->srv->cfg.max_json_depth, &r) || r.method_len >= sizeof(name))
 		return false;
 	memcpy(name, r.method, r.method_len);
 	name[r.method_len] = 0;

@@ -129,7 +129,7 @@ struct rpc_method {
 	const char *family;
 	void (*fn)(struct conn *c, json_t *id, json_t *params);
 	bool (*forward)(struct conn *c, json_t *id, const char *method, json_t *params);
-	bool (*fast)(struct conn *c, const struct jfast_req *r);
+	bool (*fast)(struct conn *c, const struct jrpc_fast_req *r);
 };
 
 /*
@@ -141,13 +141,13 @@ extern bool rpc_fast_enabled;
 /* Tried by rpc_on_message first: true when a method's fast() answered. */
 bool rpc_fast_dispatch(struct conn *c, const char *data, size_t len);
 /* The request's id as a json_t (a new reference), for a reply that comes later; NULL on OOM. */
-json_t *rpc_fast_id(const struct jfast_req *r);
+json_t *rpc_fast_id(const struct jrpc_fast_req *r);
 /*
  * rpc_reply_begin() for the id of r: {"id":<id>,"result": then len bytes the
  * caller writes at *ret_result, then '}'; queue it with conn_commit(). NULL on
  * OOM (the connection is then closed, as a failed serialisation closes it).
  */
-struct outchunk *rpc_fast_reply_begin(struct conn *c, const struct jfast_req *r, size_t len,
+struct outchunk *rpc_fast_reply_begin(struct conn *c, const struct jrpc_fast_req *r, size_t len,
 				      uint8_t **ret_result);
 
 /*
