@@ -454,7 +454,7 @@ bool rpc_fast_dispatch(struct conn *c, const char *data, size_t len)
 	bool done;
 
 	/* Gating errors and every method without a fast() go the general way. */
-	if (!c->initialize_done || !c->initialized ||
+	if (!c->initialize_done || !c->initialized || !c->sess ||
 	    !jrpc_fast_parse(data, len, c->srv->cfg.max_json_depth, &r) || r.method_len >= sizeof(name))
 		return false;
 	memcpy(name, r.method, r.method_len);
