@@ -20,6 +20,8 @@
 #include "exec.h"
 #include "fake-ring.h"
 #include "fast-diff.h"
+#include "jsonrpc.h"
+#include "base64.h"
 #include "log.h"
 #include "macro.h"
 #include "proc-internal.h"
@@ -472,5 +474,94 @@ bool fast_diff_run(const char *const *frames, const size_t *lens, size_t n, unsi
 	buf_done(&general);
 	if (ret_fast)
 		*ret_fast = taken;
+	return same;
+}
+
+/* Appends "<< " + msg's jrpc_dump + "\n" to b (the transcript's form); steals msg. */
+static void expect_dump(struct buf *b, json_t *msg)
+{
+	size_t n;
+	char *d = msg ? jrpc_dump(msg, &n) : NULL;
+
+	if (!d || buf_append(b, "<< ", 3) < 0 || buf_append(b, d, n) < 0 || buf_append(b, "\n", 1) < 0)
+		abort();
+	free(d);
+	json_decref(msg);
+}
+
+static json_t *notification(const struct proc *p, const char *method, json_t *params_tail)
+{
+	json_t *msg = json_object(), *params = json_object();
+	const char *k;
+	json_t *v;
+
+	json_object_set_new(msg, "method", json_string(method));
+	json_object_set_new(params, "processId", json_stringn(p->id, p->id_len));
+	json_object_foreach(params_tail, k, v)
+		json_object_set(params, k, v);
+	json_decref(params_tail);
+	json_object_set_new(msg, "params", params);
+	return msg;
+}
+
+bool fast_diff_notifications(void)
+{
+	static const size_t sizes[] = { 0, 1, 2, 3, 4, 57, 300, 4096 };
+	struct buf want = { 0 };
+	struct session *ss = NULL;
+	struct proc *live, *quiet, *p;
+	uint8_t data[4096];
+	struct conn *c;
+	bool same = true;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 131 + 7);
+	transcript.len = 0;
+	wire.len = 0;
+	srv.cfg.max_json_depth = 128;
+	if (conn_new_carried(&srv, "fast-diff", &carrier, &srv, &c) < 0 ||
+	    session_new(&srv, c, &ss) < 0)
+		abort();
+	fixtures(ss, &live, &quiet);
+	list_for_each_entry(p, &ss->procs_list, link) {
+		for (size_t k = 0; k < ELEMENTSOF(sizes); k++)
+			for (uint8_t st = STREAM_STDOUT; st <= STREAM_PTY; st++) {
+				char *b64 = malloc(base64_encoded_len(sizes[k]) + 1);
+				uint64_t seq = (uint64_t)k * 1000003u + st;
+
+				if (!b64)
+					abort();
+				b64[base64_encode(data, sizes[k], b64)] = 0;
+				proc_wire_output(p, c, seq, st, data, sizes[k]);
+				expect_dump(&want, notification(p, "process/output",
+					json_pack("{s:I,s:s,s:s}", "seq", (json_int_t)seq, "stream",
+						  st == STREAM_STDOUT ? "stdout" : st == STREAM_STDERR ? "stderr" : "pty",
+						  "chunk", b64)));
+				free(b64);
+			}
+		proc_wire_event(p, "process/exited",
+				",\"seq\":7,\"exitCode\":-3,\"sandboxDenied\":true,\"timedOut\":false");
+		expect_dump(&want, notification(p, "process/exited",
+			json_pack("{s:i,s:i,s:b,s:b}", "seq", 7, "exitCode", -3, "sandboxDenied", 1,
+				  "timedOut", 0)));
+		proc_wire_event(p, "process/closed", ",\"seq\":8");
+		expect_dump(&want, notification(p, "process/closed", json_pack("{s:i}", "seq", 8)));
+	}
+	take_output(c);
+	if (want.len != transcript.len || memcmp(want.data, transcript.data, want.len)) {
+		fprintf(stderr, "fast-diff: notifications differ\n== jansson ==\n");
+		fwrite(want.data, 1, want.len, stderr);
+		fprintf(stderr, "\n== written ==\n");
+		fwrite(transcript.data, 1, transcript.len, stderr);
+		same = false;
+	}
+	buf_done(&want);
+	free_fixtures(ss);
+	kernel_run(ss, true);
+	conn_close(c, 0, "done");
+	kernel_run(NULL, true);
+	conn_reap(&srv);
+	session_reap(&srv);
+	fake_ring_reset();
 	return same;
 }

@@ -30,3 +30,11 @@ void fast_diff_init(void);
  * answered.
  */
 bool fast_diff_run(const char *const *frames, const size_t *lens, size_t n, unsigned *ret_fast);
+
+/*
+ * The notifications a process sends (proc-wire.c: process/output, and
+ * process/exited's envelope around its tail) against the same messages built
+ * with jansson and jrpc_dump, for every fixture's id and several chunks.
+ * Returns true when all are equal (else the first difference on stderr).
+ */
+bool fast_diff_notifications(void);

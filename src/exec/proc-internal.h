@@ -61,6 +61,15 @@ bool proc_classify_denial(struct proc *p);
 void proc_audit_exit(const struct proc *p);
 
 /*
+ * Notifications (proc-wire.c): process/output of data[0..len) to c, and
+ * {"method":<method>,"params":{"processId":<id><tail>}} to the session's
+ * connection (tail: the members after processId, each led by a comma).
+ */
+void proc_wire_output(struct proc *p, struct conn *c, uint64_t seq, uint8_t stream,
+		      const uint8_t *data, size_t len);
+void proc_wire_event(struct proc *p, const char *method, const char *tail);
+
+/*
  * The hot path's replies (proc-wire.c), the same bytes as the general path's
  * jansson objects: to the request r as the fast decoder read it, or, with r
  * NULL, to id (a reply that came later). process/read's result (read_result's

@@ -1,18 +1,75 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The JSON hot path's replies for processes, written straight into the
- * output buffer: process/read's result and process/write's status, byte for
- * byte what the general path's jansson objects serialise to (proc-rw.c's
- * read_result, jrpc_dump: compact, members in insertion order). The length
- * is computed first, so a reply is one allocation and no copy.
- * tests/unit/test-rpc-fast.c compares the two.
+ * What a process sends written straight into the output buffer: the
+ * notifications (process/output, exited, closed and the proxy's decisions),
+ * and the JSON hot path's replies, process/read's result and process/write's
+ * status, byte for byte what the general path's jansson objects serialise to
+ * (proc-rw.c's read_result, jrpc_dump: compact, members in insertion order).
+ * The length is computed first, so a message is one allocation and no copy.
+ * tests/unit/test-rpc-fast.c compares them with jansson's.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base64.h"
+#include "log.h"
 #include "proc-internal.h"
+
+void proc_wire_output(struct proc *p, struct conn *c, uint64_t seq, uint8_t stream,
+		      const uint8_t *data, size_t len)
+{
+	static const char pre[] = "{\"method\":\"process/output\",\"params\":{\"processId\":";
+	char mid[96];
+	int midlen = snprintf(mid, sizeof(mid), ",\"seq\":%" PRIu64 ",\"stream\":\"%s\",\"chunk\":\"",
+			      seq, proc_stream_name(stream));
+	size_t b64 = base64_encoded_len(len);
+	size_t total = sizeof(pre) - 1 + p->id_json_len + (size_t)midlen + b64 + 3;
+	struct outchunk *o;
+	uint8_t *w;
+
+	o = conn_alloc_msg(c, total, &w);
+	if (!o) {
+		log_error_ratelimited("Out of memory sending output of process '%s'", p->id);
+		return;
+	}
+	memcpy(w, pre, sizeof(pre) - 1);
+	w += sizeof(pre) - 1;
+	memcpy(w, p->id_json, p->id_json_len);
+	w += p->id_json_len;
+	memcpy(w, mid, (size_t)midlen);
+	w += midlen;
+	w += base64_encode(data, len, (char *)w);
+	memcpy(w, "\"}}", 3);
+	conn_commit(c, o);
+}
+
+void proc_wire_event(struct proc *p, const char *method, const char *tail)
+{
+	struct conn *c = proc_conn(p);
+	size_t ml = strlen(method), tl = strlen(tail);
+	size_t total = 11 + ml + 24 + p->id_json_len + tl + 2;
+	struct outchunk *o;
+	uint8_t *w;
+
+	if (!c)
+		return;
+	o = conn_alloc_msg(c, total, &w);
+	if (!o)
+		return;
+	memcpy(w, "{\"method\":\"", 11);
+	w += 11;
+	memcpy(w, method, ml);
+	w += ml;
+	memcpy(w, "\",\"params\":{\"processId\":", 24);
+	w += 24;
+	memcpy(w, p->id_json, p->id_json_len);
+	w += p->id_json_len;
+	memcpy(w, tail, tl);
+	w += tl;
+	memcpy(w, "}}", 2);
+	conn_commit(c, o);
+}
 
 /* The decimal digits of v, written at w (if not NULL). Returns their count. */
 static size_t put_u64(uint8_t *w, uint64_t v)

@@ -357,4 +357,10 @@ TEST(sequences)
 	ASSERT_EQ(4, checkn(tty, 4));
 }
 
+TEST(notifications)
+{
+	init();
+	ASSERT_TRUE(fast_diff_notifications());
+}
+
 TEST_MAIN()
