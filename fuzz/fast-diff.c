@@ -47,7 +47,9 @@ static void note(const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (n > 0 && buf_append(&transcript, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+	if (n > 0 && (size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	if (n > 0 && buf_append(&transcript, line, (size_t)n) < 0)
 		abort();
 }
 

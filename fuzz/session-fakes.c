@@ -192,8 +192,8 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 	UNREACHABLE();
 }
 
-void proc_read_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r, uint64_t after_seq,
-		    bool has_max, uint64_t max_bytes, uint64_t wait_ms)
+void proc_read_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
+		    uint64_t after_seq, bool has_max, uint64_t max_bytes, uint64_t wait_ms)
 {
 	UNREACHABLE();
 }

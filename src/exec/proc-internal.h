@@ -75,8 +75,10 @@ void proc_wire_event(struct proc *p, const char *method, const char *tail);
  * NULL, to id (a reply that came later). process/read's result (read_result's
  * selection), {"status":status}, and a fixed result text.
  */
-void proc_wire_read_reply(struct proc *p, struct conn *c, json_t *id, const struct jrpc_fast_req *r,
-			  uint64_t after_seq, bool has_max, uint64_t max_bytes);
+void proc_wire_read_reply(struct proc *p, struct conn *c, json_t *id,
+			  const struct jrpc_fast_req *r, uint64_t after_seq, bool has_max,
+			  uint64_t max_bytes);
 void proc_wire_status_reply(struct conn *c, json_t *id, const struct jrpc_fast_req *r,
 			    const char *status);
-void proc_wire_literal_reply(struct conn *c, const struct jrpc_fast_req *r, const char *result);
+void proc_wire_literal_reply(struct conn *c, const struct jrpc_fast_req *r,
+			     const char *result);

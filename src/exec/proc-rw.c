@@ -181,8 +181,8 @@ void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, b
 	read_wait(p, c, id, after_seq, has_max, max_bytes, wait_ms, false);
 }
 
-void proc_read_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r, uint64_t after_seq,
-		    bool has_max, uint64_t max_bytes, uint64_t wait_ms)
+void proc_read_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
+		    uint64_t after_seq, bool has_max, uint64_t max_bytes, uint64_t wait_ms)
 {
 	json_t *id;
 
@@ -332,7 +332,6 @@ static void proc_reply_status(struct conn *c, json_t *id, const char *status, bo
 		return;
 	}
 	r = json_object();
-
 	json_object_set_new(r, "status", json_string(status));
 	rpc_reply(c, id, r);
 }

@@ -172,8 +172,9 @@ static size_t read_result_put(const struct proc *p, struct proc_chunk *first, si
 	return o;
 }
 
-void proc_wire_read_reply(struct proc *p, struct conn *c, json_t *id, const struct jrpc_fast_req *r,
-			  uint64_t after_seq, bool has_max, uint64_t max_bytes)
+void proc_wire_read_reply(struct proc *p, struct conn *c, json_t *id,
+			  const struct jrpc_fast_req *r, uint64_t after_seq, bool has_max,
+			  uint64_t max_bytes)
 {
 	struct proc_chunk *first, *last;
 	struct outchunk *o;
@@ -207,7 +208,8 @@ void proc_wire_status_reply(struct conn *c, json_t *id, const struct jrpc_fast_r
 	conn_commit(c, o);
 }
 
-void proc_wire_literal_reply(struct conn *c, const struct jrpc_fast_req *r, const char *result)
+void proc_wire_literal_reply(struct conn *c, const struct jrpc_fast_req *r,
+			     const char *result)
 {
 	size_t len = strlen(result);
 	struct outchunk *o;

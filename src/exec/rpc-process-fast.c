@@ -49,8 +49,10 @@ static struct proc *lookup(struct conn *c, const struct jrpc_fast_value *pid)
 bool exec_fast_read(struct conn *c, const struct jrpc_fast_req *r)
 {
 	static const char *const names[] = { "processId", "afterSeq", "maxBytes", "waitMs", NULL };
-	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId"), *after = jrpc_fast_param(r, "afterSeq"),
-				 *max = jrpc_fast_param(r, "maxBytes"), *wait = jrpc_fast_param(r, "waitMs");
+	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId");
+	const struct jrpc_fast_value *after = jrpc_fast_param(r, "afterSeq");
+	const struct jrpc_fast_value *max = jrpc_fast_param(r, "maxBytes");
+	const struct jrpc_fast_value *wait = jrpc_fast_param(r, "waitMs");
 	struct proc *p;
 
 	if (!jrpc_fast_params_only(r, names) || !is_string(pid) || !opt_u64(after) || !opt_u64(max) ||
@@ -70,8 +72,9 @@ bool exec_fast_read(struct conn *c, const struct jrpc_fast_req *r)
 bool exec_fast_write(struct conn *c, const struct jrpc_fast_req *r)
 {
 	static const char *const names[] = { "processId", "chunk", "writeId", NULL };
-	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId"), *chunk = jrpc_fast_param(r, "chunk"),
-				 *wid = jrpc_fast_param(r, "writeId");
+	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId");
+	const struct jrpc_fast_value *chunk = jrpc_fast_param(r, "chunk");
+	const struct jrpc_fast_value *wid = jrpc_fast_param(r, "writeId");
 	char write_id[FAST_WRITE_ID_MAX + 1];
 	uint8_t *data;
 	struct proc *p;
@@ -103,7 +106,8 @@ bool exec_fast_write(struct conn *c, const struct jrpc_fast_req *r)
 bool exec_fast_signal(struct conn *c, const struct jrpc_fast_req *r)
 {
 	static const char *const names[] = { "processId", "signal", NULL };
-	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId"), *sig = jrpc_fast_param(r, "signal");
+	const struct jrpc_fast_value *pid = jrpc_fast_param(r, "processId");
+	const struct jrpc_fast_value *sig = jrpc_fast_param(r, "signal");
 
 	if (!jrpc_fast_params_only(r, names) || !is_string(pid) || !is_string(sig) ||
 	    sig->n != strlen("interrupt") || memcmp(sig->s, "interrupt", sig->n) != 0)
