@@ -396,7 +396,9 @@ static unsigned run(const struct variant *v, bool fast, const char *const *frame
 		kernel_run(ss, true);
 		take_output(c);
 	} else {
-		note("\n-- connection closed\n");
+		/* Writes in flight finish (orphaned: nobody is answered); long polls were cancelled. */
+		note("\n-- connection closed, kernel\n");
+		kernel_run(ss, false);
 	}
 	note("\n-- end\n");
 	stats_note();
