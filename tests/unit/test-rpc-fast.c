@@ -359,6 +359,50 @@ TEST(sequences)
 	ASSERT_EQ(4, checkn(tty, 4));
 }
 
+/*
+ * The edge of the subset: every single-byte deletion, duplication and
+ * substitution (bytes that matter to JSON) of requests the hot path takes.
+ */
+TEST(mutations)
+{
+	static const char *const bases[] = {
+		"{\"id\":12,\"method\":\"process/read\",\"params\":{\"processId\":\"proc-1\",\"afterSeq\":1,\"maxBytes\":9,\"waitMs\":0}}",
+		"{\"id\":\"w\",\"method\":\"process/write\",\"params\":{\"processId\":\"proc-1\",\"chunk\":\"aGk=\",\"writeId\":\"1\"}}",
+		"{\"id\":3,\"method\":\"process/signal\",\"params\":{\"processId\":\"proc-1\",\"signal\":\"interrupt\"}}",
+		"{\"id\":-4,\"method\":\"process/terminate\",\"params\":{\"processId\":\"done\"}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"process/read\",\"params\":{\"processId\":\"nostdin\",\"waitMs\":7,\"afterSeq\":null}}",
+	};
+	static const char subst[] = { ' ', '"', '\\', '0', '9', '-', '.', 'e', '}', ']', ',', ':', 'n', '\x01', '\x7f', (char)0xc3 };
+	unsigned n = 0, taken = 0;
+	char frame[512];
+
+	init();
+	for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+		size_t len = strlen(bases[b]);
+
+		ASSERT_TRUE(check1(bases[b]));
+		for (size_t i = 0; i < len; i++) {
+			/* deletion */
+			snprintf(frame, sizeof(frame), "%.*s%s", (int)i, bases[b], bases[b] + i + 1);
+			taken += check1(frame);
+			/* duplication */
+			snprintf(frame, sizeof(frame), "%.*s%s", (int)i + 1, bases[b], bases[b] + i);
+			taken += check1(frame);
+			n += 2;
+			for (size_t k = 0; k < sizeof(subst); k++) {
+				if (bases[b][i] == subst[k])
+					continue;
+				snprintf(frame, sizeof(frame), "%.*s%c%s", (int)i, bases[b], subst[k],
+					 bases[b] + i + 1);
+				taken += check1(frame);
+				n++;
+			}
+		}
+	}
+	printf("# %u mutated requests, %u taken by the hot path: both paths agree\n", n, taken);
+	ASSERT_TRUE(taken > 0);
+}
+
 TEST(notifications)
 {
 	init();
