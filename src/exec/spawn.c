@@ -34,6 +34,7 @@
 #include "config.h"
 #include "log.h"
 #include "macro.h"
+#include "own-files.h"
 #include "sandbox.h"
 #include "spawn.h"
 
@@ -169,26 +170,12 @@ static int init_helper_fd = -1;
 
 int spawn_init(char *path, size_t size)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
+	int fd = server_own_file_open("uexec-init", UEXEC_LIBEXECDIR, O_PATH | O_CLOEXEC, path, size);
 
-	if (n <= 0)
-		return -errno;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = 0;
-	if ((size_t)snprintf(path, size, "%s/uexec-init", exe) >= size)
-		return -ENAMETOOLONG;
-	init_helper_fd = open(path, O_PATH | O_CLOEXEC);
-	if (init_helper_fd >= 0)
-		return 0;
-	if ((size_t)snprintf(path, size, "%s/uexec-init", UEXEC_LIBEXECDIR) >= size)
-		return -ENAMETOOLONG;
-	init_helper_fd = open(path, O_PATH | O_CLOEXEC);
-	return init_helper_fd < 0 ? -errno : 0;
+	if (fd < 0)
+		return fd;
+	init_helper_fd = fd;
+	return 0;
 }
 
 /*

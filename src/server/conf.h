@@ -39,7 +39,9 @@ extern "C" {
 /*
  * Parses the TOML document text[0..size). Returns 0 with the top-level keys in
  * document order in *ret[0..*ret_n), -EINVAL with a malloc'd message in
- * *ret_err ("line L, column C: ..."), or -ENOMEM.
+ * *ret_err ("line L, column C: ...", or why the TOML module that holds the
+ * parser could not be loaded: src/toml/toml-load.c), or -ENOMEM. Each call is
+ * followed by one server_conf_entries_free() (with what it returned, or NULL, 0).
  */
 int server_conf_parse(const char *text, size_t size, struct server_conf_entry **ret, size_t *ret_n,
 		      char **ret_err);

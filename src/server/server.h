@@ -161,7 +161,6 @@ struct server {
 	struct sandbox_cg cgroups;       /* per-process cgroups and limits (sandbox/cgroup.h) */
 	struct list_head cg_pending;     /* leaves waiting to be empty (src/exec/proc-cgroup.c) */
 	const struct conn_handlers *conn_handlers; /* what the transport calls (transport/conn.h) */
-	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
 	struct ws_auth *ws_auth;   /* the listener's auth and its secrets (conn-auth.c), or NULL */
 	struct server_metrics metrics; /* counters for GET /metrics (metrics.h) */
 	bool stopping;

@@ -153,7 +153,7 @@ static void carrier_flush(struct conn *c)
 		return;
 	if (!s->ready_link.next)
 		list_add_tail(&s->ready_link, &s->r->ready);
-	remote_link_pump(s->r);
+	remote_stream_pump(s->r);
 }
 
 /*
@@ -161,7 +161,7 @@ static void carrier_flush(struct conn *c)
  * place in the socket's output queue (no copy of the output but the
  * encryption itself; with TLS, SSL_write's).
  */
-bool remote_stream_send_one(struct remote_stream *s)
+static bool stream_send_one(struct remote_stream *s)
 {
 	const uint8_t *p;
 	uint8_t *frame;
@@ -203,6 +203,29 @@ bool remote_stream_send_one(struct remote_stream *s)
 		return false;
 	more = s->conn && conn_out_peek(s->conn, &p, 1) > 0;
 	return more;
+}
+
+/*
+ * Sending is fair between streams: a stream with output joins the ready list,
+ * and while the link has room (its queue below REMOTE_LINK_HIGH_WATER) each
+ * ready stream in turn sends one record (at most 60 KiB), so one stream's
+ * large output never holds another's small answer for long. Runs when a
+ * stream gets output and when the link drains (its room hook).
+ */
+void remote_stream_pump(struct remote *r)
+{
+	if (r->pumping)
+		return;
+	r->pumping = true;
+	while (!list_empty(&r->ready) && remote_link_has_room(r)) {
+		struct remote_stream *s = list_first_entry(&r->ready, struct remote_stream, ready_link);
+
+		list_del(&s->ready_link);
+		/* send_one() may run held requests whose answers put s back (carrier_flush) */
+		if (stream_send_one(s) && !s->ready_link.next)
+			list_add_tail(&s->ready_link, &r->ready);
+	}
+	r->pumping = false;
 }
 
 static void carrier_ended(struct conn *c)

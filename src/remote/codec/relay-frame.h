@@ -5,7 +5,7 @@
  * of the remote relay. No I/O.
  *
  * Decoding unpacks with the protobuf-c code generated at build time from
- * proto/relay.v1.proto (the generated types never leave relay-frame.c),
+ * src/remote/codec/relay.v1.proto (the generated types never leave relay-frame.c),
  * copies the fields out into a struct relay_frame and applies every rule of
  * RELAY.md §2.1 (the stricter revision) before returning. Encoding produces
  * the bytes prost produces for the same frame: fields in tag order, proto3

@@ -213,13 +213,10 @@ bool registry_ieq_prefix(const char *s, const char *prefix)
 	return true;
 }
 
-int registry_url_parse(const char *base, struct registry_url *ret, const char **reason)
+/* Printable ASCII only, no query or fragment. */
+static int url_chars(const char *base, const char **reason)
 {
-	const char *p, *auth, *auth_end, *host, *host_end, *port = NULL;
-	size_t plen;
-
-	*ret = (struct registry_url){ 0 };
-	for (p = base; *p; p++) {
+	for (const char *p = base; *p; p++) {
 		unsigned char c = (unsigned char)*p;
 
 		if (c <= 0x20 || c >= 0x7F) {
@@ -231,6 +228,89 @@ int registry_url_parse(const char *base, struct registry_url *ret, const char **
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
+
+/* "[v6]" or "[v6]:port" of auth[0..auth_end): the host's bounds and where a port starts. */
+static int url_ipv6_host(const char *auth, const char *auth_end, const char **host,
+			 const char **host_end, const char **port, const char **reason)
+{
+	char buf[INET6_ADDRSTRLEN + 1];
+	struct in6_addr a;
+	const char *p;
+
+	*host = auth + 1;
+	*host_end = memchr(*host, ']', (size_t)(auth_end - *host));
+	if (!*host_end || (size_t)(*host_end - *host) >= sizeof(buf))
+		goto bad;
+	memcpy(buf, *host, (size_t)(*host_end - *host));
+	buf[*host_end - *host] = 0;
+	if (inet_pton(AF_INET6, buf, &a) != 1)
+		goto bad;
+	p = *host_end + 1;
+	if (p != auth_end && *p != ':')
+		goto bad;
+	if (p != auth_end)
+		*port = p + 1;
+	return 0;
+bad:
+	*reason = "registry URL has a bad IPv6 literal";
+	return -EINVAL;
+}
+
+/* A name or IPv4 host ([A-Za-z0-9._-]), then optionally ":port". */
+static int url_name_host(const char *auth, const char *auth_end, const char **host,
+			 const char **host_end, const char **port, const char **reason)
+{
+	*host = auth;
+	*host_end = memchr(auth, ':', (size_t)(auth_end - auth));
+	if (*host_end)
+		*port = *host_end + 1;
+	else
+		*host_end = auth_end;
+	for (const char *p = *host; p < *host_end; p++) {
+		char c = *p;
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '.' || c == '_')) {
+			*reason = "registry URL host has a character outside [A-Za-z0-9._-]";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* 1-5 digits, 1..65535. */
+static int url_port(const char *port, const char *end, uint16_t *ret, const char **reason)
+{
+	unsigned long v = 0;
+
+	if (port == end || end - port > 5)
+		goto bad;
+	for (const char *p = port; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			goto bad;
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v == 0 || v > 65535)
+		goto bad;
+	*ret = (uint16_t)v;
+	return 0;
+bad:
+	*reason = "registry URL has a bad port";
+	return -EINVAL;
+}
+
+int registry_url_parse(const char *base, struct registry_url *ret, const char **reason)
+{
+	const char *auth, *auth_end, *host, *host_end, *port = NULL;
+	size_t plen;
+	int q;
+
+	*ret = (struct registry_url){ 0 };
+	q = url_chars(base, reason);
+	if (q < 0)
+		return q;
 	if (registry_ieq_prefix(base, "https://")) {
 		ret->tls = true;
 		auth = base + 8;
@@ -247,72 +327,18 @@ int registry_url_parse(const char *base, struct registry_url *ret, const char **
 		*reason = "registry URL may not carry user info";
 		return -EINVAL;
 	}
-	if (*auth == '[') {
-		char buf[INET6_ADDRSTRLEN + 1];
-		struct in6_addr a;
-
-		host = auth + 1;
-		host_end = memchr(host, ']', (size_t)(auth_end - host));
-		if (!host_end || (size_t)(host_end - host) >= sizeof(buf)) {
-			*reason = "registry URL has a bad IPv6 literal";
-			return -EINVAL;
-		}
-		memcpy(buf, host, (size_t)(host_end - host));
-		buf[host_end - host] = 0;
-		if (inet_pton(AF_INET6, buf, &a) != 1) {
-			*reason = "registry URL has a bad IPv6 literal";
-			return -EINVAL;
-		}
-		ret->ipv6 = true;
-		p = host_end + 1;
-		if (p != auth_end && *p != ':') {
-			*reason = "registry URL has a bad IPv6 literal";
-			return -EINVAL;
-		}
-		if (p != auth_end)
-			port = p + 1;
-	} else {
-		host = auth;
-		host_end = memchr(auth, ':', (size_t)(auth_end - auth));
-		if (host_end)
-			port = host_end + 1;
-		else
-			host_end = auth_end;
-		for (p = host; p < host_end; p++) {
-			char c = *p;
-
-			if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			      c == '-' || c == '.' || c == '_')) {
-				*reason = "registry URL host has a character outside [A-Za-z0-9._-]";
-				return -EINVAL;
-			}
-		}
-	}
+	ret->ipv6 = *auth == '[';
+	q = ret->ipv6 ? url_ipv6_host(auth, auth_end, &host, &host_end, &port, reason)
+		      : url_name_host(auth, auth_end, &host, &host_end, &port, reason);
+	if (q < 0)
+		return q;
 	if (host_end == host) {
 		*reason = "registry URL has an empty host";
 		return -EINVAL;
 	}
 	ret->port = ret->tls ? 443 : 80;
-	if (port) {
-		unsigned long v = 0;
-
-		if (port == auth_end || auth_end - port > 5) {
-			*reason = "registry URL has a bad port";
-			return -EINVAL;
-		}
-		for (p = port; p < auth_end; p++) {
-			if (*p < '0' || *p > '9') {
-				*reason = "registry URL has a bad port";
-				return -EINVAL;
-			}
-			v = v * 10 + (unsigned long)(*p - '0');
-		}
-		if (v == 0 || v > 65535) {
-			*reason = "registry URL has a bad port";
-			return -EINVAL;
-		}
-		ret->port = (uint16_t)v;
-	}
+	if (port && (q = url_port(port, auth_end, &ret->port, reason)) < 0)
+		return q;
 	plen = strlen(auth_end);
 	while (plen > 0 && auth_end[plen - 1] == '/')
 		plen--;

@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the remote mode (remote.h): the deadline list, the registry's HTTP
- * calls, the WebSocket client, the physical rendezvous link and its Noise
- * streams. Shared by the files of src/remote only.
+ * Inside the remote mode (remote.h), shared by the files of src/remote/link
+ * only. Its layers, each calling only those below it (what goes up is a hook:
+ * remote_link_hooks, remote_ws_handlers, a registry call's callback, a
+ * deadline's fn, the transport's conn_carrier):
+ *
+ *   remote.c         the mode: options, identity, start and stop; register,
+ *                    dial, serve, back off (enum remote_state)
+ *   stream.c         the Noise streams and their round-robin output
+ *   rendezvous.c     the physical link: one WebSocket, frames out, its queue
+ *   ws-client.c      a WebSocket client over a netconn (the link, forward)
+ *   registry-http.c  one POST to the registry over a netconn
+ *   deadline.c       one ring timer for every deadline of the mode
  */
 #pragma once
 
@@ -36,12 +45,14 @@ uint64_t remote_now_ms(void);
 void remote_deadline_set(struct remote *r, struct remote_deadline *d, uint64_t ms,
 			 void (*fn)(struct remote_deadline *d));
 void remote_deadline_clear(struct remote_deadline *d);
+/* Clears every deadline and cancels the timer (remote_stop). */
+void remote_deadlines_stop(struct remote *r);
 static inline bool remote_deadline_armed(const struct remote_deadline *d)
 {
 	return d->link.next != NULL;
 }
 
-/* ---- one HTTP request to the registry (remote-http.c) ---- */
+/* ---- one HTTP request to the registry (registry-http.c) ---- */
 
 struct remote_http;
 /*
@@ -64,7 +75,7 @@ struct remote_http *remote_http_post(struct remote *r, enum registry_op op, cons
 /* No callback runs after this. */
 void remote_http_cancel(struct remote_http *h);
 
-/* ---- the WebSocket client (remote-ws.c) ---- */
+/* ---- the WebSocket client (ws-client.c) ---- */
 
 struct remote_ws;
 
@@ -114,7 +125,7 @@ void remote_ws_shutdown(struct remote_ws *w, uint16_t code);
 /* Aborts; no handler runs after it returns. */
 void remote_ws_close(struct remote_ws *w);
 
-/* ---- the physical rendezvous link and its streams (remote-link.c, remote-stream.c) ---- */
+/* ---- the physical rendezvous link and its streams (rendezvous.c, stream.c) ---- */
 
 #define REMOTE_MAX_ACTIVE_STREAMS 128   /* MAX_ACTIVE_NOISE_RELAY_STREAMS */
 #define REMOTE_MAX_PENDING 32           /* MAX_PENDING_HANDSHAKE_VALIDATIONS */
@@ -162,6 +173,17 @@ struct remote_stream {
 	bool doomed;
 };
 
+/* What the link tells the layer above it (remote.c wires them; called from the loop). */
+struct remote_link_hooks {
+	/* One binary relay frame from the rendezvous. */
+	void (*frame)(struct remote *r, const uint8_t *frame, size_t len);
+	/* The link's queue drained: streams may send. */
+	void (*room)(struct remote *r);
+	/* The link ended (the WebSocket closed, failed to open or was dropped);
+	 * refused: the rendezvous answered the upgrade with a 4xx. */
+	void (*down)(struct remote *r, const char *why, bool refused);
+};
+
 struct remote {
 	struct server *srv;
 	struct remote_options opt;
@@ -180,6 +202,7 @@ struct remote {
 	struct registry_registration reg;
 
 	struct remote_ws *ws;
+	const struct remote_link_hooks *link_hooks;
 	unsigned failures;
 	struct list_head streams;
 	struct strmap by_id;
@@ -195,25 +218,24 @@ struct remote {
 	const char *drop_why;
 };
 
-/* remote-link.c */
-/* Dials the registration's rendezvous URL now. */
-void remote_link_connect(struct remote *r);
-/* After the reconnect backoff: registers again (reregister) or dials. */
-void remote_link_retry(struct remote *r, bool reregister);
+/* rendezvous.c: the physical link */
+/* Dials the registration's rendezvous URL; -errno (logged) when it cannot start. */
+int remote_link_connect(struct remote *r, const struct remote_link_hooks *hooks);
 /* Sends one frame on the physical link (best effort; false when there is no link). */
 bool remote_link_send_frame(struct remote *r, const void *frame, size_t len);
 /* The same without a copy (remote_ws_send_reserve); NULL when there is no link. */
 uint8_t *remote_link_frame_reserve(struct remote *r, size_t len);
 bool remote_link_frame_commit(struct remote *r);
-/* Ends the physical link (reason for the log); streams end with it; reconnects after the backoff. */
+/* The link is up and its queue below REMOTE_LINK_HIGH_WATER: a stream may send a record. */
+bool remote_link_has_room(const struct remote *r);
+/* Ends the physical link (reason for the log); its down hook runs. */
 void remote_link_drop(struct remote *r, const char *why);
-/* Lets streams with output send, round robin, while the link has room. */
-void remote_link_pump(struct remote *r);
+/* Closes the link at shutdown; no hook runs. */
+void remote_link_close(struct remote *r);
 
-/* remote-stream.c */
+/* stream.c: the Noise streams */
+/* One relay frame from the link (the link's frame hook). */
 void remote_stream_frame(struct remote *r, const uint8_t *frame, size_t len);
+/* Lets streams with output send, round robin, while the link has room (its room hook). */
+void remote_stream_pump(struct remote *r);
 void remote_stream_free_all(struct remote *r, const char *why);
-/* One record of s's output into the link; false when s has nothing more. */
-bool remote_stream_send_one(struct remote_stream *s);
-/* remote-register.c */
-void remote_register(struct remote *r);

@@ -4,13 +4,14 @@
  * the registration's URL carrying every stream, binary relay frames only,
  * 256 KiB limits, TCP_NODELAY, the keepalive; reconnects with backoff (1 s
  * doubling to 30 s, back to 1 s after a connect), registering again when the
- * rendezvous refuses the upgrade with a 4xx. The identity (static keys) stays
- * the same for the life of the process.
+ * rendezvous refuses the upgrade with a 4xx (remote.c decides both, told
+ * through the link's hooks). The identity (static keys) stays the same for
+ * the life of the process.
  *
- * Sending is fair between streams: a stream with output joins the ready list,
- * and while the link's queue is below REMOTE_LINK_HIGH_WATER each ready
- * stream in turn sends one record (at most 60 KiB), so one stream's large
- * output never holds another's small answer for long.
+ * The link calls down only (the WebSocket client, the deadlines); what it
+ * receives, its room to send and its end go up through struct
+ * remote_link_hooks. Its queue is bounded here; which stream sends next is
+ * stream.c's round robin, asking remote_link_has_room().
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,32 +22,6 @@
 #include "relay-frame.h"
 #include "remote-internal.h"
 #include "server.h"
-
-static void on_retry(struct remote_deadline *d)
-{
-	struct remote *r = container_of(d, struct remote, backoff_deadline);
-
-	if (r->state != REMOTE_BACKOFF)
-		return;
-	if (r->reregister)
-		remote_register(r);
-	else
-		remote_link_connect(r);
-}
-
-void remote_link_retry(struct remote *r, bool reregister)
-{
-	uint32_t ms;
-
-	if (r->state == REMOTE_STOPPED)
-		return;
-	r->state = REMOTE_BACKOFF;
-	r->reregister = reregister;
-	ms = registry_backoff_next(&r->backoff);
-	log_info("Relay: %s in %" PRIu32 " ms", reregister ? "registering again" : "reconnecting",
-		 ms);
-	remote_deadline_set(r, &r->backoff_deadline, ms, on_retry);
-}
 
 static void on_open(struct remote_ws *w)
 {
@@ -68,14 +43,14 @@ static void on_message(struct remote_ws *w, bool binary, const uint8_t *p, size_
 					"frames are binary)");
 		return;
 	}
-	remote_stream_frame(r, p, n);
+	r->link_hooks->frame(r, p, n);
 }
 
 static void on_drained(struct remote_ws *w)
 {
 	struct remote *r = remote_ws_userdata(w);
 
-	remote_link_pump(r);
+	r->link_hooks->room(r);
 }
 
 static void on_closed(struct remote_ws *w, int err, int http_status, const char *why)
@@ -93,8 +68,7 @@ static void on_closed(struct remote_ws *w, int err, int http_status, const char 
 	else
 		log_warning("Relay: connecting to the rendezvous failed: %s%s%s", why,
 			    err ? ": " : "", err ? strerror(-err) : "");
-	remote_stream_free_all(r, why);
-	remote_link_retry(r, refused);
+	r->link_hooks->down(r, why, refused);
 }
 
 static const struct remote_ws_handlers link_handlers = {
@@ -104,7 +78,7 @@ static const struct remote_ws_handlers link_handlers = {
 	.closed = on_closed,
 };
 
-void remote_link_connect(struct remote *r)
+int remote_link_connect(struct remote *r, const struct remote_link_hooks *hooks)
 {
 	static const char *const no_headers[] = { NULL };
 	const char *headers[7] = { NULL };
@@ -121,8 +95,6 @@ void remote_link_connect(struct remote *r)
 	size_t n = 0;
 	int q;
 
-	if (r->state == REMOTE_STOPPED)
-		return;
 	/* §7.5 step 2: the deployment's names, when set. */
 	if (cluster && *cluster) {
 		headers[n++] = "x-cluster-name";
@@ -134,12 +106,13 @@ void remote_link_connect(struct remote *r)
 	}
 	cfg.headers = headers;
 	r->state = REMOTE_CONNECTING;
+	r->link_hooks = hooks;
 	q = remote_ws_open(r, &cfg, &link_handlers, r, &r->ws);
 	if (q < 0) {
 		r->ws = NULL;
-		log_warning_errno(q, "Relay: cannot dial the rendezvous: %m");
-		remote_link_retry(r, false);
+		return log_warning_errno(q, "Relay: cannot dial the rendezvous: %m");
 	}
+	return 0;
 }
 
 static void on_drop_deadline(struct remote_deadline *d)
@@ -214,23 +187,19 @@ void remote_link_drop(struct remote *r, const char *why)
 		return;
 	log_warning("Relay link closed: %s", why);
 	remote_ws_close(TAKE_PTR(r->ws));
-	remote_stream_free_all(r, why);
-	remote_link_retry(r, false);
+	r->link_hooks->down(r, why, false);
 }
 
-void remote_link_pump(struct remote *r)
+void remote_link_close(struct remote *r)
 {
-	if (r->pumping)
+	remote_deadline_clear(&r->drop_deadline);
+	if (!r->ws)
 		return;
-	r->pumping = true;
-	while (r->ws && r->state == REMOTE_SERVING && !list_empty(&r->ready) &&
-	       remote_ws_queued(r->ws) < REMOTE_LINK_HIGH_WATER) {
-		struct remote_stream *s = list_first_entry(&r->ready, struct remote_stream, ready_link);
+	log_info("Relay link closed: local_shutdown");
+	remote_ws_close(TAKE_PTR(r->ws));
+}
 
-		list_del(&s->ready_link);
-		/* send_one() may run held requests whose answers put s back (carrier_flush) */
-		if (remote_stream_send_one(s) && !s->ready_link.next)
-			list_add_tail(&s->ready_link, &r->ready);
-	}
-	r->pumping = false;
+bool remote_link_has_room(const struct remote *r)
+{
+	return r->ws && r->state == REMOTE_SERVING && remote_ws_queued(r->ws) < REMOTE_LINK_HIGH_WATER;
 }

@@ -25,6 +25,23 @@
 #define RELAY_REORDER_FRAMES 64
 #define RELAY_REORDER_BYTES (1024 * 1024)
 
+/*
+ * The message framing itself, shared by every side that runs it: the
+ * carried transport (src/transport/conn-carried.c: the executor's streams),
+ * the reader and the writer below (a harness's side: bench/relaybench.c).
+ */
+#define RELAY_MSG_PREFIX 4
+
+/* Writes the 4-byte big-endian length of a len-byte message (len <= UINT32_MAX). */
+void relay_msg_prefix(uint8_t out[RELAY_MSG_PREFIX], size_t len);
+
+/*
+ * The framed message at the start of p[0..avail): 1 when it is whole (4 +
+ * *ret_len bytes), 0 when more bytes are needed (*ret_len is set once the
+ * prefix is there), -EBADMSG for a length of 0 or over max (*ret_len holds it).
+ */
+int relay_msg_peek(const uint8_t *p, size_t avail, size_t max, uint32_t *ret_len);
+
 /* Cuts one message into records. */
 struct relay_msg_writer {
 	const uint8_t *msg;

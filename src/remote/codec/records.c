@@ -17,27 +17,40 @@ int relay_msg_writer_init(struct relay_msg_writer *w, const uint8_t *msg, size_t
 	return 0;
 }
 
-size_t relay_msg_writer_next(struct relay_msg_writer *w, uint8_t *out)
+void relay_msg_prefix(uint8_t out[RELAY_MSG_PREFIX], size_t len)
 {
-	size_t n = 0;
-
-	while (w->off < 4 && n < RELAY_RECORD_MAX) {
-		out[n++] = (uint8_t)(w->len >> (8 * (3 - w->off)));
-		w->off++;
-	}
-	if (w->off >= 4 && n < RELAY_RECORD_MAX) {
-		size_t done = w->off - 4, k = MIN(w->len - done, (size_t)RELAY_RECORD_MAX - n);
-
-		memcpy(out + n, w->msg + done, k);
-		n += k;
-		w->off += k;
-	}
-	return n;
+	out[0] = (uint8_t)(len >> 24);
+	out[1] = (uint8_t)(len >> 16);
+	out[2] = (uint8_t)(len >> 8);
+	out[3] = (uint8_t)len;
 }
 
-static uint32_t be32(const uint8_t *p)
+int relay_msg_peek(const uint8_t *p, size_t avail, size_t max, uint32_t *ret_len)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	uint32_t n;
+
+	if (avail < RELAY_MSG_PREFIX)
+		return 0;
+	n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	*ret_len = n;
+	if (n == 0 || n > max)
+		return -EBADMSG;
+	return avail - RELAY_MSG_PREFIX >= n;
+}
+
+size_t relay_msg_writer_next(struct relay_msg_writer *w, uint8_t *out)
+{
+	size_t n = 0, done, k;
+
+	if (w->off == 0) { /* the prefix opens the first record (RELAY_RECORD_MAX > 4) */
+		relay_msg_prefix(out, w->len);
+		n = w->off = RELAY_MSG_PREFIX;
+	}
+	done = w->off - RELAY_MSG_PREFIX;
+	k = MIN(w->len - done, (size_t)RELAY_RECORD_MAX - n);
+	memcpy(out + n, w->msg + done, k);
+	w->off += k;
+	return n + k;
 }
 
 int relay_msg_reader_feed(struct relay_msg_reader *r, const uint8_t *rec, size_t len,
@@ -52,17 +65,16 @@ int relay_msg_reader_feed(struct relay_msg_reader *r, const uint8_t *rec, size_t
 		return -EMSGSIZE;
 	if (buf_append(&r->buf, rec, len) < 0)
 		return -ENOMEM;
-	while (r->buf.len - off >= 4) {
-		uint32_t n = be32(r->buf.data + off);
+	while (r->buf.len - off >= RELAY_MSG_PREFIX) {
+		uint32_t n;
+		int q = relay_msg_peek(r->buf.data + off, r->buf.len - off, RELAY_MESSAGE_MAX, &n);
 
-		if (n == 0 || n > RELAY_MESSAGE_MAX) {
-			ret = -EBADMSG;
+		if (q <= 0) {
+			ret = q;
 			break;
 		}
-		if (r->buf.len - off - 4 < n)
-			break;
-		ret = fn(ctx, r->buf.data + off + 4, n);
-		off += 4 + (size_t)n;
+		ret = fn(ctx, r->buf.data + off + RELAY_MSG_PREFIX, n);
+		off += RELAY_MSG_PREFIX + (size_t)n;
 		if (ret < 0)
 			break;
 	}
