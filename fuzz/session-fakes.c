@@ -192,6 +192,18 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 	UNREACHABLE();
 }
 
+void proc_read_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
+		    uint64_t after_seq, bool has_max, uint64_t max_bytes, uint64_t wait_ms)
+{
+	UNREACHABLE();
+}
+
+void proc_write_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
+		     const char *write_id, uint8_t *data, size_t len)
+{
+	UNREACHABLE();
+}
+
 void proc_set_timeout(struct proc *p, uint64_t msec)
 {
 	UNREACHABLE();

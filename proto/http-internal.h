@@ -55,5 +55,5 @@ struct http_head_parser {
  */
 int http_head_parse(const char *buf, size_t len, size_t max_bytes, const struct http_head_parser *hp);
 
-/* Sec-WebSocket-Accept for a key: base64(SHA-1(key + GUID)), NUL-terminated. 0 or -ENOMEM. */
+/* Sec-WebSocket-Accept for a key: base64(SHA-1(key + GUID)), NUL-terminated. Returns 0. */
 int http_ws_accept(const char *key, size_t key_len, char out[29]);

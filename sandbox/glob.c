@@ -5,7 +5,13 @@
  * exist then, each masked as a denied file (sandbox.c). As the reference,
  * which expands them with `rg --files --hidden --no-ignore --glob G -- ROOT`:
  *   - the pattern splits at its first wildcard (* ? [ ]): the directory part
- *     of what precedes it is the root of the scan, the rest the glob;
+ *     of what precedes it is the root of the scan, the rest the glob. Stricter
+ *     than the reference, a {a,b} group (a `{` with a `}` after it) counts as
+ *     a wildcard too: the reference splits at * ? [ ] only, so it masks
+ *     nothing for `/ws/{a,b}.env` (no wildcard: skipped) or `/ws/{a,b}/*.env`
+ *     (its root `/ws/{a,b}` does not exist), although its fs helpers treat the
+ *     group as alternatives; here both hide what they name, and a path that
+ *     literally holds the braces is hidden as well;
  *   - a glob without a slash matches a file's name at any depth under the
  *     root, one with a slash its whole path below the root; * ? [...] stop at
  *     slashes, a `**` component spans any number of directories, {a,b}
@@ -309,11 +315,37 @@ static int scan_dir(struct scan *sc, int dfd, size_t len, int depth)
 	return r;
 }
 
+/* Where the first wildcard is: * ? [ ] or a `{` closed later; strlen(pattern) if none. */
+static size_t first_wildcard(const char *pattern)
+{
+	size_t first = strcspn(pattern, "*?[]");
+	const char *brace = memchr(pattern, '{', first);
+
+	if (brace && strchr(brace + 1, '}'))
+		return (size_t)(brace - pattern);
+	return first;
+}
+
+/* A pattern's own path, if it exists and is no symlink (a pattern without wildcards). */
+static int add_literal_path(const char *pattern, struct sandbox_glob_out *out, char *err,
+			    size_t errsz)
+{
+	struct stat st;
+	int r;
+
+	if (lstat(pattern, &st) < 0 || S_ISLNK(st.st_mode))
+		return 0;
+	r = out->add_literal(out->ctx, pattern, S_ISDIR(st.st_mode));
+	if (r < 0)
+		snprintf(err, errsz, "deny glob `%s`: %s", pattern, strerror(-r));
+	return r;
+}
+
 int sandbox_glob_expand(const char *pattern, long max_depth, struct sandbox_glob_budget *budget,
 			struct sandbox_glob_out *out, char *err, size_t errsz)
 {
 	struct scan *sc;
-	size_t first = strcspn(pattern, "*?[]"), root_end;
+	size_t first = first_wildcard(pattern), root_end;
 	char root[PATH_MAX];
 	int fd, r;
 
@@ -322,17 +354,9 @@ int sandbox_glob_expand(const char *pattern, long max_depth, struct sandbox_glob
 			 pattern);
 		return -EINVAL;
 	}
-	if (!pattern[first]) {
-		/* No wildcard: the path itself (the reference skips such a pattern). */
-		struct stat st;
-
-		if (lstat(pattern, &st) < 0 || S_ISLNK(st.st_mode))
-			return 0;
-		r = out->add_literal(out->ctx, pattern, S_ISDIR(st.st_mode));
-		if (r < 0)
-			snprintf(err, errsz, "deny glob `%s`: %s", pattern, strerror(-r));
-		return r;
-	}
+	/* No wildcard: the path itself (the reference skips such a pattern). */
+	if (!pattern[first])
+		return add_literal_path(pattern, out, err, errsz);
 	if (first <= 1) {
 		snprintf(err, errsz,
 			 "deny glob `%s`: its static prefix is `/`: a scan of the whole filesystem "
@@ -355,6 +379,9 @@ int sandbox_glob_expand(const char *pattern, long max_depth, struct sandbox_glob
 	else
 		snprintf(root, sizeof(root), "%.*s", (int)root_end, pattern);
 
+	/* Braces but no other wildcard: also a file whose name holds them. */
+	if (!pattern[strcspn(pattern, "*?[]")] && (r = add_literal_path(pattern, out, err, errsz)) < 0)
+		return r;
 	sc = calloc(1, sizeof(*sc));
 	if (!sc)
 		return -ENOMEM;

@@ -17,6 +17,7 @@ struct proc_waiter {
 	struct proc *p;
 	uint64_t after_seq, max_bytes;
 	bool has_max;
+	bool fast;              /* came by the hot path: reply with proc-wire.c's writer */
 	struct uring_timer timer;
 };
 
@@ -25,6 +26,7 @@ struct proc_write {
 	struct list_head plink; /* proc->writes */
 	struct proc *p;
 	bool orphaned;          /* connection gone: finish the write, reply to nobody */
+	bool fast;              /* came by the hot path: reply with proc-wire.c's writer */
 	size_t len, off;
 	uint8_t *data;
 };
@@ -57,3 +59,26 @@ json_t *proc_denials_json(struct proc *p);
 bool proc_classify_denial(struct proc *p);
 /* The audit log's process.exit line (proc-exit-report.c). */
 void proc_audit_exit(const struct proc *p);
+
+/*
+ * Notifications (proc-wire.c): process/output of data[0..len) to c, and
+ * {"method":<method>,"params":{"processId":<id><tail>}} to the session's
+ * connection (tail: the members after processId, each led by a comma).
+ */
+void proc_wire_output(struct proc *p, struct conn *c, uint64_t seq, uint8_t stream,
+		      const uint8_t *data, size_t len);
+void proc_wire_event(struct proc *p, const char *method, const char *tail);
+
+/*
+ * The hot path's replies (proc-wire.c), the same bytes as the general path's
+ * jansson objects: to the request r as the fast decoder read it, or, with r
+ * NULL, to id (a reply that came later). process/read's result (read_result's
+ * selection), {"status":status}, and a fixed result text.
+ */
+void proc_wire_read_reply(struct proc *p, struct conn *c, json_t *id,
+			  const struct jrpc_fast_req *r, uint64_t after_seq, bool has_max,
+			  uint64_t max_bytes);
+void proc_wire_status_reply(struct conn *c, json_t *id, const struct jrpc_fast_req *r,
+			    const char *status);
+void proc_wire_literal_reply(struct conn *c, const struct jrpc_fast_req *r,
+			     const char *result);

@@ -25,7 +25,7 @@
 #include "sandbox.h"
 #include "spawn.h"
 
-static void proc_reply_status(struct conn *c, json_t *id, const char *status);
+static void proc_reply_status(struct conn *c, json_t *id, const char *status, bool fast);
 static void proc_waiter_free(struct proc_waiter *w);
 static void proc_write_next(struct proc *p);
 
@@ -99,14 +99,23 @@ static void proc_waiter_free(struct proc_waiter *w)
 	free(w);
 }
 
+static void waiter_reply(struct proc_waiter *w)
+{
+	if (w->fast)
+		proc_wire_read_reply(w->p, w->pend.conn, w->pend.id, NULL, w->after_seq, w->has_max,
+				     w->max_bytes);
+	else
+		rpc_reply(w->pend.conn, w->pend.id,
+			  read_result(w->p, w->after_seq, w->has_max, w->max_bytes));
+}
+
 static void waiter_on_timer(struct uring_timer *t, bool fired)
 {
 	struct proc_waiter *w = container_of(t, struct proc_waiter, timer);
 
 	if (fired) {
 		/* waitMs elapsed: answer with whatever there is. */
-		rpc_reply(w->pend.conn, w->pend.id,
-			  read_result(w->p, w->after_seq, w->has_max, w->max_bytes));
+		waiter_reply(w);
 		rpc_pending_end(&w->pend);
 		list_del(&w->plink);
 	}
@@ -136,26 +145,23 @@ void proc_wake_waiters(struct proc *p)
 	list_for_each_entry_safe(w, n, &p->waiters, plink) {
 		if (!read_ready(p, w->after_seq))
 			continue;
-		rpc_reply(w->pend.conn, w->pend.id,
-			  read_result(p, w->after_seq, w->has_max, w->max_bytes));
+		waiter_reply(w);
 		waiter_finish(w);
 	}
 }
 
-void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,
-	       uint64_t max_bytes, uint64_t wait_ms)
+/* A long poll: waits for output, the exit or wait_ms. */
+static void read_wait(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq,
+		      bool has_max, uint64_t max_bytes, uint64_t wait_ms, bool fast)
 {
 	struct proc_waiter *w;
 
-	if (wait_ms == 0 || read_ready(p, after_seq)) {
-		rpc_reply(c, id, read_result(p, after_seq, has_max, max_bytes));
-		return;
-	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		rpc_reply_errno_internal(c, id, ENOMEM);
 		return;
 	}
+	w->fast = fast;
 	w->p = p;
 	w->after_seq = after_seq;
 	w->has_max = has_max;
@@ -163,6 +169,34 @@ void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, b
 	rpc_pending_start(&w->pend, c, id, waiter_cancel);
 	list_add_tail(&w->plink, &p->waiters);
 	uring_timer_arm(&proc_srv(p)->ring, &w->timer, wait_ms, waiter_on_timer);
+}
+
+void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,
+	       uint64_t max_bytes, uint64_t wait_ms)
+{
+	if (wait_ms == 0 || read_ready(p, after_seq)) {
+		rpc_reply(c, id, read_result(p, after_seq, has_max, max_bytes));
+		return;
+	}
+	read_wait(p, c, id, after_seq, has_max, max_bytes, wait_ms, false);
+}
+
+void proc_read_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
+		    uint64_t after_seq, bool has_max, uint64_t max_bytes, uint64_t wait_ms)
+{
+	json_t *id;
+
+	if (wait_ms == 0 || read_ready(p, after_seq)) {
+		proc_wire_read_reply(p, c, NULL, r, after_seq, has_max, max_bytes);
+		return;
+	}
+	id = rpc_fast_id(r);
+	if (!id) {
+		conn_close(c, WS_CLOSE_INTERNAL, "out of memory");
+		return;
+	}
+	read_wait(p, c, id, after_seq, has_max, max_bytes, wait_ms, true);
+	json_decref(id);
 }
 
 /* ---- process/write ---- */
@@ -217,7 +251,7 @@ static void write_done(struct proc *p, bool ok)
 	list_del(&w->plink);
 	if (!w->orphaned) {
 		if (ok) {
-			proc_reply_status(w->pend.conn, w->pend.id, "accepted");
+			proc_reply_status(w->pend.conn, w->pend.id, "accepted", w->fast);
 		} else {
 			rpc_reply_error(w->pend.conn, w->pend.id, RPC_INTERNAL_ERROR,
 					"failed to write to process stdin");
@@ -289,33 +323,38 @@ static void proc_write_next(struct proc *p)
 			    (__u64)-1);
 }
 
-static void proc_reply_status(struct conn *c, json_t *id, const char *status)
+static void proc_reply_status(struct conn *c, json_t *id, const char *status, bool fast)
 {
-	json_t *r = json_object();
+	json_t *r;
 
+	if (fast) {
+		proc_wire_status_reply(c, id, NULL, status);
+		return;
+	}
+	r = json_object();
 	json_object_set_new(r, "status", json_string(status));
 	rpc_reply(c, id, r);
 }
 
-void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id,
-		uint8_t *data, size_t len)
+static void write_common(struct proc *p, struct conn *c, json_t *id, const char *write_id,
+			 uint8_t *data, size_t len, bool fast)
 {
 	struct proc_write *w;
 
 	if (!p->tty && !p->pipe_stdin) {
-		proc_reply_status(c, id, "stdinClosed");
+		proc_reply_status(c, id, "stdinClosed", fast);
 		free(data);
 		return;
 	}
 	if (strmap_get(&p->write_ids, write_id, strlen(write_id))) {
 		/* Retried writeId: acknowledged, not written again (§6.8). */
-		proc_reply_status(c, id, "accepted");
+		proc_reply_status(c, id, "accepted", fast);
 		free(data);
 		return;
 	}
 	if (p->stdin_closed) {
 		/* After process/closeStdin (a uexec extension): the reference's status for no stdin. */
-		proc_reply_status(c, id, "stdinClosed");
+		proc_reply_status(c, id, "stdinClosed", fast);
 		free(data);
 		return;
 	}
@@ -327,7 +366,7 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 	(void)remember_write_id(p, write_id);
 	if (len == 0 || p->stdin_fd < 0) {
 		/* Nothing to write, or a PTY whose child is gone: accepted (§8.2). */
-		proc_reply_status(c, id, "accepted");
+		proc_reply_status(c, id, "accepted", fast);
 		free(data);
 		return;
 	}
@@ -338,6 +377,7 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 		return;
 	}
 	w->p = p;
+	w->fast = fast;
 	w->data = data;
 	w->len = len;
 	if (p->tty) {
@@ -347,6 +387,26 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 	rpc_pending_start(&w->pend, c, id, write_cancel);
 	list_add_tail(&w->plink, &p->writes);
 	proc_write_next(p);
+}
+
+void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id,
+		uint8_t *data, size_t len)
+{
+	write_common(p, c, id, write_id, data, len, false);
+}
+
+void proc_write_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
+		     const char *write_id, uint8_t *data, size_t len)
+{
+	json_t *id = rpc_fast_id(r);
+
+	if (!id) {
+		free(data);
+		conn_close(c, WS_CLOSE_INTERNAL, "out of memory");
+		return;
+	}
+	write_common(p, c, id, write_id, data, len, true);
+	json_decref(id);
 }
 
 /* ---- process/closeStdin (uexec extension) ---- */

@@ -36,69 +36,12 @@ static uint8_t pty_scratch[IO_BUF_SIZE];
 static void stream_arm(struct proc_stream *st);
 static void proc_check_closed(struct proc *p);
 
-
-/* ---- notifications ---- */
-
-static void notify_output(struct proc *p, struct conn *c, uint64_t seq, uint8_t stream,
-			  const uint8_t *data, size_t len)
-{
-	static const char pre[] = "{\"method\":\"process/output\",\"params\":{\"processId\":";
-	char mid[96];
-	int midlen = snprintf(mid, sizeof(mid), ",\"seq\":%" PRIu64 ",\"stream\":\"%s\",\"chunk\":\"",
-			      seq, proc_stream_name(stream));
-	size_t b64 = base64_encoded_len(len);
-	size_t total = sizeof(pre) - 1 + p->id_json_len + (size_t)midlen + b64 + 3;
-	struct outchunk *o;
-	uint8_t *w;
-
-	o = conn_alloc_msg(c, total, &w);
-	if (!o) {
-		log_error_ratelimited("Out of memory sending output of process '%s'", p->id);
-		return;
-	}
-	memcpy(w, pre, sizeof(pre) - 1);
-	w += sizeof(pre) - 1;
-	memcpy(w, p->id_json, p->id_json_len);
-	w += p->id_json_len;
-	memcpy(w, mid, (size_t)midlen);
-	w += midlen;
-	w += base64_encode(data, len, (char *)w);
-	memcpy(w, "\"}}", 3);
-	conn_commit(c, o);
-}
-
-/* Sends {"method":<method>,"params":{"processId":<id><tail>}}. */
-static void notify_event(struct proc *p, const char *method, const char *tail)
-{
-	struct conn *c = proc_conn(p);
-	size_t ml = strlen(method), tl = strlen(tail);
-	size_t total = 11 + ml + 24 + p->id_json_len + tl + 2;
-	struct outchunk *o;
-	uint8_t *w;
-
-	if (!c)
-		return;
-	o = conn_alloc_msg(c, total, &w);
-	if (!o)
-		return;
-	memcpy(w, "{\"method\":\"", 11);
-	w += 11;
-	memcpy(w, method, ml);
-	w += ml;
-	memcpy(w, "\",\"params\":{\"processId\":", 24);
-	w += 24;
-	memcpy(w, p->id_json, p->id_json_len);
-	w += p->id_json_len;
-	memcpy(w, tail, tl);
-	w += tl;
-	memcpy(w, "}}", 2);
-	conn_commit(c, o);
-}
+/* ---- notifications (written by proc-wire.c) ---- */
 
 /* network/policyDecision of the process's proxy (proxy.h's sink). */
 void proc_network_decision(void *owner, const char *tail)
 {
-	notify_event(owner, "network/policyDecision", tail);
+	proc_wire_event(owner, "network/policyDecision", tail);
 }
 
 /* ---- retention ---- */
@@ -137,7 +80,7 @@ static void publish_output(struct proc *p, uint8_t stream, const uint8_t *data, 
 	proc_srv(p)->metrics.output_bytes[stream] += len;
 	retain(p, seq, stream, data, len);
 	if (c)
-		notify_output(p, c, seq, stream, data, len);
+		proc_wire_output(p, c, seq, stream, data, len);
 	proc_wake_waiters(p);
 }
 
@@ -348,7 +291,7 @@ static void publish_exited(struct proc *p)
 			  p->sandbox_denied ? " (likely denied by the sandbox)" : "");
 	}
 	proc_audit_exit(p);
-	notify_event(p, "process/exited", dtail ? dtail : tail);
+	proc_wire_event(p, "process/exited", dtail ? dtail : tail);
 	free(dtail);
 	if (!p->tty)
 		stdin_close_if_idle(p);
@@ -480,7 +423,7 @@ static void proc_check_closed(struct proc *p)
 	uring_timer_cancel(&p->timeout);
 	snprintf(tail, sizeof(tail), ",\"seq\":%" PRIu64, p->next_seq);
 	p->next_seq++;
-	notify_event(p, "process/closed", tail);
+	proc_wire_event(p, "process/closed", tail);
 	if (p->tty)
 		stdin_close_if_idle(p);
 	/* Nothing of the sandbox is in use any more: release its mount points. */

@@ -173,6 +173,17 @@ void proc_write(struct proc *p, struct conn *c, json_t *id, const char *write_id
 		uint8_t *data, size_t len);
 
 /*
+ * The same by the JSON hot path (rpc-process-fast.c): replies written
+ * straight into the output buffer (proc-wire.c), to the request r (whose id
+ * a reply that comes later takes as a json_t).
+ */
+struct jrpc_fast_req;
+void proc_read_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
+		    uint64_t after_seq, bool has_max, uint64_t max_bytes, uint64_t wait_ms);
+void proc_write_fast(struct proc *p, struct conn *c, const struct jrpc_fast_req *r,
+		     const char *write_id, uint8_t *data, size_t len);
+
+/*
  * uexec extensions (README.md "Protocol extensions").
  *
  * proc_set_timeout: kill the process group msec after now (SIGTERM, then

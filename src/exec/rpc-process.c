@@ -24,6 +24,24 @@ struct proc *exec_lookup_process(struct conn *c, json_t *pid)
 }
 
 
+void exec_signal_interrupt(struct proc *p)
+{
+	if (p && !p->exited)
+		proc_kill_group(p, SIGINT);
+}
+
+bool exec_terminate(struct proc *p)
+{
+	/* Until process/exited is published, as the reference answers (kill-workspace-write). */
+	bool running = p && !p->exited;
+
+	if (running)
+		proc_kill_group(p, SIGKILL);
+	else if (p)
+		proc_cg_kill(p); /* what it left running (a daemon, a background job) */
+	return running;
+}
+
 static void rpc_process_read(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
@@ -104,7 +122,6 @@ static void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	char err[ERRSZ];
 	size_t errlen;
-	struct proc *p;
 
 	if (params_decode(params, "SignalParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
@@ -115,9 +132,7 @@ static void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error_text(c, id, RPC_INVALID_PARAMS, err, errlen);
 		return;
 	}
-	p = exec_lookup_process(c, f[0]);
-	if (p && !p->exited)
-		proc_kill_group(p, SIGINT);
+	exec_signal_interrupt(exec_lookup_process(c, f[0]));
 	rpc_reply(c, id, json_object());
 }
 
@@ -128,7 +143,6 @@ static void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 	};
 	json_t *f[ELEMENTSOF(fields)], *r;
 	char err[ERRSZ];
-	struct proc *p;
 	bool running;
 
 	if (params_decode(params, "TerminateParams", fields, ELEMENTSOF(fields), f, err,
@@ -136,13 +150,7 @@ static void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
-	p = exec_lookup_process(c, f[0]);
-	/* Until process/exited is published, as the reference answers (kill-workspace-write). */
-	running = p && !p->exited;
-	if (running)
-		proc_kill_group(p, SIGKILL);
-	else if (p)
-		proc_cg_kill(p); /* what it left running (a daemon, a background job) */
+	running = exec_terminate(exec_lookup_process(c, f[0]));
 	r = json_object();
 	json_object_set_new(r, "running", json_boolean(running));
 	rpc_reply(c, id, r);
@@ -151,10 +159,11 @@ static void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 static const struct rpc_method exec_methods[] = {
 	{ "initialize", NULL, exec_rpc_initialize, NULL },
 	{ "process/start", "exec", exec_rpc_process_start, NULL },
-	{ "process/read", "exec", rpc_process_read, NULL },
-	{ "process/write", "exec", rpc_process_write, NULL },
-	{ "process/signal", "exec", rpc_process_signal, NULL },
-	{ "process/terminate", "exec", rpc_process_terminate, NULL },
+	/* With the JSON hot path (rpc-process-fast.c) for the requests it is sure of. */
+	{ "process/read", "exec", rpc_process_read, NULL, exec_fast_read },
+	{ "process/write", "exec", rpc_process_write, NULL, exec_fast_write },
+	{ "process/signal", "exec", rpc_process_signal, NULL, exec_fast_signal },
+	{ "process/terminate", "exec", rpc_process_terminate, NULL, exec_fast_terminate },
 	/* uexec extensions (README.md "Protocol extensions"). */
 	{ "process/resize", "exec", exec_rpc_process_resize, NULL },
 	{ "process/closeStdin", "exec", exec_rpc_process_close_stdin, NULL },

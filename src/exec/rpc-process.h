@@ -16,6 +16,7 @@
 
 struct conn;
 struct netproxy_config;
+struct proc;
 
 /* process/start's fields (WireExecParams), as exec_start_fields[] holds them. */
 enum {
@@ -27,6 +28,16 @@ extern const struct pfield exec_start_fields[_F_START_MAX];
 
 /* rpc-process.c: the session's process of that id, or NULL. */
 struct proc *exec_lookup_process(struct conn *c, json_t *pid);
+/* process/signal's and process/terminate's effect on p (may be NULL); terminate: `running`. */
+void exec_signal_interrupt(struct proc *p);
+bool exec_terminate(struct proc *p);
+
+/* rpc-process-fast.c: the hot path of process/read, write, signal, terminate (rpc.h's fast). */
+struct jrpc_fast_req;
+bool exec_fast_read(struct conn *c, const struct jrpc_fast_req *r);
+bool exec_fast_write(struct conn *c, const struct jrpc_fast_req *r);
+bool exec_fast_signal(struct conn *c, const struct jrpc_fast_req *r);
+bool exec_fast_terminate(struct conn *c, const struct jrpc_fast_req *r);
 
 /* rpc-process-params.c */
 /*

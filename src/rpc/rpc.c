@@ -445,12 +445,39 @@ static void parse_error(struct conn *c, const char *detail, size_t len)
 	json_decref(id);
 }
 
+bool rpc_fast_dispatch(struct conn *c, const char *data, size_t len)
+{
+	const struct rpc_method *meth;
+	struct jrpc_fast_req r;
+	char name[40];
+	int slot, outer = dispatching;
+	bool done;
+
+	/* Gating errors and every method without a fast() go the general way. */
+	if (!c->initialize_done || !c->initialized || !c->sess ||
+	    !jrpc_fast_parse(data, len, c->srv->cfg.max_json_depth, &r) || r.method_len >= sizeof(name))
+		return false;
+	memcpy(name, r.method, r.method_len);
+	name[r.method_len] = 0;
+	meth = method_lookup(name, &slot);
+	if (!meth || !meth->fast || !meth->family || meth->forward)
+		return false;
+	dispatching = slot;
+	done = meth->fast(c, &r);
+	if (done)
+		stats[slot].requests++;
+	dispatching = outer;
+	return done;
+}
+
 void rpc_on_message(struct conn *c, const char *data, size_t len)
 {
 	struct jrpc_msg m;
 	const struct rpc_method *meth;
 	int outer = dispatching; /* not expected to nest, but keep the outer slot if it does */
 
+	if (rpc_fast_enabled && rpc_fast_dispatch(c, data, len))
+		return;
 	dispatching = -1;
 	if (jrpc_parse(data, len, c->srv->cfg.max_json_depth, &m) < 0) {
 		log_error_ratelimited("Out of memory parsing a message from %s", c->peer);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jsonrpc-fast.h"
 #include "list.h"
 
 struct server;
@@ -116,13 +117,38 @@ void rpc_calls_fail(struct conn *c);
  * handler (params may be NULL when absent; a NULL handler answers -32601
  * after gating), and an optional forward() tried first, which returns true
  * when it took the request (sandboxed fs requests go to the fs helper).
+ *
+ * fast (optional, the hot path of rpc-fast.c): the request as the strict
+ * decoder read it from the frame (jsonrpc-fast.h), after the handshake
+ * gating passed. It returns false when it is not sure it answers exactly as
+ * fn would (an error to report, a value outside what it handles); it must
+ * then have done nothing, and the message goes the general way.
  */
 struct rpc_method {
 	const char *name;
 	const char *family;
 	void (*fn)(struct conn *c, json_t *id, json_t *params);
 	bool (*forward)(struct conn *c, json_t *id, const char *method, json_t *params);
+	bool (*fast)(struct conn *c, const struct jrpc_fast_req *r);
 };
+
+/*
+ * The hot path (rpc-fast.c). rpc_fast_enabled: on unless UEXEC_JSON_FAST=0
+ * in the environment at start; tests turn it off to get the general path's
+ * answer to compare with.
+ */
+extern bool rpc_fast_enabled;
+/* Tried by rpc_on_message first: true when a method's fast() answered. */
+bool rpc_fast_dispatch(struct conn *c, const char *data, size_t len);
+/* The request's id as a json_t (a new reference), for a reply that comes later; NULL on OOM. */
+json_t *rpc_fast_id(const struct jrpc_fast_req *r);
+/*
+ * rpc_reply_begin() for the id of r: {"id":<id>,"result": then len bytes the
+ * caller writes at *ret_result, then '}'; queue it with conn_commit(). NULL on
+ * OOM (the connection is then closed, as a failed serialisation closes it).
+ */
+struct outchunk *rpc_fast_reply_begin(struct conn *c, const struct jrpc_fast_req *r, size_t len,
+				      uint8_t **ret_result);
 
 /*
  * Registers a module's table (kept by reference; registering it again is a

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The TOML module's loader (toml-load.c): toml_filter() (toml-filter.h) and
- * server_conf_parse() (conf.h) load uexec-toml.so on first use.
+ * server_conf_parse() (conf-parse.h) load uexec-toml.so on first use.
  */
 #pragma once
 

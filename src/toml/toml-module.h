@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The TOML module: uexec's only C++ (src/env/toml-filter.cc for
- * environmentConfig/read, src/server/conf-toml.cc for --config, both on
+ * environmentConfig/read, src/toml/conf-toml.cc for --config, both on
  * toml++) built as a loadable module, uexec-toml.so, that toml-load.c opens on
  * first use. An idle server thus maps neither libstdc++ nor libtomlplusplus
  * (nor libgcc_s): about 1.1 MB of resident set (bench/README.md).
  *
  * This header is the ABI between the two: the module exports one symbol,
- * TOML_MODULE_SYMBOL, a table of the C functions of toml-filter.h and conf.h.
+ * TOML_MODULE_SYMBOL, a table of the C functions of toml-filter.h and conf-parse.h.
  * Everything else in the module is hidden (-fvisibility=hidden), so its own
  * toml_filter() and server_conf_parse() never interpose on the loader's
  * wrappers of the same names. A uexec and a module of different builds are
@@ -15,12 +15,12 @@
  */
 #pragma once
 
-#include "conf.h"
+#include "conf-parse.h"
 #include "toml-filter.h"
 
 #define TOML_MODULE_FILE "uexec-toml.so"
 #define TOML_MODULE_SYMBOL "uexec_toml_module"
-/* Bump when a signature or a struct of toml-filter.h or conf.h changes. */
+/* Bump when a signature or a struct of toml-filter.h or conf-parse.h changes. */
 #define TOML_MODULE_ABI 1u
 
 struct toml_module {

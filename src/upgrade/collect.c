@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "conn-tls.h"
 #include "conn.h"
 #include "netguard.h"
 #include "proc.h"
@@ -104,7 +105,7 @@ static void listener_url(const struct server *s, char *out, size_t size)
 		}
 	}
 	snprintf(out, size, strchr(host, ':') ? "%s://[%s]:%u" : "%s://%s:%u",
-		 s->tls_server_ctx ? "wss" : "ws", host, port);
+		 conn_tls_current() ? "wss" : "ws", host, port);
 }
 
 static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
@@ -127,7 +128,7 @@ static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
 		upgrade_writer_begin(w, UPGRADE_REC_LISTENER);
 		upgrade_writer_fd(w, UPGRADE_LISTENER_FD, s->listen_fd);
 		upgrade_writer_str(w, UPGRADE_LISTENER_URL, url);
-		upgrade_writer_bool(w, UPGRADE_LISTENER_TLS, s->tls_server_ctx != NULL);
+		upgrade_writer_bool(w, UPGRADE_LISTENER_TLS, conn_tls_current() != NULL);
 		upgrade_writer_end(w);
 		c->fds++;
 	}

@@ -10,9 +10,10 @@
  * timers and requests answered later are not quiesced yet (docs/UPGRADE.md,
  * "Every ring op and timer").
  */
+#include <limits.h>
+
 #include "conn-ops.h" /* conn_arm_read(), conn_flush(): arm, dispatch nothing (no list changes) */
 #include "conn.h"
-#include "listener.h"
 #include "proc.h"
 #include "session.h"
 #include "upgrade-internal.h"
@@ -92,9 +93,16 @@ void upgrade_resume(struct server *s)
 	if (!s->quiescing)
 		return;
 	s->quiescing = false;
+	/*
+	 * The accept is re-armed by the loop (src/main/server.c), as after a
+	 * pause for lack of fds: it resumes a paused accept at its next iteration
+	 * once n_conns < accept_paused_conns. No library calls into src/main.
+	 */
 	if (s->listen_fd >= 0 && !s->accept_op.busy && !s->accept_paused && !s->draining &&
-	    !s->stopping)
-		server_arm_accept(s);
+	    !s->stopping) {
+		s->accept_paused = true;
+		s->accept_paused_conns = UINT_MAX;
+	}
 	list_for_each_entry(c, &s->conns, link) {
 		conn_arm_read(c);
 		if (!c->ops->flush) /* a carried connection's owner pulls its output */

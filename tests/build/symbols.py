@@ -17,9 +17,9 @@ import subprocess
 import sys
 
 PREFIXES = (
-    # src/basic, proto, uring, sandbox
+    # base, proto, uring, sandbox
     "buf_", "log_", "strmap_", "base64_", "utf8_", "file_uri_", "http_", "ws_", "jrpc_",
-    "jcheck_", "sha1_", "uring_", "sandbox_", "netguard_", "bpf_tracer_",
+    "jcheck_", "uring_", "sandbox_", "netguard_", "bpf_tracer_",
     # src/server, net, transport, rpc, exec, fs, env
     "server_", "worker_", "tls_mem_", "netconn_", "conn_", "rpc_", "params_", "os_error_", "exec_", "session_",
     "proc_", "spawn_", "environ_", "snap_", "fs_", "env_", "toml_filter", "toml_module_", "netproxy_",

@@ -45,10 +45,6 @@ def make_files(base, rels, content=None):
     conftest.own(base)
 
 
-def log_of(server):
-    return server.stderr().decode("utf-8", "replace")
-
-
 def start_error(client, uniq, ws, sb):
     return client.call("process/start", {"processId": uniq("glob"), "argv": ["/bin/true"],
                                          "cwd": file_uri(ws), "env": {}, "tty": False,
@@ -69,34 +65,11 @@ def test_matches_hidden_non_matches_not(server_factory, uniq, area, server_kind)
     (EBUSY); non-matches read and write as the policy says; outside the writable root
     a match is hidden too; a matching file created after the start is not (the
     reference's semantics); nothing changes on the host."""
-    ids = None
-    if server_kind in ("abi0", "abi4"):
-        HOST.require("uexec-init")
-        srv = server_factory(landlock_abi_max=int(server_kind[3:]))
-    elif server_kind == "non-root":
-        HOST.require("unprivileged-server", "mount-ns")
-        ids = conftest.NONROOT_UID
-        conftest.set_run_as(ids)
-        try:
-            srv = server_factory()
-        finally:
-            conftest.set_run_as(None)
-    elif server_kind == "sandbox-uid":
-        if conftest.run_as():
-            pytest.skip("--sandbox-uid needs a root uexec")
-        conftest.set_sandbox_uid((64321, 64321))
-        try:
-            srv = server_factory()
-        finally:
-            conftest.set_sandbox_uid(None)
-        ids = (64321, 64321)
-    else:
-        srv = server_factory()
+    srv = conftest.sandbox_server(server_factory, server_kind)
     c = srv.connect()
     make_files(area.ws, MATCHING + NOT_MATCHING)
     make_files(area.out, ("out.env", "out.txt"))
-    if ids:   # the trees are that uid's, so that only the sandbox refuses
-        conftest.own(area.base, ids=ids)
+    srv.own(area.base)   # the trees are the sandbox's uid's, so that only the sandbox refuses
     sb = ws_policy(area.ws, extra=[glob("**/*.env"), glob(area.ws + "/keys/*.{pem,key}"),
                                    glob(area.out + "/*.env")])
     before = {p: open(os.path.join(area.ws, p)).read() for p in MATCHING + NOT_MATCHING}
@@ -128,6 +101,26 @@ def test_matches_hidden_non_matches_not(server_factory, uniq, area, server_kind)
     assert not os.path.exists(os.path.join(area.ws, "moved.env"))
     assert sorted(os.listdir(area.ws)) == sorted(
         [".env", "a.env", "a.env.bak", "keep.txt", "keys", "late.env", "sub"])
+
+
+def test_brace_groups_alone_hide_what_they_name(sclient, uniq, area):
+    """A `{a,b}` group is a wildcard, also without * ? [ (stricter than the reference,
+    which skips `/ws/secrets.{env,key}` as having no wildcard, and finds no root for
+    `/ws/{keys,certs}/*.pem`): every file each names is hidden, the others are not."""
+    make_files(area.ws, ("secrets.env", "secrets.key", "secrets.txt", "keys/a.pem",
+                         "certs/b.pem", "other/c.pem"))
+    sb = ws_policy(area.ws, extra=[glob(area.ws + "/secrets.{env,key}"),
+                                   glob(area.ws + "/{keys,certs}/*.pem")])
+    names = ("secrets.env", "secrets.key", "secrets.txt", "keys/a.pem", "certs/b.pem",
+             "other/c.pem")
+    run = sh(sclient, uniq, "".join("cat %s >/dev/null && echo R:%s; " % (p, p) for p in names)
+             + "echo end", area.ws, sb)
+    out = text(run)
+    assert "end" in out, out
+    for p in ("secrets.env", "secrets.key", "keys/a.pem", "certs/b.pem"):
+        assert "cat: %s: %s" % (p, EACCES) in out and "R:%s\n" % p not in out, (p, out)
+    for p in ("secrets.txt", "other/c.pem"):
+        assert "R:%s\n" % p in out, (p, out)
 
 
 def test_matches_under_read_only_binds(sclient, uniq, area):
@@ -193,7 +186,7 @@ def test_unenforceable_patterns_refused(server, uniq, area, case):
                                      "cwd": file_uri(area.ws), "env": {}, "tty": False,
                                      "sandbox": sb})
     assert reply.get("error") == REFUSED, reply
-    log = log_of(server)
+    log = server.log()
     assert why in log, log
     assert "deny glob `%s`: " % pattern in log, log
     assert not os.path.exists(marker)
@@ -208,7 +201,7 @@ def test_match_limit(server, uniq, area):
     c = server.connect()
     assert start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob("big/*.env")])) \
         .get("error") == REFUSED
-    assert ("deny glob `%s/big/*.env`: matched more than 8192 files" % area.ws) in log_of(server)
+    assert ("deny glob `%s/big/*.env`: matched more than 8192 files" % area.ws) in server.log()
     # exactly at the limit: enforced
     os.unlink(os.path.join(big, "f1.env"))
     run = sh(c, uniq, "cat big/f2.env; echo rc=$?", area.ws,
@@ -228,7 +221,7 @@ def test_depth_limit_and_glob_scan_max_depth(server, uniq, area):
     c = server.connect()
     assert start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob("**/*.env")])) \
         .get("error") == REFUSED
-    assert "is deeper than 64 directories below %s" % area.ws in log_of(server)
+    assert "is deeper than 64 directories below %s" % area.ws in server.log()
     sb = ws_policy(area.ws, extra=[glob("**/*.env")])
     sb["permissions"]["file_system"]["glob_scan_max_depth"] = 3   # rg --max-depth 3
     run = sh(c, uniq, "cat top.env d/d/two.env d/d/d/three.env", area.ws, sb)
@@ -257,7 +250,7 @@ def test_huge_tree_hits_the_entry_limit(server, uniq, area):
         reply = start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob("tree/**/*.env")]))
         assert reply.get("error") == REFUSED, reply
         assert ("deny glob `%s/tree/**/*.env`: scanning %s/tree passed 262144 entries (the limit)"
-                % (area.ws, area.ws)) in log_of(server)
+                % (area.ws, area.ws)) in server.log()
         run = sh(c, uniq, "echo alive", area.ws, ws_policy(area.ws))
         assert "alive" in text(run)
     finally:
