@@ -433,9 +433,7 @@ void fast_diff_init(void)
 	list_init(&srv.mem_waiters);
 	list_init(&srv.mem_paused);
 	list_init(&srv.netconns);
-	list_init(&srv.cg_pending);
-	srv.conn_handlers = &handlers;
-	server_current = &srv;
+	conn_set_handlers(&handlers);
 	if (exec_methods_register() < 0)
 		abort();
 }
