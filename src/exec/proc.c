@@ -223,7 +223,10 @@ void proc_resume_output(struct proc *p)
 	for (unsigned i = 0; i < p->n_streams; i++)
 		if (p->streams[i].paused)
 			stream_arm(&p->streams[i]);
-	/* Idle before the reap only after a live upgrade's QUIESCE cancelled it. */
+}
+
+void proc_resume_exit(struct proc *p)
+{
 	if (!p->reaped && uring_op_idle(&p->exit_op) && !proc_srv(p)->quiescing)
 		arm_exit(p);
 }
@@ -351,7 +354,7 @@ static void on_waitid(struct uring_op *op, int res, uint32_t flags)
 	struct proc *p = container_of(op, struct proc, exit_op);
 
 	if (res == -ECANCELED && proc_srv(p)->quiescing)
-		return; /* a live upgrade's pause: the child is still to reap (proc_resume_output) */
+		return; /* a live upgrade's pause: the child is still to reap (proc_resume_exit) */
 	if (res < 0) {
 		if (res == -EINTR || res == -EAGAIN) {
 			arm_exit(p);
@@ -372,7 +375,7 @@ static void on_exit_ready(struct uring_op *op, int res, uint32_t flags)
 	siginfo_t si = { 0 };
 
 	if (res == -ECANCELED && proc_srv(p)->quiescing)
-		return; /* a live upgrade's pause: the child is still to reap (proc_resume_output) */
+		return; /* a live upgrade's pause: the child is still to reap (proc_resume_exit) */
 	if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | WNOHANG) < 0) {
 		log_warning_ratelimited("waitid on process '%s' (pid %d) failed: %m", p->id,
 					(int)p->pid);

@@ -109,6 +109,8 @@ void upgrade_resume(struct server *s)
 			conn_flush(c);
 	}
 	list_for_each_entry(ss, &s->sessions, link)
-		list_for_each_entry(p, &ss->procs_list, link)
+		list_for_each_entry(p, &ss->procs_list, link) {
 			proc_resume_output(p);
+			proc_resume_exit(p);
+		}
 }
