@@ -270,6 +270,8 @@ static void on_write_ready(struct uring_op *op, int res, uint32_t flags)
 {
 	struct proc *p = container_of(op, struct proc, write_op);
 
+	if (res == -ECANCELED && proc_srv(p)->quiescing)
+		return; /* a live upgrade's pause: the write stays queued (proc_resume_stdin) */
 	if (res < 0) {
 		write_done(p, p->tty);
 		return;
@@ -283,6 +285,8 @@ static void on_write_complete(struct uring_op *op, int res, uint32_t flags)
 	struct proc_write *w = list_first_entry(&p->writes, struct proc_write, plink);
 	struct io_uring_sqe *sqe;
 
+	if (res == -ECANCELED && proc_srv(p)->quiescing)
+		return; /* a live upgrade's pause: nothing was written (proc_resume_stdin) */
 	if (res == -EAGAIN || res == -EINTR) {
 		/* A non-blocking PTY master is full: wait until it can take more. */
 		sqe = uring_get_sqe(&proc_srv(p)->ring, &p->write_op, on_write_ready);
@@ -311,7 +315,7 @@ static void proc_write_next(struct proc *p)
 	struct proc_write *w;
 	struct io_uring_sqe *sqe;
 
-	if (p->write_op.busy || list_empty(&p->writes))
+	if (p->write_op.busy || list_empty(&p->writes) || proc_srv(p)->quiescing)
 		return;
 	w = list_first_entry(&p->writes, struct proc_write, plink);
 	if (w->off == w->len || p->stdin_fd < 0) {
@@ -321,6 +325,11 @@ static void proc_write_next(struct proc *p)
 	sqe = uring_get_sqe(&proc_srv(p)->ring, &p->write_op, on_write_complete);
 	io_uring_prep_write(sqe, p->stdin_fd, w->data + w->off, (unsigned)MIN(w->len - w->off, 1u << 30),
 			    (__u64)-1);
+}
+
+void proc_resume_stdin(struct proc *p)
+{
+	proc_write_next(p);
 }
 
 static void proc_reply_status(struct conn *c, json_t *id, const char *status, bool fast)

@@ -165,6 +165,8 @@ void proc_cg_free(struct proc *p);
 void proc_resume_output(struct proc *p);
 /* Re-arms the exit wait a live upgrade's QUIESCE cancelled (src/upgrade/quiesce.c). */
 void proc_resume_exit(struct proc *p);
+/* Writes the head of the stdin queue again after a live upgrade's QUIESCE cancelled it. */
+void proc_resume_stdin(struct proc *p);
 
 /* process/read (long poll if wait_ms > 0 and nothing to return). */
 void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,

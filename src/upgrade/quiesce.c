@@ -3,11 +3,11 @@
  * QUIESCE and its reversal (docs/UPGRADE.md): no read of a connection or a
  * process stays in flight, so that no byte taken from a socket or a pipe can
  * be lost by an execve, and the state the blob records is the whole state.
- * server->quiescing keeps connections' reads and writes, processes' reads and
- * exit waits and the listener's accept from being re-armed and makes a
+ * server->quiescing keeps connections' reads and writes, processes' reads,
+ * exit waits and stdin writes and the listener's accept from being re-armed and makes a
  * cancelled one a pause rather than the end of its connection, stream or
- * process (conn.c, proc.c, listener.c); resuming re-arms them. Stdin writes,
- * timers and requests answered later are not quiesced yet (docs/UPGRADE.md,
+ * process (conn.c, proc.c, proc-rw.c, listener.c); resuming re-arms them.
+ * Timers and requests answered later are not quiesced yet (docs/UPGRADE.md,
  * "Every ring op and timer").
  */
 #include <limits.h>
@@ -58,6 +58,11 @@ unsigned upgrade_quiesce_start(struct server *s)
 				uring_cancel(&s->ring, &p->exit_op);
 				n++;
 			}
+			/* A stdin write waiting for room in the pipe or PTY: it stays queued. */
+			if (p->write_op.busy) {
+				uring_cancel(&s->ring, &p->write_op);
+				n++;
+			}
 		}
 	return n;
 }
@@ -78,7 +83,7 @@ bool upgrade_quiesced(const struct server *s)
 			for (unsigned i = 0; i < p->n_streams; i++)
 				if (p->streams[i].op.busy)
 					return false;
-			if (p->exit_op.busy)
+			if (p->exit_op.busy || p->write_op.busy)
 				return false;
 		}
 	return true;
@@ -112,5 +117,6 @@ void upgrade_resume(struct server *s)
 		list_for_each_entry(p, &ss->procs_list, link) {
 			proc_resume_output(p);
 			proc_resume_exit(p);
+			proc_resume_stdin(p);
 		}
 }

@@ -34,8 +34,8 @@ int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collecte
 
 /*
  * quiesce.c: QUIESCE. _start sets server->quiescing and cancels the listener's
- * accept, connections' reads and writes, and processes' reads and exit waits
- * in flight (returns how many); the loop then reaps their completions, bytes
+ * accept, connections' reads and writes, and processes' reads, exit waits and
+ * stdin writes in flight (returns how many); the loop then reaps their completions, bytes
  * already read or written and exits already reaped going through as usual.
  * _quiesced: none is in flight any more. _resume: all re-armed, queued output
  * flushed.

@@ -225,7 +225,7 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 
 		log_event(LOG_INFO, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: quiesced in %" PRIu64 " us (%u ops cancelled: reads, writes, "
-			  "exit waits, accept)", us, upg.cancelled);
+			  "exit waits, stdin writes, accept)", us, upg.cancelled);
 		state_dry_run(s);
 		unsupported(s);
 		return;
