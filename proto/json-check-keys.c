@@ -48,6 +48,12 @@ static unsigned hex4_value(const uint8_t *p)
 	return v;
 }
 
+/* What a validated escape other than \u stands for. */
+static const uint8_t unescaped[256] = {
+	['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b',
+	['f'] = '\f', ['n'] = '\n', ['r'] = '\r', ['t'] = '\t',
+};
+
 size_t jcheck_decode_string(const uint8_t *p, size_t start, size_t end, uint8_t *out)
 {
 	size_t o = 0;
@@ -60,38 +66,21 @@ size_t jcheck_decode_string(const uint8_t *p, size_t start, size_t end, uint8_t 
 			continue;
 		}
 		i++;
-		switch (p[i++]) {
-		case 'b':
-			out[o++] = '\b';
-			break;
-		case 'f':
-			out[o++] = '\f';
-			break;
-		case 'n':
-			out[o++] = '\n';
-			break;
-		case 'r':
-			out[o++] = '\r';
-			break;
-		case 't':
-			out[o++] = '\t';
-			break;
-		case 'u':
-			cp = hex4_value(p + i);
-			i += 4;
-			if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 <= end && p[i] == '\\' && p[i + 1] == 'u') {
-				unsigned lo = hex4_value(p + i + 2);
-
-				if (lo >= 0xDC00 && lo <= 0xDFFF) {
-					cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-					i += 6;
-				}
-			}
-			o += put_utf8(out + o, cp);
-			break;
-		default: /* " \ / */
-			out[o++] = p[i - 1];
+		if (p[i] != 'u') {
+			out[o++] = unescaped[p[i++]];
+			continue;
 		}
+		cp = hex4_value(p + i + 1);
+		i += 5;
+		if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 <= end && p[i] == '\\' && p[i + 1] == 'u') {
+			unsigned lo = hex4_value(p + i + 2);
+
+			if (lo >= 0xDC00 && lo <= 0xDFFF) {
+				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+				i += 6;
+			}
+		}
+		o += put_utf8(out + o, cp);
 	}
 	return o;
 }

@@ -160,6 +160,7 @@ static bool scan(struct jc *s, unsigned max_depth)
 	const uint8_t *p = s->p;
 	struct jc_stack st;
 	size_t i = 0, kstart;
+	bool obj;
 
 	st.depth = 0;
 	st.n_objects = 0;
@@ -169,8 +170,7 @@ value:
 	if (i == s->len)
 		return jc_fail(s, JC_EOF_VALUE, s->len);
 	if (p[i] == '[' || p[i] == '{') {
-		bool obj = p[i] == '{';
-
+		obj = p[i] == '{';
 		if (!push(s, &st, i, max_depth))
 			return false;
 		i = skip_ws(s, i + 1);
@@ -213,41 +213,28 @@ after_value:
 			return jc_fail(s, JC_TRAILING_CHARACTERS, i + 1);
 		return true;
 	}
-	if (!top_is_object(&st)) {
-		if (i == s->len)
-			return jc_fail(s, JC_EOF_LIST, s->len);
-		if (p[i] == ']') {
-			i++;
-			st.depth--;
-			goto after_value;
-		}
-		if (p[i] != ',')
-			return jc_fail(s, JC_EXPECTED_LIST_COMMA_OR_END, i + 1);
-		i = skip_ws(s, i + 1);
-		if (i == s->len)
-			return jc_fail(s, JC_EOF_VALUE, s->len);
-		if (p[i] == ']')
-			return jc_fail(s, JC_TRAILING_COMMA, i + 1);
-		goto value;
-	}
+	obj = top_is_object(&st);
 	if (i == s->len)
-		return jc_fail(s, JC_EOF_OBJECT, s->len);
-	if (p[i] == '}') {
+		return jc_fail(s, obj ? JC_EOF_OBJECT : JC_EOF_LIST, s->len);
+	if (p[i] == (obj ? '}' : ']')) {
 		i++;
 		st.depth--;
-		if (s->keys)
+		if (obj && s->keys)
 			jcheck_keys_close(s->keys, st.serial[st.depth]);
 		goto after_value;
 	}
 	if (p[i] != ',')
-		return jc_fail(s, JC_EXPECTED_OBJECT_COMMA_OR_END, i + 1);
+		return jc_fail(s, obj ? JC_EXPECTED_OBJECT_COMMA_OR_END : JC_EXPECTED_LIST_COMMA_OR_END,
+			       i + 1);
 	i = skip_ws(s, i + 1);
 	if (i == s->len)
 		return jc_fail(s, JC_EOF_VALUE, s->len);
+	if (p[i] == (obj ? '}' : ']'))
+		return jc_fail(s, JC_TRAILING_COMMA, i + 1);
+	if (!obj)
+		goto value;
 	if (p[i] == '"')
 		goto key;
-	if (p[i] == '}')
-		return jc_fail(s, JC_TRAILING_COMMA, i + 1);
 	return jc_fail(s, JC_KEY_MUST_BE_STRING, i + 1);
 }
 
