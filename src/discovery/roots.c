@@ -151,8 +151,8 @@ static int open_regular(struct root_scan *rs, const char *path, const char *uri,
 
 /*
  * The whole file into *ret (malloc'd, *ret_len bytes), within the limits
- * as it is read. Returns 0, or -1 (warned but on a first allocation that
- * fails, as before).
+ * as it is read. Returns 0, or -1 (warned, unless the first allocation
+ * fails).
  */
 static int read_all(struct root_scan *rs, int fd, const char *uri, size_t size, char **ret,
 		    size_t *ret_len)
