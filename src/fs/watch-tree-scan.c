@@ -95,8 +95,9 @@ static void scan_later(struct change_watch *w, struct tnode *cur, enum scan_mode
 }
 
 /*
- * One entry of cur (path) read: counted (against the step's budget too), reported (SCAN_REPORT), and a
- * subdirectory of a recursive watch added and queued for its own scan.
+ * One entry of cur (path) read: counted (against the step's budget too),
+ * reported (SCAN_REPORT), and a subdirectory of a recursive watch added
+ * and queued for its own scan.
  * Returns 0 to read on, 1 to stop the scan (the watch overflowed), or a
  * -errno that fails an installing watch.
  */
