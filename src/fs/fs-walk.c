@@ -173,6 +173,75 @@ static int walk_enqueue(struct walk *w, char *path, size_t level, bool via_link)
 }
 
 /*
+ * What an entry of d is: *is_dir, *is_link. Returns 1 to list it, 0 to
+ * pass over it (FIFOs, sockets, devices; links when not following or to
+ * no directory; an entry that cannot be stat'ed, put into errors), or
+ * -ENOMEM.
+ */
+static int entry_kind(struct tree_job *j, DIR *d, const char *dirpath, const struct dirent *de,
+		      bool *is_dir, bool *is_link)
+{
+	struct stat st;
+
+	*is_dir = *is_link = false;
+	switch (de->d_type) {
+	case DT_DIR:
+		*is_dir = true;
+		break;
+	case DT_REG:
+		break;
+	case DT_LNK:
+		*is_link = true;
+		break;
+	case DT_UNKNOWN:
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			_cleanup_free_ char *p = path_join(dirpath, de->d_name);
+			int r = p ? walk_add_error(j, p, errno) : -ENOMEM;
+
+			return r < 0 ? r : 0;
+		}
+		if (S_ISDIR(st.st_mode))
+			*is_dir = true;
+		else if (S_ISLNK(st.st_mode))
+			*is_link = true;
+		else if (!S_ISREG(st.st_mode))
+			return 0;
+		break;
+	default:
+		return 0; /* FIFOs, sockets, devices are not listed */
+	}
+	if (*is_link) {
+		/* Only links to directories are listed, and only when following. */
+		if (!j->follow || fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+			return 0;
+		*is_dir = true;
+	}
+	return 1;
+}
+
+/* Appends a candidate to *c (n of cap). Returns 0 or -ENOMEM. */
+static int cand_push(struct walk_cand **c, size_t *n, size_t *cap, const char *name, bool is_dir,
+		     bool is_link)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct walk_cand *nc = realloc(*c, ncap * sizeof(*nc));
+
+		if (!nc)
+			return -ENOMEM;
+		*c = nc;
+		*cap = ncap;
+	}
+	(*c)[*n].name = strdup(name);
+	if (!(*c)[*n].name)
+		return -ENOMEM;
+	(*c)[*n].dir = is_dir;
+	(*c)[*n].link = is_link;
+	(*n)++;
+	return 0;
+}
+
+/*
  * Reads one directory's candidates: regular files and directories (and, when
  * following, links to directories). Keeps at most `budget` smallest names:
  * whenever the array doubles past it, it is sorted and cut, and *overflow
@@ -194,8 +263,7 @@ static int walk_read_dir(struct walk *w, int fd, const char *dirpath, struct wal
 		return -errno;
 	}
 	for (;;) {
-		bool is_dir = false, is_link = false;
-		struct stat st;
+		bool is_dir, is_link;
 
 		errno = 0;
 		de = readdir(d);
@@ -207,60 +275,14 @@ static int walk_read_dir(struct walk *w, int fd, const char *dirpath, struct wal
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		switch (de->d_type) {
-		case DT_DIR:
-			is_dir = true;
+		r = entry_kind(j, d, dirpath, de, &is_dir, &is_link);
+		if (r < 0)
 			break;
-		case DT_REG:
+		if (r == 0)
+			continue;
+		r = cand_push(&c, &n, &cap, de->d_name, is_dir, is_link);
+		if (r < 0)
 			break;
-		case DT_LNK:
-			is_link = true;
-			break;
-		case DT_UNKNOWN:
-			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-				_cleanup_free_ char *p = path_join(dirpath, de->d_name);
-
-				r = p ? walk_add_error(j, p, errno) : -ENOMEM;
-				if (r < 0)
-					goto out;
-				continue;
-			}
-			if (S_ISDIR(st.st_mode))
-				is_dir = true;
-			else if (S_ISLNK(st.st_mode))
-				is_link = true;
-			else if (!S_ISREG(st.st_mode))
-				continue;
-			break;
-		default:
-			continue; /* FIFOs, sockets, devices are not listed */
-		}
-		if (is_link) {
-			/* Only links to directories are listed, and only when following. */
-			if (!j->follow || fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
-			    !S_ISDIR(st.st_mode))
-				continue;
-			is_dir = true;
-		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct walk_cand *nc = realloc(c, ncap * sizeof(*nc));
-
-			if (!nc) {
-				r = -ENOMEM;
-				goto out;
-			}
-			c = nc;
-			cap = ncap;
-		}
-		c[n].name = strdup(de->d_name);
-		if (!c[n].name) {
-			r = -ENOMEM;
-			goto out;
-		}
-		c[n].dir = is_dir;
-		c[n].link = is_link;
-		n++;
 		if (n >= 2 * budget + 64) {
 			qsort(c, n, sizeof(*c), cand_cmp);
 			cands_free(c, budget, n);
@@ -268,7 +290,6 @@ static int walk_read_dir(struct walk *w, int fd, const char *dirpath, struct wal
 			*overflow = true;
 		}
 	}
-out:
 	closedir(d);
 	if (r < 0) {
 		cands_free(c, 0, n);
