@@ -347,23 +347,22 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	char err[ERRSZ];
 	uint8_t *data;
-	ssize_t n = 0;
+	size_t n = 0;
+	int q;
 
 	if (!fs_decode_params(c, id, params, "FsWriteBlockParams", fields, ELEMENTSOF(fields), f))
 		return;
-	data = malloc(base64_decoded_max(json_string_length(f[2])) + 1);
-	if (!data) {
+	q = params_base64(f[2], &data, &n, err, sizeof(err));
+	if (q == -ENOMEM) {
 		rpc_reply_errno_internal(c, id, ENOMEM);
 		return;
 	}
-	n = base64_decode(json_string_value(f[2]), json_string_length(f[2]), data, err, sizeof(err));
-	if (n < 0) {
-		free(data);
+	if (q < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
 	/* The reference's checks of the block, before the handle is looked up. */
-	if (n < 1 || n > BLOCK_LIMIT) {
+	if (n == 0 || n > BLOCK_LIMIT) {
 		free(data);
 		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
 				"file write block length must be between 1 and %u", BLOCK_LIMIT);
@@ -394,7 +393,7 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	r->h = h;
 	h->refs++;
 	r->data = data;
-	r->len = (size_t)n;
+	r->len = n;
 	conn_mem_set(&r->mem, r->len); /* held until written */
 	r->offset = params_u64(f[1], 0);
 	block_write_next(r);

@@ -85,6 +85,25 @@ void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
 	fs_req_nofollow_check(r, false, metadata_stat);
 }
 
+/*
+ * An open's completion (err: its result, or the errno to report): a
+ * failure finishes r; else the descriptor is kept and a statx of it
+ * (mask) queued, which calls next.
+ */
+static void opened_statx(struct fs_req *r, int err, void (*next)(struct fs_req *), unsigned mask)
+{
+	struct io_uring_sqe *sqe;
+
+	if (err < 0) {
+		r->err = err;
+		fs_req_finish(r, NULL);
+		return;
+	}
+	r->fd = r->ops[0].res;
+	sqe = fs_req_sqe(r, 0, next);
+	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, mask, &r->stx[0]);
+}
+
 /* ---- fs/readFile ---- */
 
 /*
@@ -340,17 +359,7 @@ static void read_file_stat_done(struct fs_req *r)
 
 static void read_file_opened(struct fs_req *r)
 {
-	struct io_uring_sqe *sqe;
-
-	if (r->ops[0].res < 0) {
-		r->err = r->ops[0].res;
-		fs_req_finish(r, NULL);
-		return;
-	}
-	r->fd = r->ops[0].res;
-	sqe = fs_req_sqe(r, 0, read_file_stat_done);
-	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-			    STATX_TYPE | STATX_SIZE | STATX_INO, &r->stx[0]);
+	opened_statx(r, r->ops[0].res, read_file_stat_done, STATX_TYPE | STATX_SIZE | STATX_INO);
 }
 
 static void read_file_open(struct fs_req *r)
@@ -448,18 +457,12 @@ static void write_file_stat_done(struct fs_req *r)
 
 static void write_file_opened(struct fs_req *r)
 {
-	struct io_uring_sqe *sqe;
+	int err = r->ops[0].res;
 
-	if (r->ops[0].res < 0) {
-		r->err = fs_trunc_open_errno(r->at_fd, r->at_name, r->follow, r->ops[0].res);
-		fs_req_finish(r, NULL);
-		return;
-	}
-	r->fd = r->ops[0].res;
+	if (err < 0)
+		err = fs_trunc_open_errno(r->at_fd, r->at_name, r->follow, err);
 	/* What was opened, before anything is written or truncated (fs_req_rewrite_start). */
-	sqe = fs_req_sqe(r, 0, write_file_stat_done);
-	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-			    STATX_TYPE | STATX_MODE | STATX_INO, &r->stx[0]);
+	opened_statx(r, err, write_file_stat_done, STATX_TYPE | STATX_MODE | STATX_INO);
 }
 
 static void write_file_open(struct fs_req *r)
@@ -493,18 +496,17 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	char err[ERRSZ];
 	uint8_t *data;
-	ssize_t n;
+	size_t n;
+	int q;
 
 	if (!fs_decode_params(c, id, params, "WireFsWriteFileParams", fields, ELEMENTSOF(fields), f))
 		return;
-	data = malloc(base64_decoded_max(json_string_length(f[1])) + 1);
-	if (!data) {
+	q = params_base64(f[1], &data, &n, err, sizeof(err));
+	if (q == -ENOMEM) {
 		rpc_reply_errno_internal(c, id, ENOMEM);
 		return;
 	}
-	n = base64_decode(json_string_value(f[1]), json_string_length(f[1]), data, err, sizeof(err));
-	if (n < 0) {
-		free(data);
+	if (q < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
 				"fs/writeFile requires valid base64 dataBase64: %s", err);
 		return;
@@ -515,7 +517,7 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 	r->data = data;
-	r->len = (size_t)n;
+	r->len = n;
 	conn_mem_set(&r->mem, r->len); /* held until written */
 	fs_req_nofollow_check(r, false, write_file_open);
 }

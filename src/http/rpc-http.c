@@ -240,20 +240,16 @@ static int request_target(struct conn *c, json_t *id, json_t **f, struct http_re
 {
 	char err[ERRSZ], scheme[64];
 	const char *reason = NULL;
-	ssize_t n;
 	int q;
 
 	if (f[F_BODY]) {
-		r->body = malloc(base64_decoded_max(json_string_length(f[F_BODY])) + 1);
-		if (!r->body)
-			return -ENOMEM;
-		n = base64_decode(json_string_value(f[F_BODY]), json_string_length(f[F_BODY]), r->body,
-				  err, sizeof(err));
-		if (n < 0) {
+		q = params_base64(f[F_BODY], &r->body, &r->body_len, err, sizeof(err));
+		if (q == -ENOMEM)
+			return q;
+		if (q < 0) {
 			rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 			return -EINVAL;
 		}
-		r->body_len = (size_t)n;
 	}
 	if (!is_token(json_string_value(f[F_METHOD]), json_string_length(f[F_METHOD]))) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS,

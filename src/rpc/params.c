@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "jsonrpc.h"
 #include "params.h"
 
@@ -420,4 +421,21 @@ int params_unit_enum(json_t *v, const char *const *variants, char *err, size_t e
 	}
 	*ret_errlen = o < errsz ? o : errsz - 1;
 	return -EINVAL;
+}
+
+int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz)
+{
+	uint8_t *data = malloc(base64_decoded_max(json_string_length(s)) + 1);
+	ssize_t n;
+
+	if (!data)
+		return -ENOMEM;
+	n = base64_decode(json_string_value(s), json_string_length(s), data, err, errsz);
+	if (n < 0) {
+		free(data);
+		return -EINVAL;
+	}
+	*ret = data;
+	*ret_len = (size_t)n;
+	return 0;
 }

@@ -65,6 +65,13 @@ uint64_t params_u64(const json_t *v, uint64_t def);
 bool params_bool(const json_t *v, bool def);
 
 /*
+ * A base64 string (a decoded P_STRING) into a new buffer: *ret (malloc'd,
+ * with a spare byte) and *ret_len. Returns 0, -ENOMEM, or -EINVAL with the
+ * decoder's text in err.
+ */
+int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz);
+
+/*
  * A serde externally tagged enum of unit variants (NULL-terminated names;
  * v NULL is a null):
  * the string "v", or the map {"v": null}. Returns the variant's index, or
