@@ -61,21 +61,13 @@ static void rpc_process_write(struct conn *c, json_t *id, json_t *params)
 	struct proc *p;
 	uint8_t *data;
 	size_t n;
-	int q;
 
 	if (params_decode(params, "WriteParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
-	q = params_base64(f[1], &data, &n, err, sizeof(err));
-	if (q == -ENOMEM) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
+	if (params_base64_or_reply(c, id, f[1], RPC_INVALID_PARAMS, "", &data, &n) < 0)
 		return;
-	}
-	if (q < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return;
-	}
 	if (json_string_length(f[2]) == 0) {
 		free(data);
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "writeId must not be empty");

@@ -345,22 +345,13 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_handle *h;
 	struct fs_req *r;
-	char err[ERRSZ];
 	uint8_t *data;
 	size_t n = 0;
-	int q;
 
 	if (!fs_decode_params(c, id, params, "FsWriteBlockParams", fields, ELEMENTSOF(fields), f))
 		return;
-	q = params_base64(f[2], &data, &n, err, sizeof(err));
-	if (q == -ENOMEM) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
+	if (params_base64_or_reply(c, id, f[2], RPC_INVALID_PARAMS, "", &data, &n) < 0)
 		return;
-	}
-	if (q < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return;
-	}
 	/* The reference's checks of the block, before the handle is looked up. */
 	if (n == 0 || n > BLOCK_LIMIT) {
 		free(data);

@@ -494,23 +494,14 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 	};
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_req *r;
-	char err[ERRSZ];
 	uint8_t *data;
 	size_t n;
-	int q;
 
 	if (!fs_decode_params(c, id, params, "WireFsWriteFileParams", fields, ELEMENTSOF(fields), f))
 		return;
-	q = params_base64(f[1], &data, &n, err, sizeof(err));
-	if (q == -ENOMEM) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
+	if (params_base64_or_reply(c, id, f[1], RPC_INVALID_REQUEST,
+				   "fs/writeFile requires valid base64 dataBase64: ", &data, &n) < 0)
 		return;
-	}
-	if (q < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
-				"fs/writeFile requires valid base64 dataBase64: %s", err);
-		return;
-	}
 	r = fs_path_req(c, id, f[0], f[2], f[3], 1);
 	if (!r) {
 		free(data);

@@ -238,19 +238,14 @@ static int decode_request(struct conn *c, json_t *id, json_t *params, json_t **f
  */
 static int request_target(struct conn *c, json_t *id, json_t **f, struct http_req *r)
 {
-	char err[ERRSZ], scheme[64];
+	char scheme[64];
 	const char *reason = NULL;
 	int q;
 
-	if (f[F_BODY]) {
-		q = params_base64(f[F_BODY], &r->body, &r->body_len, err, sizeof(err));
-		if (q == -ENOMEM)
-			return q;
-		if (q < 0) {
-			rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-			return -EINVAL;
-		}
-	}
+	/* (its -ENOMEM is replied to as well) */
+	if (f[F_BODY] && params_base64_or_reply(c, id, f[F_BODY], RPC_INVALID_PARAMS, "", &r->body,
+						&r->body_len) < 0)
+		return -EINVAL;
 	if (!is_token(json_string_value(f[F_METHOD]), json_string_length(f[F_METHOD]))) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS,
 				"http/request method is invalid: invalid HTTP method");

@@ -11,6 +11,7 @@
 #include "base64.h"
 #include "jsonrpc.h"
 #include "params.h"
+#include "rpc.h"
 
 /* Rust Debug-style quoting of a string for "invalid type: string \"...\"". */
 static void debug_str(const char *s, size_t n, char *out, size_t size)
@@ -438,4 +439,17 @@ int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, si
 	*ret = data;
 	*ret_len = (size_t)n;
 	return 0;
+}
+
+int params_base64_or_reply(struct conn *c, json_t *id, const json_t *s, int code, const char *what,
+			   uint8_t **ret, size_t *ret_len)
+{
+	char err[512]; /* the callers' ERRSZ */
+	int r = params_base64(s, ret, ret_len, err, sizeof(err));
+
+	if (r == -ENOMEM)
+		rpc_reply_errno_internal(c, id, ENOMEM);
+	else if (r < 0)
+		rpc_reply_error(c, id, code, "%s%s", what, err);
+	return r < 0 ? -EINVAL : 0;
 }

@@ -71,6 +71,15 @@ bool params_bool(const json_t *v, bool def);
  */
 int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz);
 
+struct conn;
+/*
+ * params_base64 for a request's handler: an invalid string is replied to
+ * with code and what (a text before the decoder's message, "" for none),
+ * no memory with an internal error. Returns 0, or -EINVAL once replied.
+ */
+int params_base64_or_reply(struct conn *c, json_t *id, const json_t *s, int code, const char *what,
+			   uint8_t **ret, size_t *ret_len);
+
 /*
  * A serde externally tagged enum of unit variants (NULL-terminated names;
  * v NULL is a null):
