@@ -437,6 +437,23 @@ static int parse_port(const char *in, size_t hp, size_t auth_end, struct http_ur
 	return 0;
 }
 
+/*
+ * The end of a string built in b: NUL-terminated and handed to *ret when
+ * q (the building's result) is not an error; freed otherwise. Returns 0 or
+ * the error.
+ */
+static int finish_string(struct buf *b, int q, char **ret)
+{
+	if (q >= 0)
+		q = buf_append(b, "", 1);
+	if (q < 0) {
+		buf_done(b);
+		return q;
+	}
+	*ret = (char *)b->data;
+	return 0;
+}
+
 /* u->target: the path in[auth_end..path_end), then "?query" up to q_end. */
 static int build_target(const char *in, size_t n, size_t auth_end, size_t path_end, size_t q_end,
 			struct http_url_parts *u)
@@ -447,14 +464,7 @@ static int build_target(const char *in, size_t n, size_t auth_end, size_t path_e
 	q = append_path(&b, in + auth_end, path_end - auth_end);
 	if (q >= 0 && path_end < n && in[path_end] == '?')
 		q = append_encoded(&b, in + path_end, q_end - path_end, PE_QUERY);
-	if (q >= 0)
-		q = buf_append(&b, "", 1);
-	if (q < 0) {
-		buf_done(&b);
-		return q;
-	}
-	u->target = (char *)b.data;
-	return 0;
+	return finish_string(&b, q, &u->target);
 }
 
 /* u->href: scheme, userinfo as written, host, a port not the default, target, fragment. */
@@ -494,14 +504,7 @@ static int build_href(const char *in, size_t n, size_t q_end, const struct useri
 	u->href_fragment = b.len;
 	if (q >= 0 && q_end < n)
 		q = append_encoded(&b, in + q_end, n - q_end, PE_FRAGMENT);
-	if (q >= 0)
-		q = buf_append(&b, "", 1);
-	if (q < 0) {
-		buf_done(&b);
-		return q;
-	}
-	u->href = (char *)b.data;
-	return 0;
+	return finish_string(&b, q, &u->href);
 }
 
 static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const char **reason,

@@ -67,7 +67,13 @@ static void metadata_stat(struct fs_req *r)
 	fs_req_statx(r, 1, 0, &r->stx[1], metadata_done);
 }
 
-void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
+/*
+ * The request of a method whose params are {path, sandbox?,
+ * followSymlinks?} (struct_name: serde's name for them), with n_ops ring
+ * operations. Returns it, or NULL with the reply sent.
+ */
+static struct fs_req *path_params_req(struct conn *c, json_t *id, json_t *params,
+				      const char *struct_name, unsigned n_ops)
 {
 	static const struct pfield fields[] = {
 		{ "path", P_STRING, true, NULL },
@@ -75,11 +81,16 @@ void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
 		{ "followSymlinks", P_BOOL, false, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	struct fs_req *r;
 
-	if (!fs_decode_params(c, id, params, "WireFsGetMetadataParams", fields, ELEMENTSOF(fields), f))
-		return;
-	r = fs_path_req(c, id, f[0], f[1], f[2], 2);
+	if (!fs_decode_params(c, id, params, struct_name, fields, ELEMENTSOF(fields), f))
+		return NULL;
+	return fs_path_req(c, id, f[0], f[1], f[2], n_ops);
+}
+
+void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
+{
+	struct fs_req *r = path_params_req(c, id, params, "WireFsGetMetadataParams", 2);
+
 	if (!r)
 		return;
 	fs_req_nofollow_check(r, false, metadata_stat);
@@ -377,17 +388,8 @@ static void read_file_open(struct fs_req *r)
 
 void fs_rpc_read_file(struct conn *c, json_t *id, json_t *params)
 {
-	static const struct pfield fields[] = {
-		{ "path", P_STRING, true, NULL },
-		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
-		{ "followSymlinks", P_BOOL, false, NULL },
-	};
-	json_t *f[ELEMENTSOF(fields)];
-	struct fs_req *r;
+	struct fs_req *r = path_params_req(c, id, params, "WireFsReadFileParams", 1);
 
-	if (!fs_decode_params(c, id, params, "WireFsReadFileParams", fields, ELEMENTSOF(fields), f))
-		return;
-	r = fs_path_req(c, id, f[0], f[1], f[2], 1);
 	if (!r)
 		return;
 	/* Its size is not known yet: an estimate, so that pipelined requests pause the connection. */
