@@ -130,17 +130,31 @@ static void cands_free(struct walk_cand *c, size_t from, size_t to)
 		free(c[i].name);
 }
 
+/*
+ * Room for element n of the array v (cap elements of size bytes), which
+ * doubles when full (first: its first size). Returns the array, maybe
+ * moved, or NULL without memory (v unchanged).
+ */
+static void *grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+	size_t ncap;
+
+	if (n < *cap)
+		return v;
+	ncap = *cap ? *cap * 2 : first;
+	v = realloc(v, ncap * size);
+	if (v)
+		*cap = ncap;
+	return v;
+}
+
 static int walk_add_error(struct tree_job *j, const char *path, int err)
 {
-	if (j->n_errs == j->cap_errs) {
-		size_t ncap = j->cap_errs ? j->cap_errs * 2 : 8;
-		struct walk_error *n = realloc(j->errs, ncap * sizeof(*n));
+	struct walk_error *e = grow(j->errs, j->n_errs, &j->cap_errs, sizeof(*e), 8);
 
-		if (!n)
-			return -ENOMEM;
-		j->errs = n;
-		j->cap_errs = ncap;
-	}
+	if (!e)
+		return -ENOMEM;
+	j->errs = e;
 	j->errs[j->n_errs].path = strdup(path);
 	if (!j->errs[j->n_errs].path)
 		return -ENOMEM;
@@ -159,15 +173,11 @@ struct walk {
 
 static int walk_enqueue(struct walk *w, char *path, size_t level, bool via_link)
 {
-	if (w->q_len == w->q_cap) {
-		size_t ncap = w->q_cap ? w->q_cap * 2 : 64;
-		struct walk_dir *n = realloc(w->q, ncap * sizeof(*n));
+	struct walk_dir *q = grow(w->q, w->q_len, &w->q_cap, sizeof(*q), 64);
 
-		if (!n)
-			return -ENOMEM;
-		w->q = n;
-		w->q_cap = ncap;
-	}
+	if (!q)
+		return -ENOMEM;
+	w->q = q;
 	w->q[w->q_len++] = (struct walk_dir){ .path = path, .level = level, .via_link = via_link };
 	return 0;
 }
@@ -223,15 +233,11 @@ static int entry_kind(struct tree_job *j, DIR *d, const char *dirpath, const str
 static int cand_push(struct walk_cand **c, size_t *n, size_t *cap, const char *name, bool is_dir,
 		     bool is_link)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		struct walk_cand *nc = realloc(*c, ncap * sizeof(*nc));
+	struct walk_cand *nc = grow(*c, *n, cap, sizeof(*nc), 64);
 
-		if (!nc)
-			return -ENOMEM;
-		*c = nc;
-		*cap = ncap;
-	}
+	if (!nc)
+		return -ENOMEM;
+	*c = nc;
 	(*c)[*n].name = strdup(name);
 	if (!(*c)[*n].name)
 		return -ENOMEM;
