@@ -546,7 +546,7 @@ static bool decode_options(struct conn *c, json_t *id, json_t *options, json_t *
 		return false;
 	}
 	*copy = options_copy(options);
-	return fs_decode_params(c, id, *copy, "WalkOptions", fields, ELEMENTSOF(fields), o);
+	return params_decode_or_reply(c, id, *copy, "WalkOptions", fields, ELEMENTSOF(fields), o);
 }
 
 void fs_rpc_walk(struct conn *c, json_t *id, json_t *params)
@@ -564,9 +564,11 @@ void fs_rpc_walk(struct conn *c, json_t *id, json_t *params)
 
 	if (options_first(params))
 		ok = decode_options(c, id, options_of(params), o, &copy) &&
-		     fs_decode_params(c, id, params, "WireFsWalkParams", fields, ELEMENTSOF(fields), f);
+		     params_decode_or_reply(c, id, params, "WireFsWalkParams", fields,
+					    ELEMENTSOF(fields), f);
 	else
-		ok = fs_decode_params(c, id, params, "WireFsWalkParams", fields, ELEMENTSOF(fields), f) &&
+		ok = params_decode_or_reply(c, id, params, "WireFsWalkParams", fields,
+					    ELEMENTSOF(fields), f) &&
 		     decode_options(c, id, f[1], o, &copy);
 	if (ok) {
 		/* o[] is borrowed from copy: read it before letting copy go. */

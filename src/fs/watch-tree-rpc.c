@@ -135,7 +135,7 @@ void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
 	struct stat sb;
 	int r;
 
-	if (!fs_decode_params(c, id, params, "FsWatchParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsWatchParams", fields, ELEMENTSOF(fields), f))
 		return;
 	if (fs_param_path(c, id, f[0], &path) < 0)
 		return;
@@ -195,7 +195,8 @@ void fs_rpc_unwatch(struct conn *c, json_t *id, json_t *params)
 	struct change_watch *w;
 	uint64_t wid;
 
-	if (!fs_decode_params(c, id, params, "FsUnwatchParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsUnwatchParams",
+				    fields, ELEMENTSOF(fields), f))
 		return;
 	wid = params_u64(f[0], 0);
 	if (c->watch) {

@@ -212,10 +212,8 @@ static int decode_request(struct conn *c, json_t *id, json_t *params, json_t **f
 	json_t *v;
 	int q;
 
-	if (params_decode(params, "HttpRequestParams", fields, F_N, f, err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "HttpRequestParams", fields, F_N, f))
 		return -EINVAL;
-	}
 	/* Not Option<>s: null is a type error there. */
 	*ret_headers = raw_field(params, "headers", F_HEADERS);
 	if (*ret_headers && decode_headers(*ret_headers, err, sizeof(err)) < 0) {

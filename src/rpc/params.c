@@ -453,3 +453,15 @@ int params_base64_or_reply(struct conn *c, json_t *id, const json_t *s, int code
 		rpc_reply_error(c, id, code, "%s%s", what, err);
 	return r < 0 ? -EINVAL : 0;
 }
+
+bool params_decode_or_reply(struct conn *c, json_t *id, json_t *params, const char *name,
+			    const struct pfield *f, size_t n, json_t **out)
+{
+	char err[512]; /* the callers' ERRSZ */
+
+	if (params_decode(params, name, f, n, out, err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return false;
+	}
+	return true;
+}

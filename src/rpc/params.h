@@ -73,6 +73,13 @@ int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, si
 
 struct conn;
 /*
+ * params_decode for a request's handler: an error is replied to (-32602
+ * with serde's text). Returns true when out holds the fields.
+ */
+bool params_decode_or_reply(struct conn *c, json_t *id, json_t *params, const char *name,
+			    const struct pfield *f, size_t n, json_t **out);
+
+/*
  * params_base64 for a request's handler: an invalid string is replied to
  * with code and what (a text before the decoder's message, "" for none),
  * no memory with an internal error. Returns 0, or -EINVAL once replied.
