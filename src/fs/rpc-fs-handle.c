@@ -165,8 +165,8 @@ void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	const char *mode;
 
-	if (!params_decode_or_reply(c, id, params, "WireFsOpenParams",
-				    fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "WireFsOpenParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	if (!open_mode(c, id, json_is_object(params) ? json_object_get(params, "mode") : f[2], &mode))
 		return;
@@ -263,8 +263,8 @@ void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	uint64_t len;
 
-	if (!params_decode_or_reply(c, id, params, "FsReadBlockParams",
-				    fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsReadBlockParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	len = params_u64(f[2], 0);
 	if (len < 1 || len > BLOCK_LIMIT) {
@@ -350,8 +350,8 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	uint8_t *data;
 	size_t n = 0;
 
-	if (!params_decode_or_reply(c, id, params, "FsWriteBlockParams",
-				    fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsWriteBlockParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	if (params_base64_or_reply(c, id, f[2], RPC_INVALID_PARAMS, "", &data, &n) < 0)
 		return;

@@ -499,8 +499,8 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 	uint8_t *data;
 	size_t n;
 
-	if (!params_decode_or_reply(c, id, params, "WireFsWriteFileParams",
-				    fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "WireFsWriteFileParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	if (params_base64_or_reply(c, id, f[1], RPC_INVALID_REQUEST,
 				   "fs/writeFile requires valid base64 dataBase64: ", &data, &n) < 0)
@@ -618,8 +618,8 @@ void fs_rpc_create_directory(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	int err;
 
-	if (!params_decode_or_reply(c, id, params, "WireFsCreateDirectoryParams",
-				    fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "WireFsCreateDirectoryParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	r = fs_path_req(c, id, f[0], f[2], f[3], MKDIR_MAX_DEPTH + 1);
 	if (!r)

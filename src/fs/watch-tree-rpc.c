@@ -195,8 +195,8 @@ void fs_rpc_unwatch(struct conn *c, json_t *id, json_t *params)
 	struct change_watch *w;
 	uint64_t wid;
 
-	if (!params_decode_or_reply(c, id, params, "FsUnwatchParams",
-				    fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsUnwatchParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	wid = params_u64(f[0], 0);
 	if (c->watch) {
