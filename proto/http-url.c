@@ -367,151 +367,13 @@ static char *clean(const char *s, size_t n, size_t *ret_len)
 	return o;
 }
 
-/* Where the userinfo's raw parts are in the input: the href keeps them as written. */
-struct userinfo_raw {
-	size_t user, user_len, pw, pw_len;
-};
-
-/* Userinfo in[i..at - 1) (at: just past the authority's last '@'), decoded into u. */
-static int parse_userinfo(const char *in, size_t i, size_t at, struct http_url_parts *u,
-			  struct userinfo_raw *ui)
-{
-	size_t ui_end = at - 1, c = i;
-
-	while (c < ui_end && in[c] != ':')
-		c++;
-	ui->user = i;
-	ui->user_len = c - i;
-	ui->pw = c + 1;
-	ui->pw_len = c < ui_end ? ui_end - c - 1 : 0;
-	u->user = pct_decode(in + i, c - i, NULL);
-	u->password = c < ui_end ? pct_decode(in + c + 1, ui_end - c - 1, NULL) : NULL;
-	if (!u->user || (c < ui_end && !u->password))
-		return -ENOMEM;
-	if (ui->user_len == 0 && ui->pw_len == 0) {
-		free(u->user);
-		free(u->password);
-		u->user = u->password = NULL;
-	}
-	return 0;
-}
-
-/*
- * Host and port in in[hp..auth_end): the port separator is the first ':'
- * outside brackets; u->port set when digits follow it. *ret_colon: where
- * the host ends. Returns 0 or -EINVAL with the reason.
- */
-static int parse_port(const char *in, size_t hp, size_t auth_end, struct http_url_parts *u,
-		      const char **reason, size_t *ret_colon)
-{
-	size_t colon = hp;
-	bool br = false;
-
-	while (colon < auth_end && (br || in[colon] != ':')) {
-		if (in[colon] == '[')
-			br = true;
-		else if (in[colon] == ']')
-			br = false;
-		colon++;
-	}
-	if (colon == hp) {
-		*reason = "empty host";
-		return -EINVAL;
-	}
-	if (colon < auth_end) {
-		size_t pn = auth_end - colon - 1;
-		unsigned long port = 0;
-
-		for (size_t k = 0; k < pn; k++) {
-			char ch = in[colon + 1 + k];
-
-			if (ch < '0' || ch > '9' || (port = port * 10 + (unsigned long)(ch - '0')) > 65535) {
-				*reason = "invalid port number";
-				return -EINVAL;
-			}
-		}
-		if (pn > 0)
-			u->port = (uint16_t)port;
-	}
-	*ret_colon = colon;
-	return 0;
-}
-
-/*
- * The end of a string built in b: NUL-terminated and handed to *ret when
- * q (the building's result) is not an error; freed otherwise. Returns 0 or
- * the error.
- */
-static int finish_string(struct buf *b, int q, char **ret)
-{
-	if (q >= 0)
-		q = buf_append(b, "", 1);
-	if (q < 0) {
-		buf_done(b);
-		return q;
-	}
-	*ret = (char *)b->data;
-	return 0;
-}
-
-/* u->target: the path in[auth_end..path_end), then "?query" up to q_end. */
-static int build_target(const char *in, size_t n, size_t auth_end, size_t path_end, size_t q_end,
-			struct http_url_parts *u)
-{
-	struct buf b = { 0 };
-	int q;
-
-	q = append_path(&b, in + auth_end, path_end - auth_end);
-	if (q >= 0 && path_end < n && in[path_end] == '?')
-		q = append_encoded(&b, in + path_end, q_end - path_end, PE_QUERY);
-	return finish_string(&b, q, &u->target);
-}
-
-/* u->href: scheme, userinfo as written, host, a port not the default, target, fragment. */
-static int build_href(const char *in, size_t n, size_t q_end, const struct userinfo_raw *ui,
-		      struct http_url_parts *u)
-{
-	struct buf b = { 0 };
-	char portbuf[8];
-	int q;
-
-	q = buf_append(&b, u->tls ? "https://" : "http://", u->tls ? 8 : 7);
-	/* Userinfo as written, its escapes kept (WHATWG encodes, never decodes it). */
-	if (q >= 0 && u->user) {
-		q = append_encoded(&b, in + ui->user, ui->user_len, PE_USERINFO);
-		if (q >= 0 && ui->pw_len > 0) {
-			q = buf_append(&b, ":", 1);
-			if (q >= 0)
-				q = append_encoded(&b, in + ui->pw, ui->pw_len, PE_USERINFO);
-		}
-		if (q >= 0)
-			q = buf_append(&b, "@", 1);
-	}
-	if (q >= 0 && u->ipv6)
-		q = buf_append(&b, "[", 1);
-	if (q >= 0)
-		q = buf_append(&b, u->host, strlen(u->host));
-	if (q >= 0 && u->ipv6)
-		q = buf_append(&b, "]", 1);
-	if (q >= 0 && u->port != (u->tls ? 443 : 80)) {
-		int k = snprintf(portbuf, sizeof(portbuf), ":%u", u->port);
-
-		q = buf_append(&b, portbuf, (size_t)k);
-	}
-	u->href_origin_len = b.len;
-	if (q >= 0)
-		q = buf_append(&b, u->target, strlen(u->target));
-	u->href_fragment = b.len;
-	if (q >= 0 && q_end < n)
-		q = append_encoded(&b, in + q_end, n - q_end, PE_FRAGMENT);
-	return finish_string(&b, q, &u->href);
-}
-
 static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const char **reason,
 		       char *scheme_out, size_t scheme_cap)
 {
 	size_t sl = scheme_len(in, n), i, auth_end, at, hp, colon, path_end, q_end;
-	struct userinfo_raw ui = { 0 };
+	size_t ul = 0, pw_at = 0, pwl = 0; /* the raw user name in[i..i+ul), password in[pw_at..+pwl) */
+	struct buf b = { 0 };
+	char portbuf[8];
 	int q;
 
 	if (sl == 0) {
@@ -536,11 +398,57 @@ static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const
 	while (at > i && in[at - 1] != '@')
 		at--;
 	hp = at > i ? at : i;
-	if (at > i && (q = parse_userinfo(in, i, at, u, &ui)) < 0)
-		return q;
-	q = parse_port(in, hp, auth_end, u, reason, &colon);
-	if (q >= 0)
-		q = parse_host(in + hp, colon - hp, u, reason);
+	if (at > i) {
+		size_t ui_end = at - 1, c = i;
+
+		while (c < ui_end && in[c] != ':')
+			c++;
+		ul = c - i;
+		pw_at = c + 1;
+		pwl = c < ui_end ? ui_end - c - 1 : 0;
+		u->user = pct_decode(in + i, c - i, NULL);
+		u->password = c < ui_end ? pct_decode(in + c + 1, ui_end - c - 1, NULL) : NULL;
+		if (!u->user || (c < ui_end && !u->password))
+			return -ENOMEM;
+		if (ul == 0 && pwl == 0) {
+			free(u->user);
+			free(u->password);
+			u->user = u->password = NULL;
+		}
+	}
+	/* The port separator: the first ':' outside brackets. */
+	colon = hp;
+	{
+		bool br = false;
+
+		while (colon < auth_end && (br || in[colon] != ':')) {
+			if (in[colon] == '[')
+				br = true;
+			else if (in[colon] == ']')
+				br = false;
+			colon++;
+		}
+	}
+	if (colon == hp) {
+		*reason = "empty host";
+		return -EINVAL;
+	}
+	if (colon < auth_end) {
+		size_t pn = auth_end - colon - 1;
+		unsigned long port = 0;
+
+		for (size_t k = 0; k < pn; k++) {
+			char ch = in[colon + 1 + k];
+
+			if (ch < '0' || ch > '9' || (port = port * 10 + (unsigned long)(ch - '0')) > 65535) {
+				*reason = "invalid port number";
+				return -EINVAL;
+			}
+		}
+		if (pn > 0)
+			u->port = (uint16_t)port;
+	}
+	q = parse_host(in + hp, colon - hp, u, reason);
 	if (q < 0)
 		return q;
 	path_end = auth_end;
@@ -549,9 +457,56 @@ static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const
 	q_end = path_end;
 	while (q_end < n && in[q_end] != '#')
 		q_end++;
-	q = build_target(in, n, auth_end, path_end, q_end, u);
+
+	/* The target: path, then "?query". */
+	q = append_path(&b, in + auth_end, path_end - auth_end);
+	if (q >= 0 && path_end < n && in[path_end] == '?')
+		q = append_encoded(&b, in + path_end, q_end - path_end, PE_QUERY);
 	if (q >= 0)
-		q = build_href(in, n, q_end, &ui, u);
+		q = buf_append(&b, "", 1);
+	if (q < 0)
+		goto out;
+	u->target = (char *)b.data;
+	b = (struct buf){ 0 };
+
+	/* The href. */
+	q = buf_append(&b, u->tls ? "https://" : "http://", u->tls ? 8 : 7);
+	/* Userinfo as written, its escapes kept (WHATWG encodes, never decodes it). */
+	if (q >= 0 && u->user) {
+		q = append_encoded(&b, in + i, ul, PE_USERINFO);
+		if (q >= 0 && pwl > 0) {
+			q = buf_append(&b, ":", 1);
+			if (q >= 0)
+				q = append_encoded(&b, in + pw_at, pwl, PE_USERINFO);
+		}
+		if (q >= 0)
+			q = buf_append(&b, "@", 1);
+	}
+	if (q >= 0 && u->ipv6)
+		q = buf_append(&b, "[", 1);
+	if (q >= 0)
+		q = buf_append(&b, u->host, strlen(u->host));
+	if (q >= 0 && u->ipv6)
+		q = buf_append(&b, "]", 1);
+	if (q >= 0 && u->port != (u->tls ? 443 : 80)) {
+		int k = snprintf(portbuf, sizeof(portbuf), ":%u", u->port);
+
+		q = buf_append(&b, portbuf, (size_t)k);
+	}
+	u->href_origin_len = b.len;
+	if (q >= 0)
+		q = buf_append(&b, u->target, strlen(u->target));
+	u->href_fragment = b.len;
+	if (q >= 0 && q_end < n)
+		q = append_encoded(&b, in + q_end, n - q_end, PE_FRAGMENT);
+	if (q >= 0)
+		q = buf_append(&b, "", 1);
+	if (q < 0)
+		goto out;
+	u->href = (char *)b.data;
+	return 0;
+out:
+	buf_done(&b);
 	return q;
 }
 
