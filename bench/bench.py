@@ -152,82 +152,21 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-class Server:
-    """One server process listening on ws://127.0.0.1:<ephemeral>."""
-
-    def __init__(self, kind, cfg, extra=(), ref=None):
-        self.kind = kind
-        self.home = None
-        env = dict(os.environ)
-        if kind == "uexec":
-            cmd = [cfg.uexec, "--listen", "ws://127.0.0.1:0", "--log-level", "warning", *extra]
-        else:
-            # CODEX_HOME outside /tmp: the reference cannot create its helper aliases under /tmp.
-            self.home = tempfile.mkdtemp(prefix="uexec-bench-codex-home-", dir="/var/tmp")
-            env["CODEX_HOME"] = self.home
-            cmd = [ref or cfg.ref, "exec-server", "--listen", "ws://127.0.0.1:0"]
-        self.errlog = tempfile.NamedTemporaryFile(prefix=f"uexec-bench-{kind}-", suffix=".log",
-                                                  dir="/var/tmp", delete=False)
-        try:
-            self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=self.errlog, env=env, cwd="/var/tmp")
-        except OSError:
-            self.errlog.close()
-            os.unlink(self.errlog.name)
-            if self.home:
-                shutil.rmtree(self.home, ignore_errors=True)
-            raise
-        r, _, _ = select.select([self.p.stdout], [], [], 30)
-        line = self.p.stdout.readline().decode().strip() if r else ""
-        if not line.startswith("ws://"):
-            self.stop()
-            raise RuntimeError(f"{kind} did not print its URL: {line!r} ({self.errtail()})")
-        self.url = line
-        self.pid = self.p.pid
-
-    def errtail(self):
-        try:
-            with open(self.errlog.name, "rb") as f:
-                return f.read()[-600:].decode(errors="replace")
-        except OSError:
-            return ""
-
-    def rss_kb(self, field="VmRSS"):
-        with open(f"/proc/{self.pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-        raise RuntimeError(f"no {field} in /proc/{self.pid}/status")
-
-    def cpu_ms(self):
-        with open(f"/proc/{self.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        # fields[0] is state (field 3): utime is field 14, stime field 15
-        return (int(fields[11]) + int(fields[12])) * 1000.0 / CLK_TCK
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.errlog.close()
-        os.unlink(self.errlog.name)
-        if self.home:
-            shutil.rmtree(self.home, ignore_errors=True)
-
-
 class Proc:
-    """A helper process that prints one line (its URL) first: the relay's rendezvous, registry, remote server."""
+    """A helper process that prints one line (its URL) first: the relay's rendezvous, registry, remote
+    server, and (Server) the servers measured. want: what that line starts with (None: no line)."""
 
     def __init__(self, cmd, name, env=None, want=None, cwd="/var/tmp"):
         self.name = name
         self.errlog = tempfile.NamedTemporaryFile(prefix=f"uexec-bench-{name}-", suffix=".log", dir="/var/tmp",
                                                   delete=False)
-        self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.errlog,
-                                  env=env, cwd=cwd)
+        try:
+            self.p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.errlog,
+                                      env=env, cwd=cwd)
+        except OSError:
+            self.errlog.close()
+            os.unlink(self.errlog.name)
+            raise
         self.pid = self.p.pid
         self.line = ""
         if want:
@@ -248,6 +187,7 @@ class Proc:
     def cpu_ms(self):
         with open(f"/proc/{self.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
+        # fields[0] is state (field 3): utime is field 14, stime field 15
         return (int(fields[11]) + int(fields[12])) * 1000.0 / CLK_TCK
 
     def stop(self):
@@ -263,6 +203,41 @@ class Proc:
             os.unlink(self.errlog.name)
         except OSError:
             pass
+
+
+class Server(Proc):
+    """One server process listening on ws://127.0.0.1:<ephemeral>."""
+
+    def __init__(self, kind, cfg, extra=(), ref=None):
+        self.kind = kind
+        self.home = None
+        env = dict(os.environ)
+        if kind == "uexec":
+            cmd = [cfg.uexec, "--listen", "ws://127.0.0.1:0", "--log-level", "warning", *extra]
+        else:
+            # CODEX_HOME outside /tmp: the reference cannot create its helper aliases under /tmp.
+            self.home = tempfile.mkdtemp(prefix="uexec-bench-codex-home-", dir="/var/tmp")
+            env["CODEX_HOME"] = self.home
+            cmd = [ref or cfg.ref, "exec-server", "--listen", "ws://127.0.0.1:0"]
+        try:
+            super().__init__(cmd, kind, env=env, want="ws://")
+        except OSError:
+            if self.home:
+                shutil.rmtree(self.home, ignore_errors=True)
+            raise
+        self.url = self.line
+
+    def rss_kb(self, field="VmRSS"):
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        raise RuntimeError(f"no {field} in /proc/{self.pid}/status")
+
+    def stop(self):
+        super().stop()
+        if self.home:
+            shutil.rmtree(self.home, ignore_errors=True)
 
 
 class ProxiedProcess:
@@ -677,6 +652,17 @@ def fmt(v, unit):
     return f"{v:.2f}"
 
 
+def medians_and_units(lines):
+    """{(server, name): value} and {name: unit} of a run's lines."""
+    return ({(l["server"], l["name"]): l["value"] for l in lines},
+            {l["name"]: l["unit"] for l in lines})
+
+
+def ratio_text(a, b):
+    """b / a with two decimals, or "-" where that means nothing."""
+    return f"{b / a:.2f}" if a and b and a > 0 else "-"
+
+
 def better_ratio(u, r, better):
     if u is None or r is None or u <= 0 or r <= 0:
         return None
@@ -685,16 +671,12 @@ def better_ratio(u, r, better):
 
 def make_relay_table(lines):
     """Direct vs relay (sc_relay): value per mode and relay/direct, uexec and the reference; crypto."""
-    med = {(l["server"], l["name"]): l["value"] for l in lines}
-    units = {l["name"]: l["unit"] for l in lines}
+    med, units = medians_and_units(lines)
     if not any(k[0].endswith("-relay") or k[0] == "crypto" for k in med):
         return ""
     hdr = (f"{'relay vs direct (relay/direct: >1 = relay slower for times/CPU, <1 for rates)':<84} {'unit':<5} "
            f"{'direct':>9} {'relay':>9} {'ratio':>7} {'ref dir':>9} {'ref rel':>9} {'ratio':>7}")
     out = [hdr, "-" * len(hdr)]
-
-    def ratio(a, b):
-        return f"{b / a:.2f}" if a and b and a > 0 else "-"
 
     for name, label in RELAY_ROWS:
         vals = [med.get((s, name)) for s in ("uexec-direct", "uexec-relay", "reference-direct", "reference-relay")]
@@ -702,8 +684,8 @@ def make_relay_table(lines):
             continue
         u = units.get(name, "")
         ud, ur, rd, rr = vals
-        out.append(f"{label:<84} {u:<5} {fmt(ud, u):>9} {fmt(ur, u):>9} {ratio(ud, ur):>7} "
-                   f"{fmt(rd, u):>9} {fmt(rr, u):>9} {ratio(rd, rr):>7}")
+        out.append(f"{label:<84} {u:<5} {fmt(ud, u):>9} {fmt(ur, u):>9} {ratio_text(ud, ur):>7} "
+                   f"{fmt(rd, u):>9} {fmt(rr, u):>9} {ratio_text(rd, rr):>7}")
     ud, ur = med.get(("uexec-direct", "rl_cpu_per_mb")), med.get(("uexec-relay", "rl_cpu_per_mb"))
     rd, rr = med.get(("reference-direct", "rl_cpu_per_mb")), med.get(("reference-relay", "rl_cpu_per_mb"))
     if ud is not None and ur is not None:
@@ -713,7 +695,7 @@ def make_relay_table(lines):
     crows = [(n, l) for n, l in CRYPTO_ROWS if ("crypto", n) in med]
     if crows:
         out.append("")
-        out.append("Noise crypto in process (bench/noise-bench.c, src/relay; no I/O)")
+        out.append("Noise crypto in process (bench/noise-bench.c, src/remote/codec; no I/O)")
         for n, l in crows:
             out.append(f"  {l:<62} {units[n]:<5} {fmt(med[('crypto', n)], units[n]):>10}")
     return "\n".join(out)
@@ -721,8 +703,7 @@ def make_relay_table(lines):
 
 def make_proxy_table(lines):
     """Direct vs through the managed proxy (sc_proxy), uexec and the reference."""
-    med = {(l["server"], l["name"]): l["value"] for l in lines}
-    units = {l["name"]: l["unit"] for l in lines}
+    med, units = medians_and_units(lines)
     if not any(k[0].endswith("-proxy") for k in med):
         return ""
     spread = {l["name"]: (min(l["runs"]), max(l["runs"])) for l in lines
@@ -732,9 +713,6 @@ def make_proxy_table(lines):
     hdr = (f"{'managed proxy vs direct (ratio = proxy/direct)':<78} {'unit':<5} {'direct':>9} {'proxy':>9} "
            f"{'(runs min-max)':>17} {'ratio':>7} {'ref dir':>9} {'ref prx':>9} {'ratio':>7} {'x better':>9}")
     out = [hdr, "-" * len(hdr)]
-
-    def ratio(a, b):
-        return f"{b / a:.2f}" if a and b and a > 0 else "-"
 
     for name, label in PROXY_ROWS:
         vals = [med.get((s, name)) for s in ("uexec-direct", "uexec-proxy", "reference-direct", "reference-proxy")]
@@ -746,15 +724,14 @@ def make_proxy_table(lines):
         spstr = f"{fmt(sp[0], u)}-{fmt(sp[1], u)}" if sp else ""
         # x better: uexec's proxied figure against the reference's (not for the client's CPU or counts)
         xb = better_ratio(up, rp, better.get(name, "low")) if name not in NO_X else None
-        out.append(f"{label:<78} {u:<5} {fmt(ud, u):>9} {fmt(up, u):>9} {spstr:>17} {ratio(ud, up):>7} "
-                   f"{fmt(rd, u):>9} {fmt(rp, u):>9} {ratio(rd, rp):>7} {(f'{xb:.1f}x' if xb else '-'):>9}")
+        out.append(f"{label:<78} {u:<5} {fmt(ud, u):>9} {fmt(up, u):>9} {spstr:>17} {ratio_text(ud, up):>7} "
+                   f"{fmt(rd, u):>9} {fmt(rp, u):>9} {ratio_text(rd, rp):>7} {(f'{xb:.1f}x' if xb else '-'):>9}")
     return "\n".join(out)
 
 
 def make_table(lines, facts):
     """The comparison table of aggregated metric lines (as written to results/*.jsonl)."""
-    med = {(l["server"], l["name"]): l["value"] for l in lines}
-    units = {l["name"]: l["unit"] for l in lines}
+    med, units = medians_and_units(lines)
     spread = {l["name"]: (min(l["runs"]), max(l["runs"])) for l in lines if l["server"] == "uexec" and "runs" in l}
     hdr = (f"{'metric':<44} {'unit':<5} {'uexec':>10} {'(runs min-max)':>17} {'reference':>10} {'x better':>9} "
            f"{'kernel':>10} {'% limit':>8} {'target':>9}  met")

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bpf-tracer.h"
+#include "cgroup-dir.h"
 #include "common.h"
 
 #define NOBODY 65534
@@ -33,38 +34,6 @@
 static char leaf[4096];
 static long calls = 1000000;
 static long child_calls; /* this run's */
-
-/* This process's cgroup v2 directory (mountinfo + /proc/self/cgroup). */
-static int own_cgroup_dir(char *out, size_t outsz)
-{
-	char line[4096], root[1024] = "", mnt[1024] = "", rel[4096] = "";
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - ");
-
-		if (sep && strncmp(sep + 3, "cgroup2 ", 8) == 0 &&
-		    sscanf(line, "%*s %*s %*s %1023s %1023s", root, mnt) == 2)
-			break;
-		root[0] = mnt[0] = '\0';
-	}
-	fclose(f);
-	f = fopen("/proc/self/cgroup", "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, "0::", 3) == 0) {
-			snprintf(rel, sizeof(rel), "%s", line + 3);
-			rel[strcspn(rel, "\n")] = '\0';
-		}
-	fclose(f);
-	if (!mnt[0] || !rel[0] || strncmp(rel, root, strlen(root)) != 0)
-		return -ENOENT;
-	snprintf(out, outsz, "%s/%s", mnt, rel + (strcmp(root, "/") == 0 ? 0 : strlen(root)));
-	return 0;
-}
 
 /* The child: optionally joins the leaf, drops to nobody, times its loop (CPU time). */
 static _Noreturn void child(bool join, bool fail, int out)
@@ -251,7 +220,7 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	bpf_tracer_close(t);
-	r = own_cgroup_dir(dir, sizeof(dir));
+	r = tests_own_cgroup_dir(dir, sizeof(dir));
 	if (r < 0) {
 		fprintf(stderr, "bpf-tracer-bench: no cgroup v2 directory: %s\n", strerror(-r));
 		return 77;

@@ -178,26 +178,24 @@ static int spawn_handle(struct conn *c, const char *m, size_t l, struct spawn_st
 	return 0;
 }
 
-/* Runs spawns on all connections (one outstanding per connection) until iters
- * spawns were started or the deadline passed. Returns spawns completed. */
-static long spawn_phase(struct conn *cs, int n, long iters, double seconds, struct spawn_stats *st,
-			double *elapsed)
+/*
+ * The loop of a phase: waits for the connections' messages and hands each to
+ * on_msg(c, m, l, ctx), which returns how many of c's requests it finished
+ * less how many it started; ends when none is in flight (active). what names
+ * the phase in the error when nothing moves for 60 s.
+ */
+static void run_phase(struct conn *cs, int n, long active, const char *what,
+		      long (*on_msg)(struct conn *c, const char *m, size_t l, void *ctx), void *ctx)
 {
-	uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)(seconds * 1e9);
-	long started = 0, done = 0;
-	int active = 0;
 	struct pollfd pfd[n];
-	for (int i = 0; i < n && started < iters; i++) {
-		spawn_begin(&cs[i]);
-		started++;
-		active++;
-	}
+
 	while (active) {
 		for (int i = 0; i < n; i++)
 			pfd[i] = (struct pollfd){ .fd = cs[i].ws.fd, .events = POLLIN };
-		int pr = poll(pfd, (nfds_t)n, 60000);
-		if (pr == 0)
-			die("spawn: no progress for 60 s");
+		if (poll(pfd, (nfds_t)n, 60000) == 0) {
+			fprintf(stderr, "loadgen: %s: no progress for 60 s\n", what);
+			exit(1);
+		}
 		for (int i = 0; i < n; i++) {
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
@@ -207,23 +205,51 @@ static long spawn_phase(struct conn *cs, int n, long iters, double seconds, stru
 			const char *m;
 			size_t l;
 			int r;
-			while ((r = wsc_next(&c->ws, &m, &l)) == 1) {
-				if (spawn_handle(c, m, l, st)) {
-					done++;
-					active--;
-					if (started < iters && now_ns() < deadline) {
-						spawn_begin(c);
-						started++;
-						active++;
-					}
-				}
-			}
+			while ((r = wsc_next(&c->ws, &m, &l)) == 1)
+				active -= on_msg(c, m, l, ctx);
 			if (r < 0)
 				die("protocol error");
 		}
 	}
+}
+
+struct spawn_run {
+	long iters, started, done;
+	uint64_t deadline;
+	struct spawn_stats *st;
+};
+
+/* A spawn finished: the next one on c, while iters and the time last. */
+static long spawn_on_msg(struct conn *c, const char *m, size_t l, void *ctx)
+{
+	struct spawn_run *run = ctx;
+
+	if (!spawn_handle(c, m, l, run->st))
+		return 0;
+	run->done++;
+	if (run->started < run->iters && now_ns() < run->deadline) {
+		spawn_begin(c);
+		run->started++;
+		return 0;
+	}
+	return 1;
+}
+
+/* Runs spawns on all connections (one outstanding per connection) until iters
+ * spawns were started or the deadline passed. Returns spawns completed. */
+static long spawn_phase(struct conn *cs, int n, long iters, double seconds, struct spawn_stats *st,
+			double *elapsed)
+{
+	uint64_t t0 = now_ns();
+	struct spawn_run run = { .iters = iters, .deadline = t0 + (uint64_t)(seconds * 1e9), .st = st };
+
+	for (int i = 0; i < n && run.started < iters; i++) {
+		spawn_begin(&cs[i]);
+		run.started++;
+	}
+	run_phase(cs, n, run.started, "spawn", spawn_on_msg, &run);
 	*elapsed = (double)(now_ns() - t0) / 1e9;
-	return done;
+	return run.done;
 }
 
 /*
@@ -288,59 +314,47 @@ static void rpc_send(struct conn *c)
 		die("send failed");
 }
 
+struct rpc_run {
+	long done;
+	uint64_t deadline;
+	bool stop; /* past the deadline: no new request */
+	struct samples *lat;
+};
+
+/* A reply: its round trip, and the next request on c until the deadline. */
+static long rpc_on_msg(struct conn *c, const char *m, size_t l, void *ctx)
+{
+	struct rpc_run *run = ctx;
+	long long id;
+
+	if (!is_reply(m, l) || jint(m, l, "id", &id) < 0)
+		return 0;
+	if (run->done == 0)
+		check_reply_ok(m, l);
+	uint64_t tr = now_ns();
+	if (run->lat)
+		samples_add(run->lat, tr - c->sent[id & 255]);
+	c->inflight--;
+	run->done++;
+	if (!run->stop && tr >= run->deadline)
+		run->stop = true;
+	if (run->stop)
+		return 1;
+	rpc_send(c);
+	return 0;
+}
+
 static long rpc_phase(struct conn *cs, int n, int depth, double seconds, struct samples *lat, double *elapsed)
 {
-	uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)(seconds * 1e9);
-	long done = 0;
-	int active = 0;
-	struct pollfd pfd[n];
+	uint64_t t0 = now_ns();
+	struct rpc_run run = { .deadline = t0 + (uint64_t)(seconds * 1e9), .lat = lat };
+
 	for (int i = 0; i < n; i++)
-		for (int d = 0; d < depth; d++) {
+		for (int d = 0; d < depth; d++)
 			rpc_send(&cs[i]);
-			active++;
-		}
-	int stop = 0;
-	while (active) {
-		for (int i = 0; i < n; i++)
-			pfd[i] = (struct pollfd){ .fd = cs[i].ws.fd, .events = POLLIN };
-		int pr = poll(pfd, (nfds_t)n, 60000);
-		if (pr == 0)
-			die("rpc: no progress for 60 s");
-		uint64_t t = now_ns();
-		if (!stop && t >= deadline)
-			stop = 1;
-		for (int i = 0; i < n; i++) {
-			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			struct conn *c = &cs[i];
-			if (wsc_fill(&c->ws) <= 0)
-				die("connection lost");
-			const char *m;
-			size_t l;
-			int r;
-			while ((r = wsc_next(&c->ws, &m, &l)) == 1) {
-				long long id;
-				if (!is_reply(m, l) || jint(m, l, "id", &id) < 0)
-					continue;
-				if (done == 0)
-					check_reply_ok(m, l);
-				uint64_t tr = now_ns();
-				if (lat)
-					samples_add(lat, tr - c->sent[id & 255]);
-				c->inflight--;
-				active--;
-				done++;
-				if (!stop) {
-					rpc_send(c);
-					active++;
-				}
-			}
-			if (r < 0)
-				die("protocol error");
-		}
-	}
+	run_phase(cs, n, (long)n * depth, "rpc", rpc_on_msg, &run);
 	*elapsed = (double)(now_ns() - t0) / 1e9;
-	return done;
+	return run.done;
 }
 
 static void start_and_wait_closed(struct conn *c, const char *pid)
@@ -550,6 +564,56 @@ static size_t parse_stamps(const char *buf, size_t n, uint64_t now, struct sampl
 	}
 }
 
+/*
+ * Starts pid on c and reads its messages until process/closed: replies must
+ * be successes, every other message goes to on_note with the time it came.
+ */
+static void run_to_closed(struct conn *c, const char *pid,
+			  void (*on_note)(const char *m, size_t l, uint64_t t, void *ctx), void *ctx)
+{
+	snprintf(c->pid, sizeof(c->pid), "%s", pid);
+	c->start_id = send_start(c, c->pid);
+	for (;;) {
+		const char *m;
+		size_t l;
+		recv_msg(c, &m, &l);
+		uint64_t t = now_ns();
+		if (is_reply(m, l))
+			check_reply_ok(m, l);
+		else if (jis(m, l, "process/closed"))
+			return;
+		else
+			on_note(m, l, t, ctx);
+	}
+}
+
+struct exitlat_run {
+	char out[256];
+	size_t outn;
+	uint64_t stamp;	/* the child's "T=" exit marker, 0 until seen */
+	bool measured;	/* past the warm-up runs */
+	struct samples exitlat, outlat;
+};
+
+static void exitlat_note(const char *m, size_t l, uint64_t t, void *ctx)
+{
+	struct exitlat_run *run = ctx;
+
+	if (jis(m, l, "process/output")) {
+		if (append_chunk(m, l, run->out, &run->outn, sizeof(run->out))) {
+			char *p = strstr(run->out, "T=");
+			if (p && strchr(p, '\n')) {
+				run->stamp = strtoull(p + 2, NULL, 10);
+				if (run->measured)
+					samples_add(&run->outlat, t - run->stamp);
+			}
+		}
+	} else if (jis(m, l, "process/exited")) {
+		if (run->stamp && run->measured)
+			samples_add(&run->exitlat, t - run->stamp);
+	}
+}
+
 static int cmd_exitlat(int argc, char **argv)
 {
 	const char *child = opt_str(argc, argv, "--child", NULL);
@@ -561,42 +625,37 @@ static int cmd_exitlat(int argc, char **argv)
 	set_argv(args, 2);
 	struct conn c;
 	conn_open(&c, 0);
-	struct samples exitlat = { 0 }, outlat = { 0 };
+	static struct exitlat_run run;
 	uint64_t deadline = now_ns() + (uint64_t)(secs * 1e9);
 	for (long i = 0; i < iters + 10 && now_ns() < deadline; i++) {
-		char out[256];
-		size_t outn = 0;
-		snprintf(c.pid, sizeof(c.pid), "x%ld", i);
-		c.start_id = send_start(&c, c.pid);
-		int closed = 0;
-		uint64_t stamp = 0;
-		while (!closed) {
-			const char *m;
-			size_t l;
-			recv_msg(&c, &m, &l);
-			uint64_t t = now_ns();
-			if (is_reply(m, l)) {
-				check_reply_ok(m, l);
-			} else if (jis(m, l, "process/output")) {
-				if (append_chunk(m, l, out, &outn, sizeof(out))) {
-					char *p = strstr(out, "T=");
-					if (p && strchr(p, '\n')) {
-						stamp = strtoull(p + 2, NULL, 10);
-						if (i >= 10)
-							samples_add(&outlat, t - stamp);
-					}
-				}
-			} else if (jis(m, l, "process/exited")) {
-				if (stamp && i >= 10)
-					samples_add(&exitlat, t - stamp);
-			} else if (jis(m, l, "process/closed")) {
-				closed = 1;
-			}
-		}
+		char pid[32];
+		snprintf(pid, sizeof(pid), "x%ld", i);
+		run.outn = 0;
+		run.stamp = 0;
+		run.measured = i >= 10;
+		run_to_closed(&c, pid, exitlat_note, &run);
 	}
-	emit_lat("exit_to_exited", &exitlat);
-	emit_lat("exit_marker_to_output", &outlat);
+	emit_lat("exit_to_exited", &run.exitlat);
+	emit_lat("exit_marker_to_output", &run.outlat);
 	return 0;
+}
+
+struct outlat_run {
+	char out[65536];
+	size_t outn;
+	struct samples lat;
+};
+
+static void outlat_note(const char *m, size_t l, uint64_t t, void *ctx)
+{
+	struct outlat_run *run = ctx;
+
+	if (jis(m, l, "process/output") &&
+	    append_chunk(m, l, run->out, &run->outn, sizeof(run->out))) {
+		size_t used = parse_stamps(run->out, run->outn, t, &run->lat);
+		memmove(run->out, run->out + used, run->outn - used);
+		run->outn -= used;
+	}
 }
 
 static int cmd_outlat(int argc, char **argv)
@@ -611,32 +670,14 @@ static int cmd_outlat(int argc, char **argv)
 	set_argv(args, 4);
 	struct conn c;
 	conn_open(&c, 0);
-	struct samples lat = { 0 };
+	static struct outlat_run run;
 	for (int i = 0; i < procs; i++) {
-		char out[65536];
-		size_t outn = 0;
-		snprintf(c.pid, sizeof(c.pid), "o%d", i);
-		c.start_id = send_start(&c, c.pid);
-		int closed = 0;
-		while (!closed) {
-			const char *m;
-			size_t l;
-			recv_msg(&c, &m, &l);
-			uint64_t t = now_ns();
-			if (is_reply(m, l)) {
-				check_reply_ok(m, l);
-			} else if (jis(m, l, "process/output")) {
-				if (append_chunk(m, l, out, &outn, sizeof(out))) {
-					size_t used = parse_stamps(out, outn, t, &lat);
-					memmove(out, out + used, outn - used);
-					outn -= used;
-				}
-			} else if (jis(m, l, "process/closed")) {
-				closed = 1;
-			}
-		}
+		char pid[32];
+		snprintf(pid, sizeof(pid), "o%d", i);
+		run.outn = 0;
+		run_to_closed(&c, pid, outlat_note, &run);
 	}
-	emit_lat("output_to_notification", &lat);
+	emit_lat("output_to_notification", &run.lat);
 	return 0;
 }
 

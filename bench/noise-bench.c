@@ -4,7 +4,7 @@
 #endif
 /*
  * noise-bench: the pure crypto cost of the relay's Noise channel, in process,
- * with src/relay's code (relay_crypto_dep), no I/O and no server:
+ * with src/remote/codec's code (remote_codec_dep), no I/O and no server:
  *
  *   noise-bench [--iters N] [--mb M]
  *

@@ -8,7 +8,7 @@
  * WebSocket, Resume + Noise handshake, 60 KiB AES-GCM records in relay
  * frames), so the two paths are measured by one program with one code path
  * above the channel. Blocking sockets, one connection, C crypto from
- * src/relay (relay_crypto_dep) and proto/relay-frame.c: the client should
+ * src/remote/codec (remote_codec_dep) and src/remote/codec/relay-frame.c: the client should
  * never be what limits the relay figures (it reports its own CPU).
  *
  *   uexec-relaybench MODE SCENARIO [options]

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: relay frames (proto/relay-frame.h). The input is one binary
+ * Fuzz target: relay frames (src/remote/codec/relay-frame.h). The input is one binary
  * WebSocket message. A frame that decodes passes relay_frame_check, re-encodes
  * (canonically: no longer than the input), and the encoding decodes to the
  * same frame and re-encodes to the same bytes. A refused input reports a

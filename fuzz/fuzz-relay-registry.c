@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: what the environment registry answers (src/relay/registry.h),
+ * Fuzz target: what the environment registry answers (src/remote/codec/registry.h),
  * untrusted bytes from the network. Byte 0 picks the parser (register,
  * connect, validate, error, redacted error, base URL); the rest is the body.
  * Invariants beyond "no crash, no leak": a refusal has a reason and an errno

@@ -380,7 +380,7 @@ static void server_reset(const struct config *cfg)
 	srv.exit_code = 0;
 	srv.bufs = (struct uring_bufs){ .base = iobuf, .count = 1, .size = IO_BUF_SIZE,
 					.bgid = BGID_IO };
-	srv.conn_handlers = &fuzz_conn_handlers;
+	conn_set_handlers(&fuzz_conn_handlers);
 }
 
 static void remove_codex_home(void)
@@ -429,12 +429,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	setenv("TMPDIR", "/tmp", 1);
 
 	server_reset(&default_cfg);
-	server_current = &srv;
 	FUZZ_CHECK(exec_methods_register() == 0 && env_methods_register() == 0);
-	srv.login_shell = "/bin/sh";
 	(void)getrlimit(RLIMIT_NOFILE, &srv.nofile_orig);
-	srv.env_info = env_info_build(&srv);
-	FUZZ_CHECK(srv.env_info);
+	FUZZ_CHECK(env_init(&srv, strdup("/bin/sh")) == 0);
+	exec_set_environment(env_login_shell(), env_info());
 	return 0;
 }
 

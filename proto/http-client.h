@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The client side of HTTP/1.1 and of the WebSocket opening handshake, for
- * remote mode (an environment registry reached by POST, a rendezvous
- * WebSocket): request formatting with header-injection checks, the response
- * head parser, response body framing (Content-Length, chunked, until close),
- * the client handshake (key, request, answer check) and ws/wss/http/https URL
- * splitting. No I/O, no clocks, no randomness: the caller supplies the nonce.
+ * everything that speaks over a netconn (remote mode's registry POSTs and
+ * rendezvous WebSocket, http/request, the network proxy's upstreams):
+ * request formatting with header-injection checks, the response head parser
+ * (http-client.c), response body framing (Content-Length, chunked, until
+ * close; http-body.c), the client handshake (key, request, answer check) and
+ * ws/wss/http/https URL splitting. No I/O, no clocks, no randomness: the
+ * caller supplies the nonce.
  */
 #pragma once
 

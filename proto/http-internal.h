@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What proto/http.c shares with proto/http-client.c: character classes, the
- * head parser both the request and the response parser run (the first line is
- * theirs, the header lines and the framing rules are common), and the
- * WebSocket accept key. Not an interface for other folders.
+ * What proto/http.c, http-client.c and http-body.c share: character classes,
+ * the head parser both the request and the response parser run (the first
+ * line is theirs, the header lines and the framing rules are common), header
+ * names and comma-separated lists, and the WebSocket accept key. Not an
+ * interface for other folders.
  */
 #pragma once
 
@@ -18,6 +19,25 @@ bool http_is_tchar(unsigned char c);
 bool http_is_value_char(unsigned char c);
 /* ASCII case-insensitive equality of two byte strings. */
 bool http_mem_eq_nocase(const char *a, size_t an, const char *b, size_t bn);
+
+static inline bool http_is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static inline bool http_is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* h is named name (ASCII case-insensitive; http-client.c). */
+bool http_header_is(const struct http_header *h, const char *name);
+/*
+ * Calls fn on every non-empty element of h's value (RFC 9110 §5.6.1), trimmed
+ * of OWS, until fn returns true; returns whether one did (http-client.c).
+ */
+bool http_list_any(const struct http_header *h, bool (*fn)(const char *e, size_t n, void *ud),
+		   void *ud);
 
 struct http_head_parser {
 	/* The first line (without its line ending): 0 or -EBADMSG. */
@@ -35,5 +55,5 @@ struct http_head_parser {
  */
 int http_head_parse(const char *buf, size_t len, size_t max_bytes, const struct http_head_parser *hp);
 
-/* Sec-WebSocket-Accept for a key: base64(SHA-1(key + GUID)), NUL-terminated. 0 or -ENOMEM. */
+/* Sec-WebSocket-Accept for a key: base64(SHA-1(key + GUID)), NUL-terminated. Returns 0. */
 int http_ws_accept(const char *key, size_t key_len, char out[29]);

@@ -367,13 +367,142 @@ static char *clean(const char *s, size_t n, size_t *ret_len)
 	return o;
 }
 
+/* Where the raw user name and password lie in the input (for the href, escapes kept). */
+struct userinfo_span {
+	size_t at, len;       /* the user name in[at..at+len) */
+	size_t pw_at, pw_len; /* the password */
+};
+
+/* Userinfo in[i..at-1) (at: after the authority's last '@'), percent-decoded into u. */
+static int parse_userinfo(const char *in, size_t i, size_t at, struct http_url_parts *u,
+			  struct userinfo_span *ui)
+{
+	size_t ui_end = at - 1, c = i;
+
+	while (c < ui_end && in[c] != ':')
+		c++;
+	ui->at = i;
+	ui->len = c - i;
+	ui->pw_at = c + 1;
+	ui->pw_len = c < ui_end ? ui_end - c - 1 : 0;
+	u->user = pct_decode(in + i, c - i, NULL);
+	u->password = c < ui_end ? pct_decode(in + c + 1, ui_end - c - 1, NULL) : NULL;
+	if (!u->user || (c < ui_end && !u->password))
+		return -ENOMEM;
+	if (ui->len == 0 && ui->pw_len == 0) {
+		free(u->user);
+		free(u->password);
+		u->user = u->password = NULL;
+	}
+	return 0;
+}
+
+/* The port separator of in[hp..auth_end): the first ':' outside brackets (auth_end if none). */
+static size_t port_separator(const char *in, size_t hp, size_t auth_end)
+{
+	size_t colon = hp;
+	bool br = false;
+
+	while (colon < auth_end && (br || in[colon] != ':')) {
+		if (in[colon] == '[')
+			br = true;
+		else if (in[colon] == ']')
+			br = false;
+		colon++;
+	}
+	return colon;
+}
+
+/* The digits after the separator; none keeps the scheme's default. */
+static int parse_port(const char *p, size_t pn, struct http_url_parts *u, const char **reason)
+{
+	unsigned long port = 0;
+
+	for (size_t k = 0; k < pn; k++) {
+		char ch = p[k];
+
+		if (ch < '0' || ch > '9' || (port = port * 10 + (unsigned long)(ch - '0')) > 65535) {
+			*reason = "invalid port number";
+			return -EINVAL;
+		}
+	}
+	if (pn > 0)
+		u->port = (uint16_t)port;
+	return 0;
+}
+
+/* u->target: the path, then "?query" (in[auth_end..path_end), in[path_end..q_end)). */
+static int build_target(const char *in, size_t n, size_t auth_end, size_t path_end, size_t q_end,
+			struct http_url_parts *u)
+{
+	struct buf b = { 0 };
+	int q;
+
+	q = append_path(&b, in + auth_end, path_end - auth_end);
+	if (q >= 0 && path_end < n && in[path_end] == '?')
+		q = append_encoded(&b, in + path_end, q_end - path_end, PE_QUERY);
+	if (q >= 0)
+		q = buf_append(&b, "", 1);
+	if (q < 0) {
+		buf_done(&b);
+		return q;
+	}
+	u->target = (char *)b.data;
+	return 0;
+}
+
+/* u->href: scheme, userinfo, host, port, the target, then the fragment from in[q_end..n). */
+static int build_href(const char *in, size_t n, const struct userinfo_span *ui, size_t q_end,
+		      struct http_url_parts *u)
+{
+	struct buf b = { 0 };
+	char portbuf[8];
+	int q;
+
+	q = buf_append(&b, u->tls ? "https://" : "http://", u->tls ? 8 : 7);
+	/* Userinfo as written, its escapes kept (WHATWG encodes, never decodes it). */
+	if (q >= 0 && u->user) {
+		q = append_encoded(&b, in + ui->at, ui->len, PE_USERINFO);
+		if (q >= 0 && ui->pw_len > 0) {
+			q = buf_append(&b, ":", 1);
+			if (q >= 0)
+				q = append_encoded(&b, in + ui->pw_at, ui->pw_len, PE_USERINFO);
+		}
+		if (q >= 0)
+			q = buf_append(&b, "@", 1);
+	}
+	if (q >= 0 && u->ipv6)
+		q = buf_append(&b, "[", 1);
+	if (q >= 0)
+		q = buf_append(&b, u->host, strlen(u->host));
+	if (q >= 0 && u->ipv6)
+		q = buf_append(&b, "]", 1);
+	if (q >= 0 && u->port != (u->tls ? 443 : 80)) {
+		int k = snprintf(portbuf, sizeof(portbuf), ":%u", u->port);
+
+		q = buf_append(&b, portbuf, (size_t)k);
+	}
+	u->href_origin_len = b.len;
+	if (q >= 0)
+		q = buf_append(&b, u->target, strlen(u->target));
+	u->href_fragment = b.len;
+	if (q >= 0 && q_end < n)
+		q = append_encoded(&b, in + q_end, n - q_end, PE_FRAGMENT);
+	if (q >= 0)
+		q = buf_append(&b, "", 1);
+	if (q < 0) {
+		buf_done(&b);
+		return q;
+	}
+	u->href = (char *)b.data;
+	return 0;
+}
+
 static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const char **reason,
 		       char *scheme_out, size_t scheme_cap)
 {
 	size_t sl = scheme_len(in, n), i, auth_end, at, hp, colon, path_end, q_end;
-	size_t ul = 0, pw_at = 0, pwl = 0; /* the raw user name in[i..i+ul), password in[pw_at..+pwl) */
-	struct buf b = { 0 };
-	char portbuf[8];
+	struct userinfo_span ui = { 0 };
 	int q;
 
 	if (sl == 0) {
@@ -398,56 +527,15 @@ static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const
 	while (at > i && in[at - 1] != '@')
 		at--;
 	hp = at > i ? at : i;
-	if (at > i) {
-		size_t ui_end = at - 1, c = i;
-
-		while (c < ui_end && in[c] != ':')
-			c++;
-		ul = c - i;
-		pw_at = c + 1;
-		pwl = c < ui_end ? ui_end - c - 1 : 0;
-		u->user = pct_decode(in + i, c - i, NULL);
-		u->password = c < ui_end ? pct_decode(in + c + 1, ui_end - c - 1, NULL) : NULL;
-		if (!u->user || (c < ui_end && !u->password))
-			return -ENOMEM;
-		if (ul == 0 && pwl == 0) {
-			free(u->user);
-			free(u->password);
-			u->user = u->password = NULL;
-		}
-	}
-	/* The port separator: the first ':' outside brackets. */
-	colon = hp;
-	{
-		bool br = false;
-
-		while (colon < auth_end && (br || in[colon] != ':')) {
-			if (in[colon] == '[')
-				br = true;
-			else if (in[colon] == ']')
-				br = false;
-			colon++;
-		}
-	}
+	if (at > i && (q = parse_userinfo(in, i, at, u, &ui)) < 0)
+		return q;
+	colon = port_separator(in, hp, auth_end);
 	if (colon == hp) {
 		*reason = "empty host";
 		return -EINVAL;
 	}
-	if (colon < auth_end) {
-		size_t pn = auth_end - colon - 1;
-		unsigned long port = 0;
-
-		for (size_t k = 0; k < pn; k++) {
-			char ch = in[colon + 1 + k];
-
-			if (ch < '0' || ch > '9' || (port = port * 10 + (unsigned long)(ch - '0')) > 65535) {
-				*reason = "invalid port number";
-				return -EINVAL;
-			}
-		}
-		if (pn > 0)
-			u->port = (uint16_t)port;
-	}
+	if (colon < auth_end && (q = parse_port(in + colon + 1, auth_end - colon - 1, u, reason)) < 0)
+		return q;
 	q = parse_host(in + hp, colon - hp, u, reason);
 	if (q < 0)
 		return q;
@@ -457,57 +545,10 @@ static int parse_clean(const char *in, size_t n, struct http_url_parts *u, const
 	q_end = path_end;
 	while (q_end < n && in[q_end] != '#')
 		q_end++;
-
-	/* The target: path, then "?query". */
-	q = append_path(&b, in + auth_end, path_end - auth_end);
-	if (q >= 0 && path_end < n && in[path_end] == '?')
-		q = append_encoded(&b, in + path_end, q_end - path_end, PE_QUERY);
-	if (q >= 0)
-		q = buf_append(&b, "", 1);
+	q = build_target(in, n, auth_end, path_end, q_end, u);
 	if (q < 0)
-		goto out;
-	u->target = (char *)b.data;
-	b = (struct buf){ 0 };
-
-	/* The href. */
-	q = buf_append(&b, u->tls ? "https://" : "http://", u->tls ? 8 : 7);
-	/* Userinfo as written, its escapes kept (WHATWG encodes, never decodes it). */
-	if (q >= 0 && u->user) {
-		q = append_encoded(&b, in + i, ul, PE_USERINFO);
-		if (q >= 0 && pwl > 0) {
-			q = buf_append(&b, ":", 1);
-			if (q >= 0)
-				q = append_encoded(&b, in + pw_at, pwl, PE_USERINFO);
-		}
-		if (q >= 0)
-			q = buf_append(&b, "@", 1);
-	}
-	if (q >= 0 && u->ipv6)
-		q = buf_append(&b, "[", 1);
-	if (q >= 0)
-		q = buf_append(&b, u->host, strlen(u->host));
-	if (q >= 0 && u->ipv6)
-		q = buf_append(&b, "]", 1);
-	if (q >= 0 && u->port != (u->tls ? 443 : 80)) {
-		int k = snprintf(portbuf, sizeof(portbuf), ":%u", u->port);
-
-		q = buf_append(&b, portbuf, (size_t)k);
-	}
-	u->href_origin_len = b.len;
-	if (q >= 0)
-		q = buf_append(&b, u->target, strlen(u->target));
-	u->href_fragment = b.len;
-	if (q >= 0 && q_end < n)
-		q = append_encoded(&b, in + q_end, n - q_end, PE_FRAGMENT);
-	if (q >= 0)
-		q = buf_append(&b, "", 1);
-	if (q < 0)
-		goto out;
-	u->href = (char *)b.data;
-	return 0;
-out:
-	buf_done(&b);
-	return q;
+		return q;
+	return build_href(in, n, &ui, q_end, u);
 }
 
 int http_url_parts_parse(const char *s, size_t len, struct http_url_parts *ret, const char **reason,

@@ -118,37 +118,36 @@ static int touch(const char *path)
 	return 0;
 }
 
-static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **step)
+/*
+ * The terminal's node cloned by path, in this namespace: an fd opened before
+ * unshare still points at the old namespace's mount, which cannot be cloned.
+ * Returns the clone's fd or -errno.
+ */
+static int clone_terminal(int tty_fd)
 {
-	int console = -1, r = 0, dev_fds[ELEMENTSOF(dev_nodes)];
-	char path[64];
+	char link[32], tty[64];
+	ssize_t n;
+	int fd;
 
-	/* Clones first: the tmpfs over /dev hides the host nodes. */
-	*step = "cloning device nodes";
-	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
-		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
-		dev_fds[i] = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	}
-	if (tty_fd >= 0) {
-		/*
-		 * By path, in this namespace: an fd opened before unshare still
-		 * points at the old namespace's mount, which cannot be cloned.
-		 */
-		char link[32], tty[64];
-		ssize_t n;
-
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", tty_fd);
-		n = readlink(link, tty, sizeof(tty) - 1);
-		if (n < 0)
-			return -errno;
-		tty[n] = 0;
-		console = open_tree(AT_FDCWD, tty, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-		if (console < 0)
-			return -errno;
-	}
-	*step = "mounting a private /dev";
-	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", tty_fd);
+	n = readlink(link, tty, sizeof(tty) - 1);
+	if (n < 0)
 		return -errno;
+	tty[n] = 0;
+	fd = open_tree(AT_FDCWD, tty, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * On the private /dev: the cloned nodes (dev_fds[i] for dev_nodes[i], -1
+ * where the host has none) and the terminal as /dev/console (console, or
+ * -1), each nodev and the only device nodes of the view. Closes the fds.
+ */
+static int bind_dev_nodes(const int *dev_fds, int console, const char **step)
+{
+	char path[64];
+	int r = 0;
+
 	*step = "binding a device node";
 	for (size_t i = 0; i < ELEMENTSOF(dev_nodes) && r >= 0; i++) {
 		if (dev_fds[i] < 0)
@@ -172,8 +171,15 @@ static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **s
 	}
 	if (console >= 0)
 		close(console);
-	if (r < 0)
-		return r;
+	return r;
+}
+
+/* The rest of the private /dev: devpts, /dev/shm, the /proc links. */
+static int dev_pts_shm_links(const struct sandbox_plan *pl, const char **step)
+{
+	/* --sandbox-uid: the command's uid owns /dev/shm, as uid 0 does otherwise. */
+	char opts[80] = "mode=0755,size=256m";
+
 	*step = "mounting a private devpts";
 	if (mkdir("/dev/pts", 0755) < 0 ||
 	    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, pl->devpts_opts) < 0 ||
@@ -184,23 +190,41 @@ static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **s
 	 * reference's (bubblewrap's --dev); the process is its owner, uid 0.
 	 */
 	*step = "mounting a private /dev/shm";
-	{
-		/* --sandbox-uid: the command's uid owns it, as uid 0 does otherwise. */
-		char opts[80] = "mode=0755,size=256m";
-
-		if (pl->uid_userns_fd >= 0)
-			snprintf(opts, sizeof(opts), "mode=0755,size=256m,uid=%u,gid=%u",
-				 pl->sandbox_uid, pl->sandbox_gid);
-		if (mkdir("/dev/shm", 0755) < 0 ||
-		    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-			return -errno;
-	}
+	if (pl->uid_userns_fd >= 0)
+		snprintf(opts, sizeof(opts), "mode=0755,size=256m,uid=%u,gid=%u", pl->sandbox_uid,
+			 pl->sandbox_gid);
+	if (mkdir("/dev/shm", 0755) < 0 ||
+	    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return -errno;
 	*step = "linking /dev/fd";
 	if (symlink("/proc/kcore", "/dev/core") < 0 || symlink("/proc/self/fd", "/dev/fd") < 0 ||
 	    symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
 	    symlink("/proc/self/fd/1", "/dev/stdout") < 0 ||
 	    symlink("/proc/self/fd/2", "/dev/stderr") < 0)
 		return -errno;
+	return 0;
+}
+
+/* A tmpfs over /dev with the standard nodes cloned from the host's, then read-only. */
+static int private_dev(const struct sandbox_plan *pl, int tty_fd, const char **step)
+{
+	int console = -1, r, dev_fds[ELEMENTSOF(dev_nodes)];
+	char path[64];
+
+	/* Clones first: the tmpfs over /dev hides the host nodes. */
+	*step = "cloning device nodes";
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+		snprintf(path, sizeof(path), "/dev/%s", dev_nodes[i]);
+		dev_fds[i] = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	}
+	if (tty_fd >= 0 && (console = clone_terminal(tty_fd)) < 0)
+		return console;
+	*step = "mounting a private /dev";
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+		return -errno;
+	if ((r = bind_dev_nodes(dev_fds, console, step)) < 0 ||
+	    (r = dev_pts_shm_links(pl, step)) < 0)
+		return r;
 	*step = "making /dev read-only";
 	return sandbox_set_ro("/dev", 0);
 }

@@ -274,7 +274,7 @@ out:
 	return r;
 }
 
-int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
+static int apply_mounts(const struct sandbox_plan *pl, int tty_fd, const char **step)
 {
 	int r;
 
@@ -342,7 +342,7 @@ int sandbox_plan_apply_mounts(const struct sandbox_plan *pl, int tty_fd, const c
 	return 0;
 }
 
-int sandbox_plan_apply_creds(const struct sandbox_plan *pl, const char **step)
+static int apply_creds(const struct sandbox_plan *pl, const char **step)
 {
 	int r, rs;
 
@@ -376,13 +376,6 @@ out:
 	return r;
 }
 
-int sandbox_plan_apply(const struct sandbox_plan *pl, int tty_fd, const char **step)
-{
-	int r = sandbox_plan_apply_mounts(pl, tty_fd, step);
-
-	return r < 0 ? r : sandbox_plan_apply_creds(pl, step);
-}
-
 /* Writes s to a /proc file of this process (no stdio: async-signal-safe). */
 static int write_proc(const char *path, const char *s)
 {
@@ -410,7 +403,7 @@ static int write_proc(const char *path, const char *s)
  * creator without newuidmap. setgroups must be denied before gid_map. No
  * sync with the parent is needed (it is suspended by CLONE_VFORK anyway).
  */
-int sandbox_plan_apply_userns(const struct sandbox_plan *pl, const char **step)
+static int apply_userns(const struct sandbox_plan *pl, const char **step)
 {
 	char line[48];
 	int r;
@@ -439,7 +432,7 @@ int sandbox_plan_apply_userns(const struct sandbox_plan *pl, const char **step)
  * is not a subset of the tracer's is refused, as a root init is to a root
  * command.
  */
-int sandbox_plan_apply_init(const struct sandbox_plan *pl, const char **step)
+static int apply_init(const struct sandbox_plan *pl, const char **step)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { 0 };
@@ -454,6 +447,38 @@ int sandbox_plan_apply_init(const struct sandbox_plan *pl, const char **step)
 	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_WAKE_ALARM, 0, 0) < 0)
 		return -errno;
 	return 0;
+}
+
+/* The order of the child side's phases (sandbox.h); security-relevant: keep it. */
+int sandbox_child_enter(const struct sandbox_plan *pl, int tty_fd,
+			const struct sandbox_child_stages *stages, void *arg, const char **step)
+{
+	int r;
+
+	*step = "sandbox";
+	if ((r = apply_userns(pl, step)) < 0)
+		return r;
+	if ((r = stages->process(arg, step)) < 0)
+		return r;
+	if (!pl)
+		return 0;
+	*step = "sandbox";
+	if ((r = apply_mounts(pl, tty_fd, step)) < 0)
+		return r;
+	if (!pl->pid_ns)
+		return apply_creds(pl, step); /* the mounts' last step stays until it names one */
+	if ((r = stages->start_command(arg, step)) < 0)
+		return r;
+	*step = "sandbox";
+	if ((r = apply_init(pl, step)) < 0)
+		return r;
+	return stages->exec_init(arg, step);
+}
+
+int sandbox_child_command(const struct sandbox_plan *pl, const char **step)
+{
+	*step = "sandbox";
+	return apply_creds(pl, step);
 }
 
 bool sandbox_plan_userns(const struct sandbox_plan *plan)

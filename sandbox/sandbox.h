@@ -5,8 +5,10 @@
  * Parent side (may allocate, log nothing, do I/O): sandbox_probe() once at
  * start-up; sandbox_plan_new() per process, which checks paths, creates the
  * synthetic mount points a policy needs, and fails closed when the kernel
- * lacks a feature. Child side: sandbox_plan_apply(), async-signal-safe (plain
- * syscalls on memory prepared by the parent). Order in the child:
+ * lacks a feature. Child side: sandbox_child_enter() (and, in a PID
+ * namespace, sandbox_child_command() in the command), async-signal-safe
+ * (plain syscalls on memory prepared by the parent), which orders every
+ * phase (its comment lists them). Order of the credentials in the child:
  *   mount namespace (read-only tree, writable roots cloned back read-write,
  *   protected names and read entries re-bound read-only, deny entries hidden)
  *   -> capabilities dropped (bounding set, securebits, ambient, capset)
@@ -146,29 +148,49 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 		     int fs_helper_fd, struct sandbox_plan **ret, char *err, size_t errsz);
 
 /*
- * Child side, between fork and exec, async-signal-safe. tty_fd: the child's
- * terminal (shown as /dev/console inside) or -1. Returns 0 or -errno;
- * *ret_step names the failing step (a static string).
+ * What the spawner does at the child side's stages (sandbox_child_enter()).
+ * Each returns 0 or -errno with *ret_step set (NULL: no step to name); all
+ * run in the child, async-signal-safe. arg is sandbox_child_enter()'s.
  */
-int sandbox_plan_apply(const struct sandbox_plan *plan, int tty_fd, const char **ret_step);
+struct sandbox_child_stages {
+	/* The process's own set-up (session, terminal, stdio, limits); with or without a plan. */
+	int (*process)(void *arg, const char **ret_step);
+	/*
+	 * A plan with its own PID namespace (this process is its init): starts
+	 * the command, which calls sandbox_child_command() and then execs;
+	 * returns once it has exec'd or failed (CLONE_VFORK).
+	 */
+	int (*start_command)(void *arg, const char **ret_step);
+	/* The same plan, last: execs the namespace's init program (returns only on failure). */
+	int (*exec_init)(void *arg, const char **ret_step);
+};
 
 /*
- * The same in two halves, for a plan with its own PID namespace: the
- * namespaces and mounts in the namespace's init, the credentials (caps,
- * no_new_privs, Landlock, seccomp) in the command it forks.
+ * Child side, between clone and exec: the one entry point, which orders
+ * every phase of the plan (NULL: no sandbox; only the process's own set-up
+ * runs). tty_fd: the child's terminal (shown as /dev/console inside) or -1.
+ * In order:
+ *   1. the user namespace's maps (a plan of a non-root server: the child was
+ *      cloned with CLONE_NEWUSER, sandbox_plan_userns());
+ *   2. stages->process();
+ *   3. namespaces and mounts (before the caller's chdir: they replace the
+ *      directories cwd may lie in);
+ *   4. without a PID namespace: the credentials (capabilities,
+ *      no_new_privs, Landlock, seccomp); returns 0 and the caller execs;
+ *      with one: stages->start_command() (the command takes its
+ *      credentials), this init's own phase (a non-root server's init keeps
+ *      one inert capability), stages->exec_init(), which does not return
+ *      on success.
+ * Returns 0 or -errno; *ret_step names the failing step (a static string,
+ * or NULL for a stage that names none).
  */
-int sandbox_plan_apply_mounts(const struct sandbox_plan *plan, int tty_fd, const char **ret_step);
-int sandbox_plan_apply_creds(const struct sandbox_plan *plan, const char **ret_step);
+int sandbox_child_enter(const struct sandbox_plan *plan, int tty_fd,
+			const struct sandbox_child_stages *stages, void *arg, const char **ret_step);
+/* The command of a plan with a PID namespace (start_command's child): its credentials. */
+int sandbox_child_command(const struct sandbox_plan *plan, const char **ret_step);
 
-/*
- * Non-root server: the child is cloned into a new user namespace
- * (CLONE_NEWUSER with the other clone flags) and must call
- * sandbox_plan_apply_userns() first, before any other step of the plan.
- */
+/* A non-root server's plan: the child is cloned with CLONE_NEWUSER (sandbox_child_enter()). */
 bool sandbox_plan_userns(const struct sandbox_plan *plan);
-int sandbox_plan_apply_userns(const struct sandbox_plan *plan, const char **ret_step);
-/* In the namespace's init, after the command is cloned and before uexec-init (apply.c). */
-int sandbox_plan_apply_init(const struct sandbox_plan *plan, const char **ret_step);
 
 /*
  * Managed network (NETWORK.md): the process gets a network namespace of its

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages uexec needs to build and test (idempotent).
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc g++ liburing-dev libjansson-dev libssl-dev libseccomp-dev
-      libtomlplusplus-dev libyaml-dev libsodium-dev libprotobuf-c-dev protobuf-c-compiler
+      libtomlplusplus-dev libyaml-dev libsodium-dev libmd-dev libprotobuf-c-dev protobuf-c-compiler
       zlib1g-dev libzstd-dev
       python3 python3-pytest python3-websockets python3-prometheus-client stunnel4 help2man
       # the optional BPF denial tracer (meson -Dbpf=auto builds without them)

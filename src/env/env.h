@@ -13,10 +13,18 @@ struct server;
 /* Adds the module's methods to the dispatcher (rpc.h). Returns 0 or -errno. */
 int env_methods_register(void);
 
-/* environmentInfo, built once at start-up (reads /etc/machine-id once). */
-json_t *env_info_build(struct server *s);
 /* The server user's login shell from the user database (malloc'd; "/bin/sh" if unset). */
 char *env_login_shell_lookup(void);
+/*
+ * At start-up: builds environmentInfo (reads /etc/machine-id once) naming
+ * login_shell (malloc'd, owned from now on; NULL: out of memory). Returns 0
+ * or -ENOMEM. env_done() frees both.
+ */
+int env_init(struct server *s, char *login_shell);
+void env_done(void);
+/* What env_init() built (borrowed; NULL before it). */
+const char *env_login_shell(void);
+json_t *env_info(void);
 
 /* environmentConfig/read (rpc-config.c). */
 void env_rpc_config_read(struct conn *c, json_t *id, json_t *params);

@@ -21,7 +21,9 @@
  * I/O: the files are read synchronously on the event loop. That is a bounded
  * cost: at most three small local files per request, each refused (with a
  * warning, and treated as absent) above 1 MiB or when it is not a regular
- * file, and opened O_NONBLOCK so that a FIFO cannot block the loop.
+ * file, and opened O_NONBLOCK so that a FIFO cannot block the loop. The
+ * first request that finds a file loads the TOML module (src/toml/toml-load.c)
+ * on the loop too: a few milliseconds once per server, then it stays.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -556,6 +558,11 @@ static int add_layer(json_t *layers, const char *source, const char *file, const
 		return r;
 	r = toml_filter(text, len, sel->paths, sel->n, &toml, &perr);
 	free(text);
+	if (r == -ELIBACC) {
+		/* No TOML module (src/toml/): an internal error, like an unreadable layer. */
+		*ret_msg = perr.message;
+		return -EIO;
+	}
 	if (r == -EINVAL) {
 		r = asprintf(ret_msg, "%s:%u:%u: %s", file, perr.line, perr.column, perr.message);
 		free(perr.message);

@@ -138,15 +138,24 @@ static json_t *provider_id(void)
 	return json_string(hex);
 }
 
-json_t *env_info_build(struct server *s)
+/*
+ * environmentInfo and the login shell it names, built once at start
+ * (env_init): module state, like the one server they describe.
+ */
+static struct {
+	char *login_shell;
+	json_t *info;
+} env;
+
+static json_t *info_build(struct server *s, const char *login_shell)
 {
 	json_t *info = json_object(), *shell = json_object(), *tmpdirs = json_array();
 	const char *tmpdir = getenv("TMPDIR"), *base;
 	char cwd[PATH_MAX];
 
-	base = strrchr(s->login_shell, '/');
-	json_object_set_new(shell, "name", json_string(base ? base + 1 : s->login_shell));
-	json_object_set_new(shell, "path", json_string(s->login_shell));
+	base = strrchr(login_shell, '/');
+	json_object_set_new(shell, "name", json_string(base ? base + 1 : login_shell));
+	json_object_set_new(shell, "path", json_string(login_shell));
 	json_object_set_new(info, "shell", shell);
 	json_object_set_new(info, "executorVersion", json_string(s->cfg.executor_version));
 	json_object_set_new(info, "providerId", provider_id());
@@ -168,6 +177,32 @@ char *env_login_shell_lookup(void)
 	const char *sh = pw && pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh";
 
 	return strdup(sh);
+}
+
+int env_init(struct server *s, char *login_shell)
+{
+	env_done();
+	env.login_shell = login_shell;
+	env.info = login_shell ? info_build(s, login_shell) : NULL;
+	return env.info ? 0 : -ENOMEM;
+}
+
+void env_done(void)
+{
+	json_decref(env.info);
+	free(env.login_shell);
+	env.info = NULL;
+	env.login_shell = NULL;
+}
+
+const char *env_login_shell(void)
+{
+	return env.login_shell;
+}
+
+json_t *env_info(void)
+{
+	return env.info;
 }
 
 /* Params must be absent, null or {} ("unit" in serde terms). */
@@ -192,7 +227,7 @@ static bool unit_params(struct conn *c, json_t *id, json_t *params)
 static void rpc_environment_info(struct conn *c, json_t *id, json_t *params)
 {
 	if (unit_params(c, id, params))
-		rpc_reply(c, id, json_incref(c->srv->env_info));
+		rpc_reply(c, id, json_incref(env.info));
 }
 
 static void rpc_environment_status(struct conn *c, json_t *id, json_t *params)

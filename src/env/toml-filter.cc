@@ -2,7 +2,7 @@
 /*
  * TOML key-path projection and serialisation (see toml-filter.h).
  *
- * One of uexec's two C++ files (with src/server/conf-toml.cc, the --config
+ * One of uexec's two C++ files (with src/toml/conf-toml.cc, the --config
  * parser). Debian 12 has no C TOML parser, but it
  * ships toml++ (libtomlplusplus-dev, C++17); writing and fuzzing a TOML 1.0
  * parser of our own for one read-only method was not worth it. Everything

@@ -4,7 +4,9 @@
  *
  * Implemented in C++ (toml-filter.cc) on top of toml++, because Debian 12 ships
  * no C TOML parser; this header is the whole interface, and no C++ exception
- * crosses it. No I/O: the caller reads the file.
+ * crosses it. No I/O: the caller reads the file. toml-filter.cc lives in the
+ * TOML module (src/toml/toml-module.h); uexec links toml-load.c's toml_filter(),
+ * which loads the module on first use and calls into it.
  *
  * Semantics follow codex-rs (codex-rs/config/src/loader, LocalTomlLayerStack::project):
  *  - the requested key paths form a selector tree; a path that is a prefix of
@@ -45,7 +47,9 @@ struct toml_filter_error {
  *   0        *ret_toml is the malloc'd serialisation (NUL-terminated), or NULL when
  *            the projection is empty (no layer);
  *   -EINVAL  the document is not valid TOML; *ret_err is filled;
- *   -ENOMEM  out of memory.
+ *   -ENOMEM  out of memory;
+ *   -ELIBACC the TOML module (src/toml/toml-load.c) cannot be loaded; ret_err->message
+ *            is the malloc'd reason, naming the path tried.
  * An empty key path (n == 0) selects the whole document.
  */
 int toml_filter(const char *text, size_t size, const struct toml_key_path *paths, size_t n_paths,

@@ -62,7 +62,15 @@ int exec_decode_limits(const struct server *s, json_t *limits, struct sandbox_cg
 int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
 		 const struct sandbox_cg_limits *l, struct sandbox_cg_leaf *ret);
 /* At shutdown, after the ring: frees the leaves still waiting to be empty. */
-void exec_cg_pending_free(struct server *s);
+void exec_cg_pending_free(void);
+
+/*
+ * What the env layer built at start (both borrowed, living until shutdown):
+ * the server user's login shell (a PTY's SHELL) and initialize's
+ * environmentInfo. The executable's wiring hands them down (rpc-session.c).
+ */
+void exec_set_environment(const char *login_shell, json_t *info);
+const char *exec_login_shell(void);
 
 /* initialize (rpc-session.c). */
 void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params);

@@ -135,13 +135,19 @@ int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
 /* ---- removal once empty ---- */
 
 struct cg_pending {
-	struct list_head link; /* server->cg_pending */
+	struct list_head link; /* on pending_leaves */
 	struct server *s;
 	struct sandbox_cg_leaf leaf;
 	int fd; /* the leaf's cgroup.events once it was found populated, else -1 */
 	struct uring_op op;
 	char buf[256];
 };
+
+/*
+ * The leaves waiting to be empty, of the one server in the process (module
+ * state: nothing outside this file walks them; exec_cg_pending_free() at exit).
+ */
+static struct list_head pending_leaves = LIST_HEAD_INIT(pending_leaves);
 
 static void pending_free(struct cg_pending *pd)
 {
@@ -248,7 +254,7 @@ static void release(struct proc *p)
 	pd->s = s;
 	pd->fd = -1;
 	pd->leaf = p->cg;
-	list_add_tail(&pd->link, &s->cg_pending);
+	list_add_tail(&pd->link, &pending_leaves);
 	p->cg_pending = true;
 	pending_remove(pd);
 }
@@ -292,8 +298,8 @@ void proc_cg_free(struct proc *p)
 	release(p);
 }
 
-void exec_cg_pending_free(struct server *s)
+void exec_cg_pending_free(void)
 {
-	while (!list_empty(&s->cg_pending))
-		pending_free(list_first_entry(&s->cg_pending, struct cg_pending, link));
+	while (!list_empty(&pending_leaves))
+		pending_free(list_first_entry(&pending_leaves, struct cg_pending, link));
 }

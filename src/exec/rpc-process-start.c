@@ -468,7 +468,7 @@ static int start_environment(struct start *st)
 	int r;
 
 	r = environ_build(f[F_ENV], f[F_ENV_POLICY], f[F_METADATA], params_bool(f[F_TTY], false),
-			  c->srv->login_shell, &st->envp);
+			  exec_login_shell(), &st->envp);
 	if (r == -EILSEQ) {
 		rpc_reply_error_kind(c, id, RPC_INTERNAL_ERROR, "spawnFailed",
 				     "data provided contains a nul byte");

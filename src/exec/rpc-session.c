@@ -12,6 +12,26 @@
 #include "rpc.h"
 #include "session.h"
 
+/*
+ * What the env layer built at start, handed down by the executable's wiring
+ * (exec_set_environment): initialize's environmentInfo, a PTY's SHELL.
+ */
+static struct {
+	const char *login_shell;
+	json_t *info;
+} environment;
+
+void exec_set_environment(const char *login_shell, json_t *info)
+{
+	environment.login_shell = login_shell;
+	environment.info = info;
+}
+
+const char *exec_login_shell(void)
+{
+	return environment.login_shell;
+}
+
 void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
@@ -81,7 +101,7 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 	conn_initialize_done(c);
 	res = json_object();
 	json_object_set_new(res, "sessionId", json_string(ss->id));
-	json_object_set(res, "environmentInfo", c->srv->env_info);
+	json_object_set(res, "environmentInfo", environment.info);
 	rpc_reply(c, id, res);
 }
 

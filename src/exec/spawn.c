@@ -34,6 +34,7 @@
 #include "config.h"
 #include "log.h"
 #include "macro.h"
+#include "own-files.h"
 #include "sandbox.h"
 #include "spawn.h"
 
@@ -169,26 +170,12 @@ static int init_helper_fd = -1;
 
 int spawn_init(char *path, size_t size)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
+	int fd = server_own_file_open("uexec-init", UEXEC_LIBEXECDIR, O_PATH | O_CLOEXEC, path, size);
 
-	if (n <= 0)
-		return -errno;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = 0;
-	if ((size_t)snprintf(path, size, "%s/uexec-init", exe) >= size)
-		return -ENAMETOOLONG;
-	init_helper_fd = open(path, O_PATH | O_CLOEXEC);
-	if (init_helper_fd >= 0)
-		return 0;
-	if ((size_t)snprintf(path, size, "%s/uexec-init", UEXEC_LIBEXECDIR) >= size)
-		return -ENAMETOOLONG;
-	init_helper_fd = open(path, O_PATH | O_CLOEXEC);
-	return init_helper_fd < 0 ? -errno : 0;
+	if (fd < 0)
+		return fd;
+	init_helper_fd = fd;
+	return 0;
 }
 
 /*
@@ -227,9 +214,12 @@ const char *spawn_self_path(void)
 	return self_fd >= 0 ? self_path : NULL;
 }
 
-struct command_ctx {
+/* What the sandbox's child side calls back at its stages (sandbox_child_enter()). */
+struct stage_ctx {
 	const struct spawn_args *a;
 	struct child_fds *f;
+	char num[24];  /* the command's pid, for uexec-init's argv */
+	char *init_argv[3];
 };
 
 static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct child_fds *f);
@@ -237,9 +227,9 @@ static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct chi
 /* The command (pid 2): credentials, then the common tail. */
 static _child_ int command_entry(void *arg)
 {
-	struct command_ctx *c = arg;
-	const char *step = "sandbox";
-	int r = sandbox_plan_apply_creds(c->a->sandbox, &step);
+	struct stage_ctx *c = arg;
+	const char *step;
+	int r = sandbox_child_command(c->a->sandbox, &step);
 
 	if (r < 0)
 		child_fail_step(c->f->errpipe, -r, step);
@@ -252,18 +242,15 @@ static uint8_t *command_stack;
 /*
  * In the namespace's init, after the mounts: the command shares init's
  * memory (the server's) until it execs, exactly as the server spawns; then
- * init execs uexec-init, which releases the server. A command that failed
- * has written its error and exited; uexec-init reaps it at once.
+ * init execs uexec-init (stage_exec_init), which releases the server. A
+ * command that failed has written its error and exited; uexec-init reaps it
+ * at once.
  */
-static _child_ _noreturn_ void pid1_spawn_command(const struct spawn_args *a, struct child_fds *f)
+static _child_ int stage_start_command(void *arg, const char **step)
 {
-	struct command_ctx ctx = { a, f };
-	const char *step = "sandbox";
-	char num[24], *p = num + sizeof(num);
-	char *args[] = { (char *)"uexec-init", NULL, NULL };
-	char *envp[] = { NULL };
+	struct stage_ctx *c = arg;
+	char *p = c->num + sizeof(c->num);
 	long pid;
-	int r;
 
 	/*
 	 * Not dumpable before the command can run: until init execs
@@ -275,24 +262,34 @@ static _child_ _noreturn_ void pid1_spawn_command(const struct spawn_args *a, st
 	 */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	pid = clone(command_entry, command_stack + CHILD_STACK_SIZE,
-		    SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
-	if (pid < 0)
-		child_fail_step(f->errpipe, errno, "starting the command in its PID namespace");
+		    SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+	if (pid < 0) {
+		*step = "starting the command in its PID namespace";
+		return -errno;
+	}
 	*--p = 0;
 	do
 		*--p = (char)('0' + pid % 10);
 	while ((pid /= 10) > 0);
-	args[1] = p;
-	/* A non-root server's init keeps one inert capability across its exec (apply.c). */
-	r = sandbox_plan_apply_init(a->sandbox, &step);
-	if (r < 0)
-		child_fail_step(f->errpipe, -r, step);
+	c->init_argv[0] = (char *)"uexec-init";
+	c->init_argv[1] = p;
+	c->init_argv[2] = NULL;
+	return 0;
+}
+
+/* Last in the namespace's init (a non-root server's init has kept one inert capability, apply.c). */
+static _child_ int stage_exec_init(void *arg, const char **step)
+{
+	struct stage_ctx *c = arg;
+	char *envp[] = { NULL };
+
 	/* Nothing of the command's stays open here (the error pipe closes at exec). */
 	close(0);
 	close(1);
 	close(2);
-	syscall(SYS_execveat, init_helper_fd, "", args, envp, AT_EMPTY_PATH);
-	child_fail_step(f->errpipe, errno, "starting uexec-init");
+	syscall(SYS_execveat, init_helper_fd, "", c->init_argv, envp, AT_EMPTY_PATH);
+	*step = "starting uexec-init";
+	return -errno;
 }
 
 /* Signals whose disposition is not SIG_DFL in the server (found once): the child resets them. */
@@ -310,9 +307,58 @@ static void find_changed_signals(void)
 	}
 }
 
+/*
+ * The process's own set-up, after a non-root sandbox's user namespace maps:
+ * its session and terminal, stdio on 0..2, nothing else inherited, the fd
+ * limit. Errors name no step.
+ */
+static _child_ int stage_process(void *arg, const char **step)
+{
+	struct stage_ctx *c = arg;
+	struct child_fds *f = c->f;
+	int *fds[3] = { &f->in, &f->out, &f->err };
+	int r;
+
+	*step = NULL;
+	if (setsid() < 0)
+		return -errno;
+	if (f->ctty >= 0 && ioctl(f->ctty, TIOCSCTTY, 0) < 0)
+		return -errno;
+	/*
+	 * Move the three fds out of the 0..2 range first if needed, so that
+	 * dup2 onto 0, 1, 2 never closes one we still need.
+	 */
+	for (int i = 0; i < 3; i++) {
+		if (*fds[i] >= 0 && *fds[i] < 3) {
+			int n = fcntl(*fds[i], F_DUPFD_CLOEXEC, 3);
+			if (n < 0)
+				return -errno;
+			*fds[i] = n;
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		r = child_dup2(*fds[i], i);
+		if (r < 0)
+			return r;
+	}
+	/* Nothing else is inherited: mark every other fd close-on-exec. */
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return -errno;
+	if (c->a->nofile && setrlimit(RLIMIT_NOFILE, c->a->nofile) < 0)
+		return -errno;
+	return 0;
+}
+
+static const struct sandbox_child_stages stages = {
+	.process = stage_process,
+	.start_command = stage_start_command,
+	.exec_init = stage_exec_init,
+};
+
 static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *f)
 {
-	const char *ustep = "sandbox";
+	struct stage_ctx ctx = { .a = a, .f = f };
+	const char *step;
 	pid_t ppid;
 	int r;
 
@@ -336,54 +382,10 @@ static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct chi
 		if (a->cgroup->v1_procs[k] >= 0 && write(a->cgroup->v1_procs[k], "0", 1) < 0)
 			child_fail_step(f->errpipe, errno, "joining its cgroup (v1)");
 
-	/* A non-root server's sandbox: this child's user namespace needs its maps first. */
-	r = sandbox_plan_apply_userns(a->sandbox, &ustep);
+	/* The sandbox orders the rest (sandbox.h); with a PID namespace it never returns here. */
+	r = sandbox_child_enter(a->sandbox, a->tty ? 0 : -1, &stages, &ctx, &step);
 	if (r < 0)
-		child_fail_step(f->errpipe, -r, ustep);
-	if (setsid() < 0)
-		child_fail(f->errpipe, errno);
-	if (f->ctty >= 0 && ioctl(f->ctty, TIOCSCTTY, 0) < 0)
-		child_fail(f->errpipe, errno);
-
-	/*
-	 * Move the three fds out of the 0..2 range first if needed, so that
-	 * dup2 onto 0, 1, 2 never closes one we still need.
-	 */
-	int *fds[3] = { &f->in, &f->out, &f->err };
-	for (int i = 0; i < 3; i++) {
-		if (*fds[i] >= 0 && *fds[i] < 3) {
-			int n = fcntl(*fds[i], F_DUPFD_CLOEXEC, 3);
-			if (n < 0)
-				child_fail(f->errpipe, errno);
-			*fds[i] = n;
-		}
-	}
-	for (int i = 0; i < 3; i++) {
-		r = child_dup2(*fds[i], i);
-		if (r < 0)
-			child_fail(f->errpipe, -r);
-	}
-	/* Nothing else is inherited: mark every other fd close-on-exec. */
-	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		child_fail(f->errpipe, errno);
-
-	if (a->nofile && setrlimit(RLIMIT_NOFILE, a->nofile) < 0)
-		child_fail(f->errpipe, errno);
-
-	/* Before chdir: the mounts replace the directories cwd may lie in. */
-	if (a->sandbox) {
-		const char *step = "sandbox";
-
-		if (sandbox_plan_pid_ns(a->sandbox)) {
-			r = sandbox_plan_apply_mounts(a->sandbox, a->tty ? 0 : -1, &step);
-			if (r < 0)
-				child_fail_step(f->errpipe, -r, step);
-			pid1_spawn_command(a, f);
-		}
-		r = sandbox_plan_apply(a->sandbox, a->tty ? 0 : -1, &step);
-		if (r < 0)
-			child_fail_step(f->errpipe, -r, step);
-	}
+		child_fail_step(f->errpipe, -r, step);
 	child_exec(a, f);
 }
 
@@ -585,6 +587,48 @@ static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct ch
 /* clone3 answered ENOSYS (seccomp, valgrind) or E2BIG (Linux 5.3-5.6: no cgroup member) once. */
 static bool clone3_refused;
 
+/*
+ * Straight into its own cgroup cg (sandbox/cgroup.h; for a guarded sandbox a
+ * leaf below the listener guard, netguard.h), or the guard's: writing
+ * cgroup.procs later would cost an RCU grace period and leave a window. With
+ * CLONE_VM on the child's own stack as clone() does (spawn_clone3_vm), else
+ * (sanitizers, other architectures) with fork semantics: a copy of the
+ * address space, still running only async-signal-safe code. Returns the pid,
+ * or -1 with errno.
+ */
+static long clone3_into_cgroup(const struct spawn_args *a, struct child_ctx *ctx,
+			       struct child_fds *cf, int cg, void *stack, int *pidfd)
+{
+	struct clone3_args ca = {
+		.flags = CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP |
+			 (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0) |
+			 (sandbox_plan_userns(a->sandbox) ? CLONE_NEWUSER : 0),
+		.pidfd = (uint64_t)(uintptr_t)pidfd,
+		.exit_signal = SIGCHLD,
+		.cgroup = (uint64_t)cg,
+	};
+	long pid;
+
+#if HAVE_CLONE3_VM
+	(void)cf;
+	ca.flags |= CLONE_VM;
+	ca.stack = (uint64_t)(uintptr_t)((uint8_t *)stack - CHILD_STACK_SIZE);
+	ca.stack_size = CHILD_STACK_SIZE;
+	pid = spawn_clone3_vm(&ca, sizeof(ca), child_entry, ctx);
+	if (pid < 0) {
+		errno = (int)-pid;
+		pid = -1;
+	}
+#else
+	(void)ctx;
+	(void)stack;
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		child_main(a, cf);
+#endif
+	return pid;
+}
+
 /* Clones the child with every signal blocked. Returns its pid or -errno. */
 static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struct child_fds *cf,
 			void *stack, int *pidfd)
@@ -615,38 +659,7 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		cg = -1;
 	}
 	if (cg >= 0) {
-		/*
-		 * Straight into its own cgroup (sandbox/cgroup.h; for a guarded
-		 * sandbox a leaf below the listener guard, netguard.h), or the
-		 * guard's: writing cgroup.procs later would cost an RCU grace
-		 * period and leave a window. With CLONE_VM on the child's own
-		 * stack as clone() does (spawn_clone3_vm), else (sanitizers,
-		 * other architectures) with fork semantics: a copy of the
-		 * address space, still running only async-signal-safe code.
-		 */
-		struct clone3_args ca = {
-			.flags = CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP |
-				 (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0) |
-				 (sandbox_plan_userns(a->sandbox) ? CLONE_NEWUSER : 0),
-			.pidfd = (uint64_t)(uintptr_t)pidfd,
-			.exit_signal = SIGCHLD,
-			.cgroup = (uint64_t)cg,
-		};
-
-#if HAVE_CLONE3_VM
-		ca.flags |= CLONE_VM;
-		ca.stack = (uint64_t)(uintptr_t)((uint8_t *)stack - CHILD_STACK_SIZE);
-		ca.stack_size = CHILD_STACK_SIZE;
-		pid = spawn_clone3_vm(&ca, sizeof(ca), child_entry, ctx);
-		if (pid < 0) {
-			errno = (int)-pid;
-			pid = -1;
-		}
-#else
-		pid = syscall(SYS_clone3, &ca, sizeof(ca));
-		if (pid == 0)
-			child_main(a, cf);
-#endif
+		pid = clone3_into_cgroup(a, ctx, cf, cg, stack, pidfd);
 		if (pid < 0 && (errno == ENOSYS || errno == E2BIG) &&
 		    !clone3_refused) {
 			/* Said once; this spawn and the next ones take the clone() path. */
@@ -660,7 +673,7 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 	} else {
 		/*
 		 * With its own PID namespace, the child is its init
-		 * (pid1_spawn_command). A non-root server's sandbox: in a user
+		 * (its stages: sandbox_child_enter()). A non-root server's sandbox: in a user
 		 * namespace of its own too (CLONE_NEWUSER, unlike unshare, works
 		 * with CLONE_VM), which owns the PID namespace cloned with it.
 		 */

@@ -98,8 +98,8 @@ struct missing_watch {
 };
 
 /*
- * The inotify instance. Static because the server is a process singleton
- * (server_current); everything here belongs to it.
+ * The inotify instance. Static because the server is a process singleton;
+ * everything here belongs to it (docs/ARCHITECTURE.md "Global state").
  */
 static struct {
 	struct server *srv;

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Resolving and connecting a netconn (netconn.h): getaddrinfo on the worker
- * pool, then IORING_OP_CONNECT to each address in turn until one answers.
+ * Resolving and connecting a netconn (netconn.h): an IP literal taken as
+ * it is, a name through getaddrinfo on the worker pool, then
+ * IORING_OP_CONNECT to each address in turn until one answers.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -147,4 +150,55 @@ void netconn_dns_done(struct work *w)
 	}
 	nc->ai_next = nc->ai;
 	nc_connect_next(nc);
+}
+
+/*
+ * nc's address from host and port: an IP literal is the address (nc->is_ip),
+ * a name is resolved later on the worker pool (-ENOSYS without one). Sets the
+ * peer's name for messages.
+ */
+int netconn_set_address(struct netconn *nc, const char *host, uint16_t port)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	snprintf(nc->port_str, sizeof(nc->port_str), "%u", (unsigned)port);
+	if (inet_pton(AF_INET, host, &a4) == 1) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&nc->addr;
+
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+		in->sin_addr = a4;
+		nc->addrlen = sizeof(*in);
+		nc->is_ip = true;
+		snprintf(nc->peer, sizeof(nc->peer), "%s:%u", host, (unsigned)port);
+	} else if (inet_pton(AF_INET6, host, &a6) == 1) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&nc->addr;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		in6->sin6_addr = a6;
+		nc->addrlen = sizeof(*in6);
+		nc->is_ip = true;
+		snprintf(nc->peer, sizeof(nc->peer), "[%s]:%u", host, (unsigned)port);
+	} else {
+		if (!nc->srv->workers)
+			return -ENOSYS;
+		snprintf(nc->peer, sizeof(nc->peer), "%s:%u", host, (unsigned)port);
+	}
+	return 0;
+}
+
+/* The literal's connect now, or the DNS job on a worker first. */
+void netconn_resolve_or_connect(struct netconn *nc)
+{
+	if (nc->is_ip) {
+		netconn_start_connect(nc);
+		return;
+	}
+	nc->state = NC_RESOLVING;
+	nc->dns.run = netconn_dns_run;
+	nc->dns.done = netconn_dns_done;
+	nc->dns_busy = true;
+	worker_submit(nc->srv, &nc->dns);
 }

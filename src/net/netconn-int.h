@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A netconn's state and the calls between netconn.c (lifetime, TLS, input,
- * output, the API) and netconn-connect.c (DNS and connect). Private to
- * src/net.
+ * A netconn's state and the calls between netconn.c (lifetime, input,
+ * output, the API), netconn-connect.c (the address, DNS and connect) and
+ * netconn-tls.c (the TLS pump's side). Private to src/net.
  */
 #pragma once
 
@@ -100,8 +100,33 @@ void _printf_(3, 4) netconn_fail(struct netconn *nc, int err, const char *fmt, .
 void netconn_connected(struct netconn *nc);
 /* Runs the TLS pump / delivers received bytes, then reads on. */
 void netconn_input(struct netconn *nc);
+/* A NOP through the ring: work that must not run inside the caller (its completion). */
+void netconn_kick(struct netconn *nc);
+/* Writes what is queued (one SENDMSG in flight). */
+void netconn_flush(struct netconn *nc);
+/* As netconn_fail, from an API call: the end (and closed()) comes from the loop. */
+void _printf_(3, 4) netconn_fail_later(struct netconn *nc, int err, const char *fmt, ...);
+/* Room for n more bytes at the tail of the output queue (appending never moves a chunk). */
+struct nc_chunk *netconn_tail_room(struct netconn *nc, size_t n);
+
+/* netconn-tls.c */
+/* The client SSL for nc->host on the server's client SSL_CTX. 0 or -errno. */
+int netconn_tls_setup(struct netconn *nc);
+/* Moves what the SSL wrote into the output queue; app: the plaintext bytes it carries. */
+int netconn_tls_drain(struct netconn *nc, size_t app);
+/*
+ * Runs the handshake, then reads plaintext while delivery is on. Returns
+ * true when everything received was consumed (the SSL wants more bytes).
+ */
+bool netconn_tls_process(struct netconn *nc);
+/* Application bytes through SSL_write; their records join the output queue (not flushed). */
+int netconn_tls_send(struct netconn *nc, const void *p, size_t n);
 
 /* netconn-connect.c */
+/* nc's address (IP literal) or the name to resolve; -ENOSYS for a name without workers. */
+int netconn_set_address(struct netconn *nc, const char *host, uint16_t port);
+/* Starts the connect (a literal) or the DNS job (a name). */
+void netconn_resolve_or_connect(struct netconn *nc);
 /* A non-blocking TCP socket for nc->addr's family in nc->fd. Returns 0 or -errno. */
 int netconn_socket(struct netconn *nc);
 /* Submits the connect of nc->fd to nc->addr. */

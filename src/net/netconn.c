@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Outbound TCP (+TLS) connections on the ring. See netconn.h.
+ * Outbound TCP (+TLS) connections on the ring (netconn.h): a netconn's
+ * lifetime, input, the output queue and the API; resolving and connecting
+ * are netconn-connect.c's, the TLS side netconn-tls.c's.
  *
  * Lifetime: a netconn ends once (nc_end: handlers off, ops cancelled, fd
  * closed through the ring) and is freed from the completion of its last
@@ -17,7 +19,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,6 @@
 #include "tls-mem.h"
 #include "worker.h"
 
-static void nc_flush(struct netconn *nc);
 static void nc_arm_read(struct netconn *nc);
 
 /* ---- freeing ---- */
@@ -95,7 +95,7 @@ bool netconn_quiet(struct netconn *nc)
 static void on_kick(struct uring_op *op, int res, uint32_t flags);
 
 /* A NOP through the ring: work that must not run inside the caller (see on_kick). */
-static void nc_kick(struct netconn *nc)
+void netconn_kick(struct netconn *nc)
 {
 	struct io_uring_sqe *sqe;
 
@@ -127,7 +127,7 @@ static void nc_end(struct netconn *nc, int err, const char *why)
 		io_uring_prep_close(sqe, nc->fd);
 		nc->fd = -1;
 	}
-	nc_kick(nc);
+	netconn_kick(nc);
 	if (!nc->owner_closed) {
 		if (err < 0)
 			log_debug("Connection to %s ended: %s", nc->peer, why);
@@ -148,7 +148,7 @@ void _printf_(3, 4) netconn_fail(struct netconn *nc, int err, const char *fmt, .
 }
 
 /* As netconn_fail, from an API call: the end (and closed()) comes from the loop. */
-static void _printf_(3, 4) nc_fail_later(struct netconn *nc, int err, const char *fmt, ...)
+void _printf_(3, 4) netconn_fail_later(struct netconn *nc, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -159,53 +159,13 @@ static void _printf_(3, 4) nc_fail_later(struct netconn *nc, int err, const char
 	va_end(ap);
 	nc->fail_pending = true;
 	nc->fail_err = err;
-	nc_kick(nc);
+	netconn_kick(nc);
 }
 
-/* ---- TLS ---- */
-
-static SSL_CTX *tls_ctx(struct server *s)
-{
-	SSL_CTX *ctx;
-
-	if (s->tls_client_ctx)
-		return s->tls_client_ctx;
-	ctx = SSL_CTX_new(TLS_client_method());
-	if (!ctx)
-		return NULL;
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-	    SSL_CTX_set_default_verify_paths(ctx) != 1) {
-		SSL_CTX_free(ctx);
-		return NULL;
-	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-	s->tls_client_ctx = ctx;
-	return ctx;
-}
-
-static int tls_setup(struct netconn *nc)
-{
-	SSL_CTX *ctx = tls_ctx(nc->srv);
-
-	if (!ctx)
-		return -ENOMEM;
-	if (tls_mem_init(&nc->tm, ctx, false) < 0)
-		return -ENOMEM;
-	if (nc->is_ip) {
-		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(nc->tm.ssl), nc->host) != 1)
-			return -EINVAL;
-	} else {
-		SSL_set_hostflags(nc->tm.ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-		if (SSL_set1_host(nc->tm.ssl, nc->host) != 1 ||
-		    SSL_set_tlsext_host_name(nc->tm.ssl, nc->host) != 1)
-			return -ENOMEM;
-	}
-	return 0;
-}
+/* ---- output queue ---- */
 
 /* Room for n more bytes at the tail of the output queue (appending never moves a chunk). */
-static struct nc_chunk *nc_tail_room(struct netconn *nc, size_t n)
+struct nc_chunk *netconn_tail_room(struct netconn *nc, size_t n)
 {
 	struct nc_chunk *c;
 
@@ -225,7 +185,7 @@ static struct nc_chunk *nc_tail_room(struct netconn *nc, size_t n)
 
 static int nc_queue(struct netconn *nc, const void *p, size_t n)
 {
-	struct nc_chunk *c = nc_tail_room(nc, n);
+	struct nc_chunk *c = netconn_tail_room(nc, n);
 
 	if (!c)
 		return -ENOMEM;
@@ -235,96 +195,12 @@ static int nc_queue(struct netconn *nc, const void *p, size_t n)
 	return 0;
 }
 
-/* Moves what the SSL wrote into the output queue; app: the plaintext bytes it carries. */
-static int tls_drain_wbio(struct netconn *nc, size_t app)
-{
-	struct nc_chunk *c = NULL;
-	size_t pending;
-
-	while ((pending = tls_mem_pending(&nc->tm)) > 0) {
-		size_t r;
-
-		c = nc_tail_room(nc, pending);
-		if (!c)
-			return -ENOMEM;
-		r = tls_mem_take(&nc->tm, c->data + c->len, pending);
-		if (r == 0)
-			break;
-		c->len += r;
-		nc->out_bytes += r;
-	}
-	if (app) {
-		if (!c && !list_empty(&nc->outq))
-			c = list_entry(nc->outq.prev, struct nc_chunk, link);
-		if (c)
-			c->app += app;
-		else
-			return 0; /* nothing queued for it (cannot happen): nothing to count */
-	}
-	return 0;
-}
-
-static void tls_fail(struct netconn *nc, const char *what)
-{
-	char text[200];
-	bool verify;
-
-	tls_mem_error_text(&nc->tm, text, sizeof(text), &verify);
-	if (verify) {
-		netconn_fail(nc, -EKEYREJECTED, "TLS %s with %s: certificate verify failed: %s", what,
-			nc->peer, text);
-		return;
-	}
-	netconn_fail(nc, -EPROTO, "TLS %s with %s failed: %s", what, nc->peer, text);
-}
-
 void netconn_connected(struct netconn *nc)
 {
 	nc->state = NC_OPEN;
 	uring_timer_cancel(&nc->timer);
 	if (nc->h.connected)
 		nc->h.connected(nc);
-}
-
-/*
- * Runs the handshake, then reads plaintext while delivery is on. Returns
- * true when everything received was consumed (the SSL wants more bytes).
- */
-static bool tls_process(struct netconn *nc)
-{
-	for (;;) {
-		enum tls_mem_result e;
-		size_t n = 0;
-
-		if (nc->ended)
-			return false;
-		if (nc->state != NC_HANDSHAKE && !nc->reading && !nc->shutting)
-			return false;
-		e = tls_mem_step(&nc->tm, nc->pbuf, NC_RBUF_SIZE, &n);
-		/* Handshake messages, alerts, key update answers. */
-		if (tls_drain_wbio(nc, 0) < 0) {
-			netconn_fail(nc, -ENOMEM, "out of memory queueing TLS records for %s", nc->peer);
-			return false;
-		}
-		nc_flush(nc);
-		switch (e) {
-		case TLS_MEM_DONE:
-			if (nc->state == NC_HANDSHAKE)
-				netconn_connected(nc);
-			else if (n > 0 && nc->h.data)
-				nc->h.data(nc, nc->pbuf, n);
-			continue;
-		case TLS_MEM_WANT_READ:
-			return true;
-		case TLS_MEM_CLOSED:
-			netconn_fail(nc, 0, "%s sent TLS close_notify", nc->peer);
-			return false;
-		case TLS_MEM_FAILED:
-			break;
-		}
-		tls_fail(nc, nc->state == NC_HANDSHAKE ? "handshake" : "read");
-		return false;
-	}
 }
 
 /* ---- input ---- */
@@ -340,7 +216,7 @@ void netconn_input(struct netconn *nc)
 	if (nc->ended || nc->state < NC_HANDSHAKE)
 		return;
 	if (nc->tm.ssl) {
-		consumed = tls_process(nc);
+		consumed = netconn_tls_process(nc);
 	} else {
 		if (nc->rlen > 0 && (nc->reading || nc->shutting)) {
 			size_t n = nc->rlen;
@@ -414,8 +290,8 @@ static void nc_send_fin(struct netconn *nc)
 {
 	nc->fin_sent = true;
 	if (shutdown(nc->fd, SHUT_WR) < 0 && errno != ENOTCONN)
-		nc_fail_later(nc, -errno, "shutting down the connection to %s failed: %s", nc->peer,
-			      strerror(errno));
+		netconn_fail_later(nc, -errno, "shutting down the connection to %s failed: %s",
+				   nc->peer, strerror(errno));
 }
 
 static void on_write(struct uring_op *op, int res, uint32_t flags)
@@ -446,7 +322,7 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 		}
 	}
 	if (!list_empty(&nc->outq)) {
-		nc_flush(nc);
+		netconn_flush(nc);
 		return;
 	}
 	if (nc->shutting) {
@@ -458,7 +334,7 @@ static void on_write(struct uring_op *op, int res, uint32_t flags)
 		nc->h.drained(nc);
 }
 
-static void nc_flush(struct netconn *nc)
+void netconn_flush(struct netconn *nc)
 {
 	struct io_uring_sqe *sqe;
 	struct nc_chunk *c;
@@ -517,8 +393,6 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 		 void *userdata, struct netconn **ret)
 {
 	struct netconn *nc;
-	struct in6_addr a6;
-	struct in_addr a4;
 	int r;
 
 	if (!cfg->host || !cfg->host[0] || !h || !ret)
@@ -543,35 +417,12 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 		r = -ENOMEM;
 		goto fail;
 	}
-	snprintf(nc->port_str, sizeof(nc->port_str), "%u", (unsigned)cfg->port);
-	if (inet_pton(AF_INET, cfg->host, &a4) == 1) {
-		struct sockaddr_in *in = (struct sockaddr_in *)&nc->addr;
-
-		in->sin_family = AF_INET;
-		in->sin_port = htons(cfg->port);
-		in->sin_addr = a4;
-		nc->addrlen = sizeof(*in);
-		nc->is_ip = true;
-		snprintf(nc->peer, sizeof(nc->peer), "%s:%u", cfg->host, (unsigned)cfg->port);
-	} else if (inet_pton(AF_INET6, cfg->host, &a6) == 1) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&nc->addr;
-
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons(cfg->port);
-		in6->sin6_addr = a6;
-		nc->addrlen = sizeof(*in6);
-		nc->is_ip = true;
-		snprintf(nc->peer, sizeof(nc->peer), "[%s]:%u", cfg->host, (unsigned)cfg->port);
-	} else {
-		if (!s->workers) {
-			r = -ENOSYS;
-			goto fail;
-		}
-		snprintf(nc->peer, sizeof(nc->peer), "%s:%u", cfg->host, (unsigned)cfg->port);
-	}
+	r = netconn_set_address(nc, cfg->host, cfg->port);
+	if (r < 0)
+		goto fail;
 	if (nc->tls) {
 		nc->pbuf = malloc(NC_RBUF_SIZE);
-		r = nc->pbuf ? tls_setup(nc) : -ENOMEM;
+		r = nc->pbuf ? netconn_tls_setup(nc) : -ENOMEM;
 		if (r < 0)
 			goto fail;
 	}
@@ -585,15 +436,7 @@ int netconn_open(struct server *s, const struct netconn_config *cfg, const struc
 	list_add_tail(&nc->link, &s->netconns);
 	if (nc->timeout_ms)
 		uring_timer_arm(&s->ring, &nc->timer, nc->timeout_ms, on_timer);
-	if (nc->is_ip) {
-		netconn_start_connect(nc);
-	} else {
-		nc->state = NC_RESOLVING;
-		nc->dns.run = netconn_dns_run;
-		nc->dns.done = netconn_dns_done;
-		nc->dns_busy = true;
-		worker_submit(s, &nc->dns);
-	}
+	netconn_resolve_or_connect(nc);
 	*ret = nc;
 	return 0;
 fail:
@@ -665,8 +508,6 @@ size_t netconn_count(const struct server *s)
 
 int netconn_send(struct netconn *nc, const void *p, size_t n)
 {
-	const uint8_t *b = p;
-	size_t left = n;
 	int r;
 
 	if (nc->ended || nc->fail_pending || nc->shutting || nc->state != NC_OPEN)
@@ -678,27 +519,13 @@ int netconn_send(struct netconn *nc, const void *p, size_t n)
 		if (r < 0)
 			return r;
 		nc->app_queued += n;
-		nc_flush(nc);
+		netconn_flush(nc);
 		return 0;
 	}
-	while (left > 0) {
-		size_t done = MIN(left, (size_t)1 << 20);
-
-		if (tls_mem_write(&nc->tm, b, done) < 0) {
-			/* Memory BIOs never ask to retry: the SSL is out of memory or broken. */
-			nc_fail_later(nc, -ENOMEM, "TLS write to %s failed", nc->peer);
-			return -ENOMEM;
-		}
-		nc->app_queued += done;
-		if (tls_drain_wbio(nc, done) < 0) {
-			nc_fail_later(nc, -ENOMEM, "out of memory queueing TLS records for %s",
-				      nc->peer);
-			return -ENOMEM;
-		}
-		b += done;
-		left -= done;
-	}
-	nc_flush(nc);
+	r = netconn_tls_send(nc, p, n);
+	if (r < 0)
+		return r;
+	netconn_flush(nc);
 	return 0;
 }
 
@@ -720,7 +547,7 @@ void *netconn_send_reserve(struct netconn *nc, size_t n)
 		}
 		return nc->scratch;
 	}
-	c = nc_tail_room(nc, n);
+	c = netconn_tail_room(nc, n);
 	return c ? c->data + c->len : NULL;
 }
 
@@ -734,60 +561,7 @@ int netconn_send_commit(struct netconn *nc, size_t n)
 	c->len += n;
 	nc->out_bytes += n;
 	nc->app_queued += n;
-	nc_flush(nc);
-	return 0;
-}
-
-int netconn_start_tls_server(struct netconn *nc, struct ssl_ctx_st *ctx,
-			     int (*setup)(struct ssl_st *ssl, void *arg), void *arg, const void *early,
-			     size_t n)
-{
-	if (nc->ended || nc->fail_pending || nc->shutting || nc->state != NC_OPEN || nc->tm.ssl)
-		return -EINVAL;
-	if (!nc->pbuf && !(nc->pbuf = malloc(NC_RBUF_SIZE)))
-		return -ENOMEM;
-	if (tls_mem_init(&nc->tm, ctx, true) < 0)
-		return -ENOMEM;
-	if (setup && setup(nc->tm.ssl, arg) < 0) {
-		tls_mem_done(&nc->tm);
-		return -EINVAL;
-	}
-	/* the early bytes, then any plain input not delivered yet: all of it is the handshake's */
-	if ((n && tls_mem_feed(&nc->tm, early, n) < 0) ||
-	    (nc->rlen && tls_mem_feed(&nc->tm, nc->rbuf, nc->rlen) < 0)) {
-		tls_mem_done(&nc->tm);
-		return -ENOMEM;
-	}
-	nc->rlen = 0;
-	nc->state = NC_HANDSHAKE;
-	nc_kick(nc); /* the handshake runs from the loop, not inside the caller */
-	return 0;
-}
-
-int netconn_start_tls(struct netconn *nc, const char *host)
-{
-	struct in6_addr a6;
-	struct in_addr a4;
-	char *h;
-	int r;
-
-	if (nc->ended || nc->fail_pending || nc->shutting || nc->state != NC_OPEN || nc->tm.ssl ||
-	    nc->rlen > 0 || !host || !host[0])
-		return -EINVAL;
-	h = strdup(host);
-	if (!h)
-		return -ENOMEM;
-	free(nc->host);
-	nc->host = h;
-	nc->is_ip = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
-	if (!nc->pbuf)
-		nc->pbuf = malloc(NC_RBUF_SIZE);
-	r = nc->pbuf ? tls_setup(nc) : -ENOMEM;
-	if (r < 0)
-		return r;
-	nc->tls = true;
-	nc->state = NC_HANDSHAKE;
-	nc_kick(nc); /* the ClientHello goes out from the loop; connected() follows the handshake */
+	netconn_flush(nc);
 	return 0;
 }
 
@@ -798,7 +572,7 @@ void netconn_set_reading(struct netconn *nc, bool on)
 	nc->reading = on;
 	/* Buffered input and a recv to arm: from the loop, not inside the caller. */
 	if (on && nc->state >= NC_HANDSHAKE)
-		nc_kick(nc);
+		netconn_kick(nc);
 }
 
 void netconn_shutdown(struct netconn *nc)
@@ -806,16 +580,16 @@ void netconn_shutdown(struct netconn *nc)
 	if (nc->ended || nc->shutting || nc->fail_pending)
 		return;
 	if (nc->state != NC_OPEN) {
-		nc_fail_later(nc, -ECANCELED, "shut down before the connection to %s was up",
-			      nc->peer);
+		netconn_fail_later(nc, -ECANCELED, "shut down before the connection to %s was up",
+				   nc->peer);
 		return;
 	}
 	nc->shutting = true;
 	if (nc->tm.ssl) {
 		tls_mem_shutdown(&nc->tm); /* queues close_notify; the peer's comes as input */
-		if (tls_drain_wbio(nc, 0) < 0) {
-			nc_fail_later(nc, -ENOMEM, "out of memory queueing TLS records for %s",
-				      nc->peer);
+		if (netconn_tls_drain(nc, 0) < 0) {
+			netconn_fail_later(nc, -ENOMEM, "out of memory queueing TLS records for %s",
+					   nc->peer);
 			return;
 		}
 	}
@@ -823,8 +597,8 @@ void netconn_shutdown(struct netconn *nc)
 	if (list_empty(&nc->outq) && !nc->write_op.busy)
 		nc_send_fin(nc);
 	else
-		nc_flush(nc);
-	nc_kick(nc); /* reads even if delivery was paused, to see the peer's end */
+		netconn_flush(nc);
+	netconn_kick(nc); /* reads even if delivery was paused, to see the peer's end */
 }
 
 void netconn_close(struct netconn *nc)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Outbound connections on the ring: the byte pipe under remote mode's HTTP,
- * WebSocket and relay clients (http://, https://, ws://, wss://).
+ * Outbound connections on the ring, the shared transport of every connection
+ * uexec opens: remote mode's registry POSTs and WebSockets (src/remote/link),
+ * http/request (src/http) and the network proxy's upstreams, interception and
+ * accepted clients (src/netproxy). Each hands it bytes of its own protocol.
  *
  * - DNS: getaddrinfo() on the worker pool (src/server/worker.h). It blocks and
  *   no packaged non-blocking resolver is in the design's list, so it runs on a

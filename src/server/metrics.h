@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Counters for GET /metrics (src/server/metrics.c renders them). Plain
+ * Counters for GET /metrics (src/main/metrics.c renders them). Plain
  * integers bumped by the single-threaded loop where the event happens: no
  * atomics, no lookups. Gauges (connections, sessions, processes by state,
  * queued bytes) are not kept here: the renderer counts them when scraped.
@@ -52,15 +52,6 @@ struct server_metrics {
 	uint64_t proxy_refused[SERVER_METRICS_N_PROXY_REASONS]; /* by reason */
 	uint64_t proxy_bytes_up, proxy_bytes_down; /* to destinations, back to commands */
 };
-
-struct buf;
-struct server;
-
-/*
- * Appends the Prometheus text exposition (format 0.0.4) of s to out
- * (src/server/metrics.c, linked into the executable). Returns 0 or -ENOMEM.
- */
-int server_metrics_render(struct server *s, struct buf *out);
 
 /* A process exited ms after its spawn. */
 static inline void server_metrics_exit(struct server_metrics *m, uint64_t ms)

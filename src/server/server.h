@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The server object: configuration (CLI arg_* values), the ring, the listener,
- * the signalfd, and the lists of connections and sessions.
+ * the signalfd, and the lists of connections and sessions. State that only
+ * one layer above uses goes into that layer's module (docs/ARCHITECTURE.md
+ * "Global state"), not here; every function declared here is implemented in
+ * src/server (the executable's are in src/main/uexec.h).
  */
 #pragma once
 
-#include <jansson.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,9 +22,7 @@
 #include "sandbox.h"
 #include "secrets.h"
 
-struct conn_handlers;
 struct server_conf_args;
-struct ws_auth;
 struct np_mitm;
 struct config {
 	const char *listen;          /* "ws://IP:PORT" or "stdio" */
@@ -89,7 +89,7 @@ struct config {
 /*
  * uexec's defaults (the command line changes them; the session fuzzer starts
  * from them). main() passes 0 for max_sessions, max_connections and
- * max_processes unless given: server_init() derives them from the fd budget.
+ * max_processes unless given: server_init() (src/main) derives them from the fd budget.
  */
 #define CONFIG_DEFAULTS                                                                        \
 	{                                                                                      \
@@ -139,7 +139,6 @@ struct server {
 
 	struct list_head netconns;            /* outbound connections (src/net/netconn.h) */
 	struct ssl_ctx_st *tls_client_ctx;    /* their client SSL_CTX, made on first use */
-	struct ssl_ctx_st *tls_server_ctx;    /* the listener's (--tls-cert), or NULL */
 	struct np_mitm *mitm;                 /* credential masking's CA (src/netproxy/mitm.h), or NULL */
 
 	/* Ops waiting for a provided buffer (ENOBUFS), re-armed on recycle. */
@@ -159,10 +158,6 @@ struct server {
 	struct netguard *guard;          /* keeps sandboxes off our own port, or NULL */
 	const char *denial_evidence;     /* the evidence source in use ("audit", "none"; exec) */
 	struct sandbox_cg cgroups;       /* per-process cgroups and limits (sandbox/cgroup.h) */
-	struct list_head cg_pending;     /* leaves waiting to be empty (src/exec/proc-cgroup.c) */
-	const struct conn_handlers *conn_handlers; /* what the transport calls (transport/conn.h) */
-	struct remote *remote;                     /* remote mode, or NULL (src/remote) */
-	struct ws_auth *ws_auth;   /* the listener's auth and its secrets (conn-auth.c), or NULL */
 	struct server_metrics metrics; /* counters for GET /metrics (metrics.h) */
 	bool stopping;
 	int exit_code;
@@ -173,16 +168,7 @@ struct server {
 	bool drain_killed;                /* the timeout passed: what was left got SIGKILL */
 	struct server_audit audit;        /* --audit-log's queue and fd (audit.h) */
 	char *audit_path;                 /* what audit.fd was opened from (owned) */
-
-	char *login_shell;   /* the server user's login shell (from the user database) */
-	json_t *env_info;    /* environmentInfo, built once at start */
 };
-
-extern struct server *server_current;
-
-int server_init(struct server *s, const struct config *cfg);
-int server_run(struct server *s);
-void server_done(struct server *s);
 
 /* Ends the loop after this iteration; the server exits with exit_code. */
 void server_stop(struct server *s, int exit_code);

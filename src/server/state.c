@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server's shared state that every feature module may use: the global
- * server object, stopping, and the provided-buffer pool with its waiters.
- * The loop, listener and signals (server.c) sit on top of every module.
+ * The server's shared state that every feature module may use: the server
+ * object, stopping, and the provided-buffer pool with its waiters. The loop,
+ * listener and signals (src/main/server.c) sit on top of every module.
  */
 #include "server.h"
-
-struct server *server_current;
 
 void server_stop(struct server *s, int exit_code)
 {

@@ -189,6 +189,20 @@ int conn_auth_load(const struct config *cfg, struct ws_auth **ret, char *err, si
 	return 0;
 }
 
+/* The listener's auth in force (module state: one listener per process), or NULL. */
+static struct ws_auth *listener_auth;
+
+void conn_auth_install(struct ws_auth *a)
+{
+	conn_auth_free(listener_auth);
+	listener_auth = a;
+}
+
+const struct ws_auth *conn_auth_current(void)
+{
+	return listener_auth;
+}
+
 int conn_auth_reload(struct server *s, const struct config *cfg)
 {
 	struct ws_auth *a;
@@ -206,8 +220,7 @@ int conn_auth_reload(struct server *s, const struct config *cfg)
 			    "ones: %s", err);
 		return r;
 	}
-	conn_auth_free(s->ws_auth);
-	s->ws_auth = a;
+	conn_auth_install(a);
 	log_info("Reloaded the websocket auth secrets");
 	return 0;
 }

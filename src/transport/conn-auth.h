@@ -27,6 +27,14 @@ int conn_auth_load(const struct config *cfg, struct ws_auth **ret, char *err, si
 void conn_auth_free(struct ws_auth *a);
 
 /*
+ * a (owned from now on; NULL: no auth) becomes the auth the listener checks
+ * on each upgrade; the previous one is freed (at shutdown: conn_auth_install(NULL)).
+ */
+void conn_auth_install(struct ws_auth *a);
+/* The auth in force, or NULL (no --ws-auth). */
+const struct ws_auth *conn_auth_current(void);
+
+/*
  * SIGHUP: builds the auth that cfg (the configuration just re-read) describes
  * -- its token file, digest or shared secret file, issuer, audience and skew,
  * which may name other files than at start-up -- and swaps it in for

@@ -2,7 +2,9 @@
 /*
  * The carried transport: a connection without fds whose bytes an owner above
  * the transport moves (a relay stream). Messages travel as a 4-byte
- * big-endian length and the JSON text (RELAY.md §4.3).
+ * big-endian length and the JSON text (RELAY.md §4.3), framed and split by
+ * the relay's records codec (src/remote/codec/records.h), the one framer of
+ * both sides; the owner cuts the framed output into records.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,25 +12,23 @@
 
 #include "conn-ops.h"
 #include "log.h"
+#include "records.h"
 
 static size_t carried_hdr_len(size_t payload_len)
 {
 	(void)payload_len;
-	return 4;
+	return RELAY_MSG_PREFIX;
 }
 
 static size_t carried_framed_hdr_len(const struct outchunk *o)
 {
 	(void)o;
-	return 4;
+	return RELAY_MSG_PREFIX;
 }
 
 static void carried_frame(struct outchunk *o, size_t payload_len)
 {
-	o->data[0] = (uint8_t)(payload_len >> 24);
-	o->data[1] = (uint8_t)(payload_len >> 16);
-	o->data[2] = (uint8_t)(payload_len >> 8);
-	o->data[3] = (uint8_t)payload_len;
+	relay_msg_prefix(o->data, payload_len);
 }
 
 int conn_new_carried(struct server *s, const char *peer, const struct conn_carrier *cr,
@@ -56,20 +56,21 @@ static void handle_carried(struct conn *c)
 	size_t off = 0;
 
 	while (c->state == CONN_OPEN && !c->read_blocked && !c->carrier_paused &&
-	       c->in.len - off >= 4) {
+	       c->in.len - off >= RELAY_MSG_PREFIX) {
 		const uint8_t *p = c->in.data + off;
-		uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+		uint32_t n;
+		int q = relay_msg_peek(p, c->in.len - off, c->srv->cfg.max_message_bytes, &n);
 
-		if (n == 0 || n > c->srv->cfg.max_message_bytes) {
+		if (q < 0) {
 			log_info_ratelimited("Closing connection %s: message length %" PRIu32
 					     " out of range", c->peer, n);
 			conn_close(c, 0, "bad message length");
 			return;
 		}
-		if (c->in.len - off - 4 < n || conn_mem_pause_check(c))
+		if (q == 0 || conn_mem_pause_check(c))
 			break;
-		conn_deliver(c, (const char *)p + 4, n);
-		off += 4 + (size_t)n;
+		conn_deliver(c, (const char *)p + RELAY_MSG_PREFIX, n);
+		off += RELAY_MSG_PREFIX + (size_t)n;
 	}
 	if (c->state != CONN_DEAD)
 		buf_consume(&c->in, off);
@@ -88,7 +89,7 @@ int conn_carried_input(struct conn *c, const uint8_t *p, size_t n)
 {
 	if (c->state != CONN_OPEN)
 		return 0; /* closing: what arrives now has no one to answer it */
-	if (c->in.len + n > c->srv->cfg.max_message_bytes + 4 + CONN_CARRIED_SLACK)
+	if (c->in.len + n > c->srv->cfg.max_message_bytes + RELAY_MSG_PREFIX + CONN_CARRIED_SLACK)
 		return -ENOBUFS;
 	if (buf_append(&c->in, p, n) < 0)
 		return -ENOMEM;

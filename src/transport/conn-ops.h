@@ -57,8 +57,10 @@ void conn_kill(struct conn *c);
 void conn_send_raw(struct conn *c, const void *p, size_t n);
 /* One whole message to the layers above (the transport's deliver, or the next). */
 void conn_deliver(struct conn *c, const char *data, size_t len);
-/* One whole message to the JSON-RPC layer (server->conn_handlers). */
+/* One whole message to the JSON-RPC layer (conn_set_handlers). */
 void conn_deliver_rpc(struct conn *c, const char *data, size_t len);
+/* GET /metrics' body from the layers above; -EOPNOTSUPP when none is set, or their error. */
+int conn_metrics(struct server *s, struct buf *out);
 /* Arms the ring read on fd_in, unless it may not read now. */
 void conn_arm_read(struct conn *c);
 /* n bytes of the output queue went out; false when c is gone or closed. */

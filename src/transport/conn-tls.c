@@ -52,6 +52,21 @@ void conn_tls_free(SSL_CTX *ctx)
 	SSL_CTX_free(ctx);
 }
 
+/* The listener's server context in force (module state: one listener per process), or NULL. */
+static SSL_CTX *listener_ctx;
+
+void conn_tls_install(SSL_CTX *ctx)
+{
+	/* Connections hold their own reference to the context they were made from. */
+	SSL_CTX_free(listener_ctx);
+	listener_ctx = ctx;
+}
+
+SSL_CTX *conn_tls_current(void)
+{
+	return listener_ctx;
+}
+
 int conn_tls_reload(struct server *s, const struct config *cfg)
 {
 	SSL_CTX *ctx;
@@ -66,9 +81,7 @@ int conn_tls_reload(struct server *s, const struct config *cfg)
 		log_warning("Reloading the TLS certificate failed, keeping the previous one: %s", err);
 		return r;
 	}
-	/* Connections hold their own reference to the context they were made from. */
-	SSL_CTX_free(s->tls_server_ctx);
-	s->tls_server_ctx = ctx;
+	conn_tls_install(ctx);
 	log_info("Reloaded the TLS certificate");
 	return 0;
 }

@@ -24,6 +24,15 @@ int conn_tls_load(const struct config *cfg, struct ssl_ctx_st **ret, char *err, 
 void conn_tls_free(struct ssl_ctx_st *ctx);
 
 /*
+ * ctx (owned from now on; NULL: no TLS) becomes the context of connections
+ * accepted from now on; the previous one is freed (at shutdown:
+ * conn_tls_install(NULL)). conn_tls_current(): the one in force, or NULL
+ * (the listener is ws://).
+ */
+void conn_tls_install(struct ssl_ctx_st *ctx);
+struct ssl_ctx_st *conn_tls_current(void);
+
+/*
  * SIGHUP: reads the certificate and key that cfg (the configuration just
  * re-read; the files may differ from those at start-up) names and uses them
  * for connections accepted from now on (established ones keep their

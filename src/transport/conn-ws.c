@@ -16,7 +16,9 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "conn-auth.h"
 #include "conn-ops.h"
+#include "conn-tls.h"
 #include "http.h"
 #include "log.h"
 #include "tls-mem.h"
@@ -85,9 +87,9 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	struct conn *c;
 	int one = 1;
 
-	if (s->tls_server_ctx) {
+	if (conn_tls_current()) {
 		tls = calloc(1, sizeof(*tls));
-		if (!tls || tls_mem_init(tls, s->tls_server_ctx, true) < 0) {
+		if (!tls || tls_mem_init(tls, conn_tls_current(), true) < 0) {
 			free(tls);
 			safe_close(fd);
 			return -ENOMEM;
@@ -144,8 +146,7 @@ static void send_metrics(struct conn *c, struct http_upgrade *up)
 	char *out;
 	int n;
 
-	if (!c->srv->conn_handlers || !c->srv->conn_handlers->metrics ||
-	    c->srv->conn_handlers->metrics(c->srv, &body) < 0 || buf_append(&body, "", 1) < 0) {
+	if (conn_metrics(c->srv, &body) < 0 || buf_append(&body, "", 1) < 0) {
 		up->verdict = HTTP_VERDICT_RESPOND;
 		up->status = 500;
 		up->body = "";
@@ -187,8 +188,8 @@ static void handle_http(struct conn *c)
 	/* req views point into c->in: build the answer before consuming the head. */
 	(void)http_upgrade_check(&req, &up);
 	/* The upgrade (after the extractor's checks, as the reference) and /metrics need auth. */
-	if (up.verdict != HTTP_VERDICT_RESPOND && c->srv->ws_auth) {
-		const char *why = ws_auth_check(c->srv->ws_auth, &req, (int64_t)time(NULL));
+	if (up.verdict != HTTP_VERDICT_RESPOND && conn_auth_current()) {
+		const char *why = ws_auth_check(conn_auth_current(), &req, (int64_t)time(NULL));
 
 		if (why) {
 			c->srv->metrics.auth_failures++;

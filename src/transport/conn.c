@@ -17,11 +17,27 @@
 #include "log.h"
 #include "tls-mem.h"
 
+/*
+ * What the layers above want to hear (conn_set_handlers, once at start by
+ * the executable's wiring): module state, like the server it serves.
+ */
+static const struct conn_handlers *handlers;
+
+void conn_set_handlers(const struct conn_handlers *h)
+{
+	handlers = h;
+}
+
+int conn_metrics(struct server *s, struct buf *out)
+{
+	return handlers && handlers->metrics ? handlers->metrics(s, out) : -EOPNOTSUPP;
+}
+
 /* The layers above: the JSON-RPC message and the end of the connection. */
 void conn_deliver_rpc(struct conn *c, const char *data, size_t len)
 {
-	if (c->srv->conn_handlers && c->srv->conn_handlers->message)
-		c->srv->conn_handlers->message(c, data, len);
+	if (handlers && handlers->message)
+		handlers->message(c, data, len);
 }
 
 void conn_deliver(struct conn *c, const char *data, size_t len)
@@ -34,8 +50,8 @@ void conn_deliver(struct conn *c, const char *data, size_t len)
 
 static void conn_closed(struct conn *c)
 {
-	if (c->srv->conn_handlers && c->srv->conn_handlers->closed)
-		c->srv->conn_handlers->closed(c);
+	if (handlers && handlers->closed)
+		handlers->closed(c);
 	c->srv->mem_dirty = true; /* its requests waiting for budget must wind up (conn-mem.c) */
 }
 static void conn_flush(struct conn *c);
@@ -48,8 +64,8 @@ static void conn_free(struct conn *c)
 {
 	struct outchunk *o, *n;
 
-	if (c->srv->conn_handlers && c->srv->conn_handlers->freed)
-		c->srv->conn_handlers->freed(c);
+	if (handlers && handlers->freed)
+		handlers->freed(c);
 	list_del(&c->bufwait.link);
 	list_del(&c->slot_link);
 	list_del(&c->link);
@@ -306,8 +322,8 @@ bool conn_out_written(struct conn *c, size_t left)
 		c->read_blocked = false;
 		if (c->state == CONN_OPEN || c->state == CONN_HTTP)
 			conn_arm_read(c);
-		if (c->srv->conn_handlers && c->srv->conn_handlers->drained)
-			c->srv->conn_handlers->drained(c);
+		if (handlers && handlers->drained)
+			handlers->drained(c);
 		if (c->ops->drained)
 			c->ops->drained(c);
 		if (c->state == CONN_DEAD)

@@ -136,8 +136,8 @@ struct conn {
 };
 
 /*
- * What the transport calls in the layers above it (set once in
- * server->conn_handlers by the server; any member may be NULL).
+ * What the transport calls in the layers above it (set once at start with
+ * conn_set_handlers() by the executable's wiring; any member may be NULL).
  */
 struct conn_handlers {
 	/* One complete message (text, not NUL-terminated). */
@@ -151,6 +151,8 @@ struct conn_handlers {
 	/* GET /metrics: appends the Prometheus text exposition to out. Returns 0 or -ENOMEM. */
 	int (*metrics)(struct server *s, struct buf *out);
 };
+/* h (static, or living as long as the transport is used) replaces the handlers; NULL: none. */
+void conn_set_handlers(const struct conn_handlers *h);
 
 /* Takes ownership of fd (a connected TCP socket). Returns 0 or -errno. */
 int conn_new_ws(struct server *s, int fd, const char *peer);

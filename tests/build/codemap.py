@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Fails when docs/ARCHITECTURE.md's code map and the source tree disagree.
 
-Every source file under src/, proto/, uring/ and sandbox/ must be named in the
+Every source file under base/, src/, proto/, uring/ and sandbox/ must be named in the
 file table of the code map, and every file the table names must exist. Names
 are written as in the table: `dir/name.c`, `dir/name.[ch]` (both), or
 `dir/name.{h,cc}`; a later name in the same cell may drop the directory
@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-DIRS = ("src", "proto", "uring", "sandbox")
+DIRS = ("base", "src", "proto", "uring", "sandbox")
 EXTS = (".c", ".h", ".cc")
 
 

@@ -17,18 +17,18 @@ import subprocess
 import sys
 
 PREFIXES = (
-    # src/basic, proto, uring, sandbox
+    # base, proto, uring, sandbox
     "buf_", "log_", "strmap_", "base64_", "utf8_", "file_uri_", "http_", "ws_", "jrpc_",
     "jcheck_", "uring_", "sandbox_", "netguard_", "bpf_tracer_",
     # src/server, net, transport, rpc, exec, fs, env
     "server_", "worker_", "tls_mem_", "netconn_", "conn_", "rpc_", "params_", "os_error_", "exec_", "session_",
-    "proc_", "spawn_", "environ_", "snap_", "fs_", "env_", "toml_filter", "netproxy_",
+    "proc_", "spawn_", "environ_", "snap_", "fs_", "env_", "toml_filter", "toml_module_", "netproxy_",
     # src/discovery (disc_*, discovery_*; the YAML readers skill_*)
     "disc", "skill_",
-    # proto/relay-frame.c, and the code protoc-c generates from proto/relay.v1.proto
+    # src/remote/codec/relay-frame.c, and the code protoc-c generates from src/remote/codec/relay.v1.proto
     # (its package codex.exec_server.relay.v1 becomes the prefix of every name).
     "relay_frame_", "codex__exec_server__relay__v1__",
-    # src/relay
+    # src/remote/codec
     "mlkem768_", "noise_", "channel_", "relay_msg_", "relay_seq_", "relay_order_",
     "registry_",
     # src/remote

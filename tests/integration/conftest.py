@@ -23,7 +23,6 @@ import random
 import re
 import shutil
 import signal
-import stat
 import struct
 import subprocess
 import sys
@@ -35,7 +34,6 @@ TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(TESTS_DIR))
 sys.path.insert(0, TESTS_DIR)
 
-import wsclient  # noqa: E402
 
 UEXEC_BIN = os.environ.get("UEXEC_BIN", os.path.join(REPO_ROOT, "build", "src", "uexec"))
 # Run every uexec the suite starts as on an older kernel: passed as --landlock-abi-max
@@ -45,90 +43,16 @@ LANDLOCK_ABI_MAX = int(LANDLOCK_ABI_MAX) if LANDLOCK_ABI_MAX not in (None, "") e
 LANDLOCK_ABI_NEWEST = 7          # sandbox/sandbox.h: SANDBOX_LANDLOCK_ABI_NEWEST
 
 
-def _parse_as_uid(v):
-    if v in (None, ""):
-        return None
-    uid, _, gid = v.partition(":")
-    return int(uid), int(gid or uid)
-
-
-# Run every uexec the suite starts as another uid (a non-root uexec, issue 13 item 2):
-# UEXEC_TEST_AS_UID=UID[:GID] (the tests stay root). Each Server is started through
-# `setpriv --reuid --regid --clear-groups` with HOME and TMPDIR in a directory that uid
-# owns, and test_sandbox.py's scratch trees are handed to it (own()).
-AS_UID = _parse_as_uid(os.environ.get("UEXEC_TEST_AS_UID"))
-# The uid of test_sandbox_nonroot.py when the suite runs as root (no passwd entry needed).
-NONROOT_UID = AS_UID or (64123, 64123)
-_as_override = [None]
-
-
-def run_as():
-    """(uid, gid) the Servers started now run as, or None (the tests' own uid)."""
-    return _as_override[0] or AS_UID
-
-
-# Run every (root) uexec the suite starts with --sandbox-uid UID (issue 13 item 3):
-# UEXEC_TEST_SANDBOX_UID=UID[:GID] (GID: the gid uexec derives, UID's passwd group, else
-# UID; give it when that differs). Sandboxed commands are then that uid on the host, and
-# own() hands the scratch trees to it, so that only the sandbox keeps outside/ unchanged.
-SANDBOX_UID = _parse_as_uid(os.environ.get("UEXEC_TEST_SANDBOX_UID"))
-_sandbox_uid_override = [None]
-
-
-def sandbox_uid():
-    """(uid, gid) of --sandbox-uid for the root Servers started now, or None."""
-    if run_as():
-        return None
-    return _sandbox_uid_override[0] or SANDBOX_UID
-
-
-def set_sandbox_uid(ids):
-    """Makes the next Servers (and own()) use --sandbox-uid ids; None: the suite's setting."""
-    _sandbox_uid_override[0] = ids
-
-
-def sandboxed_ids():
-    """(uid, gid) sandboxed commands run as on the host when it is not root's, or None."""
-    return run_as() or sandbox_uid()
-
-
-def set_run_as(ids):
-    """Makes the next Servers (and own()) use ids; None restores the suite's setting."""
-    _as_override[0] = ids
-
-
-def sandbox_server(server_factory, kind, sandbox_uid=(64321, 64321), **kw):
-    """A server for one kind of host the sandbox tests run on: `default` (as the suite
-    runs it), `abiN` (Landlock ABI at most N), `sandbox-uid[-abiN]` (--sandbox-uid
-    sandbox_uid), `non-root` (uexec itself unprivileged). Skips where the host cannot."""
-    if kind == "non-root":
-        HOST.require("unprivileged-server", "mount-ns")
-        set_run_as(NONROOT_UID)
-        try:
-            return server_factory(**kw)
-        finally:
-            set_run_as(None)
-    if "abi" in kind:
-        HOST.require("uexec-init")
-        kw["landlock_abi_max"] = int(kind.split("abi")[1])
-    if kind.startswith("sandbox-uid"):
-        if run_as():
-            pytest.skip("--sandbox-uid needs a root uexec")
-        set_sandbox_uid(sandbox_uid)
-        try:
-            return server_factory(**kw)
-        finally:
-            set_sandbox_uid(None)
-    return server_factory(**kw)
-
-
-def uexec_has_remote():
-    """True if this uexec has remote mode (`--help` names --remote)."""
-    try:
-        p = subprocess.run([UEXEC_BIN, "--help"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "--remote" in p.stdout + p.stderr
+# The servers of every kind (servers.py); imported here so that tests keep using
+# `conftest.X`, `from conftest import X` and the fixtures by name. servers.py reads
+# what it needs from this module at call time (this import runs first).
+from servers import (  # noqa: E402,F401
+    AS_UID, EVENT_TIMEOUT, NONROOT_UID, SANDBOX_UID, STRESS_MEMORY_MAX, STRESS_PIDS_MAX, Server,
+    StdioServer, bounded_server, cgroup_limits_of, checked, client, collect_again, connected,
+    kind_fixture, level_fixture,
+    level_fixtures, own, require_level, run_as, run_as_home, run_once, sandbox_server,
+    sandbox_uid, sandboxed_ids, sclient, server, server_factory, set_run_as, set_sandbox_uid,
+    shared_server, uexec_has_remote)
 
 
 def start_workers(n, deadline, seed, actions, invoke, stop_at_error=True):
@@ -163,38 +87,6 @@ def start_workers(n, deadline, seed, actions, invoke, stop_at_error=True):
     return errors, counts, threads
 
 
-def own(*paths, ids=None):
-    """Hands paths (recursively) to the uid uexec runs as, when it is not the tests' own:
-    a workspace must be writable by the server's uid, as it is on a real host."""
-    ids = ids or sandboxed_ids()
-    if not ids:
-        return
-    for p in paths:
-        for dirpath, dirnames, filenames in os.walk(p):
-            os.lchown(dirpath, *ids)
-            for n in dirnames + filenames:
-                os.lchown(os.path.join(dirpath, n), *ids)
-        if not os.path.isdir(p) and os.path.lexists(p):
-            os.lchown(p, *ids)
-
-
-_homes = []
-
-
-def run_as_home(ids):
-    """HOME and TMPDIR of a uexec run as ids: a 0700 directory it owns under /var/tmp, one
-    per test process (test files run side by side: none shares another's), removed when
-    the process exits."""
-    d = "/var/tmp/uexec-test-home-%d-%d" % (ids[0], os.getpid())
-    if not _homes:
-        import atexit
-        atexit.register(lambda: [shutil.rmtree(h, ignore_errors=True) for h in _homes])
-    if d not in _homes:
-        _homes.append(d)
-    os.makedirs(d, exist_ok=True)
-    os.chown(d, *ids)
-    os.chmod(d, 0o700)
-    return d
 SANITIZER_MARKERS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer",
                      b"runtime error:", b"ERROR: ThreadSanitizer")
 
@@ -215,16 +107,8 @@ def pytest_configure(config):
 
 
 # --------------------------------------------------------------------------
-# server management
+# waiting and processes
 
-
-# How long a test waits for an event: a process exiting, a server starting or stopping, a
-# connection closing, the kernel tearing a namespace or a cgroup down, a reply. Generous
-# enough for an ASan + UBSan uexec (2-5x slower) on a loaded 2-core machine (load 5+);
-# every wait returns as soon as the event happens, so it costs nothing when the test
-# passes. Never a performance bound: no test asserts how fast something happens
-# (bench/ does). The same as wsclient.DEFAULT_TIMEOUT, the RPC client's default.
-EVENT_TIMEOUT = wsclient.DEFAULT_TIMEOUT
 
 
 def wait_until(pred, timeout=EVENT_TIMEOUT, interval=0.02, what="condition"):
@@ -284,331 +168,6 @@ def settled_fd_count(pid, quiet=0.3, timeout=10.0):
         elif time.monotonic() - since >= quiet:
             break
     return last
-
-
-class Server:
-    """One uexec process listening on an ephemeral port."""
-
-    def __init__(self, args=(), env=None, cwd=None, logdir="/tmp", listen="ws://127.0.0.1:0",
-                 landlock_abi_max=None, as_ids=None, launcher=None):
-        if not os.access(UEXEC_BIN, os.X_OK):
-            pytest.fail("uexec binary not found or not executable: %s (set UEXEC_BIN)" % UEXEC_BIN)
-        HOST.require("io_uring")  # uexec cannot start without it
-        self.args = [UEXEC_BIN, "--listen", listen]
-        self.as_ids = as_ids or run_as()
-        if self.as_ids:
-            HOST.require("unprivileged-server")
-            home = run_as_home(self.as_ids)
-            base = os.environ if env is None else env
-            # a TMPDIR the test made for this server is kept (handed to the uid); a shared
-            # one (/tmp, /var/tmp: sticky, world-writable) is never handed over, which would
-            # chown everything in it; the uid gets its own home instead
-            tmp = base.get("TMPDIR") if env is not None and \
-                base.get("TMPDIR") != os.environ.get("TMPDIR") else None
-            if tmp and os.path.isdir(tmp) and not os.stat(tmp).st_mode & stat.S_ISVTX:
-                own(tmp, ids=self.as_ids)
-            else:
-                tmp = None
-            env = dict(base, HOME=home, TMPDIR=tmp or home)
-            cwd = home if cwd is None else cwd
-            # launcher: a program that switches to the uid itself and execs the rest
-            self.args = (launcher or [HOST.program("setpriv"), "--reuid=%d" % self.as_ids[0],
-                                      "--regid=%d" % self.as_ids[1], "--clear-groups"]) + self.args
-        elif launcher:
-            self.args = launcher + self.args
-        elif sandbox_uid() and "--sandbox-uid" not in args:
-            self.args += ["--sandbox-uid", str(sandbox_uid()[0])]
-        # a test's own level wins over the suite's ($UEXEC_TEST_LANDLOCK_ABI_MAX); before
-        # args, which may end with a subcommand
-        cap = landlock_abi_max if landlock_abi_max is not None else LANDLOCK_ABI_MAX
-        if cap is not None:
-            self.args += ["--landlock-abi-max", str(cap)]
-        # sandboxDenied is the reference heuristic unless a test asks for denial evidence
-        # (test_denial_evidence.py): the suite's expectations must not depend on whether
-        # the host happens to have auditing on
-        if not any(a in ("--enable-audit", "--denial-evidence") for a in args):
-            self.args += ["--denial-evidence", "none"]
-        self.args += list(args)
-        self.landlock_level = HOST.landlock_level(cap)
-        os.makedirs(logdir, exist_ok=True)
-        stamp = "%d-%d" % (os.getpid(), time.monotonic_ns())
-        self.stdout_path = os.path.join(logdir, "uexec-%s.stdout" % stamp)
-        self.stderr_path = os.path.join(logdir, "uexec-%s.stderr" % stamp)
-        self._out = open(self.stdout_path, "wb")
-        self._err = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=self._out,
-                                     stderr=self._err, env=env, cwd=cwd,
-                                     start_new_session=True)
-        self.pid = self.proc.pid
-        self.url = None
-        self.stopped = False
-        deadline = time.monotonic() + EVENT_TIMEOUT
-        while True:
-            with open(self.stdout_path, "rb") as f:
-                data = f.read()
-            if b"\n" in data:
-                self.url = data.split(b"\n", 1)[0].decode().strip()
-                break
-            if self.proc.poll() is not None:
-                pytest.fail("uexec exited with %s before printing its URL; stderr:\n%s"
-                            % (self.proc.returncode, self.stderr_tail()))
-            if time.monotonic() > deadline:
-                self.proc.kill()
-                pytest.fail("uexec did not print its URL within %.0f s; stderr:\n%s"
-                            % (EVENT_TIMEOUT, self.stderr_tail()))
-            time.sleep(0.01)
-        assert self.url.startswith("ws://127.0.0.1:"), self.url
-        self.host, self.port = wsclient.parse_ws_url(self.url)
-
-    def stderr(self):
-        with open(self.stderr_path, "rb") as f:
-            return f.read()
-
-    def stderr_tail(self, n=4000):
-        return self.stderr()[-n:].decode("utf-8", "replace")
-
-    def connect(self, initialize=True, **kw):
-        c = wsclient.connect(self.url, initialize=initialize, **kw)
-        c.landlock_level = self.landlock_level   # what this server's sandboxes use
-        return c
-
-    def ws(self, **kw):
-        return wsclient.WebSocket.connect(self.url, **kw)
-
-    def sanitizer_problems(self):
-        err = self.stderr()
-        return [m.decode() for m in SANITIZER_MARKERS if m in err]
-
-    def terminate(self, timeout=EVENT_TIMEOUT):
-        """SIGTERM and wait; returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                self.stopped = True
-                raise AssertionError("uexec did not exit within %.0fs of SIGTERM" % timeout)
-        self.stopped = True
-        self._out.close()
-        self._err.close()
-        return self.proc.returncode
-
-    def check_stop(self):
-        """Teardown check: SIGTERM -> exit 0, no sanitizer reports."""
-        crashed_before = self.proc.poll()
-        problems = []
-        try:
-            rc = self.terminate()
-        except AssertionError as e:
-            problems.append(str(e))
-            rc = None
-        if crashed_before is not None and crashed_before != 0:
-            problems.append("uexec died during the test with exit status %s" % crashed_before)
-        elif rc not in (0, None):
-            problems.append("uexec exited with status %s after SIGTERM" % rc)
-        problems += ["sanitizer report: %s" % p for p in self.sanitizer_problems()]
-        if problems:
-            pytest.fail("; ".join(problems) + "\n--- uexec stderr tail ---\n" + self.stderr_tail())
-
-
-@pytest.fixture
-def server_factory(tmp_path):
-    """make(*flags, env=None, cwd=None, ...) -> Server; all are checked on teardown.
-    launcher: a command the server is started through (it execs the rest)."""
-    servers = []
-
-    def make(*args, env=None, cwd=None, listen="ws://127.0.0.1:0", landlock_abi_max=None,
-             launcher=None):
-        s = Server(args, env=env, cwd=cwd, logdir=str(tmp_path / "logs"), listen=listen,
-                   landlock_abi_max=landlock_abi_max, launcher=launcher)
-        servers.append(s)
-        return s
-
-    yield make
-    for s in servers:
-        if not s.stopped or s.sanitizer_problems():
-            s.check_stop()
-
-
-@pytest.fixture
-def server(server_factory):
-    """A fresh uexec with default flags (function scope)."""
-    return server_factory()
-
-
-# The limits of bounded_server: every process tree a stress test starts may hold at
-# most this many tasks and this much memory (uexec's own per-process cgroup limits,
-# --process-pids-max and --process-memory-max), so that a bug (a fork loop, a runaway
-# allocation, a tree the server fails to kill) is stopped by the kernel instead of
-# taking the machine and the other tests running on it down. Far above what the
-# tests' trees need (a few tasks and megabytes each).
-STRESS_PIDS_MAX = 256
-STRESS_MEMORY_MAX = 1 << 30
-
-
-def cgroup_limits_of(pid):
-    """{"pids": pids.max, "memory": memory.max or memory.limit_in_bytes} of the cgroups
-    process pid is in, as the kernel enforces them: for each controller, its cgroup in
-    the v1 hierarchy that has it where there is one, else its cgroup v2 directory. A
-    kind is absent when no such file exists (no controller)."""
-    with open("/proc/%d/cgroup" % pid) as f:
-        member = [line.rstrip("\n").split(":", 2) for line in f]
-    mounts = []  # (fstype, root, mount point, super options)
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            fields, rfields = left.split(), right.split()
-            if rfields and rfields[0] in ("cgroup", "cgroup2"):
-                mounts.append((rfields[0], _unescape(fields[3]), _unescape(fields[4]),
-                               rfields[-1].split(",")))
-
-    def directory(fstype, ctrl, rel):
-        for typ, root, mnt, opts in mounts:
-            if typ != fstype or (ctrl and ctrl not in opts):
-                continue
-            if root != "/" and rel != root and not rel.startswith(root + "/"):
-                continue
-            rel2 = rel[len(root):] if root != "/" else rel
-            return mnt + (rel2 if rel2 not in ("", "/") else "")
-        return None
-
-    out = {}
-    for kind, v1_file, v2_file in (("pids", "pids.max", "pids.max"),
-                                   ("memory", "memory.limit_in_bytes", "memory.max")):
-        path = None
-        for _, ctrls, rel in member:
-            if kind in ctrls.split(","):
-                d = directory("cgroup", kind, rel)
-                path = d and os.path.join(d, v1_file)
-        if path is None:
-            v2 = [rel for hid, ctrls, rel in member if hid == "0" and ctrls == ""]
-            d = v2 and directory("cgroup2", None, v2[0])
-            path = d and os.path.join(d, v2_file)
-        value = _read(path) if path else None
-        if value is not None:
-            out[kind] = value
-    return out
-
-
-def bounded_server(server_factory, *args, pids_max=STRESS_PIDS_MAX,
-                   memory_max=STRESS_MEMORY_MAX, **kw):
-    """A server for a test that stresses the machine (floods of output, many or fork-heavy
-    processes): every process tree it starts runs under uexec's own cgroup limits of
-    pids_max tasks and memory_max bytes. Skips, saying why, where the server reports at
-    start that it cannot enforce them on this host (it logs "--process-X-max cannot be
-    enforced"): such a test never runs unbounded. Where it says it can, a process's
-    cgroup files must show both limits (else the test fails: the server claimed limits
-    it does not set). That check costs one short process on a connection of its own,
-    whose session stays detached for the server's resume window."""
-    srv = server_factory("--process-pids-max", str(pids_max),
-                         "--process-memory-max", str(memory_max), *args, **kw)
-    log = srv.stderr().decode("utf-8", "replace")
-    refused = [line.split("warning: ", 1)[-1] for line in log.splitlines()
-               if re.search(r"--process-(pids|memory)-max cannot be enforced", line)]
-    if refused:
-        srv.check_stop()
-        pytest.skip("a stress test runs only within its own process limits, which this "
-                    "uexec cannot enforce here: %s" % "; ".join(refused))
-    c = srv.connect()
-    try:
-        c.start("bounded-server-probe", ["/bin/sleep", "1000"])
-        pid = [p["pid"] for p in c.result("process/list")["processes"]
-               if p["processId"] == "bounded-server-probe"][0]
-        got = cgroup_limits_of(pid)
-        assert c.terminate("bounded-server-probe") == {"running": True}
-        c.collect("bounded-server-probe")
-    finally:
-        c.ws.abort()
-    assert got == {"pids": str(pids_max), "memory": str(memory_max)}, (
-        "the server said nothing about limits it cannot enforce, yet a process of it runs "
-        "with %r (wanted pids %d, memory %d); start-up log:\n%s" % (got, pids_max, memory_max,
-                                                                   srv.stderr_tail()))
-    return srv
-
-
-@pytest.fixture(scope="module")
-def shared_server(tmp_path_factory):
-    """One uexec per test module, for tests that only use their own session."""
-    s = Server((), logdir=str(tmp_path_factory.mktemp("logs")))
-    yield s
-    s.check_stop()
-
-
-@pytest.fixture
-def client(server):
-    """Connected + initialized RpcClient on the function-scoped server."""
-    c = server.connect()
-    yield c
-    c.ws.abort()
-
-
-@pytest.fixture
-def sclient(shared_server):
-    """Connected + initialized RpcClient on the module-scoped server."""
-    c = shared_server.connect()
-    yield c
-    c.ws.abort()
-
-
-def require_level(level, *features):
-    """Skips unless this host can run uexec's sandboxes at Landlock level `level` (and has
-    `features`, probed first)."""
-    HOST.require(*features)
-    abi = HOST.landlock_abi()[0]
-    if abi < level:
-        pytest.skip("needs Landlock ABI %d on the kernel (it offers %d)" % (level, abi))
-    if level < 6:
-        HOST.require("uexec-init")   # below ABI 6 the PID namespace is required
-
-
-def _prepare_level(request, setup, features):
-    if setup:
-        request.getfixturevalue(setup)
-    require_level(request.param, *features)
-
-
-def level_fixtures(levels, setup=None, features=()):
-    """The fixtures of a module that reruns tests once per Landlock level:
-    level_server (one uexec per level, module scope, so pytest groups the tests by
-    level), lclient (a client of it) and uniq (ids unique across the module's
-    servers). setup: the name of a module fixture to set up first (one that changes
-    how every Server starts, e.g. its uid); features: host features to require."""
-    @pytest.fixture(scope="module", params=levels, ids=lambda l: "abi%d" % l)
-    def level_server(request, tmp_path_factory):
-        _prepare_level(request, setup, features)
-        s = Server((), logdir=str(tmp_path_factory.mktemp("logs")), landlock_abi_max=request.param)
-        yield s
-        s.check_stop()
-
-    @pytest.fixture
-    def lclient(level_server):
-        c = level_server.connect()
-        yield c
-        c.ws.abort()
-
-    @pytest.fixture
-    def uniq():
-        counter = [0]
-
-        def make(prefix="p"):
-            counter[0] += 1
-            return "%s-%d-%d-%d" % (prefix, os.getpid(), time.monotonic_ns(), counter[0])
-
-        return make
-
-    return level_server, lclient, uniq
-
-
-def level_fixture(levels, setup=None, features=()):
-    """A `level` fixture: each of `levels` this host can run, skipping the others."""
-    @pytest.fixture(params=levels, ids=lambda l: "abi%d" % l)
-    def level(request):
-        _prepare_level(request, setup, features)
-        return request.param
-
-    return level
 
 
 @pytest.fixture
@@ -1160,7 +719,7 @@ def login_shell():
 def guard_cgroup(server):
     """The listener guard's cgroup directory, as the server announced it."""
     m = re.search(r"Listener guard: sandboxed processes cannot connect to port %d \(cgroup (.+)\)$"
-                  % server.port, server.stderr().decode("utf-8", "replace"), re.M)
+                  % server.port, server.log(), re.M)
     assert m, "the server did not announce its listener guard:\n" + server.stderr_tail()
     return m.group(1)
 
@@ -1169,7 +728,7 @@ def require_guard(server, shared=False):
     """The server must have set the listener guard up: the `listener-guard` probe
     (checked by the test's needs marker) says this host can. shared: the guard's
     port map must also be the host-wide one shared by every uexec."""
-    log = server.stderr().decode("utf-8", "replace")
+    log = server.log()
     bad = [l for l in log.splitlines() if "Listener guard unavailable" in l
            or (shared and "only this server's port is guarded" in l)]
     assert not bad, "the host probes say the listener guard can work here, but: %s" % bad[0]

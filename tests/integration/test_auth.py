@@ -15,14 +15,12 @@ import hashlib
 import hmac
 import json
 import os
-import signal
-import subprocess
 import time
 
 import pytest
 
 import wsclient
-from conftest import UEXEC_BIN, HOST
+from conftest import HOST, run_once
 from wsclient import http_exchange, upgrade_request, headers_dict
 
 TOKEN = "cap-token-6f1d2a9c7e"
@@ -261,9 +259,8 @@ def test_jwt_without_issuer_audience_and_default_skew(server_factory, secret_fil
 # ---- start-up
 
 
-def run_bin(*args, timeout=60):
-    return subprocess.run([UEXEC_BIN, *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+def run_bin(*args):
+    return run_once(*args, text=True)
 
 
 def test_startup_errors(tmp_path, token_file, secret_file):
@@ -317,28 +314,8 @@ def test_startup_errors(tmp_path, token_file, secret_file):
     assert r.returncode == 2
 
 
-class Started:
-    """A uexec started on any address (the suite's Server insists on 127.0.0.1)."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([UEXEC_BIN, *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-
-    def url(self):
-        return self.proc.stdout.readline().decode().strip()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(60)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return rc
-
-
 @pytest.mark.parametrize("addr", ["0.0.0.0", "[::]"])
-def test_non_loopback_needs_auth(addr, token_file):
+def test_non_loopback_needs_auth(addr, token_file, server_factory):
     if addr.startswith("[") and HOST.missing("ipv6"):
         pytest.skip(HOST.missing("ipv6"))
     r = run_bin("--listen", "ws://%s:0" % addr)
@@ -349,30 +326,25 @@ def test_non_loopback_needs_auth(addr, token_file):
 
     for extra in (["--allow-unauthenticated"],
                   ["--ws-auth", "capability-token", "--ws-token-file", token_file]):
-        s = Started("--listen", "ws://%s:0" % addr, *extra)
-        try:
-            url = s.url()
-            assert url.startswith("ws://%s:" % addr.strip("[]") if addr == "0.0.0.0"
-                                  else "ws://[::]:"), url
-            port = int(url.rsplit(":", 1)[1])
-            loop = "127.0.0.1" if addr == "0.0.0.0" else "::1"
-            req, _ = upgrade_request(loop, port)
-            status = http_exchange(loop, port, req)[0]
-            assert status == ("HTTP/1.1 101 Switching Protocols" if extra[0].startswith("--allow")
-                              else "HTTP/1.1 401 Unauthorized")
-        finally:
-            assert s.stop() == 0
+        # started on any address (kinds off: a test of the listener)
+        s = server_factory(*extra, listen="ws://%s:0" % addr, kinds=False)
+        assert s.url.startswith("ws://%s:" % addr.strip("[]") if addr == "0.0.0.0"
+                                else "ws://[::]:"), s.url
+        loop = "127.0.0.1" if addr == "0.0.0.0" else "::1"
+        req, _ = upgrade_request(loop, s.port)
+        status = http_exchange(loop, s.port, req)[0]
+        assert status == ("HTTP/1.1 101 Switching Protocols" if extra[0].startswith("--allow")
+                          else "HTTP/1.1 401 Unauthorized")
+        assert s.terminate() == 0
 
 
 @pytest.mark.parametrize("addr", ["127.0.0.1", "127.3.4.5", "[::1]"])
-def test_loopback_needs_no_flag(addr):
+def test_loopback_needs_no_flag(addr, server_factory):
     if addr.startswith("[") and HOST.missing("ipv6"):
         pytest.skip(HOST.missing("ipv6"))
-    s = Started("--listen", "ws://%s:0" % addr)
-    try:
-        assert s.url().startswith("ws://%s:" % addr)
-    finally:
-        assert s.stop() == 0
+    s = server_factory(listen="ws://%s:0" % addr, kinds=False)
+    assert s.url.startswith("ws://%s:" % addr)
+    assert s.terminate() == 0
 
 
 def test_help_names_the_flags():

@@ -5,12 +5,11 @@ import fcntl
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
-from conftest import UEXEC_BIN, SANITIZER_MARKERS, children_of, pid_alive, wait_until
-from wsclient import RpcClient, StdioTransport, unb64
+from conftest import StdioServer, children_of, pid_alive, run_once, wait_until
+from wsclient import unb64
 
 # a uexec that serves (not only parses its command line) needs io_uring
 needs_server = pytest.mark.needs("io_uring")
@@ -21,15 +20,9 @@ FLAGS = ["--listen", "--resume-window-ms", "--max-sessions", "--max-processes",
          "--log-level", "--sandbox-max-ptys"]
 
 
-def run_bin(*args, timeout=60, input=None):
-    if not os.access(UEXEC_BIN, os.X_OK):
-        pytest.fail("uexec binary not found: %s" % UEXEC_BIN)
-    return subprocess.run([UEXEC_BIN, *args], capture_output=True, timeout=timeout, input=input)
-
-
 def test_help_lists_every_flag():
     """CLI: --help prints usage naming every flag and exits 0."""
-    r = run_bin("--help")
+    r = run_once("--help")
     assert r.returncode == 0
     text = (r.stdout + r.stderr).decode()
     for flag in FLAGS:
@@ -48,7 +41,7 @@ def test_help_lists_every_flag():
 ])
 def test_bad_listen_urls_exit_1(url, message):
     """§1.1: unsupported --listen values exit 1 with the reference message on stderr."""
-    r = run_bin("--listen", url)
+    r = run_once("--listen", url)
     assert r.returncode == 1
     assert message in r.stderr.decode()
     assert r.stdout == b""
@@ -56,15 +49,8 @@ def test_bad_listen_urls_exit_1(url, message):
 
 def test_unknown_flag_fails():
     """CLI: an unknown flag is an error (non-zero exit)."""
-    r = run_bin("--definitely-not-a-flag")
+    r = run_once("--definitely-not-a-flag")
     assert r.returncode != 0
-
-
-def _stdio_server(tmp_path, listen="stdio"):
-    err = open(tmp_path / "stdio.stderr", "wb")
-    proc = subprocess.Popen([UEXEC_BIN, "--listen", listen], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=err)
-    return proc, err
 
 
 @needs_server
@@ -72,11 +58,8 @@ def _stdio_server(tmp_path, listen="stdio"):
 @pytest.mark.parametrize("listen", ["stdio", "stdio://"])
 def test_stdio_round_trip_and_exit_on_eof(tmp_path, listen):
     """§1.1: --listen stdio speaks newline-delimited JSON; exits 0 at stdin EOF."""
-    if not os.access(UEXEC_BIN, os.X_OK):
-        pytest.fail("uexec binary not found: %s" % UEXEC_BIN)
-    proc, err = _stdio_server(tmp_path, listen)
-    try:
-        c = RpcClient(StdioTransport(proc))
+    with StdioServer(tmp_path / "stdio.stderr", listen=listen) as srv:
+        c = srv.client()
         res = c.initialize("stdio-test")
         assert set(res) == {"sessionId", "environmentInfo"}
         assert c.result("environment/status", None) == {"status": "ready"}
@@ -89,39 +72,20 @@ def test_stdio_round_trip_and_exit_on_eof(tmp_path, listen):
         c.send_raw("{not json")
         reply = c.wait_reply(-1)
         assert reply["error"]["code"] == -32600
-        proc.stdin.close()
-        assert proc.wait(60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err.close()
-    stderr = (tmp_path / "stdio.stderr").read_bytes()
-    assert not any(m in stderr for m in SANITIZER_MARKERS), stderr[-2000:]
+        assert srv.end_input() == 0
+    assert not srv.sanitizer_problems(), srv.stderr()[-2000:]
 
 
 @needs_server
 @runs_sh
 def test_stdio_stdout_is_only_json(tmp_path):
     """§1.1: in stdio mode every stdout line is one JSON message (logs go to stderr)."""
-    if not os.access(UEXEC_BIN, os.X_OK):
-        pytest.fail("uexec binary not found: %s" % UEXEC_BIN)
-    err = open(tmp_path / "stderr", "wb")
-    proc = subprocess.Popen([UEXEC_BIN, "--listen", "stdio", "--log-level", "debug"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-    try:
-        t = StdioTransport(proc)
-        c = RpcClient(t)
+    with StdioServer(tmp_path / "stderr", "--log-level", "debug") as srv:
+        c = srv.client()
         c.initialize()
         assert c.result("environment/status", None) == {"status": "ready"}
-        proc.stdin.close()
-        assert proc.wait(60) == 0
-        rest = t._buf + proc.stdout.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err.close()
+        assert srv.end_input() == 0
+        rest = srv.transport._buf + srv.proc.stdout.read()
     assert rest.strip() == b""
     assert [m.get("id") for m in c.log] == [1, 2]
 
@@ -130,14 +94,11 @@ def test_stdio_stdout_is_only_json(tmp_path):
 @runs_sh
 def test_stdio_input_before_eof_is_processed(tmp_path):
     """§1.1: lines already received when stdin reaches EOF are still answered before exit 0."""
-    if not os.access(UEXEC_BIN, os.X_OK):
-        pytest.fail("uexec binary not found: %s" % UEXEC_BIN)
     reqs = [{"id": 1, "method": "initialize", "params": {"clientName": "x"}},
             {"method": "initialized", "params": {}},
             {"id": 2, "method": "environment/status", "params": None}]
     data = "".join(json.dumps(r) + "\n" for r in reqs).encode()
-    r = subprocess.run([UEXEC_BIN, "--listen", "stdio"], input=data,
-                       capture_output=True, timeout=60)
+    r = run_once("--listen", "stdio", input=data)
     assert r.returncode == 0
     msgs = [json.loads(l) for l in r.stdout.split(b"\n") if l]
     assert [m.get("id") for m in msgs] == [1, 2]
@@ -148,11 +109,8 @@ def test_stdio_input_before_eof_is_processed(tmp_path):
 @runs_sh
 def test_stdio_process_output_before_eof(tmp_path):
     """§1.1: notifications are streamed on stdout in stdio mode."""
-    if not os.access(UEXEC_BIN, os.X_OK):
-        pytest.fail("uexec binary not found: %s" % UEXEC_BIN)
-    proc, err = _stdio_server(tmp_path)
-    try:
-        c = RpcClient(StdioTransport(proc))
+    with StdioServer(tmp_path / "stdio.stderr") as srv:
+        c = srv.client()
         c.initialize()
         c.start("cat", ["/bin/cat"], pipeStdin=True)
         c.write("cat", b"via-stdio\n", "1")
@@ -160,13 +118,7 @@ def test_stdio_process_output_before_eof(tmp_path):
         assert unb64(m["params"]["chunk"]) == b"via-stdio\n"
         assert c.terminate("cat") == {"running": True}
         assert c.collect("cat").exit_code == 137
-        proc.stdin.close()
-        assert proc.wait(60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err.close()
+        assert srv.end_input() == 0
 
 
 @needs_server
@@ -177,11 +129,8 @@ def test_stdio_exits_at_eof_when_stdout_is_never_read(tmp_path):
     the server flushes what it can, and when nothing moved for three ping intervals it
     exits anyway, with its processes killed (before, it waited on the pipe for ever and
     kept the flooding process running)."""
-    err = open(tmp_path / "stderr", "wb")
-    proc = subprocess.Popen([UEXEC_BIN, "--listen", "stdio", "--ping-interval-ms", "200"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-    try:
-        c = RpcClient(StdioTransport(proc))
+    with StdioServer(tmp_path / "stderr", "--ping-interval-ms", "200") as srv:
+        c = srv.client()
         c.initialize()
         c.start("y", ["/bin/sh", "-c", "read go; exec /usr/bin/yes flood"],
                 env={"PATH": "/usr/bin:/bin"}, pipeStdin=True)
@@ -191,7 +140,7 @@ def test_stdio_exits_at_eof_when_stdout_is_never_read(tmp_path):
         # count. What it wrote, less its 64 KiB pipe, the server read; the messages made of
         # it are a third larger, so past 512 KiB they exceed our 64 KiB pipe many times
         # over: output is queued, and stays queued (nobody reads).
-        fd = proc.stdout.fileno()
+        fd = srv.proc.stdout.fileno()
         size = fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
 
         def written():
@@ -201,17 +150,11 @@ def test_stdio_exits_at_eof_when_stdout_is_never_read(tmp_path):
         wait_until(lambda: written() > 8 * size + (512 << 10),
                    what="the flood to outgrow the server's stdout pipe")
         assert pid_alive(pid)
-        proc.stdin.close()
-        assert proc.wait(60) == 0
+        assert srv.end_input() == 0
         wait_until(lambda: not pid_alive(pid), what="the flooding process to be killed")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err.close()
-    stderr = (tmp_path / "stderr").read_bytes()
+    stderr = srv.stderr()
     assert b"stopped reading while closing" in stderr, stderr[-2000:]
-    assert not any(m in stderr for m in SANITIZER_MARKERS), stderr[-2000:]
+    assert not srv.sanitizer_problems(), stderr[-2000:]
 
 
 def pipe_fds(pid):
@@ -234,12 +177,9 @@ def test_stdio_slow_reader_at_eof_gets_everything(tmp_path):
     input (partial writes to its pipe count as progress) and the server exits 0 once
     all is out."""
     import time
-    err = open(tmp_path / "stderr", "wb")
-    proc = subprocess.Popen([UEXEC_BIN, "--listen", "stdio", "--ping-interval-ms", "100"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-    try:
-        t = StdioTransport(proc)
-        c = RpcClient(t)
+    with StdioServer(tmp_path / "stderr", "--ping-interval-ms", "100") as srv:
+        proc, t = srv.proc, srv.transport
+        c = srv.client()
         c.initialize()
         n = 2 << 20
         base_pipes = pipe_fds(proc.pid)
@@ -261,15 +201,10 @@ def test_stdio_slow_reader_at_eof_gets_everything(tmp_path):
             data += chunk
             time.sleep(0.05)  # 640 KiB/s: the 2.7 MB of messages take ~4 s, 40 ticks
         assert proc.wait(60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err.close()
     msgs = [json.loads(line) for line in data.split(b"\n") if line]
     got = b"".join(unb64(m["params"]["chunk"]) for m in msgs
                    if m.get("method") == "process/output")
     assert len(got) == n and set(got) == {0}
     assert [m["method"] for m in msgs if m.get("method", "").startswith("process/")][-1] == \
         "process/closed"
-    assert b"stopped reading while closing" not in (tmp_path / "stderr").read_bytes()
+    assert b"stopped reading while closing" not in srv.stderr()

@@ -8,11 +8,10 @@ import json
 import os
 import re
 import signal
-import subprocess
 
 import pytest
 
-from conftest import UEXEC_BIN, wait_until
+from conftest import StdioServer, run_once, wait_until
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/echo", "/bin/sleep")
 
@@ -24,9 +23,7 @@ def write(path, text):
     return str(path)
 
 
-def uexec(*args, timeout=60):
-    return subprocess.run([UEXEC_BIN] + list(args), capture_output=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+uexec = run_once   # a start expected to end (here: refused), output captured
 
 
 def test_file_applies_and_command_line_overrides(server_factory, tmp_path):
@@ -82,6 +79,15 @@ def test_unknown_key_is_an_error_naming_it(tmp_path, text, key):
     assert p.stdout == b""      # nothing listened
 
 
+def refused_as_wrong_type(tmp_path, text, key, want, got):
+    """A file whose key has the wrong type: exit 2, naming the key, the type wanted and given."""
+    conf = write(tmp_path / "u.toml", text)
+    p = uexec("--config", conf)
+    assert p.returncode == 2
+    msg = "key '%s' must be %s, not %s" % (key, want, got)
+    assert msg.encode() in p.stderr, p.stderr
+
+
 @pytest.mark.parametrize("text,key,want,got", [
     ('max-processes = "5"\n', "max-processes", "an integer", "a string"),
     ("listen = 8080\n", "listen", "a string", "an integer"),
@@ -90,11 +96,7 @@ def test_unknown_key_is_an_error_naming_it(tmp_path, text, key):
     ("executor-version = [1, 2]\n", "executor-version", "a string", "an array"),
 ])
 def test_wrong_type_is_an_error_naming_key_and_type(tmp_path, text, key, want, got):
-    conf = write(tmp_path / "u.toml", text)
-    p = uexec("--config", conf)
-    assert p.returncode == 2
-    msg = "key '%s' must be %s, not %s" % (key, want, got)
-    assert msg.encode() in p.stderr, p.stderr
+    refused_as_wrong_type(tmp_path, text, key, want, got)
 
 
 def test_invalid_toml_and_missing_file(tmp_path):
@@ -250,11 +252,7 @@ def test_every_option_takes_its_natural_type(tmp_path, key, value):
      "a string"),
 ])
 def test_new_options_wrong_type(tmp_path, text, key, want, got):
-    conf = write(tmp_path / "u.toml", text)
-    p = uexec("--config", conf)
-    assert p.returncode == 2
-    msg = "key '%s' must be %s, not %s" % (key, want, got)
-    assert msg.encode() in p.stderr, p.stderr
+    refused_as_wrong_type(tmp_path, text, key, want, got)
 
 
 def test_float_value_checked_by_the_option(tmp_path):
@@ -370,6 +368,8 @@ def test_example_as_shipped_loads(tmp_path):
     err = p.stderr.decode()
     assert p.returncode == 2 and "unrecognized option '--no-such-option'" in err, err
     assert "config file" not in err and "invalid" not in err, err
+
+
 def _upgrade_status(srv, token):
     from wsclient import http_exchange, upgrade_request
     req, _ = upgrade_request(srv.host, srv.port,
@@ -408,32 +408,20 @@ def test_sighup_reads_the_auth_files_the_new_configuration_names(server_factory,
 def test_sighup_never_points_the_audit_log_at_the_stdio_protocol(tmp_path):
     """--listen stdio refuses --audit-log - at start; a reload must refuse it too, or
     audit lines land in the JSON-RPC stream on stdout."""
-    from wsclient import RpcClient, StdioTransport
     path = tmp_path / "u.toml"
     write(path, "max-processes = 5\n")
-    err = open(tmp_path / "stderr", "wb")
-    proc = subprocess.Popen([UEXEC_BIN, "--listen", "stdio", "--config", str(path)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-    try:
-        t = StdioTransport(proc)
-        c = RpcClient(t)
+    with StdioServer(tmp_path / "stderr", "--config", str(path)) as srv:
+        c = srv.client()
         c.initialize()
         write(path, 'audit-log = "-"\nmax-processes = 5\n')
-        proc.send_signal(signal.SIGHUP)
-        wait_until(lambda: b"Configuration reloaded" in (tmp_path / "stderr").read_bytes(),
-                   what="the reload")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
         # an audit line on stdout is no JSON-RPC message: the client refuses it
         run = c.run("p", ["/bin/echo", "hi"], env=PATH_ENV)
         assert run.stdout == b"hi\n"
-        assert b"--audit-log - writes to stdout" in (tmp_path / "stderr").read_bytes()
-        proc.stdin.close()
-        assert proc.wait(60) == 0
-        rest = t._buf + proc.stdout.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err.close()
+        assert b"--audit-log - writes to stdout" in srv.stderr()
+        assert srv.end_input() == 0
+        rest = srv.transport._buf + srv.proc.stdout.read()
     # every stdout line is a JSON-RPC message, none an audit line
     assert b"process.start" not in rest
     for m in c.log:
@@ -445,7 +433,7 @@ def test_sighup_turning_the_handshake_deadline_off_closes_no_handshake(server_fa
     """handshake-timeout-ms = 0 means no deadline: after a reload to 0, a connection that
     was handshaking is not closed by the timer armed before (it used to be, at once)."""
     import socket
-    from wsclient import http_exchange, upgrade_request
+    from wsclient import upgrade_request
     path = tmp_path / "u.toml"
     write(path, "handshake-timeout-ms = 1500\n")
     srv = server_factory("--config", str(path))

@@ -15,6 +15,7 @@ import tempfile
 
 import pytest
 
+import conftest
 from wsclient import file_uri
 
 V1 = "capabilityRoots/discoverV1"
@@ -52,10 +53,7 @@ def area():
 def dclient(server_factory, area):
     env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "HOME")}
     env.update(CODEX_HOME=str(area / "codex"), HOME=str(area / "home"))
-    s = server_factory(env=env)
-    c = s.connect()
-    yield c
-    c.ws.abort()
+    yield from conftest.connected(server_factory(env=env))
 
 
 def v2(c, **extra):

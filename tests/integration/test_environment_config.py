@@ -10,6 +10,7 @@ import socket
 
 import pytest
 
+import conftest
 from wsclient import file_uri
 
 METHOD = "environmentConfig/read"
@@ -66,10 +67,7 @@ def project(tmp_path):
 @pytest.fixture
 def cfg_client(server_factory, home):
     """Initialized client on a server whose CODEX_HOME is `home`."""
-    s = server_factory(env=server_env(CODEX_HOME=str(home)))
-    c = s.connect()
-    yield c
-    c.ws.abort()
+    yield from conftest.connected(server_factory(env=server_env(CODEX_HOME=str(home))))
 
 
 def params(cwd, config=(("mcp_servers",),), requirements=(("mcp_servers",),)):

@@ -55,10 +55,6 @@ def work():
     os.rmdir(base)
 
 
-def _log(server):
-    return server.stderr().decode("utf-8", "replace")
-
-
 def test_sandbox_support_as_probed(server, work):
     """Sandbox-capable host (probe): uexec announces the probed Landlock ABI and runs a
     sandboxed process that cannot write outside. Otherwise: uexec says what the host
@@ -67,7 +63,7 @@ def test_sandbox_support_as_probed(server, work):
     ws, victim = work
     missing = HOST.missing("sandbox")
     c = server.connect()
-    log = _log(server)
+    log = server.log()
     if missing is None:
         level = server.landlock_level    # the kernel's ABI, or the suite's level below it
         assert "Sandbox ready: Landlock ABI %d, mount namespaces, seccomp" % level in log, log
@@ -121,7 +117,7 @@ def test_pid_namespace_as_probed(server, work):
     ws, _ = work
     c = server.connect()
     run = c.run("pid", ["/bin/sh", "-c", "echo $$"], cwd=ws, env=ENV, sandbox=_policy(ws))
-    log = _log(server)
+    log = server.log()
     if HOST.missing("uexec-init") is None:
         assert run.stdout == b"2\n", run.data()
         assert "sandboxed processes will share the host's PID namespace" not in log, log
@@ -135,7 +131,7 @@ def test_pid_namespace_as_probed(server, work):
 def test_listener_guard_where_probed(server):
     """Where the probes see cgroup v2, BPF and /run, uexec sets the guard up in a
     child of its own cgroup v2 directory (wherever the host mounts cgroup2)."""
-    log = _log(server)
+    log = server.log()
     own, _ = HOST.own_cgroup2_dir()
     m = re.search(r"Listener guard: sandboxed processes cannot connect to port %d \(cgroup (.+)\)$"
                   % server.port, log, re.M)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Installing and running as a service (issue 16 item 6): `meson install` into a
-DESTDIR puts uexec, uexec-init (where uexec looks for it), the man page and the
+DESTDIR puts uexec, uexec-init and the TOML module (where uexec looks for them), the man page and the
 systemd unit in their places; the unit's `systemd-analyze security` exposure stays
 within 4.5; the man page lists every option of --help; a refused io_uring_setup (as
 under Docker's default seccomp profile) gives an actionable start-up error; the
@@ -70,6 +70,7 @@ def help_options():
 def test_install_lists_the_expected_files(installed):
     o, path = installed["opts"], installed["path"]
     want = {path(o["bindir"], "uexec"), path(o["libexecdir"], "uexec-init"),
+            path(o["libdir"], "uexec", "uexec-toml.so"),
             installed["unit"], path(o["datadir"], "uexec", "uexec.toml.example")}
     if shutil.which("help2man"):
         want.add(path(o["mandir"], "man1", "uexec.1"))
@@ -112,6 +113,45 @@ def test_installed_uexec_finds_uexec_init(installed):
     assert p.returncode == 0, err
     assert "Sandbox ready" in err, err
     assert "uexec-init" not in err, err      # no "Cannot open .../uexec-init" warning
+
+
+def test_installed_uexec_reads_its_config_through_the_installed_module(installed, tmp_path):
+    """The installed tree bound at its prefix (as above): a uexec outside the build tree
+    loads the TOML module from libdir/uexec for --config (here the shipped example with
+    its listener moved to an ephemeral port) and for environmentConfig/read."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare:
+        pytest.skip("needs root and unshare(1) to bind the DESTDIR at the prefix")
+    o, prefix = installed["opts"], installed["prefix"]
+    if not os.path.isdir(prefix):
+        pytest.skip("the prefix %s does not exist on this host to be mounted over" % prefix)
+    conf = tmp_path / "uexec.toml"
+    with open(installed["path"](o["datadir"], "uexec", "uexec.toml.example")) as f:
+        text = f.read()
+    text = re.sub(r'(?m)^listen = .*$', 'listen = "stdio"', text)
+    text = re.sub(r'(?m)^audit-log = .*$', 'audit-log = "%s"' % (tmp_path / "audit.jsonl"), text)
+    conf.write_text(text)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text('model = "installed"\n')
+    req = {"jsonrpc": "2.0", "id": 2, "method": "environmentConfig/read",
+           "params": {"cwd": "file://" + str(home), "configPaths": [["model"]],
+                      "requirementsPaths": [["x"]]}}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientName": "t"}}
+    lines = (json.dumps(init) + "\n" + json.dumps({"jsonrpc": "2.0", "method": "initialized"})
+             + "\n" + json.dumps(req) + "\n").encode()
+    script = 'mount --bind "$1" "$2" && exec "$2/%s/uexec" --config "$3"' % o["bindir"]
+    env = dict(os.environ, CODEX_HOME=str(home))
+    p = subprocess.run([unshare, "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                        installed["dest"] + prefix, prefix, str(conf)],
+                       input=lines, capture_output=True, timeout=60, env=env)
+    err = p.stderr.decode()
+    assert p.returncode == 0, err
+    assert "TOML module" not in err, err
+    replies = {m.get("id"): m for m in map(json.loads, p.stdout.decode().splitlines())}
+    layers = replies[2]["result"]["config"]["layers"]
+    assert [x["toml"] for x in layers if x["source"].startswith("user")] == \
+        ['model = "installed"\n'], replies[2]
 
 
 def test_man_page_lists_every_option_of_help(installed):

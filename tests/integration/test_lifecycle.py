@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+import conftest
 from conftest import login_shell
 from wsclient import file_uri
 
@@ -48,9 +49,7 @@ GATED_OTHER_FAMILIES = [
 
 @pytest.fixture
 def fresh(shared_server):
-    c = shared_server.connect(initialize=False)
-    yield c
-    c.ws.abort()
+    yield from conftest.connected(shared_server, initialize=False)
 
 
 @pytest.mark.parametrize("method,params,family", GATED)

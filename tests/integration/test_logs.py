@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from conftest import wait_until
+from conftest import run_once, wait_until
 from wsclient import file_uri
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/echo", "/bin/sleep")
@@ -194,10 +194,7 @@ def test_audit_log_to_stdout_after_the_url(server_factory):
 
 
 def test_audit_log_unwritable_path_fails_start(tmp_path):
-    import subprocess
-    from conftest import UEXEC_BIN
-    p = subprocess.run([UEXEC_BIN, "--audit-log", str(tmp_path / "no" / "such" / "dir" / "a.log")],
-                       capture_output=True, timeout=60)
+    p = run_once("--audit-log", str(tmp_path / "no" / "such" / "dir" / "a.log"))
     assert p.returncode == 1
     assert b"Cannot open the audit log" in p.stderr
 
@@ -246,10 +243,7 @@ def test_sighup_reopens_the_audit_log_without_a_config_file(server_factory, tmp_
 
 
 def test_audit_to_stdout_is_refused_with_stdio_transport():
-    import subprocess
-    from conftest import UEXEC_BIN
-    p = subprocess.run([UEXEC_BIN, "--listen", "stdio", "--audit-log", "-"], capture_output=True,
-                       stdin=subprocess.DEVNULL, timeout=60)
+    p = run_once("--listen", "stdio", "--audit-log", "-")
     assert p.returncode == 1 and p.stdout == b""
     assert b"--listen stdio uses for the protocol" in p.stderr
 

@@ -13,13 +13,12 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import tempfile
 import time
 
 import pytest
 
-from conftest import EVENT_TIMEOUT, UEXEC_BIN, wait_until
+from conftest import EVENT_TIMEOUT, run_once, wait_until
 from wsclient import file_uri, unb64
 
 MiB = 1 << 20
@@ -274,9 +273,9 @@ def test_read_file_limit_follows_the_budget(server_factory, tmp_path):
 def test_budget_flags_are_checked():
     """CLI: the budgets take byte counts of at least 1 MiB."""
     for flag in ("--max-inflight-bytes-per-conn", "--max-inflight-bytes"):
-        r = subprocess.run([UEXEC_BIN, flag, "1000"], capture_output=True, timeout=60)
+        r = run_once(flag, "1000")
         assert r.returncode == 2 and flag.encode() in r.stderr, r.stderr
-    r = subprocess.run([UEXEC_BIN, "--help"], capture_output=True, timeout=60)
+    r = run_once("--help")
     assert b"--max-inflight-bytes-per-conn" in r.stdout and b"RSS" in r.stdout
 
 

@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+import conftest
 from conftest import Server
 
 # the programs this module's processes run (skipped, with the names, where missing)
@@ -33,17 +34,13 @@ def env_server(tmp_path_factory):
     for k in ("LD_LIBRARY_PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
         if k in os.environ:
             env[k] = os.environ[k]
-    s = Server((), env=env, cwd="/tmp",
-               logdir=str(tmp_path_factory.mktemp("logs")))
-    yield s
-    s.check_stop()
+    yield from conftest.checked(Server((), env=env, cwd="/tmp",
+                                       logdir=str(tmp_path_factory.mktemp("logs"))))
 
 
 @pytest.fixture
 def ec(env_server):
-    c = env_server.connect()
-    yield c
-    c.ws.abort()
+    yield from conftest.connected(env_server)
 
 
 _n = [0]

@@ -480,7 +480,7 @@ def test_connection_ended_from_below_resets_stream(relays):
     """A carried connection that ends on its own (here: a message length of 0, which conn.c
     answers by closing it) must reset the stream, not crash: conn.c's carrier_ended() cleared
     c->carrier_owner before calling the owner's ended(), which then dereferenced NULL
-    (remote-stream.c carrier_ended). The same path ends every forwarded stream whose
+    (src/remote/link/stream.c carrier_ended). The same path ends every forwarded stream whose
     destination goes away."""
     r = relays()
     s, rpc = rpc_stream(r)
@@ -495,9 +495,9 @@ def test_connection_ended_from_below_resets_stream(relays):
 
 def test_requests_resumed_by_output_drain(relays):
     """A stream whose output passed --max-queued-bytes holds its requests back; when the
-    relay drains it (remote_stream_send_one -> conn_out_advance) the held requests run at
+    relay drains it (stream.c stream_send_one -> conn_out_advance) the held requests run at
     once and their answers call carrier_flush(), which puts the stream back on the link's
-    ready list while remote_link_pump() is about to add it again: a node added twice
+    ready list while remote_stream_pump() is about to add it again: a node added twice
     corrupts the list (the pump then spins on a stream it cannot unlink, or meets a freed
     one). Many cheap requests while a 16 MiB file drains make that happen."""
     r = relays(remote_argv("--max-queued-bytes", "65536"))

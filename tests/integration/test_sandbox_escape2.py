@@ -12,21 +12,13 @@ import conftest
 from conftest import HOST, sandbox_server
 from test_sandbox import EACCES, PY, area, sh, text, ws_policy, path_entry  # noqa: F401
 from test_sandbox import REFUSED
-from test_sandbox_globs import glob, log_of, make_files, start_error
+from test_sandbox_globs import glob, make_files, start_error
 
 pytestmark = [pytest.mark.needs("x86_64", "sandbox"),
               pytest.mark.needs_programs("/bin/bash", "/bin/sh", PY)]
 
 
 KINDS = ["default", "abi0", "abi4", "sandbox-uid", "sandbox-uid-abi4", "non-root"]
-
-
-def _own(area, kind):
-    """The trees are the sandbox's uid's, so that only the sandbox refuses."""
-    if kind.startswith("sandbox-uid"):
-        conftest.own(area.base, ids=(64321, 64321))
-    elif kind == "non-root":
-        conftest.own(area.base, ids=conftest.NONROOT_UID)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -37,7 +29,7 @@ def test_masked_file_cannot_be_hard_linked(server_factory, uniq, area, kind):
     srv = sandbox_server(server_factory, kind)
     c = srv.connect()
     make_files(area.ws, ("s.env", "d/secret"), content="SECRET\n")
-    _own(area, kind)
+    srv.own(area.base)   # the trees are the sandbox's uid's: only the sandbox refuses
     sb = ws_policy(area.ws, extra=[glob("*.env"), path_entry(area.ws + "/d/secret", "deny")])
     out = text(sh(c, uniq, "ln s.env a.txt; ln d/secret b.txt; ln -P s.env c.txt; "
                   "cat a.txt b.txt c.txt; echo end", area.ws, sb))
@@ -59,7 +51,7 @@ def test_renaming_the_parent_of_a_mask_does_not_unhide_it_next_time(server_facto
     srv = sandbox_server(server_factory, kind)
     c = srv.connect()
     make_files(area.ws, ("cfg/s.env", "cfg/plain", "d/e/secret", "r/o/f"), content="SECRET\n")
-    _own(area, kind)
+    srv.own(area.base)   # the trees are the sandbox's uid's: only the sandbox refuses
     sb = ws_policy(area.ws, extra=[glob(area.ws + "/cfg/*.env"),
                                    path_entry(area.ws + "/d/e/secret", "deny"),
                                    path_entry(area.ws + "/r/o", "read")])
@@ -97,7 +89,7 @@ def test_costly_glob_refused_not_run_on_the_event_loop(server, uniq, area):
     costly = (area.ws + "/deep/**/" + "{a,b}" * 6 + "*/" + "**/a*/" * 30 + "zz")
     err = start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob(costly)]))
     assert err.get("error") == REFUSED, err
-    log = log_of(server)
+    log = server.log()
     assert "deny glob `%s`: " % costly in log and "took more than 16777216 steps" in log, log
     ok = text(sh(c, uniq, "cat %s/f0.env; echo end" % deep, area.ws,
                  ws_policy(area.ws, extra=[glob(area.ws + "/deep/**/f0.env")])))
@@ -165,8 +157,7 @@ def test_cgroupfs_read_only_inside(server_factory, uniq, area, policy, kind):
         sb = sandbox(dict(FULL, network="enabled" if policy.endswith("-net") else "restricted"))
     else:
         sb = read_only_policy()
-    if kind.startswith("sandbox-uid"):
-        conftest.own(area.base, ids=(64321, 64321))
+    srv.own(area.base)
     run = sh(c, uniq, "%s -c '%s'; echo end" % (PY, CG_PROBE.replace("'", "'\\''")), area.ws, sb)
     out = text(run)
     assert "end" in out and "MOUNTS" in out, out
@@ -314,7 +305,7 @@ def test_full_write_cannot_write_the_servers_proc_files(server_factory, uniq, ar
     from test_sandbox import sandbox
     srv = sandbox_server(server_factory, kind)
     c = srv.connect()
-    _own(area, kind)
+    srv.own(area.base)   # the trees are the sandbox's uid's: only the sandbox refuses
     code = ("import os\nfor p in ('/proc/%d/oom_score_adj', '/proc/%d/coredump_filter', "
             "'/proc/self/oom_score_adj'):\n"
             "    try:\n        os.close(os.open(p, os.O_WRONLY)); print(p, 'ok')\n"
@@ -365,7 +356,7 @@ def test_cannot_forge_audit_evidence(server_factory, uniq, area, network, kind):
         HOST.require("network-sandbox")
     srv = sandbox_server(server_factory, kind)
     c = srv.connect()
-    _own(area, kind)
+    srv.own(area.base)   # the trees are the sandbox's uid's: only the sandbox refuses
     out = text(sh(c, uniq, "%s -c '%s'" % (PY, AUDIT_FORGE.replace("'", "'\\''")), area.ws,
                   ws_policy(area.ws, network=network)))
     assert "end" in out, out
@@ -400,4 +391,4 @@ def test_pin_limit_counts_directories_not_matches(server, uniq, area):
     conftest.own(area.base)
     err = start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob(area.ws + "/m/**/*.penv")]))
     assert err.get("error") == REFUSED, err
-    assert "lie in more than 16384 directories" in log_of(server), log_of(server)
+    assert "lie in more than 16384 directories" in server.log(), server.log()

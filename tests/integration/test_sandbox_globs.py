@@ -45,10 +45,6 @@ def make_files(base, rels, content=None):
     conftest.own(base)
 
 
-def log_of(server):
-    return server.stderr().decode("utf-8", "replace")
-
-
 def start_error(client, uniq, ws, sb):
     return client.call("process/start", {"processId": uniq("glob"), "argv": ["/bin/true"],
                                          "cwd": file_uri(ws), "env": {}, "tty": False,
@@ -69,34 +65,11 @@ def test_matches_hidden_non_matches_not(server_factory, uniq, area, server_kind)
     (EBUSY); non-matches read and write as the policy says; outside the writable root
     a match is hidden too; a matching file created after the start is not (the
     reference's semantics); nothing changes on the host."""
-    ids = None
-    if server_kind in ("abi0", "abi4"):
-        HOST.require("uexec-init")
-        srv = server_factory(landlock_abi_max=int(server_kind[3:]))
-    elif server_kind == "non-root":
-        HOST.require("unprivileged-server", "mount-ns")
-        ids = conftest.NONROOT_UID
-        conftest.set_run_as(ids)
-        try:
-            srv = server_factory()
-        finally:
-            conftest.set_run_as(None)
-    elif server_kind == "sandbox-uid":
-        if conftest.run_as():
-            pytest.skip("--sandbox-uid needs a root uexec")
-        conftest.set_sandbox_uid((64321, 64321))
-        try:
-            srv = server_factory()
-        finally:
-            conftest.set_sandbox_uid(None)
-        ids = (64321, 64321)
-    else:
-        srv = server_factory()
+    srv = conftest.sandbox_server(server_factory, server_kind)
     c = srv.connect()
     make_files(area.ws, MATCHING + NOT_MATCHING)
     make_files(area.out, ("out.env", "out.txt"))
-    if ids:   # the trees are that uid's, so that only the sandbox refuses
-        conftest.own(area.base, ids=ids)
+    srv.own(area.base)   # the trees are the sandbox's uid's, so that only the sandbox refuses
     sb = ws_policy(area.ws, extra=[glob("**/*.env"), glob(area.ws + "/keys/*.{pem,key}"),
                                    glob(area.out + "/*.env")])
     before = {p: open(os.path.join(area.ws, p)).read() for p in MATCHING + NOT_MATCHING}
@@ -193,7 +166,7 @@ def test_unenforceable_patterns_refused(server, uniq, area, case):
                                      "cwd": file_uri(area.ws), "env": {}, "tty": False,
                                      "sandbox": sb})
     assert reply.get("error") == REFUSED, reply
-    log = log_of(server)
+    log = server.log()
     assert why in log, log
     assert "deny glob `%s`: " % pattern in log, log
     assert not os.path.exists(marker)
@@ -208,7 +181,7 @@ def test_match_limit(server, uniq, area):
     c = server.connect()
     assert start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob("big/*.env")])) \
         .get("error") == REFUSED
-    assert ("deny glob `%s/big/*.env`: matched more than 8192 files" % area.ws) in log_of(server)
+    assert ("deny glob `%s/big/*.env`: matched more than 8192 files" % area.ws) in server.log()
     # exactly at the limit: enforced
     os.unlink(os.path.join(big, "f1.env"))
     run = sh(c, uniq, "cat big/f2.env; echo rc=$?", area.ws,
@@ -228,7 +201,7 @@ def test_depth_limit_and_glob_scan_max_depth(server, uniq, area):
     c = server.connect()
     assert start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob("**/*.env")])) \
         .get("error") == REFUSED
-    assert "is deeper than 64 directories below %s" % area.ws in log_of(server)
+    assert "is deeper than 64 directories below %s" % area.ws in server.log()
     sb = ws_policy(area.ws, extra=[glob("**/*.env")])
     sb["permissions"]["file_system"]["glob_scan_max_depth"] = 3   # rg --max-depth 3
     run = sh(c, uniq, "cat top.env d/d/two.env d/d/d/three.env", area.ws, sb)
@@ -257,7 +230,7 @@ def test_huge_tree_hits_the_entry_limit(server, uniq, area):
         reply = start_error(c, uniq, area.ws, ws_policy(area.ws, extra=[glob("tree/**/*.env")]))
         assert reply.get("error") == REFUSED, reply
         assert ("deny glob `%s/tree/**/*.env`: scanning %s/tree passed 262144 entries (the limit)"
-                % (area.ws, area.ws)) in log_of(server)
+                % (area.ws, area.ws)) in server.log()
         run = sh(c, uniq, "echo alive", area.ws, ws_policy(area.ws))
         assert "alive" in text(run)
     finally:

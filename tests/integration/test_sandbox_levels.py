@@ -48,6 +48,25 @@ pytestmark = [pytest.mark.needs("x86_64", "seccomp", "mount-ns"),
 FULL_WRITE = {"type": "external", "network": "restricted"}
 
 
+# What test_sandbox_uid.py and test_sandbox_nonroot.py collect again with servers of their
+# kind (servers.collect_again): the escape subset (section 1) and each mechanism that
+# replaces a missing ABI (section 2, with the fixture host_endpoints).
+ESCAPE_SUBSET = (
+    "test_capabilities_zero_and_fds", "test_deny_entries_hide",
+    "test_full_write_network_restricted", "test_hard_link_and_rename_across_roots",
+    "test_network_enabled", "test_network_restricted", "test_own_pid_namespace",
+    "test_proc_root_escapes", "test_proc_root_of_sibling_sandbox",
+    "test_proc_sys_and_sys_writes", "test_protected_existing_dirs",
+    "test_protected_missing_dirs", "test_raw_devices", "test_read_only_policy",
+    "test_realclient_workspace_write_outcomes", "test_rename_across_directories",
+    "test_restricted_reads", "test_seccomp_denied_syscalls",
+    "test_setuid_root_file_cannot_be_planted", "test_start_up_announces_level",
+    "test_symlink_to_outside_file", "test_sysv_ipc_isolated", "test_write_outside_and_dotdot")
+MECHANISMS = (
+    "host_endpoints", "test_abstract_socket_of_host", "test_device_node_outside_dev",
+    "test_host_mount_made_later", "test_signal_host_process", "test_tcp_to_host_listener",
+    "test_truncate_read_only_file")
+
 require_level = conftest.require_level
 level_server, lclient, uniq = conftest.level_fixtures(LEVELS)
 
@@ -56,17 +75,13 @@ def level_factory(server_factory, level):
     return lambda *a, **kw: server_factory(*a, landlock_abi_max=level, **kw)
 
 
-def log_of(server):
-    return server.stderr().decode("utf-8", "replace")
-
-
 # ==========================================================================
 # 1. Escape tests and policy tests of test_sandbox.py, at each level
 
 
 def test_start_up_announces_level(level_server):
     """Start-up says, once, at which level and by which mechanism each part holds."""
-    log = log_of(level_server)
+    log = level_server.log()
     lvl = level_server.landlock_level
     assert log.count("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp" % lvl) == 1, log
     m = re.findall(r"Sandbox mechanisms at Landlock ABI %d: (.*)$" % lvl, log, re.M)
@@ -182,7 +197,7 @@ def test_restricted_reads(lclient, level_server, uniq, area):
     assert not os.path.exists(marker)
     conftest.wait_until(lambda: "restricted read access (minimal or explicit read entries "
                         "without root) needs Landlock filesystem rules: this kernel offers "
-                        "none (Landlock ABI 0)" in log_of(level_server), what="the refusal logged")
+                        "none (Landlock ABI 0)" in level_server.log(), what="the refusal logged")
 
 
 def test_rename_across_directories(lclient, level_server, uniq, area):
@@ -421,7 +436,7 @@ def test_no_pid_namespace_below_abi6_refused(server_factory, uniq, area, copy_wi
     if HOST.landlock_abi()[0] < lvl:
         pytest.skip("needs Landlock ABI %d on the kernel" % lvl)
     srv = server_factory(landlock_abi_max=lvl)
-    log = log_of(srv)
+    log = srv.log()
     if "Cannot open" not in log:
         pytest.skip("uexec-init is installed in uexec's libexecdir: cannot run without it")
     assert "Sandbox mechanisms at Landlock ABI %d: " % lvl in log
@@ -441,7 +456,7 @@ def test_no_pid_namespace_below_abi6_refused(server_factory, uniq, area, copy_wi
         assert "signals: refused (below ABI 6 without uexec-init)" in log, log
         conftest.wait_until(lambda: "signal scoping needs Landlock ABI 6 or a PID namespace: "
                             "this kernel offers Landlock ABI %d and uexec-init was not found"
-                            % lvl in log_of(srv), what="the refusal logged")
+                            % lvl in srv.log(), what="the refusal logged")
     c.ws.abort()
 
 

@@ -22,7 +22,6 @@ The whole sandbox suite as non-root: UEXEC_TEST_AS_UID=UID[:GID] (README.md).
 import base64
 import os
 import re
-import time
 
 import pytest
 
@@ -33,26 +32,8 @@ from conftest import HOST, Server
 # level_server: every test_* imported below runs against a non-root uexec.
 from test_sandbox import (EROFS, PY, REFUSED, area, listeners, managed, read_only_policy,  # noqa: F401
                           sandbox, sh, special, text, ws_policy)
-from test_sandbox_levels import (  # noqa: F401
-    test_capabilities_zero_and_fds, test_deny_entries_hide, test_full_write_network_restricted,
-    test_hard_link_and_rename_across_roots, test_network_restricted, test_own_pid_namespace,
-    test_proc_root_escapes, test_proc_root_of_sibling_sandbox, test_proc_sys_and_sys_writes,
-    test_protected_existing_dirs, test_protected_missing_dirs, test_raw_devices,
-    test_read_only_policy, test_realclient_workspace_write_outcomes, test_rename_across_directories,
-    test_restricted_reads, test_seccomp_denied_syscalls, test_setuid_root_file_cannot_be_planted,
-    test_start_up_announces_level, test_symlink_to_outside_file, test_sysv_ipc_isolated,
-    test_write_outside_and_dotdot)
-# Each mechanism that replaces a missing ABI (with this module's `level`).
-from test_sandbox_levels import (  # noqa: F401
-    host_endpoints, test_abstract_socket_of_host, test_device_node_outside_dev,
-    test_host_mount_made_later, test_signal_host_process, test_tcp_to_host_listener,
-    test_truncate_read_only_file)
-# Write on the root (devices kept, an approved command's restrictions kept), as the uid.
-from test_sandbox_rootwrite import (  # noqa: F401
-    test_approved_root_write_keeps_restrictions, test_fs_requests_under_approved_root_write,
-    test_root_write_and_root_deny, test_writable_root_inside_a_denied_directory_under_root_write,
-    test_root_write_keeps_devices, test_root_write_keeps_root_metadata_read_only,
-    test_write_entry_through_symlink_to_denied_target)
+import test_sandbox_levels
+import test_sandbox_rootwrite
 from wsclient import file_uri
 
 LEVELS = (0, 4, 7)
@@ -62,12 +43,8 @@ pytestmark = [pytest.mark.needs("x86_64", "seccomp", "root", "unprivileged-serve
               pytest.mark.needs_programs("/bin/bash", "/bin/sh", PY, "setpriv")]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def as_nonroot():
-    """Every Server of this module (and own()) uses UID, whatever the suite's setting."""
-    conftest.set_run_as((UID, GID))
-    yield
-    conftest.set_run_as(None)
+# Every Server of this module (and own()) uses UID, whatever the suite's setting.
+as_nonroot = conftest.kind_fixture("non-root", (UID, GID))
 
 
 def require_nonroot_sandbox(level=None):
@@ -81,10 +58,14 @@ def require_nonroot_sandbox(level=None):
 level_server, lclient, uniq = conftest.level_fixtures(LEVELS, setup="as_nonroot",
                                                       features=("mount-ns",))
 level = conftest.level_fixture(LEVELS, setup="as_nonroot", features=("mount-ns",))
-
-
-def log_of(server):
-    return server.stderr().decode("utf-8", "replace")
+# The escape subset (but network access: a non-root uexec has no listener guard, see
+# test_network_access_refused_without_the_guard) and each mechanism of
+# test_sandbox_levels.py at LEVELS, and write on the root (devices kept, an approved
+# command's restrictions kept), as UID.
+conftest.collect_again(globals(), test_sandbox_levels,
+                       [n for n in test_sandbox_levels.ESCAPE_SUBSET if n != "test_network_enabled"]
+                       + list(test_sandbox_levels.MECHANISMS))
+conftest.collect_again(globals(), test_sandbox_rootwrite, test_sandbox_rootwrite.ROOT_WRITE_TESTS)
 
 
 # ==========================================================================
@@ -103,7 +84,7 @@ def test_server_runs_as_the_uid(nr_server):
         status = f.read()
     assert re.search(r"^Uid:\s+%d\s+%d\s+%d\s+%d$" % ((UID,) * 4), status, re.M), status
     assert re.search(r"^CapEff:\s+0+$", status, re.M), status
-    log = log_of(nr_server)
+    log = nr_server.log()
     assert ("Sandbox ready: Landlock ABI %d, mount namespaces, seccomp, a user namespace per "
             "sandbox (uexec is not root: its uid and gid mapped to themselves"
             % nr_server.landlock_level) in log, log
@@ -169,7 +150,7 @@ def test_network_access_refused_without_the_guard(nr_server, uniq, area, perm):
     connect to this server's port and start an unsandboxed process, so such sandboxes
     are refused (−32602, the log saying why); restricted ones still run."""
     c = nr_server.connect()
-    log = log_of(nr_server)
+    log = nr_server.log()
     assert ("Listener guard unavailable (it needs root: a cgroup of its own and BPF cgroup "
             "programs; uexec runs as uid %d): sandboxed processes with network access are "
             "refused (they could connect to port %d)" % (UID, nr_server.port)) in log, log
@@ -178,7 +159,7 @@ def test_network_access_refused_without_the_guard(nr_server, uniq, area, perm):
                                      "cwd": area.ws, "env": {}, "tty": False,
                                      "sandbox": sb}) == REFUSED
     conftest.wait_until(lambda: "network access needs the listener guard, which needs root"
-                        in log_of(nr_server), what="the refusal's reason in the log")
+                        in nr_server.log(), what="the refusal's reason in the log")
     assert sh(c, uniq, "true", area.ws, ws_policy(area.ws)).exit_code == 0
     c.ws.abort()
 
@@ -238,7 +219,7 @@ def test_user_namespaces_blocked_refused(server_factory, uniq, area):
     s = Server((), logdir=os.path.join(area.base, "logs"),
                launcher=[conftest.SYSTEM_PYTHON, "-c", BLOCKED_LAUNCHER, str(UID), str(GID)])
     try:
-        log = log_of(s)
+        log = s.log()
         assert re.search(r"Sandboxed processes will be refused: this host lacks user namespaces "
                          r"\(uexec runs as uid %d, not root\): user.max_user_namespaces is 0 .*"
                          r"sysctl -w user.max_user_namespaces=" % UID, log), log
@@ -257,16 +238,8 @@ def test_network_access_over_stdio(area, listeners):
     """Over stdio the server has no port of its own for a sandbox to reach: sandboxes
     with network access run (TCP to a host listener works, as on the reference)."""
     require_nonroot_sandbox()
-    import subprocess
-    from wsclient import RpcClient, StdioTransport
-    home = conftest.run_as_home((UID, GID))
-    err = open(os.path.join(area.base, "stdio.stderr"), "wb")
-    proc = subprocess.Popen([HOST.program("setpriv"), "--reuid=%d" % UID, "--regid=%d" % GID,
-                             "--clear-groups", conftest.UEXEC_BIN, "--listen", "stdio"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=home,
-                            env=dict(os.environ, HOME=home, TMPDIR=home))
-    try:
-        c = RpcClient(StdioTransport(proc))
+    with conftest.StdioServer(os.path.join(area.base, "stdio.stderr"), ids=(UID, GID)) as srv:
+        c = srv.client()
         c.initialize("nonroot-stdio")
         port = listeners.tcp.getsockname()[1]
         code = "import socket; s = socket.create_connection(('127.0.0.1', %d), 3); print('tcp ok')" % port
@@ -274,14 +247,7 @@ def test_network_access_over_stdio(area, listeners):
                 sandbox=ws_policy(area.ws, network="enabled"))
         run = c.collect("n")
         assert run.stdout == b"tcp ok\n" and run.exit_code == 0, run.stdout + run.stderr
-        proc.stdin.close()
-        assert proc.wait(20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        err.close()
-    with open(os.path.join(area.base, "stdio.stderr"), "rb") as f:
-        log = f.read().decode("utf-8", "replace")
+        assert srv.end_input(20) == 0
+    log = srv.stderr().decode("utf-8", "replace")
     assert "Listener guard unavailable" not in log and "refusing" not in log, log
-    assert not any(m.decode() in log for m in conftest.SANITIZER_MARKERS), log[-2000:]
+    assert not srv.sanitizer_problems(), log[-2000:]

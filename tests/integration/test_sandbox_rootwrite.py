@@ -35,6 +35,14 @@ pytestmark = [pytest.mark.needs("x86_64", "seccomp", "mount-ns"),
               pytest.mark.needs_programs("/bin/bash", "/bin/sh", PY)]
 
 level_server, lclient, uniq = conftest.level_fixtures(LEVELS)
+# Write on the root (devices kept, an approved command's restrictions kept), which
+# test_sandbox_uid.py and test_sandbox_nonroot.py collect again (servers.collect_again).
+ROOT_WRITE_TESTS = (
+    "test_approved_root_write_keeps_restrictions", "test_fs_requests_under_approved_root_write",
+    "test_root_write_and_root_deny",
+    "test_writable_root_inside_a_denied_directory_under_root_write",
+    "test_root_write_keeps_devices", "test_root_write_keeps_root_metadata_read_only",
+    "test_write_entry_through_symlink_to_denied_target")
 
 
 def managed(entries):

@@ -31,29 +31,11 @@ import pytest
 
 import conftest
 import test_sandbox as ts
-from conftest import HOST, Server
+from conftest import HOST
 from test_sandbox import (EACCES, EROFS, PY, REFUSED, area, listeners, managed,  # noqa: F401
                           path_entry, read_only_policy, sandbox, sh, special, text, ws_policy)
-from test_sandbox_levels import (  # noqa: F401
-    test_capabilities_zero_and_fds, test_deny_entries_hide, test_full_write_network_restricted,
-    test_hard_link_and_rename_across_roots, test_network_enabled, test_network_restricted,
-    test_own_pid_namespace,
-    test_proc_root_escapes, test_proc_root_of_sibling_sandbox, test_proc_sys_and_sys_writes,
-    test_protected_existing_dirs, test_protected_missing_dirs, test_raw_devices,
-    test_read_only_policy, test_realclient_workspace_write_outcomes, test_rename_across_directories,
-    test_restricted_reads, test_seccomp_denied_syscalls, test_setuid_root_file_cannot_be_planted,
-    test_start_up_announces_level, test_symlink_to_outside_file, test_sysv_ipc_isolated,
-    test_write_outside_and_dotdot)
-from test_sandbox_levels import (  # noqa: F401
-    host_endpoints, test_abstract_socket_of_host, test_device_node_outside_dev,
-    test_host_mount_made_later, test_signal_host_process, test_tcp_to_host_listener,
-    test_truncate_read_only_file)
-# Write on the root (devices kept, an approved command's restrictions kept), as UID.
-from test_sandbox_rootwrite import (  # noqa: F401
-    test_approved_root_write_keeps_restrictions, test_fs_requests_under_approved_root_write,
-    test_root_write_and_root_deny, test_writable_root_inside_a_denied_directory_under_root_write,
-    test_root_write_keeps_devices, test_root_write_keeps_root_metadata_read_only,
-    test_write_entry_through_symlink_to_denied_target)
+import test_sandbox_levels
+import test_sandbox_rootwrite
 from wsclient import file_uri
 
 LEVELS = (0, 4, 7)
@@ -64,18 +46,15 @@ pytestmark = [pytest.mark.needs("x86_64", "seccomp", "root", "mount-ns"),
               pytest.mark.needs_programs("/bin/bash", "/bin/sh", PY)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def with_sandbox_uid():
-    """Every root Server of this module gets --sandbox-uid UID (and own() hands trees to it)."""
-    if conftest.run_as():
-        pytest.skip("--sandbox-uid needs a root uexec (the suite runs it as another uid)")
-    conftest.set_sandbox_uid((UID, GID))
-    yield
-    conftest.set_sandbox_uid(None)
-
-
+# Every root Server of this module gets --sandbox-uid UID (and own() hands trees to it).
+with_sandbox_uid = conftest.kind_fixture("sandbox-uid", (UID, GID))
 level_server, lclient, uniq = conftest.level_fixtures(LEVELS, setup="with_sandbox_uid")
 level = conftest.level_fixture(LEVELS, setup="with_sandbox_uid")
+# The escape subset and each mechanism of test_sandbox_levels.py at LEVELS, and write on
+# the root (devices kept, an approved command's restrictions kept), with --sandbox-uid.
+conftest.collect_again(globals(), test_sandbox_levels,
+                       test_sandbox_levels.ESCAPE_SUBSET + test_sandbox_levels.MECHANISMS)
+conftest.collect_again(globals(), test_sandbox_rootwrite, test_sandbox_rootwrite.ROOT_WRITE_TESTS)
 
 
 @pytest.fixture
@@ -86,13 +65,7 @@ def uid_server(server_factory):
 
 @pytest.fixture
 def uclient(uid_server):
-    c = uid_server.connect()
-    yield c
-    c.ws.abort()
-
-
-def log_of(server):
-    return server.stderr().decode("utf-8", "replace")
+    yield from conftest.connected(uid_server)
 
 
 def status_ids(pid):
@@ -135,8 +108,7 @@ def host_pid_with_cwd(path, timeout=conftest.EVENT_TIMEOUT):
 ])
 def test_bad_values_refused_at_start(value, message):
     """A bad UID never starts a server: exit 2 and a message naming the value."""
-    p = subprocess.run([conftest.UEXEC_BIN, "--listen", "ws://127.0.0.1:0", "--sandbox-uid", value],
-                       capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    p = conftest.run_once("--listen", "ws://127.0.0.1:0", "--sandbox-uid", value)
     assert p.returncode == 2, p
     assert message in p.stderr.decode(), p.stderr
     assert p.stdout == b""
@@ -166,7 +138,7 @@ def test_start_up_says_so(uid_server):
     """The server stays root; its log says sandboxed processes run as UID."""
     st = status_ids(uid_server.pid)
     assert st["uid"] == ["0"] * 4, st
-    log = log_of(uid_server)
+    log = uid_server.log()
     assert log.count("sandboxed processes as an unprivileged uid (--sandbox-uid)") == 1, log
     assert ("identity (--sandbox-uid): uid 0 in a user namespace, uid %d gid %d on the host; "
             "writable roots idmapped to their owners" % (UID, GID)) in log, log
@@ -383,7 +355,7 @@ def test_closed_directory_with_too_many_entries_refused(uid_server, uclient, uni
         "env": ts.ENV, "tty": False, "sandbox": ws_policy(ws)})
     assert reply.get("error") == REFUSED, reply
     assert ("--sandbox-uid: %s is closed to uid %d and holds more than 256 entries to re-bind: "
-            "make it searchable by that uid (chmod o+x)" % (closed, UID)) in log_of(uid_server)
+            "make it searchable by that uid (chmod o+x)" % (closed, UID)) in uid_server.log()
 
 
 def test_writable_root_without_idmap_support_refused(uid_server, uclient, uniq, area):
@@ -399,7 +371,7 @@ def test_writable_root_without_idmap_support_refused(uid_server, uclient, uniq, 
             "env": ts.ENV, "tty": False,
             "sandbox": ws_policy(area.ws, extra=[path_entry(mnt, "write")])})
         assert reply.get("error") == REFUSED, reply
-        log = log_of(uid_server)
+        log = uid_server.log()
         assert ("--sandbox-uid: the writable root %s cannot be idmapped to its owner "
                 "(mount_setattr MOUNT_ATTR_IDMAP: " % mnt) in log, log
     finally:

@@ -15,7 +15,7 @@ import time
 import pytest
 
 import wsclient
-from conftest import EVENT_TIMEOUT, HOST, SANITIZER_MARKERS, UEXEC_BIN, wait_until
+from conftest import EVENT_TIMEOUT, HOST, Server, run_once, wait_until
 from wsclient import headers_dict
 
 TOKEN = "tls-token-5be0c1"
@@ -39,24 +39,14 @@ def certs(tmp_path_factory):
     return {"cert": str(cert), "key": str(key), "other": str(other), "dir": d}
 
 
-class TlsServer:
-    """uexec on wss://127.0.0.1:0 (the suite's Server insists on ws://)."""
+class TlsServer(Server):
+    """uexec on wss://127.0.0.1:0 with the test certificate (servers.Server, kinds off: a
+    test of the listener); connect() and https() speak TLS to it."""
 
-    def __init__(self, certs, *args):
-        self.err_path = os.path.join(certs["dir"], "uexec-%d.stderr" % time.monotonic_ns())
-        self.err = open(self.err_path, "wb")
-        self.proc = subprocess.Popen([UEXEC_BIN, "--listen", "wss://127.0.0.1:0", "--tls-cert",
-                                      certs["cert"], "--tls-key", certs["key"], *args],
-                                     stdout=subprocess.PIPE, stderr=self.err,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
-        self.url = self.proc.stdout.readline().decode().strip()
-        assert self.url.startswith("wss://127.0.0.1:"), (self.url, self.stderr())
-        self.port = int(self.url.rsplit(":", 1)[1])
+    def __init__(self, args, certs, **kw):
+        super().__init__(("--tls-cert", certs["cert"], "--tls-key", certs["key"], *args),
+                         listen="wss://127.0.0.1:0", kinds=False, **kw)
         self.ctx = ssl.create_default_context(cafile=certs["cert"])
-
-    def stderr(self):
-        with open(self.err_path, "rb") as f:
-            return f.read()
 
     def connect(self, **kw):
         return wsclient.connect("ws://127.0.0.1:%d" % self.port, ssl_context=self.ctx, **kw)
@@ -83,29 +73,11 @@ class TlsServer:
         lines = head.decode().split("\r\n")
         return lines[0], [tuple(x.split(": ", 1)) for x in lines[1:]], body
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(EVENT_TIMEOUT)
-        self.proc.stdout.close()
-        self.err.close()
-        assert rc == 0, self.stderr()[-2000:]
-        for m in SANITIZER_MARKERS:
-            assert m not in self.stderr(), self.stderr()[-4000:]
-
 
 @pytest.fixture
-def tls_server(certs):
-    servers = []
-
-    def make(*args):
-        s = TlsServer(certs, *args)
-        servers.append(s)
-        return s
-
-    yield make
-    for s in servers:
-        s.stop()
+def tls_server(server_factory, certs):
+    """make(*flags) -> a TlsServer, checked at teardown (exit 0, no sanitizer report)."""
+    return lambda *args: server_factory(*args, cls=TlsServer, certs=certs)
 
 
 def test_wss_session_and_large_output(tls_server, tmp_path):
@@ -191,8 +163,7 @@ def test_tls_handshake_deadline(tls_server):
 
 
 def run_bin(*args):
-    return subprocess.run([UEXEC_BIN, *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    return run_once(*args, text=True)
 
 
 def test_startup_checks(certs, tmp_path):
@@ -221,10 +192,10 @@ def test_startup_checks(certs, tmp_path):
     assert body[:40] not in r.stderr
 
 
-def test_sighup_loads_the_certificate_the_new_configuration_names(certs, tmp_path):
+def test_sighup_loads_the_certificate_the_new_configuration_names(certs, tmp_path,
+                                                                    server_factory):
     """A certificate renewed into new files: after SIGHUP new connections get it (the
     reload used to read the start-up files again, keeping the old certificate)."""
-    from conftest import wait_until
     openssl = HOST.program("openssl")
     cert2, key2 = tmp_path / "cert2.pem", tmp_path / "key2.pem"
     subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt",
@@ -234,37 +205,23 @@ def test_sighup_loads_the_certificate_the_new_configuration_names(certs, tmp_pat
                    check=True, capture_output=True, timeout=60)
     conf = tmp_path / "u.toml"
     conf.write_text('tls-cert = "%s"\ntls-key = "%s"\n' % (certs["cert"], certs["key"]))
-    err = open(tmp_path / "stderr", "wb")
-    proc = subprocess.Popen([UEXEC_BIN, "--listen", "wss://127.0.0.1:0", "--config", str(conf)],
-                            stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        url = proc.stdout.readline().decode().strip()
-        port = int(url.rsplit(":", 1)[1])
+    srv = server_factory("--config", str(conf), listen="wss://127.0.0.1:0", kinds=False)
 
-        def peer_cn(cafile):
-            ctx = ssl.create_default_context(cafile=cafile)
-            with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), 10),
-                                 server_hostname="127.0.0.1") as s:
-                return dict(x[0] for x in s.getpeercert()["subject"])["commonName"]
+    def peer_cn(cafile):
+        ctx = ssl.create_default_context(cafile=cafile)
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", srv.port), 10),
+                             server_hostname="127.0.0.1") as s:
+            return dict(x[0] for x in s.getpeercert()["subject"])["commonName"]
 
-        assert peer_cn(certs["cert"]) == "uexec-test"
-        conf.write_text('tls-cert = "%s"\ntls-key = "%s"\n' % (cert2, key2))
-        proc.send_signal(signal.SIGHUP)
-        wait_until(lambda: b"Configuration reloaded" in (tmp_path / "stderr").read_bytes(),
-                   what="the reload")
-        assert peer_cn(str(cert2)) == "uexec-renewed"
-        # a key that does not match: the renewed pair stays in force
-        conf.write_text('tls-cert = "%s"\ntls-key = "%s"\n' % (cert2, certs["key"]))
-        proc.send_signal(signal.SIGHUP)
-        wait_until(lambda: (tmp_path / "stderr").read_bytes().count(b"Configuration reloaded")
-                   >= 2, what="the 2nd reload")
-        assert b"keeping the previous one" in (tmp_path / "stderr").read_bytes()
-        assert peer_cn(str(cert2)) == "uexec-renewed"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
-        proc.stdout.close()
-        err.close()
-    for m in SANITIZER_MARKERS:
-        assert m not in (tmp_path / "stderr").read_bytes()
+    assert peer_cn(certs["cert"]) == "uexec-test"
+    conf.write_text('tls-cert = "%s"\ntls-key = "%s"\n' % (cert2, key2))
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: b"Configuration reloaded" in srv.stderr(), what="the reload")
+    assert peer_cn(str(cert2)) == "uexec-renewed"
+    # a key that does not match: the renewed pair stays in force
+    conf.write_text('tls-cert = "%s"\ntls-key = "%s"\n' % (cert2, certs["key"]))
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: srv.stderr().count(b"Configuration reloaded") >= 2, what="the 2nd reload")
+    assert b"keeping the previous one" in srv.stderr()
+    assert peer_cn(str(cert2)) == "uexec-renewed"
+    srv.check_stop()   # exit 0 on SIGTERM, no sanitizer report

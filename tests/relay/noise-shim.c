@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A flat C API over src/relay's Noise channel for Python's ctypes
+ * A flat C API over src/remote/codec's Noise channel for Python's ctypes
  * (tests/relay/harness.py): Python's standard library has no X25519,
  * ML-KEM-768 or AES-256-GCM, so the test harness borrows the project's own.
  * Test code only: nothing here is linked into uexec. Every object is an

@@ -33,6 +33,7 @@
 
 #include "bpf-config.h"
 #include "bpf-tracer.h"
+#include "cgroup-dir.h"
 #include "tests.h"
 
 #if UEXEC_HAVE_BPF
@@ -58,42 +59,6 @@ static struct bpf_tracer *open_or_skip(void)
 		tests_fail(__FILE__, __LINE__, "UEXEC_REQUIRE_BPF=1 but: %s", err);
 	snprintf(skip_why, sizeof(skip_why), "tracer unavailable: %s", err);
 	tests_skip(skip_why);
-}
-
-/* This process's cgroup v2 directory, from mountinfo and /proc/self/cgroup. */
-static int own_cgroup_dir(char *out, size_t outsz)
-{
-	char line[4096], root[1024] = "", mnt[1024] = "", rel[4096] = "";
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - ");
-
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
-			continue;
-		/* id parent major:minor root mountpoint ... (no escapes expected here) */
-		if (sscanf(line, "%*s %*s %*s %1023s %1023s", root, mnt) == 2)
-			break;
-		root[0] = mnt[0] = '\0';
-	}
-	fclose(f);
-	if (!mnt[0])
-		return -ENOENT;
-	f = fopen("/proc/self/cgroup", "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, "0::", 3) == 0) {
-			snprintf(rel, sizeof(rel), "%s", line + 3);
-			rel[strcspn(rel, "\n")] = '\0';
-		}
-	fclose(f);
-	if (!rel[0] || strncmp(rel, root, strlen(root)) != 0)
-		return -ENOENT;
-	snprintf(out, outsz, "%s/%s", mnt, rel + (strcmp(root, "/") == 0 ? 0 : strlen(root)));
-	return 0;
 }
 
 struct fixture {
@@ -144,7 +109,7 @@ static void fixture_setup(void)
 
 	if (geteuid() != 0)
 		tests_skip("needs root (cgroup leaf, bind mounts)");
-	r = own_cgroup_dir(dir, sizeof(dir));
+	r = tests_own_cgroup_dir(dir, sizeof(dir));
 	if (r < 0)
 		tests_skip("no cgroup v2 hierarchy for this process");
 	snprintf(fx.cgroup, sizeof(fx.cgroup), "%s/uexec-test-bpf-%d-%d", dir, (int)getpid(),

@@ -67,6 +67,35 @@ static void feed(struct sandbox_evidence *ev, unsigned type, const char *fmt, ..
 	sandbox_evidence_feed_audit(ev, type, buf, (size_t)n);
 }
 
+/* A sleeping child tracked by evidence of the given sources (tests that need a process). */
+struct tracked {
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	pid_t pid;
+};
+
+/* audit_session: the child gets an audit session of its own (root; else the test skips). */
+static void track_sleeper(struct tracked *k, unsigned sources, bool audit_session)
+{
+	int ok = 0;
+
+	k->pid = sleeper(audit_session, &ok);
+	if (audit_session && !ok) {
+		stop(k->pid);
+		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
+	}
+	ASSERT_EQ(0, sandbox_evidence_new(sources, &k->ev));
+	k->t = sandbox_evidence_track(k->ev, k->pid);
+	ASSERT_TRUE(k->t != NULL);
+}
+
+static void untrack_sleeper(struct tracked *k)
+{
+	sandbox_evidence_untrack(k->ev, k->t);
+	sandbox_evidence_free(k->ev);
+	stop(k->pid);
+}
+
 static bool decide(struct sandbox_evidence *ev, struct sandbox_ev_tree *t, int code, const char *out)
 {
 	const char *texts[1] = { out };
@@ -77,67 +106,56 @@ static bool decide(struct sandbox_evidence *ev, struct sandbox_ev_tree *t, int c
 
 TEST(landlock_event_by_pid)
 {
-	struct sandbox_evidence *ev;
-	struct sandbox_ev_tree *t;
+	struct tracked k;
 	const struct sandbox_denial *d;
 	size_t n;
 	uint64_t total;
-	int ok;
-	pid_t pid = sleeper(false, &ok);
 
-	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
-	t = sandbox_evidence_track(ev, pid);
-	ASSERT_TRUE(t != NULL);
+	track_sleeper(&k, SANDBOX_EVIDENCE_AUDIT, false);
 	/* the path hex-encoded (a space in it), as audit writes untrusted strings */
-	feed(ev, 1423, "audit(1.2:40): domain=1a2b blockers=fs.make_reg path=2F746D702F6120620A dev=\"vda\" ino=5");
-	feed(ev, 1424, "audit(1.2:40): domain=1a2b status=allocated mode=enforcing pid=%d uid=0", pid);
-	d = sandbox_evidence_denials(t, &n, &total);
+	feed(k.ev, 1423, "audit(1.2:40): domain=1a2b blockers=fs.make_reg path=2F746D702F6120620A dev=\"vda\" ino=5");
+	feed(k.ev, 1424, "audit(1.2:40): domain=1a2b status=allocated mode=enforcing pid=%d uid=0", k.pid);
+	d = sandbox_evidence_denials(k.t, &n, &total);
 	ASSERT_EQ(0, n); /* waits for its SYSCALL record */
-	feed(ev, 1300, "audit(1.2:40): arch=c000003e syscall=257 success=no exit=-13 ppid=1 pid=%d "
-		       "auid=0 ses=4294967295 comm=\"touch\" exe=\"/usr/bin/touch\"", pid);
-	d = sandbox_evidence_denials(t, &n, &total);
+	feed(k.ev, 1300, "audit(1.2:40): arch=c000003e syscall=257 success=no exit=-13 ppid=1 pid=%d "
+		       "auid=0 ses=4294967295 comm=\"touch\" exe=\"/usr/bin/touch\"", k.pid);
+	d = sandbox_evidence_denials(k.t, &n, &total);
 	ASSERT_EQ(1, n);
 	ASSERT_EQ(SANDBOX_DENIAL_FS, d[0].kind);
 	ASSERT_STREQ("/tmp/a b\n", d[0].object);
 	ASSERT_STREQ("fs.make_reg", d[0].access);
 	ASSERT_EQ(257, d[0].syscall);
 	ASSERT_EQ(EACCES, d[0].err);
-	ASSERT_EQ(pid, d[0].pid);
+	ASSERT_EQ(k.pid, d[0].pid);
 	ASSERT_STREQ("touch", d[0].comm);
 	/* another record of the same domain, from a process already gone: the domain attributes */
-	feed(ev, 1423, "audit(1.3:41): domain=1a2b blockers=net.connect_tcp daddr=10.0.0.1 dest=80");
-	feed(ev, 1320, "audit(1.3:41): ");
-	d = sandbox_evidence_denials(t, &n, &total);
+	feed(k.ev, 1423, "audit(1.3:41): domain=1a2b blockers=net.connect_tcp daddr=10.0.0.1 dest=80");
+	feed(k.ev, 1320, "audit(1.3:41): ");
+	d = sandbox_evidence_denials(k.t, &n, &total);
 	ASSERT_EQ(2, n);
 	ASSERT_EQ(SANDBOX_DENIAL_NET, d[1].kind);
 	ASSERT_STREQ("10.0.0.1:80", d[1].object);
 	/* without an audit session of its own the evidence is not complete: heuristic */
-	ASSERT_TRUE(!sandbox_evidence_complete(t));
-	ASSERT_TRUE(decide(ev, t, 1, ""));
-	ASSERT_TRUE(!decide(ev, t, 0, "permission denied"));
-	sandbox_evidence_untrack(ev, t);
-	sandbox_evidence_free(ev);
-	stop(pid);
+	ASSERT_TRUE(!sandbox_evidence_complete(k.t));
+	ASSERT_TRUE(decide(k.ev, k.t, 1, ""));
+	ASSERT_TRUE(!decide(k.ev, k.t, 0, "permission denied"));
+	untrack_sleeper(&k);
 }
 
 TEST(unknown_and_fallbacks_dropped)
 {
-	struct sandbox_evidence *ev;
-	struct sandbox_ev_tree *t;
+	struct tracked k;
 	size_t n;
 	uint64_t total;
-	int ok;
-	pid_t pid = sleeper(false, &ok);
 
-	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
-	t = sandbox_evidence_track(ev, pid);
-	/* pid 1's record: not ours */
-	feed(ev, 1326, "audit(1.0:7): auid=0 uid=0 ses=4294967295 pid=1 comm=\"x\" sig=0 syscall=41 code=0x50000");
+	track_sleeper(&k, SANDBOX_EVIDENCE_AUDIT, false);
+	/* k.pid 1's record: not ours */
+	feed(k.ev, 1326, "audit(1.0:7): auid=0 uid=0 ses=4294967295 pid=1 comm=\"x\" sig=0 syscall=41 code=0x50000");
 	/* clone3's ENOSYS rule makes libc fall back: not a denial */
-	feed(ev, 1326, "audit(1.0:8): auid=0 uid=0 ses=4294967295 pid=%d comm=\"x\" sig=0 syscall=435 code=0x50000", pid);
+	feed(k.ev, 1326, "audit(1.0:8): auid=0 uid=0 ses=4294967295 pid=%d comm=\"x\" sig=0 syscall=435 code=0x50000", k.pid);
 	/* garbage */
-	feed(ev, 1326, "nonsense");
-	feed(ev, 1423, "audit(");
+	feed(k.ev, 1326, "nonsense");
+	feed(k.ev, 1423, "audit(");
 	/* a header cut short right after the serial: nothing is read past the record */
 	{
 		static const char cut[] = "audit(1.2:12345";
@@ -145,43 +163,35 @@ TEST(unknown_and_fallbacks_dropped)
 
 		ASSERT_TRUE(exact != NULL);
 		memcpy(exact, cut, sizeof(cut) - 1);
-		sandbox_evidence_feed_audit(ev, 1423, exact, sizeof(cut) - 1);
+		sandbox_evidence_feed_audit(k.ev, 1423, exact, sizeof(cut) - 1);
 		free(exact);
 	}
-	sandbox_evidence_flush(ev);
-	sandbox_evidence_denials(t, &n, &total);
+	sandbox_evidence_flush(k.ev);
+	sandbox_evidence_denials(k.t, &n, &total);
 	ASSERT_EQ(0, n);
 	ASSERT_EQ(0, total);
-	sandbox_evidence_untrack(ev, t);
-	sandbox_evidence_free(ev);
-	stop(pid);
+	untrack_sleeper(&k);
 }
 
 TEST(bounded_and_decisive)
 {
-	struct sandbox_evidence *ev;
-	struct sandbox_ev_tree *t;
+	struct tracked k;
 	const struct sandbox_denial *d;
 	size_t n;
 	uint64_t total;
-	int ok;
-	pid_t pid = sleeper(true, &ok);
 
-	if (!ok)
-		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
-	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT, &ev));
-	t = sandbox_evidence_track(ev, pid);
-	ASSERT_TRUE(sandbox_evidence_complete(t));
+	track_sleeper(&k, SANDBOX_EVIDENCE_AUDIT, true);
+	ASSERT_TRUE(sandbox_evidence_complete(k.t));
 	/* libc's nscd connect: kept, not decisive; audit alone then trusts only the EROFS text */
-	feed(ev, 1326, "audit(1.0:9): auid=0 uid=0 ses=4294967295 pid=%d comm=\"bash\" syscall=42 code=0x50000", pid);
-	d = sandbox_evidence_denials(t, &n, &total);
+	feed(k.ev, 1326, "audit(1.0:9): auid=0 uid=0 ses=4294967295 pid=%d comm=\"bash\" syscall=42 code=0x50000", k.pid);
+	d = sandbox_evidence_denials(k.t, &n, &total);
 	ASSERT_EQ(1, n);
 	ASSERT_TRUE(!d[0].decisive);
-	ASSERT_TRUE(!decide(ev, t, 1, "x: Permission denied"));
-	ASSERT_TRUE(decide(ev, t, 1, "touch: cannot touch '/etc/x': Read-only file system"));
-	/* an unknown pid with a malformed session: dropped */
-	feed(ev, 1326, "audit(1.0:10): auid=0 uid=0 ses=x pid=99999999 comm=\"p\" syscall=41 code=0x50000");
-	sandbox_evidence_denials(t, &n, &total);
+	ASSERT_TRUE(!decide(k.ev, k.t, 1, "x: Permission denied"));
+	ASSERT_TRUE(decide(k.ev, k.t, 1, "touch: cannot touch '/etc/x': Read-only file system"));
+	/* an unknown k.pid with a malformed session: dropped */
+	feed(k.ev, 1326, "audit(1.0:10): auid=0 uid=0 ses=x pid=99999999 comm=\"p\" syscall=41 code=0x50000");
+	sandbox_evidence_denials(k.t, &n, &total);
 	ASSERT_EQ(1, total);
 	/* a flood from a grandchild known only by its session: 16 kept, all counted */
 	{
@@ -189,63 +199,53 @@ TEST(bounded_and_decisive)
 		int fd;
 		ssize_t r;
 
-		snprintf(path, sizeof(path), "/proc/%d/sessionid", pid);
+		snprintf(path, sizeof(path), "/proc/%d/sessionid", k.pid);
 		fd = open(path, O_RDONLY);
 		r = read(fd, buf, sizeof(buf) - 1);
 		close(fd);
 		buf[r > 0 ? r : 0] = 0;
 		for (int i = 0; i < 1000; i++)
-			feed(ev, 1326, "audit(1.0:%d): auid=0 uid=0 ses=%s pid=99999999 comm=\"p\" syscall=%d code=0x50000",
+			feed(k.ev, 1326, "audit(1.0:%d): auid=0 uid=0 ses=%s pid=99999999 comm=\"p\" syscall=%d code=0x50000",
 			     2000 + i, buf, i);
 	}
-	d = sandbox_evidence_denials(t, &n, &total);
+	d = sandbox_evidence_denials(k.t, &n, &total);
 	ASSERT_EQ(SANDBOX_EVIDENCE_KEEP, n);
 	ASSERT_EQ(1 + 1000 - 3, total); /* clone3, openat2, fchmodat2: libc fallbacks */
-	ASSERT_TRUE(decide(ev, t, 1, ""));
-	ASSERT_TRUE(!decide(ev, t, 0, ""));
+	ASSERT_TRUE(decide(k.ev, k.t, 1, ""));
+	ASSERT_TRUE(!decide(k.ev, k.t, 0, ""));
 	/* records lost: incomplete, and without decisive evidence the heuristic decides */
-	sandbox_evidence_mark_lost(ev);
-	ASSERT_TRUE(!sandbox_evidence_complete(t));
-	sandbox_evidence_untrack(ev, t);
-	sandbox_evidence_free(ev);
-	stop(pid);
+	sandbox_evidence_mark_lost(k.ev);
+	ASSERT_TRUE(!sandbox_evidence_complete(k.t));
+	untrack_sleeper(&k);
 }
 
 TEST(bpf_records_by_cgroup)
 {
-	struct sandbox_evidence *ev;
-	struct sandbox_ev_tree *t;
+	struct tracked k;
 	const struct sandbox_denial *d;
 	size_t n;
 	uint64_t total;
-	int ok;
-	pid_t pid = sleeper(true, &ok);
 
-	if (!ok)
-		tests_skip("cannot start an audit session (not root, or no audit in the kernel)");
-	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT | SANDBOX_EVIDENCE_BPF, &ev));
-	t = sandbox_evidence_track(ev, pid);
-	sandbox_evidence_set_cgroup(t, 4242);
-	/* another cgroup, a pid that is not ours: dropped */
-	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999999, 17, 2, -EROFS, "touch", NULL, 0, NULL, 0));
+	track_sleeper(&k, SANDBOX_EVIDENCE_AUDIT | SANDBOX_EVIDENCE_BPF, true);
+	sandbox_evidence_set_cgroup(k.t, 4242);
+	/* another cgroup, a k.pid that is not ours: dropped */
+	ASSERT_TRUE(!sandbox_evidence_feed_bpf(k.ev, 99999999, 17, 2, -EROFS, "touch", NULL, 0, NULL, 0));
 	/* with both sources complete and nothing recorded: false, whatever the output says */
-	ASSERT_TRUE(!decide(ev, t, 1, "Read-only file system"));
+	ASSERT_TRUE(!decide(k.ev, k.t, 1, "Read-only file system"));
 	/* permission bits and capabilities fail with EACCES/EPERM too: kept, not decisive */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 2, -EACCES, "cat", NULL, 0, NULL, 0));
-	ASSERT_TRUE(!decide(ev, t, 1, ""));
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(k.ev, 99999999, 4242, 2, -EACCES, "cat", NULL, 0, NULL, 0));
+	ASSERT_TRUE(!decide(k.ev, k.t, 1, ""));
 	/* a read-only mount's EROFS, from a process known only by its cgroup */
-	ASSERT_TRUE(sandbox_evidence_feed_bpf(ev, 99999999, 4242, 257, -EROFS, "touch", NULL, 0, NULL, 0));
-	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_TRUE(sandbox_evidence_feed_bpf(k.ev, 99999999, 4242, 257, -EROFS, "touch", NULL, 0, NULL, 0));
+	d = sandbox_evidence_denials(k.t, &n, &total);
 	ASSERT_EQ(2, n);
 	ASSERT_EQ(SANDBOX_DENIAL_SYSCALL, d[0].kind);
 	ASSERT_EQ(SANDBOX_DENIAL_MOUNT, d[1].kind);
 	ASSERT_EQ(EROFS, d[1].err);
 	ASSERT_STREQ("erofs", d[1].access);
 	ASSERT_TRUE(d[1].decisive && !d[0].decisive);
-	ASSERT_TRUE(decide(ev, t, 1, ""));
-	sandbox_evidence_untrack(ev, t);
-	sandbox_evidence_free(ev);
-	stop(pid);
+	ASSERT_TRUE(decide(k.ev, k.t, 1, ""));
+	untrack_sleeper(&k);
 }
 
 /* A refused connect()'s address: a tree of its own per case (cgroup 100 + i), the tracer alone. */

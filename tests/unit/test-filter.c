@@ -162,12 +162,16 @@ static void matches(const char *which, const char *const *refused)
 	unlink(scratch);
 }
 
+/* Every program refuses a set-id mode by every call that sets one (|up: upper bits set too). */
+#define SETID_CALLS \
+	"fchmodat 04755", "fchmodat 02755", "chmod 06700", "openat O_CREAT 04700", \
+	"chmod 04755|up", "fchmod 02755|up", "creat 04700", "mknodat 02755", \
+	"openat O_TMPFILE|up 04700"
+
 TEST(restricted_matches_the_kernel)
 {
 	static const char *const refused[] = {
-		"fchmodat 04755", "fchmodat 02755", "chmod 06700", "openat O_CREAT 04700",
-		"chmod 04755|up", "fchmod 02755|up", "creat 04700", "mknodat 02755",
-		"openat O_TMPFILE|up 04700",
+		SETID_CALLS,
 		"socket AF_INET", "socket AF_VSOCK|1<<32", "prlimit64 self by pid", "setpriority pid",
 		"unshare", "io_uring_setup", NULL,
 	};
@@ -179,9 +183,7 @@ TEST(open_net_matches_the_kernel)
 {
 	/* the network on: AF_INET allowed, VSOCK still not */
 	static const char *const refused[] = {
-		"fchmodat 04755", "fchmodat 02755", "chmod 06700", "openat O_CREAT 04700",
-		"chmod 04755|up", "fchmod 02755|up", "creat 04700", "mknodat 02755",
-		"openat O_TMPFILE|up 04700",
+		SETID_CALLS,
 		"socket AF_VSOCK|1<<32", "prlimit64 self by pid", "setpriority pid", "unshare",
 		"io_uring_setup", NULL,
 	};
@@ -193,9 +195,7 @@ TEST(fs_helper_matches_the_kernel)
 {
 	/* uexec's own helper: io_uring allowed for its loop */
 	static const char *const refused[] = {
-		"fchmodat 04755", "fchmodat 02755", "chmod 06700", "openat O_CREAT 04700",
-		"chmod 04755|up", "fchmod 02755|up", "creat 04700", "mknodat 02755",
-		"openat O_TMPFILE|up 04700",
+		SETID_CALLS,
 		"socket AF_INET", "socket AF_VSOCK|1<<32", "prlimit64 self by pid", "setpriority pid",
 		"unshare", NULL,
 	};
@@ -242,6 +242,46 @@ TEST(unknown_arguments_tell_nothing)
 	/* the always-refused ones need no argument at all */
 	ASSERT_TRUE(sandbox_seccomp_refuses(&s.restricted, SYS_unshare, NULL, 0, EPERM));
 	ASSERT_TRUE(!sandbox_seccomp_refuses(&s.restricted, SYS_getpid, NULL, 0, EPERM));
+	sandbox_seccomp_done(&s);
+}
+
+/*
+ * sandbox_seccomp_always_refused(), the denial tracer's "an EPERM from this
+ * call is the sandbox's": each call it names (but socket(), refused by
+ * family) is refused with EPERM by every sandbox program, whatever its
+ * arguments say; ordinary calls are not named.
+ */
+TEST(always_refused_is_refused_by_every_program)
+{
+	static const long ordinary[] = {
+		SYS_read, SYS_write, SYS_openat, SYS_getpid, SYS_clone, SYS_execve, SYS_connect,
+		SYS_kill, SYS_prlimit64, SYS_fchmodat,
+	};
+	static const long named[] = { SYS_ptrace, SYS_mount, SYS_unshare, SYS_bpf, SYS_io_uring_setup,
+				      SYS_keyctl, SYS_socket };
+	const uint64_t zero[6] = { 0 };
+	struct sandbox_seccomp s;
+	size_t n = 0;
+
+	if (sandbox_seccomp_build(&s) < 0)
+		tests_skip("libseccomp cannot build the programs here");
+	for (size_t i = 0; i < sizeof(ordinary) / sizeof(ordinary[0]); i++)
+		ASSERT_TRUE(!sandbox_seccomp_always_refused(ordinary[i]));
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		ASSERT_TRUE(sandbox_seccomp_always_refused(named[i]));
+	for (long nr = 0; nr < 512; nr++) {
+		const struct sock_fprog *progs[] = { &s.restricted, &s.open_net, &s.proxied,
+						     &s.proxied_all_unix };
+
+		if (!sandbox_seccomp_always_refused(nr) || nr == SYS_socket)
+			continue;
+		n++;
+		for (size_t k = 0; k < sizeof(progs) / sizeof(progs[0]); k++)
+			if (!sandbox_seccomp_refuses(progs[k], nr, zero, 6, EPERM))
+				tests_fail(__FILE__, __LINE__, "call %ld is named but program %zu allows it",
+					   nr, k);
+	}
+	ASSERT_TRUE(n >= 30); /* the whole always-denied list was seen */
 	sandbox_seccomp_done(&s);
 }
 

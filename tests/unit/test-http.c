@@ -2,8 +2,16 @@
 /* Unit tests for proto/http: request parsing (all split points) and the upgrade decisions of §1.2. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
 
 #include "http.h"
+#include "http-internal.h"
+#include "base64.h"
+
+#define WS_GUID_TEST "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #include "tests.h"
 
 #define NOW ((time_t)1795323266) /* Sun, 22 Nov 2026 04:54:26 GMT (p14_ws.out) */
@@ -214,6 +222,27 @@ TEST(upgrade_long_and_empty_keys)
 	ASSERT_EQ(101, decide("GET / HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: websocket\r\n"
 			      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key:\r\n\r\n", &u));
 	ASSERT_STREQ("Kfh9QIsMVZcl6xEPYxPHzW8SZ8w=", u.accept);
+}
+
+/* The accept key over every key length 0..300 (each SHA-1 padding boundary
+ * with the GUID appended) against OpenSSL's digest of the same bytes. */
+TEST(ws_accept_every_key_length_like_openssl)
+{
+	char key[301], cat[301 + sizeof(WS_GUID_TEST)], want[29], got[29];
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned dlen = 0;
+
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (char)(33 + (i * 131 + 7) % 90);
+	for (size_t n = 0; n <= 300; n++) {
+		memcpy(cat, key, n);
+		memcpy(cat + n, WS_GUID_TEST, strlen(WS_GUID_TEST));
+		ASSERT_TRUE(EVP_Digest(cat, n + strlen(WS_GUID_TEST), d, &dlen, EVP_sha1(), NULL) == 1);
+		ASSERT_EQ(20, (int)dlen);
+		want[base64_encode(d, 20, want)] = '\0';
+		ASSERT_EQ(0, http_ws_accept(key, n, got));
+		ASSERT_STREQ(want, got);
+	}
 }
 
 TEST(readyz_and_routing)

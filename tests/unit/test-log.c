@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for src/basic/log: the JSON escaping of structured log and audit
+ * Unit tests for base/log: the JSON escaping of structured log and audit
  * lines (any bytes in, valid JSON text out) and the field encoder.
  */
 #include <stdlib.h>

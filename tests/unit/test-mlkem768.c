@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * src/relay/mlkem768.c against known answers from an independent FIPS 203
+ * src/remote/codec/mlkem768.c against known answers from an independent FIPS 203
  * implementation (tests/unit/mlkem768-vectors.txt, made by
  * mlkem768-vectors.mjs with @noble/post-quantum), plus random round trips and
  * implicit rejection.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The relay's Noise channel (src/relay/noise.h): both roles through both
+ * The relay's Noise channel (src/remote/codec/noise.h): both roles through both
  * messages and the transport, with every message and record tampered,
  * replayed or reordered, the wrong prologue or pinned key, and AES-256-GCM
  * checked against the GCM specification's test cases 13 and 14. Run once

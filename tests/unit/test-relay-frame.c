@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for proto/relay-frame: round trips of every body, encodings
+ * Unit tests for src/remote/codec/relay-frame: round trips of every body, encodings
  * computed by hand (prost's: tag order, proto3 defaults omitted), and every
  * rejection of RELAY.md §2.1.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A relay stream's plaintext side (src/relay/records.h): framing into 60 KiB
+ * A relay stream's plaintext side (src/remote/codec/records.h): framing into 60 KiB
  * records and back, across every boundary; the 0 and 64 MiB limits; sequence
  * numbers that never wrap; ordering with duplicates, gaps and its bounds.
  */
@@ -124,6 +124,39 @@ TEST(length_limits)
 	ASSERT_EQ(-EMSGSIZE, relay_msg_reader_feed(&r, big, sizeof(big), collect, &s));
 	relay_msg_reader_done(&r);
 	ASSERT_EQ(0, (int)s.n);
+}
+
+/* The framer the carried transport runs (conn-carried.c): its max is --max-message-bytes. */
+TEST(peek_and_prefix)
+{
+	static const struct {
+		const char *in;
+		size_t avail, max;
+		int ret;
+		uint32_t len; /* when the prefix is there */
+	} cases[] = {
+		{ "", 0, 16, 0, 0 },
+		{ "\0\0\0", 3, 16, 0, 0 },
+		{ "\0\0\0\2{", 5, 16, 0, 2 },    /* prefix whole, message not */
+		{ "\0\0\0\2{}", 6, 16, 1, 2 },
+		{ "\0\0\0\2{}\0", 7, 16, 1, 2 }, /* the next message's start is left alone */
+		{ "\0\0\0\0", 4, 16, -EBADMSG, 0 },
+		{ "\0\0\0\21", 4, 16, -EBADMSG, 17 }, /* over max, refused before its bytes come */
+		{ "\0\0\0\20", 4, 16, 0, 16 },
+	};
+	uint8_t pre[RELAY_MSG_PREFIX];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t n = 0;
+
+		ASSERT_EQ(cases[i].ret,
+			  relay_msg_peek((const uint8_t *)cases[i].in, cases[i].avail, cases[i].max, &n));
+		ASSERT_EQ(cases[i].len, n);
+	}
+	relay_msg_prefix(pre, 0x01020304);
+	ASSERT_MEMEQ("\1\2\3\4", pre, 4);
+	relay_msg_prefix(pre, 2);
+	ASSERT_MEMEQ("\0\0\0\2", pre, 4);
 }
 
 TEST(reassembly_buffer_bound)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The environment registry client's codec (src/relay/registry.h, RELAY.md
+ * The environment registry client's codec (src/remote/codec/registry.h, RELAY.md
  * §7): base URL and id normalisation, request paths, URL splitting, request
  * bodies byte for byte, every accept and reject rule of the register,
  * validate and connect responses, error bodies, backoff and retry delays.
@@ -60,55 +60,62 @@ static char *pattern_key(struct noise_public *pk)
 
 /* ---- base URL, id, paths ---- */
 
+/*
+ * A trimming check: in -> want, or (want NULL) refused with -EINVAL and why
+ * (NULL: any reason).
+ */
+struct trim_case {
+	const char *in, *want, *why;
+};
+
+static void trims_each(char *(*fn)(const char *, int *, const char **), const struct trim_case *c,
+		       size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *why = NULL;
+		int e = 0;
+		char *s = fn(c[i].in, &e, &why);
+
+		if (c[i].want) {
+			ASSERT_STREQ(c[i].want, s);
+		} else {
+			ASSERT_TRUE(s == NULL);
+			ASSERT_EQ(-EINVAL, e);
+			if (c[i].why)
+				ASSERT_STREQ(c[i].why, why);
+		}
+		free(s);
+	}
+}
+
 TEST(base_url_trims_whitespace_and_slashes)
 {
-	const char *why = NULL;
-	int e = 0;
-	char *s;
+	static const struct trim_case cases[] = {
+		{ "  https://r.example/api//  \n", "https://r.example/api", NULL },
+		{ "https://r.example", "https://r.example", NULL },
+		/* Unicode White_Space (NBSP, ideographic space, NEL) as Rust's trim */
+		{ "\xC2\xA0http://h:1/\xE3\x80\x80\xC2\x85", "http://h:1", NULL },
+		/* only trailing slashes go; inner ones stay */
+		{ "http://h//a//", "http://h//a", NULL },
+		/* a non-whitespace multibyte character at the end stays */
+		{ "http://h/\xC3\xA9", "http://h/\xC3\xA9", NULL },
+		{ " / ", NULL, "environment registry base URL is required" },
+		{ "", NULL, NULL },
+	};
 
-	s = registry_base_url("  https://r.example/api//  \n", &e, &why);
-	ASSERT_STREQ("https://r.example/api", s);
-	free(s);
-	s = registry_base_url("https://r.example", &e, &why);
-	ASSERT_STREQ("https://r.example", s);
-	free(s);
-	/* Unicode White_Space (NBSP, ideographic space, NEL) as Rust's trim */
-	s = registry_base_url("\xC2\xA0http://h:1/\xE3\x80\x80\xC2\x85", &e, &why);
-	ASSERT_STREQ("http://h:1", s);
-	free(s);
-	/* only trailing slashes go; inner ones stay */
-	s = registry_base_url("http://h//a//", &e, &why);
-	ASSERT_STREQ("http://h//a", s);
-	free(s);
-	/* a non-whitespace multibyte character at the end stays */
-	s = registry_base_url("http://h/\xC3\xA9", &e, &why);
-	ASSERT_STREQ("http://h/\xC3\xA9", s);
-	free(s);
-	ASSERT_TRUE(registry_base_url(" / ", &e, &why) == NULL);
-	ASSERT_EQ(-EINVAL, e);
-	ASSERT_STREQ("environment registry base URL is required", why);
-	e = 0;
-	ASSERT_TRUE(registry_base_url("", &e, &why) == NULL);
-	ASSERT_EQ(-EINVAL, e);
+	trims_each(registry_base_url, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 TEST(environment_id_trims_and_refuses_empty)
 {
-	const char *why = NULL;
-	int e = 0;
-	char *s = registry_environment_id(" env-1\t\r\n", &e, &why);
+	static const struct trim_case cases[] = {
+		{ " env-1\t\r\n", "env-1", NULL },
+		{ "a b", "a b", NULL },
+		{ " \t\xE2\x80\x83 ", NULL, "environment id is required for remote exec-server registration" },
+		{ "", NULL, NULL },
+	};
 
-	ASSERT_STREQ("env-1", s);
-	free(s);
-	s = registry_environment_id("a b", &e, &why);
-	ASSERT_STREQ("a b", s);
-	free(s);
-	ASSERT_TRUE(registry_environment_id(" \t\xE2\x80\x83 ", &e, &why) == NULL);
-	ASSERT_EQ(-EINVAL, e);
-	ASSERT_STREQ("environment id is required for remote exec-server registration", why);
-	e = 0;
-	ASSERT_TRUE(registry_environment_id("", &e, &why) == NULL);
-	ASSERT_EQ(-EINVAL, e);
+	trims_each(registry_environment_id, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 TEST(request_urls)
@@ -121,6 +128,21 @@ TEST(request_urls)
 		{ REGISTRY_VALIDATE, "https://r.example/api/cloud/environment/env-1/validate" },
 		{ REGISTRY_CONNECT, "https://r.example/api/cloud/environment/env-1/connect" },
 	};
+	static const struct {
+		const char *id;
+		enum registry_op op;
+		const char *want;
+	} paths[] = {
+		{ "env-1", REGISTRY_CONNECT, "/cloud/environment/env-1/connect" },
+		/* unreserved characters stay, everything else is %XX */
+		{ "Az09-._~", REGISTRY_REGISTER, "/cloud/environment/Az09-._~/register" },
+		{ "a/b?c#d %\xC3\xA9:@+", REGISTRY_REGISTER,
+		  "/cloud/environment/a%2Fb%3Fc%23d%20%25%C3%A9%3A%40%2B/register" },
+		/* dot segments cannot be normalised away */
+		{ "..", REGISTRY_VALIDATE, "/cloud/environment/%2E%2E/validate" },
+		{ ".", REGISTRY_VALIDATE, "/cloud/environment/%2E/validate" },
+		{ "...", REGISTRY_VALIDATE, "/cloud/environment/.../validate" },
+	};
 	char *s;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -128,67 +150,41 @@ TEST(request_urls)
 		ASSERT_STREQ(cases[i].want, s);
 		free(s);
 	}
-	s = registry_request_path("env-1", REGISTRY_CONNECT);
-	ASSERT_STREQ("/cloud/environment/env-1/connect", s);
-	free(s);
-	/* unreserved characters stay, everything else is %XX */
-	s = registry_request_path("Az09-._~", REGISTRY_REGISTER);
-	ASSERT_STREQ("/cloud/environment/Az09-._~/register", s);
-	free(s);
-	s = registry_request_path("a/b?c#d %\xC3\xA9:@+", REGISTRY_REGISTER);
-	ASSERT_STREQ("/cloud/environment/a%2Fb%3Fc%23d%20%25%C3%A9%3A%40%2B/register", s);
-	free(s);
-	/* dot segments cannot be normalised away */
-	s = registry_request_path("..", REGISTRY_VALIDATE);
-	ASSERT_STREQ("/cloud/environment/%2E%2E/validate", s);
-	free(s);
-	s = registry_request_path(".", REGISTRY_VALIDATE);
-	ASSERT_STREQ("/cloud/environment/%2E/validate", s);
-	free(s);
-	s = registry_request_path("...", REGISTRY_VALIDATE);
-	ASSERT_STREQ("/cloud/environment/.../validate", s);
-	free(s);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		s = registry_request_path(paths[i].id, paths[i].op);
+		ASSERT_STREQ(paths[i].want, s);
+		free(s);
+	}
 	ASSERT_TRUE(registry_request_path("x", (enum registry_op)7) == NULL);
 }
 
 TEST(url_parse_accepts)
 {
+	static const struct {
+		const char *url;
+		bool tls, ipv6;
+		const char *host;
+		int port;
+		const char *path;
+	} cases[] = {
+		{ "https://r.example", true, false, "r.example", 443, "" },
+		{ "http://127.0.0.1:8080/api/v1", false, false, "127.0.0.1", 8080, "/api/v1" },
+		{ "HTTP://[::1]:9/", false, true, "::1", 9, "" },
+		{ "HttpS://[2001:db8::1]/p%20q", true, true, "2001:db8::1", 443, "/p%20q" },
+		{ "http://my_host-1.local:65535", false, false, "my_host-1.local", 65535, "" },
+	};
 	struct registry_url u;
 	const char *why = NULL;
 
-	ASSERT_EQ(0, registry_url_parse("https://r.example", &u, &why));
-	ASSERT_TRUE(u.tls && !u.ipv6);
-	ASSERT_STREQ("r.example", u.host);
-	ASSERT_EQ(443, u.port);
-	ASSERT_STREQ("", u.path);
-	registry_url_done(&u);
-
-	ASSERT_EQ(0, registry_url_parse("http://127.0.0.1:8080/api/v1", &u, &why));
-	ASSERT_TRUE(!u.tls);
-	ASSERT_STREQ("127.0.0.1", u.host);
-	ASSERT_EQ(8080, u.port);
-	ASSERT_STREQ("/api/v1", u.path);
-	registry_url_done(&u);
-
-	ASSERT_EQ(0, registry_url_parse("HTTP://[::1]:9/", &u, &why));
-	ASSERT_TRUE(u.ipv6 && !u.tls);
-	ASSERT_STREQ("::1", u.host);
-	ASSERT_EQ(9, u.port);
-	ASSERT_STREQ("", u.path);
-	registry_url_done(&u);
-
-	ASSERT_EQ(0, registry_url_parse("HttpS://[2001:db8::1]/p%20q", &u, &why));
-	ASSERT_TRUE(u.ipv6 && u.tls);
-	ASSERT_STREQ("2001:db8::1", u.host);
-	ASSERT_EQ(443, u.port);
-	ASSERT_STREQ("/p%20q", u.path);
-	registry_url_done(&u);
-
-	ASSERT_EQ(0, registry_url_parse("http://my_host-1.local:65535", &u, &why));
-	ASSERT_STREQ("my_host-1.local", u.host);
-	ASSERT_EQ(65535, u.port);
-	ASSERT_STREQ("", u.path);
-	registry_url_done(&u);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_EQ(0, registry_url_parse(cases[i].url, &u, &why));
+		ASSERT_EQ(cases[i].tls, u.tls);
+		ASSERT_EQ(cases[i].ipv6, u.ipv6);
+		ASSERT_STREQ(cases[i].host, u.host);
+		ASSERT_EQ(cases[i].port, u.port);
+		ASSERT_STREQ(cases[i].path, u.path);
+		registry_url_done(&u);
+	}
 	registry_url_done(&u); /* twice is harmless */
 }
 
