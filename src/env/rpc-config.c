@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 #include "file-uri.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "macro.h"
 #include "params.h"
 #include "rpc.h"
 #include "toml-filter.h"
@@ -378,6 +380,51 @@ static json_t *uri_json(const char *path)
 	return j;
 }
 
+/* *ret_msg formatted: returns -EIO, or -ENOMEM (and *ret_msg NULL) without memory. */
+static int read_failed(char **ret_msg, const char *fmt, ...) _printf_(2, 3);
+static int read_failed(char **ret_msg, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(ret_msg, fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		*ret_msg = NULL;
+		return -ENOMEM;
+	}
+	return -EIO;
+}
+
+/*
+ * The rest of fd, at most CONFIG_FILE_MAX bytes, into buf (room for
+ * CONFIG_FILE_MAX + 2), NUL-terminated, and *ret_len. Returns 0, 1 when the
+ * file is larger, or a read's -errno.
+ */
+static int read_capped(int fd, char *buf, size_t *ret_len)
+{
+	size_t len = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > CONFIG_FILE_MAX)
+			return 1;
+	}
+	buf[len] = 0;
+	*ret_len = len;
+	return 0;
+}
+
 /*
  * Reads a layer file. Returns 0 with *ret_text (malloc'd, NUL-terminated) and
  * *ret_len, -ENOENT when there is no usable file, -ENOMEM, or -EIO with the
@@ -412,60 +459,40 @@ static int read_layer_file(const char *path, const char *kind, char **ret_text, 
 		close(fd);
 		return -ENOENT;
 	}
-	if (st.st_size > CONFIG_FILE_MAX)
-		goto too_big;
-	buf = malloc(CONFIG_FILE_MAX + 2);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = errno;
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > CONFIG_FILE_MAX)
-			goto too_big;
-	}
-	close(fd);
-	buf[len] = 0;
-	if (!utf8_is_valid((const uint8_t *)buf, len)) {
-		free(buf);
-		r = asprintf(ret_msg, "Failed to read %s file %s: stream did not contain valid UTF-8",
-			     kind, path);
-		if (r < 0) {
-			*ret_msg = NULL;
+	r = 1;
+	if (st.st_size <= CONFIG_FILE_MAX) {
+		buf = malloc(CONFIG_FILE_MAX + 2);
+		if (!buf) {
+			close(fd);
 			return -ENOMEM;
 		}
-		return -EIO;
+		r = read_capped(fd, buf, &len);
+	}
+	if (r == 1) {
+		log_warning("Ignoring %s: larger than %d bytes", path, CONFIG_FILE_MAX);
+		free(buf);
+		close(fd);
+		return -ENOENT;
+	}
+	if (r < 0) {
+		err = -r;
+		goto fail;
+	}
+	close(fd);
+	if (!utf8_is_valid((const uint8_t *)buf, len)) {
+		free(buf);
+		return read_failed(ret_msg, "Failed to read %s file %s: stream did not contain valid UTF-8",
+				   kind, path);
 	}
 	*ret_text = buf;
 	*ret_len = len;
 	return 0;
-
-too_big:
-	log_warning("Ignoring %s: larger than %d bytes", path, CONFIG_FILE_MAX);
-	free(buf);
-	close(fd);
-	return -ENOENT;
 fail:
 	free(buf);
 	if (fd >= 0)
 		close(fd);
-	r = asprintf(ret_msg, "Failed to read %s file %s: %s", kind, path,
-		     rpc_os_error(err, os, sizeof(os)));
-	if (r < 0) {
-		*ret_msg = NULL;
-		return -ENOMEM;
-	}
-	return -EIO;
+	return read_failed(ret_msg, "Failed to read %s file %s: %s", kind, path,
+			   rpc_os_error(err, os, sizeof(os)));
 }
 
 struct selectors {

@@ -78,23 +78,14 @@ static void rpc_process_write(struct conn *c, json_t *id, json_t *params)
 	char err[ERRSZ];
 	struct proc *p;
 	uint8_t *data;
-	ssize_t n;
+	size_t n;
 
 	if (params_decode(params, "WriteParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
 	}
-	data = malloc(base64_decoded_max(json_string_length(f[1])) + 1);
-	if (!data) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
+	if (params_base64_or_reply(c, id, f[1], RPC_INVALID_PARAMS, "", &data, &n) < 0)
 		return;
-	}
-	n = base64_decode(json_string_value(f[1]), json_string_length(f[1]), data, err, sizeof(err));
-	if (n < 0) {
-		free(data);
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return;
-	}
 	if (json_string_length(f[2]) == 0) {
 		free(data);
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "writeId must not be empty");
@@ -109,7 +100,7 @@ static void rpc_process_write(struct conn *c, json_t *id, json_t *params)
 		rpc_reply(c, id, r);
 		return;
 	}
-	proc_write(p, c, id, json_string_value(f[2]), data, (size_t)n);
+	proc_write(p, c, id, json_string_value(f[2]), data, n);
 }
 
 static void rpc_process_signal(struct conn *c, json_t *id, json_t *params)

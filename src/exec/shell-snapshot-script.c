@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "environ.h"
 #include "macro.h"
 #include "shell-snapshot.h"
 
@@ -228,4 +229,37 @@ char *snap_render_state(enum snap_shell sh, const struct snap_sections *s, size_
 	}
 	*ret_len = b.len - 1;
 	return (char *)b.data;
+}
+
+/* Splits env -0 output into a strv of NAME=value entries, dropping what is not one. */
+int snap_parse_env(const char *s, size_t n, char ***ret)
+{
+	size_t count = 0, k = 0;
+	char **v;
+
+	for (size_t i = 0; i < n; i++)
+		count += s[i] == 0;
+	v = calloc(count + 2, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	while (n > 0) {
+		const char *z = memchr(s, 0, n);
+		size_t ln = z ? (size_t)(z - s) : n;
+		const char *eq = memchr(s, '=', ln);
+
+		/* PWD and OLDPWD are the capture's, not the command's. */
+		if (eq && eq != s && !(eq - s == 3 && memcmp(s, "PWD", 3) == 0) &&
+		    !(eq - s == 6 && memcmp(s, "OLDPWD", 6) == 0)) {
+			v[k] = strndup(s, ln);
+			if (!v[k]) {
+				environ_strv_free(v);
+				return -ENOMEM;
+			}
+			k++;
+		}
+		s += ln + (z ? 1 : 0);
+		n -= ln + (z ? 1 : 0);
+	}
+	*ret = v;
+	return 0;
 }

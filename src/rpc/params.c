@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "jsonrpc.h"
 #include "params.h"
+#include "rpc.h"
 
 /* Rust Debug-style quoting of a string for "invalid type: string \"...\"". */
 static void debug_str(const char *s, size_t n, char *out, size_t size)
@@ -420,4 +422,46 @@ int params_unit_enum(json_t *v, const char *const *variants, char *err, size_t e
 	}
 	*ret_errlen = o < errsz ? o : errsz - 1;
 	return -EINVAL;
+}
+
+int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz)
+{
+	uint8_t *data = malloc(base64_decoded_max(json_string_length(s)) + 1);
+	ssize_t n;
+
+	if (!data)
+		return -ENOMEM;
+	n = base64_decode(json_string_value(s), json_string_length(s), data, err, errsz);
+	if (n < 0) {
+		free(data);
+		return -EINVAL;
+	}
+	*ret = data;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+int params_base64_or_reply(struct conn *c, json_t *id, const json_t *s, int code, const char *what,
+			   uint8_t **ret, size_t *ret_len)
+{
+	char err[512]; /* the callers' ERRSZ */
+	int r = params_base64(s, ret, ret_len, err, sizeof(err));
+
+	if (r == -ENOMEM)
+		rpc_reply_errno_internal(c, id, ENOMEM);
+	else if (r < 0)
+		rpc_reply_error(c, id, code, "%s%s", what, err);
+	return r < 0 ? -EINVAL : 0;
+}
+
+bool params_decode_or_reply(struct conn *c, json_t *id, json_t *params, const char *name,
+			    const struct pfield *f, size_t n, json_t **out)
+{
+	char err[512]; /* the callers' ERRSZ */
+
+	if (params_decode(params, name, f, n, out, err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return false;
+	}
+	return true;
 }

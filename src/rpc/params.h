@@ -65,6 +65,29 @@ uint64_t params_u64(const json_t *v, uint64_t def);
 bool params_bool(const json_t *v, bool def);
 
 /*
+ * A base64 string (a decoded P_STRING) into a new buffer: *ret (malloc'd,
+ * with a spare byte) and *ret_len. Returns 0, -ENOMEM, or -EINVAL with the
+ * decoder's text in err.
+ */
+int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz);
+
+struct conn;
+/*
+ * params_decode for a request's handler: an error is replied to (-32602
+ * with serde's text). Returns true when out holds the fields.
+ */
+bool params_decode_or_reply(struct conn *c, json_t *id, json_t *params, const char *name,
+			    const struct pfield *f, size_t n, json_t **out);
+
+/*
+ * params_base64 for a request's handler: an invalid string is replied to
+ * with code and what (a text before the decoder's message, "" for none),
+ * no memory with an internal error. Returns 0, or -EINVAL once replied.
+ */
+int params_base64_or_reply(struct conn *c, json_t *id, const json_t *s, int code, const char *what,
+			   uint8_t **ret, size_t *ret_len);
+
+/*
  * A serde externally tagged enum of unit variants (NULL-terminated names;
  * v NULL is a null):
  * the string "v", or the map {"v": null}. Returns the variant's index, or
