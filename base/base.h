@@ -8,6 +8,7 @@
  *   macro.h   cleanup attributes, TAKE_PTR/TAKE_FD, ELEMENTSOF, container_of
  *   list.h    intrusive doubly linked list
  *   buf.h     growable byte buffer
+ *   errmsg.h  an error code with a malloc'd text saying why
  *   strmap.h  hash map from byte strings (NUL allowed) to pointers
  *   hex.h     one hex-digit decoder for the codecs
  *   log.h     logging to stderr (text or JSON lines), the audit log's sink
@@ -15,6 +16,7 @@
 #pragma once
 
 #include "buf.h"
+#include "errmsg.h"
 #include "hex.h"
 #include "list.h"
 #include "log.h"

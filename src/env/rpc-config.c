@@ -29,7 +29,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +37,7 @@
 
 #include "conn.h"
 #include "env.h"
+#include "errmsg.h"
 #include "file-uri.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -380,23 +380,6 @@ static json_t *uri_json(const char *path)
 	return j;
 }
 
-/* *ret_msg formatted: returns -EIO, or -ENOMEM (and *ret_msg NULL) without memory. */
-static int read_failed(char **ret_msg, const char *fmt, ...) _printf_(2, 3);
-static int read_failed(char **ret_msg, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(ret_msg, fmt, ap);
-	va_end(ap);
-	if (r < 0) {
-		*ret_msg = NULL;
-		return -ENOMEM;
-	}
-	return -EIO;
-}
-
 /*
  * The rest of fd, at most CONFIG_FILE_MAX bytes, into buf (room for
  * CONFIG_FILE_MAX + 2), NUL-terminated, and *ret_len. Returns 0, 1 when the
@@ -481,8 +464,9 @@ static int read_layer_file(const char *path, const char *kind, char **ret_text, 
 	close(fd);
 	if (!utf8_is_valid((const uint8_t *)buf, len)) {
 		free(buf);
-		return read_failed(ret_msg, "Failed to read %s file %s: stream did not contain valid UTF-8",
-				   kind, path);
+		return errmsg_set(ret_msg, -EIO,
+				  "Failed to read %s file %s: stream did not contain valid UTF-8",
+				  kind, path);
 	}
 	*ret_text = buf;
 	*ret_len = len;
@@ -491,8 +475,8 @@ fail:
 	free(buf);
 	if (fd >= 0)
 		close(fd);
-	return read_failed(ret_msg, "Failed to read %s file %s: %s", kind, path,
-			   rpc_os_error(err, os, sizeof(os)));
+	return errmsg_set(ret_msg, -EIO, "Failed to read %s file %s: %s", kind, path,
+			  rpc_os_error(err, os, sizeof(os)));
 }
 
 struct selectors {
