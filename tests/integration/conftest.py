@@ -199,6 +199,14 @@ NR_LANDLOCK_CREATE_RULESET = 444
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_ABI_SCOPE = 6     # sandbox/sandbox.h: signal and abstract-socket scoping
 NOBODY = 65534
+# The reference 0.171.0's capability flags, in its order (environment/info; uexec's own
+# extensions follow them: test_process_ext.py)
+REFERENCE_CAPABILITIES = [
+    "networkProxyLaunch", "networkProxyReviewDomains", "networkProxyTransparentTcp",
+    "credentialMasking", "credentialMaskingCustomProviders", "capabilityDiscoverySandbox",
+    "fsWatchMissing", "capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars",
+    "sandboxedFileStreaming", "fileWriteStreaming", "shellSnapshotV2", "windowsMxc",
+    "linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions"]
 
 # The interpreter the tests run inside sandboxes and for the ABI probes.
 SYSTEM_PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
