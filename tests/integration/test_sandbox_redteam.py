@@ -201,33 +201,12 @@ class Front:
         self.lst.bind(("127.0.0.1", 0))
         self.lst.listen(8)
         self.port = self.lst.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        conftest.accept_forever(self.lst, self._forward)
 
-    @staticmethod
-    def _relay(a, b):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                b.sendall(d)
-        except OSError:
-            pass
-        finally:
-            try:
-                b.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.lst.accept()
-            except OSError:
-                return
-            u = socket.create_connection(("127.0.0.1", self.port_to))
-            threading.Thread(target=self._relay, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._relay, args=(u, c), daemon=True).start()
+    def _forward(self, c):
+        u = socket.create_connection(("127.0.0.1", self.port_to))
+        threading.Thread(target=conftest.pipe_bytes, args=(c, u), daemon=True).start()
+        threading.Thread(target=conftest.pipe_bytes, args=(u, c), daemon=True).start()
 
     def close(self):
         self.lst.close()
