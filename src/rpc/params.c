@@ -13,6 +13,34 @@
 #include "params.h"
 #include "rpc.h"
 
+size_t params_debug_char(unsigned char ch, char *out)
+{
+	switch (ch) {
+	case '"':
+	case '\\':
+		out[0] = '\\';
+		out[1] = (char)ch;
+		return 2;
+	case '\n':
+		out[0] = '\\';
+		out[1] = 'n';
+		return 2;
+	case '\t':
+		out[0] = '\\';
+		out[1] = 't';
+		return 2;
+	case '\r':
+		out[0] = '\\';
+		out[1] = 'r';
+		return 2;
+	default:
+		if (ch < 0x20 || ch == 0x7f)
+			return (size_t)sprintf(out, "\\u{%x}", ch);
+		out[0] = (char)ch;
+		return 1;
+	}
+}
+
 /* Rust Debug-style quoting of a string for "invalid type: string \"...\"". */
 static void debug_str(const char *s, size_t n, char *out, size_t size)
 {
@@ -21,34 +49,8 @@ static void debug_str(const char *s, size_t n, char *out, size_t size)
 	if (size < 4)
 		return;
 	out[o++] = '"';
-	for (size_t i = 0; i < n && o + 8 < size; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		switch (ch) {
-		case '"':
-		case '\\':
-			out[o++] = '\\';
-			out[o++] = (char)ch;
-			break;
-		case '\n':
-			out[o++] = '\\';
-			out[o++] = 'n';
-			break;
-		case '\t':
-			out[o++] = '\\';
-			out[o++] = 't';
-			break;
-		case '\r':
-			out[o++] = '\\';
-			out[o++] = 'r';
-			break;
-		default:
-			if (ch < 0x20 || ch == 0x7f)
-				o += (size_t)snprintf(out + o, size - o, "\\u{%x}", ch);
-			else
-				out[o++] = (char)ch;
-		}
-	}
+	for (size_t i = 0; i < n && o + 8 < size; i++)
+		o += params_debug_char((unsigned char)s[i], out + o);
 	out[o++] = '"';
 	out[o] = 0;
 }

@@ -71,6 +71,14 @@ bool params_bool(const json_t *v, bool def);
  */
 int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz);
 
+/*
+ * One byte of a string in Rust's Debug form (serde's and the reference's
+ * quoting: \" \\ \n \t \r, \u{..} for other controls) into out, which has
+ * room for 7 bytes (the escape and a NUL). Returns the bytes written, NUL not
+ * counted.
+ */
+size_t params_debug_char(unsigned char ch, char *out);
+
 struct conn;
 /*
  * params_decode for a request's handler: an error is replied to (-32602
