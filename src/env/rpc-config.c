@@ -68,8 +68,8 @@ static const struct pfield fields[] = {
 /* Vec<Vec<String>>. */
 static int check_paths(json_t *v, char *err)
 {
-	size_t i, j;
-	json_t *p, *s;
+	size_t i;
+	json_t *p;
 
 	if (!json_is_array(v)) {
 		params_type_error(v, "a sequence", err, ERRSZ);
@@ -80,12 +80,8 @@ static int check_paths(json_t *v, char *err)
 			params_type_error(p, "a sequence", err, ERRSZ);
 			return -EINVAL;
 		}
-		json_array_foreach(p, j, s) {
-			if (!json_is_string(s)) {
-				params_type_error(s, "a string", err, ERRSZ);
-				return -EINVAL;
-			}
-		}
+		if (params_check_strings(p, err, ERRSZ) < 0)
+			return -EINVAL;
 	}
 	return 0;
 }

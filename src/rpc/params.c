@@ -41,6 +41,20 @@ size_t params_debug_char(unsigned char ch, char *out)
 	}
 }
 
+int params_check_strings(const json_t *arr, char *err, size_t errsz)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e) {
+		if (!json_is_string(e)) {
+			params_type_error(e, "a string", err, errsz);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* Rust Debug-style quoting of a string for "invalid type: string \"...\"". */
 static void debug_str(const char *s, size_t n, char *out, size_t size)
 {
@@ -205,7 +219,6 @@ int params_struct_error(const json_t *v, const char *what, char *err, size_t err
 
 static int check_value(const struct pfield *f, json_t *v, bool top, char *err, size_t errsz)
 {
-	size_t i;
 	const char *k;
 	json_t *e;
 
@@ -230,13 +243,7 @@ static int check_value(const struct pfield *f, json_t *v, bool top, char *err, s
 			type_error(v, "a sequence", top, err, errsz);
 			return -EINVAL;
 		}
-		json_array_foreach(v, i, e) {
-			if (!json_is_string(e)) {
-				params_type_error(e, "a string", err, errsz);
-				return -EINVAL;
-			}
-		}
-		return 0;
+		return params_check_strings(v, err, errsz);
 	case P_SEQ:
 		if (json_is_array(v))
 			return 0;

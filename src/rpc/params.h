@@ -56,6 +56,11 @@ int params_struct_error(const json_t *v, const char *what, char *err, size_t err
 
 /* serde's "invalid type: <unexpected>, expected <what>" for value v. */
 void params_type_error(const json_t *v, const char *what, char *err, size_t errsz);
+/*
+ * Every element of the array arr is a string, else serde's "invalid type: ..., expected a
+ * string" in err and -EINVAL.
+ */
+int params_check_strings(const json_t *arr, char *err, size_t errsz);
 /* The same where serde decodes through its Content buffer: numbers with their value. */
 void params_type_error_valued(const json_t *v, const char *what, char *err, size_t errsz);
 
