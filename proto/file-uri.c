@@ -5,15 +5,15 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hex.h"
+#include "errmsg.h"
 #include "file-uri.h"
+#include "hex.h"
 
 static const char hex_digits[] = "0123456789ABCDEF";
 
@@ -121,22 +121,6 @@ static int is_drive_letter(const char *s, size_t n, int normalized)
 	return n == 2 && is_alpha(s[0]) && (s[1] == ':' || (!normalized && s[1] == '|'));
 }
 
-static int set_err(char **reterr_msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int set_err(char **reterr_msg, int r, const char *fmt, ...)
-{
-	va_list ap;
-	char *m = NULL;
-	int k;
-
-	va_start(ap, fmt);
-	k = vasprintf(&m, fmt, ap);
-	va_end(ap);
-	if (k < 0)
-		return -ENOMEM;
-	*reterr_msg = m;
-	return r;
-}
 
 /*
  * Lexically normalises an absolute path: collapses '/' runs, drops '.', resolves
@@ -408,11 +392,11 @@ static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_ms
 		char inner[64];
 
 		if (h[n - 1] != ']' || n - 2 >= sizeof(inner))
-			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
+			return errmsg_set(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
 		memcpy(inner, h + 1, n - 2);
 		inner[n - 2] = '\0';
 		if (inet_pton(AF_INET6, inner, &a) != 1 || !inet_ntop(AF_INET6, &a, tmp, sizeof(tmp)))
-			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
+			return errmsg_set(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
 		(void)snprintf(lit, sizeof(lit), "[%s]", tmp);
 		host = strdup(lit);
 		if (!host)
@@ -432,12 +416,14 @@ static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_ms
 		*c = ascii_lower(*c);
 		if (forbidden_domain_char((unsigned char)*c)) {
 			free(host);
-			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid international domain name");
+			return errmsg_set(reterr_msg, -EINVAL,
+					  "invalid URI: invalid international domain name");
 		}
 	}
 	if (has_nul || host[0] == '\0') {
 		free(host);
-		return set_err(reterr_msg, -EINVAL, "invalid URI: invalid international domain name");
+		return errmsg_set(reterr_msg, -EINVAL,
+				  "invalid URI: invalid international domain name");
 	}
 	if (strcmp(host, "localhost") == 0) {
 		free(host);
@@ -446,7 +432,7 @@ static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_ms
 	r = ipv4_host(&host);
 	if (r < 0) {
 		free(host);
-		return r == -EINVAL ? set_err(reterr_msg, r, "invalid URI: invalid IPv4 address") : r;
+		return r == -EINVAL ? errmsg_set(reterr_msg, r, "invalid URI: invalid IPv4 address") : r;
 	}
 	*ret_host = host;
 	return 0;
@@ -501,7 +487,7 @@ static int parse_scheme(const struct sbuf *in, char **ret_scheme, char **reterr_
 			slen = 0;
 	}
 	if (slen == 0)
-		return set_err(reterr_msg, -EINVAL, "invalid URI: relative URL without a base");
+		return errmsg_set(reterr_msg, -EINVAL, "invalid URI: relative URL without a base");
 	scheme = strndup(in->p, slen);
 	if (!scheme)
 		return -ENOMEM;
@@ -521,9 +507,9 @@ static int refuse_scheme(const char *scheme, const char *rest, char **reterr_msg
 		while (*h == '/' || *h == '\\')
 			h++;
 		if (*h == '\0' || *h == '?' || *h == '#')
-			return set_err(reterr_msg, -EINVAL, "invalid URI: empty host");
+			return errmsg_set(reterr_msg, -EINVAL, "invalid URI: empty host");
 	}
-	return set_err(reterr_msg, -EINVAL, "unsupported path URI scheme `%s`", scheme);
+	return errmsg_set(reterr_msg, -EINVAL, "unsupported path URI scheme `%s`", scheme);
 }
 
 /*
@@ -563,9 +549,10 @@ static int local_path(struct sbuf *sp, const char *host, bool query, bool fragme
 	int has_nul;
 
 	if (query)
-		return set_err(reterr_msg, -EINVAL, "query parameters are not allowed in path URIs");
+		return errmsg_set(reterr_msg, -EINVAL,
+				  "query parameters are not allowed in path URIs");
 	if (fragment)
-		return set_err(reterr_msg, -EINVAL, "fragments are not allowed in path URIs");
+		return errmsg_set(reterr_msg, -EINVAL, "fragments are not allowed in path URIs");
 	/*
 	 * A Windows drive letter ("C:", not "C|") as the first segment of the
 	 * parsed path: the reference refuses it on Linux, as a remote host.
@@ -573,7 +560,7 @@ static int local_path(struct sbuf *sp, const char *host, bool query, bool fragme
 	if (!host && sp->len >= 3 && is_alpha(sp->p[1]) && sp->p[2] == ':' &&
 	    (sp->len == 3 || sp->p[3] == '/')) {
 		sp->p[1] = (char)(sp->p[1] & ~0x20); /* shown upper-case */
-		return set_err(reterr_msg, -EREMOTE, "'file://%s' is invalid on 'linux'", sp->p);
+		return errmsg_set(reterr_msg, -EREMOTE, "'file://%s' is invalid on 'linux'", sp->p);
 	}
 	path = pct_decode(sp->p, sp->len, &has_nul);
 	if (!path)
@@ -581,8 +568,8 @@ static int local_path(struct sbuf *sp, const char *host, bool query, bool fragme
 	if (has_nul || host) {
 		free(path);
 		/* The reference quotes the serialized URL, e.g. 'file://otherhost/a' is invalid on 'linux'. */
-		return set_err(reterr_msg, has_nul ? -EINVAL : -EREMOTE,
-			       "'file://%s%s' is invalid on 'linux'", host ? host : "", sp->p);
+		return errmsg_set(reterr_msg, has_nul ? -EINVAL : -EREMOTE,
+				  "'file://%s%s' is invalid on 'linux'", host ? host : "", sp->p);
 	}
 	normalize_abs(path);
 	*ret_path = path;
@@ -691,7 +678,7 @@ int file_uri_to_pathn(const char *uri, size_t len, bool allow_native, char **ret
 	while (e > s && is_c0_or_space((unsigned char)e[-1]))
 		e--;
 	if (allow_native && s < e && s[0] == '/' && (e - s < 2 || s[1] != '/') && memchr(s, 0, (size_t)(e - s)))
-		return set_err(reterr_msg, -EINVAL, "invalid URI: path contains a NUL byte");
+		return errmsg_set(reterr_msg, -EINVAL, "invalid URI: path contains a NUL byte");
 	/* Inside, a NUL is percent-encoded like any C0 control of a path. */
 	copy = malloc(3 * (size_t)(e - s) + 1);
 	if (!copy)

@@ -29,7 +29,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +37,7 @@
 
 #include "conn.h"
 #include "env.h"
+#include "errmsg.h"
 #include "file-uri.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -68,8 +68,8 @@ static const struct pfield fields[] = {
 /* Vec<Vec<String>>. */
 static int check_paths(json_t *v, char *err)
 {
-	size_t i, j;
-	json_t *p, *s;
+	size_t i;
+	json_t *p;
 
 	if (!json_is_array(v)) {
 		params_type_error(v, "a sequence", err, ERRSZ);
@@ -80,12 +80,8 @@ static int check_paths(json_t *v, char *err)
 			params_type_error(p, "a sequence", err, ERRSZ);
 			return -EINVAL;
 		}
-		json_array_foreach(p, j, s) {
-			if (!json_is_string(s)) {
-				params_type_error(s, "a string", err, ERRSZ);
-				return -EINVAL;
-			}
-		}
+		if (params_check_strings(p, err, ERRSZ) < 0)
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -380,23 +376,6 @@ static json_t *uri_json(const char *path)
 	return j;
 }
 
-/* *ret_msg formatted: returns -EIO, or -ENOMEM (and *ret_msg NULL) without memory. */
-static int read_failed(char **ret_msg, const char *fmt, ...) _printf_(2, 3);
-static int read_failed(char **ret_msg, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(ret_msg, fmt, ap);
-	va_end(ap);
-	if (r < 0) {
-		*ret_msg = NULL;
-		return -ENOMEM;
-	}
-	return -EIO;
-}
-
 /*
  * The rest of fd, at most CONFIG_FILE_MAX bytes, into buf (room for
  * CONFIG_FILE_MAX + 2), NUL-terminated, and *ret_len. Returns 0, 1 when the
@@ -481,8 +460,9 @@ static int read_layer_file(const char *path, const char *kind, char **ret_text, 
 	close(fd);
 	if (!utf8_is_valid((const uint8_t *)buf, len)) {
 		free(buf);
-		return read_failed(ret_msg, "Failed to read %s file %s: stream did not contain valid UTF-8",
-				   kind, path);
+		return errmsg_set(ret_msg, -EIO,
+				  "Failed to read %s file %s: stream did not contain valid UTF-8",
+				  kind, path);
 	}
 	*ret_text = buf;
 	*ret_len = len;
@@ -491,8 +471,8 @@ fail:
 	free(buf);
 	if (fd >= 0)
 		close(fd);
-	return read_failed(ret_msg, "Failed to read %s file %s: %s", kind, path,
-			   rpc_os_error(err, os, sizeof(os)));
+	return errmsg_set(ret_msg, -EIO, "Failed to read %s file %s: %s", kind, path,
+			  rpc_os_error(err, os, sizeof(os)));
 }
 
 struct selectors {

@@ -17,6 +17,7 @@
 #include "environ.h"
 #include "jsonrpc.h"
 #include "macro.h"
+#include "params.h"
 
 extern char **environ;
 
@@ -408,32 +409,8 @@ static int append_debug(char **msg, size_t *len, const char *s)
 		return -ENOMEM;
 	*msg = m;
 	m[o++] = '"';
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"':
-		case '\\':
-			m[o++] = '\\';
-			m[o++] = (char)*p;
-			break;
-		case '\t':
-			m[o++] = '\\';
-			m[o++] = 't';
-			break;
-		case '\n':
-			m[o++] = '\\';
-			m[o++] = 'n';
-			break;
-		case '\r':
-			m[o++] = '\\';
-			m[o++] = 'r';
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				o += (size_t)sprintf(m + o, "\\u{%x}", *p);
-			else
-				m[o++] = (char)*p;
-		}
-	}
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		o += params_debug_char(*p, m + o);
 	m[o++] = '"';
 	m[o] = 0;
 	*len = o;

@@ -13,6 +13,48 @@
 #include "params.h"
 #include "rpc.h"
 
+size_t params_debug_char(unsigned char ch, char *out)
+{
+	switch (ch) {
+	case '"':
+	case '\\':
+		out[0] = '\\';
+		out[1] = (char)ch;
+		return 2;
+	case '\n':
+		out[0] = '\\';
+		out[1] = 'n';
+		return 2;
+	case '\t':
+		out[0] = '\\';
+		out[1] = 't';
+		return 2;
+	case '\r':
+		out[0] = '\\';
+		out[1] = 'r';
+		return 2;
+	default:
+		if (ch < 0x20 || ch == 0x7f)
+			return (size_t)sprintf(out, "\\u{%x}", ch);
+		out[0] = (char)ch;
+		return 1;
+	}
+}
+
+int params_check_strings(const json_t *arr, char *err, size_t errsz)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e) {
+		if (!json_is_string(e)) {
+			params_type_error(e, "a string", err, errsz);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* Rust Debug-style quoting of a string for "invalid type: string \"...\"". */
 static void debug_str(const char *s, size_t n, char *out, size_t size)
 {
@@ -21,34 +63,8 @@ static void debug_str(const char *s, size_t n, char *out, size_t size)
 	if (size < 4)
 		return;
 	out[o++] = '"';
-	for (size_t i = 0; i < n && o + 8 < size; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		switch (ch) {
-		case '"':
-		case '\\':
-			out[o++] = '\\';
-			out[o++] = (char)ch;
-			break;
-		case '\n':
-			out[o++] = '\\';
-			out[o++] = 'n';
-			break;
-		case '\t':
-			out[o++] = '\\';
-			out[o++] = 't';
-			break;
-		case '\r':
-			out[o++] = '\\';
-			out[o++] = 'r';
-			break;
-		default:
-			if (ch < 0x20 || ch == 0x7f)
-				o += (size_t)snprintf(out + o, size - o, "\\u{%x}", ch);
-			else
-				out[o++] = (char)ch;
-		}
-	}
+	for (size_t i = 0; i < n && o + 8 < size; i++)
+		o += params_debug_char((unsigned char)s[i], out + o);
 	out[o++] = '"';
 	out[o] = 0;
 }
@@ -203,7 +219,6 @@ int params_struct_error(const json_t *v, const char *what, char *err, size_t err
 
 static int check_value(const struct pfield *f, json_t *v, bool top, char *err, size_t errsz)
 {
-	size_t i;
 	const char *k;
 	json_t *e;
 
@@ -228,13 +243,7 @@ static int check_value(const struct pfield *f, json_t *v, bool top, char *err, s
 			type_error(v, "a sequence", top, err, errsz);
 			return -EINVAL;
 		}
-		json_array_foreach(v, i, e) {
-			if (!json_is_string(e)) {
-				params_type_error(e, "a string", err, errsz);
-				return -EINVAL;
-			}
-		}
-		return 0;
+		return params_check_strings(v, err, errsz);
 	case P_SEQ:
 		if (json_is_array(v))
 			return 0;

@@ -56,6 +56,11 @@ int params_struct_error(const json_t *v, const char *what, char *err, size_t err
 
 /* serde's "invalid type: <unexpected>, expected <what>" for value v. */
 void params_type_error(const json_t *v, const char *what, char *err, size_t errsz);
+/*
+ * Every element of the array arr is a string, else serde's "invalid type: ..., expected a
+ * string" in err and -EINVAL.
+ */
+int params_check_strings(const json_t *arr, char *err, size_t errsz);
 /* The same where serde decodes through its Content buffer: numbers with their value. */
 void params_type_error_valued(const json_t *v, const char *what, char *err, size_t errsz);
 
@@ -70,6 +75,14 @@ bool params_bool(const json_t *v, bool def);
  * decoder's text in err.
  */
 int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz);
+
+/*
+ * One byte of a string in Rust's Debug form (serde's and the reference's
+ * quoting: \" \\ \n \t \r, \u{..} for other controls) into out, which has
+ * room for 7 bytes (the escape and a NUL). Returns the bytes written, NUL not
+ * counted.
+ */
+size_t params_debug_char(unsigned char ch, char *out);
 
 struct conn;
 /*
