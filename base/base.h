@@ -8,15 +8,19 @@
  *   macro.h   cleanup attributes, TAKE_PTR/TAKE_FD, ELEMENTSOF, container_of
  *   list.h    intrusive doubly linked list
  *   buf.h     growable byte buffer
+ *   errmsg.h  an error code with a malloc'd text saying why
  *   strmap.h  hash map from byte strings (NUL allowed) to pointers
  *   hex.h     one hex-digit decoder for the codecs
+ *   utf8-lead.h  the lead byte of a UTF-8 sequence, for the validators
  *   log.h     logging to stderr (text or JSON lines), the audit log's sink
  */
 #pragma once
 
 #include "buf.h"
+#include "errmsg.h"
 #include "hex.h"
 #include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "strmap.h"
+#include "utf8-lead.h"

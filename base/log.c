@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "utf8-lead.h"
 
 static int max_level = LOG_INFO;
 static enum log_format format = LOG_FORMAT_TEXT;
@@ -69,27 +70,11 @@ static const char *level_name(int level)
 /* Length of the valid UTF-8 sequence at s[0..len), 0 if it is not one. */
 static size_t utf8_seq(const uint8_t *s, size_t len)
 {
-	uint8_t c = s[0], lo = 0x80, hi = 0xbf;
-	size_t n;
+	uint8_t lo, hi;
+	size_t n = utf8_lead(s[0], &lo, &hi);
 
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f; /* no UTF-16 surrogates */
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f; /* nothing above U+10FFFF */
+	if (n <= 1)
+		return n;
 	if (len < n || s[1] < lo || s[1] > hi)
 		return 0;
 	for (size_t i = 2; i < n; i++)

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "conn.h"
 #include "exec.h"
 #include "fake-ring.h"
+#include "fake-server.h"
 #include "fast-diff.h"
 #include "jsonrpc.h"
 #include "base64.h"
@@ -37,21 +37,12 @@ static struct server srv;
 static struct buf transcript; /* the run's: what the client saw, and the effects */
 static int devnull = -1;
 
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n > 0 && (size_t)n >= sizeof(line))
-		n = (int)sizeof(line) - 1;
-	if (n > 0 && buf_append(&transcript, line, (size_t)n) < 0)
-		abort();
-}
+/* Appends a printf line to the transcript. */
+#define note(...)                                             \
+	do {                                                  \
+		if (buf_printf(&transcript, __VA_ARGS__) < 0) \
+			abort();                              \
+	} while (0)
 
 /* ---- no signal leaves the test (the fixtures' pids are not real) ---- */
 
@@ -110,12 +101,6 @@ static const struct conn_carrier carrier = {
 	.ended = carrier_ended,
 };
 
-static const struct conn_handlers handlers = {
-	.message = rpc_on_message,
-	.closed = exec_conn_closed,
-	.drained = exec_conn_drained,
-};
-
 /* ---- the "kernel" ---- */
 
 /* The process whose stdin write op is op, or NULL. */
@@ -129,76 +114,55 @@ static struct proc *writer_of(struct session *ss, const struct uring_op *op)
 	return NULL;
 }
 
+struct kernel_ctx {
+	struct session *ss;
+	bool fire_timers;
+};
+
+/* Stdin writes complete whole (their bytes noted); with fire_timers, the timers too. */
+static bool kernel_step(unsigned i, struct fake_sqe *e, void *ctx)
+{
+	const struct kernel_ctx *k = ctx;
+	struct proc *p;
+
+	switch (e->sqe.opcode) {
+	case IORING_OP_WRITE:
+		p = k->ss ? writer_of(k->ss, e->op) : NULL;
+		if (!p)
+			abort();
+		note("effect: stdin of '%.*s' gets %u bytes: ", (int)p->id_len, p->id, e->sqe.len);
+		if (buf_append(&transcript, (const void *)(uintptr_t)e->sqe.addr, e->sqe.len) < 0)
+			abort();
+		fake_ring_complete(i, (int)e->sqe.len, 0);
+		return true;
+	case IORING_OP_TIMEOUT:
+		if (!k->fire_timers)
+			return false;
+		fake_ring_complete(i, -ETIME, 0);
+		return true;
+	default:
+		fprintf(stderr, "fast-diff: unexpected SQE opcode %u\n", e->sqe.opcode);
+		abort();
+	}
+}
+
 /*
- * Completes what needs no outside world: stdin writes (whole, their bytes
- * noted), cancels and timeout removals; with fire_timers, the timers too.
+ * Completes what needs no outside world: stdin writes, cancels and timeout
+ * removals; with fire_timers, the timers too.
  */
 static void kernel_run(struct session *ss, bool fire_timers)
 {
-	bool progress;
+	struct kernel_ctx k = { ss, fire_timers };
 
-	do {
-		progress = false;
-		for (unsigned i = 0; i < fake_ring_count(); i++) {
-			struct fake_sqe *e = fake_ring_get(i);
-			struct uring_op *target;
-			struct proc *p;
-			int j;
-
-			if (e->done)
-				continue;
-			switch (e->sqe.opcode) {
-			case IORING_OP_WRITE:
-				p = ss ? writer_of(ss, e->op) : NULL;
-				if (!p)
-					abort();
-				note("effect: stdin of '%.*s' gets %u bytes: ", (int)p->id_len, p->id,
-				     e->sqe.len);
-				if (buf_append(&transcript, (const void *)(uintptr_t)e->sqe.addr,
-					       e->sqe.len) < 0)
-					abort();
-				fake_ring_complete(i, (int)e->sqe.len, 0);
-				progress = true;
-				break;
-			case IORING_OP_TIMEOUT:
-				if (fire_timers) {
-					fake_ring_complete(i, -ETIME, 0);
-					progress = true;
-				}
-				break;
-			case IORING_OP_ASYNC_CANCEL:
-			case IORING_OP_TIMEOUT_REMOVE:
-				target = (struct uring_op *)(uintptr_t)e->sqe.addr;
-				fake_ring_complete(i, 0, 0);
-				j = fake_ring_find(target);
-				if (j >= 0)
-					fake_ring_complete((unsigned)j, -ECANCELED, 0);
-				progress = true;
-				break;
-			default:
-				fprintf(stderr, "fast-diff: unexpected SQE opcode %u\n", e->sqe.opcode);
-				abort();
-			}
-		}
-		fake_ring_compact();
-	} while (progress);
+	fake_kernel_run(kernel_step, &k);
 }
 
 /* ---- the processes ---- */
 
 static void add_chunk(struct proc *p, uint8_t stream, const void *data, size_t len)
 {
-	struct proc_chunk *ch = malloc(sizeof(*ch) + len);
-
-	if (!ch)
+	if (proc_chunk_append(p, p->next_seq++, stream, data, len) < 0)
 		abort();
-	ch->seq = p->next_seq++;
-	ch->len = (uint32_t)len;
-	ch->stream = stream;
-	memcpy(ch->data, data, len);
-	list_add_tail(&ch->link, &p->chunks);
-	p->retained_bytes += len;
-	p->n_chunks++;
 }
 
 /* As proc_new() leaves a process, without a child: no stream is read, no exit watched. */
@@ -423,17 +387,7 @@ void fast_diff_init(void)
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull < 0)
 		abort();
-	srv.cfg = cfg;
-	list_init(&srv.conns);
-	list_init(&srv.dead_conns);
-	list_init(&srv.handshaking);
-	list_init(&srv.uninitialized);
-	list_init(&srv.sessions);
-	list_init(&srv.buf_waiters);
-	list_init(&srv.mem_waiters);
-	list_init(&srv.mem_paused);
-	list_init(&srv.netconns);
-	conn_set_handlers(&handlers);
+	fake_server_reset(&srv, &cfg);
 	if (exec_methods_register() < 0)
 		abort();
 }

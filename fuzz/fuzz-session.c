@@ -32,6 +32,7 @@
 #include "env.h"
 #include "exec.h"
 #include "fake-ring.h"
+#include "fake-server.h"
 #include "fuzz.h"
 #include "http.h"
 #include "json-check.h"
@@ -205,62 +206,52 @@ static void out_write(struct out *o, const struct iovec *iov, unsigned n, size_t
 
 /* ---- the "kernel" ---- */
 
+struct kernel_ctx {
+	struct conn *c;
+	struct out *o;
+	const struct mode *m;
+};
+
+/* Writes complete (all bytes, or at most 7 with short writes); reads and timeouts wait. */
+static bool kernel_step(unsigned i, struct fake_sqe *e, void *ctx)
+{
+	const struct kernel_ctx *k = ctx;
+	const struct iovec *iov = (const struct iovec *)(uintptr_t)e->sqe.addr;
+	size_t total = 0;
+
+	switch (e->sqe.opcode) {
+	case IORING_OP_RECV:
+	case IORING_OP_READ:
+	case IORING_OP_TIMEOUT:
+		return false;
+	case IORING_OP_WRITEV:
+		FUZZ_CHECK(k->c && e->op == &k->c->write_op && (int)e->sqe.fd == k->c->fd_out);
+		FUZZ_CHECK(e->sqe.len > 0 && e->sqe.len <= CONN_MAX_IOV);
+		for (unsigned n = 0; n < e->sqe.len; n++) {
+			FUZZ_CHECK(iov[n].iov_len > 0);
+			total += iov[n].iov_len;
+		}
+		if (k->m->short_writes && total > 7)
+			total = 7;
+		out_write(k->o, iov, e->sqe.len, total);
+		fake_ring_complete(i, (int)total, 0);
+		return true;
+	default:
+		fprintf(stderr, "unexpected SQE opcode %u\n", e->sqe.opcode);
+		abort();
+	}
+}
+
 /*
  * Completes every queued SQE that does not wait for the outside world:
- * writes (all bytes, or at most 7 with short writes), cancels and timeout
- * removals. Reads wait for input and timeouts for time to pass.
+ * writes, cancels and timeout removals. Reads wait for input and timeouts
+ * for time to pass.
  */
 static void kernel_run(struct conn *c, struct out *o, const struct mode *m)
 {
-	bool progress;
+	struct kernel_ctx k = { c, o, m };
 
-	do {
-		progress = false;
-		for (unsigned i = 0; i < fake_ring_count(); i++) {
-			struct fake_sqe *e = fake_ring_get(i);
-			struct uring_op *target;
-			int j;
-
-			if (e->done)
-				continue;
-			switch (e->sqe.opcode) {
-			case IORING_OP_RECV:
-			case IORING_OP_READ:
-			case IORING_OP_TIMEOUT:
-				break;
-			case IORING_OP_WRITEV: {
-				const struct iovec *iov = (const struct iovec *)(uintptr_t)e->sqe.addr;
-				size_t total = 0;
-
-				FUZZ_CHECK(c && e->op == &c->write_op && (int)e->sqe.fd == c->fd_out);
-				FUZZ_CHECK(e->sqe.len > 0 && e->sqe.len <= CONN_MAX_IOV);
-				for (unsigned k = 0; k < e->sqe.len; k++) {
-					FUZZ_CHECK(iov[k].iov_len > 0);
-					total += iov[k].iov_len;
-				}
-				if (m->short_writes && total > 7)
-					total = 7;
-				out_write(o, iov, e->sqe.len, total);
-				fake_ring_complete(i, (int)total, 0);
-				progress = true;
-				break;
-			}
-			case IORING_OP_ASYNC_CANCEL:
-			case IORING_OP_TIMEOUT_REMOVE:
-				target = (struct uring_op *)(uintptr_t)e->sqe.addr;
-				fake_ring_complete(i, 0, 0);
-				j = fake_ring_find(target);
-				if (j >= 0)
-					fake_ring_complete((unsigned)j, -ECANCELED, 0);
-				progress = true;
-				break;
-			default:
-				fprintf(stderr, "unexpected SQE opcode %u\n", e->sqe.opcode);
-				abort();
-			}
-		}
-		fake_ring_compact();
-	} while (progress);
+	fake_kernel_run(kernel_step, &k);
 }
 
 /* The loop re-arms readers waiting for buffers between iterations (server/state.c). */
@@ -359,28 +350,11 @@ static void expire_sessions(void)
 	} while (again);
 }
 
-/* The server's wiring (server.c) less the file methods, which are not linked. */
-static const struct conn_handlers fuzz_conn_handlers = {
-	.message = rpc_on_message,
-	.closed = exec_conn_closed,
-	.drained = exec_conn_drained,
-};
-
 static void server_reset(const struct config *cfg)
 {
-	srv.cfg = *cfg;
-	list_init(&srv.conns);
-	list_init(&srv.dead_conns);
-	list_init(&srv.handshaking);
-	list_init(&srv.uninitialized);
-	list_init(&srv.sessions);
-	list_init(&srv.buf_waiters);
-	srv.n_conns = srv.n_sessions = 0;
-	srv.stopping = false;
-	srv.exit_code = 0;
+	fake_server_reset(&srv, cfg);
 	srv.bufs = (struct uring_bufs){ .base = iobuf, .count = 1, .size = IO_BUF_SIZE,
 					.bgid = BGID_IO };
-	conn_set_handlers(&fuzz_conn_handlers);
 }
 
 static void remove_codex_home(void)

@@ -62,10 +62,11 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	return -EOPNOTSUPP;
 }
 
-void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock)
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock, bool socks)
 {
 	(void)plan;
 	(void)sock;
+	(void)socks;
 }
 
 int sandbox_proxy_receive(int sock, int fds[SANDBOX_PROXY_NFDS])

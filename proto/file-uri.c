@@ -5,15 +5,15 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hex.h"
+#include "errmsg.h"
 #include "file-uri.h"
+#include "hex.h"
 
 static const char hex_digits[] = "0123456789ABCDEF";
 
@@ -121,22 +121,6 @@ static int is_drive_letter(const char *s, size_t n, int normalized)
 	return n == 2 && is_alpha(s[0]) && (s[1] == ':' || (!normalized && s[1] == '|'));
 }
 
-static int set_err(char **reterr_msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int set_err(char **reterr_msg, int r, const char *fmt, ...)
-{
-	va_list ap;
-	char *m = NULL;
-	int k;
-
-	va_start(ap, fmt);
-	k = vasprintf(&m, fmt, ap);
-	va_end(ap);
-	if (k < 0)
-		return -ENOMEM;
-	*reterr_msg = m;
-	return r;
-}
 
 /*
  * Lexically normalises an absolute path: collapses '/' runs, drops '.', resolves
@@ -408,11 +392,11 @@ static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_ms
 		char inner[64];
 
 		if (h[n - 1] != ']' || n - 2 >= sizeof(inner))
-			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
+			return errmsg_set(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
 		memcpy(inner, h + 1, n - 2);
 		inner[n - 2] = '\0';
 		if (inet_pton(AF_INET6, inner, &a) != 1 || !inet_ntop(AF_INET6, &a, tmp, sizeof(tmp)))
-			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
+			return errmsg_set(reterr_msg, -EINVAL, "invalid URI: invalid IPv6 address");
 		(void)snprintf(lit, sizeof(lit), "[%s]", tmp);
 		host = strdup(lit);
 		if (!host)
@@ -432,12 +416,14 @@ static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_ms
 		*c = ascii_lower(*c);
 		if (forbidden_domain_char((unsigned char)*c)) {
 			free(host);
-			return set_err(reterr_msg, -EINVAL, "invalid URI: invalid international domain name");
+			return errmsg_set(reterr_msg, -EINVAL,
+					  "invalid URI: invalid international domain name");
 		}
 	}
 	if (has_nul || host[0] == '\0') {
 		free(host);
-		return set_err(reterr_msg, -EINVAL, "invalid URI: invalid international domain name");
+		return errmsg_set(reterr_msg, -EINVAL,
+				  "invalid URI: invalid international domain name");
 	}
 	if (strcmp(host, "localhost") == 0) {
 		free(host);
@@ -446,7 +432,7 @@ static int parse_host(const char *h, size_t n, char **ret_host, char **reterr_ms
 	r = ipv4_host(&host);
 	if (r < 0) {
 		free(host);
-		return r == -EINVAL ? set_err(reterr_msg, r, "invalid URI: invalid IPv4 address") : r;
+		return r == -EINVAL ? errmsg_set(reterr_msg, r, "invalid URI: invalid IPv4 address") : r;
 	}
 	*ret_host = host;
 	return 0;
@@ -501,7 +487,7 @@ static int parse_scheme(const struct sbuf *in, char **ret_scheme, char **reterr_
 			slen = 0;
 	}
 	if (slen == 0)
-		return set_err(reterr_msg, -EINVAL, "invalid URI: relative URL without a base");
+		return errmsg_set(reterr_msg, -EINVAL, "invalid URI: relative URL without a base");
 	scheme = strndup(in->p, slen);
 	if (!scheme)
 		return -ENOMEM;
@@ -521,17 +507,81 @@ static int refuse_scheme(const char *scheme, const char *rest, char **reterr_msg
 		while (*h == '/' || *h == '\\')
 			h++;
 		if (*h == '\0' || *h == '?' || *h == '#')
-			return set_err(reterr_msg, -EINVAL, "invalid URI: empty host");
+			return errmsg_set(reterr_msg, -EINVAL, "invalid URI: empty host");
 	}
-	return set_err(reterr_msg, -EINVAL, "unsupported path URI scheme `%s`", scheme);
+	return errmsg_set(reterr_msg, -EINVAL, "unsupported path URI scheme `%s`", scheme);
+}
+
+/*
+ * The file host state: "//" then everything up to the next separator is
+ * the host (into *host), unless it is a drive letter (the url crate's
+ * quirk: file://C:/x is the path /C:/x). *path_start: where the path
+ * begins. Returns 0 or -errno with *reterr_msg.
+ */
+static int file_host(const char *rest, const char *hier_end, char **host, const char **path_start,
+		     char **reterr_msg)
+{
+	const char *h = rest + 2, *he = h;
+
+	*path_start = rest;
+	if (!(hier_end - rest >= 2 && (rest[0] == '/' || rest[0] == '\\') &&
+	      (rest[1] == '/' || rest[1] == '\\')))
+		return 0;
+	while (he < hier_end && *he != '/' && *he != '\\')
+		he++;
+	if (is_drive_letter(h, (size_t)(he - h), 0)) {
+		*path_start = h;
+		return 0;
+	}
+	*path_start = he;
+	return parse_host(h, (size_t)(he - h), host, reterr_msg);
+}
+
+/*
+ * The parsed URL (path sp, host, whether a query or fragment followed) as
+ * a local path, or the reference's refusal. Returns 0 with *ret_path, or
+ * -errno with *reterr_msg.
+ */
+static int local_path(struct sbuf *sp, const char *host, bool query, bool fragment,
+		      char **ret_path, char **reterr_msg)
+{
+	char *path;
+	int has_nul;
+
+	if (query)
+		return errmsg_set(reterr_msg, -EINVAL,
+				  "query parameters are not allowed in path URIs");
+	if (fragment)
+		return errmsg_set(reterr_msg, -EINVAL, "fragments are not allowed in path URIs");
+	/*
+	 * A Windows drive letter ("C:", not "C|") as the first segment of the
+	 * parsed path: the reference refuses it on Linux, as a remote host.
+	 */
+	if (!host && sp->len >= 3 && is_alpha(sp->p[1]) && sp->p[2] == ':' &&
+	    (sp->len == 3 || sp->p[3] == '/')) {
+		sp->p[1] = (char)(sp->p[1] & ~0x20); /* shown upper-case */
+		return errmsg_set(reterr_msg, -EREMOTE, "'file://%s' is invalid on 'linux'", sp->p);
+	}
+	path = pct_decode(sp->p, sp->len, &has_nul);
+	if (!path)
+		return -ENOMEM;
+	if (has_nul || host) {
+		free(path);
+		/* The reference quotes the serialized URL, e.g. 'file://otherhost/a' is invalid on 'linux'. */
+		return errmsg_set(reterr_msg, has_nul ? -EINVAL : -EREMOTE,
+				  "'file://%s%s' is invalid on 'linux'", host ? host : "", sp->p);
+	}
+	normalize_abs(path);
+	*ret_path = path;
+	return 0;
 }
 
 int file_uri_to_path(const char *uri, bool allow_native, char **ret_path, char **reterr_msg)
 {
 	struct sbuf in = {}, sp = {};
-	char *host = NULL, *path = NULL, *scheme = NULL;
+	char *host = NULL, *scheme = NULL;
 	const char *rest, *hier_end, *q, *f, *path_start;
-	int r, has_nul;
+	int r;
 
 	if (allow_native && uri[0] == '/' && uri[1] != '/')
 		return native_to_path(uri, ret_path);
@@ -554,68 +604,17 @@ int file_uri_to_path(const char *uri, bool allow_native, char **ret_path, char *
 	if (q && f && q > f)
 		q = NULL;
 	hier_end = q ? q : (f ? f : rest + strlen(rest));
-
-	/* file host state: "//" then everything up to the next separator */
-	path_start = rest;
-	if (hier_end - rest >= 2 && (rest[0] == '/' || rest[0] == '\\') &&
-	    (rest[1] == '/' || rest[1] == '\\')) {
-		const char *h = rest + 2, *he = h;
-
-		while (he < hier_end && *he != '/' && *he != '\\')
-			he++;
-		if (is_drive_letter(h, (size_t)(he - h), 0)) {
-			/* url quirk: file://C:/x is the path /C:/x, not a host */
-			path_start = h;
-		} else {
-			r = parse_host(h, (size_t)(he - h), &host, reterr_msg);
-			if (r < 0)
-				goto out;
-			path_start = he;
-		}
-	}
+	r = file_host(rest, hier_end, &host, &path_start, reterr_msg);
+	if (r < 0)
+		goto out;
 	r = parse_path(path_start, (size_t)(hier_end - path_start), &sp);
 	if (r < 0)
 		goto out;
-
-	if (q) {
-		r = set_err(reterr_msg, -EINVAL, "query parameters are not allowed in path URIs");
-		goto out;
-	}
-	if (f) {
-		r = set_err(reterr_msg, -EINVAL, "fragments are not allowed in path URIs");
-		goto out;
-	}
-
-	/*
-	 * A Windows drive letter ("C:", not "C|") as the first segment of the
-	 * parsed path: the reference refuses it on Linux, as a remote host.
-	 */
-	if (!host && sp.len >= 3 && is_alpha(sp.p[1]) && sp.p[2] == ':' &&
-	    (sp.len == 3 || sp.p[3] == '/')) {
-		sp.p[1] = (char)(sp.p[1] & ~0x20); /* shown upper-case */
-		r = set_err(reterr_msg, -EREMOTE, "'file://%s' is invalid on 'linux'", sp.p);
-		goto out;
-	}
-	path = pct_decode(sp.p, sp.len, &has_nul);
-	if (!path) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if (has_nul || host) {
-		/* The reference quotes the serialized URL, e.g. 'file://otherhost/a' is invalid on 'linux'. */
-		r = set_err(reterr_msg, has_nul ? -EINVAL : -EREMOTE, "'file://%s%s' is invalid on 'linux'",
-			    host ? host : "", sp.p);
-		goto out;
-	}
-	normalize_abs(path);
-	*ret_path = path;
-	path = NULL;
-	r = 0;
+	r = local_path(&sp, host, q != NULL, f != NULL, ret_path, reterr_msg);
 out:
 	free(in.p);
 	free(sp.p);
 	free(host);
-	free(path);
 	free(scheme);
 	return r;
 }
@@ -679,7 +678,7 @@ int file_uri_to_pathn(const char *uri, size_t len, bool allow_native, char **ret
 	while (e > s && is_c0_or_space((unsigned char)e[-1]))
 		e--;
 	if (allow_native && s < e && s[0] == '/' && (e - s < 2 || s[1] != '/') && memchr(s, 0, (size_t)(e - s)))
-		return set_err(reterr_msg, -EINVAL, "invalid URI: path contains a NUL byte");
+		return errmsg_set(reterr_msg, -EINVAL, "invalid URI: path contains a NUL byte");
 	/* Inside, a NUL is percent-encoded like any C0 control of a path. */
 	copy = malloc(3 * (size_t)(e - s) + 1);
 	if (!copy)

@@ -36,7 +36,8 @@
  *            (lower-cased scheme and host, dot segments removed, path set
  *            percent-encoded), as the reference prints url.to_string();
  *   -ENOMEM.
- * *reterr_msg is malloc'd (caller frees) and set only on -EINVAL/-EREMOTE.
+ * *reterr_msg is malloc'd (caller frees) and set only on -EINVAL/-EREMOTE
+ * (to NULL on an -ENOMEM while formatting it).
  * A decoded NUL byte is rejected with -EINVAL.
  */
 int file_uri_to_path(const char *uri, bool allow_native, char **ret_path, char **reterr_msg);

@@ -284,63 +284,93 @@ static void id_error(const char *buf, size_t len, char *err, size_t errsz)
 	}
 }
 
+/* The big literals of one text (find_bigs) and those registered so far. */
+struct big_scan {
+	uint64_t found[BIG_MAX];
+	bool collides[BIG_MAX];
+	size_t n_found, next_big;
+	uint64_t *bigs;
+	size_t *n_bigs;
+};
+
+/*
+ * What number token t becomes: its replacement in rep (returns its
+ * length), *over when it is to become a float (".0" appended), or neither
+ * (returns 0: kept as it is).
+ */
+static size_t token_replacement(struct big_scan *bs, const char *buf, const struct num_tok *t,
+				char *rep, size_t repsz, int *over)
+{
+	uint64_t v = 0, mag = 0;
+	size_t ds;
+
+	*over = 0;
+	if (!t->integer) {
+		/* Beyond f64 (1e999): a value serde still reads (as a number no field takes). */
+		if (!token_is_infinite(buf, t))
+			return 0;
+		return (size_t)snprintf(rep, repsz, "%s1e308", t->neg ? "-" : "");
+	}
+	if (token_is_infinite(buf, t))
+		return (size_t)snprintf(rep, repsz, "%s1e308", t->neg ? "-" : "");
+	if (token_is_big_u64(buf, t, &v)) {
+		mag = (uint64_t)0 - v; /* 2^64 - v: the magnitude of its long long */
+		/* The i-th big literal of the text is found[i] (find_bigs). */
+		if (bs->next_big < bs->n_found && !bs->collides[bs->next_big++]) {
+			bs->bigs[(*bs->n_bigs)++] = v;
+			return (size_t)snprintf(rep, repsz, "-%llu", (unsigned long long)mag);
+		}
+		*over = 1;
+		return 0;
+	}
+	ds = t->start + (t->neg ? 1 : 0);
+	*over = digits_u64(buf + ds, t->end - ds, &mag);
+	if (!*over && t->neg && mag > (uint64_t)INT64_MAX + 1)
+		*over = 1;
+	if (!*over && !t->neg && mag > (uint64_t)INT64_MAX)
+		*over = 1; /* already handled above unless the registry is full */
+	return 0;
+}
+
+/* Room for need bytes in *out (cap). Returns false (and frees *out) without memory. */
+static bool out_reserve(char **out, size_t *cap, size_t need, size_t grow_to)
+{
+	char *n;
+
+	if (need <= *cap)
+		return true;
+	n = realloc(*out, grow_to);
+	if (!n) {
+		free(*out);
+		return false;
+	}
+	*out = n;
+	*cap = grow_to;
+	return true;
+}
+
 /* The rewritten text (see above), NUL-terminated, with its length; NULL on OOM. */
 static char *rewrite_big_integers(const char *buf, size_t len, size_t *ret_len, uint64_t *bigs,
 				  size_t *n_bigs)
 {
-	size_t cap = len + 1, o = 0, pos = 0, copied = 0, n_found, next_big = 0;
+	size_t cap = len + 1, o = 0, pos = 0, copied = 0;
 	char *out = malloc(cap);
-	uint64_t found[BIG_MAX];
-	bool collides[BIG_MAX];
+	struct big_scan bs = { .bigs = bigs, .n_bigs = n_bigs };
 	struct num_tok t;
 
 	*n_bigs = 0;
-	n_found = find_bigs(buf, len, found, collides);
+	bs.n_found = find_bigs(buf, len, bs.found, bs.collides);
 	while (out && next_number(buf, len, &pos, &t)) {
-		uint64_t v = 0, mag = 0;
 		char rep[32];
-		size_t rl = 0;
-		int over = 0;
+		int over;
+		size_t rl = token_replacement(&bs, buf, &t, rep, sizeof(rep), &over), need;
 
-		if (!t.integer) {
-			/* Beyond f64 (1e999): a value serde still reads (as a number no field takes). */
-			if (!token_is_infinite(buf, &t))
-				continue;
-			rl = (size_t)snprintf(rep, sizeof(rep), "%s1e308", t.neg ? "-" : "");
-		} else if (token_is_infinite(buf, &t)) {
-			rl = (size_t)snprintf(rep, sizeof(rep), "%s1e308", t.neg ? "-" : "");
-		} else if (token_is_big_u64(buf, &t, &v)) {
-			mag = (uint64_t)0 - v; /* 2^64 - v: the magnitude of its long long */
-			/* The i-th big literal of the text is found[i] (find_bigs). */
-			if (next_big < n_found && !collides[next_big++]) {
-				bigs[(*n_bigs)++] = v;
-				rl = (size_t)snprintf(rep, sizeof(rep), "-%llu", (unsigned long long)mag);
-			} else {
-				over = 1;
-			}
-		} else {
-			size_t ds = t.start + (t.neg ? 1 : 0);
-
-			over = digits_u64(buf + ds, t.end - ds, &mag);
-			if (!over && t.neg && mag > (uint64_t)INT64_MAX + 1)
-				over = 1;
-			if (!over && !t.neg && mag > (uint64_t)INT64_MAX)
-				over = 1; /* already handled above unless the registry is full */
-		}
 		if (!rl && !over)
 			continue;
 		/* Copy what precedes the token, then the replacement. */
-		if (o + (t.start - copied) + (t.end - t.start) + 32 > cap) {
-			char *n;
-
-			cap = (o + (t.start - copied) + (t.end - t.start) + 32) * 2;
-			n = realloc(out, cap);
-			if (!n) {
-				free(out);
-				return NULL;
-			}
-			out = n;
-		}
+		need = o + (t.start - copied) + (t.end - t.start) + 32;
+		if (!out_reserve(&out, &cap, need, need * 2))
+			return NULL;
 		memcpy(out + o, buf + copied, t.start - copied);
 		o += t.start - copied;
 		if (rl) {
@@ -354,17 +384,8 @@ static char *rewrite_big_integers(const char *buf, size_t len, size_t *ret_len, 
 		}
 		copied = t.end;
 	}
-	if (!out)
+	if (!out || !out_reserve(&out, &cap, o + (len - copied) + 1, o + (len - copied) + 1))
 		return NULL;
-	if (o + (len - copied) + 1 > cap) {
-		char *n = realloc(out, o + (len - copied) + 1);
-
-		if (!n) {
-			free(out);
-			return NULL;
-		}
-		out = n;
-	}
 	memcpy(out + o, buf + copied, len - copied);
 	o += len - copied;
 	out[o] = 0;

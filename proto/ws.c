@@ -230,6 +230,52 @@ static int on_close(const uint8_t *pl, size_t n, struct ws_event *ev)
 	return 0;
 }
 
+/*
+ * A text, binary or continuation frame's payload (pl, n): a whole message
+ * as ev (a view of pl when unfragmented, else of the parser's buffer), or
+ * a fragment kept until the last one. Returns 0 or -errno.
+ */
+static int on_data(struct ws_parser *p, const struct ws_frame_hdr *h, uint8_t *pl, size_t n,
+		   struct ws_event *ev)
+{
+	int r;
+
+	if (h->opcode != WS_OP_CONT && h->fin) {
+		/* Unfragmented: hand out a view of the caller's buffer. */
+		if (h->opcode == WS_OP_TEXT && !utf8_is_valid(pl, n))
+			return -EILSEQ;
+		ev->type = WS_EV_MESSAGE;
+		ev->binary = h->opcode == WS_OP_BINARY;
+		ev->data = pl;
+		ev->len = n;
+		return 0;
+	}
+	if (h->opcode != WS_OP_CONT) {
+		p->_msg_len = 0;
+		r = msg_append(p, pl, n);
+		if (r < 0)
+			return r;
+		p->_in_message = true;
+		p->_msg_binary = h->opcode == WS_OP_BINARY;
+		return 0;
+	}
+	r = msg_append(p, pl, n);
+	if (r < 0)
+		return r;
+	if (!h->fin)
+		return 0;
+	p->_in_message = false;
+	if (!p->_msg_binary && !utf8_is_valid(p->_msg, p->_msg_len))
+		return -EILSEQ;
+	ev->type = WS_EV_MESSAGE;
+	ev->binary = p->_msg_binary;
+	ev->data = p->_msg;
+	ev->len = p->_msg_len;
+	/* the view stays valid until the next feed, which starts a new message at 0 */
+	p->_msg_len = 0;
+	return 0;
+}
+
 int ws_parser_feed(struct ws_parser *p, uint8_t *buf, size_t len, struct ws_event *ev)
 {
 	struct ws_frame_hdr h;
@@ -284,38 +330,10 @@ int ws_parser_feed(struct ws_parser *p, uint8_t *buf, size_t len, struct ws_even
 		break;
 	case WS_OP_TEXT:
 	case WS_OP_BINARY:
-		if (h.fin) {
-			/* Unfragmented: hand out a view of the caller's buffer. */
-			if (h.opcode == WS_OP_TEXT && !utf8_is_valid(pl, n))
-				return -EILSEQ;
-			ev->type = WS_EV_MESSAGE;
-			ev->binary = h.opcode == WS_OP_BINARY;
-			ev->data = pl;
-			ev->len = n;
-			break;
-		}
-		p->_msg_len = 0;
-		r = msg_append(p, pl, n);
-		if (r < 0)
-			return r;
-		p->_in_message = true;
-		p->_msg_binary = h.opcode == WS_OP_BINARY;
-		break;
 	case WS_OP_CONT:
-		r = msg_append(p, pl, n);
+		r = on_data(p, &h, pl, n, ev);
 		if (r < 0)
 			return r;
-		if (!h.fin)
-			break;
-		p->_in_message = false;
-		if (!p->_msg_binary && !utf8_is_valid(p->_msg, p->_msg_len))
-			return -EILSEQ;
-		ev->type = WS_EV_MESSAGE;
-		ev->binary = p->_msg_binary;
-		ev->data = p->_msg;
-		ev->len = p->_msg_len;
-		/* the view stays valid until the next feed, which starts a new message at 0 */
-		p->_msg_len = 0;
 		break;
 	default:
 		return -EPROTO; /* unreachable: check_bits() filtered opcodes */

@@ -253,8 +253,10 @@ static int proxy_listeners(const struct sandbox_plan *pl, const char **step)
 
 		if (fds[i] < 0 && (fds[i] = socket(AF_INET, socks[i].type | SOCK_CLOEXEC, 0)) < 0)
 			goto fail;
-		if (bind(fds[i], (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
-		    (socks[i].type == SOCK_STREAM && listen(fds[i], SOMAXCONN) < 0))
+		if (bind(fds[i], (struct sockaddr *)&sin, sizeof(sin)) < 0)
+			goto fail;
+		if (socks[i].type == SOCK_STREAM && (i != SANDBOX_PROXY_SOCKS || pl->proxy_socks) &&
+		    listen(fds[i], SOMAXCONN) < 0)
 			goto fail;
 	}
 	*step = "sending the proxy's sockets to the server";

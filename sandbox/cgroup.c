@@ -386,9 +386,68 @@ static void init_v1(struct sandbox_cg *cg)
 	}
 }
 
+/*
+ * This server's base below its own cgroup (own): made, opened and locked
+ * (a held one is the base of a live uexec with our pid in another PID
+ * namespace). Returns 0 or -errno with err.
+ */
+static int make_base(struct sandbox_cg *cg, const char *own, char *err, size_t errsz)
+{
+	int r;
+
+	if ((size_t)snprintf(cg->base, sizeof(cg->base), "%s/uexec-%d.procs", own, (int)getpid()) >=
+	    sizeof(cg->base)) {
+		snprintf(err, errsz, "cgroup path too long");
+		cg->base[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	if (mkdir(cg->base, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, errsz, "cannot create %s: %s%s", cg->base, strerror(errno),
+			 errno == EACCES || errno == EPERM || errno == EROFS
+				 ? " (not root and no delegated cgroup)" : "");
+		return r;
+	}
+	cg->base_fd = open(cg->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg->base_fd < 0) {
+		r = -errno;
+		snprintf(err, errsz, "%s: %s", cg->base, strerror(errno));
+		(void)rmdir(cg->base);
+		return r;
+	}
+	r = own_lock(cg->base_fd);
+	if (r < 0) {
+		snprintf(err, errsz, "%s is held by another uexec: %s", cg->base, strerror(-r));
+		cg->base_fd = safe_close(cg->base_fd);
+	}
+	return r;
+}
+
+/* The start-up line: where the leaves go, how a tree is killed, which limits work (or why none). */
+static void describe(const struct sandbox_cg *cg, const char *err, char *desc, size_t descsz)
+{
+	char lim[256] = "";
+
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+		snprintf(lim + strlen(lim), sizeof(lim) - strlen(lim), "%s%s %s", k ? ", " : "",
+			 kind_names[k],
+			 cg->where[k] == SANDBOX_CG_V2 ? "(v2)" :
+			 cg->where[k] == SANDBOX_CG_V1 ? "(v1 hierarchy)" : "unavailable");
+	if (cg->enabled)
+		snprintf(desc, descsz,
+			 "Per-process cgroups: v2 leaves under %s, whole-tree kill by %s%s%s; limits: %s",
+			 cg->base, cg->has_kill ? "cgroup.kill" : "freeze + SIGKILL (no cgroup.kill)",
+			 cg->server_cg[0] ? "; uexec moved itself to " : "", cg->server_cg, lim);
+	else
+		snprintf(desc, descsz,
+			 "Per-process cgroups unavailable (%s): process/terminate, timeouts and session "
+			 "expiry kill process groups only (a setsid descendant escapes them); limits: %s",
+			 err[0] ? err : "no writable cgroup v2", lim);
+}
+
 void sandbox_cg_init(struct sandbox_cg *cg, bool want, char *desc, size_t descsz)
 {
-	char own[4096], err[4400] = "", lim[256] = "";
+	char own[4096], err[4400] = "";
 	_cleanup_close_ int own_fd = -1;
 	int r;
 
@@ -419,54 +478,15 @@ void sandbox_cg_init(struct sandbox_cg *cg, bool want, char *desc, size_t descsz
 		snprintf(err, sizeof(err), "%s: %s", own, strerror(errno));
 		r = -errno;
 	}
-	if (r >= 0) {
-		if ((size_t)snprintf(cg->base, sizeof(cg->base), "%s/uexec-%d.procs", own,
-				     (int)getpid()) >= sizeof(cg->base)) {
-			r = -ENAMETOOLONG;
-			snprintf(err, sizeof(err), "cgroup path too long");
-			cg->base[0] = 0;
-		} else if (mkdir(cg->base, 0755) < 0 && errno != EEXIST) {
-			r = -errno;
-			snprintf(err, sizeof(err), "cannot create %s: %s%s", cg->base, strerror(errno),
-				 errno == EACCES || errno == EPERM || errno == EROFS
-					 ? " (not root and no delegated cgroup)" : "");
-		}
-	}
-	if (r >= 0) {
-		cg->base_fd = open(cg->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (cg->base_fd < 0) {
-			r = -errno;
-			snprintf(err, sizeof(err), "%s: %s", cg->base, strerror(errno));
-			(void)rmdir(cg->base);
-		} else if ((r = own_lock(cg->base_fd)) < 0) {
-			/* Held: the base of a live uexec with our pid in another PID namespace. */
-			snprintf(err, sizeof(err), "%s is held by another uexec: %s", cg->base,
-				 strerror(-r));
-			cg->base_fd = safe_close(cg->base_fd);
-		}
-	}
+	if (r >= 0)
+		r = make_base(cg, own, err, sizeof(err));
 	if (r >= 0) {
 		cg->enabled = true;
 		cg->has_kill = faccessat(cg->base_fd, "cgroup.kill", F_OK, 0) == 0;
 		enable_v2(cg, own_fd, own);
 	}
 	init_v1(cg);
-
-	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
-		snprintf(lim + strlen(lim), sizeof(lim) - strlen(lim), "%s%s %s", k ? ", " : "",
-			 kind_names[k],
-			 cg->where[k] == SANDBOX_CG_V2 ? "(v2)" :
-			 cg->where[k] == SANDBOX_CG_V1 ? "(v1 hierarchy)" : "unavailable");
-	if (cg->enabled)
-		snprintf(desc, descsz,
-			 "Per-process cgroups: v2 leaves under %s, whole-tree kill by %s%s%s; limits: %s",
-			 cg->base, cg->has_kill ? "cgroup.kill" : "freeze + SIGKILL (no cgroup.kill)",
-			 cg->server_cg[0] ? "; uexec moved itself to " : "", cg->server_cg, lim);
-	else
-		snprintf(desc, descsz,
-			 "Per-process cgroups unavailable (%s): process/terminate, timeouts and session "
-			 "expiry kill process groups only (a setsid descendant escapes them); limits: %s",
-			 err[0] ? err : "no writable cgroup v2", lim);
+	describe(cg, err, desc, descsz);
 }
 
 /* ---- leaves ---- */

@@ -53,6 +53,59 @@ static const int always_denied[] = {
 };
 
 /*
+ * The value a load instruction reads: a word of seccomp_data (only the
+ * words the caller knows: nr, arch, the first nargs arguments), its
+ * length, an immediate or a scratch word. Returns false for anything else.
+ */
+static bool load_value(const struct sock_filter *f, const struct seccomp_data *sd, unsigned nargs,
+		       const uint32_t *mem, uint32_t *ret)
+{
+	const unsigned char *data = (const unsigned char *)sd;
+	uint32_t k = f->k;
+
+	if (BPF_MODE(f->code) == BPF_ABS && BPF_SIZE(f->code) == BPF_W &&
+	    BPF_CLASS(f->code) == BPF_LD) {
+		if (k > sizeof(*sd) - sizeof(*ret) || k % 4)
+			return false;
+		/* a value the caller does not know: the pointer, a later argument */
+		if (k >= offsetof(struct seccomp_data, instruction_pointer) &&
+		    (k < offsetof(struct seccomp_data, args) ||
+		     (k - offsetof(struct seccomp_data, args)) / 8 >= nargs))
+			return false;
+		memcpy(ret, data + k, sizeof(*ret));
+	} else if (BPF_MODE(f->code) == BPF_LEN && BPF_SIZE(f->code) == BPF_W) {
+		*ret = sizeof(*sd);
+	} else if (BPF_MODE(f->code) == BPF_IMM) {
+		*ret = k;
+	} else if (BPF_MODE(f->code) == BPF_MEM && k < BPF_MEMWORDS) {
+		*ret = mem[k];
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* A = A op src, as the kernel's classic BPF computes it. Returns false for a division by zero. */
+static bool alu(unsigned op, uint32_t *a, uint32_t src)
+{
+	switch (op) {
+	case BPF_ADD: *a += src; break;
+	case BPF_SUB: *a -= src; break;
+	case BPF_MUL: *a *= src; break;
+	case BPF_DIV: if (!src) return false; *a /= src; break;
+	case BPF_MOD: if (!src) return false; *a %= src; break;
+	case BPF_AND: *a &= src; break;
+	case BPF_OR: *a |= src; break;
+	case BPF_XOR: *a ^= src; break;
+	case BPF_LSH: *a = src < 32 ? *a << src : 0; break;
+	case BPF_RSH: *a = src < 32 ? *a >> src : 0; break;
+	case BPF_NEG: *a = -*a; break;
+	default: return false;
+	}
+	return true;
+}
+
+/*
  * The verdict of a sandbox's own filter on one call, computed here: the
  * classic BPF program runs on the struct seccomp_data the kernel gave it
  * (native arch, the call's number and arguments; the filters never look at
@@ -67,7 +120,6 @@ static bool run_filter(const struct sock_fprog *prog, const struct seccomp_data 
 		       unsigned nargs, uint32_t *ret)
 {
 	uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
-	const unsigned char *data = (const unsigned char *)sd;
 
 	for (unsigned pc = 0; pc < prog->len; pc++) {
 		const struct sock_filter *f = &prog->filter[pc];
@@ -79,25 +131,8 @@ static bool run_filter(const struct sock_fprog *prog, const struct seccomp_data 
 		case BPF_LDX: {
 			uint32_t v;
 
-			if (BPF_MODE(f->code) == BPF_ABS && BPF_SIZE(f->code) == BPF_W &&
-			    BPF_CLASS(f->code) == BPF_LD) {
-				if (k > sizeof(*sd) - sizeof(v) || k % 4)
-					return false;
-				/* a value the caller does not know: the pointer, a later argument */
-				if (k >= offsetof(struct seccomp_data, instruction_pointer) &&
-				    (k < offsetof(struct seccomp_data, args) ||
-				     (k - offsetof(struct seccomp_data, args)) / 8 >= nargs))
-					return false;
-				memcpy(&v, data + k, sizeof(v));
-			} else if (BPF_MODE(f->code) == BPF_LEN && BPF_SIZE(f->code) == BPF_W) {
-				v = sizeof(*sd);
-			} else if (BPF_MODE(f->code) == BPF_IMM) {
-				v = k;
-			} else if (BPF_MODE(f->code) == BPF_MEM && k < BPF_MEMWORDS) {
-				v = mem[k];
-			} else {
+			if (!load_value(f, sd, nargs, mem, &v))
 				return false;
-			}
 			if (BPF_CLASS(f->code) == BPF_LD)
 				a = v;
 			else
@@ -113,20 +148,8 @@ static bool run_filter(const struct sock_fprog *prog, const struct seccomp_data 
 			mem[k] = BPF_CLASS(f->code) == BPF_ST ? a : x;
 			break;
 		case BPF_ALU:
-			switch (BPF_OP(f->code)) {
-			case BPF_ADD: a += src; break;
-			case BPF_SUB: a -= src; break;
-			case BPF_MUL: a *= src; break;
-			case BPF_DIV: if (!src) return false; a /= src; break;
-			case BPF_MOD: if (!src) return false; a %= src; break;
-			case BPF_AND: a &= src; break;
-			case BPF_OR: a |= src; break;
-			case BPF_XOR: a ^= src; break;
-			case BPF_LSH: a = src < 32 ? a << src : 0; break;
-			case BPF_RSH: a = src < 32 ? a >> src : 0; break;
-			case BPF_NEG: a = -a; break;
-			default: return false;
-			}
+			if (!alu(BPF_OP(f->code), &a, src))
+				return false;
 			break;
 		case BPF_JMP:
 			switch (BPF_OP(f->code)) {

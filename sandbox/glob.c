@@ -217,6 +217,66 @@ static bool any_match(const struct scan *sc, const char *rel)
 	return false;
 }
 
+/* A regular file at sc->path: added when a pattern matches it. Returns 0 or -errno with err. */
+static int scan_file(struct scan *sc)
+{
+	int r;
+
+	if (sc->budget->steps > SANDBOX_GLOB_MAX_STEPS) {
+		snprintf(sc->err, sc->errsz,
+			 "deny glob `%s`: matching the files under %.*s took more than %lu "
+			 "steps (the limit): fewer {a,b} alternatives or path components",
+			 sc->pattern, (int)sc->root_len, sc->path, SANDBOX_GLOB_MAX_STEPS);
+		return -E2BIG;
+	}
+	if (!any_match(sc, sc->path + sc->root_len + 1))
+		return 0;
+	r = sc->out->add(sc->out->ctx, sc->path);
+	if (r < 0)
+		snprintf(sc->err, sc->errsz, "deny glob `%s`: %s", sc->pattern,
+			 r == -E2BIG ? "matched more than 8192 files (the reference's limit)"
+				     : strerror(-r));
+	return r;
+}
+
+static int scan_dir(struct scan *sc, int dfd, size_t len, int depth);
+
+/*
+ * The directory name in dfd, at sc->path (len bytes), depth + 1 below the
+ * root: scanned in turn. Returns 0 (also when it went meanwhile) or -errno
+ * with err.
+ */
+static int scan_subdir(struct scan *sc, int dfd, const char *name, size_t len, int depth)
+{
+	int fd;
+
+	if (depth + 1 >= SANDBOX_GLOB_MAX_DEPTH) {
+		snprintf(sc->err, sc->errsz,
+			 "deny glob `%s`: %s is deeper than %d directories below %.*s: set "
+			 "glob_scan_max_depth",
+			 sc->pattern, sc->path, SANDBOX_GLOB_MAX_DEPTH, (int)sc->root_len, sc->path);
+		return -E2BIG;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		int r = -errno;
+
+		if (r == -ENOENT)
+			return 0;
+		snprintf(sc->err, sc->errsz,
+			 "deny glob `%s`: cannot scan %s (%s): its files could not be "
+			 "checked",
+			 sc->pattern, sc->path, strerror(-r));
+		return r;
+	}
+	return scan_dir(sc, fd, len, depth + 1);
+}
+
+/*
+ * One directory (dfd, owned; sc->path holds its path, len bytes): each
+ * entry counted, its path composed in sc->path, regular files matched
+ * (scan_file), directories within the depth scanned (scan_subdir).
+ */
 static int scan_dir(struct scan *sc, int dfd, size_t len, int depth)
 {
 	DIR *d = fdopendir(dfd);
@@ -268,48 +328,10 @@ static int scan_dir(struct scan *sc, int dfd, size_t len, int depth)
 				continue; /* gone meanwhile */
 			type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_LNK;
 		}
-		if (type == DT_REG && sc->budget->steps > SANDBOX_GLOB_MAX_STEPS) {
-			snprintf(sc->err, sc->errsz,
-				 "deny glob `%s`: matching the files under %.*s took more than %lu "
-				 "steps (the limit): fewer {a,b} alternatives or path components",
-				 sc->pattern, (int)sc->root_len, sc->path, SANDBOX_GLOB_MAX_STEPS);
-			r = -E2BIG;
-			break;
-		}
-		if (type == DT_REG && any_match(sc, sc->path + sc->root_len + 1)) {
-			r = sc->out->add(sc->out->ctx, sc->path);
-			if (r < 0) {
-				snprintf(sc->err, sc->errsz, "deny glob `%s`: %s", sc->pattern,
-					 r == -E2BIG ? "matched more than 8192 files (the reference's limit)"
-						     : strerror(-r));
-				break;
-			}
-		} else if (type == DT_DIR && (sc->max_depth < 0 || depth + 1 < sc->max_depth)) {
-			int fd;
-
-			if (depth + 1 >= SANDBOX_GLOB_MAX_DEPTH) {
-				snprintf(sc->err, sc->errsz,
-					 "deny glob `%s`: %s is deeper than %d directories below %.*s: set "
-					 "glob_scan_max_depth",
-					 sc->pattern, sc->path, SANDBOX_GLOB_MAX_DEPTH, (int)sc->root_len,
-					 sc->path);
-				r = -E2BIG;
-				break;
-			}
-			fd = openat(dirfd(d), de->d_name,
-				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-			if (fd < 0) {
-				if (errno == ENOENT)
-					continue;
-				r = -errno;
-				snprintf(sc->err, sc->errsz,
-					 "deny glob `%s`: cannot scan %s (%s): its files could not be "
-					 "checked",
-					 sc->pattern, sc->path, strerror(-r));
-				break;
-			}
-			r = scan_dir(sc, fd, len + 1 + nl, depth + 1);
-		}
+		if (type == DT_REG)
+			r = scan_file(sc);
+		else if (type == DT_DIR && (sc->max_depth < 0 || depth + 1 < sc->max_depth))
+			r = scan_subdir(sc, dirfd(d), de->d_name, len + 1 + nl, depth);
 	}
 	closedir(d);
 	return r;

@@ -256,16 +256,17 @@ static void remove_stale(const char *dir)
  * be reached, nor its port taken at another address, from a sandbox with
  * network access, whichever server started it.
  */
-static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n, int map_fd,
-		     char *err, size_t errsz)
+/*
+ * The filter's instructions into insns (room for MAX_PORTS + 16): the
+ * port of the call (post_bind: the port bound) denied when it is one of
+ * ports or in the host-wide map (map_fd >= 0), allowed otherwise. Returns
+ * the instruction count.
+ */
+static size_t build_prog(bool post_bind, const uint16_t *ports, size_t n, int map_fd,
+			 struct bpf_insn *insns)
 {
-	bool post_bind = type == BPF_CGROUP_INET4_POST_BIND || type == BPF_CGROUP_INET6_POST_BIND;
-	struct bpf_insn insns[MAX_PORTS + 16];
 	size_t jeq[MAX_PORTS + 1], n_jeq = 0, deny;
-	char vlog[2048] = "";
-	union bpf_attr attr;
 	size_t i = 0;
-	int fd;
 
 	if (post_bind) {
 		/* r2 = ctx->src_port (host byte order), the port bound, chosen by the kernel too */
@@ -314,6 +315,18 @@ static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n,
 	insns[i++] = (struct bpf_insn){ .code = BPF_JMP | BPF_EXIT };
 	for (size_t k = 0; k < n_jeq; k++)
 		insns[jeq[k]].off = (int16_t)(deny - jeq[k] - 1);
+	return i;
+}
+
+static int load_prog(enum bpf_attach_type type, const uint16_t *ports, size_t n, int map_fd,
+		     char *err, size_t errsz)
+{
+	bool post_bind = type == BPF_CGROUP_INET4_POST_BIND || type == BPF_CGROUP_INET6_POST_BIND;
+	struct bpf_insn insns[MAX_PORTS + 16];
+	char vlog[2048] = "";
+	union bpf_attr attr;
+	size_t i = build_prog(post_bind, ports, n, map_fd, insns);
+	int fd;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_type = post_bind ? BPF_PROG_TYPE_CGROUP_SOCK : BPF_PROG_TYPE_CGROUP_SOCK_ADDR;
@@ -499,8 +512,8 @@ static void hold_ports(struct netguard *g)
 	}
 }
 
-int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, char *err,
-		 size_t errsz)
+/* The filter loaded and attached to g's cgroup for each hook. Returns 0 or -errno with err. */
+static int attach_progs(struct netguard *g, char *err, size_t errsz)
 {
 	/*
 	 * bind too: a sandbox listening on a guarded port at another address
@@ -519,6 +532,33 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 		BPF_CGROUP_INET4_BIND,	    BPF_CGROUP_INET6_BIND,
 		BPF_CGROUP_INET4_POST_BIND, BPF_CGROUP_INET6_POST_BIND,
 	};
+	int r;
+
+	for (size_t t = 0; t < ELEMENTSOF(types); t++) {
+		union bpf_attr attr;
+		int prog = load_prog(types[t], g->ports, g->n_ports, g->map_fd, err, errsz);
+
+		if (prog < 0)
+			return prog;
+		memset(&attr, 0, sizeof(attr));
+		attr.target_fd = (uint32_t)g->cgroup_fd;
+		attr.attach_bpf_fd = (uint32_t)prog;
+		attr.attach_type = types[t];
+		attr.attach_flags = BPF_F_ALLOW_MULTI;
+		r = sys_bpf(BPF_PROG_ATTACH, &attr) < 0 ? -errno : 0;
+		close(prog); /* the cgroup holds the program now */
+		if (r < 0) {
+			snprintf(err, errsz, "attaching the BPF connect filter to %s: %s", g->path,
+				 strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, char *err,
+		 size_t errsz)
+{
 	char dir[4096];
 	struct netguard *g;
 	int r;
@@ -571,27 +611,9 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 		g->path[0] = 0; /* not ours to remove */
 		goto fail;
 	}
-	for (size_t t = 0; t < ELEMENTSOF(types); t++) {
-		union bpf_attr attr;
-		int prog = load_prog(types[t], ports, n_ports, g->map_fd, err, errsz);
-
-		if (prog < 0) {
-			r = prog;
-			goto fail;
-		}
-		memset(&attr, 0, sizeof(attr));
-		attr.target_fd = (uint32_t)g->cgroup_fd;
-		attr.attach_bpf_fd = (uint32_t)prog;
-		attr.attach_type = types[t];
-		attr.attach_flags = BPF_F_ALLOW_MULTI;
-		r = sys_bpf(BPF_PROG_ATTACH, &attr) < 0 ? -errno : 0;
-		close(prog); /* the cgroup holds the program now */
-		if (r < 0) {
-			snprintf(err, errsz, "attaching the BPF connect filter to %s: %s", g->path,
-				 strerror(-r));
-			goto fail;
-		}
-	}
+	r = attach_progs(g, err, errsz);
+	if (r < 0)
+		goto fail;
 	hold_ports(g);
 	*ret = g;
 	return 0;

@@ -36,6 +36,7 @@ struct sandbox_plan {
 	bool net_ns;         /* own network namespace (network restricted below Landlock ABI 6, or a managed network) */
 	int proxy_sock;      /* managed network: where the child sends the listeners it made in its
 	                        namespace (sandbox_plan_set_proxy), or -1 */
+	bool proxy_socks;    /* with it: SOCKS5 is on, so its TCP socket listens */
 	bool userns;         /* non-root server: cloned into a user namespace of its own (CLONE_NEWUSER) */
 	unsigned uid, gid;   /* with it: the server's ids, mapped to themselves inside */
 	int uid_userns_fd;   /* --sandbox-uid: the namespace the process joins after its mounts (borrowed), or -1 */

@@ -123,46 +123,13 @@ static void userns_child(int fd, uid_t uid, gid_t gid)
 }
 
 /*
- * Non-root: can this uid build a sandbox in a user namespace of its own?
- * Fills why (empty when it can) with the setting that stops it: Debian's
- * and Ubuntu's kernel.unprivileged_userns_clone, user.max_user_namespaces,
- * Ubuntu's AppArmor restriction (the namespace is made but holds no
- * capability), or a /proc too hidden to be mounted again (containers).
+ * Why the probe child failed (msg: its step, USERNS_*, and errno), with
+ * the setting an operator can change, into why.
  */
-static void probe_userns(char *why, size_t size)
+static void userns_why(const int *msg, uid_t uid, char *why, size_t size)
 {
 	const char *restrict_clone = "/proc/sys/kernel/unprivileged_userns_clone";
 	const char *apparmor = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
-	int p[2], msg[2] = { USERNS_OK, 0 }, st;
-	uid_t uid = geteuid();
-	pid_t pid;
-	ssize_t n;
-
-	why[0] = 0;
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		snprintf(why, size, "a pipe for the user namespace probe: %s", strerror(errno));
-		return;
-	}
-	pid = fork();
-	if (pid < 0) {
-		snprintf(why, size, "fork for the user namespace probe: %s", strerror(errno));
-		close(p[0]);
-		close(p[1]);
-		return;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		userns_child(p[1], uid, getegid());
-	}
-	close(p[1]);
-	n = read(p[0], msg, sizeof(msg));
-	close(p[0]);
-	if (waitpid(pid, &st, 0) < 0)
-		st = -1;
-	if (n != (ssize_t)sizeof(msg) && st == 0)
-		return; /* it works */
-	if (n != (ssize_t)sizeof(msg))
-		msg[0] = USERNS_PROC, msg[1] = EIO;
 
 	switch (msg[0]) {
 	case USERNS_UNSHARE:
@@ -211,6 +178,49 @@ static void probe_userns(char *why, size_t size)
 			 "(the host's /proc has parts covered, as in a container?); run uexec as root",
 			 (unsigned)uid, strerror(msg[1]));
 	}
+}
+
+/*
+ * Non-root: can this uid build a sandbox in a user namespace of its own?
+ * Fills why (empty when it can) with the setting that stops it: Debian's
+ * and Ubuntu's kernel.unprivileged_userns_clone, user.max_user_namespaces,
+ * Ubuntu's AppArmor restriction (the namespace is made but holds no
+ * capability), or a /proc too hidden to be mounted again (containers).
+ */
+static void probe_userns(char *why, size_t size)
+{
+	int p[2], msg[2] = { USERNS_OK, 0 }, st;
+	uid_t uid = geteuid();
+	pid_t pid;
+	ssize_t n;
+
+	why[0] = 0;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(why, size, "a pipe for the user namespace probe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(why, size, "fork for the user namespace probe: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		userns_child(p[1], uid, getegid());
+	}
+	close(p[1]);
+	n = read(p[0], msg, sizeof(msg));
+	close(p[0]);
+	if (waitpid(pid, &st, 0) < 0)
+		st = -1;
+	if (n != (ssize_t)sizeof(msg) && st == 0)
+		return; /* it works */
+	if (n != (ssize_t)sizeof(msg))
+		msg[0] = USERNS_PROC, msg[1] = EIO;
+
+	userns_why(msg, uid, why, size);
 }
 
 int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)

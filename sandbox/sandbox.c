@@ -544,9 +544,10 @@ int sandbox_plan_new(const struct sandbox_policy *p, const struct sandbox_featur
 	return 0;
 }
 
-void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock)
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock, bool socks)
 {
 	plan->proxy_sock = sock;
+	plan->proxy_socks = socks;
 }
 
 int sandbox_proxy_receive(int sock, int fds[SANDBOX_PROXY_NFDS])

@@ -212,7 +212,13 @@ enum {
 	SANDBOX_PROXY_SOCKS_UDP, /* bound UDP socket (SOCKS5 UDP ASSOCIATE relay) */
 	SANDBOX_PROXY_NFDS,
 };
-void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock);
+/*
+ * The managed network's socket of plan's child (sock: the child's end). With
+ * socks false the SOCKS5 TCP socket is bound but never listens, so a connect
+ * to its port is refused from the command's first instruction on (a listener
+ * the server closed later would take a connection and reset it).
+ */
+void sandbox_plan_set_proxy(struct sandbox_plan *plan, int sock, bool socks);
 /* Returns 0 with the sockets (CLOEXEC, non-blocking) in fds[SANDBOX_PROXY_*], or -errno. */
 int sandbox_proxy_receive(int sock, int fds[SANDBOX_PROXY_NFDS]);
 

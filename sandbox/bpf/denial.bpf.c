@@ -50,6 +50,33 @@ static __always_inline bool is_denial_error(long ret)
 }
 
 /*
+ * The watch of the current task's cgroup (*cg), or of the watched cgroup it
+ * lies below (then *cg becomes that one's id), or NULL: a sandbox allowed to
+ * write cgroupfs may make child cgroups of its leaf and move into them. Its
+ * ancestors are tried from the root down (0 past its depth); the record
+ * names the watched one.
+ */
+static __always_inline struct bpf_denial_watch *watch_of(__u64 *cg)
+{
+	struct bpf_denial_watch *w = bpf_map_lookup_elem(&watched, cg);
+
+	if (w)
+		return w;
+	for (int level = 0; level < BPF_DENIAL_MAX_DEPTH; level++) {
+		__u64 a = bpf_get_current_ancestor_cgroup_id(level);
+
+		if (!a || a == *cg)
+			break;
+		w = bpf_map_lookup_elem(&watched, &a);
+		if (w) {
+			*cg = a;
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/*
  * One record; uaddr/alen: a refused connect()'s address (user memory, read
  * here while the caller's buffer is still there), else NULL; regs: the
  * call's registers (its arguments), or NULL.
@@ -58,32 +85,12 @@ static __always_inline int emit(long nr, long err, const void *uaddr, long alen,
 				struct pt_regs *regs)
 {
 	__u64 cg = bpf_get_current_cgroup_id();
-	struct bpf_denial_watch *w;
+	struct bpf_denial_watch *w = watch_of(&cg);
 	struct bpf_denial_event *e;
 	__u64 id;
 
-	w = bpf_map_lookup_elem(&watched, &cg);
-	if (!w) {
-		/*
-		 * A cgroup below a watched one: a sandbox allowed to write
-		 * cgroupfs may make child cgroups of its leaf and move into
-		 * them. Its ancestors, from the root down (0 past its depth);
-		 * the record names the watched one.
-		 */
-		for (int level = 0; level < BPF_DENIAL_MAX_DEPTH; level++) {
-			__u64 a = bpf_get_current_ancestor_cgroup_id(level);
-
-			if (!a || a == cg)
-				break;
-			w = bpf_map_lookup_elem(&watched, &a);
-			if (w) {
-				cg = a;
-				break;
-			}
-		}
-		if (!w)
-			return 0;
-	}
+	if (!w)
+		return 0;
 	/* Threads racing here may pass the budget by one each: bounded anyway. */
 	if (w->offered >= BPF_DENIAL_MAX_PER_CGROUP) {
 		__sync_fetch_and_add(&w->suppressed, 1);

@@ -368,14 +368,57 @@ static int buf_add(char **b, size_t *len, size_t *cap, const char *s, size_t n)
 	return 0;
 }
 
+/*
+ * Cuts a comment off the plain scalar (scalar, *sn): a '#' at its start or
+ * after whitespace starts one; *comment (*cn bytes) keeps the whitespace
+ * before it, *sn ends without trailing whitespace.
+ */
+static void split_comment(const char *scalar, size_t *sn, const char **comment, size_t *cn)
+{
+	size_t k;
+
+	for (size_t i = 0; i < *sn; i++) {
+		if (scalar[i] != '#' || (i > 0 && !ws_len_back(scalar, i)))
+			continue;
+		*comment = scalar + i;
+		*cn = *sn - i;
+		*sn = i;
+		while ((k = ws_len_back(scalar, *sn))) {
+			*sn -= k;
+			*comment -= k;
+			*cn += k;
+		}
+		break;
+	}
+	while ((k = ws_len_back(scalar, *sn)))
+		*sn -= k;
+}
+
+/*
+ * Whether a plain scalar YAML would not read as the string it shows: one
+ * with ": " inside, or one that starts like a flow collection, an alias
+ * or a reserved indicator and is no valid YAML. Quoted scalars are left
+ * alone.
+ */
+static bool needs_quotes(const char *scalar, size_t sn)
+{
+	char first = scalar[0];
+	bool sep = false;
+
+	if (first == '\'' || first == '"')
+		return false;
+	for (size_t i = 0; i + 1 < sn && !sep; i++)
+		sep = scalar[i] == ':' && ws_len(scalar + i + 1, sn - i - 1);
+	return sep || ((first == '[' || first == '{' || first == '@' || first == '`') &&
+		       !yaml_valid(scalar, sn));
+}
+
 /* One line, repaired or not; *changed when it was. */
 static int repair_line(struct line l, long *block_indent, char **b, size_t *len, size_t *cap,
 		       bool *changed)
 {
 	const char *colon, *val, *scalar, *comment = "";
 	size_t indent = 0, vn, sn, cn = 0, lead, k;
-	char first;
-	bool sep = false;
 	int r;
 
 	while (indent < l.n && l.s[indent] == ' ')
@@ -409,35 +452,14 @@ static int repair_line(struct line l, long *block_indent, char **b, size_t *len,
 		sn -= k;
 	}
 	lead = (size_t)(scalar - val);
-	/* A '#' at the start or after whitespace starts a comment. */
-	for (size_t i = 0; i < sn; i++) {
-		if (scalar[i] != '#' || (i > 0 && !ws_len_back(scalar, i)))
-			continue;
-		comment = scalar + i;
-		cn = sn - i;
-		sn = i;
-		while ((k = ws_len_back(scalar, sn))) {
-			sn -= k;
-			comment -= k;
-			cn += k;
-		}
-		break;
-	}
-	while ((k = ws_len_back(scalar, sn)))
-		sn -= k;
+	split_comment(scalar, &sn, &comment, &cn);
 	if (sn == 0)
 		return buf_add(b, len, cap, l.s, l.n);
-	first = scalar[0];
-	if (first == '|' || first == '>') {
+	if (scalar[0] == '|' || scalar[0] == '>') {
 		*block_indent = (long)indent;
 		return buf_add(b, len, cap, l.s, l.n);
 	}
-	if (first == '\'' || first == '"')
-		return buf_add(b, len, cap, l.s, l.n);
-	for (size_t i = 0; i + 1 < sn && !sep; i++)
-		sep = scalar[i] == ':' && ws_len(scalar + i + 1, sn - i - 1);
-	if (!sep && !((first == '[' || first == '{' || first == '@' || first == '`') &&
-		      !yaml_valid(scalar, sn)))
+	if (!needs_quotes(scalar, sn))
 		return buf_add(b, len, cap, l.s, l.n);
 	r = buf_add(b, len, cap, l.s, (size_t)(val - l.s));
 	if (r >= 0)

@@ -100,61 +100,69 @@ static char *join(const char *dir, const char *name)
 	return s;
 }
 
-/*
- * Reads an optional capability file into {"path","contents"}: NULL when it is
- * missing or no regular file (silently) or unusable (with a warning).
- */
-static json_t *read_text(struct root_scan *rs, const char *path)
+/* A file's size within the file's, the bundle's and the server's limits (else warned). */
+static bool size_ok(struct root_scan *rs, const char *uri, size_t size)
 {
-	_cleanup_free_ char *uri = uri_of(path), *data = NULL;
-	char os[160];
-	size_t len = 0, cap, up, bad;
-	struct stat st;
-	json_t *f;
-	int fd;
-
-	if (!uri)
-		return NULL;
-	if (stat(path, &st) < 0) {
-		if (errno != ENOENT)
-			warn(rs, "failed to inspect capability file %s: %s", uri,
-			     rpc_os_error(errno, os, sizeof(os)));
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode))
-		return NULL;
-	if ((uint64_t)st.st_size > DISC_MAX_FILE_BYTES) {
+	if ((uint64_t)size > DISC_MAX_FILE_BYTES) {
 		warn(rs, "capability file %s exceeds the %u-byte limit", uri, DISC_MAX_FILE_BYTES);
-		return NULL;
+		return false;
 	}
-	if (rs->budget + (size_t)st.st_size > DISC_MAX_BUNDLE_BYTES) {
+	if (rs->budget + size > DISC_MAX_BUNDLE_BYTES) {
 		warn(rs, "capability root bundle exceeds the %u-byte limit", DISC_MAX_BUNDLE_BYTES);
-		return NULL;
+		return false;
 	}
-	if (rs->ctx->total + (size_t)st.st_size > rs->ctx->total_limit) {
+	if (rs->ctx->total + size > rs->ctx->total_limit) {
 		warn(rs, "capability discovery request exceeds the %zu-byte limit of this server",
 		     rs->ctx->total_limit);
-		return NULL;
+		return false;
 	}
+	return true;
+}
+
+/*
+ * The file opened for reading, if it is a regular file and no secret file
+ * (the file opened, not the path stat'ed: a link swapped in between changes
+ * nothing); st its fstat. Returns the fd, or -1 (warned where the
+ * reference warns).
+ */
+static int open_regular(struct root_scan *rs, const char *path, const char *uri, struct stat *st)
+{
+	char os[160];
+	int fd;
+
 	/* O_NONBLOCK: a file swapped for a FIFO since the stat cannot hold the worker. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		warn(rs, "failed to read capability file %s: %s", uri, rpc_os_error(errno, os, sizeof(os)));
-		return NULL;
+		return -1;
 	}
-	/* The file opened, not the path stat'ed: a link swapped in between changes nothing. */
-	if (fstat(fd, &st) < 0 || server_secret_ids_has(&rs->ctx->secrets, st.st_dev, st.st_ino)) {
+	if (fstat(fd, st) < 0 || server_secret_ids_has(&rs->ctx->secrets, st->st_dev, st->st_ino)) {
 		rs->ctx->secret_refused = true;
 		warn(rs, "failed to read capability file %s: %s", uri, rpc_os_error(EACCES, os, sizeof(os)));
 		close(fd);
-		return NULL;
+		return -1;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st->st_mode)) {
 		close(fd);
-		return NULL;
+		return -1;
 	}
+	return fd;
+}
+
+/*
+ * The whole file into *ret (malloc'd, *ret_len bytes), within the limits
+ * as it is read. Returns 0, or -1 (warned, unless the first allocation
+ * fails).
+ */
+static int read_all(struct root_scan *rs, int fd, const char *uri, size_t size, char **ret,
+		    size_t *ret_len)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0, cap;
+	char os[160];
+
 	/* Sized for the file as it is; a file that grows meanwhile grows the buffer, to the limit. */
-	cap = MIN((size_t)st.st_size, (size_t)DISC_MAX_FILE_BYTES) + 1;
+	cap = MIN(size, (size_t)DISC_MAX_FILE_BYTES) + 1;
 	data = malloc(cap);
 	while (data) {
 		ssize_t k;
@@ -166,8 +174,7 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 			if (!n) {
 				warn(rs, "failed to read capability file %s: %s", uri,
 				     rpc_os_error(ENOMEM, os, sizeof(os)));
-				close(fd);
-				return NULL;
+				return -1;
 			}
 			data = n;
 			cap = MIN(cap * 2, DISC_MAX_FILE_BYTES + 1);
@@ -178,8 +185,7 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 		if (k < 0) {
 			warn(rs, "failed to read capability file %s: %s", uri,
 			     rpc_os_error(errno, os, sizeof(os)));
-			close(fd);
-			return NULL;
+			return -1;
 		}
 		if (k == 0)
 			break;
@@ -187,12 +193,45 @@ static json_t *read_text(struct root_scan *rs, const char *path)
 		if (len > DISC_MAX_FILE_BYTES || rs->budget + len > DISC_MAX_BUNDLE_BYTES ||
 		    rs->ctx->total + len > rs->ctx->total_limit) {
 			warn(rs, "capability file %s exceeded its read limit", uri);
-			close(fd);
-			return NULL;
+			return -1;
 		}
 	}
-	close(fd);
 	if (!data)
+		return -1;
+	*ret = TAKE_PTR(data);
+	*ret_len = len;
+	return 0;
+}
+
+/*
+ * Reads an optional capability file into {"path","contents"}: NULL when it is
+ * missing or no regular file (silently) or unusable (with a warning).
+ */
+static json_t *read_text(struct root_scan *rs, const char *path)
+{
+	_cleanup_free_ char *uri = uri_of(path), *data = NULL;
+	char os[160];
+	size_t len = 0, up, bad;
+	struct stat st;
+	json_t *f;
+	int fd, r;
+
+	if (!uri)
+		return NULL;
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			warn(rs, "failed to inspect capability file %s: %s", uri,
+			     rpc_os_error(errno, os, sizeof(os)));
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || !size_ok(rs, uri, (size_t)st.st_size))
+		return NULL;
+	fd = open_regular(rs, path, uri, &st);
+	if (fd < 0)
+		return NULL;
+	r = read_all(rs, fd, uri, (size_t)st.st_size, &data, &len);
+	close(fd);
+	if (r < 0)
 		return NULL;
 	if (!utf8_check((const uint8_t *)data, len, &up, &bad)) {
 		if (bad)

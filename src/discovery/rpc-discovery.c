@@ -379,11 +379,9 @@ static void rpc_discover_v1(struct conn *c, json_t *id, json_t *params)
 	char err[512];
 	size_t i;
 
-	if (params_decode(params, "WireCapabilityRootsDiscoverParams", fields, ELEMENTSOF(fields), f,
-			  err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "WireCapabilityRootsDiscoverParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
-	}
 	if (!json_is_array(f[0])) {
 		params_type_error(f[0] ? f[0] : json_null(), "a sequence", err, sizeof(err));
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
@@ -445,14 +443,11 @@ static void rpc_discover_v2(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	_cleanup_free_ char *cwd = NULL, *msg = NULL;
 	struct disc_req *r;
-	char err[512];
 	int k;
 
-	if (params_decode(params, "DiscoverV2CapabilitiesRequest", fields, ELEMENTSOF(fields), f,
-			  err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "DiscoverV2CapabilitiesRequest", fields,
+				    ELEMENTSOF(fields), f))
 		return;
-	}
 	/* The cwd is checked (as a URI, any host), not used: the locations are the executor's own. */
 	k = file_uri_to_pathn(json_string_value(f[0]), json_string_length(f[0]), true, &cwd, &msg);
 	if (k == -ENOMEM || (k < 0 && k != -EREMOTE)) {

@@ -37,9 +37,11 @@
 
 #include "conn.h"
 #include "env.h"
+#include "errmsg.h"
 #include "file-uri.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "macro.h"
 #include "params.h"
 #include "rpc.h"
 #include "toml-filter.h"
@@ -66,8 +68,8 @@ static const struct pfield fields[] = {
 /* Vec<Vec<String>>. */
 static int check_paths(json_t *v, char *err)
 {
-	size_t i, j;
-	json_t *p, *s;
+	size_t i;
+	json_t *p;
 
 	if (!json_is_array(v)) {
 		params_type_error(v, "a sequence", err, ERRSZ);
@@ -78,12 +80,8 @@ static int check_paths(json_t *v, char *err)
 			params_type_error(p, "a sequence", err, ERRSZ);
 			return -EINVAL;
 		}
-		json_array_foreach(p, j, s) {
-			if (!json_is_string(s)) {
-				params_type_error(s, "a string", err, ERRSZ);
-				return -EINVAL;
-			}
-		}
+		if (params_check_strings(p, err, ERRSZ) < 0)
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -379,6 +377,34 @@ static json_t *uri_json(const char *path)
 }
 
 /*
+ * The rest of fd, at most CONFIG_FILE_MAX bytes, into buf (room for
+ * CONFIG_FILE_MAX + 2), NUL-terminated, and *ret_len. Returns 0, 1 when the
+ * file is larger, or a read's -errno.
+ */
+static int read_capped(int fd, char *buf, size_t *ret_len)
+{
+	size_t len = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > CONFIG_FILE_MAX)
+			return 1;
+	}
+	buf[len] = 0;
+	*ret_len = len;
+	return 0;
+}
+
+/*
  * Reads a layer file. Returns 0 with *ret_text (malloc'd, NUL-terminated) and
  * *ret_len, -ENOENT when there is no usable file, -ENOMEM, or -EIO with the
  * reference's message in *ret_msg.
@@ -412,60 +438,41 @@ static int read_layer_file(const char *path, const char *kind, char **ret_text, 
 		close(fd);
 		return -ENOENT;
 	}
-	if (st.st_size > CONFIG_FILE_MAX)
-		goto too_big;
-	buf = malloc(CONFIG_FILE_MAX + 2);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = errno;
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > CONFIG_FILE_MAX)
-			goto too_big;
-	}
-	close(fd);
-	buf[len] = 0;
-	if (!utf8_is_valid((const uint8_t *)buf, len)) {
-		free(buf);
-		r = asprintf(ret_msg, "Failed to read %s file %s: stream did not contain valid UTF-8",
-			     kind, path);
-		if (r < 0) {
-			*ret_msg = NULL;
+	r = 1;
+	if (st.st_size <= CONFIG_FILE_MAX) {
+		buf = malloc(CONFIG_FILE_MAX + 2);
+		if (!buf) {
+			close(fd);
 			return -ENOMEM;
 		}
-		return -EIO;
+		r = read_capped(fd, buf, &len);
+	}
+	if (r == 1) {
+		log_warning("Ignoring %s: larger than %d bytes", path, CONFIG_FILE_MAX);
+		free(buf);
+		close(fd);
+		return -ENOENT;
+	}
+	if (r < 0) {
+		err = -r;
+		goto fail;
+	}
+	close(fd);
+	if (!utf8_is_valid((const uint8_t *)buf, len)) {
+		free(buf);
+		return errmsg_set(ret_msg, -EIO,
+				  "Failed to read %s file %s: stream did not contain valid UTF-8",
+				  kind, path);
 	}
 	*ret_text = buf;
 	*ret_len = len;
 	return 0;
-
-too_big:
-	log_warning("Ignoring %s: larger than %d bytes", path, CONFIG_FILE_MAX);
-	free(buf);
-	close(fd);
-	return -ENOENT;
 fail:
 	free(buf);
 	if (fd >= 0)
 		close(fd);
-	r = asprintf(ret_msg, "Failed to read %s file %s: %s", kind, path,
-		     rpc_os_error(err, os, sizeof(os)));
-	if (r < 0) {
-		*ret_msg = NULL;
-		return -ENOMEM;
-	}
-	return -EIO;
+	return errmsg_set(ret_msg, -EIO, "Failed to read %s file %s: %s", kind, path,
+			  rpc_os_error(err, os, sizeof(os)));
 }
 
 struct selectors {

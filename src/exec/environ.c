@@ -17,6 +17,7 @@
 #include "environ.h"
 #include "jsonrpc.h"
 #include "macro.h"
+#include "params.h"
 
 extern char **environ;
 
@@ -408,32 +409,8 @@ static int append_debug(char **msg, size_t *len, const char *s)
 		return -ENOMEM;
 	*msg = m;
 	m[o++] = '"';
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"':
-		case '\\':
-			m[o++] = '\\';
-			m[o++] = (char)*p;
-			break;
-		case '\t':
-			m[o++] = '\\';
-			m[o++] = 't';
-			break;
-		case '\n':
-			m[o++] = '\\';
-			m[o++] = 'n';
-			break;
-		case '\r':
-			m[o++] = '\\';
-			m[o++] = 'r';
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				o += (size_t)sprintf(m + o, "\\u{%x}", *p);
-			else
-				m[o++] = (char)*p;
-		}
-	}
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		o += params_debug_char(*p, m + o);
 	m[o++] = '"';
 	m[o] = 0;
 	*len = o;
@@ -476,10 +453,74 @@ static bool cwd_relative(const char *s)
 	return n && (s[n] == '/' || s[n] == 0);
 }
 
+/*
+ * A program named from the working directory (./x, ../x), here dir: *ret,
+ * or -ENOENT with the reference's *ret_msg.
+ */
+static int resolve_relative(const char *argv0, const char *dir, char **ret, char **ret_msg)
+{
+	const char *why;
+	char *cand;
+	int r;
+
+	cand = path_join(dir, argv0);
+	if (!cand)
+		return -ENOMEM;
+	if (is_dir(cand))
+		why = "it is a directory";
+	else if (access(cand, X_OK) == 0) {
+		*ret = cand;
+		return 0;
+	} else if (access(cand, F_OK) == 0)
+		why = "it is not executable";
+	else
+		why = "it does not exist";
+	r = asprintf(ret_msg, "Unable to spawn %s because %s", cand, why) < 0 ? -ENOMEM : -ENOENT;
+	if (r == -ENOMEM)
+		*ret_msg = NULL;
+	free(cand);
+	return r;
+}
+
+/*
+ * argv0 searched in PATH's entries (each relative to dir): 1 with *ret,
+ * or 0 with what each candidate was not appended to *msg (len), or
+ * -ENOMEM.
+ */
+static int search_path(const char *path, const char *argv0, const char *dir, char **ret,
+		       char **msg, size_t *len)
+{
+	int r = 0;
+
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		char *entry = strndup(p, (size_t)(end - p)), *base, *cand;
+
+		base = entry ? path_join(dir, entry) : NULL;
+		cand = base ? path_join(base, argv0) : NULL;
+		free(entry);
+		free(base);
+		if (!cand)
+			return -ENOMEM;
+		if (is_dir(cand)) {
+			r = appendf(msg, len, "%s exists but is a directory.\n", cand);
+		} else if (access(cand, X_OK) == 0) {
+			*ret = cand;
+			return 1;
+		} else if (access(cand, F_OK) == 0) {
+			r = appendf(msg, len, "%s exists but is not executable.\n", cand);
+		}
+		free(cand);
+		if (r < 0 || !*end)
+			return r;
+		p = end;
+	}
+}
+
 int environ_pty_resolve(const char *argv0, char *const *envp, const char *dir, char **ret,
 			char **ret_msg)
 {
-	char *msg = NULL, *cand;
+	char *msg = NULL;
 	const char *path;
 	size_t len = 0;
 	int r = 0;
@@ -491,54 +532,14 @@ int environ_pty_resolve(const char *argv0, char *const *envp, const char *dir, c
 		*ret = strdup(argv0);
 		return *ret ? 0 : -ENOMEM;
 	}
-	if (cwd_relative(argv0)) {
-		const char *why;
-
-		cand = path_join(dir, argv0);
-		if (!cand)
-			return -ENOMEM;
-		if (is_dir(cand))
-			why = "it is a directory";
-		else if (access(cand, X_OK) == 0) {
-			*ret = cand;
-			return 0;
-		} else if (access(cand, F_OK) == 0)
-			why = "it is not executable";
-		else
-			why = "it does not exist";
-		r = asprintf(ret_msg, "Unable to spawn %s because %s", cand, why) < 0 ? -ENOMEM : -ENOENT;
-		if (r == -ENOMEM)
-			*ret_msg = NULL;
-		free(cand);
-		return r;
-	}
+	if (cwd_relative(argv0))
+		return resolve_relative(argv0, dir, ret, ret_msg);
 	path = env_get(envp, "PATH");
 	if (path) {
-		for (const char *p = path;; p++) {
-			const char *end = strchrnul(p, ':');
-			char *entry = strndup(p, (size_t)(end - p)), *base;
-
-			base = entry ? path_join(dir, entry) : NULL;
-			cand = base ? path_join(base, argv0) : NULL;
-			free(entry);
-			free(base);
-			if (!cand) {
-				r = -ENOMEM;
-				break;
-			}
-			if (is_dir(cand)) {
-				r = appendf(&msg, &len, "%s exists but is a directory.\n", cand);
-			} else if (access(cand, X_OK) == 0) {
-				free(msg);
-				*ret = cand;
-				return 0;
-			} else if (access(cand, F_OK) == 0) {
-				r = appendf(&msg, &len, "%s exists but is not executable.\n", cand);
-			}
-			free(cand);
-			if (r < 0 || !*end)
-				break;
-			p = end;
+		r = search_path(path, argv0, dir, ret, &msg, &len);
+		if (r > 0) {
+			free(msg);
+			return 0;
 		}
 		if (r == 0)
 			r = appendf(&msg, &len, "No viable candidates found in PATH ");

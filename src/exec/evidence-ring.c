@@ -448,6 +448,49 @@ static struct bpf_tracer *open_bpf(struct server *s, enum exec_evidence_mode mod
 	return t;
 }
 
+/*
+ * The audit socket (and the hold on auditing, taken before the status is
+ * read: a server turning auditing off waits for it). Returns the socket,
+ * or -errno with why.
+ */
+static int open_audit(bool enable_audit, struct sandbox_audit_status *st, char *why, size_t whysz)
+{
+	char err[200];
+	int fd;
+
+	ev.hold_fd = sandbox_audit_hold();
+	if (ev.hold_fd < 0)
+		log_warning_errno(ev.hold_fd, "Cannot hold %s: auditing turned on by this "
+			       "server stays on at exit (other servers may rely on it)",
+			       SANDBOX_AUDIT_USERS_PATH);
+	fd = sandbox_audit_open(enable_audit, st, &ev.enabled_by_us, err, sizeof(err));
+	if (fd < 0) {
+		snprintf(why, whysz, "audit: %s", err);
+		ev.hold_fd = safe_close(ev.hold_fd);
+	}
+	return fd;
+}
+
+/* The start-up line that says which denial evidence the server has, and what it misses. */
+static void log_sources(struct server *s, bool audit, const char *audit_why, const char *bpf_why)
+{
+	if (audit && ev.bpf)
+		log_info("Denial evidence: audit + bpf (%s): audit records of Landlock%s and seccomp, "
+			 "and the sys_exit tracer for refusals of read-only mounts (EROFS, EXDEV)%s",
+			 bpf_tracer_source(ev.bpf), s->sandbox.landlock_abi >= 7 ? "" :
+			 " (not logged below ABI 7)", ev.enabled_by_us ? "; auditing turned on by "
+			 "--enable-audit" : "");
+	else if (audit)
+		log_info("Denial evidence: audit (records of Landlock%s and seccomp%s; %s); a write "
+			 "refused by a read-only mount leaves none (docs/SECURITY.md)",
+			 s->sandbox.landlock_abi >= 7 ? "" : ", not logged below ABI 7",
+			 ev.enabled_by_us ? ", auditing turned on by --enable-audit" : "", bpf_why);
+	else
+		log_info("Denial evidence: bpf (%s; %s): refusals of read-only mounts (EROFS, EXDEV) "
+			 "are evidence, EPERM/EACCES alone are not (docs/SECURITY.md)",
+			 bpf_tracer_source(ev.bpf), audit_why);
+}
+
 void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool enable_audit)
 {
 	struct sandbox_audit_status st = { 0 };
@@ -465,25 +508,12 @@ void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool ena
 			 "reference heuristic");
 		return;
 	}
-	if (mode == EXEC_EVIDENCE_BPF) {
+	if (mode == EXEC_EVIDENCE_BPF)
 		snprintf(audit_why, sizeof(audit_why), "audit: not used (--denial-evidence bpf)");
-	} else {
-		char err[200];
-
-		/* Held before the status is read: a server turning auditing off waits for it. */
-		ev.hold_fd = sandbox_audit_hold();
-		if (ev.hold_fd < 0)
-			log_warning_errno(ev.hold_fd, "Cannot hold %s: auditing turned on by this "
-				       "server stays on at exit (other servers may rely on it)",
-				       SANDBOX_AUDIT_USERS_PATH);
-		fd = sandbox_audit_open(enable_audit, &st, &ev.enabled_by_us, err, sizeof(err));
-		if (fd < 0) {
-			snprintf(audit_why, sizeof(audit_why), "audit: %s", err);
-			ev.hold_fd = safe_close(ev.hold_fd);
-		} else {
-			sources |= SANDBOX_EVIDENCE_AUDIT;
-		}
-	}
+	else
+		fd = open_audit(enable_audit, &st, audit_why, sizeof(audit_why));
+	if (fd >= 0)
+		sources |= SANDBOX_EVIDENCE_AUDIT;
 	ev.bpf = open_bpf(s, mode, bpf_why, sizeof(bpf_why));
 	if (ev.bpf) {
 		sources |= SANDBOX_EVIDENCE_BPF;
@@ -513,21 +543,7 @@ void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool ena
 	ev.lost = st.lost;
 	set_source();
 	s->sandbox.audit_log = fd >= 0;
-	if (fd >= 0 && ev.bpf)
-		log_info("Denial evidence: audit + bpf (%s): audit records of Landlock%s and seccomp, "
-			 "and the sys_exit tracer for refusals of read-only mounts (EROFS, EXDEV)%s",
-			 bpf_tracer_source(ev.bpf), s->sandbox.landlock_abi >= 7 ? "" :
-			 " (not logged below ABI 7)", ev.enabled_by_us ? "; auditing turned on by "
-			 "--enable-audit" : "");
-	else if (fd >= 0)
-		log_info("Denial evidence: audit (records of Landlock%s and seccomp%s; %s); a write "
-			 "refused by a read-only mount leaves none (docs/SECURITY.md)",
-			 s->sandbox.landlock_abi >= 7 ? "" : ", not logged below ABI 7",
-			 ev.enabled_by_us ? ", auditing turned on by --enable-audit" : "", bpf_why);
-	else
-		log_info("Denial evidence: bpf (%s; %s): refusals of read-only mounts (EROFS, EXDEV) "
-			 "are evidence, EPERM/EACCES alone are not (docs/SECURITY.md)",
-			 bpf_tracer_source(ev.bpf), audit_why);
+	log_sources(s, fd >= 0, audit_why, bpf_why);
 	if (fd >= 0)
 		arm_recv();
 	if (ev.bpf) {

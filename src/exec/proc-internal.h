@@ -49,6 +49,8 @@ static inline struct conn *proc_conn(const struct proc *p)
 	return c && c->state == CONN_OPEN ? c : NULL;
 }
 
+/* Appends a retained chunk to p's output, without trimming (proc.c). Returns 0 or -ENOMEM. */
+int proc_chunk_append(struct proc *p, uint64_t seq, uint8_t stream, const void *data, size_t len);
 /* Answers every long poll of p that can be answered now (proc-rw.c). */
 void proc_wake_waiters(struct proc *p);
 /* Frees a queued stdin write (proc-rw.c); proc_free drops those left. */

@@ -46,14 +46,12 @@ void proc_network_decision(void *owner, const char *tail)
 
 /* ---- retention ---- */
 
-static void retain(struct proc *p, uint64_t seq, uint8_t stream, const uint8_t *data, size_t len)
+int proc_chunk_append(struct proc *p, uint64_t seq, uint8_t stream, const void *data, size_t len)
 {
 	struct proc_chunk *ch = malloc(sizeof(*ch) + len);
 
-	if (!ch) {
-		log_error_ratelimited("Out of memory retaining output of process '%s'", p->id);
-		return;
-	}
+	if (!ch)
+		return -ENOMEM;
 	ch->seq = seq;
 	ch->len = (uint32_t)len;
 	ch->stream = stream;
@@ -61,6 +59,15 @@ static void retain(struct proc *p, uint64_t seq, uint8_t stream, const uint8_t *
 	list_add_tail(&ch->link, &p->chunks);
 	p->retained_bytes += len;
 	p->n_chunks++;
+	return 0;
+}
+
+static void retain(struct proc *p, uint64_t seq, uint8_t stream, const uint8_t *data, size_t len)
+{
+	if (proc_chunk_append(p, seq, stream, data, len) < 0) {
+		log_error_ratelimited("Out of memory retaining output of process '%s'", p->id);
+		return;
+	}
 	while ((p->retained_bytes > PROC_RETAINED_BYTES || p->n_chunks > PROC_RETAINED_CHUNKS) &&
 	       p->n_chunks > 1) {
 		struct proc_chunk *old = list_first_entry(&p->chunks, struct proc_chunk, link);

@@ -93,8 +93,9 @@ void exec_rpc_process_resize(struct conn *c, json_t *id, json_t *params)
 	struct proc *p;
 	int r;
 
-	if (params_decode(params, "ResizeParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0 ||
-	    check_dim(f[1], "rows", PROC_PTY_MAX_ROWS, &rows, err) < 0 ||
+	if (!params_decode_or_reply(c, id, params, "ResizeParams", fields, ELEMENTSOF(fields), f))
+		return;
+	if (check_dim(f[1], "rows", PROC_PTY_MAX_ROWS, &rows, err) < 0 ||
 	    check_dim(f[2], "cols", PROC_PTY_MAX_COLS, &cols, err) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		return;
@@ -126,14 +127,11 @@ void exec_rpc_process_close_stdin(struct conn *c, json_t *id, json_t *params)
 		{ "processId", P_STRING, true, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	char err[ERRSZ];
 	struct proc *p;
 
-	if (params_decode(params, "CloseStdinParams", fields, ELEMENTSOF(fields), f, err,
-			  sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "CloseStdinParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
-	}
 	p = lookup(c, f[0]);
 	if (!p) {
 		reply_status(c, id, "unknownProcess");
@@ -147,14 +145,11 @@ void exec_rpc_process_close_stdin(struct conn *c, json_t *id, json_t *params)
 void exec_rpc_process_list(struct conn *c, json_t *id, json_t *params)
 {
 	json_t *res, *list;
-	char err[ERRSZ];
 	struct proc *p;
 
 	if (params && !json_is_null(params) &&
-	    params_decode(params, "ListParams", NULL, 0, NULL, err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	    !params_decode_or_reply(c, id, params, "ListParams", NULL, 0, NULL))
 		return;
-	}
 	res = json_object();
 	list = json_array();
 	if (!res || !list) {

@@ -568,7 +568,7 @@ static int start_cgroup(struct start *st)
 	if (st->managed && st->plan) {
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st->psock) < 0)
 			return -errno;
-		sandbox_plan_set_proxy(st->plan, st->psock[1]);
+		sandbox_plan_set_proxy(st->plan, st->psock[1], st->npc->enable_socks5);
 	}
 	/* Its own cgroup, made before the clone (proc-cgroup.c). */
 	st->has_leaf = exec_cg_leaf(st->c->srv, st->plan, &st->limits, &st->leaf);

@@ -51,13 +51,10 @@ static void rpc_process_read(struct conn *c, json_t *id, json_t *params)
 		{ "waitMs", P_U64, false, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	char err[ERRSZ];
 	struct proc *p;
 
-	if (params_decode(params, "ReadParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "ReadParams", fields, ELEMENTSOF(fields), f))
 		return;
-	}
 	p = exec_lookup_process(c, f[0]);
 	if (!p) {
 		rpc_reply_error_quoted(c, id, RPC_INVALID_REQUEST, "unknown process id ", f[0], "");
@@ -75,26 +72,14 @@ static void rpc_process_write(struct conn *c, json_t *id, json_t *params)
 		{ "writeId", P_STRING, true, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	char err[ERRSZ];
 	struct proc *p;
 	uint8_t *data;
-	ssize_t n;
+	size_t n;
 
-	if (params_decode(params, "WriteParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "WriteParams", fields, ELEMENTSOF(fields), f))
 		return;
-	}
-	data = malloc(base64_decoded_max(json_string_length(f[1])) + 1);
-	if (!data) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
+	if (params_base64_or_reply(c, id, f[1], RPC_INVALID_PARAMS, "", &data, &n) < 0)
 		return;
-	}
-	n = base64_decode(json_string_value(f[1]), json_string_length(f[1]), data, err, sizeof(err));
-	if (n < 0) {
-		free(data);
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return;
-	}
 	if (json_string_length(f[2]) == 0) {
 		free(data);
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "writeId must not be empty");
@@ -109,7 +94,7 @@ static void rpc_process_write(struct conn *c, json_t *id, json_t *params)
 		rpc_reply(c, id, r);
 		return;
 	}
-	proc_write(p, c, id, json_string_value(f[2]), data, (size_t)n);
+	proc_write(p, c, id, json_string_value(f[2]), data, n);
 }
 
 static void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
@@ -123,10 +108,8 @@ static void rpc_process_signal(struct conn *c, json_t *id, json_t *params)
 	char err[ERRSZ];
 	size_t errlen;
 
-	if (params_decode(params, "SignalParams", fields, ELEMENTSOF(fields), f, err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "SignalParams", fields, ELEMENTSOF(fields), f))
 		return;
-	}
 	/* {"interrupt": null} is the same variant (serde's map form). */
 	if (params_unit_enum(f[1], signals, err, sizeof(err), &errlen) < 0) {
 		rpc_reply_error_text(c, id, RPC_INVALID_PARAMS, err, errlen);
@@ -142,14 +125,11 @@ static void rpc_process_terminate(struct conn *c, json_t *id, json_t *params)
 		{ "processId", P_STRING, true, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)], *r;
-	char err[ERRSZ];
 	bool running;
 
-	if (params_decode(params, "TerminateParams", fields, ELEMENTSOF(fields), f, err,
-			  sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "TerminateParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
-	}
 	running = exec_terminate(exec_lookup_process(c, f[0]));
 	r = json_object();
 	json_object_set_new(r, "running", json_boolean(running));

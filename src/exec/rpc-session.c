@@ -40,14 +40,11 @@ void exec_rpc_initialize(struct conn *c, json_t *id, json_t *params)
 	};
 	json_t *f[ELEMENTSOF(fields)], *res;
 	struct session *ss;
-	char err[512];
 	int r;
 
-	if (params_decode(params, "InitializeParams", fields, ELEMENTSOF(fields), f, err,
-			  sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+	if (!params_decode_or_reply(c, id, params, "InitializeParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
-	}
 	/* After decoding, as the reference: a second initialize with bad params is -32602. */
 	if (c->initialize_done) {
 		rpc_reply_error(c, id, RPC_INVALID_REQUEST,

@@ -13,33 +13,14 @@
  * use.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "environ.h"
 #include "macro.h"
 #include "shell-snapshot.h"
-
-/* Appends printf output. Returns 0 or -ENOMEM. */
-static int bprintf(struct buf *b, const char *fmt, ...) _printf_(2, 3);
-static int bprintf(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || buf_reserve(b, (size_t)n + 1) < 0)
-		return -ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-	return 0;
-}
 
 static const char *const sec_names[] = {
 	[SNAP_SEC_SHOPT] = "shopt", [SNAP_SEC_SETO] = "seto",       [SNAP_SEC_FUNCS] = "funcs",
@@ -95,14 +76,15 @@ char *snap_capture_script(enum snap_shell sh, const char *nonce)
 	 * hide /proc): `case` is a reserved word, so no function or alias can
 	 * stand in for the test. The answer picks the replay (fd or environment).
 	 */
-	r |= bprintf(&b, "if case . in .) ;; esac 2>/dev/null </dev/fd/%d; then %s '\\0%%s\\0' "
+	r |= buf_printf(&b,
+			"if case . in .) ;; esac 2>/dev/null </dev/fd/%d; then %s '\\0%%s\\0' "
 			"'%s:fd1'; else %s '\\0%%s\\0' '%s:fd0'; fi\n",
 			SNAP_FD, s->mark, nonce, s->mark, nonce);
-	r |= bprintf(&b, "%s", s->rc);
+	r |= buf_printf(&b, "%s", s->rc);
 	for (size_t i = 0; i < SNAP_SEC_END; i++)
-		r |= bprintf(&b, "%s '\\0%%s\\0' '%s:%s'\n%s\n", s->mark, nonce, sec_names[i],
+		r |= buf_printf(&b, "%s '\\0%%s\\0' '%s:%s'\n%s\n", s->mark, nonce, sec_names[i],
 				s->sec[i][0] ? s->sec[i] : ":");
-	r |= bprintf(&b, "%s '\\0%%s\\0' '%s:%s'\n", s->mark, nonce, sec_names[SNAP_SEC_END]);
+	r |= buf_printf(&b, "%s '\\0%%s\\0' '%s:%s'\n", s->mark, nonce, sec_names[SNAP_SEC_END]);
 	if (r < 0 || buf_append(&b, "", 1) < 0) {
 		buf_done(&b);
 		return NULL;
@@ -182,7 +164,7 @@ static int shopt_line(struct buf *b, const char *l, size_t n, enum snap_shell sh
 	if (!starts(l, n, "shopt ") || memmem(l, n, "login_shell", 11) ||
 	    memmem(l, n, "restricted_shell", 16))
 		return 0;
-	return bprintf(b, "%.*s\n", (int)n, l);
+	return buf_printf(b, "%.*s\n", (int)n, l);
 }
 
 /*
@@ -193,17 +175,17 @@ static int shopt_line(struct buf *b, const char *l, size_t n, enum snap_shell sh
 static int seto_line(struct buf *b, const char *l, size_t n, enum snap_shell sh)
 {
 	if (sh == SNAP_ZSH)
-		return n ? bprintf(b, "setopt %.*s\n", (int)n, l) : 0;
+		return n ? buf_printf(b, "setopt %.*s\n", (int)n, l) : 0;
 	if (!starts(l, n, "set -o ") || memmem(l, n, "privileged", 10))
 		return 0;
-	return bprintf(b, "%.*s\n", (int)n, l);
+	return buf_printf(b, "%.*s\n", (int)n, l);
 }
 
 /* Aliases: bash and zsh print definitions to run. */
 static int alias_line(struct buf *b, const char *l, size_t n, enum snap_shell sh)
 {
 	(void)sh;
-	return n ? bprintf(b, "%.*s\n", (int)n, l) : 0;
+	return n ? buf_printf(b, "%.*s\n", (int)n, l) : 0;
 }
 
 char *snap_render_state(enum snap_shell sh, const struct snap_sections *s, size_t *ret_len)
@@ -211,13 +193,13 @@ char *snap_render_state(enum snap_shell sh, const struct snap_sections *s, size_
 	struct buf b = { 0 };
 	int r = 0;
 
-	r |= bprintf(&b, "# uexec shell snapshot\n");
+	r |= buf_printf(&b, "# uexec shell snapshot\n");
 	/* The startup files' aliases would otherwise clash with the functions defined below. */
-	r |= bprintf(&b, "unalias -a 2>/dev/null || true\n");
+	r |= buf_printf(&b, "unalias -a 2>/dev/null || true\n");
 	r |= each_line(s->part[SNAP_SEC_SHOPT], s->len[SNAP_SEC_SHOPT], shopt_line, &b, sh);
 	if (s->len[SNAP_SEC_FUNCS]) {
 		r |= buf_append(&b, s->part[SNAP_SEC_FUNCS], s->len[SNAP_SEC_FUNCS]);
-		r |= bprintf(&b, "\n");
+		r |= buf_printf(&b, "\n");
 	}
 	r |= each_line(s->part[SNAP_SEC_SETO], s->len[SNAP_SEC_SETO], seto_line, &b, sh);
 	r |= each_line(s->part[SNAP_SEC_ALIASES], s->len[SNAP_SEC_ALIASES], alias_line, &b, sh);
@@ -228,4 +210,37 @@ char *snap_render_state(enum snap_shell sh, const struct snap_sections *s, size_
 	}
 	*ret_len = b.len - 1;
 	return (char *)b.data;
+}
+
+/* Splits env -0 output into a strv of NAME=value entries, dropping what is not one. */
+int snap_parse_env(const char *s, size_t n, char ***ret)
+{
+	size_t count = 0, k = 0;
+	char **v;
+
+	for (size_t i = 0; i < n; i++)
+		count += s[i] == 0;
+	v = calloc(count + 2, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	while (n > 0) {
+		const char *z = memchr(s, 0, n);
+		size_t ln = z ? (size_t)(z - s) : n;
+		const char *eq = memchr(s, '=', ln);
+
+		/* PWD and OLDPWD are the capture's, not the command's. */
+		if (eq && eq != s && !(eq - s == 3 && memcmp(s, "PWD", 3) == 0) &&
+		    !(eq - s == 6 && memcmp(s, "OLDPWD", 6) == 0)) {
+			v[k] = strndup(s, ln);
+			if (!v[k]) {
+				environ_strv_free(v);
+				return -ENOMEM;
+			}
+			k++;
+		}
+		s += ln + (z ? 1 : 0);
+		n -= ln + (z ? 1 : 0);
+	}
+	*ret = v;
+	return 0;
 }

@@ -1,35 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shell snapshots (shell-snapshot.h): the per-session cache, the capture as a
- * child process on the ring (its stdout read with read ops, its exit through
- * a poll of its pidfd, a timer for the deadline), and the launch of a command
- * that replays a snapshot.
+ * Shell snapshots (shell-snapshot.h): the per-session cache of captured
+ * states, the requests parked on a capture, and the decision for one
+ * process/start. The capture runs in shell-snapshot-capture.c, the launch
+ * that replays a snapshot is built in shell-snapshot-launch.c
+ * (shell-snapshot-internal.h holds what the files share).
  *
  * A request that needs a capture is parked (an rpc_pending) and started
  * again, from the top, once the capture is over: whatever happened meanwhile
  * (a process of the same id, a draining server) is checked again, and the
  * second pass never parks, it takes what the cache holds.
- *
- * The state reaches the command as a sealed memfd opened read-only at
- * SNAP_FD: no file on disk to clean up or to let a sandbox read, no path
- * another process could swap. Landlock does not restrict such an internal
- * file (it is not in any mounted hierarchy); a shell that cannot open
- * /dev/fd/N at all (no /proc in its view) gets the state through the
- * environment instead, as POSIX sh always does (it cannot close a
- * descriptor above 9).
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "conn.h"
 #include "environ.h"
@@ -39,58 +25,9 @@
 #include "rpc.h"
 #include "server.h"
 #include "session.h"
-#include "shell-snapshot.h"
-#include "spawn.h"
+#include "shell-snapshot-internal.h"
 
-#define READ_CHUNK 65536
-
-enum entry_state { E_CAPTURING, E_READY, E_FAILED };
-
-struct snap_entry;
-
-struct snap_capture {
-	struct list_head link; /* captures: every one, so that shutdown finds those let go of */
-	struct snap_entry *e; /* NULL once the entry let go of it (it frees itself when idle) */
-	struct server *srv;
-	enum snap_shell sh;
-	char nonce[33];
-	pid_t pid;
-	int pidfd, out_fd;
-	struct uring_op read_op, exit_op;
-	struct uring_timer timer;
-	uint8_t *buf;
-	size_t len, cap;
-	bool eof, exited, failed;
-	int status; /* waitid's: exit code, or 128 + signal */
-};
-
-struct snap_waiter {
-	struct rpc_pending pend;
-	struct list_head link; /* entry->waiters */
-	json_t *params;
-	snap_resume_fn resume;
-};
-
-struct snap_entry {
-	struct list_head link; /* session->snapshots, least recently used first */
-	struct session *ss;
-	char *key;
-	enum entry_state status;
-	enum snap_shell sh;
-	unsigned attempts;
-	uint64_t retry_at_ms;
-	struct snap_capture *cap;
-	struct list_head waiters;
-	/* E_READY */
-	char *state;  /* the script to source */
-	size_t state_len;
-	int memfd;    /* sealed: "close SNAP_FD" + state; -1: replay through the environment */
-	char **env;   /* the captured environment, after the request's envPolicy */
-};
-
-static unsigned n_total;     /* entries in the whole server (SNAP_MAX_TOTAL) */
-static unsigned n_capturing; /* captures running (SNAP_MAX_CAPTURES): their output is memory */
-static struct list_head captures = { &captures, &captures };
+static unsigned n_total; /* entries in the whole server (SNAP_MAX_TOTAL) */
 
 static uint64_t now_ms(void)
 {
@@ -128,298 +65,6 @@ int snap_check_shape(json_t *snap, char *err, size_t size)
 	    params_decode_nested(f[1], "ShellInfo", shell, ELEMENTSOF(shell), f, err, size) < 0)
 		return -EINVAL;
 	return 0;
-}
-
-void snap_apply(struct snap_launch *l, char **argv, char ***envp, struct spawn_args *sa)
-{
-	argv[1] = (char *)l->flag;
-	argv[2] = l->script;
-	environ_strv_free(*envp);
-	sa->envp = *envp = TAKE_PTR(l->env);
-	sa->extra_fd = l->fd > 0 ? l->fd : 0;
-	sa->extra_fd_at = SNAP_FD;
-}
-
-void snap_launch_done(struct snap_launch *l)
-{
-	free(l->script);
-	l->script = NULL;
-	environ_strv_free(l->env);
-	l->env = NULL;
-	l->fd = safe_close(l->fd);
-}
-
-/* ---- the capture child ---- */
-
-static void capture_free(struct snap_capture *cap)
-{
-	n_capturing--;
-	list_del(&cap->link);
-	safe_close(cap->pidfd);
-	safe_close(cap->out_fd);
-	free(cap->buf);
-	free(cap);
-}
-
-static bool capture_idle(const struct snap_capture *cap)
-{
-	return uring_op_idle(&cap->read_op) && uring_op_idle(&cap->exit_op) &&
-	       uring_op_idle(&cap->timer.op);
-}
-
-static void entry_captured(struct snap_entry *e, struct snap_capture *cap);
-
-/*
- * Moves the capture on: hands a finished one (or a failed one, at once) to
- * its entry; frees one nobody holds once its ops are over. A failed child is
- * killed with its process group, and its pipe read cancelled: a daemon a
- * startup file left behind may hold the pipe open.
- */
-static void capture_step(struct snap_capture *cap)
-{
-	if (cap->failed && !cap->exited) {
-		(void)kill(-cap->pid, SIGKILL);
-		(void)kill(cap->pid, SIGKILL);
-	}
-	if (cap->failed && !uring_op_idle(&cap->read_op) && !cap->srv->stopping)
-		uring_cancel(&cap->srv->ring, &cap->read_op);
-	if (cap->e && (cap->failed || (cap->eof && cap->exited))) {
-		struct snap_entry *e = cap->e;
-
-		cap->e = NULL;
-		e->cap = NULL;
-		entry_captured(e, cap);
-	}
-	if (!cap->e && cap->timer.armed && !cap->srv->stopping)
-		uring_timer_cancel(&cap->timer);
-	if (!cap->e && capture_idle(cap))
-		capture_free(cap);
-}
-
-static void capture_read(struct snap_capture *cap);
-
-static void on_read(struct uring_op *op, int res, uint32_t flags)
-{
-	struct snap_capture *cap = container_of(op, struct snap_capture, read_op);
-
-	(void)flags;
-	if (res > 0) {
-		cap->len += (size_t)res;
-		if (cap->len > SNAP_MAX_CAPTURE_BYTES)
-			cap->failed = true;
-	} else if (res == 0) {
-		cap->eof = true;
-	} else if (res != -EINTR && res != -EAGAIN) {
-		cap->failed = true;
-	}
-	if (!cap->eof && !cap->failed && cap->e)
-		capture_read(cap);
-	capture_step(cap);
-}
-
-static void capture_read(struct snap_capture *cap)
-{
-	struct io_uring_sqe *sqe;
-
-	if (cap->cap - cap->len < READ_CHUNK) {
-		size_t ncap = cap->cap ? cap->cap * 2 : 2 * READ_CHUNK;
-		uint8_t *nb;
-
-		if (ncap > SNAP_MAX_CAPTURE_BYTES + 2 * READ_CHUNK)
-			ncap = SNAP_MAX_CAPTURE_BYTES + 2 * READ_CHUNK;
-		nb = realloc(cap->buf, ncap);
-		if (!nb) {
-			cap->failed = true;
-			return;
-		}
-		cap->buf = nb;
-		cap->cap = ncap;
-	}
-	sqe = uring_get_sqe(&cap->srv->ring, &cap->read_op, on_read);
-	io_uring_prep_read(sqe, cap->out_fd, cap->buf + cap->len, READ_CHUNK, (uint64_t)-1);
-}
-
-static void on_exit_ready(struct uring_op *op, int res, uint32_t flags)
-{
-	struct snap_capture *cap = container_of(op, struct snap_capture, exit_op);
-	siginfo_t si = { 0 };
-
-	(void)flags;
-	if (res < 0 || waitid((idtype_t)P_PIDFD, (id_t)cap->pidfd, &si, WEXITED | WNOHANG) < 0 ||
-	    si.si_pid == 0) {
-		/* Not gone yet (a spurious wake-up): wait on, killed or not, so it is reaped. */
-		if (res >= 0 && si.si_pid == 0 && !cap->srv->stopping) {
-			struct io_uring_sqe *sqe = uring_get_sqe(&cap->srv->ring, op, on_exit_ready);
-
-			io_uring_prep_poll_add(sqe, cap->pidfd, POLLIN);
-			return;
-		}
-		cap->failed = true;
-		cap->exited = true; /* nothing more to learn: the kill is not needed again */
-	} else {
-		cap->exited = true;
-		cap->status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
-		if (cap->status != 0)
-			cap->failed = true;
-	}
-	capture_step(cap);
-}
-
-static void on_timeout(struct uring_timer *t, bool fired)
-{
-	struct snap_capture *cap = container_of(t, struct snap_capture, timer);
-
-	if (fired && cap->e) {
-		log_warning_ratelimited("Session %s: shell snapshot capture timed out after %d ms",
-					cap->e->ss->id, SNAP_TIMEOUT_MS);
-		cap->failed = true;
-	}
-	capture_step(cap);
-}
-
-/* A sealed memfd holding data: a snapshot, or (empty) the probe a capture opens through /dev/fd. */
-static int sealed_memfd(const char *data, size_t len)
-{
-	_cleanup_close_ int fd = memfd_create("uexec-shell-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	size_t off = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
-		ssize_t n = write(fd, data + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		off += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
-		return -errno;
-	return TAKE_FD(fd);
-}
-
-/* A read-only open file description of its own (the command must not share an offset). */
-static int reopen_ro(int fd)
-{
-	char path[64];
-	int r;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	r = open(path, O_RDONLY | O_CLOEXEC);
-	return r < 0 ? -errno : r;
-}
-
-/*
- * Starts `<argv0> -lc <capture script>` as the command would start (program,
- * arg0, environment, cwd, sandbox), with stdin and stderr on /dev/null and
- * stdout a pipe, in a process group of its own.
- */
-/*
- * The audit log's shellSnapshot.capture line: a process the server ran for
- * the client (what, where, sandboxed or not), never its environment.
- */
-static void audit_capture(struct conn *c, json_t *process_id, const struct spawn_args *sa, pid_t pid)
-{
-	struct log_field fl[] = {
-		LOG_STR("session", c->sess->id),
-		LOG_STRN("process", json_string_value(process_id), json_string_length(process_id)),
-		LOG_STR("client", c->peer),
-		LOG_STR("program", sa->argv[0]),
-		LOG_STR("cwd", sa->cwd ? sa->cwd : ""),
-		LOG_BOOL("sandboxed", sa->sandbox != NULL),
-		LOG_INT("pid", pid),
-	};
-
-	if (log_audit_enabled())
-		log_audit("shellSnapshot.capture", fl, ELEMENTSOF(fl));
-}
-
-static int capture_start(struct snap_entry *e, struct conn *c, json_t *process_id,
-			 const struct spawn_args *sa)
-{
-	struct server *srv = c->srv;
-	struct spawn_args ca = *sa;
-	struct spawn_result res;
-	struct snap_capture *cap;
-	uint8_t rnd[16];
-	char *script = NULL, **argv = NULL;
-	size_t argc = 0;
-	int r, probe = -1, devnull = -1;
-
-	if (n_capturing >= SNAP_MAX_CAPTURES)
-		return -EBUSY;
-	cap = calloc(1, sizeof(*cap));
-	if (!cap)
-		return -ENOMEM;
-	n_capturing++;
-	list_add_tail(&cap->link, &captures);
-	cap->pidfd = cap->out_fd = -1;
-	cap->srv = srv;
-	cap->sh = e->sh;
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
-		r = -EIO;
-		goto fail;
-	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(cap->nonce + 2 * i, 3, "%02x", rnd[i]);
-	while (sa->argv[argc])
-		argc++;
-	script = snap_capture_script(e->sh, cap->nonce);
-	argv = calloc(argc + 1, sizeof(char *));
-	if (!script || !argv) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	memcpy(argv, sa->argv, argc * sizeof(char *));
-	argv[2] = script;
-	/* sh cannot close fd 16: it always gets the state through the environment. */
-	r = probe = e->sh == SNAP_SH ? 0 : sealed_memfd("", 0);
-	if (r < 0)
-		goto fail;
-	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (devnull < 0) {
-		r = -errno;
-		goto fail;
-	}
-	ca.argv = argv;
-	ca.tty = false;
-	ca.pipe_stdin = false;
-	ca.stdin_socket = false;
-	ca.stderr_fd = devnull;
-	ca.cgroup = NULL;
-	ca.exec_self = false;
-	ca.extra_fd = probe > 0 ? probe : 0;
-	ca.extra_fd_at = SNAP_FD;
-	r = spawn_process(&ca, &res, NULL);
-	if (r < 0)
-		goto fail;
-	audit_capture(c, process_id, sa, res.pid);
-	safe_close(res.stdin_fd);
-	safe_close(res.err_fd);
-	cap->pid = res.pid;
-	cap->pidfd = res.pidfd;
-	cap->out_fd = res.out_fd;
-	cap->e = e;
-	e->cap = cap;
-	capture_read(cap);
-	{
-		struct io_uring_sqe *sqe = uring_get_sqe(&srv->ring, &cap->exit_op, on_exit_ready);
-
-		io_uring_prep_poll_add(sqe, cap->pidfd, POLLIN);
-	}
-	uring_timer_arm(&srv->ring, &cap->timer, SNAP_TIMEOUT_MS, on_timeout);
-	r = 0;
-	cap = NULL;
-fail:
-	if (probe > 0)
-		safe_close(probe);
-	safe_close(devnull);
-	free(script);
-	free(argv);
-	if (cap)
-		capture_free(cap);
-	return r;
 }
 
 /* ---- the cache ---- */
@@ -467,39 +112,6 @@ static void entry_wake(struct snap_entry *e)
 	}
 }
 
-/* Splits env -0 output into a strv of NAME=value entries, dropping what is not one. */
-static int parse_env(const char *s, size_t n, char ***ret)
-{
-	size_t count = 0, k = 0;
-	char **v;
-
-	for (size_t i = 0; i < n; i++)
-		count += s[i] == 0;
-	v = calloc(count + 2, sizeof(char *));
-	if (!v)
-		return -ENOMEM;
-	while (n > 0) {
-		const char *z = memchr(s, 0, n);
-		size_t ln = z ? (size_t)(z - s) : n;
-		const char *eq = memchr(s, '=', ln);
-
-		/* PWD and OLDPWD are the capture's, not the command's. */
-		if (eq && eq != s && !(eq - s == 3 && memcmp(s, "PWD", 3) == 0) &&
-		    !(eq - s == 6 && memcmp(s, "OLDPWD", 6) == 0)) {
-			v[k] = strndup(s, ln);
-			if (!v[k]) {
-				environ_strv_free(v);
-				return -ENOMEM;
-			}
-			k++;
-		}
-		s += ln + (z ? 1 : 0);
-		n -= ln + (z ? 1 : 0);
-	}
-	*ret = v;
-	return 0;
-}
-
 static int entry_fill(struct snap_entry *e, struct snap_capture *cap, json_t *env_policy)
 {
 	struct snap_sections sec;
@@ -514,36 +126,20 @@ static int entry_fill(struct snap_entry *e, struct snap_capture *cap, json_t *en
 		return -ENOMEM;
 	if (e->state_len + sec.len[SNAP_SEC_ENV] > SNAP_MAX_BYTES)
 		return -E2BIG;
-	r = parse_env(sec.part[SNAP_SEC_ENV], sec.len[SNAP_SEC_ENV], &env);
+	r = snap_parse_env(sec.part[SNAP_SEC_ENV], sec.len[SNAP_SEC_ENV], &env);
 	if (r >= 0)
 		r = environ_filter_policy(env, env_policy, &e->env);
 	environ_strv_free(env);
 	if (r < 0)
 		return r;
 	e->memfd = -1;
-	if (sec.fd_ok && cap->sh != SNAP_SH) {
-		char head[96];
-		/* zsh reads only one digit before a redirection: its {var} form for fd 16. */
-		int n = cap->sh == SNAP_ZSH
-				? snprintf(head, sizeof(head), "__uexec_snapshot_fd=%d\nexec "
-					   "{__uexec_snapshot_fd}<&-\nunset __uexec_snapshot_fd\n", SNAP_FD)
-				: snprintf(head, sizeof(head), "\\exec %d<&-\n", SNAP_FD);
-		char *all = malloc((size_t)n + e->state_len);
-
-		if (!all)
-			return -ENOMEM;
-		memcpy(all, head, (size_t)n);
-		memcpy(all + n, e->state, e->state_len);
-		e->memfd = sealed_memfd(all, (size_t)n + e->state_len);
-		free(all);
-		if (e->memfd < 0)
-			e->memfd = -1; /* replayed through the environment */
-	}
+	if (sec.fd_ok && cap->sh != SNAP_SH)
+		return snap_state_memfd(cap->sh, e->state, e->state_len, &e->memfd);
 	return 0;
 }
 
 /* A capture is over: the entry holds a snapshot, or a failure to retry later. */
-static void entry_captured(struct snap_entry *e, struct snap_capture *cap)
+void snap_entry_captured(struct snap_entry *e, struct snap_capture *cap)
 {
 	/* The key is [scope, shell, path, cwd, envPolicy, sandbox]: the policy filters the env. */
 	json_t *key = json_loads(e->key, 0, NULL);
@@ -587,7 +183,7 @@ static void entry_free(struct snap_entry *e)
 		/* Killed; it frees itself once its ops are over. */
 		e->cap->e = NULL;
 		e->cap->failed = true;
-		capture_step(e->cap);
+		snap_capture_step(e->cap);
 	}
 	list_del(&e->link);
 	n_total--;
@@ -596,21 +192,6 @@ static void entry_free(struct snap_entry *e)
 	safe_close(e->memfd);
 	environ_strv_free(e->env);
 	free(e);
-}
-
-void snap_shutdown(void)
-{
-	/* The ring is not run again: each capture is killed and reaped here, as processes are. */
-	while (!list_empty(&captures)) {
-		struct snap_capture *cap = list_first_entry(&captures, struct snap_capture, link);
-		siginfo_t si;
-
-		(void)kill(-cap->pid, SIGKILL);
-		(void)kill(cap->pid, SIGKILL);
-		if (!cap->exited)
-			(void)waitid((idtype_t)P_PIDFD, (id_t)cap->pidfd, &si, WEXITED);
-		capture_free(cap);
-	}
 }
 
 void snap_session_free(struct session *ss)
@@ -657,93 +238,6 @@ static char *make_key(const struct snap_start *st)
 	return k;
 }
 
-static const char *const restore_flags[] = { [SNAP_BASH] = "-pc", [SNAP_ZSH] = "-fc", [SNAP_SH] = "-c" };
-/* Startup files the flag skipped stay skipped; what the flag changed is put back. */
-static const char *const restore_prefix[] = {
-	[SNAP_BASH] = "set +o privileged\n", [SNAP_ZSH] = "setopt RCS\n", [SNAP_SH] = "",
-};
-
-static int add_env(char ***envp, const char *name, const char *val, size_t len)
-{
-	size_t n = 0, nl = strlen(name);
-	char **v, *s;
-
-	while ((*envp)[n])
-		n++;
-	s = malloc(nl + 1 + len + 1);
-	v = s ? realloc(*envp, (n + 2) * sizeof(char *)) : NULL;
-	if (!v) {
-		free(s);
-		return -ENOMEM;
-	}
-	memcpy(s, name, nl);
-	s[nl] = '=';
-	memcpy(s + nl + 1, val, len);
-	s[nl + 1 + len] = 0;
-	v[n] = s;
-	v[n + 1] = NULL;
-	*envp = v;
-	return 0;
-}
-
-/*
- * The launch of a command with a ready snapshot: the request's environment
- * under the captured one (the request's own names win), and a script that
- * restores the state, then runs the command.
- */
-static int build_launch(struct snap_entry *e, const struct snap_start *st,
-			const struct spawn_args *sa, struct snap_launch *l)
-{
-	char restore[4096], name[64];
-	const char *cmd = json_string_value(json_array_get(st->argv, 2));
-	size_t cl = json_string_length(json_array_get(st->argv, 2));
-	int r, n;
-
-	*l = (struct snap_launch){ .fd = -1, .flag = restore_flags[e->sh] };
-	r = environ_overlay(sa->envp, e->env, st->env, &l->env);
-	if (r < 0)
-		return r;
-	if (e->memfd >= 0)
-		l->fd = reopen_ro(e->memfd);
-	if (l->fd >= 0) {
-		snprintf(restore, sizeof(restore), ". /dev/fd/%d", SNAP_FD);
-	} else {
-		/* Through the environment, in chunks under the kernel's limit on one string. */
-		size_t nchunks = (e->state_len + SNAP_ENV_CHUNK - 1) / SNAP_ENV_CHUNK, o;
-
-		o = (size_t)snprintf(restore, sizeof(restore), "eval \"unset");
-		for (size_t i = 0; i < nchunks && o < sizeof(restore); i++)
-			o += (size_t)snprintf(restore + o, sizeof(restore) - o,
-					      " __CODEX_SHELL_SNAPSHOT_STATE_%zu", i);
-		o += (size_t)snprintf(restore + o, o < sizeof(restore) ? sizeof(restore) - o : 0, "\n");
-		for (size_t i = 0; i < nchunks && o < sizeof(restore); i++)
-			o += (size_t)snprintf(restore + o, sizeof(restore) - o,
-					      "${__CODEX_SHELL_SNAPSHOT_STATE_%zu}", i);
-		o += (size_t)snprintf(restore + o, o < sizeof(restore) ? sizeof(restore) - o : 0, "\"");
-		if (o >= sizeof(restore))
-			return -E2BIG;
-		for (size_t i = 0; i < nchunks; i++) {
-			size_t off = i * SNAP_ENV_CHUNK, len = e->state_len - off;
-
-			snprintf(name, sizeof(name), "__CODEX_SHELL_SNAPSHOT_STATE_%zu", i);
-			r = add_env(&l->env, name, e->state + off, len < SNAP_ENV_CHUNK ? len : SNAP_ENV_CHUNK);
-			if (r < 0)
-				return r;
-		}
-	}
-	n = snprintf(NULL, 0, "%sif ! %s >/dev/null; then printf 'failed to restore shell snapshot\\n' >&2; fi\n",
-		     restore_prefix[e->sh], restore);
-	l->script = malloc((size_t)n + cl + 1);
-	if (!l->script)
-		return -ENOMEM;
-	snprintf(l->script, (size_t)n + 1,
-		 "%sif ! %s >/dev/null; then printf 'failed to restore shell snapshot\\n' >&2; fi\n",
-		 restore_prefix[e->sh], restore);
-	memcpy(l->script + n, cmd, cl);
-	l->script[(size_t)n + cl] = 0;
-	return 0;
-}
-
 static int park(struct conn *c, json_t *id, struct snap_entry *e, json_t *params, snap_resume_fn resume)
 {
 	struct snap_waiter *w = calloc(1, sizeof(*w));
@@ -762,73 +256,89 @@ static bool str_is(json_t *v, const char *s)
 	return json_is_string(v) && json_string_length(v) == strlen(s) && strcmp(json_string_value(v), s) == 0;
 }
 
-enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_start *st,
-			      const struct spawn_args *sa, bool may_park, snap_resume_fn resume,
-			      struct snap_launch *ret)
+/* One process/start's part in the decision, borrowed from snap_prepare's arguments. */
+struct snap_req {
+	struct conn *c;
+	json_t *id;
+	const struct snap_start *st;
+	const struct spawn_args *sa;
+	snap_resume_fn resume;
+};
+
+/*
+ * The shell of a launch that can be snapshotted: only `<shell.path> -lc
+ * <command> [args]` (SNAP_NONE: anything else runs as it is), of a shell
+ * that has a capture script (else SNAP_ERROR, replied).
+ */
+static enum snap_result launch_shell(const struct snap_req *q, enum snap_shell *ret)
 {
 	static const char *const names[] = { [SNAP_BASH] = "bash", [SNAP_ZSH] = "zsh", [SNAP_SH] = "sh" };
-	struct session *ss = c->sess;
+	const struct snap_start *st = q->st;
 	json_t *shell = json_object_get(st->snap, "shell"), *name = json_object_get(shell, "name");
 	json_t *path = json_object_get(shell, "path");
-	struct snap_entry *e, *found = NULL;
-	enum snap_shell sh = SNAP_BASH;
-	char *key;
 	size_t i;
-	int r;
 
-	/* Only `<shell.path> -lc <command> [args]`: anything else runs as it is. */
 	if (json_array_size(st->argv) < 3 || !json_equal(json_array_get(st->argv, 0), path) ||
 	    !str_is(json_array_get(st->argv, 1), "-lc"))
 		return SNAP_NONE;
 	for (i = 0; i < ELEMENTSOF(names) && !str_is(name, names[i]); i++)
 		;
 	if (i == ELEMENTSOF(names)) {
-		rpc_reply_error_quoted(c, id, RPC_INVALID_PARAMS, "shell snapshots are unsupported for shell `",
-				       name, "`");
+		rpc_reply_error_quoted(q->c, q->id, RPC_INVALID_PARAMS,
+				       "shell snapshots are unsupported for shell `", name, "`");
 		return SNAP_ERROR;
 	}
-	sh = (enum snap_shell)i;
-	key = make_key(st);
-	if (!key || strlen(key) > SNAP_MAX_KEY_BYTES) {
-		free(key);
-		return SNAP_NONE;
-	}
-	list_for_each_entry(e, &ss->snapshots, link)
-		if (strcmp(e->key, key) == 0) {
-			found = e;
-			break;
-		}
-	if (found) {
-		free(key);
-		/* Most recently used last. */
-		list_del(&found->link);
-		list_add_tail(&found->link, &ss->snapshots);
-		if (found->status == E_READY) {
-			r = build_launch(found, st, sa, ret);
-			if (r < 0) {
-				snap_launch_done(ret);
-				return SNAP_NONE;
-			}
-			return SNAP_APPLY;
-		}
-		if (!may_park)
+	*ret = (enum snap_shell)i;
+	return SNAP_APPLY;
+}
+
+/*
+ * A cached key: its snapshot applied when ready; else the request parked
+ * on its capture, started again first after a failure (when the attempts
+ * and the retry delay allow).
+ */
+static enum snap_result use_entry(struct snap_entry *e, const struct snap_req *q, bool may_park,
+				  struct snap_launch *ret)
+{
+	int r;
+
+	/* Most recently used last. */
+	list_del(&e->link);
+	list_add_tail(&e->link, &e->ss->snapshots);
+	if (e->status == E_READY) {
+		r = snap_build_launch(e, q->st, q->sa, ret);
+		if (r < 0) {
+			snap_launch_done(ret);
 			return SNAP_NONE;
-		if (found->status == E_FAILED) {
-			if (found->attempts >= SNAP_MAX_ATTEMPTS || now_ms() < found->retry_at_ms)
-				return SNAP_NONE;
-			found->attempts++;
-			r = capture_start(found, c, json_object_get(st->params, "processId"), sa);
-			if (r == -EBUSY)
-				found->attempts--; /* too many captures at once: not this key's fault */
-			if (r < 0) {
-				found->retry_at_ms = now_ms() + SNAP_RETRY_MS;
-				return SNAP_NONE;
-			}
-			found->status = E_CAPTURING;
 		}
-		return park(c, id, found, st->params, resume) < 0 ? SNAP_NONE : SNAP_PARKED;
+		return SNAP_APPLY;
 	}
-	if (!may_park || !make_room(ss)) {
+	if (!may_park)
+		return SNAP_NONE;
+	if (e->status == E_FAILED) {
+		if (e->attempts >= SNAP_MAX_ATTEMPTS || now_ms() < e->retry_at_ms)
+			return SNAP_NONE;
+		e->attempts++;
+		r = snap_capture_start(e, q->c, json_object_get(q->st->params, "processId"), q->sa);
+		if (r == -EBUSY)
+			e->attempts--; /* too many captures at once: not this key's fault */
+		if (r < 0) {
+			e->retry_at_ms = now_ms() + SNAP_RETRY_MS;
+			return SNAP_NONE;
+		}
+		e->status = E_CAPTURING;
+	}
+	return park(q->c, q->id, e, q->st->params, q->resume) < 0 ? SNAP_NONE : SNAP_PARKED;
+}
+
+/* A key not cached: a new entry (key taken over), its capture started, the request parked. */
+static enum snap_result new_entry(struct session *ss, char *key, enum snap_shell sh,
+				  const struct snap_req *q)
+{
+	struct snap_entry *e;
+	int r;
+
+	if (!make_room(ss)) {
 		free(key);
 		return SNAP_NONE;
 	}
@@ -846,7 +356,7 @@ enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_star
 	list_init(&e->waiters);
 	list_add_tail(&e->link, &ss->snapshots);
 	n_total++;
-	r = capture_start(e, c, json_object_get(st->params, "processId"), sa);
+	r = snap_capture_start(e, q->c, json_object_get(q->st->params, "processId"), q->sa);
 	if (r == -EBUSY) {
 		/* Too many captures at once: this command runs as asked, a later one captures. */
 		entry_free(e);
@@ -858,7 +368,38 @@ enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_star
 		e->retry_at_ms = now_ms() + SNAP_RETRY_MS;
 		return SNAP_NONE;
 	}
-	if (park(c, id, e, st->params, resume) < 0)
+	if (park(q->c, q->id, e, q->st->params, q->resume) < 0)
 		return SNAP_NONE;
 	return SNAP_PARKED;
+}
+
+enum snap_result snap_prepare(struct conn *c, json_t *id, const struct snap_start *st,
+			      const struct spawn_args *sa, bool may_park, snap_resume_fn resume,
+			      struct snap_launch *ret)
+{
+	const struct snap_req q = { .c = c, .id = id, .st = st, .sa = sa, .resume = resume };
+	struct session *ss = c->sess;
+	enum snap_shell sh = SNAP_BASH;
+	enum snap_result res;
+	struct snap_entry *e;
+	char *key;
+
+	res = launch_shell(&q, &sh);
+	if (res != SNAP_APPLY)
+		return res;
+	key = make_key(st);
+	if (!key || strlen(key) > SNAP_MAX_KEY_BYTES) {
+		free(key);
+		return SNAP_NONE;
+	}
+	list_for_each_entry(e, &ss->snapshots, link)
+		if (strcmp(e->key, key) == 0) {
+			free(key);
+			return use_entry(e, &q, may_park, ret);
+		}
+	if (!may_park) {
+		free(key);
+		return SNAP_NONE;
+	}
+	return new_entry(ss, key, sh, &q);
 }

@@ -113,3 +113,9 @@ int snap_parse_sections(enum snap_shell sh, const char *out, size_t len, const c
 			struct snap_sections *ret);
 /* The state script (a string to source) from the sections; NULL without memory. */
 char *snap_render_state(enum snap_shell sh, const struct snap_sections *s, size_t *ret_len);
+/*
+ * Splits the env section (env -0's output) into a strv of NAME=value
+ * entries, dropping what is not one and the capture's PWD and OLDPWD.
+ * Returns 0 or -ENOMEM.
+ */
+int snap_parse_env(const char *s, size_t n, char ***ret);

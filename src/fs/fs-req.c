@@ -162,18 +162,6 @@ static void finish_after_close(struct fs_req *r)
 	fs_req_finish(r, res);
 }
 
-bool fs_decode_params(struct conn *c, json_t *id, json_t *params, const char *name,
-		   const struct pfield *f, size_t n, json_t **out)
-{
-	char err[ERRSZ];
-
-	if (params_decode(params, name, f, n, out, err, sizeof(err)) < 0) {
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return false;
-	}
-	return true;
-}
-
 uint64_t fs_ms_of(const struct statx_timestamp *t)
 {
 	return (uint64_t)t->tv_sec * 1000 + t->tv_nsec / 1000000;

@@ -170,9 +170,6 @@ int fs_trunc_open_errno(int dirfd, const char *name, bool follow, int err);
  */
 void fs_req_rewrite_start(struct fs_req *r, int fd, const struct statx *st, const char *method,
 			  void (*next)(struct fs_req *r));
-/* params_decode, replying -32602 on failure. */
-bool fs_decode_params(struct conn *c, json_t *id, json_t *params, const char *name,
-	    const struct pfield *f, size_t n, json_t **out);
 uint64_t fs_ms_of(const struct statx_timestamp *t);
 /* Decodes the path, refuses sandboxes, and creates the request (NULL: already replied). */
 struct fs_req *fs_path_req(struct conn *c, json_t *id, json_t *path, json_t *sandbox, json_t *follow,

@@ -237,7 +237,8 @@ void fs_rpc_remove(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct tree_job *j;
 
-	if (!fs_decode_params(c, id, params, "WireFsRemoveParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "WireFsRemoveParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	j = fs_tree_path_job(c, id, OP_REMOVE, f[0], f[4]);
 	if (!j)
@@ -286,7 +287,8 @@ void fs_rpc_copy(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct tree_job *j;
 
-	if (!fs_decode_params(c, id, params, "WireFsCopyParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "WireFsCopyParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	j = two_path_job(c, id, OP_COPY, f[0], f[1], f[3]);
 	if (!j)
@@ -307,7 +309,7 @@ void fs_rpc_rename(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct tree_job *j;
 
-	if (!fs_decode_params(c, id, params, "FsRenameParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsRenameParams", fields, ELEMENTSOF(fields), f))
 		return;
 	j = two_path_job(c, id, OP_RENAME, f[0], f[1], f[3]);
 	if (!j)

@@ -130,17 +130,31 @@ static void cands_free(struct walk_cand *c, size_t from, size_t to)
 		free(c[i].name);
 }
 
+/*
+ * Room for element n of the array v (cap elements of size bytes), which
+ * doubles when full (first: its first size). Returns the array, maybe
+ * moved, or NULL without memory (v unchanged).
+ */
+static void *grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+	size_t ncap;
+
+	if (n < *cap)
+		return v;
+	ncap = *cap ? *cap * 2 : first;
+	v = realloc(v, ncap * size);
+	if (v)
+		*cap = ncap;
+	return v;
+}
+
 static int walk_add_error(struct tree_job *j, const char *path, int err)
 {
-	if (j->n_errs == j->cap_errs) {
-		size_t ncap = j->cap_errs ? j->cap_errs * 2 : 8;
-		struct walk_error *n = realloc(j->errs, ncap * sizeof(*n));
+	struct walk_error *e = grow(j->errs, j->n_errs, &j->cap_errs, sizeof(*e), 8);
 
-		if (!n)
-			return -ENOMEM;
-		j->errs = n;
-		j->cap_errs = ncap;
-	}
+	if (!e)
+		return -ENOMEM;
+	j->errs = e;
 	j->errs[j->n_errs].path = strdup(path);
 	if (!j->errs[j->n_errs].path)
 		return -ENOMEM;
@@ -159,16 +173,77 @@ struct walk {
 
 static int walk_enqueue(struct walk *w, char *path, size_t level, bool via_link)
 {
-	if (w->q_len == w->q_cap) {
-		size_t ncap = w->q_cap ? w->q_cap * 2 : 64;
-		struct walk_dir *n = realloc(w->q, ncap * sizeof(*n));
+	struct walk_dir *q = grow(w->q, w->q_len, &w->q_cap, sizeof(*q), 64);
 
-		if (!n)
-			return -ENOMEM;
-		w->q = n;
-		w->q_cap = ncap;
-	}
+	if (!q)
+		return -ENOMEM;
+	w->q = q;
 	w->q[w->q_len++] = (struct walk_dir){ .path = path, .level = level, .via_link = via_link };
+	return 0;
+}
+
+/*
+ * What an entry of d is: *is_dir, *is_link. Returns 1 to list it, 0 to
+ * pass over it (FIFOs, sockets, devices; links when not following or to
+ * no directory; an entry that cannot be stat'ed, put into errors), or
+ * -ENOMEM.
+ */
+static int entry_kind(struct tree_job *j, DIR *d, const char *dirpath, const struct dirent *de,
+		      bool *is_dir, bool *is_link)
+{
+	struct stat st;
+
+	*is_dir = *is_link = false;
+	switch (de->d_type) {
+	case DT_DIR:
+		*is_dir = true;
+		break;
+	case DT_REG:
+		break;
+	case DT_LNK:
+		*is_link = true;
+		break;
+	case DT_UNKNOWN:
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			_cleanup_free_ char *p = path_join(dirpath, de->d_name);
+			int r = p ? walk_add_error(j, p, errno) : -ENOMEM;
+
+			return r < 0 ? r : 0;
+		}
+		if (S_ISDIR(st.st_mode))
+			*is_dir = true;
+		else if (S_ISLNK(st.st_mode))
+			*is_link = true;
+		else if (!S_ISREG(st.st_mode))
+			return 0;
+		break;
+	default:
+		return 0; /* FIFOs, sockets, devices are not listed */
+	}
+	if (*is_link) {
+		/* Only links to directories are listed, and only when following. */
+		if (!j->follow || fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+			return 0;
+		*is_dir = true;
+	}
+	return 1;
+}
+
+/* Appends a candidate to *c (n of cap). Returns 0 or -ENOMEM. */
+static int cand_push(struct walk_cand **c, size_t *n, size_t *cap, const char *name, bool is_dir,
+		     bool is_link)
+{
+	struct walk_cand *nc = grow(*c, *n, cap, sizeof(*nc), 64);
+
+	if (!nc)
+		return -ENOMEM;
+	*c = nc;
+	(*c)[*n].name = strdup(name);
+	if (!(*c)[*n].name)
+		return -ENOMEM;
+	(*c)[*n].dir = is_dir;
+	(*c)[*n].link = is_link;
+	(*n)++;
 	return 0;
 }
 
@@ -194,8 +269,7 @@ static int walk_read_dir(struct walk *w, int fd, const char *dirpath, struct wal
 		return -errno;
 	}
 	for (;;) {
-		bool is_dir = false, is_link = false;
-		struct stat st;
+		bool is_dir, is_link;
 
 		errno = 0;
 		de = readdir(d);
@@ -207,60 +281,14 @@ static int walk_read_dir(struct walk *w, int fd, const char *dirpath, struct wal
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		switch (de->d_type) {
-		case DT_DIR:
-			is_dir = true;
+		r = entry_kind(j, d, dirpath, de, &is_dir, &is_link);
+		if (r < 0)
 			break;
-		case DT_REG:
+		if (r == 0)
+			continue;
+		r = cand_push(&c, &n, &cap, de->d_name, is_dir, is_link);
+		if (r < 0)
 			break;
-		case DT_LNK:
-			is_link = true;
-			break;
-		case DT_UNKNOWN:
-			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-				_cleanup_free_ char *p = path_join(dirpath, de->d_name);
-
-				r = p ? walk_add_error(j, p, errno) : -ENOMEM;
-				if (r < 0)
-					goto out;
-				continue;
-			}
-			if (S_ISDIR(st.st_mode))
-				is_dir = true;
-			else if (S_ISLNK(st.st_mode))
-				is_link = true;
-			else if (!S_ISREG(st.st_mode))
-				continue;
-			break;
-		default:
-			continue; /* FIFOs, sockets, devices are not listed */
-		}
-		if (is_link) {
-			/* Only links to directories are listed, and only when following. */
-			if (!j->follow || fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
-			    !S_ISDIR(st.st_mode))
-				continue;
-			is_dir = true;
-		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct walk_cand *nc = realloc(c, ncap * sizeof(*nc));
-
-			if (!nc) {
-				r = -ENOMEM;
-				goto out;
-			}
-			c = nc;
-			cap = ncap;
-		}
-		c[n].name = strdup(de->d_name);
-		if (!c[n].name) {
-			r = -ENOMEM;
-			goto out;
-		}
-		c[n].dir = is_dir;
-		c[n].link = is_link;
-		n++;
 		if (n >= 2 * budget + 64) {
 			qsort(c, n, sizeof(*c), cand_cmp);
 			cands_free(c, budget, n);
@@ -268,7 +296,6 @@ static int walk_read_dir(struct walk *w, int fd, const char *dirpath, struct wal
 			*overflow = true;
 		}
 	}
-out:
 	closedir(d);
 	if (r < 0) {
 		cands_free(c, 0, n);
@@ -519,7 +546,7 @@ static bool decode_options(struct conn *c, json_t *id, json_t *options, json_t *
 		return false;
 	}
 	*copy = options_copy(options);
-	return fs_decode_params(c, id, *copy, "WalkOptions", fields, ELEMENTSOF(fields), o);
+	return params_decode_or_reply(c, id, *copy, "WalkOptions", fields, ELEMENTSOF(fields), o);
 }
 
 void fs_rpc_walk(struct conn *c, json_t *id, json_t *params)
@@ -537,9 +564,11 @@ void fs_rpc_walk(struct conn *c, json_t *id, json_t *params)
 
 	if (options_first(params))
 		ok = decode_options(c, id, options_of(params), o, &copy) &&
-		     fs_decode_params(c, id, params, "WireFsWalkParams", fields, ELEMENTSOF(fields), f);
+		     params_decode_or_reply(c, id, params, "WireFsWalkParams", fields,
+					    ELEMENTSOF(fields), f);
 	else
-		ok = fs_decode_params(c, id, params, "WireFsWalkParams", fields, ELEMENTSOF(fields), f) &&
+		ok = params_decode_or_reply(c, id, params, "WireFsWalkParams", fields,
+					    ELEMENTSOF(fields), f) &&
 		     decode_options(c, id, f[1], o, &copy);
 	if (ok) {
 		/* o[] is borrowed from copy: read it before letting copy go. */

@@ -165,7 +165,8 @@ void fs_rpc_open(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	const char *mode;
 
-	if (!fs_decode_params(c, id, params, "WireFsOpenParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "WireFsOpenParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	if (!open_mode(c, id, json_is_object(params) ? json_object_get(params, "mode") : f[2], &mode))
 		return;
@@ -262,7 +263,8 @@ void fs_rpc_read_block(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	uint64_t len;
 
-	if (!fs_decode_params(c, id, params, "FsReadBlockParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsReadBlockParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	len = params_u64(f[2], 0);
 	if (len < 1 || len > BLOCK_LIMIT) {
@@ -345,25 +347,16 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_handle *h;
 	struct fs_req *r;
-	char err[ERRSZ];
 	uint8_t *data;
-	ssize_t n = 0;
+	size_t n = 0;
 
-	if (!fs_decode_params(c, id, params, "FsWriteBlockParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsWriteBlockParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
-	data = malloc(base64_decoded_max(json_string_length(f[2])) + 1);
-	if (!data) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
+	if (params_base64_or_reply(c, id, f[2], RPC_INVALID_PARAMS, "", &data, &n) < 0)
 		return;
-	}
-	n = base64_decode(json_string_value(f[2]), json_string_length(f[2]), data, err, sizeof(err));
-	if (n < 0) {
-		free(data);
-		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
-		return;
-	}
 	/* The reference's checks of the block, before the handle is looked up. */
-	if (n < 1 || n > BLOCK_LIMIT) {
+	if (n == 0 || n > BLOCK_LIMIT) {
 		free(data);
 		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
 				"file write block length must be between 1 and %u", BLOCK_LIMIT);
@@ -394,7 +387,7 @@ void fs_rpc_write_block(struct conn *c, json_t *id, json_t *params)
 	r->h = h;
 	h->refs++;
 	r->data = data;
-	r->len = (size_t)n;
+	r->len = n;
 	conn_mem_set(&r->mem, r->len); /* held until written */
 	r->offset = params_u64(f[1], 0);
 	block_write_next(r);
@@ -408,7 +401,7 @@ void fs_rpc_close(struct conn *c, json_t *id, json_t *params)
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_handle *h;
 
-	if (!fs_decode_params(c, id, params, "FsCloseParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsCloseParams", fields, ELEMENTSOF(fields), f))
 		return;
 	if (!handle_id_ok(c, id, f[0]))
 		return;

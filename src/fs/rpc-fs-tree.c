@@ -320,7 +320,7 @@ static void path_method(struct conn *c, json_t *id, json_t *params, const char *
 	json_t *f[ELEMENTSOF(fields)];
 	struct tree_job *j;
 
-	if (!fs_decode_params(c, id, params, type, fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, type, fields, ELEMENTSOF(fields), f))
 		return;
 	j = fs_tree_path_job(c, id, op, f[0], f[1]);
 	if (j)

@@ -67,7 +67,13 @@ static void metadata_stat(struct fs_req *r)
 	fs_req_statx(r, 1, 0, &r->stx[1], metadata_done);
 }
 
-void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
+/*
+ * The request of a method whose params are {path, sandbox?,
+ * followSymlinks?} (struct_name: serde's name for them), with n_ops ring
+ * operations. Returns it, or NULL with the reply sent.
+ */
+static struct fs_req *path_params_req(struct conn *c, json_t *id, json_t *params,
+				      const char *struct_name, unsigned n_ops)
 {
 	static const struct pfield fields[] = {
 		{ "path", P_STRING, true, NULL },
@@ -75,14 +81,38 @@ void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
 		{ "followSymlinks", P_BOOL, false, NULL },
 	};
 	json_t *f[ELEMENTSOF(fields)];
-	struct fs_req *r;
 
-	if (!fs_decode_params(c, id, params, "WireFsGetMetadataParams", fields, ELEMENTSOF(fields), f))
-		return;
-	r = fs_path_req(c, id, f[0], f[1], f[2], 2);
+	if (!params_decode_or_reply(c, id, params, struct_name, fields, ELEMENTSOF(fields), f))
+		return NULL;
+	return fs_path_req(c, id, f[0], f[1], f[2], n_ops);
+}
+
+void fs_rpc_get_metadata(struct conn *c, json_t *id, json_t *params)
+{
+	struct fs_req *r = path_params_req(c, id, params, "WireFsGetMetadataParams", 2);
+
 	if (!r)
 		return;
 	fs_req_nofollow_check(r, false, metadata_stat);
+}
+
+/*
+ * An open's completion (err: its result, or the errno to report): a
+ * failure finishes r; else the descriptor is kept and a statx of it
+ * (mask) queued, which calls next.
+ */
+static void opened_statx(struct fs_req *r, int err, void (*next)(struct fs_req *), unsigned mask)
+{
+	struct io_uring_sqe *sqe;
+
+	if (err < 0) {
+		r->err = err;
+		fs_req_finish(r, NULL);
+		return;
+	}
+	r->fd = r->ops[0].res;
+	sqe = fs_req_sqe(r, 0, next);
+	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, mask, &r->stx[0]);
 }
 
 /* ---- fs/readFile ---- */
@@ -340,17 +370,7 @@ static void read_file_stat_done(struct fs_req *r)
 
 static void read_file_opened(struct fs_req *r)
 {
-	struct io_uring_sqe *sqe;
-
-	if (r->ops[0].res < 0) {
-		r->err = r->ops[0].res;
-		fs_req_finish(r, NULL);
-		return;
-	}
-	r->fd = r->ops[0].res;
-	sqe = fs_req_sqe(r, 0, read_file_stat_done);
-	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-			    STATX_TYPE | STATX_SIZE | STATX_INO, &r->stx[0]);
+	opened_statx(r, r->ops[0].res, read_file_stat_done, STATX_TYPE | STATX_SIZE | STATX_INO);
 }
 
 static void read_file_open(struct fs_req *r)
@@ -368,17 +388,8 @@ static void read_file_open(struct fs_req *r)
 
 void fs_rpc_read_file(struct conn *c, json_t *id, json_t *params)
 {
-	static const struct pfield fields[] = {
-		{ "path", P_STRING, true, NULL },
-		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
-		{ "followSymlinks", P_BOOL, false, NULL },
-	};
-	json_t *f[ELEMENTSOF(fields)];
-	struct fs_req *r;
+	struct fs_req *r = path_params_req(c, id, params, "WireFsReadFileParams", 1);
 
-	if (!fs_decode_params(c, id, params, "WireFsReadFileParams", fields, ELEMENTSOF(fields), f))
-		return;
-	r = fs_path_req(c, id, f[0], f[1], f[2], 1);
 	if (!r)
 		return;
 	/* Its size is not known yet: an estimate, so that pipelined requests pause the connection. */
@@ -448,18 +459,12 @@ static void write_file_stat_done(struct fs_req *r)
 
 static void write_file_opened(struct fs_req *r)
 {
-	struct io_uring_sqe *sqe;
+	int err = r->ops[0].res;
 
-	if (r->ops[0].res < 0) {
-		r->err = fs_trunc_open_errno(r->at_fd, r->at_name, r->follow, r->ops[0].res);
-		fs_req_finish(r, NULL);
-		return;
-	}
-	r->fd = r->ops[0].res;
+	if (err < 0)
+		err = fs_trunc_open_errno(r->at_fd, r->at_name, r->follow, err);
 	/* What was opened, before anything is written or truncated (fs_req_rewrite_start). */
-	sqe = fs_req_sqe(r, 0, write_file_stat_done);
-	io_uring_prep_statx(sqe, r->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-			    STATX_TYPE | STATX_MODE | STATX_INO, &r->stx[0]);
+	opened_statx(r, err, write_file_stat_done, STATX_TYPE | STATX_MODE | STATX_INO);
 }
 
 static void write_file_open(struct fs_req *r)
@@ -491,31 +496,22 @@ void fs_rpc_write_file(struct conn *c, json_t *id, json_t *params)
 	};
 	json_t *f[ELEMENTSOF(fields)];
 	struct fs_req *r;
-	char err[ERRSZ];
 	uint8_t *data;
-	ssize_t n;
+	size_t n;
 
-	if (!fs_decode_params(c, id, params, "WireFsWriteFileParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "WireFsWriteFileParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
-	data = malloc(base64_decoded_max(json_string_length(f[1])) + 1);
-	if (!data) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
+	if (params_base64_or_reply(c, id, f[1], RPC_INVALID_REQUEST,
+				   "fs/writeFile requires valid base64 dataBase64: ", &data, &n) < 0)
 		return;
-	}
-	n = base64_decode(json_string_value(f[1]), json_string_length(f[1]), data, err, sizeof(err));
-	if (n < 0) {
-		free(data);
-		rpc_reply_error(c, id, RPC_INVALID_REQUEST,
-				"fs/writeFile requires valid base64 dataBase64: %s", err);
-		return;
-	}
 	r = fs_path_req(c, id, f[0], f[2], f[3], 1);
 	if (!r) {
 		free(data);
 		return;
 	}
 	r->data = data;
-	r->len = (size_t)n;
+	r->len = n;
 	conn_mem_set(&r->mem, r->len); /* held until written */
 	fs_req_nofollow_check(r, false, write_file_open);
 }
@@ -622,7 +618,8 @@ void fs_rpc_create_directory(struct conn *c, json_t *id, json_t *params)
 	struct fs_req *r;
 	int err;
 
-	if (!fs_decode_params(c, id, params, "WireFsCreateDirectoryParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "WireFsCreateDirectoryParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	r = fs_path_req(c, id, f[0], f[2], f[3], MKDIR_MAX_DEPTH + 1);
 	if (!r)

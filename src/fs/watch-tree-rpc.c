@@ -68,34 +68,15 @@ static void install_cancel(struct rpc_pending *p)
 	rpc_pending_end(p);
 }
 
-void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
+/* A watch for c, its limits from the params (f). Returns it, or NULL with the reply sent. */
+static struct change_watch *watch_new(struct conn *c, json_t *id, json_t **f)
 {
-	static const struct pfield fields[] = {
-		{ "path", P_STRING, true, NULL },
-		{ "recursive", P_BOOL, false, NULL },
-		{ "maxDirectories", P_U64, false, NULL },
-		{ "maxQueuedEvents", P_U64, false, NULL },
-		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
-	};
-	_cleanup_free_ char *path = NULL, *dir = NULL;
-	json_t *f[ELEMENTSOF(fields)];
-	struct change_watch *w;
-	struct fs_watch *st;
+	struct change_watch *w = calloc(1, sizeof(*w));
 	char err[ERRSZ];
-	struct stat sb;
-	int r;
 
-	if (!fs_decode_params(c, id, params, "FsWatchParams", fields, ELEMENTSOF(fields), f))
-		return;
-	if (fs_param_path(c, id, f[0], &path) < 0)
-		return;
-	/* A watch outlives the request: a sandbox could not follow it; refused, not ignored. */
-	if (fs_refuse_sandbox(c, id, f[4]))
-		return;
-	w = calloc(1, sizeof(*w));
 	if (!w) {
 		rpc_reply_errno_internal(c, id, ENOMEM);
-		return;
+		return NULL;
 	}
 	list_init(&w->link);
 	list_init(&w->all_link);
@@ -109,8 +90,61 @@ void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
 			err) < 0) {
 		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
 		free(w);
-		return;
+		return NULL;
 	}
+	return w;
+}
+
+/*
+ * The watch's root node: the directory at path, or for a file its
+ * directory, filtered by its name. r is what the caller's checks returned
+ * (what stands for "/" when it is no directory). Returns > 0, or -errno
+ * (-ENOENT: gone, or swapped, between the stat and the watch).
+ */
+static int watch_root(struct change_watch *w, const char *path, const struct stat *sb, int r)
+{
+	_cleanup_free_ char *dir = NULL;
+
+	if (S_ISDIR(sb->st_mode)) {
+		r = fs_tw_node_add(w, NULL, -1, path, path, &w->root);
+	} else if (strcmp(path, "/") != 0) {
+		/* A file: its directory, filtered by its name. */
+		const char *slash = strrchr(path, '/');
+
+		w->recursive = false;
+		w->only = strdup(slash + 1);
+		dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+		r = !w->only || !dir ? -ENOMEM : fs_tw_node_add(w, NULL, -1, dir, dir, &w->root);
+	}
+	return r == 0 ? -ENOENT : r;
+}
+
+void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
+{
+	static const struct pfield fields[] = {
+		{ "path", P_STRING, true, NULL },
+		{ "recursive", P_BOOL, false, NULL },
+		{ "maxDirectories", P_U64, false, NULL },
+		{ "maxQueuedEvents", P_U64, false, NULL },
+		{ "sandbox", P_STRUCT, false, "struct WireFileSystemSandboxContext" },
+	};
+	_cleanup_free_ char *path = NULL;
+	json_t *f[ELEMENTSOF(fields)];
+	struct change_watch *w;
+	struct fs_watch *st;
+	struct stat sb;
+	int r;
+
+	if (!params_decode_or_reply(c, id, params, "FsWatchParams", fields, ELEMENTSOF(fields), f))
+		return;
+	if (fs_param_path(c, id, f[0], &path) < 0)
+		return;
+	/* A watch outlives the request: a sandbox could not follow it; refused, not ignored. */
+	if (fs_refuse_sandbox(c, id, f[4]))
+		return;
+	w = watch_new(c, id, f);
+	if (!w)
+		return;
 	st = fs_watch_state(c);
 	if (!st) {
 		free(w);
@@ -131,19 +165,7 @@ void fs_rpc_watch(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 	fs_tw.srv = c->srv;
-	if (S_ISDIR(sb.st_mode)) {
-		r = fs_tw_node_add(w, NULL, -1, path, path, &w->root);
-	} else if (strcmp(path, "/") != 0) {
-		/* A file: its directory, filtered by its name. */
-		char *slash = strrchr(path, '/');
-
-		w->recursive = false;
-		w->only = strdup(slash + 1);
-		dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
-		r = !w->only || !dir ? -ENOMEM : fs_tw_node_add(w, NULL, -1, dir, dir, &w->root);
-	}
-	if (r == 0)
-		r = -ENOENT; /* gone, or swapped, between the stat and the watch */
+	r = watch_root(w, path, &sb, r);
 	if (r < 0) {
 		fs_tw_reply_install_error(c, id, r, path, w->max_dirs);
 		fs_tw_watch_free(w);
@@ -173,7 +195,8 @@ void fs_rpc_unwatch(struct conn *c, json_t *id, json_t *params)
 	struct change_watch *w;
 	uint64_t wid;
 
-	if (!fs_decode_params(c, id, params, "FsUnwatchParams", fields, ELEMENTSOF(fields), f))
+	if (!params_decode_or_reply(c, id, params, "FsUnwatchParams", fields,
+				    ELEMENTSOF(fields), f))
 		return;
 	wid = params_u64(f[0], 0);
 	if (c->watch) {

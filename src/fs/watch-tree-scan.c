@@ -67,11 +67,91 @@ static void scan_clear(struct change_watch *w)
  * limit), -EFBIG (SCAN_ENTRIES_MAX entries), -ENOMEM, which fail the
  * request; later those are overflow events naming the directory.
  */
+/* Resync: drops the children whose directory went (or was replaced) while events were lost. */
+static void drop_stale_children(struct tnode *cur, int fd)
+{
+	struct tnode *child, *tmp;
+
+	list_for_each_entry_safe(child, tmp, &cur->children, sibling) {
+		struct stat st;
+
+		if (fstatat(fd, child->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_dev != child->dev || st.st_ino != child->ino)
+			fs_tw_node_free(child);
+	}
+}
+
+/* The budget is spent: the rest (from pos) at the watch's next turn, before its other directories. */
+static void scan_later(struct change_watch *w, struct tnode *cur, enum scan_mode mode, long pos)
+{
+	cur->resume = pos + 1;
+	if (mode > cur->scan)
+		cur->scan = mode;
+	if (!list_linked(&cur->scan_link))
+		list_add_tail(&cur->scan_link, w->scan_queue.next);
+	if (!list_linked(&w->scanning_link))
+		list_add_tail(&w->scanning_link, &fs_tw.scanning);
+	arm_step();
+}
+
+/*
+ * One entry of cur (path) read: counted (against the step's budget too),
+ * reported (SCAN_REPORT), and a subdirectory of a recursive watch added
+ * and queued for its own scan.
+ * Returns 0 to read on, 1 to stop the scan (the watch overflowed), or a
+ * -errno that fails an installing watch.
+ */
+static int scan_entry(struct change_watch *w, struct tnode *cur, DIR *d, const struct dirent *de,
+		      enum scan_mode mode, const char *path, size_t *budget)
+{
+	char sub[PATH_MAX];
+	struct tnode *c = NULL;
+	bool is_dir = de->d_type == DT_DIR;
+	int r;
+
+	if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		return 0;
+	if (*budget > 0)
+		(*budget)--;
+	if (++w->scan_seen > SCAN_ENTRIES_MAX) {
+		if (w->installing)
+			return -EFBIG;
+		fs_tw_queue_overflow(w, "scanLimit", path);
+		scan_clear(w);
+		return 1;
+	}
+	if (de->d_type == DT_UNKNOWN) {
+		struct stat st;
+
+		is_dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			 S_ISDIR(st.st_mode);
+	}
+	if (fs_tw_node_path(cur, de->d_name, sub) < 0)
+		return 0;
+	if (mode == SCAN_REPORT)
+		fs_tw_queue_path_event(w, "created", sub, NULL, is_dir);
+	if (!is_dir || !w->recursive)
+		return 0;
+	c = fs_tw_find_child(cur, de->d_name);
+	if (c) {
+		if (mode == SCAN_RESYNC)
+			fs_tw_scan_enqueue(c, SCAN_RESYNC);
+		return 0;
+	}
+	r = fs_tw_node_add(w, cur, dirfd(d), de->d_name, sub, &c);
+	if (r < 0 && w->installing)
+		return r;
+	if (r < 0)
+		fs_tw_queue_overflow(w, r == -ENOSPC ? "watchLimit" : "directoryLimit", sub);
+	else if (r > 0)
+		fs_tw_scan_enqueue(c, mode == SCAN_REPORT ? SCAN_REPORT : SCAN_SILENT);
+	return 0;
+}
+
 static int scan_dir(struct change_watch *w, struct tnode *cur, enum scan_mode mode,
 		    size_t *budget)
 {
-	char path[PATH_MAX], sub[PATH_MAX];
-	struct tnode *child, *tmp;
+	char path[PATH_MAX];
 	struct dirent *de;
 	int fd, ret = 0;
 	DIR *d;
@@ -83,16 +163,8 @@ static int scan_dir(struct change_watch *w, struct tnode *cur, enum scan_mode mo
 		cur->resume = 0;
 		return 0; /* gone or replaced meanwhile: its parent's events say so */
 	}
-	if (mode == SCAN_RESYNC && cur->resume == 0) {
-		/* Children whose directory went (or was replaced) while the kernel's events were lost. */
-		list_for_each_entry_safe(child, tmp, &cur->children, sibling) {
-			struct stat st;
-
-			if (fstatat(fd, child->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-			    !S_ISDIR(st.st_mode) || st.st_dev != child->dev || st.st_ino != child->ino)
-				fs_tw_node_free(child);
-		}
-	}
+	if (mode == SCAN_RESYNC && cur->resume == 0)
+		drop_stale_children(cur, fd);
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
@@ -103,73 +175,22 @@ static int scan_dir(struct change_watch *w, struct tnode *cur, enum scan_mode mo
 		seekdir(d, cur->resume - 1);
 	cur->resume = 0;
 	for (;;) {
-		bool is_dir;
-		struct tnode *c = NULL;
-		int r;
-
 		if (*budget == 0 && telldir(d) != -1) {
-			/* The rest at the watch's next turn, before any other directory of it. */
 			long pos = telldir(d);
 
-			if (readdir(d)) {
-				cur->resume = pos + 1;
-				if (mode > cur->scan)
-					cur->scan = mode;
-				if (!list_linked(&cur->scan_link))
-					list_add_tail(&cur->scan_link, w->scan_queue.next);
-				if (!list_linked(&w->scanning_link))
-					list_add_tail(&w->scanning_link, &fs_tw.scanning);
-				arm_step();
-			}
+			if (readdir(d))
+				scan_later(w, cur, mode, pos);
 			break;
 		}
 		de = readdir(d); /* without telldir (never seen), the directory is read to its end */
 		if (!de)
 			break;
-		is_dir = de->d_type == DT_DIR;
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (*budget > 0)
-			(*budget)--;
-		if (++w->scan_seen > SCAN_ENTRIES_MAX) {
-			if (w->installing) {
-				ret = -EFBIG;
-				break;
-			}
-			fs_tw_queue_overflow(w, "scanLimit", path);
-			scan_clear(w);
+		ret = scan_entry(w, cur, d, de, mode, path, budget);
+		if (ret != 0)
 			break;
-		}
-		if (de->d_type == DT_UNKNOWN) {
-			struct stat st;
-
-			is_dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-				 S_ISDIR(st.st_mode);
-		}
-		if (fs_tw_node_path(cur, de->d_name, sub) < 0)
-			continue;
-		if (mode == SCAN_REPORT)
-			fs_tw_queue_path_event(w, "created", sub, NULL, is_dir);
-		if (!is_dir || !w->recursive)
-			continue;
-		c = fs_tw_find_child(cur, de->d_name);
-		if (c) {
-			if (mode == SCAN_RESYNC)
-				fs_tw_scan_enqueue(c, SCAN_RESYNC);
-			continue;
-		}
-		r = fs_tw_node_add(w, cur, dirfd(d), de->d_name, sub, &c);
-		if (r < 0 && w->installing) {
-			ret = r;
-			break;
-		}
-		if (r < 0)
-			fs_tw_queue_overflow(w, r == -ENOSPC ? "watchLimit" : "directoryLimit", sub);
-		else if (r > 0)
-			fs_tw_scan_enqueue(c, mode == SCAN_REPORT ? SCAN_REPORT : SCAN_SILENT);
 	}
 	closedir(d);
-	return ret;
+	return ret < 0 ? ret : 0;
 }
 
 static int scan_one(struct change_watch *w, size_t *budget)

@@ -583,6 +583,44 @@ static void reply_watching(struct conn *c, json_t *id, bool watching)
 	rpc_reply(c, id, res);
 }
 
+/*
+ * A watch of the paths a request names (missing: an array of n_missing
+ * URIs; present: one, or NULL). Paths are params too: a bad URI is an
+ * error reply, before any state changes. Returns the watch, or NULL with
+ * the reply sent.
+ */
+static struct missing_watch *watch_targets(struct conn *c, json_t *id, json_t *missing,
+					   size_t n_missing, json_t *present)
+{
+	_cleanup_(watch_freep) struct missing_watch *w = NULL;
+	int r = 0;
+
+	w = calloc(1, sizeof(*w) + (n_missing + 2) * sizeof(struct target));
+	if (!w) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return NULL;
+	}
+	for (size_t i = 0; i < n_missing && r == 0; i++) {
+		char *path;
+
+		r = fs_param_path(c, id, json_array_get(missing, i), &path);
+		if (r == 0)
+			add_target(w, T_MISSING, path);
+	}
+	if (r == 0 && present)
+		r = fs_param_path(c, id, present, &w->present);
+	if (r < 0)
+		return NULL; /* fs_param_path() replied */
+	/* "/" cannot go away: it needs no watch. */
+	if (w->present && strcmp(w->present, "/") != 0 &&
+	    (add_target(w, T_PRESENT, strdup(w->present)) < 0 ||
+	     add_target(w, T_PRESENT_SELF, strdup(w->present)) < 0)) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
+		return NULL;
+	}
+	return TAKE_PTR(w);
+}
+
 void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 {
 	static const struct pfield fields[] = {
@@ -613,32 +651,9 @@ void fs_rpc_watch_missing(struct conn *c, json_t *id, json_t *params)
 		return;
 	}
 
-	w = calloc(1, sizeof(*w) + (n_missing + 2) * sizeof(struct target));
-	if (!w) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
+	w = watch_targets(c, id, f[1], n_missing, f[2]);
+	if (!w)
 		return;
-	}
-	/* Paths are params too: a bad URI is an error reply, before any state changes. */
-	r = 0;
-	for (size_t i = 0; i < n_missing && r == 0; i++) {
-		char *path;
-
-		r = fs_param_path(c, id, json_array_get(f[1], i), &path);
-		if (r == 0)
-			add_target(w, T_MISSING, path);
-	}
-	if (r == 0 && f[2])
-		r = fs_param_path(c, id, f[2], &w->present);
-	if (r < 0)
-		return; /* fs_param_path() replied */
-	/* "/" cannot go away: it needs no watch. */
-	if (w->present && strcmp(w->present, "/") != 0 &&
-	    (add_target(w, T_PRESENT, strdup(w->present)) < 0 ||
-	     add_target(w, T_PRESENT_SELF, strdup(w->present)) < 0)) {
-		rpc_reply_errno_internal(c, id, ENOMEM);
-		return;
-	}
-
 	st = fs_watch_state(c);
 	if (!st) {
 		rpc_reply_errno_internal(c, id, ENOMEM);

@@ -631,15 +631,7 @@ static void server_state_init(struct server *s, const struct config *cfg)
 	(void)clock_gettime(CLOCK_REALTIME, &now);
 	s->metrics.start_time_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
 	s->sandbox.uid_userns_fd = -1;
-	list_init(&s->conns);
-	list_init(&s->dead_conns);
-	list_init(&s->handshaking);
-	list_init(&s->uninitialized);
-	list_init(&s->sessions);
-	list_init(&s->buf_waiters);
-	list_init(&s->mem_waiters);
-	list_init(&s->mem_paused);
-	list_init(&s->netconns);
+	server_lists_init(s);
 }
 
 int server_init(struct server *s, const struct config *cfg)

@@ -18,88 +18,87 @@ static int hex(uint8_t c)
 		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
+/* One byte in a state that reads bytes one at a time (every state but DATA). Returns 0 or -EBADMSG. */
+static int scan_byte(struct np_chunked *st, uint8_t c)
+{
+	switch (st->state) {
+	case SIZE:
+		if (hex(c) >= 0) {
+			if (++st->digits > MAX_DIGITS)
+				return -EBADMSG;
+			st->left = st->left << 4 | (uint64_t)hex(c);
+		} else if (!st->digits) {
+			return -EBADMSG;
+		} else if (c == ';' || c == ' ' || c == '\t') {
+			st->state = EXT;
+		} else if (c == '\r') {
+			st->state = SIZE_LF;
+		} else {
+			return -EBADMSG;
+		}
+		return 0;
+	case EXT:
+		if (c == '\r')
+			st->state = SIZE_LF;
+		else if (c == '\n')
+			return -EBADMSG;
+		return 0;
+	case SIZE_LF:
+		if (c != '\n')
+			return -EBADMSG;
+		st->digits = 0;
+		st->state = st->left ? DATA : TRAILER;
+		st->line_empty = true;
+		return 0;
+	case DATA_CR:
+	case DATA_LF:
+		/* the CRLF after a chunk's data */
+		if (c != (st->state == DATA_CR ? '\r' : '\n'))
+			return -EBADMSG;
+		st->state = st->state == DATA_CR ? DATA_LF : SIZE;
+		return 0;
+	case TRAILER:
+		/* trailer fields, each ending in CRLF, then an empty line */
+		if (c == '\r')
+			st->state = TRAILER_LF;
+		else if (c == '\n')
+			return -EBADMSG;
+		else
+			st->line_empty = false;
+		return 0;
+	case TRAILER_LF:
+		if (c != '\n')
+			return -EBADMSG;
+		if (st->line_empty)
+			st->state = DONE;
+		else {
+			st->state = TRAILER;
+			st->line_empty = true;
+		}
+		return 0;
+	default: /* DATA and DONE are not read here */
+		return -EBADMSG;
+	}
+}
+
 long netproxy_chunked_scan(struct np_chunked *st, const uint8_t *p, size_t n)
 {
 	size_t i = 0;
 
 	while (i < n && st->state != DONE) {
-		uint8_t c = p[i];
-
-		switch (st->state) {
-		case SIZE:
-			if (hex(c) >= 0) {
-				if (++st->digits > MAX_DIGITS)
-					return -EBADMSG;
-				st->left = st->left << 4 | (uint64_t)hex(c);
-			} else if (!st->digits) {
-				return -EBADMSG;
-			} else if (c == ';' || c == ' ' || c == '\t') {
-				st->state = EXT;
-			} else if (c == '\r') {
-				st->state = SIZE_LF;
-			} else {
-				return -EBADMSG;
-			}
-			i++;
-			break;
-		case EXT:
-			if (c == '\r')
-				st->state = SIZE_LF;
-			else if (c == '\n')
-				return -EBADMSG;
-			i++;
-			break;
-		case SIZE_LF:
-			if (c != '\n')
-				return -EBADMSG;
-			st->digits = 0;
-			st->state = st->left ? DATA : TRAILER;
-			st->line_empty = true;
-			i++;
-			break;
-		case DATA: {
+		if (st->state == DATA) {
+			/* The data itself, in bulk. */
 			size_t k = n - i < st->left ? n - i : (size_t)st->left;
 
 			st->left -= k;
 			i += k;
 			if (!st->left)
 				st->state = DATA_CR;
-			break;
+			continue;
 		}
-		case DATA_CR:
-			if (c != '\r')
-				return -EBADMSG;
-			st->state = DATA_LF;
-			i++;
-			break;
-		case DATA_LF:
-			if (c != '\n')
-				return -EBADMSG;
-			st->state = SIZE;
-			i++;
-			break;
-		case TRAILER:
-			/* trailer fields, each ending in CRLF, then an empty line */
-			if (c == '\r')
-				st->state = TRAILER_LF;
-			else if (c == '\n')
-				return -EBADMSG;
-			else
-				st->line_empty = false;
-			i++;
-			break;
-		case TRAILER_LF:
-			if (c != '\n')
-				return -EBADMSG;
-			i++;
-			if (st->line_empty)
-				st->state = DONE;
-			else {
-				st->state = TRAILER;
-				st->line_empty = true;
-			}
-			break;
-		}
+		if (scan_byte(st, p[i]) < 0)
+			return -EBADMSG;
+		i++;
 	}
 	return (long)i;
 }

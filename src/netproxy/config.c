@@ -245,46 +245,47 @@ static int decode_providers(json_t *v, char *err, size_t errsz)
 	return 0;
 }
 
-int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, char *err,
+/*
+ * serde's sequence form: fields by position, the proxy required, the
+ * others defaulted when the sequence ends before them; decoded as the
+ * object it stands for.
+ */
+static int decode_sequence(json_t *network_proxy, struct netproxy_config **ret, char *err,
 			   size_t errsz)
 {
-	static const char *const modes[] = { "limited", "full", NULL };
-	json_t *l[_L_MAX], *c[_C_MAX], *a[ELEMENTSOF(audit_fields)];
-	struct netproxy_config *cfg;
-	size_t len;
+	size_t n = json_array_size(network_proxy);
+	json_t *o;
 	int r;
 
-	*ret = NULL;
-	if (!network_proxy || json_is_null(network_proxy))
-		return 0;
-	if (json_is_array(network_proxy)) {
-		/*
-		 * serde's sequence form: fields by position, the proxy required,
-		 * the others defaulted when the sequence ends before them.
-		 */
-		size_t n = json_array_size(network_proxy);
-		json_t *o;
-
-		if (n == 0 || n > _L_MAX) {
-			if (n == 0)
-				snprintf(err, errsz, "invalid length 0, expected struct "
-					 "RemoteNetworkProxyLaunchConfig with %d elements", _L_MAX);
-			else
-				snprintf(err, errsz, "invalid length %zu, expected fewer elements in array", n);
-			return -EINVAL;
-		}
-		o = json_object();
-		if (!o)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++)
-			if (json_object_set(o, launch_fields[i].name, json_array_get(network_proxy, i)) < 0) {
-				json_decref(o);
-				return -ENOMEM;
-			}
-		r = netproxy_config_decode(o, ret, err, errsz);
-		json_decref(o);
-		return r;
+	if (n == 0 || n > _L_MAX) {
+		if (n == 0)
+			snprintf(err, errsz, "invalid length 0, expected struct "
+				 "RemoteNetworkProxyLaunchConfig with %d elements", _L_MAX);
+		else
+			snprintf(err, errsz, "invalid length %zu, expected fewer elements in array", n);
+		return -EINVAL;
 	}
+	o = json_object();
+	if (!o)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (json_object_set(o, launch_fields[i].name, json_array_get(network_proxy, i)) < 0) {
+			json_decref(o);
+			return -ENOMEM;
+		}
+	r = netproxy_config_decode(o, ret, err, errsz);
+	json_decref(o);
+	return r;
+}
+
+/*
+ * serde's decoding of the object form: the launch config (l), its proxy
+ * config (c) and audit metadata (a, zeroed when absent), the fields that
+ * are not Options refused as null. Returns 0 or -EINVAL with err.
+ */
+static int decode_fields(json_t *network_proxy, json_t **l, json_t **c, json_t **a, char *err,
+			 size_t errsz)
+{
 	if (!json_is_object(network_proxy)) {
 		params_type_error(network_proxy, "struct RemoteNetworkProxyLaunchConfig", err, errsz);
 		return -EINVAL;
@@ -306,7 +307,7 @@ int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, 
 			params_type_error(raw, "struct NetworkProxyAuditMetadata", err, errsz);
 			return -EINVAL;
 		}
-		memset(a, 0, sizeof(a));
+		memset(a, 0, ELEMENTSOF(audit_fields) * sizeof(*a));
 	}
 	if (json_is_object(l[L_PROXY])) {
 		json_t *raw = json_object_get(l[L_PROXY], "credentialProviders");
@@ -317,6 +318,25 @@ int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, 
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
+
+int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, char *err,
+			   size_t errsz)
+{
+	static const char *const modes[] = { "limited", "full", NULL };
+	json_t *l[_L_MAX], *c[_C_MAX], *a[ELEMENTSOF(audit_fields)];
+	struct netproxy_config *cfg;
+	size_t len;
+	int r;
+
+	*ret = NULL;
+	if (!network_proxy || json_is_null(network_proxy))
+		return 0;
+	if (json_is_array(network_proxy))
+		return decode_sequence(network_proxy, ret, err, errsz);
+	if (decode_fields(network_proxy, l, c, a, err, errsz) < 0)
+		return -EINVAL;
 	r = params_unit_enum(c[C_MODE], modes, err, errsz, &len);
 	if (r < 0)
 		return r;

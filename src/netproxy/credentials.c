@@ -181,6 +181,157 @@ static bool header_name_valid(const char *h)
 }
 
 /*
+ * A custom provider's environment keys and where its destination comes
+ * from, checked in the reference's order (url_prefix_from_env: the host
+ * variable, or NULL). Returns 0, -EINVAL with why, or -ENOMEM.
+ */
+static int provider_keys(const char *id, struct br_provider *p, size_t n_patterns,
+			 size_t n_prefixes, const char *from_env, char *why, size_t whysz)
+{
+	size_t i;
+
+	if (!*id) {
+		snprintf(why, whysz, "credential provider name must not be empty");
+		return -EINVAL;
+	}
+	if (!p->n_env) {
+		snprintf(why, whysz, "credential provider `%s` has no environment keys", id);
+		return -EINVAL;
+	}
+	if (!n_patterns) {
+		snprintf(why, whysz, "credential provider `%s` has no credential patterns", id);
+		return -EINVAL;
+	}
+	if (!n_prefixes && !from_env) {
+		snprintf(why, whysz, "credential provider `%s` has no destination URL prefixes",
+			 id);
+		return -EINVAL;
+	}
+	for (i = 0; i < p->n_env; i++)
+		if (!env_key_valid(p->env[i])) {
+			snprintf(why, whysz,
+				 "credential provider `%s` has an invalid environment key", id);
+			return -EINVAL;
+		}
+	for (i = 0; i < p->n_env; i++)
+		if (builtin_key(p->env[i])) {
+			snprintf(why, whysz,
+				 "credential provider `%s` overlaps a built-in credential source",
+				 id);
+			return -EINVAL;
+		}
+	if (from_env) {
+		bool clash = false;
+
+		for (i = 0; i < p->n_env; i++)
+			clash |= !strcmp(p->env[i], from_env);
+		if (!env_key_valid(from_env) || clash) {
+			snprintf(why, whysz,
+				 "credential provider `%s` has an invalid host environment key",
+				 id);
+			return -EINVAL;
+		}
+		if (!(p->dest_env = strdup(from_env)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The url_prefixes parsed into p->dests. Returns 0, -EINVAL with why, or -ENOMEM. */
+static int provider_dests(const char *id, struct br_provider *p, char **prefixes,
+			  size_t n_prefixes, char *why, size_t whysz)
+{
+	p->dests = calloc(n_prefixes + 1, sizeof(*p->dests));
+	if (!p->dests)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_prefixes; i++) {
+		int k = netproxy_cred_dest_parse(prefixes[i], false, &p->dests[p->n_dests]);
+
+		if (k == -ENOMEM)
+			return k;
+		if (k < 0) {
+			snprintf(why, whysz, "invalid destination for credential provider `%s`",
+				 id);
+			return -EINVAL;
+		}
+		p->n_dests++;
+	}
+	return 0;
+}
+
+/*
+ * How the credential is sent: the auth schemes (bearer by default), the
+ * header and its prefix. Returns 0, -EINVAL with why, or -ENOMEM.
+ */
+static int provider_auth(const char *id, json_t *o, struct br_provider *p, char *why,
+			 size_t whysz)
+{
+	json_t *v = o ? json_object_get(o, "auth") : NULL;
+	const char *s;
+
+	if (json_is_array(v)) {
+		static const char *const names[] = {"bearer", "token", "basic", "header"};
+		json_t *e;
+		size_t i;
+
+		json_array_foreach(v, i, e) for (size_t j = 0; j < ELEMENTSOF(names);
+						 j++) if (json_is_string(e) &&
+							  !strcmp(json_string_value(e), names[j]))
+			p->auth |= 1u << j;
+	}
+	if (!p->auth)
+		p->auth = BR_AUTH_BEARER;
+	s = o ? opt_string(o, "header") : NULL;
+	if (s && !header_name_valid(s)) {
+		snprintf(why, whysz, "invalid header for credential provider `%s`", id);
+		return -EINVAL;
+	}
+	if (!!(p->auth & BR_AUTH_HEADER) != !!s) {
+		snprintf(why, whysz,
+			 "credential provider `%s` requires a header name exactly when "
+			 "using header authentication",
+			 id);
+		return -EINVAL;
+	}
+	if (s && !(p->header = strdup(s)))
+		return -ENOMEM;
+	s = o ? opt_string(o, "prefix") : NULL;
+	if (s && !p->header) {
+		snprintf(why, whysz,
+			 "credential provider `%s` requires header authentication to use a "
+			 "header prefix",
+			 id);
+		return -EINVAL;
+	}
+	if (s && !(p->hprefix = strdup(s)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The credential patterns compiled into p->pats. Returns 0, -EINVAL with why, or -ENOMEM. */
+static int provider_patterns(const char *id, struct br_provider *p, char **patterns,
+			     size_t n_patterns, char *why, size_t whysz)
+{
+	p->pats = calloc(n_patterns, sizeof(*p->pats));
+	if (!p->pats)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_patterns; i++) {
+		int k = strlen(patterns[i]) > BR_PATTERN_MAX
+				? -EINVAL
+				: netproxy_cred_pattern_compile(patterns[i], &p->pats[i]);
+
+		if (k == -ENOMEM)
+			return k;
+		if (k < 0) {
+			snprintf(why, whysz, "invalid credential pattern for provider `%s`", id);
+			return -EINVAL;
+		}
+		p->n_pats++;
+	}
+	return 0;
+}
+
+/*
  * One custom provider, or why it is dropped (the reference's wording, which
  * its log line quotes). Returns 0, -EINVAL with why set, or -ENOMEM.
  */
@@ -188,9 +339,7 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 			   size_t whysz)
 {
 	char **patterns = NULL, **prefixes = NULL;
-	size_t n_patterns = 0, n_prefixes = 0, i;
-	const char *s;
-	json_t *v;
+	size_t n_patterns = 0, n_prefixes = 0;
 	int r;
 
 	if (!(p->id = strdup(id)))
@@ -208,134 +357,14 @@ static int custom_provider(const char *id, json_t *o, struct br_provider *p, cha
 				 BR_MAX_LIST);
 		goto out;
 	}
-	r = -EINVAL;
-	s = o ? opt_string(o, "url_prefix_from_env") : NULL;
-	if (!*id) {
-		snprintf(why, whysz, "credential provider name must not be empty");
-		goto out;
-	}
-	if (!p->n_env) {
-		snprintf(why, whysz, "credential provider `%s` has no environment keys", id);
-		goto out;
-	}
-	if (!n_patterns) {
-		snprintf(why, whysz, "credential provider `%s` has no credential patterns", id);
-		goto out;
-	}
-	if (!n_prefixes && !s) {
-		snprintf(why, whysz, "credential provider `%s` has no destination URL prefixes",
-			 id);
-		goto out;
-	}
-	for (i = 0; i < p->n_env; i++)
-		if (!env_key_valid(p->env[i])) {
-			snprintf(why, whysz,
-				 "credential provider `%s` has an invalid environment key", id);
-			goto out;
-		}
-	for (i = 0; i < p->n_env; i++)
-		if (builtin_key(p->env[i])) {
-			snprintf(why, whysz,
-				 "credential provider `%s` overlaps a built-in credential source",
-				 id);
-			goto out;
-		}
-	if (s) {
-		bool clash = false;
-
-		for (i = 0; i < p->n_env; i++)
-			clash |= !strcmp(p->env[i], s);
-		if (!env_key_valid(s) || clash) {
-			snprintf(why, whysz,
-				 "credential provider `%s` has an invalid host environment key",
-				 id);
-			goto out;
-		}
-		if (!(p->dest_env = strdup(s))) {
-			r = -ENOMEM;
-			goto out;
-		}
-	}
-	p->dests = calloc(n_prefixes + 1, sizeof(*p->dests));
-	if (!p->dests) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < n_prefixes; i++) {
-		int k = netproxy_cred_dest_parse(prefixes[i], false, &p->dests[p->n_dests]);
-
-		if (k == -ENOMEM) {
-			r = k;
-			goto out;
-		}
-		if (k < 0) {
-			snprintf(why, whysz, "invalid destination for credential provider `%s`",
-				 id);
-			goto out;
-		}
-		p->n_dests++;
-	}
-	v = o ? json_object_get(o, "auth") : NULL;
-	if (json_is_array(v)) {
-		static const char *const names[] = {"bearer", "token", "basic", "header"};
-		json_t *e;
-
-		json_array_foreach(v, i, e) for (size_t j = 0; j < ELEMENTSOF(names);
-						 j++) if (json_is_string(e) &&
-							  !strcmp(json_string_value(e), names[j]))
-			p->auth |= 1u << j;
-	}
-	if (!p->auth)
-		p->auth = BR_AUTH_BEARER;
-	s = o ? opt_string(o, "header") : NULL;
-	if (s && !header_name_valid(s)) {
-		snprintf(why, whysz, "invalid header for credential provider `%s`", id);
-		goto out;
-	}
-	if (!!(p->auth & BR_AUTH_HEADER) != !!s) {
-		snprintf(why, whysz,
-			 "credential provider `%s` requires a header name exactly when "
-			 "using header authentication",
-			 id);
-		goto out;
-	}
-	if (s && !(p->header = strdup(s))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	s = o ? opt_string(o, "prefix") : NULL;
-	if (s && !p->header) {
-		snprintf(why, whysz,
-			 "credential provider `%s` requires header authentication to use a "
-			 "header prefix",
-			 id);
-		goto out;
-	}
-	if (s && !(p->hprefix = strdup(s))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	p->pats = calloc(n_patterns, sizeof(*p->pats));
-	if (!p->pats) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < n_patterns; i++) {
-		int k = strlen(patterns[i]) > BR_PATTERN_MAX
-				? -EINVAL
-				: netproxy_cred_pattern_compile(patterns[i], &p->pats[i]);
-
-		if (k == -ENOMEM) {
-			r = k;
-			goto out;
-		}
-		if (k < 0) {
-			snprintf(why, whysz, "invalid credential pattern for provider `%s`", id);
-			goto out;
-		}
-		p->n_pats++;
-	}
-	r = 0;
+	r = provider_keys(id, p, n_patterns, n_prefixes,
+			  o ? opt_string(o, "url_prefix_from_env") : NULL, why, whysz);
+	if (r >= 0)
+		r = provider_dests(id, p, prefixes, n_prefixes, why, whysz);
+	if (r >= 0)
+		r = provider_auth(id, o, p, why, whysz);
+	if (r >= 0)
+		r = provider_patterns(id, p, patterns, n_patterns, why, whysz);
 out:
 	netproxy_cred_strv_free(patterns, n_patterns);
 	netproxy_cred_strv_free(prefixes, n_prefixes);

@@ -61,15 +61,64 @@ static const struct {
 
 #define LOCAL_NO_PROXY "localhost,127.0.0.1,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"
 
+/* entry ("NAME=value") is the variable name. */
+static bool entry_named(const char *entry, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
 static bool is_proxy_var(const char *entry)
 {
-	for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
-		size_t n = strlen(vars[i].name);
-
-		if (strncmp(entry, vars[i].name, n) == 0 && entry[n] == '=')
+	for (size_t i = 0; i < ELEMENTSOF(vars); i++)
+		if (entry_named(entry, vars[i].name))
 			return true;
-	}
 	return false;
+}
+
+/*
+ * *envp with the n entries of news ("NAME=value", taken over) first, then
+ * its own entries but those drop() matches (freed). Returns 0, or -ENOMEM
+ * with news freed and *envp as it was.
+ */
+static int env_put_first(char ***envp, char **news, size_t n, bool (*drop)(const char *entry))
+{
+	char **old = *envp, **v;
+	size_t n_old = 0, k = 0;
+
+	while (old && old[n_old])
+		n_old++;
+	v = calloc(n_old + n + 1, sizeof(*v));
+	if (!v) {
+		for (size_t i = 0; i < n; i++)
+			free(news[i]);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[k++] = news[i];
+	for (size_t i = 0; i < n_old; i++) {
+		if (drop(old[i])) {
+			free(old[i]);
+			continue;
+		}
+		v[k++] = old[i];
+	}
+	free(old);
+	*envp = v;
+	return 0;
+}
+
+/* "NAME=value" strings of the names (n) with their values into ret. Returns 0 or -ENOMEM. */
+static int make_entries(const char *const *names, const char *const *vals, size_t n, char **ret)
+{
+	for (size_t i = 0; i < n; i++)
+		if (asprintf(&ret[i], "%s=%s", names[i], vals[i]) < 0) {
+			while (i > 0)
+				free(ret[--i]);
+			return -ENOMEM;
+		}
+	return 0;
 }
 
 bool netproxy_env_maskable(const char *const *argv, size_t argc)
@@ -86,53 +135,32 @@ bool netproxy_env_maskable(const char *const *argv, size_t argc)
 int netproxy_env_apply(struct netproxy_config *cfg, uint16_t http_port, uint16_t socks_port,
 		       bool maskable, char ***envp)
 {
-	char http[40], socks[40], **old = *envp, **v;
-	size_t n = 0, k = 0;
+	const char *names[ELEMENTSOF(vars)], *vals[ELEMENTSOF(vars)];
+	char http[40], socks[40], *news[ELEMENTSOF(vars)];
 
 	snprintf(http, sizeof(http), "http://127.0.0.1:%u", (unsigned)http_port);
 	if (cfg->enable_socks5)
 		snprintf(socks, sizeof(socks), "socks5h://127.0.0.1:%u", (unsigned)socks_port);
 	else
 		memcpy(socks, http, sizeof(http)); /* the reference points them at the HTTP proxy */
-	while (old && old[n])
-		n++;
-	v = calloc(n + ELEMENTSOF(vars) + 1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
 	for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
-		const char *val = vars[i].val == V_HTTP	    ? http
-				  : vars[i].val == V_SOCKS  ? socks
-				  : vars[i].val == V_NO_PROXY ? (cfg->allow_local_binding ? LOCAL_NO_PROXY : "")
-				  : vars[i].val == V_LOCAL  ? (cfg->allow_local_binding ? "1" : "0")
-				  : vars[i].val == V_ONE    ? "1"
-							    : "true";
-
-		if (asprintf(&v[k], "%s=%s", vars[i].name, val) < 0) {
-			v[k] = NULL;
-			goto fail;
-		}
-		k++;
+		names[i] = vars[i].name;
+		vals[i] = vars[i].val == V_HTTP	    ? http
+			  : vars[i].val == V_SOCKS  ? socks
+			  : vars[i].val == V_NO_PROXY ? (cfg->allow_local_binding ? LOCAL_NO_PROXY : "")
+			  : vars[i].val == V_LOCAL  ? (cfg->allow_local_binding ? "1" : "0")
+			  : vars[i].val == V_ONE    ? "1"
+						    : "true";
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (is_proxy_var(old[i])) {
-			free(old[i]);
-			continue;
-		}
-		v[k++] = old[i];
-	}
-	free(old);
-	*envp = v;
+	if (make_entries(names, vals, ELEMENTSOF(vars), news) < 0 ||
+	    env_put_first(envp, news, ELEMENTSOF(vars), is_proxy_var) < 0)
+		return -ENOMEM;
 	if (!cfg->credential_masking)
 		return 0;
 	/* the broker also says "intercept" to the proxy (limited mode), masking or not */
 	if (!cfg->broker && netproxy_broker_new(cfg->providers, &cfg->broker) < 0)
 		return -ENOMEM;
 	return maskable ? netproxy_broker_mask_env(cfg->broker, envp) : 0;
-fail:
-	for (size_t i = 0; i < k; i++)
-		free(v[i]);
-	free(v);
-	return -ENOMEM;
 }
 
 static const char *const ca_vars[] = {
@@ -144,42 +172,20 @@ static const char *const ca_vars[] = {
 
 static bool is_ca_var(const char *entry)
 {
-	for (size_t i = 0; i < ELEMENTSOF(ca_vars); i++) {
-		size_t n = strlen(ca_vars[i]);
-
-		if (strncmp(entry, ca_vars[i], n) == 0 && entry[n] == '=')
+	for (size_t i = 0; i < ELEMENTSOF(ca_vars); i++)
+		if (entry_named(entry, ca_vars[i]))
 			return true;
-	}
 	return false;
 }
 
 int netproxy_env_ca(const char *bundle, char ***envp)
 {
-	char **old = *envp, **v;
-	size_t n = 0, k = 0;
+	const char *vals[ELEMENTSOF(ca_vars)];
+	char *news[ELEMENTSOF(ca_vars)];
 
-	while (old && old[n])
-		n++;
-	v = calloc(n + ELEMENTSOF(ca_vars) + 1, sizeof(*v));
-	if (!v)
+	for (size_t i = 0; i < ELEMENTSOF(ca_vars); i++)
+		vals[i] = bundle;
+	if (make_entries(ca_vars, vals, ELEMENTSOF(ca_vars), news) < 0)
 		return -ENOMEM;
-	for (size_t i = 0; i < ELEMENTSOF(ca_vars); i++) {
-		if (asprintf(&v[k], "%s=%s", ca_vars[i], bundle) < 0) {
-			for (size_t j = 0; j < k; j++)
-				free(v[j]);
-			free(v);
-			return -ENOMEM;
-		}
-		k++;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (is_ca_var(old[i])) {
-			free(old[i]);
-			continue;
-		}
-		v[k++] = old[i];
-	}
-	free(old);
-	*envp = v;
-	return 0;
+	return env_put_first(envp, news, ELEMENTSOF(ca_vars), is_ca_var);
 }

@@ -336,7 +336,11 @@ int netproxy_new(struct server *s, struct netproxy_config *cfg, int http_fd, int
 						name);
 		np->has_upstream[t] = r == 0;
 	}
-	/* Without SOCKS5 nothing listens on its port: a connect there is refused at once. */
+	/*
+	 * Without SOCKS5 nothing listens on its port: a connect there is refused at
+	 * once (in a managed network's namespace the child never made it listen,
+	 * sandbox_plan_set_proxy(): the command may run before this).
+	 */
 	if (!cfg->enable_socks5)
 		np->socks_fd = safe_close(np->socks_fd);
 	if (np->socks_fd >= 0 && cfg->enable_socks5_udp && np->udp_fd >= 0) {

@@ -8,8 +8,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "jsonrpc.h"
 #include "params.h"
+#include "rpc.h"
+
+size_t params_debug_char(unsigned char ch, char *out)
+{
+	switch (ch) {
+	case '"':
+	case '\\':
+		out[0] = '\\';
+		out[1] = (char)ch;
+		return 2;
+	case '\n':
+		out[0] = '\\';
+		out[1] = 'n';
+		return 2;
+	case '\t':
+		out[0] = '\\';
+		out[1] = 't';
+		return 2;
+	case '\r':
+		out[0] = '\\';
+		out[1] = 'r';
+		return 2;
+	default:
+		if (ch < 0x20 || ch == 0x7f)
+			return (size_t)sprintf(out, "\\u{%x}", ch);
+		out[0] = (char)ch;
+		return 1;
+	}
+}
+
+int params_check_strings(const json_t *arr, char *err, size_t errsz)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e) {
+		if (!json_is_string(e)) {
+			params_type_error(e, "a string", err, errsz);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
 
 /* Rust Debug-style quoting of a string for "invalid type: string \"...\"". */
 static void debug_str(const char *s, size_t n, char *out, size_t size)
@@ -19,34 +63,8 @@ static void debug_str(const char *s, size_t n, char *out, size_t size)
 	if (size < 4)
 		return;
 	out[o++] = '"';
-	for (size_t i = 0; i < n && o + 8 < size; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		switch (ch) {
-		case '"':
-		case '\\':
-			out[o++] = '\\';
-			out[o++] = (char)ch;
-			break;
-		case '\n':
-			out[o++] = '\\';
-			out[o++] = 'n';
-			break;
-		case '\t':
-			out[o++] = '\\';
-			out[o++] = 't';
-			break;
-		case '\r':
-			out[o++] = '\\';
-			out[o++] = 'r';
-			break;
-		default:
-			if (ch < 0x20 || ch == 0x7f)
-				o += (size_t)snprintf(out + o, size - o, "\\u{%x}", ch);
-			else
-				out[o++] = (char)ch;
-		}
-	}
+	for (size_t i = 0; i < n && o + 8 < size; i++)
+		o += params_debug_char((unsigned char)s[i], out + o);
 	out[o++] = '"';
 	out[o] = 0;
 }
@@ -201,7 +219,6 @@ int params_struct_error(const json_t *v, const char *what, char *err, size_t err
 
 static int check_value(const struct pfield *f, json_t *v, bool top, char *err, size_t errsz)
 {
-	size_t i;
 	const char *k;
 	json_t *e;
 
@@ -226,13 +243,7 @@ static int check_value(const struct pfield *f, json_t *v, bool top, char *err, s
 			type_error(v, "a sequence", top, err, errsz);
 			return -EINVAL;
 		}
-		json_array_foreach(v, i, e) {
-			if (!json_is_string(e)) {
-				params_type_error(e, "a string", err, errsz);
-				return -EINVAL;
-			}
-		}
-		return 0;
+		return params_check_strings(v, err, errsz);
 	case P_SEQ:
 		if (json_is_array(v))
 			return 0;
@@ -420,4 +431,46 @@ int params_unit_enum(json_t *v, const char *const *variants, char *err, size_t e
 	}
 	*ret_errlen = o < errsz ? o : errsz - 1;
 	return -EINVAL;
+}
+
+int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz)
+{
+	uint8_t *data = malloc(base64_decoded_max(json_string_length(s)) + 1);
+	ssize_t n;
+
+	if (!data)
+		return -ENOMEM;
+	n = base64_decode(json_string_value(s), json_string_length(s), data, err, errsz);
+	if (n < 0) {
+		free(data);
+		return -EINVAL;
+	}
+	*ret = data;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+int params_base64_or_reply(struct conn *c, json_t *id, const json_t *s, int code, const char *what,
+			   uint8_t **ret, size_t *ret_len)
+{
+	char err[512]; /* the callers' ERRSZ */
+	int r = params_base64(s, ret, ret_len, err, sizeof(err));
+
+	if (r == -ENOMEM)
+		rpc_reply_errno_internal(c, id, ENOMEM);
+	else if (r < 0)
+		rpc_reply_error(c, id, code, "%s%s", what, err);
+	return r < 0 ? -EINVAL : 0;
+}
+
+bool params_decode_or_reply(struct conn *c, json_t *id, json_t *params, const char *name,
+			    const struct pfield *f, size_t n, json_t **out)
+{
+	char err[512]; /* the callers' ERRSZ */
+
+	if (params_decode(params, name, f, n, out, err, sizeof(err)) < 0) {
+		rpc_reply_error(c, id, RPC_INVALID_PARAMS, "%s", err);
+		return false;
+	}
+	return true;
 }

@@ -56,6 +56,11 @@ int params_struct_error(const json_t *v, const char *what, char *err, size_t err
 
 /* serde's "invalid type: <unexpected>, expected <what>" for value v. */
 void params_type_error(const json_t *v, const char *what, char *err, size_t errsz);
+/*
+ * Every element of the array arr is a string, else serde's "invalid type: ..., expected a
+ * string" in err and -EINVAL.
+ */
+int params_check_strings(const json_t *arr, char *err, size_t errsz);
 /* The same where serde decodes through its Content buffer: numbers with their value. */
 void params_type_error_valued(const json_t *v, const char *what, char *err, size_t errsz);
 
@@ -63,6 +68,37 @@ void params_type_error_valued(const json_t *v, const char *what, char *err, size
 uint64_t params_u64(const json_t *v, uint64_t def);
 /* Reads a P_BOOL value (NULL -> def). */
 bool params_bool(const json_t *v, bool def);
+
+/*
+ * A base64 string (a decoded P_STRING) into a new buffer: *ret (malloc'd,
+ * with a spare byte) and *ret_len. Returns 0, -ENOMEM, or -EINVAL with the
+ * decoder's text in err.
+ */
+int params_base64(const json_t *s, uint8_t **ret, size_t *ret_len, char *err, size_t errsz);
+
+/*
+ * One byte of a string in Rust's Debug form (serde's and the reference's
+ * quoting: \" \\ \n \t \r, \u{..} for other controls) into out, which has
+ * room for 7 bytes (the escape and a NUL). Returns the bytes written, NUL not
+ * counted.
+ */
+size_t params_debug_char(unsigned char ch, char *out);
+
+struct conn;
+/*
+ * params_decode for a request's handler: an error is replied to (-32602
+ * with serde's text). Returns true when out holds the fields.
+ */
+bool params_decode_or_reply(struct conn *c, json_t *id, json_t *params, const char *name,
+			    const struct pfield *f, size_t n, json_t **out);
+
+/*
+ * params_base64 for a request's handler: an invalid string is replied to
+ * with code and what (a text before the decoder's message, "" for none),
+ * no memory with an internal error. Returns 0, or -EINVAL once replied.
+ */
+int params_base64_or_reply(struct conn *c, json_t *id, const json_t *s, int code, const char *what,
+			   uint8_t **ret, size_t *ret_len);
 
 /*
  * A serde externally tagged enum of unit variants (NULL-terminated names;

@@ -193,25 +193,39 @@ void rpc_reply_serialized(struct conn *c, json_t *id, const char *result, size_t
 	conn_commit(c, o);
 }
 
-static void reply_error_str(struct conn *c, json_t *id, int code, const char *text)
+/*
+ * Sends {"error": {"code", "data" (when given), "message"}, "id"}; steals
+ * message and data. A NULL message (no memory) leaves the member out.
+ */
+static void send_error(struct conn *c, json_t *id, int code, json_t *message, json_t *data)
 {
 	json_t *msg = json_object(), *err = json_object();
 
-	count_error(c, id, code);
-
 	if (msg && err) {
-		json_t *m = json_string(text);
-
-		/* json_string() refuses invalid UTF-8 (a message cut mid-character). */
 		json_object_set_new(err, "code", json_integer(code));
-		json_object_set_new(err, "message", m ? m : json_string("invalid request"));
+		if (data)
+			json_object_set_new(err, "data", data);
+		data = NULL;
+		json_object_set_new(err, "message", message);
+		message = NULL;
 		json_object_set_new(msg, "error", err);
 		err = NULL;
 		json_object_set(msg, "id", id);
 		conn_send_json(c, msg);
 	}
+	json_decref(message);
+	json_decref(data);
 	json_decref(err);
 	json_decref(msg);
+}
+
+static void reply_error_str(struct conn *c, json_t *id, int code, const char *text)
+{
+	/* json_string() refuses invalid UTF-8 (a message cut mid-character). */
+	json_t *m = json_string(text);
+
+	count_error(c, id, code);
+	send_error(c, id, code, m ? m : json_string("invalid request"), NULL);
 }
 
 void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *prefix,
@@ -219,29 +233,21 @@ void rpc_reply_error_quoted(struct conn *c, json_t *id, int code, const char *pr
 {
 	size_t pl = strlen(prefix), sl = json_string_length(str), xl = strlen(suffix);
 	char *text = malloc(pl + sl + xl + 1);
-	json_t *msg = json_object(), *err = json_object();
 
 	count_error(c, id, code);
-	if (text && msg && err) {
+	if (text) {
 		memcpy(text, prefix, pl);
 		memcpy(text + pl, json_string_value(str), sl);
 		memcpy(text + pl + sl, suffix, xl);
-		json_object_set_new(err, "code", json_integer(code));
 		/* Keeps embedded NULs: the client's own string comes back verbatim. */
-		json_object_set_new(err, "message", json_stringn(text, pl + sl + xl));
-		json_object_set_new(msg, "error", err);
-		err = NULL;
-		json_object_set(msg, "id", id);
-		conn_send_json(c, msg);
+		send_error(c, id, code, json_stringn(text, pl + sl + xl), NULL);
 	}
-	json_decref(err);
-	json_decref(msg);
 	free(text);
 }
 
 void rpc_reply_error_kind(struct conn *c, json_t *id, int code, const char *kind, const char *fmt, ...)
 {
-	json_t *msg = json_object(), *err = json_object(), *data = json_pack("{s:s}", "kind", kind);
+	json_t *data = json_pack("{s:s}", "kind", kind), *m;
 	char text[4096];
 	va_list ap;
 
@@ -249,21 +255,10 @@ void rpc_reply_error_kind(struct conn *c, json_t *id, int code, const char *kind
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	count_error(c, id, code);
-	if (msg && err && data) {
-		json_t *m = json_string(text);
-
-		json_object_set_new(err, "code", json_integer(code));
-		json_object_set_new(err, "data", data);
-		data = NULL;
-		json_object_set_new(err, "message", m ? m : json_string("spawn failed"));
-		json_object_set_new(msg, "error", err);
-		err = NULL;
-		json_object_set(msg, "id", id);
-		conn_send_json(c, msg);
-	}
-	json_decref(data);
-	json_decref(err);
-	json_decref(msg);
+	if (!data)
+		return;
+	m = json_string(text);
+	send_error(c, id, code, m ? m : json_string("spawn failed"), data);
 }
 
 void rpc_reply_error_text(struct conn *c, json_t *id, int code, const char *text, size_t len)

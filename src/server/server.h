@@ -176,6 +176,9 @@ struct server {
 	char *audit_path;                 /* what audit.fd was opened from (owned) */
 };
 
+/* Empties every list of s (connections, sessions, waiters): set-up, and the fuzzers' resets. */
+void server_lists_init(struct server *s);
+
 /* Ends the loop after this iteration; the server exits with exit_code. */
 void server_stop(struct server *s, int exit_code);
 

@@ -1,10 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The server's shared state that every feature module may use: the server
- * object, stopping, and the provided-buffer pool with its waiters. The loop,
- * listener and signals (src/main/server.c) sit on top of every module.
+ * object's lists, stopping, and the provided-buffer pool with its waiters.
+ * The loop, listener and signals (src/main/server.c) sit on top of every
+ * module.
  */
 #include "server.h"
+
+void server_lists_init(struct server *s)
+{
+	list_init(&s->conns);
+	list_init(&s->dead_conns);
+	list_init(&s->handshaking);
+	list_init(&s->uninitialized);
+	list_init(&s->sessions);
+	list_init(&s->buf_waiters);
+	list_init(&s->mem_waiters);
+	list_init(&s->mem_paused);
+	list_init(&s->netconns);
+}
 
 void server_stop(struct server *s, int exit_code)
 {

@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +33,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "errmsg.h"
 #include "log.h"
 #include "macro.h"
 #include "own-files.h"
@@ -48,22 +48,6 @@ static void *handle;
 static const struct toml_module *mod;
 static unsigned conf_users; /* server_conf_parse() results not yet freed */
 static bool kept;           /* loaded by environmentConfig/read: never unloaded */
-
-static int fail(char **ret_msg, const char *fmt, ...) _printf_(2, 3);
-static int fail(char **ret_msg, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(ret_msg, fmt, ap);
-	va_end(ap);
-	if (r < 0) {
-		*ret_msg = NULL;
-		return -ENOMEM;
-	}
-	return -ELIBACC;
-}
 
 /* The first call looks; later ones return its result. */
 static int module_find(void)
@@ -106,16 +90,18 @@ static int module_load(char **ret_msg)
 	if (mod)
 		return 0;
 	if (module_find() < 0)
-		return fail(ret_msg, "%s", open_error ? open_error : "cannot load the TOML module");
+		return errmsg_set(ret_msg, -ELIBACC, "%s",
+				  open_error ? open_error : "cannot load the TOML module");
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", module_fd);
 	handle = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
 	if (!handle)
-		return fail(ret_msg, "cannot load the TOML module %s: %s", module_path, dlerror());
+		return errmsg_set(ret_msg, -ELIBACC, "cannot load the TOML module %s: %s",
+				  module_path, dlerror());
 	m = dlsym(handle, TOML_MODULE_SYMBOL);
 	if (!m || m->abi != TOML_MODULE_ABI) {
 		dlclose(handle);
 		handle = NULL;
-		return fail(ret_msg, "cannot load the TOML module %s: %s", module_path,
+		return errmsg_set(ret_msg, -ELIBACC, "cannot load the TOML module %s: %s", module_path,
 			    m ? "built for another uexec (ABI mismatch)" : "no " TOML_MODULE_SYMBOL);
 	}
 	mod = m;

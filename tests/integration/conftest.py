@@ -23,9 +23,11 @@ import random
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -109,6 +111,39 @@ def pytest_configure(config):
 # --------------------------------------------------------------------------
 # waiting and processes
 
+
+
+def accept_forever(sock, on_conn):
+    """Calls on_conn(connection) for each connection sock accepts, on a daemon thread,
+    until sock is closed."""
+    def loop():
+        while True:
+            try:
+                c, _ = sock.accept()
+            except OSError:
+                return
+            on_conn(c)
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def pipe_bytes(a, b, shut_both=False):
+    """Copies what a receives to b until EOF or an error, then half-closes b (a TCP
+    forwarder's direction), or with shut_both shuts both sockets down."""
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    finally:
+        for s, how in ((a, socket.SHUT_RDWR), (b, socket.SHUT_RDWR)) if shut_both else \
+                ((b, socket.SHUT_WR),):
+            try:
+                s.shutdown(how)
+            except OSError:
+                pass
 
 
 def wait_until(pred, timeout=EVENT_TIMEOUT, interval=0.02, what="condition"):
@@ -199,6 +234,14 @@ NR_LANDLOCK_CREATE_RULESET = 444
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_ABI_SCOPE = 6     # sandbox/sandbox.h: signal and abstract-socket scoping
 NOBODY = 65534
+# The reference 0.171.0's capability flags, in its order (environment/info; uexec's own
+# extensions follow them: test_process_ext.py)
+REFERENCE_CAPABILITIES = [
+    "networkProxyLaunch", "networkProxyReviewDomains", "networkProxyTransparentTcp",
+    "credentialMasking", "credentialMaskingCustomProviders", "capabilityDiscoverySandbox",
+    "fsWatchMissing", "capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars",
+    "sandboxedFileStreaming", "fileWriteStreaming", "shellSnapshotV2", "windowsMxc",
+    "linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions"]
 
 # The interpreter the tests run inside sandboxes and for the ABI probes.
 SYSTEM_PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable

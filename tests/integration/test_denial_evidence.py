@@ -316,21 +316,22 @@ def test_audit_cannot_tell_a_program_connect_from_libcs_probe(audit_server, ws):
         {"seccomp errno (syscall 42, python3 pid N)"}, seen
 
 
+def _rss_kb(srv):
+    with open("/proc/%d/status" % srv.proc.pid) as f:
+        return int([l for l in f if l.startswith("VmRSS")][0].split()[1])
+
+
 def test_flood_is_bounded(bounded_audit_server, ws):
     """10^5 refused socket() calls and more: at most 16 kept, memory bounded, others
     served meanwhile."""
     srv, c = bounded_audit_server
 
-    def rss_kb():
-        with open("/proc/%d/status" % srv.proc.pid) as f:
-            return int([l for l in f if l.startswith("VmRSS")][0].split()[1])
-
-    before = rss_kb()
+    before = _rss_kb(srv)
     ex = run_flood(srv, c, ws, "socket.socket(socket.AF_INET, socket.SOCK_DGRAM, i % 256)")
     assert ex["exitCode"] == 1
     assert ex["sandboxDenied"] is True
     assert 1 <= len(ex["denials"]) <= 16
-    assert rss_kb() - before < 32 * 1024, (before, rss_kb())
+    assert _rss_kb(srv) - before < 32 * 1024, (before, _rss_kb(srv))
 
 
 def test_heuristic_when_no_source(server_factory, ws):
@@ -571,18 +572,14 @@ def test_flood_with_tracer_is_bounded(bounded_both_server, ws):
     still true."""
     srv, c = bounded_both_server
 
-    def rss_kb():
-        with open("/proc/%d/status" % srv.proc.pid) as f:
-            return int([l for l in f if l.startswith("VmRSS")][0].split()[1])
-
-    before = rss_kb()
+    before = _rss_kb(srv)
     ex = run_flood(srv, c, ws,
                    "os.open('/etc/uexec-ev-%d' % (i % 64), os.O_WRONLY | os.O_CREAT)")
     assert ex["exitCode"] == 1
     assert ex["sandboxDenied"] is True
     assert 1 <= len(ex["denials"]) <= 16
     assert [d for d in ex["denials"] if d["kind"] == "mount" and d["errno"] == 30]
-    assert rss_kb() - before < 32 * 1024, (before, rss_kb())
+    assert _rss_kb(srv) - before < 32 * 1024, (before, _rss_kb(srv))
     wait_detached(srv.proc.pid)
 
 

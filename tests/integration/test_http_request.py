@@ -25,7 +25,7 @@ import urllib.parse
 import pytest
 
 import wsclient
-from conftest import EVENT_TIMEOUT, settled_fd_count, wait_until
+from conftest import EVENT_TIMEOUT, accept_forever, pipe_bytes, settled_fd_count, wait_until
 
 SECRET = "hr-secret-91f2"
 ENV = "UEXEC_TEST_HTTP_SECRET"
@@ -881,31 +881,12 @@ class Proxy:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._one, args=(c,), daemon=True).start()
+        accept_forever(self.sock, lambda c: threading.Thread(target=self._one, args=(c,),
+                                                             daemon=True).start())
 
     @staticmethod
     def _pipe(a, b):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                b.sendall(d)
-        except OSError:
-            pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        pipe_bytes(a, b, shut_both=True)
 
     def _one(self, c):
         c.settimeout(EVENT_TIMEOUT)

@@ -95,16 +95,23 @@ def test_uexec_looks_for_uexec_init_where_it_is_installed(installed):
     assert os.path.isfile(installed["path"](o["libexecdir"], "uexec-init"))
 
 
-def test_installed_uexec_finds_uexec_init(installed):
-    """Run the installed tree as if installed (bind-mounted at its prefix in a mount
-    namespace of its own): uexec opens libexecdir/uexec-init, no PID-namespace warning."""
-    HOST.require("sandbox")
+def _bindable_prefix(installed):
+    """(unshare, build options, prefix) for a test that binds the DESTDIR at the prefix
+    in a mount namespace of its own; skips where that cannot be done."""
     unshare = shutil.which("unshare")
     if os.geteuid() != 0 or not unshare:
         pytest.skip("needs root and unshare(1) to bind the DESTDIR at the prefix")
     o, prefix = installed["opts"], installed["prefix"]
     if not os.path.isdir(prefix):
         pytest.skip("the prefix %s does not exist on this host to be mounted over" % prefix)
+    return unshare, o, prefix
+
+
+def test_installed_uexec_finds_uexec_init(installed):
+    """Run the installed tree as if installed (bind-mounted at its prefix in a mount
+    namespace of its own): uexec opens libexecdir/uexec-init, no PID-namespace warning."""
+    HOST.require("sandbox")
+    unshare, o, prefix = _bindable_prefix(installed)
     script = 'mount --bind "$1" "$2" && exec "$2/%s/uexec" --listen stdio' % o["bindir"]
     p = subprocess.run([unshare, "-m", "--propagation", "private", "sh", "-c", script, "sh",
                         installed["dest"] + prefix, prefix],
@@ -119,12 +126,7 @@ def test_installed_uexec_reads_its_config_through_the_installed_module(installed
     """The installed tree bound at its prefix (as above): a uexec outside the build tree
     loads the TOML module from libdir/uexec for --config (here the shipped example with
     its listener moved to an ephemeral port) and for environmentConfig/read."""
-    unshare = shutil.which("unshare")
-    if os.geteuid() != 0 or not unshare:
-        pytest.skip("needs root and unshare(1) to bind the DESTDIR at the prefix")
-    o, prefix = installed["opts"], installed["prefix"]
-    if not os.path.isdir(prefix):
-        pytest.skip("the prefix %s does not exist on this host to be mounted over" % prefix)
+    unshare, o, prefix = _bindable_prefix(installed)
     conf = tmp_path / "uexec.toml"
     with open(installed["path"](o["datadir"], "uexec", "uexec.toml.example")) as f:
         text = f.read()

@@ -7,19 +7,12 @@ import re
 import pytest
 
 import conftest
-from conftest import login_shell
+from conftest import REFERENCE_CAPABILITIES, login_shell
 from wsclient import file_uri
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 ENV_INFO_KEYS = ["shell", "executorVersion", "providerId", "cwd", "userHomeDir", "platformOs",
                  "prependPathDirs", "temporaryDirectories", "tempDir", "capabilities"]
-# The reference 0.171.0's flags (their order: test_process_ext.py)
-REFERENCE_CAPABILITIES = [
-    "networkProxyLaunch", "networkProxyReviewDomains", "networkProxyTransparentTcp",
-    "credentialMasking", "credentialMaskingCustomProviders", "capabilityDiscoverySandbox",
-    "fsWatchMissing", "capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars",
-    "sandboxedFileStreaming", "fileWriteStreaming", "shellSnapshotV2", "windowsMxc",
-    "linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions"]
 KNOWN_CAPABILITIES = set(REFERENCE_CAPABILITIES)
 # uexec's own extensions (README "Protocol extensions", test_process_ext.py)
 UEXEC_CAPABILITIES = {"uexecPtyResize", "uexecCloseStdin", "uexecProcessTimeout",

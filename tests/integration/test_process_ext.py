@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import pid_alive, wait_until
+from conftest import REFERENCE_CAPABILITIES, pid_alive, wait_until
 from wsclient import b64, unb64
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/cat", "/bin/sleep", "/bin/true", "stty")
@@ -23,13 +23,6 @@ CGROUP_CAPS = ["uexecProcessCgroup", "uexecProcessLimitPids", "uexecProcessLimit
 # after them: uexecDenialEvidence, true only while a denial evidence source is in use
 # (test_denial_evidence.py; the suite's servers run with --denial-evidence none)
 EVIDENCE_CAP = "uexecDenialEvidence"
-# the reference 0.171.0's flags, in its order
-REFERENCE_CAPS = [
-    "networkProxyLaunch", "networkProxyReviewDomains", "networkProxyTransparentTcp",
-    "credentialMasking", "credentialMaskingCustomProviders", "capabilityDiscoverySandbox",
-    "fsWatchMissing", "capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars",
-    "sandboxedFileStreaming", "fileWriteStreaming", "shellSnapshotV2", "windowsMxc",
-    "linuxRootWritePreservesDevices", "linuxApprovedRootWritePreservesRestrictions"]
 
 
 def sh(script):
@@ -55,8 +48,8 @@ def test_capabilities_advertised(sclient):
     """The uexec* flags are true, after the reference's flags, which keep their values;
     the cgroup flags follow, booleans too, then the evidence flag."""
     caps = sclient.init_result["environmentInfo"]["capabilities"]
-    assert list(caps)[:len(REFERENCE_CAPS)] == REFERENCE_CAPS
-    assert list(caps)[len(REFERENCE_CAPS):] == EXT_CAPS + CGROUP_CAPS + [EVIDENCE_CAP]
+    assert list(caps)[:len(REFERENCE_CAPABILITIES)] == REFERENCE_CAPABILITIES
+    assert list(caps)[len(REFERENCE_CAPABILITIES):] == EXT_CAPS + CGROUP_CAPS + [EVIDENCE_CAP]
     assert all(caps[k] is True for k in EXT_CAPS)
     assert all(caps[k] in (True, False) for k in CGROUP_CAPS)
     assert caps[EVIDENCE_CAP] is False

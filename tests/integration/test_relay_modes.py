@@ -19,7 +19,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -29,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "relay"))
 
 import harness as H  # noqa: E402
 import wsclient  # noqa: E402
-from conftest import HOST, UEXEC_BIN, uexec_has_remote, wait_until  # noqa: E402
+from conftest import HOST, UEXEC_BIN, accept_forever, uexec_has_remote, wait_until  # noqa: E402
 from relay_cases import (ENV_ID, SANITIZER_MARKERS, SHELL_PATH, TOKEN, Relay,  # noqa: E402
                          rpc_stream, run_echo, shim_missing)
 
@@ -534,27 +533,22 @@ class StuckDestination:
         self.url = "ws://127.0.0.1:%d" % self.lsock.getsockname()[1]
         self.conns = []
         self.got_head = False   # an upgrade was answered
-        threading.Thread(target=self._serve, daemon=True).start()
+        accept_forever(self.lsock, self._serve)
 
-    def _serve(self):
-        while True:
-            try:
-                c, _ = self.lsock.accept()
-            except OSError:
-                return
-            self.conns.append(c)
-            head = b""
-            while b"\r\n\r\n" not in head:
-                d = c.recv(1)  # byte by byte: nothing past the head is taken from the kernel
-                if not d:
-                    break
-                head += d
-            key = [ln.split(b":", 1)[1].strip() for ln in head.split(b"\r\n")
-                   if ln.lower().startswith(b"sec-websocket-key:")][0].decode()
-            c.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                       "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n"
-                       % wsclient.accept_key(key)).encode())
-            self.got_head = True
+    def _serve(self, c):
+        self.conns.append(c)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = c.recv(1)  # byte by byte: nothing past the head is taken from the kernel
+            if not d:
+                break
+            head += d
+        key = [ln.split(b":", 1)[1].strip() for ln in head.split(b"\r\n")
+               if ln.lower().startswith(b"sec-websocket-key:")][0].decode()
+        c.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                   "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n"
+                   % wsclient.accept_key(key)).encode())
+        self.got_head = True
 
     def close(self):
         self.lsock.close()

@@ -70,6 +70,15 @@ def test_renaming_the_parent_of_a_mask_does_not_unhide_it_next_time(server_facto
     assert os.path.exists(os.path.join(area.ws, "d/e/secret")), out1
 
 
+def _env_files(d, prefix, n):
+    """Makes d with n empty files prefix0.env ... prefix<n-1>.env, the first holding SECRET."""
+    os.makedirs(d)
+    for i in range(n):
+        open(os.path.join(d, "%s%d.env" % (prefix, i)), "w").close()
+    with open(os.path.join(d, prefix + "0.env"), "w") as f:
+        f.write("SECRET\n")
+
+
 def test_costly_glob_refused_not_run_on_the_event_loop(server, uniq, area):
     """The scan runs on the server's event loop when the process starts. 64 {a,b}
     alternatives of 63 components (`**` interleaved) matched against files 31
@@ -79,11 +88,7 @@ def test_costly_glob_refused_not_run_on_the_event_loop(server, uniq, area):
     pattern refused, naming it. An ordinary pattern over the same tree still starts
     and hides its match."""
     deep = os.path.join(area.ws, "deep", *(["aaaa"] * 30))
-    os.makedirs(deep)
-    for i in range(400):
-        open(os.path.join(deep, "f%d.env" % i), "w").close()
-    with open(os.path.join(deep, "f0.env"), "w") as f:
-        f.write("SECRET\n")
+    _env_files(deep, "f", 400)
     conftest.own(area.base)
     c = server.connect()
     costly = (area.ws + "/deep/**/" + "{a,b}" * 6 + "*/" + "**/a*/" * 30 + "zz")
@@ -374,11 +379,7 @@ def test_pin_limit_counts_directories_not_matches(server, uniq, area):
     (18 000 pins, past SANDBOX_MAX_PINS 16 384) are refused, naming the limit."""
     c = server.connect()
     shared = os.path.join(area.ws, "a", "b", "c")
-    os.makedirs(shared)
-    for i in range(8000):
-        open(os.path.join(shared, "s%d.env" % i), "w").close()
-    with open(os.path.join(shared, "s0.env"), "w") as f:
-        f.write("SECRET\n")
+    _env_files(shared, "s", 8000)
     conftest.own(area.base)
     out = text(sh(c, uniq, "cat a/b/c/s0.env; mv a/b a/x; echo end", area.ws,
                   ws_policy(area.ws, extra=[glob(area.ws + "/a/**/*.env")])))

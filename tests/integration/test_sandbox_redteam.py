@@ -41,6 +41,16 @@ def secret(path, data):
         conftest.own(os.path.dirname(path), ids=conftest.run_as())
 
 
+def _token_dir(area):
+    """(dir, token file, token): a 0700 directory holding a fresh capability token."""
+    d = os.path.join(area.base, "etc")
+    os.makedirs(d, mode=0o700)
+    token_file = os.path.join(d, "token")
+    token = base64.b64encode(os.urandom(24)).decode()
+    secret(token_file, token.encode() + b"\n")
+    return d, token_file, token
+
+
 # --------------------------------------------------------------------------
 # finding: set-id files through O_TMPFILE
 
@@ -191,33 +201,12 @@ class Front:
         self.lst.bind(("127.0.0.1", 0))
         self.lst.listen(8)
         self.port = self.lst.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        conftest.accept_forever(self.lst, self._forward)
 
-    @staticmethod
-    def _relay(a, b):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                b.sendall(d)
-        except OSError:
-            pass
-        finally:
-            try:
-                b.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.lst.accept()
-            except OSError:
-                return
-            u = socket.create_connection(("127.0.0.1", self.port_to))
-            threading.Thread(target=self._relay, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._relay, args=(u, c), daemon=True).start()
+    def _forward(self, c):
+        u = socket.create_connection(("127.0.0.1", self.port_to))
+        threading.Thread(target=conftest.pipe_bytes, args=(c, u), daemon=True).start()
+        threading.Thread(target=conftest.pipe_bytes, args=(u, c), daemon=True).start()
 
     def close(self):
         self.lst.close()
@@ -625,11 +614,7 @@ def test_unsandboxed_fs_requests_refuse_server_secrets(server_factory, uniq, are
     apply_patch does), which would hand the token to the model. Unsandboxed
     fs/readFile, fs/open (read) and fs/copy refuse the server's secret files, through a
     link or by their own path (EACCES, logged); other files are served as before."""
-    d = os.path.join(area.base, "etc")
-    os.makedirs(d, mode=0o700)
-    token_file = os.path.join(d, "token")
-    token = base64.b64encode(os.urandom(24)).decode()
-    secret(token_file, token.encode() + b"\n")
+    d, token_file, token = _token_dir(area)
     srv = server_factory("--ws-auth", "capability-token", "--ws-token-file", token_file)
     c = srv.connect(extra_headers=[("Authorization", "Bearer " + token)])
     link = os.path.join(area.ws, "notes.txt")
@@ -683,11 +668,7 @@ def test_unsandboxed_fs_writes_refuse_server_secrets(server_factory, uniq, area)
     refused with EACCES and logged, before anything changes: the token, the
     --config file (which decides what each reload loads) and the audit log keep
     their bytes; ordinary files are still written through links."""
-    d = os.path.join(area.base, "etc")
-    os.makedirs(d, mode=0o700)
-    token_file = os.path.join(d, "token")
-    token = base64.b64encode(os.urandom(24)).decode()
-    secret(token_file, token.encode() + b"\n")
+    d, token_file, token = _token_dir(area)
     conf = os.path.join(d, "uexec.toml")
     audit = os.path.join(d, "audit.jsonl")
     secret(conf, ('ws-auth = "capability-token"\nws-token-file = "%s"\naudit-log = "%s"\n'
@@ -761,11 +742,7 @@ def test_secret_rotated_by_rename_is_covered(server_factory, uniq, area):
     the planted link within that second, and one a SIGHUP names at once."""
     import signal
     import time
-    d = os.path.join(area.base, "etc")
-    os.makedirs(d, mode=0o700)
-    token_file = os.path.join(d, "token")
-    token = base64.b64encode(os.urandom(24)).decode()
-    secret(token_file, token.encode() + b"\n")
+    d, token_file, token = _token_dir(area)
     conf = os.path.join(d, "u.toml")
     secret(conf, ('ws-auth = "capability-token"\nws-token-file = "%s"\n'
                   % token_file).encode())

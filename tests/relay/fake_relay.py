@@ -67,6 +67,8 @@ import sys
 import time
 import urllib.parse
 
+from pbwire import dec_varint, enc_varint
+
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_WS = 256 * 1024
 SECURITY_PROFILE = "noise_hybrid_ik_v1"
@@ -90,19 +92,6 @@ DEFAULT_KNOBS = {
 # just enough protobuf to route (RelayMessageFrame field 2) and to log
 
 
-def _varint(buf, i):
-    v = shift = 0
-    while True:
-        if i >= len(buf) or shift > 63:
-            raise ValueError("truncated varint")
-        b = buf[i]
-        i += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, i
-
-
 def frame_summary(buf):
     """(stream_id, body kind, reset reason) of an encoded RelayMessageFrame; ValueError if malformed."""
     i = 0
@@ -110,12 +99,12 @@ def frame_summary(buf):
     kind = None
     reason = None
     while i < len(buf):
-        key, i = _varint(buf, i)
+        key, i = dec_varint(buf, i)
         field, wt = key >> 3, key & 7
         if wt == 0:
-            _, i = _varint(buf, i)
+            _, i = dec_varint(buf, i)
         elif wt == 2:
-            n, i = _varint(buf, i)
+            n, i = dec_varint(buf, i)
             if i + n > len(buf):
                 raise ValueError("truncated field")
             val = buf[i:i + n]
@@ -127,14 +116,14 @@ def frame_summary(buf):
                 if field == 8:
                     j = 0
                     while j < len(val):
-                        k2, j = _varint(val, j)
+                        k2, j = dec_varint(val, j)
                         if k2 & 7 == 2:
-                            m, j = _varint(val, j)
+                            m, j = dec_varint(val, j)
                             if k2 >> 3 == 1:
                                 reason = val[j:j + m].decode("utf-8", "replace")
                             j += m
                         elif k2 & 7 == 0:
-                            _, j = _varint(val, j)
+                            _, j = dec_varint(val, j)
                         else:
                             break
         elif wt == 5:
@@ -148,23 +137,11 @@ def frame_summary(buf):
     return sid, kind, reason
 
 
-def _enc_varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def reset_frame(stream_id, reason):
     sid = stream_id.encode()
     r = reason.encode()
-    body = b"\x0a" + _enc_varint(len(r)) + r
-    return b"\x08\x01" + b"\x12" + _enc_varint(len(sid)) + sid + b"\x42" + _enc_varint(len(body)) + body
+    body = b"\x0a" + enc_varint(len(r)) + r
+    return b"\x08\x01" + b"\x12" + enc_varint(len(sid)) + sid + b"\x42" + enc_varint(len(body)) + body
 
 
 # ---------------------------------------------------------------------------

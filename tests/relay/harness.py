@@ -40,6 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 import wsclient  # noqa: E402
+from pbwire import dec_varint, enc_varint  # noqa: E402
 
 # how long the harness waits for the executor or the fake (an event, never a performance bound)
 TIMEOUT = wsclient.DEFAULT_TIMEOUT
@@ -233,26 +234,14 @@ class Transport:
 # RelayMessageFrame, by hand (prost's encoding: tag order, proto3 defaults omitted)
 
 
-def _varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field_varint(tag, v):
-    return b"" if v == 0 else _varint(tag << 3) + _varint(v)
+    return b"" if v == 0 else enc_varint(tag << 3) + enc_varint(v)
 
 
 def _field_bytes(tag, b, always=False):
     if not b and not always:
         return b""
-    return _varint((tag << 3) | 2) + _varint(len(b)) + b
+    return enc_varint((tag << 3) | 2) + enc_varint(len(b)) + b
 
 
 def encode_frame(stream_id, kind, *, seq=0, payload=b"", next_seq=0, reason="", version=1,
@@ -291,16 +280,8 @@ def _parse(buf):
 
     def varint():
         nonlocal i
-        v = shift = 0
-        while True:
-            if i >= len(buf):
-                raise ValueError("truncated varint")
-            b = buf[i]
-            i += 1
-            v |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return v
+        v, i = dec_varint(buf, i)
+        return v
     while i < len(buf):
         key = varint()
         tag, wt = key >> 3, key & 7

@@ -67,20 +67,33 @@ def _chattr(path, flag):
         return False
 
 
+def _chmod_dirs(path):
+    for dirpath, dirnames, _ in os.walk(path):
+        for d in dirnames:
+            full = os.path.join(dirpath, d)
+            if not os.path.islink(full):
+                try:
+                    os.chmod(full, 0o755)
+                except OSError:
+                    pass
+
+
+def _unlock_tree(path):
+    """Clears the immutable flag below path and gives its directories search
+    permission back. Each can hide the other (chattr -R cannot enter a 000
+    directory, chmod cannot change an immutable one), so chmod runs on both
+    sides of chattr."""
+    _chmod_dirs(path)
+    subprocess.run(["chattr", "-R", "-i", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _chmod_dirs(path)
+
+
 def _rmtree(path):
     """rm -rf that also clears the immutable flag and restores search permissions."""
     if not os.path.lexists(path):
         return
     if os.path.isdir(path) and not os.path.islink(path):
-        for dirpath, dirnames, filenames in os.walk(path):
-            for d in dirnames:
-                full = os.path.join(dirpath, d)
-                if not os.path.islink(full):
-                    try:
-                        os.chmod(full, 0o755)
-                    except OSError:
-                        pass
-        subprocess.run(["chattr", "-R", "-i", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _unlock_tree(path)
         shutil.rmtree(path, ignore_errors=True)
     else:
         _chattr(path, "-i")
@@ -91,15 +104,7 @@ def cleanup(root):
     """Undo what shutil.rmtree cannot (immutable files)."""
     base = root + SCRATCH
     if os.path.isdir(base):
-        subprocess.run(["chattr", "-R", "-i", base], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for dirpath, dirnames, _ in os.walk(base):
-            for d in dirnames:
-                full = os.path.join(dirpath, d)
-                if not os.path.islink(full):
-                    try:
-                        os.chmod(full, 0o755)
-                    except OSError:
-                        pass
+        _unlock_tree(base)
 
 
 # --------------------------------------------------------------------------
