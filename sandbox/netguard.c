@@ -622,6 +622,40 @@ fail:
 	return r;
 }
 
+int netguard_adopt(int cgroup_fd, const uint16_t *ports, size_t n_ports, struct netguard **ret,
+		   char *err, size_t errsz)
+{
+	char link[64], merr[256];
+	struct netguard *g;
+	ssize_t n;
+
+	if (n_ports == 0 || n_ports > MAX_PORTS) {
+		snprintf(err, errsz, "between 1 and %d ports", MAX_PORTS);
+		return -EINVAL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", cgroup_fd);
+	n = readlink(link, g->path, sizeof(g->path) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(g->path) - 1) {
+		snprintf(err, errsz, "cannot read the guard cgroup's path");
+		free(g);
+		return -EBADF;
+	}
+	g->path[n] = 0;
+	/* Its flock and its attached programs came along with the open file description. */
+	g->cgroup_fd = cgroup_fd;
+	memcpy(g->ports, ports, n_ports * sizeof(*ports));
+	g->n_ports = n_ports;
+	g->map_fd = join_map(ports, n_ports, merr, sizeof(merr));
+	if (g->map_fd < 0)
+		log_warning("Listener guard: %s; only this server's port is guarded", merr);
+	hold_ports(g);
+	*ret = g;
+	return 0;
+}
+
 int netguard_cgroup_fd(const struct netguard *g)
 {
 	return g ? g->cgroup_fd : -1;

@@ -46,6 +46,16 @@ struct netguard;
 int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, char *err,
 		 size_t errsz);
 
+/*
+ * After a live upgrade's execve (docs/UPGRADE.md): the guard of the server
+ * this process was, from its cgroup's fd (taken: its flock and the programs
+ * attached to the cgroup survive execve). The port map is joined again and
+ * the ports held again at the wildcard addresses (those sockets closed at
+ * execve). Returns 0 and *ret, or -errno with err.
+ */
+int netguard_adopt(int cgroup_fd, const uint16_t *ports, size_t n_ports, struct netguard **ret,
+		   char *err, size_t errsz);
+
 /* The cgroup directory fd for clone3's CLONE_INTO_CGROUP; -1 when g is NULL. */
 int netguard_cgroup_fd(const struct netguard *g);
 

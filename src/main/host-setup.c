@@ -16,6 +16,7 @@
 #include "log.h"
 #include "server.h"
 #include "spawn.h"
+#include "upgrade.h"
 
 /*
  * The server's own files no sandbox may read (sandbox_set_secrets) and no
@@ -114,6 +115,9 @@ void server_setup_cgroups(struct server *s)
 	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
 		s->cgroups.v1_fd[k] = -1;
 	if (s->cfg.fs_helper)
+		return;
+	/* A live upgrade hands the layout and the supervisor's pipe over (docs/UPGRADE.md). */
+	if (upgrade_restore_cgroups(s) != 0)
 		return;
 	sandbox_cg_init(&s->cgroups, !s->cfg.process_cgroups_off, desc, sizeof(desc));
 	log_info("%s", desc);

@@ -610,7 +610,10 @@ static int start_front(struct server *s)
 		/* No pings on stdio; the ticks end a close whose output is never read. */
 		uring_timer_arm(&s->ring, &s->ping_timer, s->cfg.ping_interval_ms, on_ping);
 	} else {
-		r = server_listen_on(s);
+		/* A live upgrade hands the listening socket over (docs/UPGRADE.md). */
+		r = upgrade_restore_listener(s);
+		if (r == 0)
+			r = server_listen_on(s);
 		if (r < 0)
 			return r;
 		server_arm_accept(s);
@@ -640,6 +643,10 @@ int server_init(struct server *s, const struct config *cfg)
 
 	server_state_init(s, cfg);
 	conn_set_handlers(&conn_handlers);
+	/* After a live upgrade's execve: the state handed over (docs/UPGRADE.md). */
+	r = upgrade_restore_begin(s);
+	if (r < 0)
+		return r;
 	r = register_methods();
 	if (r < 0)
 		return log_error_errno(r, "Registering the JSON-RPC methods failed");
@@ -686,6 +693,7 @@ int server_init(struct server *s, const struct config *cfg)
 	r = start_front(s);
 	if (r < 0)
 		return r;
+	upgrade_restore_end(s); /* before the fds are counted */
 	derive_limits(s);
 	arm_signal(s);
 	return 0;

@@ -25,6 +25,7 @@
 #include "state.h"
 #include "upgrade-cgroups.h"
 #include "upgrade-internal.h"
+#include "view.h"
 
 /* The counters of struct server_metrics by a stable name (metrics.h), for the METRIC records. */
 #define M(field) { #field, offsetof(struct server_metrics, field), 1 }
@@ -360,4 +361,22 @@ out:
 	free(order);
 	free(recs);
 	return r;
+}
+
+void upgrade_metrics_from_view(struct server_metrics *m, const struct upgrade_view *v)
+{
+	for (uint32_t k = 0; k < v->n_metrics; k++)
+		for (size_t i = 0; i < ELEMENTSOF(metrics); i++)
+			for (unsigned j = 0; j < metrics[i].n; j++) {
+				char name[64];
+
+				if (metrics[i].n == 1)
+					snprintf(name, sizeof(name), "%s", metrics[i].name);
+				else
+					snprintf(name, sizeof(name), "%s.%u", metrics[i].name, j);
+				/* A counter this binary does not know is dropped: it cannot show it. */
+				if (strlen(name) == v->metrics[k].name_len &&
+				    memcmp(name, v->metrics[k].name, v->metrics[k].name_len) == 0)
+					*((uint64_t *)((char *)m + metrics[i].off) + j) = v->metrics[k].value;
+			}
 }

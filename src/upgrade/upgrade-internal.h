@@ -43,3 +43,12 @@ int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collecte
 unsigned upgrade_quiesce_start(struct server *s);
 bool upgrade_quiesced(const struct server *s);
 void upgrade_resume(struct server *s);
+
+struct server_metrics;
+struct upgrade_view;
+
+/* collect.c: the METRIC records' counters into m (names this binary does not know are dropped). */
+void upgrade_metrics_from_view(struct server_metrics *m, const struct upgrade_view *v);
+
+/* restore.c: the upgrades this process went through (0 if it was started, not upgraded to). */
+uint64_t upgrade_restored_upgrades(void);

@@ -51,6 +51,7 @@ enum upgrade_phase {
 /* One upgrade per server at a time, so one state per process (like the ring). */
 static struct {
 	char *exe;              /* the path uexec was started from (owned) */
+	char **argv;            /* main()'s, borrowed: the new binary gets the same arguments */
 	enum upgrade_phase phase;
 	struct server *srv;
 	pid_t pid;
@@ -104,6 +105,7 @@ int upgrade_main_hook(int argc, char **argv)
 		return upgrade_check_main(argc, argv);
 	free(upg.exe);
 	upg.exe = exe_path(argc > 0 ? argv[0] : NULL);
+	upg.argv = argc > 0 ? argv : NULL;
 	return -1;
 }
 
@@ -151,7 +153,7 @@ static void check_output(char *out, size_t size)
  * millisecond per MB of retained output, bench/README.md), as the hand-over's
  * own SERIALIZE will.
  */
-static void state_dry_run(struct server *s)
+static int state_dry_run(struct server *s)
 {
 	struct upgrade_collected c;
 	struct upgrade_state st;
@@ -160,7 +162,7 @@ static void state_dry_run(struct server *s)
 	void *map = MAP_FAILED;
 	int fd, r;
 
-	fd = r = upgrade_collect(s, upg.upgrades, &c);
+	fd = r = upgrade_collect(s, upgrade_restored_upgrades(), &c);
 	if (r < 0) {
 		snprintf(err, sizeof(err), "building it failed: %s", strerror(-r));
 	} else {
@@ -192,7 +194,7 @@ static void state_dry_run(struct server *s)
 		/* A bug of the writer or the schema: the hand-over would refuse to go on. */
 		log_event(LOG_ERR, "upgrade.state", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: the state does not validate: %s", err);
-		return;
+		return r;
 	}
 	{
 		struct log_field f[] = {
@@ -211,6 +213,78 @@ static void state_dry_run(struct server *s)
 			  c.records, c.sessions, c.procs, c.retained_bytes, c.conns, c.queued_bytes,
 			  c.conns_closed, c.fds, c.bytes, us);
 	}
+	return 0;
+}
+
+/*
+ * What keeps this version from handing over (docs/UPGRADE.md, "Next"): it
+ * execs an idle server only, a listener and no sessions or connections;
+ * anything else resumes and keeps serving. NULL: none.
+ */
+static const char *handover_blocker(const struct server *s)
+{
+	if (!list_empty(&s->sessions) || !list_empty(&s->conns) || s->n_conns)
+		return "sessions or connections";
+	if (s->listen_fd < 0)
+		return "no listening socket (stdio or remote mode)";
+	if (!upg.argv)
+		return "no argv";
+	return NULL;
+}
+
+static void set_cloexec(const struct upgrade_state *st, int memfd, bool on)
+{
+	for (uint32_t i = 0; i < st->n_fds; i++)
+		(void)fcntl((int)st->fds[i], F_SETFD, on ? FD_CLOEXEC : 0);
+	(void)fcntl(memfd, F_SETFD, on ? FD_CLOEXEC : 0);
+}
+
+/*
+ * EXECVE (docs/UPGRADE.md): the blob once more (the dry run's was dropped),
+ * FD_CLOEXEC cleared on the memfd and on exactly the fds it names, and the
+ * binary at the start path exec'd in this pid with the same argv and
+ * UEXEC_UPGRADE_STATE_FD. Returns only if that failed, everything as before.
+ */
+static void handover(struct server *s)
+{
+	struct upgrade_collected c;
+	struct upgrade_state st;
+	char err[256] = "", num[16];
+	void *map = MAP_FAILED;
+	int fd, r;
+
+	fd = r = upgrade_collect(s, upgrade_restored_upgrades(), &c);
+	if (r >= 0) {
+		map = mmap(NULL, c.bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+		r = map == MAP_FAILED ? -errno : 0;
+	}
+	if (r >= 0)
+		r = upgrade_state_parse(map, c.bytes, NULL, &st, err, sizeof(err));
+	if (r < 0) {
+		log_error_errno(r, "Upgrade: building the state to hand over failed%s%s", err[0] ? ": " : "", err);
+		goto out;
+	}
+	{
+		struct log_field f[] = { LOG_STR("binary", upg.exe), LOG_INT("fds", st.n_fds),
+					 LOG_INT("bytes", c.bytes) };
+
+		log_event(LOG_INFO, "upgrade.exec", NULL, f, ELEMENTSOF(f),
+			  "Upgrade: handing %u fds over to %s", st.n_fds, upg.exe);
+	}
+	snprintf(num, sizeof(num), "%d", fd);
+	set_cloexec(&st, fd, false);
+	fflush(NULL);
+	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) == 0)
+		(void)execve(upg.exe, upg.argv, environ);
+	r = -errno;
+	(void)unsetenv("UEXEC_UPGRADE_STATE_FD");
+	set_cloexec(&st, fd, true);
+	upgrade_state_done(&st);
+	log_error_errno(r, "Upgrade: execve %s failed; keeping serving", upg.exe);
+out:
+	if (map != MAP_FAILED)
+		munmap(map, c.bytes);
+	safe_close(fd);
 }
 
 static void on_quiesce_tick(struct uring_timer *t, bool fired)
@@ -226,7 +300,8 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 		log_event(LOG_INFO, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: quiesced in %" PRIu64 " us (%u ops cancelled: reads, writes, "
 			  "exit waits, stdin writes, accept)", us, upg.cancelled);
-		state_dry_run(s);
+		if (state_dry_run(s) >= 0 && !handover_blocker(s))
+			handover(s); /* returns only if the execve failed */
 		unsupported(s);
 		return;
 	}

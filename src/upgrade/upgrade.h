@@ -22,3 +22,17 @@ void upgrade_on_signal(struct server *s);
 
 /* Shutdown (server_done, before the ring goes): a check still running is killed and reaped. */
 void upgrade_done(struct server *s);
+
+/*
+ * RESTORE (restore.c), in the binary an upgrade execs. server_init() calls
+ * _begin first: without UEXEC_UPGRADE_STATE_FD it returns 0 and the others
+ * do nothing (0); with it, the blob is mapped, parsed, checked and its
+ * metric counters taken (1), or -errno (logged; nothing adopted). Then
+ * _cgroups adopts the cgroups' layout and the supervisor's pipe, _listener
+ * the listening socket (1 each when they did), and _end logs upgrade.done
+ * and drops the blob.
+ */
+int upgrade_restore_begin(struct server *s);
+int upgrade_restore_cgroups(struct server *s);
+int upgrade_restore_listener(struct server *s);
+void upgrade_restore_end(struct server *s);

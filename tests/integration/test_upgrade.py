@@ -12,14 +12,15 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 
 import pytest
 
 from conftest import (EVENT_TIMEOUT, SANITIZER_MARKERS, UEXEC_BIN, children_of, pid_alive,
-                      wait_until)
-from wsclient import RpcClient, StdioTransport, b64
+                      settled_fd_count, wait_until)
+from wsclient import RpcClient, StdioTransport, b64, http_exchange
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep")
 
@@ -197,6 +198,7 @@ def test_second_sigusr2_during_check_is_refused(server_factory, tmp_path):
     fifo = str(tmp_path / "fifo")
     os.mkfifo(fifo)
     lu = Launch(server_factory, tmp_path)
+    c = lu.srv.connect()   # not idle: the fake check's success must not exec the script
     # The 'new binary' answers once the test writes to the FIFO: the check is in progress
     # until then.
     lu.replace('read x < "%s"\necho "fake can take over"\nexit 0\n' % fifo)
@@ -304,6 +306,7 @@ def test_json_log_events(server_factory, tmp_path):
     fifo = str(tmp_path / "fifo")
     os.mkfifo(fifo)
     lu = Launch(server_factory, tmp_path, args=("--log-format", "json"))
+    c = lu.srv.connect()   # not idle: the fake check's success must not exec the script
     lu.usr2()
     lu.wait_log('"event":"upgrade.unsupported"')
     lu.replace('read x < "%s"\necho slow\nexit 0\n' % fifo)
@@ -321,8 +324,8 @@ def test_json_log_events(server_factory, tmp_path):
                      "upgrade.unsupported", "upgrade.start", "upgrade.refused", "upgrade.check",
                      "upgrade.quiesce", "upgrade.state", "upgrade.unsupported"], names
     start, check, quiesce, state, _, _, refused, check2 = events[:8]
-    # an idle server: the listener's accept alone
-    assert quiesce["level"] == "info" and quiesce["fields"]["opsCancelled"] == 1, quiesce
+    # the listener's accept and the connection's read
+    assert quiesce["level"] == "info" and quiesce["fields"]["opsCancelled"] == 2, quiesce
     assert quiesce["fields"]["us"] < 2000000, quiesce
     assert start["fields"] == {"binary": lu.path, "stateVersion": STATE_VERSION}
     assert check["fields"]["status"] == 0 and check["fields"]["binary"] == lu.path
@@ -331,7 +334,7 @@ def test_json_log_events(server_factory, tmp_path):
     assert refused["level"] == "warning"
     assert refused["fields"] == {"reason": "an upgrade is already in progress"}
     f = state["fields"]
-    assert f["sessions"] == 0 and f["processes"] == 0 and f["connections"] == 0, f
+    assert f["sessions"] == 1 and f["processes"] == 0 and f["connections"] == 1, f
     assert f["fds"] >= 1 and f["bytes"] > 32 and f["records"] >= 2, f
 
 
@@ -471,3 +474,125 @@ def test_quiesce_keeps_stdin_writes(server_factory, tmp_path):
     assert run.stdout == b"up\n" + data
     assert run.exit_code == 0
     run.check_sequencing()
+
+
+def metric(srv, name):
+    """One counter's value from GET /metrics."""
+    status, _, body = http_exchange(srv.host, srv.port,
+                                    b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == "HTTP/1.1 200 OK", (status, body)
+    m = re.search(rb"^%s (\d+)$" % name.encode(), body, re.M)
+    assert m, (name, body[:2000])
+    return int(m.group(1))
+
+
+def listener_inode(pid):
+    """The inode of the socket pid listens on (tcp/tcp6 state 0A), or None."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = [line.split() for line in f.readlines()[1:]]
+        except OSError:
+            continue
+        for r in rows:
+            if r[3] == "0A" and r[9] in inodes:
+                return r[9]
+    return None
+
+
+def test_idle_server_hands_over_in_place(server_factory, tmp_path):
+    """An idle server (no session, no connection) execs the new binary in its own pid on
+    SIGUSR2: the same listening socket (a client that connects while the new binary is
+    starting waits in its backlog and is served), the same fds open (none leaked, none
+    lost), the metric counters carried, and it serves a client and a process after."""
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    marker = tmp_path / "in-exec"
+    lu = Launch(server_factory, tmp_path)
+    pid = lu.srv.pid
+    # Idle: no session (a closed client's would stay for its resume window), so the
+    # counter to carry is the scrapes' own.
+    accepted = metric(lu.srv, "uexec_connections_accepted_total")
+    assert accepted >= 1
+    listener = listener_inode(pid)
+    assert listener, "no listening socket found for %d" % pid
+    fds = settled_fd_count(pid)
+    # The 'new binary': the real one, held back once exec'd with the state until the test
+    # has connected (the check runs it too, as itself).
+    lu.replace('if [ -n "$UEXEC_UPGRADE_STATE_FD" ]; then : > "%s"; read x < "%s"; fi\n'
+               'exec "%s" "$@"\n' % (marker, fifo, os.path.realpath(UEXEC_BIN)))
+    lu.usr2()
+    lu.wait_log(" fds over to ")
+    wait_until(marker.exists, what="the new binary started")
+    # Between the execve and the new loop: the kernel queues the connection.
+    early = socket.create_connection((lu.srv.host, lu.srv.port), timeout=EVENT_TIMEOUT)
+    early.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    with open(fifo, "w") as f:
+        f.write("go\n")
+    lu.wait_log("Upgrade: took over from uexec ")
+    reply = b""
+    while True:
+        chunk = early.recv(4096)
+        if not chunk:
+            break
+        reply += chunk
+    early.close()
+    assert reply.startswith(b"HTTP/1.1 200"), reply
+    assert lu.srv.proc.poll() is None and lu.srv.pid == pid
+    assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(UEXEC_BIN)
+    assert listener_inode(pid) == listener, "the listening socket was not the one handed over"
+    assert b"Listening on" in lu.srv.stderr() and lu.srv.stderr().count(b"Listening on") == 1
+    assert b"not supported yet" not in lu.srv.stderr()
+    c = lu.srv.connect()
+    c.start("q", ["/bin/sh", "-c", "echo two; exit 3"], env=PATH_ENV)
+    run = c.collect("q")
+    assert run.stdout == b"two\n" and run.exit_code == 3
+    c.close()
+    assert settled_fd_count(pid) == fds
+    # Counters went on from the old binary's: the early client, the session, this scrape.
+    assert metric(lu.srv, "uexec_connections_accepted_total") == accepted + 3
+
+
+def test_idle_handover_keeps_the_supervisor(server_factory, tmp_path):
+    """After two hand-overs the cgroup supervisor still watches the pipe the binary
+    holds: SIGKILL of uexec still kills a process that left its process group."""
+    lu = Launch(server_factory, tmp_path)
+    if b"No orphans: pid" not in lu.srv.stderr():
+        pytest.skip("no cgroup supervisor on this host")
+    pid = lu.srv.pid
+    # Twice: the restored server hands over again what it adopted.
+    for n in (1, 2):
+        lu.usr2()
+        lu.wait_log("(upgrade %d), restored in" % n)
+    assert lu.srv.pid == pid and lu.srv.proc.poll() is None
+    assert lu.srv.stderr().count(b"No orphans: pid") == 1   # the first binary's, kept
+    c = lu.srv.connect()
+    c.start("p", ["/bin/sh", "-c", "setsid /bin/sleep 1000 >/dev/null 2>&1 & echo $!"],
+            env=PATH_ENV)
+    run = c.collect("p")
+    orphan = int(run.stdout)
+    assert pid_alive(orphan)
+    lu.srv.stopped = True
+    lu.srv.proc.send_signal(signal.SIGKILL)
+    lu.srv.proc.wait()
+    wait_until(lambda: not pid_alive(orphan), what="the supervisor's purge")
+
+
+def test_busy_server_is_not_handed_over(server_factory, tmp_path):
+    """A server with a session or a connection keeps serving (the dry run) until the
+    hand-over of sessions is built: nothing is exec'd."""
+    lu = Launch(server_factory, tmp_path)
+    c = lu.srv.connect()
+    lu.usr2()
+    lu.wait_log("not supported yet; keeping serving")
+    assert b" fds over to " not in lu.srv.stderr()
+    c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
+    assert c.collect("p").stdout == b"ok\n"
