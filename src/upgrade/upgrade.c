@@ -4,9 +4,11 @@
  * path uexec was started from as `--check-upgrade VERSION`, on the ring (its
  * pidfd polled, a deadline), and logs its answer. One upgrade at a time: a
  * SIGUSR2 while one runs is refused with a log line. A successful check is
- * followed by QUIESCE (quiesce.c), the state blob built and validated as the
- * hand-over would (collect.c), and RESUME; the execve and RESTORE that would
- * come between are not built yet, so the server keeps serving.
+ * followed by QUIESCE (quiesce.c) and the state blob built and validated as
+ * the hand-over will (collect.c). An idle server (a listener, no session or
+ * connection) is then handed over: execve of the start path in this pid with
+ * the blob (RESTORE: restore.c). Any other server RESUMEs and keeps serving,
+ * until the hand-over of sessions, processes and connections is built.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Live upgrade on SIGUSR2 (docs/UPGRADE.md): the trigger, the check of the
- * new binary (`uexec --check-upgrade`), and the hooks the server calls. The
- * hand-over itself is not built yet: after a successful check the server
- * quiesces, builds and validates the state, resumes, logs that and keeps
- * serving.
+ * new binary (`uexec --check-upgrade`), and the hooks the server calls.
+ * After a successful check the server quiesces, builds and validates the
+ * state; an idle server is then exec'd with it and restored, any other
+ * resumes and keeps serving (the hand-over of sessions is not built yet).
  */
 #pragma once
 

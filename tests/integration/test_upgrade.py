@@ -4,9 +4,11 @@
 SIGUSR2 runs it on the binary at the path uexec was started from and logs the
 answer; a failing, refusing, missing or hanging new binary is logged and the
 server keeps serving; a SIGUSR2 while a check runs is refused with a log line.
-The hand-over itself is not built: after a successful check the server says so
-and keeps serving, its processes untouched (their output continuous, seqs
-unbroken, exit codes reported)."""
+An idle server (no session or connection) is handed over in place: execve of
+the new binary in the same pid, which adopts the listener, the cgroups and the
+counters. A busy server is not handed over yet: after a successful check it
+says so and keeps serving, its processes untouched (their output continuous,
+seqs unbroken, exit codes reported)."""
 
 import json
 import os
