@@ -598,3 +598,31 @@ def test_busy_server_is_not_handed_over(server_factory, tmp_path):
     assert b" fds over to " not in lu.srv.stderr()
     c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
     assert c.collect("p").stdout == b"ok\n"
+
+
+def test_failed_execve_keeps_serving(server_factory, tmp_path):
+    """The new binary passes its check, then is gone when the hand-over execs it: execve
+    fails, the fds handed over get FD_CLOEXEC back, and the same binary keeps serving."""
+    lu = Launch(server_factory, tmp_path)
+    pid = lu.srv.pid
+    fds = settled_fd_count(pid)
+    lu.replace('rm -f "$0"\nexec "%s" "$@"\n' % os.path.realpath(UEXEC_BIN))
+    lu.usr2()
+    lu.wait_log("Upgrade: execve %s failed; keeping serving" % lu.path)
+    lu.wait_log("not supported yet; keeping serving")
+    assert lu.srv.proc.poll() is None
+    assert settled_fd_count(pid) == fds
+    cloexec = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                flags = int(re.search(r"^flags:\s+(\d+)", f.read(), re.M).group(1), 8)
+        except OSError:
+            continue
+        if int(fd) > 2 and not flags & 0o2000000:   # O_CLOEXEC
+            cloexec.append(fd)
+    assert cloexec == [], "fds left without FD_CLOEXEC: %r" % cloexec
+    c = lu.srv.connect()
+    c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
+    run = c.collect("p")
+    assert run.stdout == b"ok\n" and run.exit_code == 0
