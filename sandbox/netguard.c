@@ -622,15 +622,24 @@ fail:
 	return r;
 }
 
-int netguard_adopt(int cgroup_fd, const uint16_t *ports, size_t n_ports, struct netguard **ret,
-		   char *err, size_t errsz)
+size_t netguard_held_fds(const struct netguard *g, int *fds, size_t max)
+{
+	size_t n = 0;
+
+	for (; g && n < g->n_held && n < max; n++)
+		fds[n] = g->held[n];
+	return n;
+}
+
+int netguard_adopt(int cgroup_fd, const uint16_t *ports, size_t n_ports, const int *held,
+		   size_t n_held, struct netguard **ret, char *err, size_t errsz)
 {
 	char link[64], merr[256];
 	struct netguard *g;
 	ssize_t n;
 
-	if (n_ports == 0 || n_ports > MAX_PORTS) {
-		snprintf(err, errsz, "between 1 and %d ports", MAX_PORTS);
+	if (n_ports == 0 || n_ports > MAX_PORTS || n_held > 2 * MAX_PORTS) {
+		snprintf(err, errsz, "between 1 and %d ports, 2 sockets each", MAX_PORTS);
 		return -EINVAL;
 	}
 	g = calloc(1, sizeof(*g));
@@ -651,7 +660,11 @@ int netguard_adopt(int cgroup_fd, const uint16_t *ports, size_t n_ports, struct 
 	g->map_fd = join_map(ports, n_ports, merr, sizeof(merr));
 	if (g->map_fd < 0)
 		log_warning("Listener guard: %s; only this server's port is guarded", merr);
-	hold_ports(g);
+	/* The sockets handed over keep the ports held across execve; without them, hold again. */
+	for (size_t k = 0; k < n_held; k++)
+		g->held[g->n_held++] = held[k];
+	if (!n_held)
+		hold_ports(g);
 	*ret = g;
 	return 0;
 }

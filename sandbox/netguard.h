@@ -49,12 +49,18 @@ int netguard_new(const uint16_t *ports, size_t n_ports, struct netguard **ret, c
 /*
  * After a live upgrade's execve (docs/UPGRADE.md): the guard of the server
  * this process was, from its cgroup's fd (taken: its flock and the programs
- * attached to the cgroup survive execve). The port map is joined again and
- * the ports held again at the wildcard addresses (those sockets closed at
- * execve). Returns 0 and *ret, or -errno with err.
+ * attached to the cgroup survive execve). The port map is joined again. held: the sockets that held the ports (netguard_held_fds()),
+ * taken; none (n_held 0): they are held again. Returns 0 and *ret, or
+ * -errno with err.
  */
-int netguard_adopt(int cgroup_fd, const uint16_t *ports, size_t n_ports, struct netguard **ret,
-		   char *err, size_t errsz);
+int netguard_adopt(int cgroup_fd, const uint16_t *ports, size_t n_ports, const int *held,
+		   size_t n_held, struct netguard **ret, char *err, size_t errsz);
+
+/*
+ * The sockets holding the guarded ports at the wildcard addresses (a live
+ * upgrade hands them over): up to max fds into fds; returns how many.
+ */
+size_t netguard_held_fds(const struct netguard *g, int *fds, size_t max);
 
 /* The cgroup directory fd for clone3's CLONE_INTO_CGROUP; -1 when g is NULL. */
 int netguard_cgroup_fd(const struct netguard *g);

@@ -120,8 +120,14 @@ static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
 	upgrade_writer_end(w);
 	put_metrics(w, &s->metrics);
 	c->fds += upgrade_put_cgroups(w, &s->cgroups);
-	if (s->guard)
+	if (s->guard) {
+		int held[16];
+		size_t n = netguard_held_fds(s->guard, held, ELEMENTSOF(held));
+
 		put_held(w, c, UPGRADE_HELD_GUARD, netguard_cgroup_fd(s->guard), -1);
+		for (size_t i = 0; i < n; i++)
+			put_held(w, c, UPGRADE_HELD_GUARD_PORT, held[i], (int)i);
+	}
 	if (s->listen_fd >= 0) {
 		char url[96];
 

@@ -181,14 +181,22 @@ static void adopt_guard(struct server *s, int fd)
 	char err[256] = "getsockname failed";
 	int r = -EBADF;
 
+	int held[16];
+	size_t n_held = 0;
+
+	/* The port sockets in index order (the view checked each index is given once). */
+	for (int ix = 0; ix < (int)ELEMENTSOF(held); ix++)
+		for (uint32_t i = 0; i < rs.v.n_held; i++)
+			if (rs.v.held[i].role == UPGRADE_HELD_GUARD_PORT && rs.v.held[i].index == ix)
+				held[n_held++] = rs.v.held[i].fd;
 	if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) == 0) {
 		port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 						      : ((struct sockaddr_in *)&ss)->sin_port);
-		r = netguard_adopt(fd, &port, 1, &s->guard, err, sizeof(err));
+		r = netguard_adopt(fd, &port, 1, held, n_held, &s->guard, err, sizeof(err));
 	}
 	if (r >= 0) {
-		log_info("Listener guard: sandboxed processes cannot connect to port %u (cgroup %s, "
-			 "handed over)", port, netguard_path(s->guard));
+		log_info("Listener guard: sandboxed processes cannot connect to port %u (cgroup %s "
+			 "and %zu port sockets, handed over)", port, netguard_path(s->guard), n_held);
 		return;
 	}
 	snprintf(s->sandbox.network_refused, sizeof(s->sandbox.network_refused),
@@ -197,6 +205,8 @@ static void adopt_guard(struct server *s, int fd)
 	log_warning("Upgrade: cannot take the listener guard over (%s): sandboxed processes with "
 		    "network access are refused", err);
 	safe_close(fd);
+	for (size_t i = 0; i < n_held; i++)
+		safe_close(held[i]);
 }
 
 int upgrade_restore_listener(struct server *s)

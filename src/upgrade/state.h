@@ -92,12 +92,13 @@ enum upgrade_held_role {
 	UPGRADE_HELD_GUARD,           /* the listener guard's cgroup */
 	UPGRADE_HELD_INOTIFY,
 	UPGRADE_HELD_AUDIT_LOG,
+	UPGRADE_HELD_GUARD_PORT,      /* a socket holding the listener's port at a wildcard address (index) */
 	_UPGRADE_HELD_MAX,
 };
 enum {
 	UPGRADE_HELD_ROLE = 1,        /* U64: enum upgrade_held_role */
 	UPGRADE_HELD_FD,              /* FD */
-	UPGRADE_HELD_INDEX,           /* U64: which one of a role (a v1 hierarchy) */
+	UPGRADE_HELD_INDEX,           /* U64: which one of a role (a v1 hierarchy, a guard port socket) */
 };
 enum {
 	UPGRADE_LISTENER_FD = 1,      /* FD (socket) */

@@ -101,9 +101,11 @@ static int read_held(struct build *b, uint32_t rec)
 	h->role = (enum upgrade_held_role)upgrade_rec_u64(b->st, rec, UPGRADE_HELD_ROLE, 0);
 	h->fd = fd_of(b, rec, UPGRADE_HELD_FD);
 	h->index = ix ? (int)upgrade_rec_u64(b->st, rec, UPGRADE_HELD_INDEX, 0) : -1;
-	if ((h->role == UPGRADE_HELD_CG_V1_BASE) != (h->index >= 0))
-		return bad(b, "record %u: an index is for a v1 cgroup base only, and it needs one", rec);
-	if (h->index >= CG_KINDS)
+	if ((h->role == UPGRADE_HELD_CG_V1_BASE || h->role == UPGRADE_HELD_GUARD_PORT) !=
+	    (h->index >= 0))
+		return bad(b, "record %u: an index is for a v1 cgroup base or a guard port only, and "
+			   "they need one", rec);
+	if (h->role == UPGRADE_HELD_CG_V1_BASE && h->index >= CG_KINDS)
 		return bad(b, "record %u: v1 cgroup base %d: there are %d", rec, h->index, CG_KINDS);
 	for (uint32_t i = 0; i < b->v.n_held; i++)
 		if (b->v.held[i].role == h->role && b->v.held[i].index == h->index)

@@ -488,6 +488,19 @@ def metric(srv, name):
     return int(m.group(1))
 
 
+def socket_inodes(pid):
+    """The inodes of every socket pid holds."""
+    found = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            found.add(link[8:-1])
+    return found
+
+
 def listener_inode(pid):
     """The inode of the socket pid listens on (tcp/tcp6 state 0A), or None."""
     inodes = set()
@@ -527,6 +540,7 @@ def test_idle_server_hands_over_in_place(server_factory, tmp_path):
     listener = listener_inode(pid)
     assert listener, "no listening socket found for %d" % pid
     fds = settled_fd_count(pid)
+    sockets = socket_inodes(pid)
     # The 'new binary': the real one, held back once exec'd with the state until the test
     # has connected (the check runs it too, as itself).
     lu.replace('if [ -n "$UEXEC_UPGRADE_STATE_FD" ]; then : > "%s"; read x < "%s"; fi\n'
@@ -559,6 +573,12 @@ def test_idle_server_hands_over_in_place(server_factory, tmp_path):
     assert run.stdout == b"two\n" and run.exit_code == 3
     c.close()
     assert settled_fd_count(pid) == fds
+    # The same sockets: the listener and, with the listener guard, the sockets holding its
+    # port at the wildcard addresses (handed over, not bound again).
+    assert socket_inodes(pid) == sockets
+    if b"Listener guard: sandboxed processes cannot connect" in lu.srv.stderr():
+        assert re.search(rb"and [12] port sockets, handed over", lu.srv.stderr()), \
+            lu.srv.stderr_tail()
     # Counters went on from the old binary's: the early client, the session, this scrape.
     assert metric(lu.srv, "uexec_connections_accepted_total") == accepted + 3
 

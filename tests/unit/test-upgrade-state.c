@@ -972,6 +972,32 @@ static void v_v1_no_index(struct upgrade_writer *w)
 	held_rec(w, UPGRADE_HELD_CG_V1_BASE, 6, -1);
 }
 
+/* The listener guard's cgroup and its port sockets, by index. */
+static void v_guard_ports_ok(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_GUARD, 5, -1);
+	held_rec(w, UPGRADE_HELD_GUARD_PORT, 6, 0);
+	held_rec(w, UPGRADE_HELD_GUARD_PORT, 7, 1);
+}
+
+static void v_guard_port_no_index(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_GUARD, 5, -1);
+	held_rec(w, UPGRADE_HELD_GUARD_PORT, 6, -1);
+}
+
+static void v_guard_port_twice(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_GUARD, 5, -1);
+	held_rec(w, UPGRADE_HELD_GUARD_PORT, 6, 1);
+	held_rec(w, UPGRADE_HELD_GUARD_PORT, 7, 1);
+}
+
+static void v_guard_index_on_cgroup(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_GUARD, 5, 0);
+}
+
 static void v_v1_index_range(struct upgrade_writer *w)
 {
 	held_rec(w, UPGRADE_HELD_CG_V1_BASE, 6, 3);
@@ -1038,7 +1064,11 @@ TEST(view_rules)
 		{ v_not_uuid, "record 1: session id is not a UUID" },
 		{ v_dup_session, "record 2: the same session id, as record 1" },
 		{ v_dup_metric, "record 2: the same metric, as record 1" },
-		{ v_v1_no_index, "record 1: an index is for a v1 cgroup base only, and it needs one" },
+		{ v_v1_no_index, "record 1: an index is for a v1 cgroup base or a guard port only, and they need one" },
+		{ v_guard_ports_ok, "" },
+		{ v_guard_port_no_index, "record 2: an index is for a v1 cgroup base or a guard port only, and they need one" },
+		{ v_guard_port_twice, "record 3: held fd role 7 given twice" },
+		{ v_guard_index_on_cgroup, "record 1: an index is for a v1 cgroup base or a guard port only, and they need one" },
 		{ v_v1_index_range, "record 1: v1 cgroup base 3: there are 3" },
 		{ v_two_supervisors, "record 2: held fd role 1 given twice" },
 		{ v_relative_watch, "record 2: a watched path that is not absolute" },
