@@ -110,13 +110,15 @@ static void listener_url(const struct server *s, char *out, size_t size)
 }
 
 static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
-		       const struct server *s, uint64_t upgrades)
+		       const struct server *s, uint64_t upgrades, uint64_t quiesce_ns)
 {
 	upgrade_writer_begin(w, UPGRADE_REC_SERVER);
 	upgrade_writer_str(w, UPGRADE_SERVER_VERSION, UEXEC_VERSION);
 	upgrade_writer_u64(w, UPGRADE_SERVER_START_MS, s->metrics.start_time_ms);
 	upgrade_writer_u64(w, UPGRADE_SERVER_UPGRADES, upgrades);
 	upgrade_writer_u64(w, UPGRADE_SERVER_NEXT_CG, s->cgroups.seq);
+	if (quiesce_ns)
+		upgrade_writer_u64(w, UPGRADE_SERVER_QUIESCE_NS, quiesce_ns);
 	upgrade_writer_end(w);
 	put_metrics(w, &s->metrics);
 	c->fds += upgrade_put_cgroups(w, &s->cgroups);
@@ -314,7 +316,8 @@ static size_t size_hint(struct server *s)
 	return n;
 }
 
-int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collected *c)
+int upgrade_collect(struct server *s, uint64_t upgrades, uint64_t quiesce_ns,
+		    struct upgrade_collected *c)
 {
 	struct session **order = NULL, *ss;
 	uint32_t *recs = NULL, n = 0, i = 0;
@@ -327,7 +330,7 @@ int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collecte
 	r = upgrade_writer_init_memfd(w, UPGRADE_STATE_VERSION, size_hint(s));
 	if (r < 0)
 		return r;
-	put_server(w, c, s, upgrades);
+	put_server(w, c, s, upgrades, quiesce_ns);
 	list_for_each_entry(ss, &s->sessions, link)
 		n++;
 	order = calloc(n ? n : 1, sizeof(*order));

@@ -225,16 +225,19 @@ int upgrade_restore_listener(struct server *s)
 
 void upgrade_restore_end(struct server *s)
 {
-	uint64_t us;
+	uint64_t us, now = mono_ns(), pause;
 
 	(void)s;
 	if (!rs.active)
 		return;
-	us = (mono_ns() - rs.t0_ns) / 1000u;
+	us = (now - rs.t0_ns) / 1000u;
+	/* QUIESCE in the old binary to here (CLOCK_MONOTONIC is the same across execve). */
+	pause = rs.v.quiesce_ns && rs.v.quiesce_ns <= now ? (now - rs.v.quiesce_ns) / 1000u : 0;
 	{
 		char url[128];
 		struct log_field f[] = {
 			LOG_INT("upgrades", rs.upgrades), LOG_INT("restoreUs", us),
+			LOG_INT("pauseUs", pause),
 			LOG_STR("url", url),
 		};
 
@@ -242,8 +245,9 @@ void upgrade_restore_end(struct server *s)
 			 rs.v.has_listener ? (const char *)rs.v.listener_url : "");
 		log_event(LOG_INFO, "upgrade.done", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: took over from uexec %.*s (upgrade %" PRIu64 "), restored in %"
-			  PRIu64 " us%s%s", (int)rs.v.sender_version_len,
-			  (const char *)rs.v.sender_version, rs.upgrades, us,
+			  PRIu64 " us, paused %" PRIu64 " us since QUIESCE%s%s",
+			  (int)rs.v.sender_version_len, (const char *)rs.v.sender_version,
+			  rs.upgrades, us, pause,
 			  url[0] ? "; still listening on " : "", url);
 	}
 	upgrade_view_done(&rs.v);

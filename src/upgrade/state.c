@@ -48,6 +48,7 @@ static const struct field_spec server_fields[] = {
 	{ UPGRADE_SERVER_START_MS, UPGRADE_T_U64, F_REQ, 0, UINT64_MAX, "startMs" },
 	{ UPGRADE_SERVER_UPGRADES, UPGRADE_T_U64, F_REQ, 0, UINT32_MAX, "upgrades" },
 	{ UPGRADE_SERVER_NEXT_CG,  UPGRADE_T_U64, 0, 0, UINT32_MAX, "nextCgroup" },
+	{ UPGRADE_SERVER_QUIESCE_NS, UPGRADE_T_U64, 0, 0, UINT64_MAX, "quiesceNs" },
 };
 static const struct field_spec metric_fields[] = {
 	{ UPGRADE_METRIC_NAME,  UPGRADE_T_STR, F_REQ, 1, 128, "name" },

@@ -80,6 +80,7 @@ enum {
 	UPGRADE_SERVER_START_MS,      /* U64: CLOCK_REALTIME ms at the first start */
 	UPGRADE_SERVER_UPGRADES,      /* U64: upgrades before this one */
 	UPGRADE_SERVER_NEXT_CG,       /* U64: the next per-process cgroup's number */
+	UPGRADE_SERVER_QUIESCE_NS,    /* U64: CLOCK_MONOTONIC ns when QUIESCE began (the pause's start) */
 };
 enum {
 	UPGRADE_METRIC_NAME = 1,      /* STR */

@@ -26,11 +26,13 @@ struct upgrade_collected {
 
 /*
  * collect.c: the state blob of s, written straight into a memfd sized from
- * the objects' bytes, then sealed. upgrades: how many upgrades came before.
+ * the objects' bytes, then sealed. upgrades: how many upgrades came before;
+ * quiesce_ns: CLOCK_MONOTONIC when QUIESCE began (0: none), for the pause.
  * Returns the memfd (CLOEXEC; the caller owns it) or -errno (-ENOMEM, -EINVAL,
  * -E2BIG, -EBADF from the writer, or memfd_create's/ftruncate's).
  */
-int upgrade_collect(struct server *s, uint64_t upgrades, struct upgrade_collected *c);
+int upgrade_collect(struct server *s, uint64_t upgrades, uint64_t quiesce_ns,
+		    struct upgrade_collected *c);
 
 /*
  * quiesce.c: QUIESCE. _start sets server->quiescing and cancels the listener's

@@ -164,7 +164,7 @@ static int state_dry_run(struct server *s)
 	void *map = MAP_FAILED;
 	int fd, r;
 
-	fd = r = upgrade_collect(s, upgrade_restored_upgrades(), &c);
+	fd = r = upgrade_collect(s, upgrade_restored_upgrades(), upg.quiesce_ns, &c);
 	if (r < 0) {
 		snprintf(err, sizeof(err), "building it failed: %s", strerror(-r));
 	} else {
@@ -255,7 +255,7 @@ static void handover(struct server *s)
 	void *map = MAP_FAILED;
 	int fd, r;
 
-	fd = r = upgrade_collect(s, upgrade_restored_upgrades(), &c);
+	fd = r = upgrade_collect(s, upgrade_restored_upgrades(), upg.quiesce_ns, &c);
 	if (r >= 0) {
 		map = mmap(NULL, c.bytes, PROT_READ, MAP_PRIVATE, fd, 0);
 		r = map == MAP_FAILED ? -errno : 0;

@@ -390,6 +390,7 @@ static int read_record(struct build *b, uint32_t rec)
 		b->v.start_ms = upgrade_rec_u64(st, rec, UPGRADE_SERVER_START_MS, 0);
 		b->v.upgrades = upgrade_rec_u64(st, rec, UPGRADE_SERVER_UPGRADES, 0);
 		b->v.next_cg = upgrade_rec_u64(st, rec, UPGRADE_SERVER_NEXT_CG, 0);
+		b->v.quiesce_ns = upgrade_rec_u64(st, rec, UPGRADE_SERVER_QUIESCE_NS, 0);
 		return 0;
 	case UPGRADE_REC_METRIC:
 		f = field(b, rec, UPGRADE_METRIC_NAME);

@@ -87,6 +87,7 @@ struct upgrade_view {
 	const uint8_t *sender_version;
 	uint32_t sender_version_len;
 	uint64_t start_ms, upgrades, next_cg;
+	uint64_t quiesce_ns;        /* the sender's CLOCK_MONOTONIC at QUIESCE; 0: not given */
 	bool has_listener, listener_tls;
 	int listener_fd;
 	const uint8_t *listener_url;

@@ -596,6 +596,11 @@ def test_idle_handover_keeps_the_supervisor(server_factory, tmp_path):
         lu.wait_log("(upgrade %d), restored in" % n)
     assert lu.srv.pid == pid and lu.srv.proc.poll() is None
     assert lu.srv.stderr().count(b"No orphans: pid") == 1   # the first binary's, kept
+    # The pause runs from QUIESCE in the old binary and covers the new one's restore.
+    times = re.findall(rb"restored in (\d+) us, paused (\d+) us since QUIESCE", lu.srv.stderr())
+    assert len(times) == 2, lu.srv.stderr_tail()
+    for restore, pause in times:
+        assert 0 < int(restore) <= int(pause) < 60 * 10**6, times
     c = lu.srv.connect()
     c.start("p", ["/bin/sh", "-c", "setsid /bin/sleep 1000 >/dev/null 2>&1 & echo $!"],
             env=PATH_ENV)
