@@ -161,37 +161,24 @@ static void on_pty_ready(struct uring_op *op, int res, uint32_t flags)
 {
 	struct proc_stream *st = container_of(op, struct proc_stream, op);
 	struct proc *p = st->p;
-	size_t fill = 0;
-	bool eof = false;
 
 	if (res < 0 && res != -EINTR) {
 		stream_eof(st);
 		return;
 	}
-	/*
-	 * A tty read returns at most ~4 KiB (the line discipline's buffer), so
-	 * what is ready now is read in several calls and published as one chunk:
-	 * one notification, one base64 pass and one send instead of one per read
-	 * (PROTOCOL.md §7.1: chunk boundaries are the server's choice; the
-	 * reference coalesces too). Only bytes already there are taken, so the
-	 * first byte waits for no more than the next read's EAGAIN. At most one
-	 * buffer per readiness, then others run.
-	 */
-	while (fill < sizeof(pty_scratch)) {
-		ssize_t n = read(st->fd, pty_scratch + fill, sizeof(pty_scratch) - fill);
+	/* Drain a bounded amount, then let others run. */
+	for (int i = 0; i < 16; i++) {
+		ssize_t n = read(st->fd, pty_scratch, sizeof(pty_scratch));
 
 		if (n > 0) {
-			fill += (size_t)n;
+			publish_output(p, STREAM_PTY, pty_scratch, (size_t)n);
+			if (should_pause(st))
+				break;
 			continue;
 		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
 		/* EIO: every slave fd is closed; 0: same on some kernels. */
-		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			eof = true;
-		break;
-	}
-	if (fill)
-		publish_output(p, STREAM_PTY, pty_scratch, fill);
-	if (eof) {
 		stream_eof(st);
 		return;
 	}
