@@ -4,9 +4,14 @@
  * precedence and the error offsets of the Rust `base64` crate 0.22 STANDARD
  * engine (canonical padding required, trailing bits must be zero).
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "base64.h"
 
@@ -40,7 +45,7 @@ static const uint8_t dec_table[256] = {
 /* clang-format on */
 #undef X
 
-size_t base64_encode(const uint8_t *src, size_t n, char *dst)
+size_t base64_encode_simple(const uint8_t *src, size_t n, char *dst)
 {
 	char *d = dst;
 	size_t i = 0;
@@ -72,6 +77,102 @@ size_t base64_encode(const uint8_t *src, size_t n, char *dst)
 		d += 4;
 	}
 	return (size_t)(d - dst);
+}
+
+/*
+ * The output hot path (every process/output chunk) encodes through a table
+ * of the two symbols of each 12-bit value, in memory order (first symbol in
+ * the low byte, as a little-endian store writes it): 6 input bytes become
+ * one 8-byte store from four lookups instead of eight byte stores. It is
+ * built by the preprocessor so that it is read-only data shared by every
+ * thread, with no initialisation to race on. It is the whole encoder where
+ * AVX2 is missing and the tail where it is not. Debian packages no SIMD
+ * base64 library (libb64 is scalar and slower than this; OpenSSL's
+ * EVP_EncodeBlock is scalar and brings libcrypto back to the idle
+ * footprint), hence both here.
+ */
+#define SYM(x) ((x) < 26 ? 'A' + (x) : (x) < 52 ? 'a' + (x) - 26 : (x) < 62 ? '0' + (x) - 52 : (x) == 62 ? '+' : '/')
+#define PAIR(i) (uint16_t)(SYM((i) >> 6) | SYM((i) & 63) << 8)
+#define PAIR4(i) PAIR(i), PAIR((i) + 1), PAIR((i) + 2), PAIR((i) + 3)
+#define PAIR16(i) PAIR4(i), PAIR4((i) + 4), PAIR4((i) + 8), PAIR4((i) + 12)
+#define PAIR64(i) PAIR16(i), PAIR16((i) + 16), PAIR16((i) + 32), PAIR16((i) + 48)
+#define PAIR256(i) PAIR64(i), PAIR64((i) + 64), PAIR64((i) + 128), PAIR64((i) + 192)
+#define PAIR1024(i) PAIR256(i), PAIR256((i) + 256), PAIR256((i) + 512), PAIR256((i) + 768)
+static const uint16_t pair_table[4096] = {
+	PAIR1024(0), PAIR1024(1024), PAIR1024(2048), PAIR1024(3072),
+};
+
+#if defined(__x86_64__)
+/*
+ * AVX2: 24 input bytes to 32 symbols per step, the method of Muła and Lemire
+ * ("Faster Base64 Encoding and Decoding Using AVX2 Instructions", 2018),
+ * written from the paper: each 32-bit lane gets its 3 bytes as b1 b0 b2 b1,
+ * two multiplies move the four 6-bit fields into one byte each, and a
+ * 16-entry table of offsets (chosen by range) maps the values to the
+ * alphabet. Two 16-byte loads, at src and src + 12, so that nothing before
+ * src or past src + 28 is read. Returns the input bytes consumed.
+ */
+__attribute__((target("avx2"))) static size_t encode_avx2(const uint8_t *src, size_t n, char *dst)
+{
+	const __m256i shuf = _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10,
+					      1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10);
+	const __m256i offsets = _mm256_setr_epi8(65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16, 0, 0,
+						 65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16, 0, 0);
+	size_t i = 0;
+
+	for (; n - i >= 28; i += 24, dst += 32) {
+		__m256i in = _mm256_inserti128_si256(
+			_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(src + i))),
+			_mm_loadu_si128((const __m128i *)(src + i + 12)), 1);
+		__m256i t, v, idx;
+
+		in = _mm256_shuffle_epi8(in, shuf);
+		/* fields 0 and 2 down by 10 and 6 bits, fields 1 and 3 up to their bytes */
+		t = _mm256_mulhi_epu16(_mm256_and_si256(in, _mm256_set1_epi32(0x0fc0fc00)),
+				       _mm256_set1_epi32(0x04000040));
+		v = _mm256_mullo_epi16(_mm256_and_si256(in, _mm256_set1_epi32(0x003f03f0)),
+				       _mm256_set1_epi32(0x01000010));
+		v = _mm256_or_si256(t, v);
+		/* 0..25 -> 0, 26..51 -> 1, 52..61 -> 2..11, 62 -> 12, 63 -> 13 */
+		idx = _mm256_subs_epu8(v, _mm256_set1_epi8(51));
+		idx = _mm256_sub_epi8(idx, _mm256_cmpgt_epi8(v, _mm256_set1_epi8(25)));
+		v = _mm256_add_epi8(v, _mm256_shuffle_epi8(offsets, idx));
+		_mm256_storeu_si256((__m256i *)dst, v);
+	}
+	return i;
+}
+#endif
+
+size_t base64_encode_table(const uint8_t *src, size_t n, char *dst)
+{
+	char *d = dst;
+	size_t i = 0;
+
+	/* 8-byte loads of which 6 bytes are used: stop while 8 remain readable. */
+	for (; n - i >= 8; i += 6) {
+		uint64_t v, w;
+
+		memcpy(&v, src + i, 8);
+		v = be64toh(v);
+		w = (uint64_t)pair_table[v >> 52] | (uint64_t)pair_table[(v >> 40) & 0xFFF] << 16 |
+		    (uint64_t)pair_table[(v >> 28) & 0xFFF] << 32 |
+		    (uint64_t)pair_table[(v >> 16) & 0xFFF] << 48;
+		w = htole64(w);
+		memcpy(d, &w, 8);
+		d += 8;
+	}
+	return (size_t)(d - dst) + base64_encode_simple(src + i, n - i, d);
+}
+
+size_t base64_encode(const uint8_t *src, size_t n, char *dst)
+{
+	size_t i = 0;
+
+#if defined(__x86_64__)
+	if (n >= 28 && __builtin_cpu_supports("avx2"))
+		i = encode_avx2(src, n, dst);
+#endif
+	return i / 3 * 4 + base64_encode_table(src + i, n - i, dst + i / 3 * 4);
 }
 
 static ssize_t fail(char *reterr, size_t reterr_size, const char *fmt, ...)

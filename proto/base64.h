@@ -30,6 +30,14 @@ static inline size_t base64_decoded_max(size_t n)
 size_t base64_encode(const uint8_t *src, size_t n, char *dst);
 
 /*
+ * The same output without SIMD: 6 bytes per step through a table (what
+ * base64_encode uses without AVX2, and for the tail), and 3 bytes per step
+ * (the table's tail and the tests' reference).
+ */
+size_t base64_encode_table(const uint8_t *src, size_t n, char *dst);
+size_t base64_encode_simple(const uint8_t *src, size_t n, char *dst);
+
+/*
  * Strict decode of src[0..n) into dst (room for base64_decoded_max(n)).
  * Returns the decoded length (>= 0), or -EINVAL with a NUL-terminated message
  * in reterr (if reterr_size > 0) matching the Rust base64 crate's Display text:

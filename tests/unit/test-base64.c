@@ -81,6 +81,37 @@ TEST(all_bytes_round_trip)
 	ASSERT_MEMEQ("/w==", enc + 340, 4);
 }
 
+TEST(fast_encoder_matches_simple)
+{
+	/* Every length up to 2 KiB and every source alignment of the 8-byte loads, random bytes. */
+	static uint8_t in[2048 + 8];
+	static char fast[2800 + 8], table[2800 + 8], simple[2800 + 8];
+	uint32_t x = 2463534242u;
+
+	for (size_t i = 0; i < sizeof(in); i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+		in[i] = (uint8_t)x;
+	}
+	for (size_t off = 0; off < 8; off++)
+		for (size_t n = 0; n <= 2048; n++) {
+			size_t a, t, b;
+
+			memset(fast, '#', sizeof(fast));
+			memset(table, '#', sizeof(table));
+			a = base64_encode(in + off, n, fast); /* AVX2 where the CPU has it */
+			t = base64_encode_table(in + off, n, table);
+			b = base64_encode_simple(in + off, n, simple);
+			ASSERT_EQ(base64_encoded_len(n), a);
+			ASSERT_EQ(b, a);
+			ASSERT_EQ(b, t);
+			ASSERT_MEMEQ(simple, fast, a);
+			ASSERT_MEMEQ(simple, table, t);
+			/* nothing written past the encoded length */
+			ASSERT_EQ('#', fast[a]);
+			ASSERT_EQ('#', table[t]);
+		}
+}
+
 TEST(reference_error_texts)
 {
 	/* PROTOCOL.md §5.2 and p07_fs.out */
