@@ -491,9 +491,9 @@ static bool owns_op(const struct uring_op *op, void *userdata)
 	return false;
 }
 
-static bool any_busy(struct server_audit *a)
+static bool any_busy(const struct server_audit *a)
 {
-	struct audit_stream *st;
+	const struct audit_stream *st;
 
 	if (a->cur && a->cur->op.busy)
 		return true;
@@ -501,6 +501,11 @@ static bool any_busy(struct server_audit *a)
 		if (st->op.busy)
 			return true;
 	return false;
+}
+
+bool server_audit_idle(const struct server_audit *a)
+{
+	return a->queued == 0 && !any_busy(a);
 }
 
 void server_audit_flush(struct server_audit *a, uint64_t timeout_ms)

@@ -69,6 +69,12 @@ void server_audit_append(void *userdata, const char *line, size_t len);
 void server_audit_run(struct server_audit *a);
 
 /*
+ * Nothing queued and no write in flight, in any stream: every line logged so
+ * far is in its file (a live upgrade waits for this before its execve, so
+ * that no line is lost: docs/UPGRADE.md).
+ */
+bool server_audit_idle(const struct server_audit *a);
+/*
  * At exit, with the loop stopped and before the ring goes: writes what is
  * queued for up to timeout_ms, then cancels what is left and counts it as
  * dropped. A reader that never reads cannot hold the exit longer.

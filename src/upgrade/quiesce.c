@@ -67,26 +67,35 @@ unsigned upgrade_quiesce_start(struct server *s)
 	return n;
 }
 
-bool upgrade_quiesced(const struct server *s)
+const char *upgrade_quiesce_pending(const struct server *s)
 {
 	const struct session *ss;
 	const struct conn *c;
 	const struct proc *p;
 
 	if (s->accept_op.busy)
-		return false;
+		return "the listener's accept";
 	list_for_each_entry(c, &s->conns, link)
 		if (c->read_op.busy || c->write_op.busy)
-			return false;
+			return "a connection's read or write";
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link) {
 			for (unsigned i = 0; i < p->n_streams; i++)
 				if (p->streams[i].op.busy)
-					return false;
-			if (p->exit_op.busy || p->write_op.busy)
-				return false;
+					return "a process's output read";
+			if (p->exit_op.busy)
+				return "a process's exit wait";
+			if (p->write_op.busy)
+				return "a process's stdin write";
 		}
-	return true;
+	/*
+	 * Audit lines queued at the execve would be lost (the new binary reopens
+	 * the file by path): the loop writes them out first (server_audit_run()
+	 * at the end of each iteration; nothing new is requested meanwhile).
+	 */
+	if (!server_audit_idle(&s->audit))
+		return "the audit log's writes";
+	return NULL;
 }
 
 void upgrade_resume(struct server *s)

@@ -39,11 +39,12 @@ int upgrade_collect(struct server *s, uint64_t upgrades, uint64_t quiesce_ns,
  * accept, connections' reads and writes, and processes' reads, exit waits and
  * stdin writes in flight (returns how many); the loop then reaps their completions, bytes
  * already read or written and exits already reaped going through as usual.
- * _quiesced: none is in flight any more. _resume: all re-armed, queued output
+ * _pending: what is still in flight (NULL: nothing; the audit log's queue
+ * written out counts too, so that no audit line is lost at the execve). _resume: all re-armed, queued output
  * flushed.
  */
 unsigned upgrade_quiesce_start(struct server *s);
-bool upgrade_quiesced(const struct server *s);
+const char *upgrade_quiesce_pending(const struct server *s);
 void upgrade_resume(struct server *s);
 
 struct server_metrics;

@@ -293,10 +293,12 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 {
 	struct server *s = upg.srv;
 	uint64_t us = (now_ns() - upg.quiesce_ns) / 1000u;
+	const char *pending;
 
 	if (!fired || upg.phase != UPGRADE_QUIESCING || s->stopping)
 		return;
-	if (upgrade_quiesced(s)) {
+	pending = upgrade_quiesce_pending(s);
+	if (!pending) {
 		struct log_field f[] = { LOG_INT("us", us), LOG_INT("opsCancelled", upg.cancelled) };
 
 		log_event(LOG_INFO, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
@@ -308,11 +310,12 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 		return;
 	}
 	if (us >= QUIESCE_TIMEOUT_MS * 1000u) {
-		struct log_field f[] = { LOG_INT("us", us), LOG_INT("opsCancelled", upg.cancelled) };
+		struct log_field f[] = { LOG_INT("us", us), LOG_INT("opsCancelled", upg.cancelled),
+					 LOG_STR("pending", pending) };
 
 		log_event(LOG_WARNING, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
-			  "Upgrade: ops still in flight %d ms after cancelling them; resuming",
-			  QUIESCE_TIMEOUT_MS);
+			  "Upgrade: %s still in flight %d ms after QUIESCE began; resuming",
+			  pending, QUIESCE_TIMEOUT_MS);
 		unsupported(s);
 		return;
 	}

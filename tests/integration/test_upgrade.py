@@ -651,3 +651,67 @@ def test_failed_execve_keeps_serving(server_factory, tmp_path):
     c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
     run = c.collect("p")
     assert run.stdout == b"ok\n" and run.exit_code == 0
+
+
+def sessions_gauge(srv):
+    """The uexec_sessions gauge: {state: count}."""
+    _, _, body = http_exchange(srv.host, srv.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    return {m.group(1).decode(): int(m.group(2))
+            for m in re.finditer(rb'^uexec_sessions\{state="(\w+)"\} (\d+)$', body, re.M)}
+
+
+def read_fifo_until(fd, done, what):
+    """Reads the non-blocking fd until done(bytes read so far) holds."""
+    import select
+    got = b""
+
+    def more():
+        nonlocal got
+        select.select([fd], [], [], 0.05)
+        try:
+            got += os.read(fd, 65536)
+        except BlockingIOError:
+            pass
+        return done(got)
+    wait_until(more, what=what)
+    return got
+
+
+def test_audit_queue_written_before_execve(server_factory, tmp_path):
+    """Audit lines queued behind a slow reader when SIGUSR2 comes are written out before
+    the execve (QUIESCE waits for the audit log's queue): the reader gets every line, and
+    the new binary writes to the same log after."""
+    import fcntl
+    fifo = str(tmp_path / "audit")
+    os.mkfifo(fifo)
+    rd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.fcntl(rd, 1031, 4096)   # F_SETPIPE_SZ: a page, so that lines wait in the queue
+        lu = Launch(server_factory, tmp_path,
+                    args=("--audit-log", fifo, "--resume-window-ms", "0"))
+        n = 40
+        c = lu.srv.connect()
+        for i in range(n):
+            c.start("a%d" % i, ["/bin/true"], env=PATH_ENV)
+            assert c.collect("a%d" % i).exit_code == 0
+        c.close()
+        # Idle (the hand-over execs idle servers only) with lines still queued.
+        wait_until(lambda: sum(sessions_gauge(lu.srv).values()) == 0, what="no session")
+        assert metric(lu.srv, "uexec_audit_log_queued_bytes") > 0, "nothing queued"
+        lu.usr2()
+        # From here QUIESCE waits for the queue: read only now.
+        lu.wait_log("Upgrade: %s can take over" % lu.path)
+        got = read_fifo_until(rd, lambda b: b.count(b'"event":"process.exit"') >= n,
+                              "every process.exit line")
+        lu.wait_log("Upgrade: took over from uexec ")
+        assert got.count(b'"event":"process.start"') == n, got[-300:]
+        assert all(line.startswith(b"{") and line.endswith(b"}")
+                   for line in got.split(b"\n")[:-1]), "a line cut or glued"
+        assert b" fds over to " in lu.srv.stderr()
+        # The new binary reopened the log by path: its lines come after.
+        c = lu.srv.connect()
+        c.start("after", ["/bin/true"], env=PATH_ENV)
+        assert c.collect("after").exit_code == 0
+        got += read_fifo_until(rd, lambda b: b'"process":"after"' in b, "the new binary's line")
+    finally:
+        os.close(rd)
