@@ -705,6 +705,7 @@ int main(int argc, char **argv)
 	saved_argv = argv;
 	r = parse_args(argc, argv, &cfg, &file);
 	if (r >= 0) {
+		upgrade_rollback("its arguments were refused"); /* after an upgrade's execve */
 		server_conf_args_done(&file);
 		return r;
 	}
@@ -717,6 +718,7 @@ int main(int argc, char **argv)
 		r = conn_tls_load(&cfg, &tls, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "Error: %s\n", err);
+		upgrade_rollback("its secrets were refused");
 		conn_auth_free(auth);
 		server_conf_args_done(&file);
 		return 1;
@@ -725,6 +727,8 @@ int main(int argc, char **argv)
 	conn_tls_install(tls); /* server_init() prints the wss:// URL */
 	conn_auth_install(auth); /* server_done() frees both */
 	r = server_init(&srv, &cfg);
+	if (r < 0)
+		upgrade_rollback("its start-up failed"); /* before server_done() closes anything */
 	if (r >= 0)
 		r = server_run(&srv);
 	server_done(&srv);

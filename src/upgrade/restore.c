@@ -39,6 +39,7 @@ static struct {
 	struct upgrade_view v;
 	uint64_t upgrades;      /* upgrades before this one, plus this one */
 	uint64_t t0_ns;         /* CLOCK_MONOTONIC at the start of RESTORE */
+	bool rolled_back;       /* the binary the state was handed to handed it back (rollback.c) */
 } rs = { .memfd = -1, .map = MAP_FAILED };
 
 static uint64_t mono_ns(void)
@@ -113,8 +114,10 @@ int upgrade_restore_begin(struct server *s)
 		return 0;
 	rs.t0_ns = mono_ns();
 	rs.memfd = env_fd(e);
+	rs.rolled_back = getenv("UEXEC_UPGRADE_ROLLED_BACK") != NULL;
 	/* Not for the processes this server starts. */
 	(void)unsetenv("UEXEC_UPGRADE_STATE_FD");
+	(void)unsetenv("UEXEC_UPGRADE_ROLLED_BACK");
 	if (rs.memfd < 0) {
 		snprintf(err, sizeof(err), "UEXEC_UPGRADE_STATE_FD is not an fd number");
 		r = rs.memfd;
@@ -135,7 +138,7 @@ out:
 	if (r < 0) {
 		struct log_field f[] = { LOG_STR("error", err) };
 
-		/* Nothing is adopted yet; the rollback to the old binary is not built (UPGRADE.md). */
+		/* Nothing is adopted yet: main() hands the state back to the old binary (rollback.c). */
 		log_event(LOG_ERR, "upgrade.restore", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: cannot restore the state handed over: %s", err);
 		if (rs.map != MAP_FAILED)
@@ -238,17 +241,18 @@ void upgrade_restore_end(struct server *s)
 		struct log_field f[] = {
 			LOG_INT("upgrades", rs.upgrades), LOG_INT("restoreUs", us),
 			LOG_INT("pauseUs", pause),
-			LOG_STR("url", url),
+			LOG_STR("url", url), LOG_BOOL("rolledBack", rs.rolled_back),
 		};
 
 		snprintf(url, sizeof(url), "%.*s", (int)rs.v.listener_url_len,
 			 rs.v.has_listener ? (const char *)rs.v.listener_url : "");
 		log_event(LOG_INFO, "upgrade.done", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: took over from uexec %.*s (upgrade %" PRIu64 "), restored in %"
-			  PRIu64 " us, paused %" PRIu64 " us since QUIESCE%s%s",
+			  PRIu64 " us, paused %" PRIu64 " us since QUIESCE%s%s%s",
 			  (int)rs.v.sender_version_len, (const char *)rs.v.sender_version,
 			  rs.upgrades, us, pause,
-			  url[0] ? "; still listening on " : "", url);
+			  url[0] ? "; still listening on " : "", url,
+			  rs.rolled_back ? " (rolled back: the new binary could not take over)" : "");
 	}
 	upgrade_view_done(&rs.v);
 	upgrade_state_done(&rs.st);
@@ -256,4 +260,19 @@ void upgrade_restore_end(struct server *s)
 	rs.map = MAP_FAILED;
 	rs.memfd = safe_close(rs.memfd);
 	rs.active = false;
+	upgrade_rollback_forget(); /* serving now: no way back */
+}
+
+void upgrade_restore_release(void)
+{
+	if (rs.active) {
+		for (uint32_t i = 0; i < rs.st.n_fds; i++)
+			(void)fcntl((int)rs.st.fds[i], F_SETFD, 0);
+		upgrade_view_done(&rs.v);
+		upgrade_state_done(&rs.st);
+		rs.active = false;
+	}
+	if (rs.map != MAP_FAILED)
+		munmap(rs.map, rs.size);
+	rs.map = MAP_FAILED;
 }

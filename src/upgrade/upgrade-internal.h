@@ -55,3 +55,21 @@ void upgrade_metrics_from_view(struct server_metrics *m, const struct upgrade_vi
 
 /* restore.c: the upgrades this process went through (0 if it was started, not upgraded to). */
 uint64_t upgrade_restored_upgrades(void);
+
+/*
+ * rollback.c. _init (main's hook, a server start): takes the way back a
+ * hand-over passed (UEXEC_UPGRADE_ROLLBACK) and opens this binary's own file
+ * for the next upgrade; _self_fd: that fd (-1 if it could not be opened);
+ * _forget: this binary took over, the way back is closed.
+ */
+void upgrade_rollback_init(char **argv);
+int upgrade_rollback_self_fd(void);
+/* A memfd (CLOEXEC) holding this binary's argv, NUL-separated, for the way back; or -errno. */
+int upgrade_rollback_argv_fd(void);
+void upgrade_rollback_forget(void);
+
+/*
+ * restore.c, for the rollback: the blob's fds as they came through the
+ * execve (FD_CLOEXEC cleared again), the blob unmapped; the memfd stays open.
+ */
+void upgrade_restore_release(void);

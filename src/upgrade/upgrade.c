@@ -108,6 +108,7 @@ int upgrade_main_hook(int argc, char **argv)
 	free(upg.exe);
 	upg.exe = exe_path(argc > 0 ? argv[0] : NULL);
 	upg.argv = argc > 0 ? argv : NULL;
+	upgrade_rollback_init(upg.argv);
 	return -1;
 }
 
@@ -251,7 +252,8 @@ static void handover(struct server *s)
 {
 	struct upgrade_collected c;
 	struct upgrade_state st;
-	char err[256] = "", num[16];
+	char err[256] = "", num[16], back[48];
+	int self = upgrade_rollback_self_fd(), argv_fd = -1;
 	void *map = MAP_FAILED;
 	int fd, r;
 
@@ -275,11 +277,27 @@ static void handover(struct server *s)
 	}
 	snprintf(num, sizeof(num), "%d", fd);
 	set_cloexec(&st, fd, false);
+	/*
+	 * The way back (rollback.c), if the new binary cannot take over: this
+	 * binary's file and its argv. Without them the hand-over still goes on.
+	 */
+	if (self >= 0)
+		argv_fd = upgrade_rollback_argv_fd();
+	if (argv_fd >= 0) {
+		snprintf(back, sizeof(back), "%d:%d:%d", self, fd, argv_fd);
+		(void)fcntl(self, F_SETFD, 0);
+		(void)fcntl(argv_fd, F_SETFD, 0);
+	}
 	fflush(NULL);
-	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) == 0)
+	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) == 0 &&
+	    (argv_fd < 0 || setenv("UEXEC_UPGRADE_ROLLBACK", back, 1) == 0))
 		(void)execve(upg.exe, upg.argv, environ);
 	r = -errno;
 	(void)unsetenv("UEXEC_UPGRADE_STATE_FD");
+	(void)unsetenv("UEXEC_UPGRADE_ROLLBACK");
+	if (self >= 0)
+		(void)fcntl(self, F_SETFD, FD_CLOEXEC);
+	safe_close(argv_fd);
 	set_cloexec(&st, fd, true);
 	upgrade_state_done(&st);
 	log_error_errno(r, "Upgrade: execve %s failed; keeping serving", upg.exe);

@@ -36,3 +36,12 @@ int upgrade_restore_begin(struct server *s);
 int upgrade_restore_cgroups(struct server *s);
 int upgrade_restore_listener(struct server *s);
 void upgrade_restore_end(struct server *s);
+
+/*
+ * The way back (rollback.c): in a binary a hand-over exec'd that cannot take
+ * over (main() calls it wherever it would give up before serving), the old
+ * binary is exec'd again through the fd it passed, with the same state, and
+ * this does not return. Returns at once in any other binary, or if that
+ * execveat failed (logged); the caller then exits.
+ */
+void upgrade_rollback(const char *why);

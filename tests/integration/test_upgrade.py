@@ -715,3 +715,60 @@ def test_audit_queue_written_before_execve(server_factory, tmp_path):
         got += read_fifo_until(rd, lambda b: b'"process":"after"' in b, "the new binary's line")
     finally:
         os.close(rd)
+
+
+@pytest.mark.parametrize("how,reason", [
+    ("args", "its arguments were refused"),
+    ("blob", "its start-up failed"),
+])
+def test_rollback_to_the_old_binary(server_factory, tmp_path, how, reason):
+    """A new binary that passes its check but then cannot take over (it refuses its
+    arguments; the state it is given is refused) hands the state back: the old binary
+    is exec'd again through the fd it kept, restores the same state, and the server
+    goes on in the same pid with the same listener and fds."""
+    if how == "blob" and not os.path.exists("/bin/bash"):
+        pytest.skip("needs /bin/bash (an fd above 9 in a script)")
+    lu = Launch(server_factory, tmp_path, args=("--resume-window-ms", "0"))
+    pid = lu.srv.pid
+    listener = listener_inode(pid)
+    fds = settled_fd_count(pid)
+    # A copy: /proc/PID/exe tells the new binary from the old one.
+    new = str(tmp_path / "uexec-new")
+    with open(os.path.realpath(UEXEC_BIN), "rb") as src, open(new, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(new, stat.S_IRWXU)
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"uexecUPG" + b"\x07" * 100)
+    if how == "args":
+        lu.replace('[ -n "$UEXEC_UPGRADE_STATE_FD" ] && set -- "$@" --no-such-option\n'
+                   'exec "%s" "$@"\n' % new)
+    else:
+        # bash: an fd above the ones handed over; the state fd pointed at garbage.
+        lu.replace('if [ -n "$UEXEC_UPGRADE_STATE_FD" ]; then exec {g}<"%s"; '
+                   'export UEXEC_UPGRADE_STATE_FD=$g; fi\nexec "%s" "$@"\n' % (garbage, new))
+        with open(lu.path) as f:
+            script = f.read().replace("#!/bin/sh", "#!/bin/bash", 1)
+        with open(lu.path, "w") as f:
+            f.write(script)
+    lu.usr2()
+    lu.wait_log("Upgrade: this binary cannot take over (%s); handing the state back" % reason)
+    lu.wait_log("(rolled back: the new binary could not take over)")
+    if how == "blob":
+        assert b"cannot restore the state handed over" in lu.srv.stderr()
+    assert lu.srv.proc.poll() is None and lu.srv.pid == pid
+    assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(UEXEC_BIN)
+    assert listener_inode(pid) == listener
+    assert lu.srv.stderr().count(b"Listening on") == 1
+    c = lu.srv.connect()
+    c.start("p", ["/bin/sh", "-c", "echo back; exit 4"], env=PATH_ENV)
+    run = c.collect("p")
+    assert run.stdout == b"back\n" and run.exit_code == 4
+    c.close()
+    wait_until(lambda: sum(sessions_gauge(lu.srv).values()) == 0, what="no session")
+    assert settled_fd_count(pid) == fds
+    # The rolled-back server upgrades again to a binary that works.
+    lu.replace('exec "%s" "$@"\n' % new)
+    lu.usr2()
+    lu.wait_log("Upgrade: took over from uexec ", count=2)
+    assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(new)
+    assert listener_inode(pid) == listener
