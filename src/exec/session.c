@@ -39,6 +39,8 @@ static void uuid_v4(char out[37])
 		 b[14], b[15]);
 }
 
+static void on_expiry(struct uring_timer *t, bool fired);
+
 int session_new(struct server *s, struct conn *c, struct session **ret)
 {
 	struct session *ss;
@@ -62,6 +64,24 @@ int session_new(struct server *s, struct conn *c, struct session **ret)
 		log_event_ratelimited(LOG_INFO, "session.opened", &ctx, lf, ELEMENTSOF(lf),
 				      "Session %s opened for %s", ss->id, c->peer);
 	}
+	*ret = ss;
+	return 0;
+}
+
+int session_adopt(struct server *s, const char *id, uint64_t window_ms, struct session **ret)
+{
+	struct session *ss = calloc(1, sizeof(*ss));
+
+	if (!ss)
+		return -ENOMEM;
+	ss->srv = s;
+	snprintf(ss->id, sizeof(ss->id), "%s", id);
+	list_init(&ss->procs_list);
+	list_init(&ss->snapshots);
+	list_add_tail(&ss->link, &s->sessions);
+	s->n_sessions++;
+	/* What was left of its resume window when the old binary quiesced. */
+	uring_timer_arm(&s->ring, &ss->expiry, window_ms, on_expiry);
 	*ret = ss;
 	return 0;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "list.h"
 #include "ring.h"
@@ -31,6 +32,12 @@ struct session {
 
 /* Creates a session attached to c. Returns 0, -ENOMEM or -EUSERS (limit). */
 int session_new(struct server *s, struct conn *c, struct session **ret);
+/*
+ * A live upgrade's RESTORE (src/upgrade/adopt.c): a detached session id
+ * handed over, whose resume window ends window_ms from now. Its processes
+ * are added by the caller. Returns 0 or -ENOMEM.
+ */
+int session_adopt(struct server *s, const char *id, uint64_t window_ms, struct session **ret);
 /* Finds a live (not expired) session by id. */
 struct session *session_find(struct server *s, const char *id);
 void session_attach(struct session *ss, struct conn *c);

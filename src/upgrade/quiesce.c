@@ -129,3 +129,28 @@ void upgrade_resume(struct server *s)
 			proc_resume_stdin(p);
 		}
 }
+
+const char *upgrade_sessions_blocker(const struct server *s)
+{
+	const struct session *ss;
+	const struct proc *p;
+
+	if (!list_empty(&s->conns) || s->n_conns)
+		return "connections (their hand-over is not built yet)";
+	list_for_each_entry(ss, &s->sessions, link) {
+		if (ss->conn)
+			return "an attached session";
+		list_for_each_entry(p, &ss->procs_list, link) {
+			/* Host-side state the blob does not carry (synthesized files, a proxy). */
+			if (p->plan || p->ev_wait.tree || p->netproxy)
+				return "a sandboxed process still running (its plan is not handed over)";
+			if (!list_empty(&p->writes) || !list_empty(&p->waiters))
+				return "a process with a stdin write or a read waiting";
+			if (p->reaped && !p->exited)
+				return "a process whose exit is being published";
+			if (p->grace.armed || p->ev_waiting)
+				return "a process whose exit is being published";
+		}
+	}
+	return NULL;
+}

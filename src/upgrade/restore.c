@@ -94,9 +94,9 @@ static int load(char *err, size_t err_size)
 		upgrade_state_done(&rs.st);
 		return r;
 	}
-	if (rs.v.n_sessions || rs.v.n_procs || rs.v.n_conns || rs.v.n_watches) {
-		snprintf(err, err_size, "the state holds sessions, processes, connections or "
-			 "watches; this binary restores an idle server only");
+	if (rs.v.n_conns || rs.v.n_watches) {
+		snprintf(err, err_size, "the state holds connections or watches; this binary "
+			 "restores listeners, detached sessions and their processes only");
 		upgrade_view_done(&rs.v);
 		upgrade_state_done(&rs.st);
 		return -EBADMSG;
@@ -233,6 +233,15 @@ void upgrade_restore_end(struct server *s)
 	(void)s;
 	if (!rs.active)
 		return;
+	if (rs.v.n_sessions) {
+		char err[256] = "";
+		int r = upgrade_adopt_sessions(s, &rs.v, err, sizeof(err));
+
+		if (r < 0)
+			log_error_errno(r, "Upgrade: a session or process handed over could not be "
+					   "adopted (%s); it is killed, the others go on", err);
+		now = mono_ns();
+	}
 	us = (now - rs.t0_ns) / 1000u;
 	/* QUIESCE in the old binary to here (CLOCK_MONOTONIC is the same across execve). */
 	pause = rs.v.quiesce_ns && rs.v.quiesce_ns <= now ? (now - rs.v.quiesce_ns) / 1000u : 0;

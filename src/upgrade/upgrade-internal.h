@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -73,3 +74,19 @@ void upgrade_rollback_forget(void);
  * execve (FD_CLOEXEC cleared again), the blob unmapped; the memfd stays open.
  */
 void upgrade_restore_release(void);
+
+/*
+ * quiesce.c: what keeps s's sessions and processes from being handed over
+ * by this version (NULL: nothing): a connection, an attached session, a
+ * process with a sandbox plan, evidence, a network proxy, a queued stdin
+ * write or a long poll, or whose exit is being published.
+ */
+const char *upgrade_sessions_blocker(const struct server *s);
+
+/*
+ * adopt.c: RESTORE's sessions and processes from v (detached sessions only;
+ * after the ring and its buffers are set up). 0, or the first -errno with
+ * err saying what (a process that cannot be adopted is killed, the others go on).
+ */
+int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char *err,
+			   size_t err_size);

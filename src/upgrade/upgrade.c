@@ -226,8 +226,10 @@ static int state_dry_run(struct server *s)
  */
 static const char *handover_blocker(const struct server *s)
 {
-	if (!list_empty(&s->sessions) || !list_empty(&s->conns) || s->n_conns)
-		return "sessions or connections";
+	const char *why = upgrade_sessions_blocker(s);
+
+	if (why)
+		return why;
 	if (s->listen_fd < 0)
 		return "no listening socket (stdio or remote mode)";
 	if (!upg.argv)

@@ -65,11 +65,11 @@ class Launch:
         launcher = ["/bin/sh", "-c", 'shift; exec "%s" "$@"' % self.path, "sh"]
         self.srv = server_factory(*args, env=env, launcher=launcher)
 
-    def replace(self, script):
-        """The file at the start path becomes a shell script (the 'new binary')."""
+    def replace(self, script, interpreter="/bin/sh"):
+        """The file at the start path becomes a script (the 'new binary')."""
         tmp = self.path + ".new"
         with open(tmp, "w") as f:
-            f.write("#!/bin/sh\n" + script)
+            f.write("#!%s\n" % interpreter + script)
         os.chmod(tmp, stat.S_IRWXU)
         os.replace(tmp, self.path)
 
@@ -772,3 +772,120 @@ def test_rollback_to_the_old_binary(server_factory, tmp_path, how, reason):
     lu.wait_log("Upgrade: took over from uexec ", count=2)
     assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(new)
     assert listener_inode(pid) == listener
+
+
+def read_all(c, process_id, until_closed=True):
+    """process/read from seq 0, again until the process is closed: (chunks, last result)."""
+    def done():
+        res = c.read(process_id)
+        return res if res["closed"] or not until_closed else None
+    res = wait_until(done, what="%s closed" % process_id)
+    return res["chunks"], res
+
+
+def chunk_bytes(chunks, stream=None):
+    import base64
+    return b"".join(base64.b64decode(ch["chunk"]) for ch in chunks
+                    if stream is None or ch["stream"] == stream)
+
+
+def proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def test_detached_session_with_pipes_and_pty_is_handed_over(server_factory, tmp_path):
+    """A detached session's processes (pipes, a stdin pipe, a PTY; one exited before, one
+    exiting while the new binary starts) are handed to the new binary in the same pid: the
+    client that resumes the session after reads every byte once, with gapless seqs, and
+    the real exit codes; nothing leaks."""
+    go, late, fifo, marker = (tmp_path / "go", tmp_path / "late", str(tmp_path / "fifo"),
+                              tmp_path / "in-exec")
+    os.mkfifo(fifo)
+    lu = Launch(server_factory, tmp_path)
+    pid = lu.srv.pid
+    fds = settled_fd_count(pid)
+    c = lu.srv.connect()
+    sid = c.init_result["sessionId"]
+    c.start("done", ["/bin/sh", "-c", "echo before; exit 3"], env=PATH_ENV)
+    assert c.collect("done").exit_code == 3
+    c.start("out", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
+    c.start("err", ["/bin/sh", "-c", "i=0; while [ ! -e %s ]; do echo e$i >&2; i=$((i+1)); "
+                    "sleep 0.01; done; exit 9" % go], env=PATH_ENV)
+    c.start("late", ["/bin/sh", "-c", "while [ ! -e %s ]; do sleep 0.01; done; echo bye; "
+                     "exit 5" % late], env=PATH_ENV)
+    c.start("cat", ["/bin/cat"], env=PATH_ENV, pipeStdin=True)
+    c.start("tty", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV, tty=True)
+    # Its timeoutMs deadline travels as an absolute time: it fires in the new binary.
+    c.start("slow", ["/bin/sleep", "1000"], env=PATH_ENV, timeoutMs=4000)
+    pids = {p["processId"]: p["pid"] for p in c.result("process/list", {})["processes"]}
+    c.collect_until_output("out", b"\n3\n")
+    assert c.write("cat", b"one\n", "w1") == {"status": "accepted"}
+    c.collect_until_output("cat", b"one\n")
+    c.ws.abort()
+    lu.wait_log("detached from")
+    # The new binary is held back once exec'd, while "late" exits: a zombie to hand over.
+    # (Python, not sh: a shell would reap that child itself while it waits.)
+    lu.replace("import os, sys\n"
+               "if 'UEXEC_UPGRADE_STATE_FD' in os.environ:\n"
+               "    open(%r, 'w').close()\n"
+               "    open(%r).read()\n"
+               "os.execv(%r, [sys.argv[0]] + sys.argv[1:])\n"
+               % (str(marker), fifo, os.path.realpath(UEXEC_BIN)), interpreter="/usr/bin/python3")
+    lu.usr2()
+    lu.wait_log(" fds over to ")
+    wait_until(marker.exists, what="the new binary started")
+    late.touch()
+    wait_until(lambda: proc_state(pids["late"]) == "Z", what="'late' exited, not reaped")
+    with open(fifo, "w") as f:
+        f.write("go\n")
+    lu.wait_log("Upgrade: took over from uexec ")
+    assert lu.srv.proc.poll() is None and lu.srv.pid == pid
+    assert b"not supported yet" not in lu.srv.stderr()
+    c2 = lu.srv.connect(initialize=False)
+    assert c2.initialize(resume=sid)["sessionId"] == sid
+    # The stdin pipe: written after the hand-over, echoed back, and remembered writeIds.
+    assert c2.write("cat", b"two\n", "w2") == {"status": "accepted"}
+    # A retried writeId remembered from before: acknowledged, not written again.
+    assert c2.write("cat", b"dup\n", "w1") == {"status": "accepted"}
+    wait_until(lambda: chunk_bytes(c2.read("cat")["chunks"]) == b"one\ntwo\n",
+               what="cat echoes after the hand-over")
+    c2.result("process/closeStdin", {"processId": "cat"})
+    go.touch()
+    for name, code in (("done", 3), ("late", 5), ("out", 7), ("err", 9), ("cat", 0),
+                       ("tty", 7), ("slow", 143)):
+        chunks, res = read_all(c2, name)
+        seqs = [ch["seq"] for ch in chunks]
+        assert res["exited"] and res["exitCode"] == code, (name, res)
+        # One counter: every seq below nextSeq is a chunk but two (exited, and closed
+        # last), each once, in order: none lost or repeated across the hand-over.
+        assert seqs == sorted(set(seqs)) and all(0 < q < res["nextSeq"] - 1 for q in seqs), \
+            (name, seqs, res["nextSeq"])
+        assert res["nextSeq"] == len(seqs) + 3, (name, res["nextSeq"], len(seqs))
+        data = chunk_bytes(chunks)
+        if name == "done":
+            assert data == b"before\n"
+        elif name == "late":
+            assert data == b"bye\n"
+        elif name == "cat":
+            assert data == b"one\ntwo\n"
+        elif name == "slow":
+            assert data == b""
+        elif name == "err":
+            lines = data.split(b"\n")
+            assert lines[-1] == b"" and lines[:-1] == [b"e%d" % i for i in range(len(lines) - 1)]
+            assert {ch["stream"] for ch in chunks} == {"stderr"}
+        else:
+            lines = data.replace(b"\r\n", b"\n").split(b"\n")
+            assert lines[-2:] == [b"end", b""], (name, lines[-3:])
+            assert lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], \
+                "%s: output lost or out of order" % name
+            assert len(lines) > 5
+    listed = {p["processId"]: p for p in c2.result("process/list", {})["processes"]}
+    assert listed["slow"]["timedOut"] is True and listed["out"].get("timedOut") is None, listed
+    assert zombies(pid) == []
+    c2.ws.abort()
+    wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
