@@ -16,6 +16,7 @@
 #include "conn.h"
 #include "proc.h"
 #include "session.h"
+#include "shell-snapshot-internal.h" /* a capture in flight (struct snap_entry) */
 #include "upgrade-internal.h"
 
 unsigned upgrade_quiesce_start(struct server *s)
@@ -138,8 +139,17 @@ const char *upgrade_sessions_blocker(const struct server *s)
 	if (!list_empty(&s->conns) || s->n_conns)
 		return "connections (their hand-over is not built yet)";
 	list_for_each_entry(ss, &s->sessions, link) {
+		const struct snap_entry *e;
+
 		if (ss->conn)
 			return "an attached session";
+		/* Killed, its processes not all reaped yet: they would be nobody's zombies. */
+		if (ss->expired)
+			return "an expired session whose processes are still being reaped";
+		/* Shell snapshots are a cache the new binary recaptures; a capture is a child. */
+		list_for_each_entry(e, &ss->snapshots, link)
+			if (e->cap)
+				return "a shell snapshot being captured";
 		list_for_each_entry(p, &ss->procs_list, link) {
 			/* Host-side state the blob does not carry (synthesized files, a proxy). */
 			if (p->plan || p->ev_wait.tree || p->netproxy)
