@@ -33,8 +33,9 @@ struct session {
 /* Creates a session attached to c. Returns 0, -ENOMEM or -EUSERS (limit). */
 int session_new(struct server *s, struct conn *c, struct session **ret);
 /*
- * A live upgrade's RESTORE (src/upgrade/adopt.c): a detached session id
- * handed over, whose resume window ends window_ms from now. Its processes
+ * A live upgrade's RESTORE (src/upgrade/adopt.c): a session id handed
+ * over, detached, its resume window ending window_ms from now (the caller
+ * may attach it with session_attach(), which cancels that). Its processes
  * are added by the caller. Returns 0 or -ENOMEM.
  */
 int session_adopt(struct server *s, const char *id, uint64_t window_ms, struct session **ret);

@@ -119,6 +119,44 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	return 0;
 }
 
+static void handle_ws(struct conn *c);
+
+int conn_adopt_ws(struct server *s, int fd, const char *peer, bool initialize_done,
+		  bool initialized, const uint8_t *out, size_t out_len, struct conn **ret)
+{
+	struct conn *c = conn_alloc(s, CONN_WS, &conn_ws_ops);
+
+	if (!c)
+		return -ENOMEM;
+	c->fd_in = c->fd_out = fd;
+	c->state = CONN_OPEN; /* upgraded before the hand-over: frames flow */
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->accepted_ns = now_ns();
+	c->initialize_done = initialize_done;
+	c->initialized = initialized;
+	/* Not initialized yet: it takes a slot that eviction may reclaim, as after an upgrade. */
+	if (!initialize_done)
+		list_add_tail(&c->slot_link, &s->uninitialized);
+	/* Frames the old binary had queued go first, as they were. */
+	if (out_len)
+		conn_send_raw(c, out, out_len);
+	*ret = c;
+	return 0;
+}
+
+void conn_adopt_start(struct conn *c, const uint8_t *in, size_t in_len)
+{
+	/* Bytes read and not yet parsed (a partial frame, or requests over the budget). */
+	if (in_len && buf_append(&c->in, in, in_len) < 0) {
+		conn_kill(c);
+		return;
+	}
+	if (c->in.len && c->state == CONN_OPEN)
+		handle_ws(c);
+	if (c->state == CONN_OPEN)
+		conn_arm_read(c);
+}
+
 static void send_control(struct conn *c, enum ws_opcode op, const void *payload, size_t n)
 {
 	uint8_t frame[WS_MAX_HDR + 125];

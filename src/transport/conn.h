@@ -156,6 +156,17 @@ void conn_set_handlers(const struct conn_handlers *h);
 
 /* Takes ownership of fd (a connected TCP socket). Returns 0 or -errno. */
 int conn_new_ws(struct server *s, int fd, const char *peer);
+/*
+ * A live upgrade's RESTORE (src/upgrade/adopt.c): a WebSocket connection
+ * handed over (fd owned from now on, past its HTTP upgrade), with the frames
+ * the old binary had queued (already framed, sent first). Nothing is read
+ * until conn_adopt_start(), which the caller runs once the session is
+ * attached: it feeds in[0..in_len) (read, not parsed) to the parser and arms
+ * the read. Returns 0 or -ENOMEM (fd not taken).
+ */
+int conn_adopt_ws(struct server *s, int fd, const char *peer, bool initialize_done,
+		  bool initialized, const uint8_t *out, size_t out_len, struct conn **ret);
+void conn_adopt_start(struct conn *c, const uint8_t *in, size_t in_len);
 /* Serves JSON-RPC on fds 0/1. */
 int conn_new_stdio(struct server *s);
 

@@ -10,6 +10,7 @@
  * hand-over is a zombie still, reaped now and reported with its real status.
  * Runs once the ring and its buffers exist, before the loop's first turn.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <fcntl.h>
@@ -17,11 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "log.h"
 #include "netguard.h"
 #include "proc-internal.h" /* proc_chunk_append(): retained output, as proc.c keeps it */
@@ -246,19 +249,82 @@ fail:
 	return r;
 }
 
+/* "ADDR:PORT" of the peer, as the listener names a connection it accepts. */
+static void peer_name(int fd, char *out, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
+		if (ss.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+
+			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+		} else if (ss.ss_family == AF_INET) {
+			const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+
+			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+			port = ntohs(a->sin_port);
+		}
+	}
+	snprintf(out, size, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+/*
+ * The WebSocket connections: each queued output first, its session attached
+ * (the session's processes' output goes to it from now on), then its unparsed
+ * input fed to the parser and its read armed.
+ */
+static void adopt_conns(struct server *s, const struct upgrade_view *v, struct session **made,
+			int *first, char *err, size_t err_size)
+{
+	for (uint32_t i = 0; i < v->n_conns; i++) {
+		const struct upgrade_view_conn *vc = &v->conns[i];
+		struct session *ss = vc->session >= 0 ? made[vc->session] : NULL;
+		struct conn *c;
+		char peer[64];
+		int r;
+
+		peer_name(vc->fd_in, peer, sizeof(peer));
+		r = conn_adopt_ws(s, vc->fd_in, peer, vc->session >= 0, vc->initialized,
+				  vc->output, vc->output_len, &c);
+		if (r < 0) {
+			safe_close(vc->fd_in); /* the client resumes its session on a new connection */
+			if (!*first) {
+				*first = r;
+				snprintf(err, err_size, "connection %s: %s", peer, strerror(-r));
+			}
+			continue;
+		}
+		if (ss)
+			session_attach(ss, c);
+		conn_adopt_start(c, vc->input, vc->input_len);
+	}
+}
+
 int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char *err,
 			   size_t err_size)
 {
 	struct session **made;
 	int r = 0, first = 0;
 
-	if (!v->n_sessions)
+	if (!v->n_sessions && !v->n_conns)
 		return 0;
-	made = calloc(v->n_sessions, sizeof(*made));
+	made = calloc(v->n_sessions ? v->n_sessions : 1, sizeof(*made));
 	if (!made)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < v->n_sessions; i++) {
-		r = session_adopt(s, v->sessions[i].id, ms_until(v->sessions[i].expiry_ns), &made[i]);
+		/*
+		 * An attached one gets a whole window too, which attaching cancels: if
+		 * its connection cannot be adopted, it waits for the client to resume.
+		 */
+		uint64_t window = v->sessions[i].conn >= 0 ? s->cfg.resume_window_ms
+							    : ms_until(v->sessions[i].expiry_ns);
+
+		r = session_adopt(s, v->sessions[i].id, window, &made[i]);
 		if (r < 0 && !first) {
 			first = r;
 			snprintf(err, err_size, "session %s: %s", v->sessions[i].id, strerror(-r));
@@ -283,6 +349,7 @@ int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char 
 		proc_resume_output(p);
 		proc_resume_exit(p);
 	}
+	adopt_conns(s, v, made, &first, err, err_size);
 	free(made);
 	return first;
 }

@@ -134,15 +134,26 @@ void upgrade_resume(struct server *s)
 const char *upgrade_sessions_blocker(const struct server *s)
 {
 	const struct session *ss;
+	const struct conn *c;
 	const struct proc *p;
 
-	if (!list_empty(&s->conns) || s->n_conns)
-		return "connections (their hand-over is not built yet)";
+	/* Plain WebSocket connections at a frame boundary, with nothing answered later. */
+	list_for_each_entry(c, &s->conns, link) {
+		if (c->transport != CONN_WS || c->tls)
+			return "a stdio, TLS or relay-carried connection (not handed over yet)";
+		if (c->state != CONN_OPEN)
+			return "a connection in its HTTP exchange or closing";
+		if (c->ws._in_message)
+			return "a connection in the middle of a fragmented message";
+		if (!list_empty(&c->pending) || !list_empty(&c->calls) || c->mem_charged ||
+		    c->mem_paused)
+			return "a connection with requests in flight";
+		if (c->watch || c->fs_handles.size)
+			return "a connection with watches or open files (not handed over yet)";
+	}
 	list_for_each_entry(ss, &s->sessions, link) {
 		const struct snap_entry *e;
 
-		if (ss->conn)
-			return "an attached session";
 		/* Killed, its processes not all reaped yet: they would be nobody's zombies. */
 		if (ss->expired)
 			return "an expired session whose processes are still being reaped";

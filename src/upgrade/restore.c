@@ -94,9 +94,13 @@ static int load(char *err, size_t err_size)
 		upgrade_state_done(&rs.st);
 		return r;
 	}
-	if (rs.v.n_conns || rs.v.n_watches) {
-		snprintf(err, err_size, "the state holds connections or watches; this binary "
-			 "restores listeners, detached sessions and their processes only");
+	for (uint32_t i = 0; i < rs.v.n_conns; i++)
+		if (rs.v.conns[i].transport != UPGRADE_CONN_WS || !rs.v.conns[i].upgraded)
+			r = -EBADMSG;
+	if (r < 0 || rs.v.n_watches) {
+		snprintf(err, err_size, "the state holds watches or a connection other than an "
+			 "upgraded WebSocket; this binary restores listeners, sessions, their "
+			 "processes and WebSocket connections only");
 		upgrade_view_done(&rs.v);
 		upgrade_state_done(&rs.st);
 		return -EBADMSG;
@@ -233,7 +237,7 @@ void upgrade_restore_end(struct server *s)
 	(void)s;
 	if (!rs.active)
 		return;
-	if (rs.v.n_sessions) {
+	if (rs.v.n_sessions || rs.v.n_conns) {
 		char err[256] = "";
 		int r = upgrade_adopt_sessions(s, &rs.v, err, sizeof(err));
 
@@ -251,15 +255,18 @@ void upgrade_restore_end(struct server *s)
 			LOG_INT("upgrades", rs.upgrades), LOG_INT("restoreUs", us),
 			LOG_INT("pauseUs", pause),
 			LOG_STR("url", url), LOG_BOOL("rolledBack", rs.rolled_back),
+			LOG_INT("sessions", rs.v.n_sessions), LOG_INT("processes", rs.v.n_procs),
+			LOG_INT("connections", rs.v.n_conns),
 		};
 
 		snprintf(url, sizeof(url), "%.*s", (int)rs.v.listener_url_len,
 			 rs.v.has_listener ? (const char *)rs.v.listener_url : "");
 		log_event(LOG_INFO, "upgrade.done", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: took over from uexec %.*s (upgrade %" PRIu64 "), restored in %"
-			  PRIu64 " us, paused %" PRIu64 " us since QUIESCE%s%s%s",
+			  PRIu64 " us, paused %" PRIu64 " us since QUIESCE (%u sessions, %u processes, "
+			  "%u connections)%s%s%s",
 			  (int)rs.v.sender_version_len, (const char *)rs.v.sender_version,
-			  rs.upgrades, us, pause,
+			  rs.upgrades, us, pause, rs.v.n_sessions, rs.v.n_procs, rs.v.n_conns,
 			  url[0] ? "; still listening on " : "", url,
 			  rs.rolled_back ? " (rolled back: the new binary could not take over)" : "");
 	}

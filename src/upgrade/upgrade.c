@@ -66,6 +66,7 @@ static struct {
 	uint64_t quiesce_ns;    /* CLOCK_MONOTONIC when QUIESCE began */
 	unsigned cancelled;     /* ops QUIESCE cancelled */
 	uint64_t upgrades;      /* upgrades this process went through (none yet: no hand-over) */
+	bool dry_run;           /* UEXEC_UPGRADE_DRY_RUN=1: never exec */
 } upg = { .pidfd = -1, .out_fd = -1 };
 
 static uint64_t now_ns(void)
@@ -108,6 +109,7 @@ int upgrade_main_hook(int argc, char **argv)
 	free(upg.exe);
 	upg.exe = exe_path(argc > 0 ? argv[0] : NULL);
 	upg.argv = argc > 0 ? argv : NULL;
+	upg.dry_run = getenv("UEXEC_UPGRADE_DRY_RUN") && strcmp(getenv("UEXEC_UPGRADE_DRY_RUN"), "1") == 0;
 	upgrade_rollback_init(upg.argv);
 	return -1;
 }
@@ -121,16 +123,14 @@ static void check_end(void)
 }
 
 /* The end of an upgrade that did not hand over: everything reads again, the server goes on. */
-static void unsupported(struct server *s)
+static void unsupported(struct server *s, const char *why)
 {
-	struct log_field f[] = { LOG_STR("binary", upg.exe) };
+	struct log_field f[] = { LOG_STR("binary", upg.exe), LOG_STR("reason", why) };
 
 	upgrade_resume(s);
 	upg.phase = UPGRADE_IDLE;
-	/* What comes next is the hand-over (docs/UPGRADE.md, "Status"). */
 	log_event(LOG_WARNING, "upgrade.unsupported", NULL, f, ELEMENTSOF(f),
-		  "Upgrade: handing sessions, processes and connections over to a new binary is "
-		  "not supported yet; keeping serving");
+		  "Upgrade: no hand-over (%s); keeping serving", why);
 }
 
 /* The check's answer: its one line, control characters made visible. */
@@ -226,8 +226,16 @@ static int state_dry_run(struct server *s)
  */
 static const char *handover_blocker(const struct server *s)
 {
-	const char *why = upgrade_sessions_blocker(s);
+	const char *why;
 
+	/*
+	 * UEXEC_UPGRADE_DRY_RUN=1: everything but the execve (the check, QUIESCE,
+	 * the state built and validated, RESUME): to see on a live server that an
+	 * upgrade would go through, and what it would carry, without doing it.
+	 */
+	if (upg.dry_run)
+		return "UEXEC_UPGRADE_DRY_RUN is set";
+	why = upgrade_sessions_blocker(s);
 	if (why)
 		return why;
 	if (s->listen_fd < 0)
@@ -324,9 +332,14 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 		log_event(LOG_INFO, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: quiesced in %" PRIu64 " us (%u ops cancelled: reads, writes, "
 			  "exit waits, stdin writes, accept)", us, upg.cancelled);
-		if (state_dry_run(s) >= 0 && !handover_blocker(s))
+		const char *why = state_dry_run(s) < 0 ? "the state does not validate"
+						       : handover_blocker(s);
+
+		if (!why) {
 			handover(s); /* returns only if the execve failed */
-		unsupported(s);
+			why = "the execve failed";
+		}
+		unsupported(s, why);
 		return;
 	}
 	if (us >= QUIESCE_TIMEOUT_MS * 1000u) {
@@ -336,7 +349,7 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 		log_event(LOG_WARNING, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: %s still in flight %d ms after QUIESCE began; resuming",
 			  pending, QUIESCE_TIMEOUT_MS);
-		unsupported(s);
+		unsupported(s, "QUIESCE did not finish");
 		return;
 	}
 	uring_timer_arm(&s->ring, &upg.timer, QUIESCE_POLL_MS, on_quiesce_tick);

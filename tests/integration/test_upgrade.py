@@ -56,7 +56,11 @@ class Launch:
     """A server started from a path the test controls (a symlink to the binary under
     test), so that the 'new binary' at that path can be swapped."""
 
-    def __init__(self, server_factory, tmp_path, env=None, args=()):
+    def __init__(self, server_factory, tmp_path, env=None, args=(), handover=False):
+        # Without handover: UEXEC_UPGRADE_DRY_RUN, everything but the execve (the tests of
+        # the check, QUIESCE and RESUME, and those whose fake binary passes the check).
+        if not handover:
+            env = dict(os.environ if env is None else env, UEXEC_UPGRADE_DRY_RUN="1")
         self.dir = tmp_path / "bin"
         self.dir.mkdir()
         self.path = str(self.dir / "uexec")
@@ -137,7 +141,7 @@ def test_sigusr2_check_passes_server_keeps_serving(server_factory, tmp_path):
     lu.wait_log("Received SIGUSR2: checking whether %s can take over (state version %d)"
                 % (lu.path, STATE_VERSION))
     lu.wait_log("Upgrade: %s can take over" % lu.path)
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (")
     # QUIESCE: the accept, the connection's read, the process's two pipe reads and its exit
     # wait were cancelled and their completions reaped; resumed after (the output below
     # goes on without a gap).
@@ -159,7 +163,7 @@ def test_sigusr2_check_passes_server_keeps_serving(server_factory, tmp_path):
     check_counter(c.collect("count", run=run))
     # A second upgrade after the first finished is not refused.
     lu.usr2()
-    lu.wait_log("not supported yet; keeping serving", count=2)
+    lu.wait_log("Upgrade: no hand-over (", count=2)
     assert b"upgrade refused" not in lu.srv.stderr()
 
 
@@ -179,7 +183,7 @@ def test_failing_check_keeps_serving(server_factory, tmp_path, script, expect):
     lu.usr2()
     lu.wait_log(expect.format(path=lu.path))
     lu.wait_log("keeping serving")
-    assert b"not supported yet" not in lu.srv.stderr()
+    assert b"Upgrade: no hand-over (" not in lu.srv.stderr()
     assert lu.srv.proc.poll() is None
     go.touch()
     check_counter(c.collect("count", run=run))
@@ -212,7 +216,7 @@ def test_second_sigusr2_during_check_is_refused(server_factory, tmp_path):
     with open(fifo, "w") as f:
         f.write("go\n")
     lu.wait_log("Upgrade: %s can take over (fake can take over)" % lu.path)
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (")
     assert lu.srv.stderr().count(b"already in progress") == 1
 
 
@@ -251,7 +255,7 @@ def test_state_counts_detached_sessions_ptys_and_exits(server_factory, tmp_path)
     c.collect_until_output("run", b"up\n")
     lu.wait_log("detached from", what="the first session's detach")
     lu.usr2()
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (")
     st = state_line(lu.srv)
     assert (st["sessions"], st["processes"], st["connections"]) == (2, 3, 1), st
     # retained: "ready" (PTY, maybe with CR LF), "bye\n", "up\n"
@@ -278,7 +282,7 @@ def test_stdio_transport_protocol_untouched(tmp_path):
         c.start("count", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
         run = c.collect_until_output("count", b"\n2\n")
         proc.send_signal(signal.SIGUSR2)
-        wait_until(lambda: b"not supported yet; keeping serving" in err_path.read_bytes(),
+        wait_until(lambda: b"Upgrade: no hand-over (" in err_path.read_bytes(),
                    what="the dry run")
         m = STATE_RE.findall(err_path.read_bytes())
         assert m and tuple(map(int, m[-1][1:3])) == (1, 1) and int(m[-1][4]) == 1, m
@@ -347,7 +351,7 @@ def test_state_validates_without_process_cgroups(server_factory, tmp_path):
     c.start("p", ["/bin/sh", "-c", "echo up; exec sleep 1000"], env=PATH_ENV)
     c.collect_until_output("p", b"up\n")
     lu.usr2()
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (")
     assert b"does not validate" not in lu.srv.stderr()
     st = state_line(lu.srv)
     assert (st["sessions"], st["processes"], st["connections"]) == (1, 1, 1), st
@@ -384,7 +388,7 @@ def test_state_carries_stdin_pipes_and_write_ids(server_factory, tmp_path):
     c.collect_until_output("in", b"line2\n")
     c.collect_until_output("tty", b"typed")
     lu.usr2()
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (")
     assert b"does not validate" not in lu.srv.stderr(), lu.srv.stderr_tail()
     st = state_line(lu.srv)
     assert (st["sessions"], st["processes"]) == (1, 2), st
@@ -408,7 +412,7 @@ def test_quiesce_loses_no_byte_under_load(server_factory, tmp_path):
             "tty": c.collect_until_output("tty", b"\n100\r\n")}
     for i in range(1, 6):
         lu.usr2()
-        lu.wait_log("not supported yet; keeping serving", count=i)
+        lu.wait_log("Upgrade: no hand-over (", count=i)
         for pid in runs:   # read some between upgrades, so that the queues move
             runs[pid] = c.collect_until_output(
                 pid, b"%d" % (int(runs[pid].data().split()[-1].strip(b"e")) + 50), run=runs[pid])
@@ -440,7 +444,7 @@ def test_quiesce_keeps_exit_waits(server_factory, tmp_path):
                       % go], env=PATH_ENV)
     runs = {pid: c.collect_until_output(pid, b"up\n") for pid in ids}
     lu.usr2()
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (")
     q = re.findall(rb"quiesced in \d+ us \((\d+) ops cancelled", lu.srv.stderr())
     # the accept, the connection's read, and per process two pipe reads and its exit wait
     assert q and int(q[-1]) >= 2 + 3 * len(ids), q
@@ -463,8 +467,9 @@ def test_quiesce_keeps_stdin_writes(server_factory, tmp_path):
     run = c.collect_until_output("cat", b"up\n")
     data = bytes(range(256)) * 1024   # 256 KiB: more than a pipe holds
     wid = c.request("process/write", {"processId": "cat", "chunk": b64(data), "writeId": "big"})
+    c.result("process/list", {})   # answered after the write was taken (in order)
     lu.usr2()
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (")
     q = re.findall(rb"quiesced in \d+ us \((\d+) ops cancelled", lu.srv.stderr())
     # the accept, the connection's read, two pipe reads, the exit wait and the stdin write
     assert q and int(q[-1]) >= 6, q
@@ -531,7 +536,7 @@ def test_idle_server_hands_over_in_place(server_factory, tmp_path):
     fifo = str(tmp_path / "fifo")
     os.mkfifo(fifo)
     marker = tmp_path / "in-exec"
-    lu = Launch(server_factory, tmp_path)
+    lu = Launch(server_factory, tmp_path, handover=True)
     pid = lu.srv.pid
     # Idle: no session (a closed client's would stay for its resume window), so the
     # counter to carry is the scrapes' own.
@@ -566,7 +571,7 @@ def test_idle_server_hands_over_in_place(server_factory, tmp_path):
     assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(UEXEC_BIN)
     assert listener_inode(pid) == listener, "the listening socket was not the one handed over"
     assert b"Listening on" in lu.srv.stderr() and lu.srv.stderr().count(b"Listening on") == 1
-    assert b"not supported yet" not in lu.srv.stderr()
+    assert b"Upgrade: no hand-over (" not in lu.srv.stderr()
     c = lu.srv.connect()
     c.start("q", ["/bin/sh", "-c", "echo two; exit 3"], env=PATH_ENV)
     run = c.collect("q")
@@ -586,7 +591,7 @@ def test_idle_server_hands_over_in_place(server_factory, tmp_path):
 def test_idle_handover_keeps_the_supervisor(server_factory, tmp_path):
     """After two hand-overs the cgroup supervisor still watches the pipe the binary
     holds: SIGKILL of uexec still kills a process that left its process group."""
-    lu = Launch(server_factory, tmp_path)
+    lu = Launch(server_factory, tmp_path, handover=True)
     if b"No orphans: pid" not in lu.srv.stderr():
         pytest.skip("no cgroup supervisor on this host")
     pid = lu.srv.pid
@@ -614,27 +619,33 @@ def test_idle_handover_keeps_the_supervisor(server_factory, tmp_path):
 
 
 def test_busy_server_is_not_handed_over(server_factory, tmp_path):
-    """A server with a session or a connection keeps serving (the dry run) until the
-    hand-over of sessions is built: nothing is exec'd."""
-    lu = Launch(server_factory, tmp_path)
+    """A server with something not handed over yet (here a process reading, with a long
+    poll waiting on it) keeps serving (the dry run): nothing is exec'd."""
+    lu = Launch(server_factory, tmp_path, handover=True)
     c = lu.srv.connect()
+    c.start("w", ["/bin/sleep", "1000"], env=PATH_ENV)
+    rid = c.request("process/read", {"processId": "w", "afterSeq": 0, "waitMs": 60000})
+    c.result("process/list", {})   # answered after the read was taken (in order)
     lu.usr2()
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (a connection with requests in flight)")
     assert b" fds over to " not in lu.srv.stderr()
     c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
     assert c.collect("p").stdout == b"ok\n"
+    # The long poll is still served: answered when its process ends.
+    assert c.terminate("w") == {"running": True}
+    assert c.wait_reply(rid)["result"]["exitCode"] == 137
 
 
 def test_failed_execve_keeps_serving(server_factory, tmp_path):
     """The new binary passes its check, then is gone when the hand-over execs it: execve
     fails, the fds handed over get FD_CLOEXEC back, and the same binary keeps serving."""
-    lu = Launch(server_factory, tmp_path)
+    lu = Launch(server_factory, tmp_path, handover=True)
     pid = lu.srv.pid
     fds = settled_fd_count(pid)
     lu.replace('rm -f "$0"\nexec "%s" "$@"\n' % os.path.realpath(UEXEC_BIN))
     lu.usr2()
     lu.wait_log("Upgrade: execve %s failed; keeping serving" % lu.path)
-    lu.wait_log("not supported yet; keeping serving")
+    lu.wait_log("Upgrade: no hand-over (")
     assert lu.srv.proc.poll() is None
     assert settled_fd_count(pid) == fds
     cloexec = []
@@ -688,7 +699,7 @@ def test_audit_queue_written_before_execve(server_factory, tmp_path):
     try:
         fcntl.fcntl(rd, 1031, 4096)   # F_SETPIPE_SZ: a page, so that lines wait in the queue
         lu = Launch(server_factory, tmp_path,
-                    args=("--audit-log", fifo, "--resume-window-ms", "0"))
+                    args=("--audit-log", fifo, "--resume-window-ms", "0"), handover=True)
         n = 40
         c = lu.srv.connect()
         for i in range(n):
@@ -728,7 +739,7 @@ def test_rollback_to_the_old_binary(server_factory, tmp_path, how, reason):
     goes on in the same pid with the same listener and fds."""
     if how == "blob" and not os.path.exists("/bin/bash"):
         pytest.skip("needs /bin/bash (an fd above 9 in a script)")
-    lu = Launch(server_factory, tmp_path, args=("--resume-window-ms", "0"))
+    lu = Launch(server_factory, tmp_path, args=("--resume-window-ms", "0"), handover=True)
     pid = lu.srv.pid
     listener = listener_inode(pid)
     fds = settled_fd_count(pid)
@@ -805,7 +816,7 @@ def test_detached_session_with_pipes_and_pty_is_handed_over(server_factory, tmp_
     go, late, fifo, marker = (tmp_path / "go", tmp_path / "late", str(tmp_path / "fifo"),
                               tmp_path / "in-exec")
     os.mkfifo(fifo)
-    lu = Launch(server_factory, tmp_path)
+    lu = Launch(server_factory, tmp_path, handover=True)
     pid = lu.srv.pid
     fds = settled_fd_count(pid)
     c = lu.srv.connect()
@@ -844,7 +855,7 @@ def test_detached_session_with_pipes_and_pty_is_handed_over(server_factory, tmp_
         f.write("go\n")
     lu.wait_log("Upgrade: took over from uexec ")
     assert lu.srv.proc.poll() is None and lu.srv.pid == pid
-    assert b"not supported yet" not in lu.srv.stderr()
+    assert b"Upgrade: no hand-over (" not in lu.srv.stderr()
     c2 = lu.srv.connect(initialize=False)
     assert c2.initialize(resume=sid)["sessionId"] == sid
     # The stdin pipe: written after the hand-over, echoed back, and remembered writeIds.
@@ -889,3 +900,43 @@ def test_detached_session_with_pipes_and_pty_is_handed_over(server_factory, tmp_
     assert zombies(pid) == []
     c2.ws.abort()
     wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
+
+
+def test_attached_websocket_is_handed_over(server_factory, tmp_path):
+    """A client attached during the upgrade keeps its WebSocket: the new binary adopts
+    the socket with its session, and the client reads every byte of its processes'
+    output once and in order, with continuous seqs and the real exit codes, and its
+    requests are answered on the same connection after."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path, handover=True)
+    pid = lu.srv.pid
+    c = lu.srv.connect()
+    c.start("out", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
+    c.start("tty", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV, tty=True)
+    c.start("cat", ["/bin/cat"], env=PATH_ENV, pipeStdin=True)
+    run = c.collect_until_output("out", b"\n3\n")
+    lu.usr2()
+    lu.wait_log("Upgrade: took over from uexec ")
+    assert re.search(rb"\(1 sessions, 3 processes, 1 connections\)", lu.srv.stderr()), \
+        lu.srv.stderr_tail()
+    assert lu.srv.pid == pid and b"Upgrade: no hand-over (" not in lu.srv.stderr()
+    # The same connection: output goes on, requests are answered.
+    run = c.collect_until_output("out", b"\n%d\n" % (int(run.stdout.split()[-1]) + 20),
+                                 run=run)
+    assert c.write("cat", b"after\n", "w1") == {"status": "accepted"}
+    cat = c.collect_until_output("cat", b"after\n")
+    c.start("new", ["/bin/sh", "-c", "echo new; exit 2"], env=PATH_ENV)
+    new = c.collect("new")
+    assert new.stdout == b"new\n" and new.exit_code == 2
+    go.touch()
+    check_counter(c.collect("out", run=run))
+    tty = c.collect("tty")
+    lines = tty.data().replace(b"\r\n", b"\n").split(b"\n")
+    assert lines[-2:] == [b"end", b""] and \
+        lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], lines[-3:]
+    assert tty.exit_code == 7
+    tty.check_sequencing()
+    c.result("process/closeStdin", {"processId": "cat"})
+    cat = c.collect("cat", run=cat)
+    assert cat.stdout == b"after\n" and cat.exit_code == 0
+    cat.check_sequencing()
