@@ -15,7 +15,14 @@ both, and the blob's size.
 The sessions are filled while detached (connections closed, output goes to
 retention only), then resumed, so that no client has to read 1,000 streams.
 
-usage: upgrade_pause.py UEXEC_BIN [N=1000] [K=100] [B=65536] [R=20]
+With --handover, each SIGUSR2 is a real upgrade (execve of the same binary in
+the same pid, which adopts every session, process and connection): the pause
+is `upgrade.done`'s pauseUs (QUIESCE in the old binary to the end of RESTORE in
+the new one) and restoreUs its RESTORE part, and the attached clients are
+checked to be answered on their same connections after the last one. Without
+it, the server runs with UEXEC_UPGRADE_DRY_RUN=1 (everything but the execve).
+
+usage: upgrade_pause.py [--handover] UEXEC_BIN [N=1000] [K=100] [B=65536] [R=20]
 """
 import json
 import os
@@ -55,13 +62,23 @@ def state_events(path):
     return events(path, "upgrade.state")
 
 
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, (len(v) * q) // 100)]
+
+
 def main():
-    exe = os.path.abspath(sys.argv[1])
-    n, k, b, rounds = [int(a) for a in sys.argv[2:6]] + [1000, 100, 65536, 20][len(sys.argv[2:6]):]
+    args = sys.argv[1:]
+    handover = bool(args) and args[0] == "--handover"
+    if handover:
+        args = args[1:]
+    exe = os.path.abspath(args[0])
+    n, k, b, rounds = [int(a) for a in args[1:5]] + [1000, 100, 65536, 20][len(args[1:5]):]
     log = tempfile.NamedTemporaryFile(prefix="uexec-upgrade-pause-", suffix=".log", delete=False)
+    env = dict(os.environ) if handover else dict(os.environ, UEXEC_UPGRADE_DRY_RUN="1")
     srv = subprocess.Popen([exe, "--listen", "ws://127.0.0.1:0", "--log-format", "json",
                             "--denial-evidence", "none", "--resume-window-ms", "600000"],
-                           stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+                           stdout=subprocess.PIPE, stderr=log, start_new_session=True, env=env)
     try:
         url = srv.stdout.readline().decode().strip()
         script = "head -c %d /dev/zero | tr '\\0' x; exec sleep 3600" % b
@@ -84,6 +101,9 @@ def main():
             got["retained"] = state_events(log.name)[-1]["fields"]["retainedBytes"]
             return got["retained"] >= want
         wait_for(filled, "%d bytes retained (have %d)" % (want, got["retained"]))
+        if handover:   # the filling's own upgrades are over
+            wait_for(lambda: len(events(log.name, "upgrade.done")) >=
+                     len(events(log.name, "upgrade.exec")), "the last upgrade.done")
         conns = []
         for sid in sessions:
             c = wsclient.connect(url, initialize=False, keep_log=False)
@@ -91,16 +111,42 @@ def main():
             conns.append(c)
         first = len(state_events(log.name))
         first_q = len(events(log.name, "upgrade.quiesce"))
+        first_d = len(events(log.name, "upgrade.done"))
         for _ in range(rounds):
             before = len(state_events(log.name))
+            done = len(events(log.name, "upgrade.done"))
             srv.send_signal(signal.SIGUSR2)
             wait_for(lambda: len(state_events(log.name)) > before, "a state line")
+            if handover:
+                wait_for(lambda: len(events(log.name, "upgrade.done")) > done, "upgrade.done")
         ev = state_events(log.name)[first:]
         qev = events(log.name, "upgrade.quiesce")[first_q:]
         us = sorted(e["fields"]["us"] for e in ev)
         qus = sorted(e["fields"]["us"] for e in qev)
         f = ev[-1]["fields"]
         assert f["processes"] == n and f["connections"] == k and f["sessions"] == k, f
+        if handover:
+            dev = events(log.name, "upgrade.done")[first_d:]
+            pause = [e["fields"]["pauseUs"] for e in dev]
+            restore = [e["fields"]["restoreUs"] for e in dev]
+            for e in dev:
+                assert (e["fields"]["sessions"], e["fields"]["processes"],
+                        e["fields"]["connections"]) == (k, n, k), e["fields"]
+            # Every client is answered on the connection it had before the upgrades.
+            for i, c in enumerate(conns):
+                procs = c.result("process/list", {})["processes"]
+                assert len(procs) == len(range(i, n, k)), (i, len(procs))
+            print(json.dumps({
+                "name": "upgrade_handover_pause", "unit": "ms", "rounds": len(pause),
+                "p50": round(statistics.median(pause) / 1000, 2),
+                "p99": round(pct(pause, 99) / 1000, 2),
+                "restore_p50": round(statistics.median(restore) / 1000, 2),
+                "restore_p99": round(pct(restore, 99) / 1000, 2),
+                "serialize_p50": round(statistics.median(us) / 1000, 2),
+                "quiesce_p50": round(statistics.median(qus) / 1000, 2),
+                "processes": n, "connections": k, "retained_bytes_each": b,
+                "blob_bytes": f["bytes"], "fds": f["fds"]}))
+            return
         print(json.dumps({
             "name": "upgrade_dry_run_pause", "unit": "ms", "rounds": len(us),
             "p50": round(statistics.median(us) / 1000, 2),
