@@ -150,6 +150,17 @@ void proc_wake_waiters(struct proc *p)
 	}
 }
 
+void proc_answer_waiters(struct proc *p)
+{
+	struct proc_waiter *w, *n;
+
+	/* As if waitMs elapsed now: whatever there is. */
+	list_for_each_entry_safe(w, n, &p->waiters, plink) {
+		waiter_reply(w);
+		waiter_finish(w);
+	}
+}
+
 /* A long poll: waits for output, the exit or wait_ms. */
 static void read_wait(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq,
 		      bool has_max, uint64_t max_bytes, uint64_t wait_ms, bool fast)

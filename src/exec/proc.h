@@ -168,6 +168,12 @@ void proc_resume_exit(struct proc *p);
 /* Writes the head of the stdin queue again after a live upgrade's QUIESCE cancelled it. */
 void proc_resume_stdin(struct proc *p);
 
+/*
+ * Answers every long poll of p now with what there is, as if its waitMs had
+ * elapsed (a live upgrade's QUIESCE: the client polls again, on the new binary).
+ */
+void proc_answer_waiters(struct proc *p);
+
 /* process/read (long poll if wait_ms > 0 and nothing to return). */
 void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,
 	       uint64_t max_bytes, uint64_t wait_ms);

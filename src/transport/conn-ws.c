@@ -119,8 +119,6 @@ int conn_new_ws(struct server *s, int fd, const char *peer)
 	return 0;
 }
 
-static void handle_ws(struct conn *c);
-
 int conn_adopt_ws(struct server *s, int fd, const char *peer, bool initialize_done,
 		  bool initialized, const uint8_t *out, size_t out_len, struct conn **ret)
 {
@@ -146,15 +144,17 @@ int conn_adopt_ws(struct server *s, int fd, const char *peer, bool initialize_do
 
 void conn_adopt_start(struct conn *c, const uint8_t *in, size_t in_len)
 {
-	/* Bytes read and not yet parsed (a partial frame, or requests over the budget). */
+	/*
+	 * Bytes read and not parsed: the start of a frame (whole frames are
+	 * dispatched as they are read; a connection paused over its in-flight
+	 * budget is not handed over). Parsed with the rest once it comes, from
+	 * the loop: nothing is dispatched before the server's limits are set.
+	 */
 	if (in_len && buf_append(&c->in, in, in_len) < 0) {
 		conn_kill(c);
 		return;
 	}
-	if (c->in.len && c->state == CONN_OPEN)
-		handle_ws(c);
-	if (c->state == CONN_OPEN)
-		conn_arm_read(c);
+	conn_arm_read(c);
 }
 
 static void send_control(struct conn *c, enum ws_opcode op, const void *payload, size_t n)

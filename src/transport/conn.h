@@ -161,8 +161,9 @@ int conn_new_ws(struct server *s, int fd, const char *peer);
  * handed over (fd owned from now on, past its HTTP upgrade), with the frames
  * the old binary had queued (already framed, sent first). Nothing is read
  * until conn_adopt_start(), which the caller runs once the session is
- * attached: it feeds in[0..in_len) (read, not parsed) to the parser and arms
- * the read. Returns 0 or -ENOMEM (fd not taken).
+ * attached: it keeps in[0..in_len) (read, not parsed: the start of a frame)
+ * before what is read next, and arms the read. Returns 0 or -ENOMEM (fd not
+ * taken).
  */
 int conn_adopt_ws(struct server *s, int fd, const char *peer, bool initialize_done,
 		  bool initialized, const uint8_t *out, size_t out_len, struct conn **ret);

@@ -49,6 +49,12 @@ unsigned upgrade_quiesce_start(struct server *s)
 	}
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link) {
+			/*
+			 * Long polls (process/read with waitMs) are answered now with what
+			 * there is, as at their deadline: the replies travel in their
+			 * connection's queued output, and the client polls again.
+			 */
+			proc_answer_waiters(p);
 			for (unsigned i = 0; i < p->n_streams; i++)
 				if (p->streams[i].op.busy) {
 					uring_cancel(&s->ring, &p->streams[i].op);

@@ -147,64 +147,81 @@ static void check_output(char *out, size_t size)
 	log_text_escape(raw, out, size);
 }
 
-/*
- * Until the hand-over is built, the blob is made from the live server into a
- * sealed memfd and checked as RESTORE will check it (mapped, parsed, its fds
- * open and of their kinds, the cross-record rules of view.h), its size and
- * cost logged, then dropped: every SIGUSR2 exercises the serializer on real
- * objects. It runs on the loop: the loop pauses for the blob's cost (about a
- * millisecond per MB of retained output, bench/README.md), as the hand-over's
- * own SERIALIZE will.
- */
-static int state_dry_run(struct server *s)
-{
+/* The blob of one upgrade: its memfd, mapped read-only, and parsed. */
+struct built {
 	struct upgrade_collected c;
 	struct upgrade_state st;
+	void *map;
+	int fd;
+	bool parsed;
+};
+
+static void built_done(struct built *b)
+{
+	if (b->parsed)
+		upgrade_state_done(&b->st);
+	if (b->map != MAP_FAILED)
+		munmap(b->map, b->c.bytes);
+	b->fd = safe_close(b->fd);
+	b->parsed = false;
+	b->map = MAP_FAILED;
+}
+
+/*
+ * SERIALIZE: the blob made from the live server into a sealed memfd and
+ * checked as RESTORE will check it (mapped, parsed, its fds open and of their
+ * kinds, the cross-record rules of view.h), its size and cost logged. The
+ * hand-over then execs with this same memfd (it is built once). It runs on
+ * the loop: the loop pauses for the blob's cost (about a millisecond per MB
+ * of retained output, bench/README.md). 0, or -errno with b released.
+ */
+static int state_build(struct server *s, struct built *b)
+{
 	char err[256] = "";
 	uint64_t t0 = now_ns(), us;
-	void *map = MAP_FAILED;
-	int fd, r;
+	int r;
 
-	fd = r = upgrade_collect(s, upgrade_restored_upgrades(), upg.quiesce_ns, &c);
+	*b = (struct built){ .map = MAP_FAILED, .fd = -1 };
+	b->fd = r = upgrade_collect(s, upgrade_restored_upgrades(), upg.quiesce_ns, &b->c);
 	if (r < 0) {
+		b->fd = -1;
 		snprintf(err, sizeof(err), "building it failed: %s", strerror(-r));
 	} else {
 		/* What RESTORE does: map it read-only, parse, check its fds against our table. */
-		map = mmap(NULL, c.bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-		r = map == MAP_FAILED ? -errno : 0;
+		b->map = mmap(NULL, b->c.bytes, PROT_READ, MAP_PRIVATE, b->fd, 0);
+		r = b->map == MAP_FAILED ? -errno : 0;
 		if (r < 0)
 			snprintf(err, sizeof(err), "mapping it failed: %s", strerror(-r));
 		else
-			r = upgrade_state_parse(map, c.bytes, NULL, &st, err, sizeof(err));
+			r = upgrade_state_parse(b->map, b->c.bytes, NULL, &b->st, err, sizeof(err));
 		if (r >= 0) {
 			struct upgrade_view v;
 
-			r = upgrade_state_check_fds(&st, fd, err, sizeof(err));
+			b->parsed = true;
+			r = upgrade_state_check_fds(&b->st, b->fd, err, sizeof(err));
 			if (r >= 0)
-				r = upgrade_view_build(&st, &v, err, sizeof(err));
+				r = upgrade_view_build(&b->st, &v, err, sizeof(err));
 			if (r >= 0)
 				upgrade_view_done(&v);
-			upgrade_state_done(&st);
 		}
 	}
 	us = (now_ns() - t0) / 1000u;
-	if (map != MAP_FAILED)
-		munmap(map, c.bytes);
-	safe_close(fd);
 	if (r < 0) {
 		struct log_field f[] = { LOG_STR("error", err) };
 
+		built_done(b);
 		/* A bug of the writer or the schema: the hand-over would refuse to go on. */
 		log_event(LOG_ERR, "upgrade.state", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: the state does not validate: %s", err);
 		return r;
 	}
 	{
+		const struct upgrade_collected *c = &b->c;
 		struct log_field f[] = {
-			LOG_INT("records", c.records), LOG_INT("fds", c.fds), LOG_INT("bytes", c.bytes),
-			LOG_INT("sessions", c.sessions), LOG_INT("processes", c.procs),
-			LOG_INT("connections", c.conns), LOG_INT("connectionsClosed", c.conns_closed),
-			LOG_INT("retainedBytes", c.retained_bytes), LOG_INT("queuedBytes", c.queued_bytes),
+			LOG_INT("records", c->records), LOG_INT("fds", c->fds), LOG_INT("bytes", c->bytes),
+			LOG_INT("sessions", c->sessions), LOG_INT("processes", c->procs),
+			LOG_INT("connections", c->conns), LOG_INT("connectionsClosed", c->conns_closed),
+			LOG_INT("retainedBytes", c->retained_bytes), LOG_INT("queuedBytes", c->queued_bytes),
 			LOG_INT("us", us),
 		};
 
@@ -213,8 +230,8 @@ static int state_dry_run(struct server *s)
 			  PRIu64 " processes with %" PRIu64 " bytes of output, %" PRIu64 " connections "
 			  "with %" PRIu64 " bytes queued, %" PRIu64 " to close and resume), %" PRIu64
 			  " fds, %" PRIu64 " bytes; built, sealed and checked in %" PRIu64 " us",
-			  c.records, c.sessions, c.procs, c.retained_bytes, c.conns, c.queued_bytes,
-			  c.conns_closed, c.fds, c.bytes, us);
+			  c->records, c->sessions, c->procs, c->retained_bytes, c->conns, c->queued_bytes,
+			  c->conns_closed, c->fds, c->bytes, us);
 	}
 	return 0;
 }
@@ -253,40 +270,25 @@ static void set_cloexec(const struct upgrade_state *st, int memfd, bool on)
 }
 
 /*
- * EXECVE (docs/UPGRADE.md): the blob once more (the dry run's was dropped),
- * FD_CLOEXEC cleared on the memfd and on exactly the fds it names, and the
- * binary at the start path exec'd in this pid with the same argv and
- * UEXEC_UPGRADE_STATE_FD. Returns only if that failed, everything as before.
+ * EXECVE (docs/UPGRADE.md): FD_CLOEXEC cleared on the blob's memfd and on
+ * exactly the fds it names, and the binary at the start path exec'd in this
+ * pid with the same argv and UEXEC_UPGRADE_STATE_FD. Returns only if that
+ * failed, everything as before.
  */
-static void handover(struct server *s)
+static void handover(struct built *b)
 {
-	struct upgrade_collected c;
-	struct upgrade_state st;
-	char err[256] = "", num[16], back[48];
-	int self = upgrade_rollback_self_fd(), argv_fd = -1;
-	void *map = MAP_FAILED;
-	int fd, r;
+	char num[16], back[48];
+	int self = upgrade_rollback_self_fd(), argv_fd = -1, r;
 
-	fd = r = upgrade_collect(s, upgrade_restored_upgrades(), upg.quiesce_ns, &c);
-	if (r >= 0) {
-		map = mmap(NULL, c.bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-		r = map == MAP_FAILED ? -errno : 0;
-	}
-	if (r >= 0)
-		r = upgrade_state_parse(map, c.bytes, NULL, &st, err, sizeof(err));
-	if (r < 0) {
-		log_error_errno(r, "Upgrade: building the state to hand over failed%s%s", err[0] ? ": " : "", err);
-		goto out;
-	}
 	{
-		struct log_field f[] = { LOG_STR("binary", upg.exe), LOG_INT("fds", st.n_fds),
-					 LOG_INT("bytes", c.bytes) };
+		struct log_field f[] = { LOG_STR("binary", upg.exe), LOG_INT("fds", b->st.n_fds),
+					 LOG_INT("bytes", b->c.bytes) };
 
 		log_event(LOG_INFO, "upgrade.exec", NULL, f, ELEMENTSOF(f),
-			  "Upgrade: handing %u fds over to %s", st.n_fds, upg.exe);
+			  "Upgrade: handing %u fds over to %s", b->st.n_fds, upg.exe);
 	}
-	snprintf(num, sizeof(num), "%d", fd);
-	set_cloexec(&st, fd, false);
+	snprintf(num, sizeof(num), "%d", b->fd);
+	set_cloexec(&b->st, b->fd, false);
 	/*
 	 * The way back (rollback.c), if the new binary cannot take over: this
 	 * binary's file and its argv. Without them the hand-over still goes on.
@@ -294,7 +296,7 @@ static void handover(struct server *s)
 	if (self >= 0)
 		argv_fd = upgrade_rollback_argv_fd();
 	if (argv_fd >= 0) {
-		snprintf(back, sizeof(back), "%d:%d:%d", self, fd, argv_fd);
+		snprintf(back, sizeof(back), "%d:%d:%d", self, b->fd, argv_fd);
 		(void)fcntl(self, F_SETFD, 0);
 		(void)fcntl(argv_fd, F_SETFD, 0);
 	}
@@ -308,13 +310,8 @@ static void handover(struct server *s)
 	if (self >= 0)
 		(void)fcntl(self, F_SETFD, FD_CLOEXEC);
 	safe_close(argv_fd);
-	set_cloexec(&st, fd, true);
-	upgrade_state_done(&st);
+	set_cloexec(&b->st, b->fd, true);
 	log_error_errno(r, "Upgrade: execve %s failed; keeping serving", upg.exe);
-out:
-	if (map != MAP_FAILED)
-		munmap(map, c.bytes);
-	safe_close(fd);
 }
 
 static void on_quiesce_tick(struct uring_timer *t, bool fired)
@@ -332,13 +329,15 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 		log_event(LOG_INFO, "upgrade.quiesce", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: quiesced in %" PRIu64 " us (%u ops cancelled: reads, writes, "
 			  "exit waits, stdin writes, accept)", us, upg.cancelled);
-		const char *why = state_dry_run(s) < 0 ? "the state does not validate"
-						       : handover_blocker(s);
+		struct built b;
+		const char *why = state_build(s, &b) < 0 ? "the state does not validate"
+							 : handover_blocker(s);
 
 		if (!why) {
-			handover(s); /* returns only if the execve failed */
+			handover(&b); /* returns only if the execve failed */
 			why = "the execve failed";
 		}
+		built_done(&b);
 		unsupported(s, why);
 		return;
 	}

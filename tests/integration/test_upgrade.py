@@ -619,21 +619,28 @@ def test_idle_handover_keeps_the_supervisor(server_factory, tmp_path):
 
 
 def test_busy_server_is_not_handed_over(server_factory, tmp_path):
-    """A server with something not handed over yet (here a process reading, with a long
-    poll waiting on it) keeps serving (the dry run): nothing is exec'd."""
+    """A server with something not handed over yet (here a stdin write queued, its reply
+    pending, to a process that does not read) keeps serving (the dry run), with the reason
+    logged: nothing is exec'd, and the write still completes."""
+    go = tmp_path / "go"
     lu = Launch(server_factory, tmp_path, handover=True)
     c = lu.srv.connect()
-    c.start("w", ["/bin/sleep", "1000"], env=PATH_ENV)
-    rid = c.request("process/read", {"processId": "w", "afterSeq": 0, "waitMs": 60000})
-    c.result("process/list", {})   # answered after the read was taken (in order)
+    c.start("cat", ["/bin/sh", "-c", "echo up; while [ ! -e %s ]; do sleep 0.05; done; exec cat"
+                    % go], env=PATH_ENV, pipeStdin=True)
+    run = c.collect_until_output("cat", b"up\n")
+    data = b"x" * (256 << 10)   # more than a pipe holds
+    wid = c.request("process/write", {"processId": "cat", "chunk": b64(data), "writeId": "big"})
+    c.result("process/list", {})   # answered after the write was taken (in order)
     lu.usr2()
     lu.wait_log("Upgrade: no hand-over (a connection with requests in flight)")
     assert b" fds over to " not in lu.srv.stderr()
     c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
     assert c.collect("p").stdout == b"ok\n"
-    # The long poll is still served: answered when its process ends.
-    assert c.terminate("w") == {"running": True}
-    assert c.wait_reply(rid)["result"]["exitCode"] == 137
+    go.touch()
+    assert c.wait_reply(wid)["result"] == {"status": "accepted"}
+    c.result("process/closeStdin", {"processId": "cat"})
+    run = c.collect("cat", run=run)
+    assert run.stdout == b"up\n" + data and run.exit_code == 0
 
 
 def test_failed_execve_keeps_serving(server_factory, tmp_path):
@@ -915,10 +922,16 @@ def test_attached_websocket_is_handed_over(server_factory, tmp_path):
     c.start("tty", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV, tty=True)
     c.start("cat", ["/bin/cat"], env=PATH_ENV, pipeStdin=True)
     run = c.collect_until_output("out", b"\n3\n")
+    # A long poll on a silent process: answered at QUIESCE with what there is (as at its
+    # deadline), its reply carried in the connection's queued output.
+    rid = c.request("process/read", {"processId": "cat", "afterSeq": 0, "waitMs": 60000})
+    c.result("process/list", {})   # answered after the read was taken (in order)
     lu.usr2()
     lu.wait_log("Upgrade: took over from uexec ")
     assert re.search(rb"\(1 sessions, 3 processes, 1 connections\)", lu.srv.stderr()), \
         lu.srv.stderr_tail()
+    polled = c.wait_reply(rid)["result"]
+    assert polled["chunks"] == [] and polled["exited"] is False, polled
     assert lu.srv.pid == pid and b"Upgrade: no hand-over (" not in lu.srv.stderr()
     # The same connection: output goes on, requests are answered.
     run = c.collect_until_output("out", b"\n%d\n" % (int(run.stdout.split()[-1]) + 20),
