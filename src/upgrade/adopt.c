@@ -127,6 +127,7 @@ static int adopt_cgroup(struct server *s, struct proc *p, const struct upgrade_v
 			p->cg.v1_mask |= 1u << k;
 	}
 	p->cg.live = true;
+	p->cg.memory_limited = vp->mem_limited;
 	p->has_cg = true;
 	return 0;
 }
@@ -204,6 +205,11 @@ static int adopt_proc(struct server *s, struct session *ss, const struct upgrade
 	p->closed = vp->closed;
 	p->stdin_closed = vp->stdin_closed;
 	p->timed_out = vp->timed_out;
+	p->has_timeout = vp->has_timeout;
+	p->asked_limits = vp->asked_limits;
+	p->oom_killed = vp->oom_killed;
+	p->pty_wrote = vp->pty_last >= 0;
+	p->pty_last_byte = vp->pty_last >= 0 ? (uint8_t)vp->pty_last : 0;
 	if (vp->tty) {
 		/* The master is the output stream and stdin (named once, as stdoutFd). */
 		stream_adopt(p, 0, vp->out_fd, STREAM_PTY);

@@ -230,6 +230,12 @@ static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, cons
 	upgrade_writer_bool(w, UPGRADE_PROC_SANDBOXED, p->sandboxed);
 	upgrade_writer_bool(w, UPGRADE_PROC_TIMED_OUT, p->timed_out);
 	put_write_ids(w, p);
+	upgrade_writer_bool(w, UPGRADE_PROC_HAS_TIMEOUT, p->has_timeout);
+	upgrade_writer_bool(w, UPGRADE_PROC_ASKED_LIMITS, p->asked_limits);
+	upgrade_writer_bool(w, UPGRADE_PROC_MEM_LIMITED, p->has_cg && p->cg.memory_limited);
+	upgrade_writer_bool(w, UPGRADE_PROC_OOM_KILLED, p->oom_killed);
+	if (p->tty && p->pty_wrote)
+		upgrade_writer_u64(w, UPGRADE_PROC_PTY_LAST, (uint64_t)p->pty_last_byte + 1);
 	upgrade_writer_end(w);
 	c->procs++;
 	c->retained_bytes += p->retained_bytes;

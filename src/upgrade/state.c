@@ -95,6 +95,11 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_SANDBOXED,    UPGRADE_T_BOOL, 0, 0, 0, "sandboxed" },
 	{ UPGRADE_PROC_TIMED_OUT,    UPGRADE_T_BOOL, 0, 0, 0, "timedOut" },
 	{ UPGRADE_PROC_WRITE_IDS,    UPGRADE_T_BYTES, 0, 5, CONN_BYTES_LIMIT, "writeIds" },
+	{ UPGRADE_PROC_HAS_TIMEOUT,  UPGRADE_T_BOOL, 0, 0, 0, "hasTimeout" },
+	{ UPGRADE_PROC_ASKED_LIMITS, UPGRADE_T_BOOL, 0, 0, 0, "askedLimits" },
+	{ UPGRADE_PROC_MEM_LIMITED,  UPGRADE_T_BOOL, 0, 0, 0, "memoryLimited" },
+	{ UPGRADE_PROC_OOM_KILLED,   UPGRADE_T_BOOL, 0, 0, 0, "oomKilled" },
+	{ UPGRADE_PROC_PTY_LAST,     UPGRADE_T_U64, 0, 1, 256, "ptyLastByte" },
 };
 static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_TRANSPORT,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CONN_MAX - 1, "transport" },

@@ -143,6 +143,11 @@ enum {
 	UPGRADE_PROC_SANDBOXED,       /* BOOL */
 	UPGRADE_PROC_TIMED_OUT,       /* BOOL: timeoutMs passed, SIGTERM sent (timeoutNs: the SIGKILL's) */
 	UPGRADE_PROC_WRITE_IDS,       /* BYTES: remembered writeIds, oldest first: (u32 len, bytes)* */
+	UPGRADE_PROC_HAS_TIMEOUT,     /* BOOL: the start asked for timeoutMs (process/exited's timedOut) */
+	UPGRADE_PROC_ASKED_LIMITS,    /* BOOL: the start carried `limits` (process/exited's oomKilled) */
+	UPGRADE_PROC_MEM_LIMITED,     /* BOOL: its leaf has a memory limit */
+	UPGRADE_PROC_OOM_KILLED,      /* BOOL */
+	UPGRADE_PROC_PTY_LAST,        /* U64: a PTY's last byte queued for stdin + 1 (0: none), optional */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,

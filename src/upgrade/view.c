@@ -230,6 +230,15 @@ static int read_proc(struct build *b, uint32_t rec)
 	p->term_signal = (int)upgrade_rec_u64(st, rec, UPGRADE_PROC_TERM_SIGNAL, 0);
 	p->retained = field(b, rec, UPGRADE_PROC_RETAINED);
 	p->write_ids = field(b, rec, UPGRADE_PROC_WRITE_IDS);
+	p->has_timeout = upgrade_rec_bool(st, rec, UPGRADE_PROC_HAS_TIMEOUT);
+	p->asked_limits = upgrade_rec_bool(st, rec, UPGRADE_PROC_ASKED_LIMITS);
+	p->mem_limited = upgrade_rec_bool(st, rec, UPGRADE_PROC_MEM_LIMITED);
+	p->oom_killed = upgrade_rec_bool(st, rec, UPGRADE_PROC_OOM_KILLED);
+	p->pty_last = (int)upgrade_rec_u64(st, rec, UPGRADE_PROC_PTY_LAST, 0) - 1;
+	if (p->pty_last >= 0 && !p->tty)
+		return bad(b, "record %u: a PTY's last stdin byte on pipes", rec);
+	if ((p->mem_limited || p->oom_killed) && !p->has_cg)
+		return bad(b, "record %u: a memory limit without a cgroup leaf", rec);
 
 	/* The life of a process (proc.c): reaped, then exited published, then closed at EOF. */
 	if (has_code != p->reaped || has_sig != p->reaped)

@@ -37,6 +37,8 @@ struct upgrade_view_proc {
 	int pidfd, out_fd, err_fd, stdin_fd; /* -1: none */
 	bool tty, pipe_stdin, reaped, exited, closed, stdin_closed, sandboxed, timed_out;
 	bool has_cg, cg_guard;
+	bool has_timeout, asked_limits, mem_limited, oom_killed;
+	int pty_last;               /* a PTY's last byte queued for stdin, -1: none */
 	uint64_t cg_num;
 	uint64_t next_seq, exit_seq, started_ms, timeout_ns;
 	int exit_code, term_signal;

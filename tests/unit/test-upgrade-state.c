@@ -715,6 +715,8 @@ struct pspec {
 	const char *id;
 	const char *wids;       /* writeIds field bytes, wids_len of them */
 	size_t wids_len;
+	uint64_t pty_last;      /* ptyLastByte (byte + 1), 0: absent */
+	bool mem_limited;
 };
 
 /* A session (record 1, attached unless expiry) and a process after it. */
@@ -751,6 +753,10 @@ static void proc_rec(struct upgrade_writer *w, const struct pspec *p)
 	upgrade_writer_bool(w, UPGRADE_PROC_CLOSED, p->closed);
 	if (p->wids)
 		upgrade_writer_bytes(w, UPGRADE_PROC_WRITE_IDS, p->wids, p->wids_len);
+	if (p->mem_limited)
+		upgrade_writer_bool(w, UPGRADE_PROC_MEM_LIMITED, true);
+	if (p->pty_last)
+		upgrade_writer_u64(w, UPGRADE_PROC_PTY_LAST, p->pty_last);
 	upgrade_writer_end(w);
 }
 
@@ -775,6 +781,9 @@ PROC_CASE(v_pty_stderr, .tty = true, .out_fd = 7, .err_fd = 8)
 PROC_CASE(v_stdin_unasked, .out_fd = 7, .stdin_fd = 9)
 PROC_CASE(v_pipe_pty_output, .chunk_seq = 1, .chunk_stream = UPGRADE_STREAM_PTY)
 PROC_CASE(v_pty_pipe_output, .tty = true, .chunk_seq = 1, .chunk_stream = UPGRADE_STREAM_STDERR)
+PROC_CASE(v_ok_pty_last, .tty = true, .out_fd = 7, .pty_last = 'x' + 1)
+PROC_CASE(v_pty_last_on_pipes, .out_fd = 7, .pty_last = 'x' + 1)
+PROC_CASE(v_mem_limit_without_leaf, .out_fd = 7, .mem_limited = true)
 #define WIDS(lit) .wids = lit, .wids_len = sizeof(lit) - 1
 PROC_CASE(v_ok_write_ids, WIDS("\x02\0\0\0w1\x03\0\0\0w22"))
 PROC_CASE(v_write_id_empty, WIDS("\x02\0\0\0w1\0\0\0\0x"))
@@ -1028,6 +1037,9 @@ TEST(view_rules)
 		{ v_ok_running, "" },
 		{ v_ok_closed, "" },
 		{ v_ok_pty, "" },
+		{ v_ok_pty_last, "" },
+		{ v_pty_last_on_pipes, "record 2: a PTY's last stdin byte on pipes" },
+		{ v_mem_limit_without_leaf, "record 2: a memory limit without a cgroup leaf" },
 		{ v_ok_two, "" },
 		{ v_ok_conns, "" },
 		{ v_ok_held, "" },
