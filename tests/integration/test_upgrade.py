@@ -910,13 +910,20 @@ def test_detached_session_with_pipes_and_pty_is_handed_over(server_factory, tmp_
 
 
 def test_attached_websocket_is_handed_over(server_factory, tmp_path):
-    """A client attached during the upgrade keeps its WebSocket: the new binary adopts
-    the socket with its session, and the client reads every byte of its processes'
-    output once and in order, with continuous seqs and the real exit codes, and its
-    requests are answered on the same connection after."""
+    """A client attached during the upgrade keeps its WebSocket: the new binary (another
+    file: a rebuilt one) adopts the socket with its session, and the client reads every
+    byte of its processes' output once and in order, with continuous seqs and the real
+    exit codes, and its requests are answered on the same connection after."""
     go = tmp_path / "go"
     lu = Launch(server_factory, tmp_path, handover=True)
     pid = lu.srv.pid
+    # The start path re-pointed at a copy, as a package upgrade replaces the file.
+    new_bin = str(tmp_path / "uexec-rebuilt")
+    with open(os.path.realpath(UEXEC_BIN), "rb") as src, open(new_bin, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(new_bin, stat.S_IRWXU)
+    os.symlink(new_bin, lu.path + ".new")
+    os.replace(lu.path + ".new", lu.path)
     c = lu.srv.connect()
     c.start("out", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
     c.start("tty", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV, tty=True)
@@ -933,6 +940,7 @@ def test_attached_websocket_is_handed_over(server_factory, tmp_path):
     polled = c.wait_reply(rid)["result"]
     assert polled["chunks"] == [] and polled["exited"] is False, polled
     assert lu.srv.pid == pid and b"Upgrade: no hand-over (" not in lu.srv.stderr()
+    assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(new_bin)
     # The same connection: output goes on, requests are answered.
     run = c.collect_until_output("out", b"\n%d\n" % (int(run.stdout.split()[-1]) + 20),
                                  run=run)
