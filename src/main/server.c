@@ -604,7 +604,10 @@ static int start_front(struct server *s)
 		if (r < 0)
 			return r;
 	} else if (strcmp(s->cfg.listen, "stdio") == 0 || strcmp(s->cfg.listen, "stdio://") == 0) {
-		r = conn_new_stdio(s);
+		/* A live upgrade hands the stdio connection over (adopted at the end of RESTORE). */
+		r = upgrade_restore_stdio(s);
+		if (r == 0)
+			r = conn_new_stdio(s);
 		if (r < 0)
 			return log_error_errno(r, "Setting up stdio failed");
 		/* No pings on stdio; the ticks end a close whose output is never read. */

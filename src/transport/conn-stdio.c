@@ -43,6 +43,25 @@ int conn_new_stdio(struct server *s)
 	return 0;
 }
 
+int conn_adopt_stdio(struct server *s, bool initialize_done, bool initialized,
+		     const uint8_t *out, size_t out_len, struct conn **ret)
+{
+	struct conn *c = conn_alloc(s, CONN_STDIO, &conn_stdio_ops);
+
+	if (!c)
+		return -ENOMEM;
+	c->fd_in = STDIN_FILENO;
+	c->fd_out = STDOUT_FILENO;
+	c->state = CONN_OPEN;
+	snprintf(c->peer, sizeof(c->peer), "stdio");
+	c->initialize_done = initialize_done;
+	c->initialized = initialized;
+	if (out_len)
+		conn_send_raw(c, out, out_len); /* the old binary's queued lines first */
+	*ret = c;
+	return 0;
+}
+
 static void handle_stdio(struct conn *c)
 {
 	size_t off = 0;

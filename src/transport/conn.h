@@ -168,6 +168,9 @@ int conn_new_ws(struct server *s, int fd, const char *peer);
 int conn_adopt_ws(struct server *s, int fd, const char *peer, bool initialize_done,
 		  bool initialized, const uint8_t *out, size_t out_len, struct conn **ret);
 void conn_adopt_start(struct conn *c, const uint8_t *in, size_t in_len);
+/* The same for the stdio connection (fds 0 and 1, not owned). */
+int conn_adopt_stdio(struct server *s, bool initialize_done, bool initialized,
+		     const uint8_t *out, size_t out_len, struct conn **ret);
 /* Serves JSON-RPC on fds 0/1. */
 int conn_new_stdio(struct server *s);
 

@@ -294,11 +294,19 @@ static void adopt_conns(struct server *s, const struct upgrade_view *v, struct s
 		char peer[64];
 		int r;
 
-		peer_name(vc->fd_in, peer, sizeof(peer));
-		r = conn_adopt_ws(s, vc->fd_in, peer, vc->session >= 0, vc->initialized,
-				  vc->output, vc->output_len, &c);
+		if (vc->transport == UPGRADE_CONN_STDIO) {
+			snprintf(peer, sizeof(peer), "stdio");
+			r = conn_adopt_stdio(s, vc->session >= 0, vc->initialized, vc->output,
+					     vc->output_len, &c);
+		} else {
+			peer_name(vc->fd_in, peer, sizeof(peer));
+			r = conn_adopt_ws(s, vc->fd_in, peer, vc->session >= 0, vc->initialized,
+					  vc->output, vc->output_len, &c);
+		}
 		if (r < 0) {
-			safe_close(vc->fd_in); /* the client resumes its session on a new connection */
+			/* The client resumes its session on a new connection (stdio: none: it ends). */
+			if (vc->transport != UPGRADE_CONN_STDIO)
+				safe_close(vc->fd_in);
 			if (!*first) {
 				*first = r;
 				snprintf(err, err_size, "connection %s: %s", peer, strerror(-r));

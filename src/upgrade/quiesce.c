@@ -145,8 +145,8 @@ const char *upgrade_sessions_blocker(const struct server *s)
 
 	/* Plain WebSocket connections at a frame boundary, with nothing answered later. */
 	list_for_each_entry(c, &s->conns, link) {
-		if (c->transport != CONN_WS || c->tls)
-			return "a stdio, TLS or relay-carried connection (not handed over yet)";
+		if (c->transport == CONN_CARRIED || c->tls)
+			return "a TLS or relay-carried connection (not handed over yet)";
 		if (c->state != CONN_OPEN)
 			return "a connection in its HTTP exchange or closing";
 		if (c->ws._in_message)

@@ -95,12 +95,13 @@ static int load(char *err, size_t err_size)
 		return r;
 	}
 	for (uint32_t i = 0; i < rs.v.n_conns; i++)
-		if (rs.v.conns[i].transport != UPGRADE_CONN_WS || !rs.v.conns[i].upgraded)
+		if (rs.v.conns[i].transport == UPGRADE_CONN_WS ? !rs.v.conns[i].upgraded
+							       : rs.v.conns[i].fd_in != STDIN_FILENO)
 			r = -EBADMSG;
 	if (r < 0 || rs.v.n_watches) {
 		snprintf(err, err_size, "the state holds watches or a connection other than an "
-			 "upgraded WebSocket; this binary restores listeners, sessions, their "
-			 "processes and WebSocket connections only");
+			 "upgraded WebSocket or stdio; this binary restores listeners, sessions, "
+			 "their processes and WebSocket and stdio connections only");
 		upgrade_view_done(&rs.v);
 		upgrade_state_done(&rs.st);
 		return -EBADMSG;
@@ -133,9 +134,10 @@ int upgrade_restore_begin(struct server *s)
 		goto out;
 	rs.active = true;
 	rs.upgrades = rs.v.upgrades + 1;
-	/* The fds the blob names are adopted below; none must reach a child. */
+	/* The fds the blob names are adopted below; none must reach a child (stdio's are 0 and 1). */
 	for (uint32_t i = 0; i < rs.st.n_fds; i++)
-		(void)fcntl((int)rs.st.fds[i], F_SETFD, FD_CLOEXEC);
+		if (rs.st.fds[i] > STDERR_FILENO)
+			(void)fcntl((int)rs.st.fds[i], F_SETFD, FD_CLOEXEC);
 	upgrade_metrics_from_view(&s->metrics, &rs.v);
 	s->metrics.start_time_ms = rs.v.start_ms;
 out:
@@ -277,6 +279,17 @@ void upgrade_restore_end(struct server *s)
 	rs.memfd = safe_close(rs.memfd);
 	rs.active = false;
 	upgrade_rollback_forget(); /* serving now: no way back */
+}
+
+int upgrade_restore_stdio(struct server *s)
+{
+	(void)s;
+	if (!rs.active)
+		return 0;
+	for (uint32_t i = 0; i < rs.v.n_conns; i++)
+		if (rs.v.conns[i].transport == UPGRADE_CONN_STDIO)
+			return 1;
+	return 0;
 }
 
 void upgrade_restore_release(void)

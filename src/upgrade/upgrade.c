@@ -255,8 +255,8 @@ static const char *handover_blocker(const struct server *s)
 	why = upgrade_sessions_blocker(s);
 	if (why)
 		return why;
-	if (s->listen_fd < 0)
-		return "no listening socket (stdio or remote mode)";
+	if (s->cfg.remote_url)
+		return "remote mode (the relay link is not handed over yet)";
 	if (!upg.argv)
 		return "no argv";
 	return NULL;
@@ -265,7 +265,8 @@ static const char *handover_blocker(const struct server *s)
 static void set_cloexec(const struct upgrade_state *st, int memfd, bool on)
 {
 	for (uint32_t i = 0; i < st->n_fds; i++)
-		(void)fcntl((int)st->fds[i], F_SETFD, on ? FD_CLOEXEC : 0);
+		if (st->fds[i] > STDERR_FILENO) /* stdio's 0 and 1 stay as they are */
+			(void)fcntl((int)st->fds[i], F_SETFD, on ? FD_CLOEXEC : 0);
 	(void)fcntl(memfd, F_SETFD, on ? FD_CLOEXEC : 0);
 }
 

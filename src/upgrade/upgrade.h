@@ -36,6 +36,8 @@ int upgrade_restore_begin(struct server *s);
 int upgrade_restore_cgroups(struct server *s);
 int upgrade_restore_listener(struct server *s);
 void upgrade_restore_end(struct server *s);
+/* 1 when the state holds the stdio connection (RESTORE adopts it: do not make one), else 0. */
+int upgrade_restore_stdio(struct server *s);
 
 /*
  * The way back (rollback.c): in a binary a hand-over exec'd that cannot take

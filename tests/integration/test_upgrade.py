@@ -267,7 +267,8 @@ def test_state_counts_detached_sessions_ptys_and_exits(server_factory, tmp_path)
 
 def test_stdio_transport_protocol_untouched(tmp_path):
     """--listen stdio: stdout is the protocol, so the check's own output must never reach it;
-    the stdio connection is in the state like a WebSocket (fds 0 and 1)."""
+    the stdio connection (fds 0 and 1) is handed over like a WebSocket: the client goes on
+    reading its process's output whole, with continuous seqs, and is answered after."""
     go = tmp_path / "go"
     link = tmp_path / "uexec"
     os.symlink(os.path.realpath(UEXEC_BIN), link)
@@ -282,10 +283,14 @@ def test_stdio_transport_protocol_untouched(tmp_path):
         c.start("count", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
         run = c.collect_until_output("count", b"\n2\n")
         proc.send_signal(signal.SIGUSR2)
-        wait_until(lambda: b"Upgrade: no hand-over (" in err_path.read_bytes(),
-                   what="the dry run")
+        wait_until(lambda: b"Upgrade: took over from uexec " in err_path.read_bytes(),
+                   what="the hand-over")
         m = STATE_RE.findall(err_path.read_bytes())
         assert m and tuple(map(int, m[-1][1:3])) == (1, 1) and int(m[-1][4]) == 1, m
+        assert b"(1 sessions, 1 processes, 1 connections)" in err_path.read_bytes()
+        assert proc.poll() is None
+        run = c.collect_until_output("count", b"\n%d\n" % (int(run.stdout.split()[-1]) + 10),
+                                     run=run)
         go.touch()
         check_counter(c.collect("count", run=run))
         assert c.result("environment/status", None) == {"status": "ready"}
