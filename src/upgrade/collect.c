@@ -253,15 +253,20 @@ static uint32_t session_rec(const struct session *ss, struct session *const *ord
 	return UINT32_MAX;
 }
 
+/* TLS and relay-carried connections close and let their clients resume (UPGRADE.md). */
+static bool conn_handed(const struct conn *cn)
+{
+	return !cn->tls && cn->transport != CONN_CARRIED && cn->state != CONN_CLOSING &&
+	       cn->state != CONN_DEAD && cn->fd_in >= 0;
+}
+
 static void put_conn(struct upgrade_writer *w, struct upgrade_collected *c, const struct conn *cn,
 		     uint32_t sess_rec)
 {
 	struct outchunk *o;
 	size_t out = 0;
 
-	/* TLS and relay-carried connections close and let their clients resume (UPGRADE.md). */
-	if (cn->tls || cn->transport == CONN_CARRIED || cn->state == CONN_CLOSING ||
-	    cn->state == CONN_DEAD || cn->fd_in < 0) {
+	if (!conn_handed(cn)) {
 		c->conns_closed++;
 		return;
 	}
@@ -354,9 +359,14 @@ int upgrade_collect(struct server *s, uint64_t upgrades, uint64_t quiesce_ns,
 		recs[i] = w->n_recs; /* the index the next record gets: references name it */
 		upgrade_writer_begin(w, UPGRADE_REC_SESSION);
 		upgrade_writer_str(w, UPGRADE_SESSION_ID, ss->id);
-		/* A detached session's window ends when its timer would have fired. */
+		/*
+		 * A detached session's window ends when its timer would have fired; one
+		 * whose connection closes at the execve (TLS) gets a whole window, as
+		 * at a disconnection.
+		 */
 		upgrade_writer_u64(w, UPGRADE_SESSION_EXPIRY_NS,
-				   ss->conn ? 0 : ss->expiry.armed ? ss->expiry.deadline_ns :
+				   ss->conn && conn_handed(ss->conn) ? 0 :
+				   !ss->conn && ss->expiry.armed ? ss->expiry.deadline_ns :
 				   now + s->cfg.resume_window_ms * 1000000u);
 		upgrade_writer_end(w);
 		c->sessions++;

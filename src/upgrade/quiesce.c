@@ -145,8 +145,9 @@ const char *upgrade_sessions_blocker(const struct server *s)
 
 	/* Plain WebSocket connections at a frame boundary, with nothing answered later. */
 	list_for_each_entry(c, &s->conns, link) {
-		if (c->transport == CONN_CARRIED || c->tls)
-			return "a TLS or relay-carried connection (not handed over yet)";
+		/* TLS: OpenSSL's state cannot move; it closes at the execve, its session resumable. */
+		if (c->transport == CONN_CARRIED)
+			return "a relay-carried connection (not handed over yet)";
 		if (c->state != CONN_OPEN)
 			return "a connection in its HTTP exchange or closing";
 		if (c->ws._in_message)

@@ -966,3 +966,46 @@ def test_attached_websocket_is_handed_over(server_factory, tmp_path):
     cat = c.collect("cat", run=cat)
     assert cat.stdout == b"after\n" and cat.exit_code == 0
     cat.check_sequencing()
+
+
+def test_tls_connection_closes_and_its_session_resumes(server_factory, tmp_path):
+    """wss://: OpenSSL's state cannot be handed over, so the TLS connection closes at the
+    execve and its session stays resumable for a whole window: the client reconnects,
+    resumes, and reads every byte of its process's output once, with continuous seqs."""
+    import ssl
+    from conftest import HOST
+    import wsclient
+    if not HOST.program("openssl"):
+        pytest.skip("needs openssl (the program) to make a test certificate")
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run([HOST.program("openssl"), "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                    "/CN=uexec-test", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True, timeout=60)
+    ctx = ssl.create_default_context(cafile=cert)
+    go = tmp_path / "go"
+    srv = server_factory("--tls-cert", cert, "--tls-key", key, listen="wss://127.0.0.1:0",
+                         kinds=False)
+    pid = srv.pid
+    url = "ws://127.0.0.1:%d" % srv.port
+    c = wsclient.connect(url, ssl_context=ctx)
+    sid = c.init_result["sessionId"]
+    c.start("out", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
+    c.collect_until_output("out", b"\n3\n")
+    srv.proc.send_signal(signal.SIGUSR2)
+    wait_until(lambda: b"Upgrade: took over from uexec " in srv.stderr(), what="the hand-over")
+    assert srv.pid == pid and srv.proc.poll() is None
+    assert re.search(rb"0 connections with \d+ bytes queued, 1 to close and resume",
+                     srv.stderr()), srv.stderr_tail()
+    assert b"(1 sessions, 1 processes, 0 connections)" in srv.stderr()
+    c2 = wsclient.connect(url, ssl_context=ctx, initialize=False)
+    assert c2.initialize(resume=sid)["sessionId"] == sid
+    go.touch()
+    chunks, res = read_all(c2, "out")
+    seqs = [ch["seq"] for ch in chunks]
+    assert res["exitCode"] == 7 and res["nextSeq"] == len(seqs) + 3, (res, len(seqs))
+    assert seqs == sorted(set(seqs)) and seqs[-1] < res["nextSeq"] - 1
+    lines = chunk_bytes(chunks).split(b"\n")
+    assert lines[-2:] == [b"end", b""]
+    assert lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], "output lost"
+    c2.close()
