@@ -479,7 +479,9 @@ static void derive_limits(struct server *s)
 {
 	struct rlimit rl = { 1024, 1024 };
 	uint64_t nofile, budget, procs, mem = 0;
-	unsigned used = open_fd_count(), proc_fds = s->ring.has_waitid ? 2 : 3;
+	/* A live upgrade's processes and connections are not overhead: they hold their own. */
+	unsigned open = open_fd_count(), adopted = upgrade_restored_fds();
+	unsigned used = open > adopted ? open - adopted : 0, proc_fds = s->ring.has_waitid ? 2 : 3;
 	long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
 
 	(void)getrlimit(RLIMIT_NOFILE, &rl);

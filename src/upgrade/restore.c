@@ -40,6 +40,7 @@ static struct {
 	uint64_t upgrades;      /* upgrades before this one, plus this one */
 	uint64_t t0_ns;         /* CLOCK_MONOTONIC at the start of RESTORE */
 	bool rolled_back;       /* the binary the state was handed to handed it back (rollback.c) */
+	unsigned live_fds;      /* the adopted processes' and connections' fds */
 } rs = { .memfd = -1, .map = MAP_FAILED };
 
 static uint64_t mono_ns(void)
@@ -239,6 +240,14 @@ void upgrade_restore_end(struct server *s)
 	(void)s;
 	if (!rs.active)
 		return;
+	for (uint32_t i = 0; i < rs.v.n_procs; i++) {
+		const struct upgrade_view_proc *p = &rs.v.procs[i];
+
+		rs.live_fds += (p->pidfd >= 0) + (p->out_fd >= 0) + (p->err_fd >= 0) +
+			       (p->stdin_fd >= 0);
+	}
+	for (uint32_t i = 0; i < rs.v.n_conns; i++)
+		rs.live_fds += rs.v.conns[i].fd_in > STDERR_FILENO;
 	if (rs.v.n_sessions || rs.v.n_conns) {
 		char err[256] = "";
 		int r = upgrade_adopt_sessions(s, &rs.v, err, sizeof(err));
@@ -279,6 +288,11 @@ void upgrade_restore_end(struct server *s)
 	rs.memfd = safe_close(rs.memfd);
 	rs.active = false;
 	upgrade_rollback_forget(); /* serving now: no way back */
+}
+
+unsigned upgrade_restored_fds(void)
+{
+	return rs.live_fds;
 }
 
 int upgrade_restore_stdio(struct server *s)

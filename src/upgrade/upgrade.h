@@ -36,6 +36,11 @@ int upgrade_restore_begin(struct server *s);
 int upgrade_restore_cgroups(struct server *s);
 int upgrade_restore_listener(struct server *s);
 void upgrade_restore_end(struct server *s);
+/*
+ * The fds of the processes and connections RESTORE adopted (0 without an
+ * upgrade): derive_limits() does not count them as the server's own.
+ */
+unsigned upgrade_restored_fds(void);
 /* 1 when the state holds the stdio connection (RESTORE adopts it: do not make one), else 0. */
 int upgrade_restore_stdio(struct server *s);
 

@@ -946,6 +946,10 @@ def test_attached_websocket_is_handed_over(server_factory, tmp_path):
     assert polled["chunks"] == [] and polled["exited"] is False, polled
     assert lu.srv.pid == pid and b"Upgrade: no hand-over (" not in lu.srv.stderr()
     assert os.path.realpath("/proc/%d/exe" % pid) == os.path.realpath(new_bin)
+    # The limits derived from the fd budget: the adopted processes' and connection's fds
+    # (7 here) are not counted as the server's own, which are no more than at the start.
+    used = [int(n) for n in re.findall(rb"(\d+) fds open at start", lu.srv.stderr())]
+    assert len(used) == 2 and used[1] <= used[0], used
     # The same connection: output goes on, requests are answered.
     run = c.collect_until_output("out", b"\n%d\n" % (int(run.stdout.split()[-1]) + 20),
                                  run=run)
