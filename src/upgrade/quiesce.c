@@ -137,13 +137,21 @@ void upgrade_resume(struct server *s)
 		}
 }
 
-const char *upgrade_sessions_blocker(const struct server *s)
+const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 {
 	const struct session *ss;
 	const struct conn *c;
 	const struct proc *p;
+	const char *later = NULL;
 
-	/* Plain WebSocket connections at a frame boundary, with nothing answered later. */
+	/*
+	 * What cannot change while the loop is quiesced (reads, writes and exit
+	 * waits are stopped) keeps the dry run at once; what the loop finishes
+	 * meanwhile (a worker's fs job, a request's network I/O, a shell snapshot
+	 * capture, an exit's 20 ms grace or its evidence) is waited for, up to
+	 * QUIESCE's deadline: *transient says which.
+	 */
+	*transient = false;
 	list_for_each_entry(c, &s->conns, link) {
 		/* TLS: OpenSSL's state cannot move; it closes at the execve, its session resumable. */
 		if (c->transport == CONN_CARRIED)
@@ -152,11 +160,12 @@ const char *upgrade_sessions_blocker(const struct server *s)
 			return "a connection in its HTTP exchange or closing";
 		if (c->ws._in_message)
 			return "a connection in the middle of a fragmented message";
-		if (!list_empty(&c->pending) || !list_empty(&c->calls) || c->mem_charged ||
-		    c->mem_paused)
-			return "a connection with requests in flight";
+		if (!list_empty(&c->calls) || c->mem_paused)
+			return "a connection waiting for its client (a review, or over its budget)";
 		if (c->watch || c->fs_handles.size)
 			return "a connection with watches or open files (not handed over yet)";
+		if (!list_empty(&c->pending) || c->mem_charged)
+			later = "a connection with requests in flight";
 	}
 	list_for_each_entry(ss, &s->sessions, link) {
 		const struct snap_entry *e;
@@ -167,18 +176,20 @@ const char *upgrade_sessions_blocker(const struct server *s)
 		/* Shell snapshots are a cache the new binary recaptures; a capture is a child. */
 		list_for_each_entry(e, &ss->snapshots, link)
 			if (e->cap)
-				return "a shell snapshot being captured";
+				later = "a shell snapshot being captured";
 		list_for_each_entry(p, &ss->procs_list, link) {
 			/* Host-side state the blob does not carry (synthesized files, a proxy). */
 			if (p->plan || p->ev_wait.tree || p->netproxy)
 				return "a sandboxed process still running (its plan is not handed over)";
-			if (!list_empty(&p->writes) || !list_empty(&p->waiters))
-				return "a process with a stdin write or a read waiting";
-			if (p->reaped && !p->exited)
-				return "a process whose exit is being published";
-			if (p->grace.armed || p->ev_waiting)
-				return "a process whose exit is being published";
+			/* QUIESCE stopped the write: its data and reply are not in the blob yet. */
+			if (!list_empty(&p->writes))
+				return "a process with a stdin write queued";
+			if (!list_empty(&p->waiters))
+				later = "a process with a read waiting";
+			if ((p->reaped && !p->exited) || p->grace.armed || p->ev_waiting)
+				later = "a process whose exit is being published";
 		}
 	}
-	return NULL;
+	*transient = later != NULL;
+	return later;
 }

@@ -76,12 +76,13 @@ void upgrade_rollback_forget(void);
 void upgrade_restore_release(void);
 
 /*
- * quiesce.c: what keeps s's sessions and processes from being handed over
- * by this version (NULL: nothing): a connection, an attached session, a
- * process with a sandbox plan, evidence, a network proxy, a queued stdin
- * write or a long poll, or whose exit is being published.
+ * quiesce.c: what keeps s's sessions, processes and connections from being
+ * handed over by this version (NULL: nothing), and whether the quiesced
+ * loop finishes it by itself (*transient: wait for it, up to QUIESCE's
+ * deadline) or not (a relay-carried, closing or reviewing connection, a
+ * watch or open file, a sandboxed process running, a queued stdin write).
  */
-const char *upgrade_sessions_blocker(const struct server *s);
+const char *upgrade_sessions_blocker(const struct server *s, bool *transient);
 
 /*
  * adopt.c: RESTORE's sessions and processes from v (detached sessions only;

@@ -244,6 +244,7 @@ static int state_build(struct server *s, struct built *b)
 static const char *handover_blocker(const struct server *s)
 {
 	const char *why;
+	bool transient;
 
 	/*
 	 * UEXEC_UPGRADE_DRY_RUN=1: everything but the execve (the check, QUIESCE,
@@ -252,7 +253,7 @@ static const char *handover_blocker(const struct server *s)
 	 */
 	if (upg.dry_run)
 		return "UEXEC_UPGRADE_DRY_RUN is set";
-	why = upgrade_sessions_blocker(s);
+	why = upgrade_sessions_blocker(s, &transient);
 	if (why)
 		return why;
 	if (s->cfg.remote_url)
@@ -324,6 +325,15 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 	if (!fired || upg.phase != UPGRADE_QUIESCING || s->stopping)
 		return;
 	pending = upgrade_quiesce_pending(s);
+	if (!pending && !upg.dry_run && us < QUIESCE_TIMEOUT_MS * 1000u) {
+		bool transient;
+
+		/* Something the loop finishes by itself (a worker's job, an exit's grace): wait. */
+		if (upgrade_sessions_blocker(s, &transient) && transient) {
+			uring_timer_arm(&s->ring, &upg.timer, QUIESCE_POLL_MS, on_quiesce_tick);
+			return;
+		}
+	}
 	if (!pending) {
 		struct log_field f[] = { LOG_INT("us", us), LOG_INT("opsCancelled", upg.cancelled) };
 

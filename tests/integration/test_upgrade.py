@@ -637,7 +637,7 @@ def test_busy_server_is_not_handed_over(server_factory, tmp_path):
     wid = c.request("process/write", {"processId": "cat", "chunk": b64(data), "writeId": "big"})
     c.result("process/list", {})   # answered after the write was taken (in order)
     lu.usr2()
-    lu.wait_log("Upgrade: no hand-over (a connection with requests in flight)")
+    lu.wait_log("Upgrade: no hand-over (a process with a stdin write queued)")
     assert b" fds over to " not in lu.srv.stderr()
     c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
     assert c.collect("p").stdout == b"ok\n"
