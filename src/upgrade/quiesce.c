@@ -19,14 +19,20 @@
 #include "shell-snapshot-internal.h" /* a capture in flight (struct snap_entry) */
 #include "upgrade-internal.h"
 
-unsigned upgrade_quiesce_start(struct server *s)
+/*
+ * Cancels every read, write, exit wait and the accept in flight; again at
+ * each tick of QUIESCE, for what the loop armed meanwhile (a process a
+ * request started while QUIESCE waited for it arms its exit wait): a second
+ * cancel of an op whose first is still under way is answered -EALREADY, and
+ * is harmless.
+ */
+static unsigned cancel_all(struct server *s)
 {
 	struct session *ss;
 	struct conn *c;
 	struct proc *p;
 	unsigned n = 0;
 
-	s->quiescing = true;
 	/* New connections wait in the listening socket's backlog meanwhile. */
 	if (s->accept_op.busy) {
 		uring_cancel(&s->ring, &s->accept_op);
@@ -49,12 +55,6 @@ unsigned upgrade_quiesce_start(struct server *s)
 	}
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link) {
-			/*
-			 * Long polls (process/read with waitMs) are answered now with what
-			 * there is, as at their deadline: the replies travel in their
-			 * connection's queued output, and the client polls again.
-			 */
-			proc_answer_waiters(p);
 			for (unsigned i = 0; i < p->n_streams; i++)
 				if (p->streams[i].op.busy) {
 					uring_cancel(&s->ring, &p->streams[i].op);
@@ -72,6 +72,28 @@ unsigned upgrade_quiesce_start(struct server *s)
 			}
 		}
 	return n;
+}
+
+unsigned upgrade_quiesce_start(struct server *s)
+{
+	struct session *ss;
+	struct proc *p;
+
+	s->quiescing = true;
+	/*
+	 * Long polls (process/read with waitMs) are answered now with what there
+	 * is, as at their deadline: the replies travel in their connection's
+	 * queued output, and the client polls again.
+	 */
+	list_for_each_entry(ss, &s->sessions, link)
+		list_for_each_entry(p, &ss->procs_list, link)
+			proc_answer_waiters(p);
+	return cancel_all(s);
+}
+
+void upgrade_quiesce_again(struct server *s)
+{
+	(void)cancel_all(s);
 }
 
 const char *upgrade_quiesce_pending(const struct server *s)

@@ -46,6 +46,8 @@ int upgrade_collect(struct server *s, uint64_t upgrades, uint64_t quiesce_ns,
  */
 unsigned upgrade_quiesce_start(struct server *s);
 const char *upgrade_quiesce_pending(const struct server *s);
+/* Cancels what was armed since (a process started meanwhile): each tick while something is pending. */
+void upgrade_quiesce_again(struct server *s);
 void upgrade_resume(struct server *s);
 
 struct server_metrics;

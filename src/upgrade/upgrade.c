@@ -67,6 +67,7 @@ static struct {
 	unsigned cancelled;     /* ops QUIESCE cancelled */
 	uint64_t upgrades;      /* upgrades this process went through (none yet: no hand-over) */
 	bool dry_run;           /* UEXEC_UPGRADE_DRY_RUN=1: never exec */
+	bool waited;            /* QUIESCE waited for something the loop finishes (transient) */
 } upg = { .pidfd = -1, .out_fd = -1 };
 
 static uint64_t now_ns(void)
@@ -330,6 +331,7 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 
 		/* Something the loop finishes by itself (a worker's job, an exit's grace): wait. */
 		if (upgrade_sessions_blocker(s, &transient) && transient) {
+			upg.waited = true;
 			uring_timer_arm(&s->ring, &upg.timer, QUIESCE_POLL_MS, on_quiesce_tick);
 			return;
 		}
@@ -362,6 +364,9 @@ static void on_quiesce_tick(struct uring_timer *t, bool fired)
 		unsupported(s, "QUIESCE did not finish");
 		return;
 	}
+	/* Waiting on a request let the loop arm new ops (a process it started): cancel those too. */
+	if (pending && upg.waited)
+		upgrade_quiesce_again(s);
 	uring_timer_arm(&s->ring, &upg.timer, QUIESCE_POLL_MS, on_quiesce_tick);
 }
 
@@ -375,6 +380,7 @@ static void quiesce_start(struct server *s)
 {
 	upg.phase = UPGRADE_QUIESCING;
 	upg.quiesce_ns = now_ns();
+	upg.waited = false;
 	upg.cancelled = upgrade_quiesce_start(s);
 	uring_timer_arm(&s->ring, &upg.timer, QUIESCE_POLL_MS, on_quiesce_tick);
 }

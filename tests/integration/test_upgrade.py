@@ -1013,3 +1013,41 @@ def test_tls_connection_closes_and_its_session_resumes(server_factory, tmp_path)
     assert lines[-2:] == [b"end", b""]
     assert lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], "output lost"
     c2.close()
+
+
+@pytest.mark.needs_programs("/bin/bash")
+def test_waits_for_a_start_behind_a_shell_snapshot(server_factory, tmp_path):
+    """A process/start waiting for its shell snapshot's capture when SIGUSR2 comes is
+    something the quiesced loop finishes by itself: QUIESCE waits for it (the process it
+    then starts has its exit wait cancelled too), and the hand-over goes on; the client
+    gets its reply on the same connection after, and the process runs."""
+    home = tmp_path / "home"
+    home.mkdir()
+    fifo = home / "fifo"
+    os.mkfifo(str(fifo))
+    (home / ".bash_profile").write_text(
+        ': > "$HOME/capturing"\nread x < "$HOME/fifo"\nexport SNAPVAR=from-profile\n')
+    lu = Launch(server_factory, tmp_path, handover=True)
+    c = lu.srv.connect()
+    if not c.result("environment/info", {})["capabilities"].get("shellSnapshotV2"):
+        pytest.skip("no shell snapshots here")
+    rid = c.request("process/start", {
+        "processId": "snap", "argv": ["/bin/bash", "-lc", "echo $SNAPVAR; exec sleep 1000"],
+        "cwd": "file://" + str(home), "tty": False,
+        "env": {"PATH": "/usr/bin:/bin", "HOME": str(home)},
+        "shellSnapshot": {"scopeId": "s1", "shell": {"name": "bash", "path": "/bin/bash"}}})
+    wait_until((home / "capturing").exists, what="the capture running")
+    lu.usr2()
+    lu.wait_log("Upgrade: %s can take over" % lu.path)
+    with open(str(fifo), "w") as f:
+        f.write("go\n")
+    lu.wait_log("Upgrade: took over from uexec ")
+    assert b"Upgrade: no hand-over (" not in lu.srv.stderr()
+    assert "result" in c.wait_reply(rid)
+    # Started during QUIESCE, running across the hand-over: adopted like the others.
+    assert b"(1 sessions, 1 processes, 1 connections)" in lu.srv.stderr()
+    run = c.collect_until_output("snap", b"from-profile\n")
+    assert c.terminate("snap") == {"running": True}
+    run = c.collect("snap", run=run)
+    assert run.stdout == b"from-profile\n" and run.exit_code == 137
+    run.check_sequencing()
