@@ -227,6 +227,32 @@ static void write_cancel(struct rpc_pending *pend)
 	w->orphaned = true;
 }
 
+bool proc_pending_is_write(const struct rpc_pending *pend)
+{
+	return pend->cancel == write_cancel;
+}
+
+int proc_adopt_write(struct proc *p, struct conn *c, json_t *id, bool fast, const uint8_t *data,
+		     size_t len)
+{
+	struct proc_write *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->data = malloc(len))) {
+		free(w);
+		return -ENOMEM;
+	}
+	memcpy(w->data, data, len);
+	w->p = p;
+	w->fast = fast;
+	w->len = len;
+	if (c && id)
+		rpc_pending_start(&w->pend, c, id, write_cancel);
+	else
+		w->orphaned = true; /* its client is gone: written, answered to nobody */
+	list_add_tail(&w->plink, &p->writes);
+	return 0;
+}
+
 static bool remember_write_id(struct proc *p, const char *wid)
 {
 	char *copy;

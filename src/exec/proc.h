@@ -174,6 +174,17 @@ void proc_resume_stdin(struct proc *p);
  */
 void proc_answer_waiters(struct proc *p);
 
+/*
+ * A live upgrade's RESTORE (src/upgrade/adopt.c): a stdin write the old binary
+ * had queued, data[0..len) still to write, its reply owed to (c, id) (NULL:
+ * nobody); proc_resume_stdin() writes the queue. 0 or -ENOMEM.
+ * proc_pending_is_write: pend is a queued write's reply (QUIESCE's blockers).
+ */
+int proc_adopt_write(struct proc *p, struct conn *c, json_t *id, bool fast, const uint8_t *data,
+		     size_t len);
+struct rpc_pending;
+bool proc_pending_is_write(const struct rpc_pending *pend);
+
 /* process/read (long poll if wait_ms > 0 and nothing to return). */
 void proc_read(struct proc *p, struct conn *c, json_t *id, uint64_t after_seq, bool has_max,
 	       uint64_t max_bytes, uint64_t wait_ms);

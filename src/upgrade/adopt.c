@@ -319,17 +319,58 @@ static void adopt_conns(struct server *s, const struct upgrade_view *v, struct s
 	}
 }
 
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/*
+ * The stdin writes the old binary had queued (the view checked their
+ * framing), each with the reply it owes on the session's connection, now
+ * that it is attached; then the queue is written.
+ */
+static int adopt_writes(struct proc *p, const struct upgrade_view_proc *vp)
+{
+	const struct upgrade_field *f = vp->writes;
+	size_t off = 0;
+	int r = 0;
+
+	while (f && off < f->len && r >= 0) {
+		bool fast = f->val[off] == 1;
+		uint32_t id_len = le32(f->val + off + 1), len;
+		json_t *id = NULL;
+
+		off += 5;
+		if (id_len)
+			id = json_loadb((const char *)f->val + off, id_len, JSON_DECODE_ANY, NULL);
+		off += id_len;
+		len = le32(f->val + off);
+		off += 4;
+		/* An id that does not parse: written all the same, answered to nobody. */
+		r = proc_adopt_write(p, id ? p->sess->conn : NULL, id, fast, f->val + off, len);
+		json_decref(id);
+		off += len;
+	}
+	proc_resume_stdin(p);
+	return r;
+}
+
 int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char *err,
 			   size_t err_size)
 {
 	struct session **made;
+	struct proc **procs;
 	int r = 0, first = 0;
 
 	if (!v->n_sessions && !v->n_conns)
 		return 0;
 	made = calloc(v->n_sessions ? v->n_sessions : 1, sizeof(*made));
-	if (!made)
+	procs = calloc(v->n_procs ? v->n_procs : 1, sizeof(*procs));
+	if (!made || !procs) {
+		free(made);
+		free(procs);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < v->n_sessions; i++) {
 		/*
 		 * An attached one gets a whole window too, which attaching cancels: if
@@ -362,8 +403,21 @@ int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char 
 		}
 		proc_resume_output(p);
 		proc_resume_exit(p);
+		procs[i] = p;
 	}
 	adopt_conns(s, v, made, &first, err, err_size);
+	/* After the connections: the replies owed go to the session's, attached now. */
+	for (uint32_t i = 0; i < v->n_procs; i++) {
+		if (!procs[i] || !v->procs[i].writes)
+			continue;
+		r = adopt_writes(procs[i], &v->procs[i]);
+		if (r < 0 && !first) {
+			first = r;
+			snprintf(err, err_size, "process %d's stdin writes: %s", v->procs[i].pid,
+				 strerror(-r));
+		}
+	}
 	free(made);
+	free(procs);
 	return first;
 }

@@ -20,6 +20,7 @@
 #include "conn-tls.h"
 #include "conn.h"
 #include "netguard.h"
+#include "proc-internal.h" /* struct proc_write: the queued stdin writes */
 #include "proc.h"
 #include "session.h"
 #include "state.h"
@@ -143,6 +144,13 @@ static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
 	}
 }
 
+/* TLS and relay-carried connections close and let their clients resume (UPGRADE.md). */
+static bool conn_handed(const struct conn *cn)
+{
+	return !cn->tls && cn->transport != CONN_CARRIED && cn->state != CONN_CLOSING &&
+	       cn->state != CONN_DEAD && cn->fd_in >= 0;
+}
+
 /* The remembered writeIds, oldest first, as (u32 len, bytes)* (proc-rw.c's FIFO ring). */
 static void put_write_ids(struct upgrade_writer *w, const struct proc *p)
 {
@@ -169,6 +177,46 @@ static void put_write_ids(struct upgrade_writer *w, const struct proc *p)
 	}
 	upgrade_writer_bytes(w, UPGRADE_PROC_WRITE_IDS, buf, n);
 	free(buf);
+}
+
+static int le32_put(struct buf *b, uint32_t v)
+{
+	uint8_t x[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+
+	return buf_append(b, x, 4);
+}
+
+/*
+ * The queued stdin writes (proc-rw.c), oldest first: what is left of each
+ * (QUIESCE cancelled the one in flight; a part written is gone from it) and
+ * the reply it owes, to a connection that is handed over (else nobody).
+ */
+static void put_writes(struct upgrade_writer *w, const struct proc *p)
+{
+	struct proc_write *pw;
+	struct buf b = { 0 };
+	int err = 0;
+
+	list_for_each_entry(pw, &p->writes, plink) {
+		char *id = NULL;
+		uint8_t fast = pw->fast;
+		size_t id_len;
+
+		if (!pw->orphaned && pw->pend.conn && conn_handed(pw->pend.conn) && pw->pend.id)
+			id = json_dumps(pw->pend.id, JSON_ENCODE_ANY | JSON_COMPACT);
+		id_len = id ? strlen(id) : 0;
+		if (buf_append(&b, &fast, 1) < 0 || le32_put(&b, (uint32_t)id_len) < 0 ||
+		    buf_append(&b, id ? id : "", id_len) < 0 ||
+		    le32_put(&b, (uint32_t)(pw->len - pw->off)) < 0 ||
+		    buf_append(&b, pw->data + pw->off, pw->len - pw->off) < 0)
+			err = -ENOMEM;
+		free(id);
+	}
+	if (err)
+		w->error = w->error ? w->error : err;
+	else if (b.len)
+		upgrade_writer_bytes(w, UPGRADE_PROC_WRITES, b.data, b.len);
+	buf_done(&b);
 }
 
 static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, const struct proc *p,
@@ -236,6 +284,7 @@ static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, cons
 	upgrade_writer_bool(w, UPGRADE_PROC_OOM_KILLED, p->oom_killed);
 	if (p->tty && p->pty_wrote)
 		upgrade_writer_u64(w, UPGRADE_PROC_PTY_LAST, (uint64_t)p->pty_last_byte + 1);
+	put_writes(w, p);
 	upgrade_writer_end(w);
 	c->procs++;
 	c->retained_bytes += p->retained_bytes;
@@ -251,13 +300,6 @@ static uint32_t session_rec(const struct session *ss, struct session *const *ord
 		if (order[i] == ss)
 			return recs[i];
 	return UINT32_MAX;
-}
-
-/* TLS and relay-carried connections close and let their clients resume (UPGRADE.md). */
-static bool conn_handed(const struct conn *cn)
-{
-	return !cn->tls && cn->transport != CONN_CARRIED && cn->state != CONN_CLOSING &&
-	       cn->state != CONN_DEAD && cn->fd_in >= 0;
 }
 
 static void put_conn(struct upgrade_writer *w, struct upgrade_collected *c, const struct conn *cn,
@@ -318,9 +360,14 @@ static size_t size_hint(struct server *s)
 
 	list_for_each_entry(ss, &s->sessions, link) {
 		n += 256;
-		list_for_each_entry(p, &ss->procs_list, link)
+		list_for_each_entry(p, &ss->procs_list, link) {
+			struct proc_write *pw;
+
 			n += 512 + p->id_len + p->retained_bytes +
 			     (size_t)p->n_chunks * UPGRADE_CHUNK_HEADER_LEN;
+			list_for_each_entry(pw, &p->writes, plink)
+				n += 64 + pw->len - pw->off;
+		}
 	}
 	list_for_each_entry(cn, &s->conns, link)
 		n += 256 + cn->in.len + cn->out_bytes;

@@ -165,6 +165,7 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 	const struct conn *c;
 	const struct proc *p;
 	const char *later = NULL;
+	const struct rpc_pending *pend;
 
 	/*
 	 * What cannot change while the loop is quiesced (reads, writes and exit
@@ -186,8 +187,12 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 			return "a connection waiting for its client (a review, or over its budget)";
 		if (c->watch || c->fs_handles.size)
 			return "a connection with watches or open files (not handed over yet)";
-		if (!list_empty(&c->pending) || c->mem_charged)
+		if (c->mem_charged)
 			later = "a connection with requests in flight";
+		/* Queued stdin writes travel in the blob with their replies; anything else is waited for. */
+		list_for_each_entry(pend, &c->pending, link)
+			if (!proc_pending_is_write(pend))
+				later = "a connection with requests in flight";
 	}
 	list_for_each_entry(ss, &s->sessions, link) {
 		const struct snap_entry *e;
@@ -203,9 +208,6 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 			/* Host-side state the blob does not carry (synthesized files, a proxy). */
 			if (p->plan || p->ev_wait.tree || p->netproxy)
 				return "a sandboxed process still running (its plan is not handed over)";
-			/* QUIESCE stopped the write: its data and reply are not in the blob yet. */
-			if (!list_empty(&p->writes))
-				return "a process with a stdin write queued";
 			if (!list_empty(&p->waiters))
 				later = "a process with a read waiting";
 			if ((p->reaped && !p->exited) || p->grace.armed || p->ev_waiting)

@@ -100,6 +100,7 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_MEM_LIMITED,  UPGRADE_T_BOOL, 0, 0, 0, "memoryLimited" },
 	{ UPGRADE_PROC_OOM_KILLED,   UPGRADE_T_BOOL, 0, 0, 0, "oomKilled" },
 	{ UPGRADE_PROC_PTY_LAST,     UPGRADE_T_U64, 0, 1, 256, "ptyLastByte" },
+	{ UPGRADE_PROC_WRITES,       UPGRADE_T_BYTES, 0, 10, CONN_BYTES_LIMIT, "writes" },
 };
 static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_TRANSPORT,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CONN_MAX - 1, "transport" },

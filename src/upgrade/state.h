@@ -148,6 +148,9 @@ enum {
 	UPGRADE_PROC_MEM_LIMITED,     /* BOOL: its leaf has a memory limit */
 	UPGRADE_PROC_OOM_KILLED,      /* BOOL */
 	UPGRADE_PROC_PTY_LAST,        /* U64: a PTY's last byte queued for stdin + 1 (0: none), optional */
+	UPGRADE_PROC_WRITES,          /* BYTES: queued stdin writes, oldest first, each
+				       * u8 fast | u32 idLen | id (JSON text; 0: no reply owed) |
+				       * u32 len (>= 1) | the bytes not yet written */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,

@@ -153,6 +153,47 @@ static int check_retained(struct build *b, uint32_t rec, struct upgrade_view_pro
 	return 0;
 }
 
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/*
+ * Queued stdin writes: well framed (fast 0/1, an id of at most 1 KiB without
+ * NUL, at least one byte of data), and only on a process that still has its
+ * stdin (a pipe's write end, or a PTY's master).
+ */
+static int check_writes(struct build *b, uint32_t rec, struct upgrade_view_proc *p)
+{
+	const struct upgrade_field *f = p->writes;
+	size_t off = 0;
+
+	if (!f)
+		return 0;
+	if (p->closed || p->stdin_closed || (p->tty ? p->out_fd < 0 : p->stdin_fd < 0))
+		return bad(b, "record %u: stdin writes queued without a stdin", rec);
+	while (off < f->len) {
+		uint32_t id_len, len;
+
+		if (f->len - off < 5 || f->val[off] > 1)
+			return bad(b, "record %u: writes: entry %u is malformed", rec, p->n_writes);
+		id_len = le32(f->val + off + 1);
+		off += 5;
+		if (id_len > 1024 || id_len > f->len - off || memchr(f->val + off, 0, id_len))
+			return bad(b, "record %u: writes: entry %u's id", rec, p->n_writes);
+		off += id_len;
+		if (f->len - off < 4)
+			return bad(b, "record %u: writes: entry %u is cut short", rec, p->n_writes);
+		len = le32(f->val + off);
+		off += 4;
+		if (len == 0 || len > f->len - off)
+			return bad(b, "record %u: writes: entry %u's data", rec, p->n_writes);
+		off += len;
+		p->n_writes++;
+	}
+	return 0;
+}
+
 /* The remembered writeIds: well framed, non-empty, without NUL, at most 4 096, distinct. */
 static int check_write_ids(struct build *b, uint32_t rec, struct upgrade_view_proc *p)
 {
@@ -235,6 +276,10 @@ static int read_proc(struct build *b, uint32_t rec)
 	p->mem_limited = upgrade_rec_bool(st, rec, UPGRADE_PROC_MEM_LIMITED);
 	p->oom_killed = upgrade_rec_bool(st, rec, UPGRADE_PROC_OOM_KILLED);
 	p->pty_last = (int)upgrade_rec_u64(st, rec, UPGRADE_PROC_PTY_LAST, 0) - 1;
+	p->writes = field(b, rec, UPGRADE_PROC_WRITES);
+	r = check_writes(b, rec, p);
+	if (r < 0)
+		return r;
 	if (p->pty_last >= 0 && !p->tty)
 		return bad(b, "record %u: a PTY's last stdin byte on pipes", rec);
 	if ((p->mem_limited || p->oom_killed) && !p->has_cg)

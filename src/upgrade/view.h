@@ -39,6 +39,8 @@ struct upgrade_view_proc {
 	bool has_cg, cg_guard;
 	bool has_timeout, asked_limits, mem_limited, oom_killed;
 	int pty_last;               /* a PTY's last byte queued for stdin, -1: none */
+	const struct upgrade_field *writes; /* queued stdin writes (state.h's framing), or NULL */
+	uint32_t n_writes;
 	uint64_t cg_num;
 	uint64_t next_seq, exit_seq, started_ms, timeout_ns;
 	int exit_code, term_signal;

@@ -624,28 +624,51 @@ def test_idle_handover_keeps_the_supervisor(server_factory, tmp_path):
 
 
 def test_busy_server_is_not_handed_over(server_factory, tmp_path):
-    """A server with something not handed over yet (here a stdin write queued, its reply
-    pending, to a process that does not read) keeps serving (the dry run), with the reason
-    logged: nothing is exec'd, and the write still completes."""
+    """A server with something that is not handed over and does not end by itself while
+    the loop is quiesced (here a TCP connection still in its HTTP exchange) keeps serving
+    (the dry run), with the reason logged: nothing is exec'd."""
+    lu = Launch(server_factory, tmp_path, handover=True)
+    c = lu.srv.connect()
+    half = socket.create_connection((lu.srv.host, lu.srv.port), timeout=EVENT_TIMEOUT)
+    half.sendall(b"GET / HTTP/1.1\r\n")   # a head cut short: still in CONN_HTTP
+    c.result("process/list", {})
+    lu.usr2()
+    lu.wait_log("Upgrade: no hand-over (a connection in its HTTP exchange or closing)")
+    assert b" fds over to " not in lu.srv.stderr()
+    c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
+    assert c.collect("p").stdout == b"ok\n"
+    half.close()
+
+
+def test_queued_stdin_write_is_handed_over(server_factory, tmp_path):
+    """A process/write larger than the pipe, to a process that does not read yet, is in
+    flight at SIGUSR2: what is left of it travels in the state with the reply it owes, the
+    new binary writes it, and the client gets "accepted" on the same connection; every byte
+    reaches the process once, in order."""
     go = tmp_path / "go"
     lu = Launch(server_factory, tmp_path, handover=True)
     c = lu.srv.connect()
     c.start("cat", ["/bin/sh", "-c", "echo up; while [ ! -e %s ]; do sleep 0.05; done; exec cat"
                     % go], env=PATH_ENV, pipeStdin=True)
     run = c.collect_until_output("cat", b"up\n")
-    data = b"x" * (256 << 10)   # more than a pipe holds
+    data = bytes(range(256)) * 1024   # 256 KiB: more than a pipe holds
     wid = c.request("process/write", {"processId": "cat", "chunk": b64(data), "writeId": "big"})
-    c.result("process/list", {})   # answered after the write was taken (in order)
+    wid2 = c.request("process/write", {"processId": "cat", "chunk": b64(b"tail\n"),
+                                       "writeId": "small"})
+    c.result("process/list", {})   # answered after the writes were taken (in order)
     lu.usr2()
-    lu.wait_log("Upgrade: no hand-over (a process with a stdin write queued)")
-    assert b" fds over to " not in lu.srv.stderr()
-    c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
-    assert c.collect("p").stdout == b"ok\n"
+    lu.wait_log("Upgrade: took over from uexec ")
+    assert b"Upgrade: no hand-over (" not in lu.srv.stderr()
     go.touch()
     assert c.wait_reply(wid)["result"] == {"status": "accepted"}
+    assert c.wait_reply(wid2)["result"] == {"status": "accepted"}
+    # Remembered: a retry is acknowledged, not written again.
+    assert c.write("cat", b"again\n", "big") == {"status": "accepted"}
     c.result("process/closeStdin", {"processId": "cat"})
     run = c.collect("cat", run=run)
-    assert run.stdout == b"up\n" + data and run.exit_code == 0
+    assert run.stdout == b"up\n" + data + b"tail\n"
+    assert run.exit_code == 0
+    run.check_sequencing()
 
 
 def test_failed_execve_keeps_serving(server_factory, tmp_path):

@@ -717,6 +717,8 @@ struct pspec {
 	size_t wids_len;
 	uint64_t pty_last;      /* ptyLastByte (byte + 1), 0: absent */
 	bool mem_limited;
+	const char *writes;     /* the writes field's bytes, writes_len of them */
+	size_t writes_len;
 };
 
 /* A session (record 1, attached unless expiry) and a process after it. */
@@ -757,6 +759,8 @@ static void proc_rec(struct upgrade_writer *w, const struct pspec *p)
 		upgrade_writer_bool(w, UPGRADE_PROC_MEM_LIMITED, true);
 	if (p->pty_last)
 		upgrade_writer_u64(w, UPGRADE_PROC_PTY_LAST, p->pty_last);
+	if (p->writes)
+		upgrade_writer_bytes(w, UPGRADE_PROC_WRITES, p->writes, p->writes_len);
 	upgrade_writer_end(w);
 }
 
@@ -784,6 +788,18 @@ PROC_CASE(v_pty_pipe_output, .tty = true, .chunk_seq = 1, .chunk_stream = UPGRAD
 PROC_CASE(v_ok_pty_last, .tty = true, .out_fd = 7, .pty_last = 'x' + 1)
 PROC_CASE(v_pty_last_on_pipes, .out_fd = 7, .pty_last = 'x' + 1)
 PROC_CASE(v_mem_limit_without_leaf, .out_fd = 7, .mem_limited = true)
+#define WRITES(lit) .writes = lit, .writes_len = sizeof(lit) - 1
+/* fast 0, id "1" (1 byte), 2 bytes "ab"; then fast 1, no id, 1 byte "c" */
+PROC_CASE(v_ok_writes, .pipe_stdin = true, .out_fd = 7, .stdin_fd = 9,
+	  WRITES("\0\x01\0\0\0" "1" "\x02\0\0\0ab" "\x01\0\0\0\0" "\x01\0\0\0c"))
+PROC_CASE(v_writes_without_stdin, .pipe_stdin = true, .out_fd = 7,
+	  WRITES("\0\0\0\0\0\x01\0\0\0c"))
+PROC_CASE(v_writes_bad_fast, .pipe_stdin = true, .out_fd = 7, .stdin_fd = 9,
+	  WRITES("\x02\0\0\0\0\x01\0\0\0c"))
+PROC_CASE(v_writes_empty_data, .pipe_stdin = true, .out_fd = 7, .stdin_fd = 9,
+	  WRITES("\0\0\0\0\0\0\0\0\0x"))
+PROC_CASE(v_writes_cut, .pipe_stdin = true, .out_fd = 7, .stdin_fd = 9,
+	  WRITES("\0\0\0\0\0\x05\0\0\0ab"))
 #define WIDS(lit) .wids = lit, .wids_len = sizeof(lit) - 1
 PROC_CASE(v_ok_write_ids, WIDS("\x02\0\0\0w1\x03\0\0\0w22"))
 PROC_CASE(v_write_id_empty, WIDS("\x02\0\0\0w1\0\0\0\0x"))
@@ -1040,6 +1056,11 @@ TEST(view_rules)
 		{ v_ok_pty_last, "" },
 		{ v_pty_last_on_pipes, "record 2: a PTY's last stdin byte on pipes" },
 		{ v_mem_limit_without_leaf, "record 2: a memory limit without a cgroup leaf" },
+		{ v_ok_writes, "" },
+		{ v_writes_without_stdin, "record 2: stdin writes queued without a stdin" },
+		{ v_writes_bad_fast, "record 2: writes: entry 0 is malformed" },
+		{ v_writes_empty_data, "record 2: writes: entry 0's data" },
+		{ v_writes_cut, "record 2: writes: entry 0's data" },
 		{ v_ok_two, "" },
 		{ v_ok_conns, "" },
 		{ v_ok_held, "" },
