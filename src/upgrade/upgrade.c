@@ -111,6 +111,10 @@ int upgrade_main_hook(int argc, char **argv)
 	upg.exe = exe_path(argc > 0 ? argv[0] : NULL);
 	upg.argv = argc > 0 ? argv : NULL;
 	upg.dry_run = getenv("UEXEC_UPGRADE_DRY_RUN") && strcmp(getenv("UEXEC_UPGRADE_DRY_RUN"), "1") == 0;
+	/* The sandboxed fs helper (this binary again) is never upgraded: no way back to keep. */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--fs-helper") == 0)
+			return -1;
 	upgrade_rollback_init(upg.argv);
 	return -1;
 }
