@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -248,9 +249,11 @@ static int adopt_proc(struct server *s, struct session *ss, const struct upgrade
 	*ret = p;
 	return 0;
 fail:
-	/* Not adopted: nothing may outlive the server, nor hold its fds. */
-	if (!vp->reaped)
+	/* Not adopted: nothing may outlive the server, nor hold its fds, nor stay a zombie. */
+	if (!vp->reaped) {
 		(void)kill(-vp->pid, SIGKILL);
+		(void)waitpid(vp->pid, NULL, 0); /* SIGKILL cannot be refused: at once */
+	}
 	proc_free(p);
 	return r;
 }
@@ -392,9 +395,17 @@ int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char 
 
 		r = ss ? adopt_proc(s, ss, vp, &p) : -ENOMEM;
 		if (r < 0) {
-			/* Not resumable: killed (adopt_proc closed its fds). */
-			if (!ss && !vp->reaped)
-				(void)kill(-vp->pid, SIGKILL);
+			/* Not resumable: killed and reaped (adopt_proc closed its fds). */
+			if (!ss) {
+				if (!vp->reaped) {
+					(void)kill(-vp->pid, SIGKILL);
+					(void)waitpid(vp->pid, NULL, 0);
+				}
+				safe_close(vp->out_fd);
+				safe_close(vp->err_fd);
+				safe_close(vp->stdin_fd);
+				safe_close(vp->pidfd);
+			}
 			if (!first) {
 				first = r;
 				snprintf(err, err_size, "process %d: %s", vp->pid, strerror(-r));
