@@ -211,6 +211,16 @@ def upgrade_seeds(s):
     s.add("upgrade-state", "cut", full[:len(full) // 2])
     s.add("upgrade-state", "dup-fd", upgrade_blob([server, session, (6, proc[1][:3] + [
         (7, FD, u32(7)), (8, FD, u32(7)), (10, U64, u64(1))])]))
+    # A process with its stdin pipe and queued writes (u8 fast | u32 idLen | id | u32 len |
+    # data), the optional flags, and a PTY with its last stdin byte.
+    writes = (b"\x00" + u32(1) + b"7" + u32(3) + b"abc" + b"\x01" + u32(0) + u32(1) + b"z")
+    piped = (6, [(1, REF, u32(1)), (2, BYTES, b"cat"), (3, U64, u64(1236)), (6, BOOL, b"\x01"),
+                 (7, FD, u32(7)), (8, FD, u32(8)), (9, FD, u32(9)), (10, U64, u64(1)),
+                 (26, BOOL, b"\x01"), (27, BOOL, b"\x01"), (29, BOOL, b"\x00"),
+                 (31, BYTES, writes)])
+    pty = (6, [(1, REF, u32(1)), (2, BYTES, b"tty"), (3, U64, u64(1237)), (5, BOOL, b"\x01"),
+               (7, FD, u32(11)), (10, U64, u64(1)), (30, U64, u64(ord("x") + 1))])
+    s.add("upgrade-state", "stdin-writes-pty", upgrade_blob([server, session, piped, pty]))
 
 
 def main():
