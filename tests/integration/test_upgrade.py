@@ -1074,3 +1074,25 @@ def test_waits_for_a_start_behind_a_shell_snapshot(server_factory, tmp_path):
     run = c.collect("snap", run=run)
     assert run.stdout == b"from-profile\n" and run.exit_code == 137
     run.check_sequencing()
+
+
+def test_rollback_keeps_sessions_and_connections(server_factory, tmp_path):
+    """A rollback with a client attached and a process printing: the old binary takes
+    the whole state back, and the client, on the same connection, reads every byte once
+    with continuous seqs and the real exit code."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path, handover=True)
+    pid = lu.srv.pid
+    c = lu.srv.connect()
+    c.start("count", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
+    run = c.collect_until_output("count", b"\n3\n")
+    lu.replace('[ -n "$UEXEC_UPGRADE_STATE_FD" ] && set -- "$@" --no-such-option\n'
+               'exec "%s" "$@"\n' % os.path.realpath(UEXEC_BIN))
+    lu.usr2()
+    lu.wait_log("(rolled back: the new binary could not take over)")
+    assert re.search(rb"\(1 sessions, 1 processes, 1 connections\)", lu.srv.stderr())
+    assert lu.srv.pid == pid and lu.srv.proc.poll() is None
+    run = c.collect_until_output("count", b"\n%d\n" % (int(run.stdout.split()[-1]) + 10),
+                                 run=run)
+    go.touch()
+    check_counter(c.collect("count", run=run))
