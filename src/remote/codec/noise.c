@@ -6,17 +6,17 @@
  * library implements the hybrid pattern (Debian 12 has no Noise library with
  * KEM tokens), so the state machine is here; every primitive comes from a
  * library: X25519, SHA-256, HMAC-SHA-256 and random bytes from libsodium,
- * AES-256-GCM from libsodium where the CPU has AES-NI, else OpenSSL's EVP,
- * and ML-KEM-768 from mlkem768.c.
+ * AES-256-GCM from libsodium where the CPU has AES-NI, else OpenSSL's EVP
+ * (through the OpenSSL module, src/tls/tls-ossl.h), and ML-KEM-768 from mlkem768.c.
  */
 #include <errno.h>
-#include <openssl/evp.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
 #include "noise.h"
+#include "tls-ossl.h"
 
 enum token {
 	T_E,
@@ -80,8 +80,6 @@ static int aead_seal(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_
 		     const uint8_t *pt, size_t len, uint8_t *out)
 {
 	uint8_t nonce[12];
-	EVP_CIPHER_CTX *ctx;
-	int ok, la = 0, l1 = 0, l2 = 0;
 
 	nonce_of(n, nonce);
 	if (aesni()) {
@@ -91,26 +89,15 @@ static int aead_seal(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_
 			       ? 0
 			       : -EIO;
 	}
-	ctx = EVP_CIPHER_CTX_new();
-	if (!ctx)
-		return -ENOMEM;
-	ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, nonce) == 1 &&
-	     (adlen == 0 || EVP_EncryptUpdate(ctx, NULL, &la, ad, (int)adlen) == 1) &&
-	     (len == 0 || EVP_EncryptUpdate(ctx, out, &l1, pt, (int)len) == 1) &&
-	     EVP_EncryptFinal_ex(ctx, out + l1, &l2) == 1 &&
-	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, out + len) == 1;
-	EVP_CIPHER_CTX_free(ctx);
-	return ok ? 0 : -EIO;
+	return tls_aes256gcm_seal(key, nonce, ad, adlen, pt, len, out);
 }
 
 /* AES-256-GCM open of ct || tag (len bytes, >= 16) into out (len - 16 bytes). */
 static int aead_open(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_t adlen,
 		     const uint8_t *ct, size_t len, uint8_t *out)
 {
-	uint8_t nonce[12], tag[16];
-	EVP_CIPHER_CTX *ctx;
-	size_t plen = len - 16;
-	int ok, la = 0, l1 = 0, l2 = 0;
+	uint8_t nonce[12];
+	int r;
 
 	nonce_of(n, nonce);
 	if (aesni()) {
@@ -120,19 +107,10 @@ static int aead_open(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_
 			       ? 0
 			       : -EBADMSG;
 	}
-	memcpy(tag, ct + plen, 16);
-	ctx = EVP_CIPHER_CTX_new();
-	if (!ctx)
-		return -ENOMEM;
-	ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, nonce) == 1 &&
-	     (adlen == 0 || EVP_DecryptUpdate(ctx, NULL, &la, ad, (int)adlen) == 1) &&
-	     (plen == 0 || EVP_DecryptUpdate(ctx, out, &l1, ct, (int)plen) == 1) &&
-	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, tag) == 1 &&
-	     EVP_DecryptFinal_ex(ctx, out + l1, &l2) == 1;
-	EVP_CIPHER_CTX_free(ctx);
-	if (!ok)
-		sodium_memzero(out, plen);
-	return ok ? 0 : -EBADMSG;
+	r = tls_aes256gcm_open(key, nonce, ad, adlen, ct, len, out);
+	if (r < 0)
+		sodium_memzero(out, len - 16);
+	return r == -ENOMEM ? r : r < 0 ? -EBADMSG : 0;
 }
 
 static void hmac(const uint8_t key[32], const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
