@@ -247,11 +247,19 @@ static int try_load(enum exit_hook hook, bool landlock, struct denial_bpf **ret)
 	return 0;
 }
 
+/*
+ * The ring is mapped only while the programs are attached (map_ring() at the
+ * attach, unmap_ring() at the detach): the kernel populates the whole
+ * mapping at mmap(), its 512 KiB of data twice, so an idle server would
+ * carry 1 MB of resident set for a ring nothing writes to. The memory itself
+ * is the kernel's, allocated with the map at load, and stays.
+ */
 static int map_ring(struct bpf_tracer *t)
 {
 	void *p;
 
-	t->page = (size_t)sysconf(_SC_PAGESIZE);
+	if (t->consumer_pos)
+		return 0;
 	p = mmap(NULL, t->page, PROT_READ | PROT_WRITE, MAP_SHARED, t->ring_fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -259,12 +267,32 @@ static int map_ring(struct bpf_tracer *t)
 	/* The kernel maps the data twice in a row, so a record never wraps. */
 	p = mmap(NULL, t->page + 2 * (size_t)BPF_DENIAL_RING_BYTES, PROT_READ, MAP_SHARED,
 		 t->ring_fd, (off_t)t->page);
-	if (p == MAP_FAILED)
-		return -errno;
+	if (p == MAP_FAILED) {
+		int r = -errno;
+
+		(void)munmap(t->consumer_pos, t->page);
+		t->consumer_pos = NULL;
+		return r;
+	}
 	t->producer_map = p;
 	t->producer_pos = p;
 	t->data = (const unsigned char *)p + t->page;
 	return 0;
+}
+
+/* Unmaps the ring if it holds no record (else it stays mapped until a later detach or the close). */
+static void unmap_ring(struct bpf_tracer *t)
+{
+	if (!t->consumer_pos ||
+	    __atomic_load_n(t->consumer_pos, __ATOMIC_RELAXED) !=
+		    __atomic_load_n(t->producer_pos, __ATOMIC_ACQUIRE))
+		return;
+	(void)munmap(t->producer_map, t->page + 2 * (size_t)BPF_DENIAL_RING_BYTES);
+	(void)munmap(t->consumer_pos, t->page);
+	t->consumer_pos = NULL;
+	t->producer_map = NULL;
+	t->producer_pos = NULL;
+	t->data = NULL;
 }
 
 /* Why the tracer cannot run here at all, whichever attachment is tried. */
@@ -299,6 +327,7 @@ static struct bpf_tracer *tracer_new(struct denial_bpf *s, int hook, bool landlo
 	}
 	t->skel = s;
 	t->ring_fd = bpf_map__fd(s->maps.events);
+	t->page = (size_t)sysconf(_SC_PAGESIZE);
 	t->source = landlock ? hook_names_ll[hook] : hook_names[hook];
 	/*
 	 * Loading attached the programs to prove the kernel takes them; detached
@@ -306,12 +335,14 @@ static struct bpf_tracer *tracer_new(struct denial_bpf *s, int hook, bool landlo
 	 * syscall of the host through the slow exit path.
 	 */
 	denial_bpf__detach(s);
+	/* Proves the ring can be mapped (mapped again at the first attachment). */
 	r = map_ring(t);
 	if (r < 0) {
 		snprintf(err, errsz, "cannot map the BPF ring buffer: %s", strerror(-r));
 		bpf_tracer_close(t);
 		return NULL;
 	}
+	unmap_ring(t);
 	return t;
 }
 
@@ -431,11 +462,14 @@ int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 		/* A full hash map answers E2BIG. */
 		return errno == E2BIG ? -ENOSPC : -errno;
 	if (!t->attached) {
-		r = denial_bpf__attach(t->skel);
+		r = map_ring(t);
+		if (r == 0)
+			r = denial_bpf__attach(t->skel);
 		if (r < 0) {
 			(void)bpf_map__delete_elem(t->skel->maps.watched, &cgroup_id,
 						   sizeof(cgroup_id), 0);
 			denial_bpf__detach(t->skel);
+			unmap_ring(t);
 			return r;
 		}
 		t->attached = true;
@@ -477,16 +511,21 @@ bool bpf_tracer_detach_if_idle(struct bpf_tracer *t)
 		return false;
 	denial_bpf__detach(t->skel);
 	t->attached = false;
+	unmap_ring(t);
 	return true;
 }
 
 int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct bpf_denial *d),
 		       void *ctx)
 {
-	uint64_t cons = __atomic_load_n(t->consumer_pos, __ATOMIC_RELAXED);
-	uint64_t prod = __atomic_load_n(t->producer_pos, __ATOMIC_ACQUIRE);
+	uint64_t cons, prod;
 	size_t seen = 0;
 	int n = 0, r = 0;
+
+	if (!t->consumer_pos)
+		return 0; /* not mapped: nothing was attached to write since it was empty */
+	cons = __atomic_load_n(t->consumer_pos, __ATOMIC_RELAXED);
+	prod = __atomic_load_n(t->producer_pos, __ATOMIC_ACQUIRE);
 
 	while (cons < prod && seen < CONSUME_BUDGET) {
 		const uint32_t *hdr = (const uint32_t *)(t->data + (cons & RING_MASK));

@@ -51,8 +51,8 @@ int tls_module_open(void)
 	return 0;
 }
 
-/* 0, or -ELIBACC (logged once; why says it). */
-static int load(void)
+/* 0, or -ELIBACC (why says it; logged once unless the caller reports it: quiet). */
+static int load_quiet(bool quiet)
 {
 	const struct tls_module *m;
 	char fdpath[64];
@@ -83,8 +83,15 @@ static int load(void)
 	log_debug("Loaded the OpenSSL module %s", module_path);
 	return 0;
 fail:
-	log_error("Cannot load the OpenSSL module (TLS and remote mode are unavailable): %s", why);
+	if (!quiet)
+		log_error("Cannot load the OpenSSL module (TLS, remote mode and the proxy's "
+			  "interception are unavailable): %s", why);
 	return -ELIBACC;
+}
+
+static int load(void)
+{
+	return load_quiet(false);
 }
 
 int tls_mem_init(struct tls_mem *t, struct ssl_ctx_st *ctx, bool server)
@@ -153,7 +160,7 @@ int tls_ctx_server_new(const char *cert, const char *key, struct ssl_ctx_st **re
 		       size_t err_size)
 {
 	*ret = NULL;
-	if (load() < 0) {
+	if (load_quiet(true) < 0) {
 		snprintf(err, err_size, "cannot load the OpenSSL module: %s", why);
 		return -ELIBACC;
 	}
