@@ -336,7 +336,10 @@ static int map_ring(struct bpf_tracer *t)
 	return 0;
 }
 
-/* Unmaps the ring if it holds no record (else it stays mapped until a later detach or the close). */
+/*
+ * Unmaps the ring if it holds no record; else it stays mapped until they are
+ * read (bpf_tracer_consume() unmaps it then) or the close.
+ */
 static void unmap_ring(struct bpf_tracer *t)
 {
 	if (!t->consumer_pos ||
@@ -561,6 +564,9 @@ int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct 
 			n++;
 		}
 	}
+	/* Detached with records left (unwatched trees' last ones): unmapped once read. */
+	if (!t->attached)
+		unmap_ring(t);
 	return r < 0 ? r : n;
 }
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Installing and running as a service (issue 16 item 6): `meson install` into a
-DESTDIR puts uexec, uexec-init and the TOML and OpenSSL modules (where uexec looks for them), the man page and the
+DESTDIR puts uexec, uexec-init and the TOML, OpenSSL and BPF modules (where uexec looks for them), the man page and the
 systemd unit in their places; the unit's `systemd-analyze security` exposure stays
 within 4.5; the man page lists every option of --help; a refused io_uring_setup (as
 under Docker's default seccomp profile) gives an actionable start-up error; the
@@ -75,6 +75,8 @@ def test_install_lists_the_expected_files(installed):
             installed["unit"], path(o["datadir"], "uexec", "uexec.toml.example")}
     if shutil.which("help2man"):
         want.add(path(o["mandir"], "man1", "uexec.1"))
+    if os.path.exists(os.path.join(BUILD_DIR, "src", "uexec-bpf.so")):  # a build with BPF
+        want.add(path(o["libdir"], "uexec", "uexec-bpf.so"))
     have = {os.path.join(installed["dest"], f) for f in installed["files"]}
     assert want <= have, sorted(want - have)
     # nothing else: no test, bench or fuzz programs

@@ -762,6 +762,7 @@ TEST(ring_mapped_only_while_attached)
 	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id)); /* detaches: not lingering */
 	ASSERT_EQ(1, ring_mappings());                           /* the records are still there */
 	ASSERT_EQ(4, drain(t, &s));
+	ASSERT_EQ(0, ring_mappings()); /* read, detached: unmapped */
 	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
 	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id));
 	ASSERT_EQ(0, ring_mappings());
