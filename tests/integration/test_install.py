@@ -123,6 +123,7 @@ def test_installed_uexec_finds_uexec_init(installed):
     assert p.returncode == 0, err
     assert "Sandbox ready" in err, err
     assert "uexec-init" not in err, err      # no "Cannot open .../uexec-init" warning
+    assert "uexec-bpf.so" not in err, err    # the tracer's module found where it is installed
 
 
 def test_installed_uexec_reads_its_config_through_the_installed_module(installed, tmp_path):

@@ -280,3 +280,30 @@ def test_wss_without_the_openssl_module_fails_at_start(certs, tmp_path):
     assert "/uexec-openssl.so: No such file or directory" in err, err
     assert err.count("OpenSSL module") == 1, err
     assert p.stdout == b""
+
+
+def test_openssl_module_replaced_after_start_is_not_loaded(server_factory, tmp_path):
+    """The OpenSSL module is found at start and loaded through the fd opened then: a file
+    renamed over it later (a sandbox that can write the binary's directory, a package
+    upgrade) is never loaded. A ws:// server's first https http/request loads the module
+    it started with (and libssl with it)."""
+    d = tmp_path / "copy"
+    d.mkdir()
+    for name in ("uexec", "uexec-openssl.so"):
+        shutil.copy2(os.path.join(os.path.dirname(UEXEC_BIN), name), d / name)
+    launcher = ["/bin/sh", "-c", 'shift; exec "$0" "$@"', str(d / "uexec")]
+    srv = server_factory(launcher=launcher, kinds=False)
+    c = srv.connect()
+    assert _openssl(_mapped_libraries(srv.pid)) == []
+    planted = d / "planted.so"
+    planted.write_bytes(b"not an ELF file\n")
+    os.rename(planted, d / "uexec-openssl.so")
+    with socket.socket() as s:       # a port nothing listens on: the TLS set-up comes first
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    reply = c.call("http/request", {"method": "GET", "requestId": "r",
+                                    "url": "https://127.0.0.1:%d/" % port})
+    assert "error" in reply, reply    # refused, after the module was loaded
+    got = _openssl(_mapped_libraries(srv.pid))
+    assert "uexec-openssl.so" in got and any(n.startswith("libssl.so") for n in got), got
+    assert b"Cannot load the OpenSSL module" not in srv.stderr()
