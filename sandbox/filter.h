@@ -28,20 +28,6 @@ int sandbox_seccomp_build(struct sandbox_seccomp *s);
 void sandbox_seccomp_done(struct sandbox_seccomp *s);
 
 /*
- * sandbox_seccomp_build() as the module uexec-seccomp.so exports it
- * (filter-build.c): uexec's own sandbox_seccomp_build() (src/main/
- * seccomp-load.c) opens the module for the start-up probe and closes it
- * after, so that libseccomp is not kept; the tests link filter-build.c.
- */
-#define SANDBOX_SECCOMP_MODULE_FILE "uexec-seccomp.so"
-#define SANDBOX_SECCOMP_MODULE_SYMBOL "uexec_seccomp_module"
-#define SANDBOX_SECCOMP_MODULE_ABI 1u /* bump when struct sandbox_seccomp or the call changes */
-struct sandbox_seccomp_module {
-	unsigned abi;
-	int (*build)(struct sandbox_seccomp *s);
-};
-
-/*
  * Child side, async-signal-safe: installs prog (no_new_privs must be set);
  * log: with SECCOMP_FILTER_FLAG_LOG (its errno actions become audit records;
  * only when audit is read: with auditing off the kernel prints them).

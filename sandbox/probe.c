@@ -24,7 +24,6 @@
 #include "glob.h"
 #include "landlock.h"
 #include "evidence.h"
-#include "filter.h"
 #include "netguard.h"
 #include "list.h"
 #include "log.h"
@@ -227,7 +226,7 @@ static void probe_userns(char *why, size_t size)
 int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)
 {
 	FILE *fp;
-	int r, seccomp_r;
+	int r;
 
 	memset(f, 0, sizeof(*f));
 	f->uid_userns_fd = -1;
@@ -247,8 +246,7 @@ int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)
 		f->landlock_abi = SANDBOX_LANDLOCK_ABI_NEWEST;
 	if (landlock_abi_max >= 0 && f->landlock_abi > landlock_abi_max)
 		f->landlock_abi = landlock_abi_max;
-	seccomp_r = sandbox_seccomp_build(&f->filters);
-	f->seccomp = seccomp_r >= 0;
+	f->seccomp = sandbox_seccomp_build(&f->filters) >= 0;
 	f->userns = geteuid() != 0;
 	if (f->userns) {
 		char why[sizeof(f->missing)];
@@ -262,10 +260,7 @@ int sandbox_probe(struct sandbox_features *f, int landlock_abi_max)
 	}
 
 	if (!f->seccomp)
-		snprintf(f->missing, sizeof(f->missing), "seccomp filters (%s)",
-			 seccomp_r == -ELIBACC ? "their builder, the module " SANDBOX_SECCOMP_MODULE_FILE
-						 ", cannot be loaded"
-					       : "libseccomp export failed");
+		snprintf(f->missing, sizeof(f->missing), "seccomp filters (libseccomp export failed)");
 	else if (!f->mount_ns && !f->missing[0])
 		snprintf(f->missing, sizeof(f->missing),
 			 "mount namespaces (unshare(CLONE_NEWNS) or mount_setattr refused)");
