@@ -66,6 +66,11 @@ struct bpf_tracer *bpf_tracer_open_module(int module_fd, char *err, size_t errsz
 	return bpf_tracer_new(NULL, err, errsz);
 }
 
+bool bpf_tracer_built(void)
+{
+	return false;
+}
+
 /* Without BPF no tracer exists: the calls below cannot be reached with one. */
 int bpf_tracer_fd(struct bpf_tracer *t)
 {
@@ -395,6 +400,11 @@ fail:
 	close(l->watched_fd);
 	close(l->bss_fd);
 	return NULL;
+}
+
+bool bpf_tracer_built(void)
+{
+	return true;
 }
 
 struct bpf_tracer *bpf_tracer_open_module(int module_fd, char *err, size_t errsz)

@@ -63,6 +63,9 @@ struct bpf_tracer *bpf_tracer_open(char *err, size_t errsz);
  */
 struct bpf_tracer *bpf_tracer_open_module(int module_fd, char *err, size_t errsz);
 
+/* False in a build without BPF (meson option `bpf`): no tracer can be opened. */
+bool bpf_tracer_built(void);
+
 /*
  * bpf_tracer_open() with one given attachment ("tp_btf", "raw_tracepoint" or
  * "tracepoint"), with Landlock's hook or without, and no fallback: for the

@@ -447,16 +447,21 @@ static struct bpf_tracer *open_bpf(struct server *s, enum exec_evidence_mode mod
 		snprintf(why, whysz, "bpf: no per-process cgroup v2 leaves (see the cgroup line)");
 		return NULL;
 	}
+	if (!bpf_tracer_built()) {
+		snprintf(why, whysz, "bpf: built without BPF (meson option bpf)");
+		return NULL;
+	}
 	/* The load runs in the module (libbpf), unloaded once the tracer has its fds. */
 	fd = server_own_file_open(BPF_MODULE_FILE, UEXEC_MODULEDIR, O_RDONLY | O_CLOEXEC, path,
 				  sizeof(path));
-	t = bpf_tracer_open_module(fd, err, sizeof(err));
-	if (fd >= 0)
-		close(fd);
-	if (!t && fd < 0 && strcmp(err, "built without BPF (meson option bpf)") != 0)
+	if (fd < 0) {
 		snprintf(why, whysz, "bpf: " BPF_MODULE_FILE " is neither next to the uexec binary nor "
 			 "in " UEXEC_MODULEDIR " (%s: %s)", path, strerror(-fd));
-	else if (!t)
+		return NULL;
+	}
+	t = bpf_tracer_open_module(fd, err, sizeof(err));
+	close(fd);
+	if (!t)
 		snprintf(why, whysz, "bpf: %s", err);
 	return t;
 }
