@@ -6,7 +6,7 @@
  * library implements the hybrid pattern (Debian 12 has no Noise library with
  * KEM tokens), so the state machine is here; every primitive comes from a
  * library: X25519, SHA-256, HMAC-SHA-256 and random bytes from libsodium,
- * AES-256-GCM from libsodium where the CPU has AES-NI, else OpenSSL's EVP,
+ * AES-256-GCM from OpenSSL's EVP (libsodium's when asked for, see aead_sodium()),
  * and ML-KEM-768 from mlkem768.c.
  */
 #include <errno.h>
@@ -47,25 +47,28 @@ struct noise_handshake {
 /* ---- primitives ---- */
 
 /*
- * libsodium's AES-256-GCM needs AES-NI and CLMUL; elsewhere OpenSSL's EVP
- * runs. UEXEC_NOISE_AEAD=openssl forces the latter (tests run both).
+ * AES-256-GCM is OpenSSL's EVP: on this kind of CPU (VAES, AVX-512) it seals
+ * 60 KiB records 2.5x faster than libsodium 1.0.18's AES-NI code, and a
+ * transport direction keeps its EVP context (the key schedule) for every
+ * record. UEXEC_NOISE_AEAD=sodium selects libsodium's instead where the CPU
+ * has AES-NI and CLMUL (tests run both and check the same known answers).
  */
-static bool aesni(void)
+static bool aead_sodium(void)
 {
 	static int avail = -1;
 
 	if (avail < 0) {
 		const char *force = getenv("UEXEC_NOISE_AEAD");
 
-		avail = sodium_init() >= 0 && crypto_aead_aes256gcm_is_available() &&
-			!(force && strcmp(force, "openssl") == 0);
+		avail = force && strcmp(force, "sodium") == 0 && sodium_init() >= 0 &&
+			crypto_aead_aes256gcm_is_available();
 	}
 	return avail;
 }
 
 const char *noise_aead_impl(void)
 {
-	return aesni() ? "libsodium (AES-NI)" : "OpenSSL EVP";
+	return aead_sodium() ? "libsodium (AES-NI)" : "OpenSSL EVP";
 }
 
 static void nonce_of(uint64_t n, uint8_t nonce[12])
@@ -75,37 +78,71 @@ static void nonce_of(uint64_t n, uint8_t nonce[12])
 		nonce[4 + i] = (uint8_t)(n >> (56 - 8 * i));
 }
 
-/* AES-256-GCM seal: out = ct || tag (len + 16 bytes). */
-static int aead_seal(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_t adlen,
-		     const uint8_t *pt, size_t len, uint8_t *out)
+/*
+ * The cipher's EVP context, keyed once for its direction (seal or open);
+ * each record then only sets its nonce. NULL on OOM.
+ */
+static EVP_CIPHER_CTX *cipher_ctx(struct noise_cipher *c, bool seal)
+{
+	EVP_CIPHER_CTX *ctx = c->evp;
+
+	if (ctx)
+		return ctx;
+	ctx = EVP_CIPHER_CTX_new();
+	if (!ctx)
+		return NULL;
+	if ((seal ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, c->key, NULL)
+		  : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, c->key, NULL)) != 1) {
+		EVP_CIPHER_CTX_free(ctx);
+		return NULL;
+	}
+	c->evp = ctx;
+	return ctx;
+}
+
+static void cipher_ctx_free(struct noise_cipher *c)
+{
+	EVP_CIPHER_CTX_free(c->evp); /* clears the key schedule */
+	c->evp = NULL;
+}
+
+/*
+ * AES-256-GCM seal with c's key and record number n: out = ct || tag (len +
+ * 16 bytes). keep: c's context stays for the next record (the transport);
+ * the handshake's key changes after a message or two, its context does not.
+ */
+static int aead_seal(struct noise_cipher *c, uint64_t n, const uint8_t *ad, size_t adlen,
+		     const uint8_t *pt, size_t len, uint8_t *out, bool keep)
 {
 	uint8_t nonce[12];
 	EVP_CIPHER_CTX *ctx;
 	int ok, la = 0, l1 = 0, l2 = 0;
 
 	nonce_of(n, nonce);
-	if (aesni()) {
+	if (aead_sodium()) {
 		unsigned long long clen;
 
-		return crypto_aead_aes256gcm_encrypt(out, &clen, pt, len, ad, adlen, NULL, nonce, key) == 0
+		return crypto_aead_aes256gcm_encrypt(out, &clen, pt, len, ad, adlen, NULL, nonce,
+						     c->key) == 0
 			       ? 0
 			       : -EIO;
 	}
-	ctx = EVP_CIPHER_CTX_new();
+	ctx = cipher_ctx(c, true);
 	if (!ctx)
 		return -ENOMEM;
-	ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, nonce) == 1 &&
+	ok = EVP_EncryptInit_ex(ctx, NULL, NULL, NULL, nonce) == 1 &&
 	     (adlen == 0 || EVP_EncryptUpdate(ctx, NULL, &la, ad, (int)adlen) == 1) &&
 	     (len == 0 || EVP_EncryptUpdate(ctx, out, &l1, pt, (int)len) == 1) &&
 	     EVP_EncryptFinal_ex(ctx, out + l1, &l2) == 1 &&
 	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, out + len) == 1;
-	EVP_CIPHER_CTX_free(ctx);
+	if (!keep)
+		cipher_ctx_free(c);
 	return ok ? 0 : -EIO;
 }
 
 /* AES-256-GCM open of ct || tag (len bytes, >= 16) into out (len - 16 bytes). */
-static int aead_open(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_t adlen,
-		     const uint8_t *ct, size_t len, uint8_t *out)
+static int aead_open(struct noise_cipher *c, uint64_t n, const uint8_t *ad, size_t adlen,
+		     const uint8_t *ct, size_t len, uint8_t *out, bool keep)
 {
 	uint8_t nonce[12], tag[16];
 	EVP_CIPHER_CTX *ctx;
@@ -113,23 +150,25 @@ static int aead_open(const uint8_t key[32], uint64_t n, const uint8_t *ad, size_
 	int ok, la = 0, l1 = 0, l2 = 0;
 
 	nonce_of(n, nonce);
-	if (aesni()) {
+	if (aead_sodium()) {
 		unsigned long long mlen;
 
-		return crypto_aead_aes256gcm_decrypt(out, &mlen, NULL, ct, len, ad, adlen, nonce, key) == 0
+		return crypto_aead_aes256gcm_decrypt(out, &mlen, NULL, ct, len, ad, adlen, nonce,
+						     c->key) == 0
 			       ? 0
 			       : -EBADMSG;
 	}
 	memcpy(tag, ct + plen, 16);
-	ctx = EVP_CIPHER_CTX_new();
+	ctx = cipher_ctx(c, false);
 	if (!ctx)
 		return -ENOMEM;
-	ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, nonce) == 1 &&
+	ok = EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, nonce) == 1 &&
 	     (adlen == 0 || EVP_DecryptUpdate(ctx, NULL, &la, ad, (int)adlen) == 1) &&
 	     (plen == 0 || EVP_DecryptUpdate(ctx, out, &l1, ct, (int)plen) == 1) &&
 	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, tag) == 1 &&
 	     EVP_DecryptFinal_ex(ctx, out + l1, &l2) == 1;
-	EVP_CIPHER_CTX_free(ctx);
+	if (!keep)
+		cipher_ctx_free(c);
 	if (!ok)
 		sodium_memzero(out, plen);
 	return ok ? 0 : -EBADMSG;
@@ -213,7 +252,7 @@ static int encrypt_and_hash(struct noise_handshake *hs, const uint8_t *pt, size_
 		mix_hash(hs, out, len);
 		return 0;
 	}
-	r = aead_seal(hs->c.key, hs->c.n, hs->h, 32, pt, len, out);
+	r = aead_seal(&hs->c, hs->c.n, hs->h, 32, pt, len, out, false);
 	if (r < 0)
 		return r;
 	hs->c.n++;
@@ -233,7 +272,7 @@ static int decrypt_and_hash(struct noise_handshake *hs, const uint8_t *in, size_
 	}
 	if (len < NOISE_TAG_BYTES)
 		return -EBADMSG;
-	r = aead_open(hs->c.key, hs->c.n, hs->h, 32, in, len, out);
+	r = aead_open(&hs->c, hs->c.n, hs->h, 32, in, len, out, false);
 	if (r < 0)
 		return r;
 	hs->c.n++;
@@ -590,7 +629,7 @@ ssize_t noise_encrypt(struct noise_transport *t, const uint8_t *pt, size_t len, 
 		return -EMSGSIZE;
 	if (!t->send.has_key || t->send.n >= NOISE_MAX_RECORDS)
 		return -ERANGE;
-	r = aead_seal(t->send.key, t->send.n, NULL, 0, pt, len, out);
+	r = aead_seal(&t->send, t->send.n, NULL, 0, pt, len, out, true);
 	if (r < 0)
 		return r;
 	t->send.n++;
@@ -608,7 +647,7 @@ ssize_t noise_decrypt(struct noise_transport *t, const uint8_t *ct, size_t len, 
 		return -EMSGSIZE;
 	if (!t->recv.has_key || t->recv.n >= NOISE_MAX_RECORDS)
 		return -ERANGE;
-	r = aead_open(t->recv.key, t->recv.n, NULL, 0, ct, len, out);
+	r = aead_open(&t->recv, t->recv.n, NULL, 0, ct, len, out, true);
 	if (r < 0)
 		return r;
 	t->recv.n++;
@@ -617,5 +656,7 @@ ssize_t noise_decrypt(struct noise_transport *t, const uint8_t *ct, size_t len, 
 
 void noise_transport_wipe(struct noise_transport *t)
 {
+	cipher_ctx_free(&t->send);
+	cipher_ctx_free(&t->recv);
 	sodium_memzero(t, sizeof(*t));
 }

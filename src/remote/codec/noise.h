@@ -70,11 +70,16 @@ enum noise_msg2_order {
 
 struct noise_handshake;
 
-/* One direction of the transport: its key and its record counter. */
+/*
+ * One direction of the transport: its key and its record counter, and the
+ * AES-GCM context keyed with it (made at the first record, freed by
+ * noise_transport_wipe(): a transport is not copied once it has been used).
+ */
 struct noise_cipher {
 	uint8_t key[32];
 	uint64_t n;
 	bool has_key;
+	void *evp;
 };
 
 struct noise_transport {
