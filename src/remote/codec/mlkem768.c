@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <sodium.h>
 
 #define N 256
@@ -159,13 +160,41 @@ static uint16_t mul_q(uint16_t a, uint16_t b)
 
 /* ---- hash functions (§4.1), from libcrypto: libsodium 1.0.18 has no SHA-3 ---- */
 
+/*
+ * The four digests, fetched once from the default provider: OpenSSL 3.0's
+ * EVP_sha3_256() & co. are fetched again (a lookup under a lock) at every
+ * EVP_DigestInit_ex(), which a handshake's ~40 Keccak calls paid each time.
+ * pthread_once: encapsulation may run on a worker thread (the relay's msg2).
+ */
+enum { MD_SHA3_256, MD_SHA3_512, MD_SHAKE128, MD_SHAKE256, MD_COUNT };
+static EVP_MD *mds[MD_COUNT];
+static pthread_once_t mds_once = PTHREAD_ONCE_INIT;
+
+static void mds_fetch(void)
+{
+	static const char *const names[MD_COUNT] = { "SHA3-256", "SHA3-512", "SHAKE128",
+						     "SHAKE256" };
+
+	for (int i = 0; i < MD_COUNT; i++)
+		mds[i] = EVP_MD_fetch(NULL, names[i], NULL); /* NULL: keccak() fails with -EIO */
+}
+
+static const EVP_MD *md_of(int which)
+{
+	pthread_once(&mds_once, mds_fetch);
+	return mds[which];
+}
+
 /* md over a ‖ b; xof: squeeze outlen bytes (SHAKE), else the digest's size. */
 static int keccak(const EVP_MD *md, bool xof, uint8_t *out, size_t outlen, const void *a,
 		  size_t alen, const void *b, size_t blen)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	EVP_MD_CTX *ctx;
 	int ok;
 
+	if (!md)
+		return -EIO;
+	ctx = EVP_MD_CTX_new();
 	if (!ctx)
 		return -ENOMEM;
 	ok = EVP_DigestInit_ex(ctx, md, NULL) && EVP_DigestUpdate(ctx, a, alen) &&
@@ -178,19 +207,19 @@ static int keccak(const EVP_MD *md, bool xof, uint8_t *out, size_t outlen, const
 /* H(s) = SHA3-256(s) */
 static int hash_h(uint8_t out[32], const uint8_t *s, size_t len)
 {
-	return keccak(EVP_sha3_256(), false, out, 32, s, len, NULL, 0);
+	return keccak(md_of(MD_SHA3_256), false, out, 32, s, len, NULL, 0);
 }
 
 /* G(a ‖ b) = SHA3-512(a ‖ b), split by the callers into two 32-byte halves */
 static int hash_g(uint8_t out[64], const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-	return keccak(EVP_sha3_512(), false, out, 64, a, alen, b, blen);
+	return keccak(md_of(MD_SHA3_512), false, out, 64, a, alen, b, blen);
 }
 
 /* J(z ‖ c) = SHAKE256(z ‖ c, 8·32) */
 static int hash_j(uint8_t out[32], const uint8_t z[32], const uint8_t c[MLKEM768_CT_BYTES])
 {
-	return keccak(EVP_shake256(), true, out, 32, z, 32, c, MLKEM768_CT_BYTES);
+	return keccak(md_of(MD_SHAKE256), true, out, 32, z, 32, c, MLKEM768_CT_BYTES);
 }
 
 /* ---- encoding (Algorithms 5 and 6, §4.2.1) ---- */
@@ -327,7 +356,7 @@ static int sample_ntt(struct poly *a, const uint8_t rho[32], uint8_t j, uint8_t 
 	memcpy(seed, rho, 32);
 	seed[32] = j;
 	seed[33] = i;
-	r = keccak(EVP_shake128(), true, buf, len, seed, sizeof(seed), NULL, 0);
+	r = keccak(md_of(MD_SHAKE128), true, buf, len, seed, sizeof(seed), NULL, 0);
 	while (r == 0) {
 		for (; n < N && pos + 3 <= len; pos += 3) {
 			uint16_t d1 = (uint16_t)(buf[pos] | (buf[pos + 1] & 0x0f) << 8);
@@ -347,7 +376,7 @@ static int sample_ntt(struct poly *a, const uint8_t rho[32], uint8_t j, uint8_t 
 		}
 		heap = buf = more;
 		len *= 2;
-		r = keccak(EVP_shake128(), true, buf, len, seed, sizeof(seed), NULL, 0);
+		r = keccak(md_of(MD_SHAKE128), true, buf, len, seed, sizeof(seed), NULL, 0);
 	}
 	free(heap);
 	return r;
@@ -370,7 +399,7 @@ static int gen_matrix(struct polyvec a[K], const uint8_t rho[32])
 static int sample_poly_cbd(struct poly *f, const uint8_t sigma[32], uint8_t nonce)
 {
 	uint8_t buf[64 * ETA1];
-	int r = keccak(EVP_shake256(), true, buf, sizeof(buf), sigma, 32, &nonce, 1);
+	int r = keccak(md_of(MD_SHAKE256), true, buf, sizeof(buf), sigma, 32, &nonce, 1);
 
 	if (r == 0)
 		for (size_t i = 0; i < N; i++) {
