@@ -120,6 +120,44 @@ TEST(handshake_kem_first)
 	pair_done(&p);
 }
 
+/*
+ * msg2 prepared ahead (the executor runs its tokens while the registry
+ * validates): the same message as written in one go, for an empty payload
+ * and for the 401 payload alike; not before msg1, not twice, not for the
+ * initiator's turn.
+ */
+TEST(handshake_prepared_msg2)
+{
+	static const char rejected[] = "codex-registry-authentication-rejected/v1";
+	uint8_t payload[64];
+	struct pair p;
+
+	for (int order = 0; order < 2; order++) {
+		enum noise_msg2_order o = order ? NOISE_MSG2_KEM_LAST : NOISE_MSG2_KEM_FIRST;
+
+		pair_start(&p, o, o, prologue, sizeof(prologue));
+		ASSERT_EQ(-EPROTO, noise_handshake_prepare(p.resp)); /* msg1 not read yet */
+		ASSERT_EQ((ssize_t)strlen(auth), exchange1(&p));
+		ASSERT_EQ(-EPROTO, noise_handshake_prepare(p.init)); /* not its turn */
+		ASSERT_EQ(0, noise_handshake_prepare(p.resp));
+		ASSERT_EQ(-EPROTO, noise_handshake_prepare(p.resp)); /* once */
+		ASSERT_EQ(0, exchange2(&p));
+		check_transport(&p);
+		pair_done(&p);
+	}
+	/* The payload sealed after prepared tokens reads back. */
+	pair_start(&p, NOISE_MSG2_DEFAULT, NOISE_MSG2_DEFAULT, prologue, sizeof(prologue));
+	ASSERT_EQ((ssize_t)strlen(auth), exchange1(&p));
+	ASSERT_EQ(0, noise_handshake_prepare(p.resp));
+	p.len2 = noise_handshake_write(p.resp, (const uint8_t *)rejected, strlen(rejected), p.msg2,
+				       sizeof(p.msg2));
+	ASSERT_EQ((ssize_t)(NOISE_MSG2_BYTES + strlen(rejected)), p.len2);
+	ASSERT_EQ((ssize_t)strlen(rejected),
+		  noise_handshake_read(p.init, p.msg2, (size_t)p.len2, payload, sizeof(payload)));
+	ASSERT_MEMEQ(rejected, payload, strlen(rejected));
+	pair_done(&p);
+}
+
 TEST(handshake_kem_last)
 {
 	struct pair p;

@@ -42,6 +42,10 @@ struct noise_handshake {
 	struct noise_cipher c;
 	struct noise_keypair s, e;
 	struct noise_public rs, re;
+	/* noise_handshake_prepare(): our next message's tokens, written ahead */
+	bool prepared;
+	size_t pre_len;
+	uint8_t pre[NOISE_MSG1_OVERHEAD];
 };
 
 /* ---- primitives ---- */
@@ -544,6 +548,33 @@ static ssize_t fail(struct noise_handshake *hs, int r)
 	return r;
 }
 
+/* Our next message's tokens into out (cap bytes, the whole message's size checked); *pos after them. */
+static int write_tokens(struct noise_handshake *hs, uint8_t *out, size_t cap, size_t *pos)
+{
+	for (const enum token *t = tokens_of(hs); *t != T_END; t++) {
+		int r = write_token(hs, *t, out, cap, pos);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int noise_handshake_prepare(struct noise_handshake *hs)
+{
+	size_t pos = 0;
+	int r;
+
+	if (hs->step < 0 || hs->step > 1 || !our_turn(hs) || hs->prepared)
+		return -EPROTO;
+	r = write_tokens(hs, hs->pre, sizeof(hs->pre), &pos);
+	if (r < 0)
+		return (int)fail(hs, r);
+	hs->prepared = true;
+	hs->pre_len = pos;
+	return 0;
+}
+
 ssize_t noise_handshake_write(struct noise_handshake *hs, const uint8_t *payload, size_t payload_len,
 			      uint8_t *out, size_t cap)
 {
@@ -561,8 +592,13 @@ ssize_t noise_handshake_write(struct noise_handshake *hs, const uint8_t *payload
 		if (payload_len > cap || cap - payload_len < fixed)
 			return -EMSGSIZE;
 	}
-	for (const enum token *t = tokens_of(hs); *t != T_END; t++) {
-		r = write_token(hs, *t, out, cap, &pos);
+	if (hs->prepared) {
+		memcpy(out, hs->pre, hs->pre_len);
+		pos = hs->pre_len;
+		hs->prepared = false;
+		sodium_memzero(hs->pre, sizeof(hs->pre));
+	} else {
+		r = write_tokens(hs, out, cap, &pos);
 		if (r < 0)
 			return fail(hs, r);
 	}

@@ -114,6 +114,19 @@ ssize_t noise_handshake_write(struct noise_handshake *hs, const uint8_t *payload
 			      uint8_t *out, size_t cap);
 
 /*
+ * Runs the tokens of our next message ahead of its payload (everything but
+ * the payload's encryption: KEM encapsulations, the ephemeral keys, the
+ * DHs), keeping their bytes in hs; noise_handshake_write() then only seals
+ * the payload after them. Nothing depends on the payload, so the executor
+ * prepares msg2 while the registry validates msg1's key (RELAY.md §4.2: msg2
+ * is written, i.e. sent, only after). Touches nothing but hs: may run on a
+ * worker thread while the loop leaves hs alone. Returns 0, -EPROTO when it
+ * is not our turn or the message is prepared already, or another -errno (the
+ * handshake then fails as a failed write does).
+ */
+int noise_handshake_prepare(struct noise_handshake *hs);
+
+/*
  * Reads the peer's next handshake message; its payload goes to payload (cap
  * bytes; trailing bytes are payload: the caller refuses a non-empty msg2
  * payload, RELAY.md §6.5). Returns the payload length, -EBADMSG for a message that fails to

@@ -148,6 +148,14 @@ enum remote_state {
 	REMOTE_STOPPED,
 };
 
+enum stream_verdict {
+	STREAM_VERDICT_NONE,     /* the registry has not answered yet */
+	STREAM_VERDICT_VALID,    /* msg2 with an empty payload, then the stream opens */
+	STREAM_VERDICT_REJECTED, /* 401: msg2 carries REMOTE_AUTH_REJECTED, no stream */
+};
+
+struct stream_prep;
+
 struct remote_stream {
 	struct list_head link;       /* remote->streams */
 	struct list_head ready_link; /* remote->ready: has output to send */
@@ -163,6 +171,9 @@ struct remote_stream {
 	/* pending: the registry validation and its deadline */
 	struct remote_http *validation;
 	struct remote_deadline validation_deadline;
+	/* pending: msg2's tokens on a worker (hs is NULL meanwhile), and the verdict */
+	struct stream_prep *prep;
+	enum stream_verdict verdict;
 	/* active: the connection it carries */
 	struct conn *conn;
 	/* forward mode: the destination */
