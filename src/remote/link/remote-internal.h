@@ -74,6 +74,8 @@ struct remote_http *remote_http_post(struct remote *r, enum registry_op op, cons
 				     remote_http_fn fn, void *userdata, int *ret_err);
 /* No callback runs after this. */
 void remote_http_cancel(struct remote_http *h);
+/* Closes the idle keep-alive connections of validate calls (remote_stop). */
+void remote_http_idle_close_all(struct remote *r);
 
 /* ---- the WebSocket client (ws-client.c) ---- */
 
@@ -210,6 +212,7 @@ struct remote {
 	bool reregister; /* the backoff ends in a registration, not a dial */
 
 	struct remote_http *register_call;
+	struct list_head http_idle; /* kept registry connections (registry-http.c) */
 	struct registry_registration reg;
 
 	struct remote_ws *ws;
