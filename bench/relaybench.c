@@ -66,6 +66,7 @@ struct ch {
 	uint8_t *rec, *ct, *frame;
 	/* timings of the last open, ns */
 	uint64_t t_registry, t_setup, t_total;
+	uint64_t t_wait; /* relay: msg1 frame sent -> msg2 frame received (no harness crypto) */
 };
 
 static void send_frame(struct ch *c, const struct relay_frame *f)
@@ -404,13 +405,16 @@ static void ch_open_relay(struct ch *c)
 		die("msg1 write");
 	relay_frame_init_handshake(&f, c->sid, strlen(c->sid), m1, (size_t)n1);
 	send_frame(c, &f);
+	uint64_t tw = now_ns();
 	json_decref(bundle);
 	struct relay_frame in;
 	for (;;) {
 		if (next_frame(c, &in, 30000) != 1)
 			die("no msg2 within 30 s");
-		if (in.kind == RELAY_FRAME_HANDSHAKE)
+		if (in.kind == RELAY_FRAME_HANDSHAKE) {
+			c->t_wait = now_ns() - tw;
 			break;
+		}
 		if (in.kind == RELAY_FRAME_DATA)
 			die("data before the handshake completed");
 		relay_frame_done(&in);
@@ -534,15 +538,17 @@ static void run_one(struct ch *c, const char *pid, const char *argv_json, uint64
 static int cmd_handshake(int argc, char **argv)
 {
 	long iters = (long)opt_num(argc, argv, "--iters", 50);
-	struct samples total = { 0 }, setup = { 0 }, reg = { 0 };
+	struct samples total = { 0 }, setup = { 0 }, reg = { 0 }, wait = { 0 };
 	for (long i = 0; i < iters + 3; i++) {
 		struct ch c;
 		ch_open(&c);
 		if (i >= 3) {
 			samples_add(&total, c.t_total);
 			samples_add(&setup, c.t_setup);
-			if (c.relay)
+			if (c.relay) {
 				samples_add(&reg, c.t_registry);
+				samples_add(&wait, c.t_wait);
+			}
 		}
 		ch_close(&c);
 		usleep(2000); /* let the server drop the previous stream first */
@@ -550,6 +556,7 @@ static int cmd_handshake(int argc, char **argv)
 	emit_lat("rl_connect", &total);
 	emit_lat("rl_setup", &setup);
 	emit_lat("rl_registry_connect", &reg);
+	emit_lat("rl_setup_wait", &wait);
 	return 0;
 }
 
