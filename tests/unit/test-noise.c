@@ -158,6 +158,36 @@ TEST(handshake_prepared_msg2)
 	pair_done(&p);
 }
 
+/*
+ * An ephemeral keypair generated ahead: msg2 carries its public keys (after
+ * ekem and skem), the caller's copy is wiped, it serves once, and the
+ * handshake completes as with one generated in place.
+ */
+TEST(handshake_given_ephemeral)
+{
+	static const uint8_t zero[sizeof(struct noise_keypair)];
+	struct noise_keypair e, copy;
+	struct pair p;
+	size_t at = MLKEM768_CT_BYTES + MLKEM768_CT_BYTES + NOISE_TAG_BYTES;
+
+	pair_start(&p, NOISE_MSG2_KEM_FIRST, NOISE_MSG2_KEM_FIRST, prologue, sizeof(prologue));
+	ASSERT_EQ((ssize_t)strlen(auth), exchange1(&p));
+	ASSERT_EQ(0, noise_keypair_generate(&e));
+	copy = e;
+	ASSERT_EQ(0, noise_handshake_use_ephemeral(p.resp, &e));
+	ASSERT_MEMEQ(zero, &e, sizeof(e));
+	e = copy;
+	ASSERT_EQ(-EPROTO, noise_handshake_use_ephemeral(p.resp, &e)); /* once */
+	ASSERT_MEMEQ(zero, &e, sizeof(e));
+	ASSERT_EQ(0, noise_handshake_prepare(p.resp));
+	ASSERT_EQ(0, exchange2(&p));
+	ASSERT_MEMEQ(copy.dh_pk, p.msg2 + at, NOISE_DH_BYTES);
+	ASSERT_MEMEQ(copy.kem_pk, p.msg2 + at + NOISE_DH_BYTES, MLKEM768_EK_BYTES);
+	check_transport(&p);
+	noise_keypair_wipe(&copy);
+	pair_done(&p);
+}
+
 TEST(handshake_kem_last)
 {
 	struct pair p;

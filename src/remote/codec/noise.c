@@ -42,6 +42,7 @@ struct noise_handshake {
 	struct noise_cipher c;
 	struct noise_keypair s, e;
 	struct noise_public rs, re;
+	bool e_given; /* noise_handshake_use_ephemeral(): e is set, the e token uses it */
 	/* noise_handshake_prepare(): our next message's tokens, written ahead */
 	bool prepared;
 	size_t pre_len;
@@ -426,9 +427,12 @@ static int write_token(struct noise_handshake *hs, enum token t, uint8_t *out, s
 	case T_E:
 		if (*pos + NOISE_DH_BYTES + MLKEM768_EK_BYTES > cap)
 			return -EMSGSIZE;
-		r = noise_keypair_generate(&hs->e);
-		if (r < 0)
-			return r;
+		if (!hs->e_given) {
+			r = noise_keypair_generate(&hs->e);
+			if (r < 0)
+				return r;
+		}
+		hs->e_given = false;
 		memcpy(out + *pos, hs->e.dh_pk, NOISE_DH_BYTES);
 		mix_hash(hs, hs->e.dh_pk, NOISE_DH_BYTES);
 		*pos += NOISE_DH_BYTES;
@@ -557,6 +561,18 @@ static int write_tokens(struct noise_handshake *hs, uint8_t *out, size_t cap, si
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+int noise_handshake_use_ephemeral(struct noise_handshake *hs, struct noise_keypair *e)
+{
+	if (hs->step < 0 || hs->step > 1 || !our_turn(hs) || hs->prepared || hs->e_given) {
+		noise_keypair_wipe(e);
+		return -EPROTO;
+	}
+	hs->e = *e;
+	hs->e_given = true;
+	noise_keypair_wipe(e);
 	return 0;
 }
 

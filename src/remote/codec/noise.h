@@ -127,6 +127,15 @@ ssize_t noise_handshake_write(struct noise_handshake *hs, const uint8_t *payload
 int noise_handshake_prepare(struct noise_handshake *hs);
 
 /*
+ * Our next message's ephemeral keypair, generated ahead (the executor keeps
+ * one ready on a worker, as its generation is a fifth of msg2's CPU): moved
+ * into hs and wiped in *e, so that it serves one handshake only. Returns 0,
+ * or -EPROTO (e wiped all the same) when it is not our turn, or the message
+ * or its ephemeral key is there already.
+ */
+int noise_handshake_use_ephemeral(struct noise_handshake *hs, struct noise_keypair *e);
+
+/*
  * Reads the peer's next handshake message; its payload goes to payload (cap
  * bytes; trailing bytes are payload: the caller refuses a non-empty msg2
  * payload, RELAY.md §6.5). Returns the payload length, -EBADMSG for a message that fails to

@@ -319,6 +319,7 @@ void remote_stop(struct server *s)
 	if (r->register_call)
 		remote_http_cancel(TAKE_PTR(r->register_call));
 	remote_http_idle_close_all(r);
+	remote_spare_drop(r);
 	remote_link_close(r);
 	r->state = REMOTE_STOPPED;
 	remote_deadlines_stop(r);

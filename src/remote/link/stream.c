@@ -22,20 +22,6 @@
 #include "remote-internal.h"
 #include "server.h"
 #include "utf8.h"
-#include "worker.h"
-
-/*
- * msg2's tokens (two encapsulations, the ephemeral keys, two DHs: most of the
- * executor's handshake CPU) are prepared on a worker while the registry
- * validates msg1's key, instead of after its answer; nothing is sent before
- * the verdict. The job owns the handshake state meanwhile; a stream that ends
- * first leaves the job orphaned (s NULL), and done() frees what it holds.
- */
-struct stream_prep {
-	struct work work;
-	struct remote_stream *s;
-	struct noise_handshake *hs;
-};
 
 /* One encoded Data frame: a record (60 KiB + tag) and the frame's own fields. */
 static uint8_t frame_buf[RELAY_FRAME_NOISE_MAX_MESSAGE + 1024];
@@ -77,8 +63,7 @@ static void stream_free(struct remote_stream *s, const char *why)
 	if (s->validation)
 		remote_http_cancel(s->validation);
 	remote_deadline_clear(&s->validation_deadline);
-	if (s->prep)
-		s->prep->s = NULL; /* its done() frees the handshake it holds */
+	remote_prep_orphan(s); /* a preparation running frees the handshake it holds */
 	noise_handshake_free(s->hs);
 	noise_transport_wipe(&s->t);
 	relay_order_done(&s->order);
@@ -388,7 +373,7 @@ static int stream_activate(struct remote_stream *s)
  * (RELAY.md §4.2 step 8), or, for a 401, the handshake completes with the
  * rejection payload and the stream is never activated (as the reference).
  */
-static void stream_finish_handshake(struct remote_stream *s)
+void remote_stream_finish_handshake(struct remote_stream *s)
 {
 	struct remote *r = s->r;
 	uint8_t msg2[NOISE_MSG2_BYTES + sizeof(REMOTE_AUTH_REJECTED)];
@@ -469,54 +454,11 @@ static void on_validated(void *userdata, int err, const char *why, int status, c
 		}
 		s->verdict = STREAM_VERDICT_VALID;
 	}
-	if (!s->prep) /* else prep_done() finishes */
-		stream_finish_handshake(s);
+	if (!s->prep) /* else the preparation's end finishes */
+		remote_stream_finish_handshake(s);
 	return;
 fail:
 	stream_fail(s, "harness key not validated");
-}
-
-static void prep_run(struct work *w)
-{
-	struct stream_prep *p = container_of(w, struct stream_prep, work);
-
-	/* A failure leaves hs failed: the write after the verdict then fails as it would have. */
-	(void)noise_handshake_prepare(p->hs);
-}
-
-static void prep_done(struct work *w)
-{
-	struct stream_prep *p = container_of(w, struct stream_prep, work);
-	struct remote_stream *s = p->s;
-
-	if (!s) {
-		noise_handshake_free(p->hs);
-		free(p);
-		return;
-	}
-	s->hs = p->hs;
-	s->prep = NULL;
-	free(p);
-	if (s->verdict != STREAM_VERDICT_NONE)
-		stream_finish_handshake(s);
-}
-
-/* Hands the handshake to a worker; without memory msg2 is written whole after the verdict. */
-static void stream_prepare_msg2(struct remote_stream *s)
-{
-	struct stream_prep *p;
-
-	if (!s->r->srv->workers)
-		return;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return;
-	p->s = s;
-	p->hs = TAKE_PTR(s->hs);
-	p->work.run = prep_run;
-	p->work.done = prep_done;
-	s->prep = p;
-	worker_submit(s->r->srv, &p->work);
 }
 
 static void on_validation_deadline(struct remote_deadline *d)
@@ -550,7 +492,7 @@ static int stream_start_validation(struct remote_stream *s, const uint8_t *auth,
 		return err;
 	remote_deadline_set(r, &s->validation_deadline, REMOTE_VALIDATION_TIMEOUT_MS,
 			    on_validation_deadline);
-	stream_prepare_msg2(s);
+	remote_prep_msg2(s);
 	return 0;
 }
 
