@@ -93,7 +93,7 @@ void remote_spare_drop(struct remote *r)
 		sp->r = NULL; /* spare_done() frees it */
 }
 
-/* The ready keypair into hs (moved, wiped here), and the next one started. */
+/* The ready keypair into hs (moved, wiped here). */
 static void spare_take(struct remote *r, struct noise_handshake *hs, const char *id)
 {
 	struct remote_spare *sp = r->spare;
@@ -105,7 +105,8 @@ static void spare_take(struct remote *r, struct noise_handshake *hs, const char 
 			log_debug("Relay stream %s: ephemeral keys generated ahead", id);
 		spare_free(sp);
 	}
-	remote_spare_fill(r);
+	/* The next one is started once this handshake is through (remote_spare_fill() from
+	 * stream.c): now it would compete for the CPU with msg2's preparation. */
 }
 
 /* ---- msg2's tokens during the validation ---- */

@@ -251,7 +251,8 @@ void remote_link_drop(struct remote *r, const char *why);
 void remote_link_close(struct remote *r);
 
 /* handshake-prep.c: msg2's tokens on the worker pool during the validation */
-/* Hands s->hs (msg1 read) to a worker, with the ephemeral keypair generated ahead if ready. */
+/* Hands s->hs (msg1 read) to a worker, with the ephemeral keypair generated ahead if ready
+ * (the caller starts the next one once msg2 is out: remote_spare_fill). */
 void remote_prep_msg2(struct remote_stream *s);
 /* s is going: a running preparation frees the handshake it holds. */
 void remote_prep_orphan(struct remote_stream *s);

@@ -406,6 +406,7 @@ void remote_stream_finish_handshake(struct remote_stream *s)
 	s->hs = NULL;
 	relay_frame_init_handshake(&f, s->id, s->id_len, msg2, (size_t)n);
 	send_frame(r, &f);
+	remote_spare_fill(r); /* the next handshake's ephemeral keys, now that this one is out */
 	r->n_pending--;
 	r->n_active++;
 	s->active = true;
