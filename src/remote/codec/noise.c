@@ -77,6 +77,15 @@ static bool aead_sodium(void)
 	return use_sodium;
 }
 
+/* AES-256-GCM fetched once: EVP_aes_256_gcm() is fetched again at every init (OpenSSL 3.0). */
+static EVP_CIPHER *aes_gcm;
+static pthread_once_t aes_gcm_once = PTHREAD_ONCE_INIT;
+
+static void aes_gcm_fetch(void)
+{
+	aes_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL); /* NULL: cipher_ctx() fails */
+}
+
 const char *noise_aead_impl(void)
 {
 	return aead_sodium() ? "libsodium (AES-NI)" : "OpenSSL EVP";
@@ -91,7 +100,7 @@ static void nonce_of(uint64_t n, uint8_t nonce[12])
 
 /*
  * The cipher's EVP context, keyed once for its direction (seal or open);
- * each record then only sets its nonce. NULL on OOM.
+ * each record then only sets its nonce. NULL on OOM (or without the cipher).
  */
 static EVP_CIPHER_CTX *cipher_ctx(struct noise_cipher *c, bool seal)
 {
@@ -99,11 +108,14 @@ static EVP_CIPHER_CTX *cipher_ctx(struct noise_cipher *c, bool seal)
 
 	if (ctx)
 		return ctx;
+	pthread_once(&aes_gcm_once, aes_gcm_fetch);
+	if (!aes_gcm)
+		return NULL;
 	ctx = EVP_CIPHER_CTX_new();
 	if (!ctx)
 		return NULL;
-	if ((seal ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, c->key, NULL)
-		  : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, c->key, NULL)) != 1) {
+	if ((seal ? EVP_EncryptInit_ex(ctx, aes_gcm, NULL, c->key, NULL)
+		  : EVP_DecryptInit_ex(ctx, aes_gcm, NULL, c->key, NULL)) != 1) {
 		EVP_CIPHER_CTX_free(ctx);
 		return NULL;
 	}
