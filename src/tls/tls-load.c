@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,12 @@ static char module_path[PATH_MAX];
 static bool opened, failed;
 static char why[PATH_MAX + 256]; /* why loading failed, for the callers' errors */
 static const struct tls_module *mod;
+/*
+ * The first load may come from a worker thread (remote mode prepares its
+ * msg2 and next ephemeral key there, both hash with SHA-3): one loader at a
+ * time, and mod published only once the module is whole.
+ */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int tls_module_open(void)
 {
@@ -52,7 +59,7 @@ int tls_module_open(void)
 }
 
 /* 0, or -ELIBACC (why says it; logged once unless the caller reports it: quiet). */
-static int load_quiet(bool quiet)
+static int load_locked(bool quiet)
 {
 	const struct tls_module *m;
 	char fdpath[64];
@@ -79,7 +86,7 @@ static int load_quiet(bool quiet)
 		goto fail;
 	}
 	failed = false;
-	mod = m;
+	__atomic_store_n(&mod, m, __ATOMIC_RELEASE);
 	log_debug("Loaded the OpenSSL module %s", module_path);
 	return 0;
 fail:
@@ -87,6 +94,18 @@ fail:
 		log_error("Cannot load the OpenSSL module (TLS, remote mode and the proxy's "
 			  "interception are unavailable): %s", why);
 	return -ELIBACC;
+}
+
+static int load_quiet(bool quiet)
+{
+	int r;
+
+	if (__atomic_load_n(&mod, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&load_lock);
+	r = load_locked(quiet);
+	pthread_mutex_unlock(&load_lock);
+	return r;
 }
 
 static int load(void)
@@ -185,16 +204,28 @@ int tls_keccak(enum tls_keccak_kind kind, uint8_t *out, size_t outlen, const voi
 	return load() < 0 ? -ELIBACC : mod->keccak(kind, out, outlen, a, alen, b, blen);
 }
 
-int tls_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12], const uint8_t *ad,
-		       size_t adlen, const uint8_t *pt, size_t len, uint8_t *out)
+int tls_gcm_new(const uint8_t key[32], bool seal, struct tls_gcm **ret)
 {
-	return load() < 0 ? -ELIBACC : mod->aes256gcm_seal(key, nonce, ad, adlen, pt, len, out);
+	*ret = NULL;
+	return load() < 0 ? -ELIBACC : mod->gcm_new(key, seal, ret);
 }
 
-int tls_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12], const uint8_t *ad,
-		       size_t adlen, const uint8_t *ct, size_t len, uint8_t *out)
+int tls_gcm_seal(struct tls_gcm *g, const uint8_t nonce[12], const uint8_t *ad, size_t adlen,
+		 const uint8_t *pt, size_t len, uint8_t *out)
 {
-	return load() < 0 ? -ELIBACC : mod->aes256gcm_open(key, nonce, ad, adlen, ct, len, out);
+	return mod->gcm_seal(g, nonce, ad, adlen, pt, len, out);
+}
+
+int tls_gcm_open(struct tls_gcm *g, const uint8_t nonce[12], const uint8_t *ad, size_t adlen,
+		 const uint8_t *ct, size_t len, uint8_t *out)
+{
+	return mod->gcm_open(g, nonce, ad, adlen, ct, len, out);
+}
+
+void tls_gcm_free(struct tls_gcm *g)
+{
+	if (g)
+		mod->gcm_free(g);
 }
 
 int tls_mitm_new(struct tls_mitm **ret)

@@ -20,7 +20,7 @@
 #define TLS_MODULE_FILE "uexec-openssl.so"
 #define TLS_MODULE_SYMBOL "uexec_tls_module"
 /* Bump when a signature or a struct of tls-mem.h or tls-ossl.h changes. */
-#define TLS_MODULE_ABI 1u
+#define TLS_MODULE_ABI 2u
 
 struct tls_module {
 	unsigned abi; /* TLS_MODULE_ABI */
@@ -44,10 +44,12 @@ struct tls_module {
 	/* remote mode */
 	int (*keccak)(enum tls_keccak_kind kind, uint8_t *out, size_t outlen, const void *a,
 		      size_t alen, const void *b, size_t blen);
-	int (*aes256gcm_seal)(const uint8_t key[32], const uint8_t nonce[12], const uint8_t *ad,
-			      size_t adlen, const uint8_t *pt, size_t len, uint8_t *out);
-	int (*aes256gcm_open)(const uint8_t key[32], const uint8_t nonce[12], const uint8_t *ad,
-			      size_t adlen, const uint8_t *ct, size_t len, uint8_t *out);
+	int (*gcm_new)(const uint8_t key[32], bool seal, struct tls_gcm **ret);
+	int (*gcm_seal)(struct tls_gcm *g, const uint8_t nonce[12], const uint8_t *ad,
+			size_t adlen, const uint8_t *pt, size_t len, uint8_t *out);
+	int (*gcm_open)(struct tls_gcm *g, const uint8_t nonce[12], const uint8_t *ad,
+			size_t adlen, const uint8_t *ct, size_t len, uint8_t *out);
+	void (*gcm_free)(struct tls_gcm *g);
 	/* the interception CA */
 	int (*mitm_new)(struct tls_mitm **ret);
 	struct ssl_ctx_st *(*mitm_ctx)(const struct tls_mitm *m);

@@ -49,12 +49,21 @@ enum tls_keccak_kind { TLS_SHA3_256, TLS_SHA3_512, TLS_SHAKE128, TLS_SHAKE256 };
  */
 int tls_keccak(enum tls_keccak_kind kind, uint8_t *out, size_t outlen, const void *a, size_t alen,
 	       const void *b, size_t blen);
-/* AES-256-GCM: out = ct ‖ tag (len + 16 bytes). 0, -ENOMEM, -EIO. */
-int tls_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12], const uint8_t *ad,
-		       size_t adlen, const uint8_t *pt, size_t len, uint8_t *out);
-/* Opens ct ‖ tag (len >= 16 bytes) into out (len - 16). 0, -ENOMEM, -EBADMSG. */
-int tls_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12], const uint8_t *ad,
-		       size_t adlen, const uint8_t *ct, size_t len, uint8_t *out);
+/*
+ * AES-256-GCM keyed once for one direction (seal or open): each record then
+ * sets only its nonce, so a relay stream pays the key schedule once, not per
+ * record. The key schedule is cleared at free. 0, -ENOMEM, -EIO.
+ */
+struct tls_gcm;
+int tls_gcm_new(const uint8_t key[32], bool seal, struct tls_gcm **ret);
+/* out = ct ‖ tag (len + 16 bytes). 0, -EIO. */
+int tls_gcm_seal(struct tls_gcm *g, const uint8_t nonce[12], const uint8_t *ad, size_t adlen,
+		 const uint8_t *pt, size_t len, uint8_t *out);
+/* Opens ct ‖ tag (len >= 16 bytes) into out (len - 16). 0, -EBADMSG. */
+int tls_gcm_open(struct tls_gcm *g, const uint8_t nonce[12], const uint8_t *ad, size_t adlen,
+		 const uint8_t *ct, size_t len, uint8_t *out);
+/* NULL is fine. */
+void tls_gcm_free(struct tls_gcm *g);
 
 /* ---- the network proxy's interception CA (src/netproxy/mitm.c) ---- */
 struct tls_mitm;
