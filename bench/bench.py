@@ -74,6 +74,7 @@ ROWS = [
 RELAY_ROWS = [
     ("rl_setup_p50", "channel setup p50 (direct: TCP+WS upgrade; relay: Noise msg1->msg2 incl. validate)"),
     ("rl_setup_p99", "channel setup p99"),
+    ("rl_setup_wait_p50", "  of which msg1 sent -> msg2 received (executor, validate, rendezvous) p50"),
     ("rl_registry_connect_p50", "registry /connect round trip p50 (relay only)"),
     ("rl_connect_p50", "connect -> initialize reply p50 (relay: /connect + WS + Noise + init)"),
     ("rl_connect_p99", "connect -> initialize reply p99"),

@@ -9,12 +9,14 @@
  *        parent reads the child's output, base64-encodes each read into a
  *        process/output JSON text frame and writes it to a loopback TCP socket
  *        whose other end (a separate process) reads and discards: the data
- *        path of an exec-server, with no event loop and no JSON library.
+ *        path of an exec-server, with no event loop and no JSON library
+ *        (and the server's own base64 encoder, proto/base64.c).
  * A limit is the best of R runs (default 3): the machine is shared, and a
  * limit is what the kernel can do, not what it did once.
  */
 #include "common.h"
 #include "wsc.h"
+#include "base64.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -145,7 +147,7 @@ static double run_b64tcp(int pty, unsigned long long bytes, size_t chunk)
 		char *j = frame + 10;
 		int pre = sprintf(j, "{\"method\":\"process/output\",\"params\":{\"processId\":\"t\",\"seq\":%llu,"
 				     "\"stream\":\"%s\",\"chunk\":\"", ++seq, pty ? "pty" : "stdout");
-		size_t e = b64_encode((unsigned char *)in, (size_t)n, j + pre);
+		size_t e = base64_encode((const uint8_t *)in, (size_t)n, j + pre);
 		memcpy(j + pre + e, "\"}}", 3);
 		size_t pl = (size_t)pre + e + 3;
 		unsigned char *h;

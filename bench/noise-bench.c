@@ -155,6 +155,7 @@ int main(int argc, char **argv)
 			die("decrypt", (long)n);
 	}
 	uint64_t t2 = mono_ns();
+	noise_transport_wipe(&tr2);
 	t2 = t1 + (t2 - t1b); /* decrypt time only */
 	double bytes = (double)nrec * RELAY_RECORD_MAX;
 	fprintf(stderr, "noise-bench: AEAD %s\n", noise_aead_impl());

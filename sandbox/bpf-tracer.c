@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The optional denial tracer's user side: loads the skeleton generated from
- * bpf/denial.bpf.c (choosing the attachment the kernel accepts), keeps the
- * watched-cgroup map, and reads the BPF ring buffer through its own mapping
- * (libbpf's ring_buffer__* would add an epoll fd and could loop without end
- * under a flood). Built without BPF, bpf_tracer_open() says so.
+ * The optional denial tracer's user side after the load (bpf-load.c, in the
+ * module uexec-bpf.so): the programs attached and detached with bpf(2) and
+ * perf_event_open(2), the watched-cgroup map, and the BPF ring buffer read
+ * through its own mapping (libbpf's ring_buffer__* would add an epoll fd and
+ * could loop without end under a flood). No libbpf here: uexec maps it only
+ * during the load. Built without BPF, the tracer cannot be opened.
  */
+#include <dlfcn.h>
 #include <errno.h>
-#include <malloc.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "bpf-config.h"
+#include "bpf-tracer-int.h"
 #include "bpf-tracer.h"
 #include "macro.h"
 
@@ -53,15 +55,20 @@ int bpf_tracer_cgroup_id(int dirfd, const char *path, uint64_t *ret_id)
 
 #if !UEXEC_HAVE_BPF
 
-struct bpf_tracer *bpf_tracer_open(char *err, size_t errsz)
+struct bpf_tracer *bpf_tracer_new(struct bpf_tracer_loaded *l, char *err, size_t errsz)
 {
 	snprintf(err, errsz, "built without BPF (meson option bpf)");
 	return NULL;
 }
 
-struct bpf_tracer *bpf_tracer_open_hook(const char *hook, bool landlock, char *err, size_t errsz)
+struct bpf_tracer *bpf_tracer_open_module(int module_fd, char *err, size_t errsz)
 {
-	return bpf_tracer_open(err, errsz);
+	return bpf_tracer_new(NULL, err, errsz);
+}
+
+bool bpf_tracer_built(void)
+{
+	return false;
 }
 
 /* Without BPF no tracer exists: the calls below cannot be reached with one. */
@@ -123,16 +130,13 @@ void bpf_tracer_close(struct bpf_tracer *t)
 #else /* UEXEC_HAVE_BPF */
 
 #include <linux/bpf.h>
-#include <linux/capability.h>
+#include <linux/perf_event.h>
 #include <linux/types.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
-
 #include "denial-event.h"
-#include "denial.skel.h"
 
 _Static_assert(sizeof(struct bpf_denial) == sizeof(struct bpf_denial_addr_event), "record size");
 _Static_assert(offsetof(struct bpf_denial, addr_len) ==
@@ -163,7 +167,11 @@ _Static_assert(BPF_TRACER_MAX_PER_CGROUP == BPF_DENIAL_MAX_PER_CGROUP, "limits")
 _Static_assert(BPF_TRACER_RING_RECORDS == CONSUME_BUDGET, "limits");
 
 struct bpf_tracer {
-	struct denial_bpf *skel;
+	struct bpf_tracer_loaded obj;	/* the programs and maps (fds) */
+	int links[2];			/* while attached: the exit hook's and Landlock's, or -1 */
+	int perf_fd;			/* BPF_HOOK_TP while attached: the perf event, or -1 */
+	const unsigned char *bss;	/* the program's .bss, mapped read-only */
+	size_t bss_map_size;
 	int ring_fd;
 	size_t page;
 	uint64_t *consumer_pos;		/* our page, read-write */
@@ -176,82 +184,143 @@ struct bpf_tracer {
 	bool linger;			/* the last unwatch leaves the programs attached */
 };
 
-/* The attachments of the exit hook, in the order they are tried. */
-enum exit_hook { HOOK_TP_BTF, HOOK_RAW_TP, HOOK_TP, _HOOK_MAX };
-static const char *const hook_names[_HOOK_MAX] = { "tp_btf", "raw_tracepoint", "tracepoint" };
-static const char *const hook_names_ll[_HOOK_MAX] = { "tp_btf+landlock", "raw_tracepoint+landlock",
-						       "tracepoint+landlock" };
+static const char *const hook_names[_BPF_HOOK_MAX] = { "tp_btf", "raw_tracepoint", "tracepoint" };
+static const char *const hook_names_ll[_BPF_HOOK_MAX] = { "tp_btf+landlock",
+							   "raw_tracepoint+landlock",
+							   "tracepoint+landlock" };
 
-/* libbpf's last warning while we load, for the reason given to the caller. */
-static char libbpf_last[256];
-
-__attribute__((format(printf, 2, 0))) static int libbpf_keep_last(enum libbpf_print_level level,
-								 const char *fmt, va_list ap)
+static long sys_bpf(int cmd, union bpf_attr *attr)
 {
-	size_t n;
+	return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
+}
 
-	if (level != LIBBPF_WARN)
-		return 0;
-	vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
-	n = strlen(libbpf_last);
-	while (n > 0 && libbpf_last[n - 1] == '\n')
-		libbpf_last[--n] = '\0';
+static int map_lookup(int fd, const void *key, void *value)
+{
+	union bpf_attr a = { 0 };
+
+	a.map_fd = (__u32)fd;
+	a.key = (__u64)(uintptr_t)key;
+	a.value = (__u64)(uintptr_t)value;
+	return sys_bpf(BPF_MAP_LOOKUP_ELEM, &a) < 0 ? -errno : 0;
+}
+
+static int map_update(int fd, const void *key, const void *value, __u64 flags)
+{
+	union bpf_attr a = { 0 };
+
+	a.map_fd = (__u32)fd;
+	a.key = (__u64)(uintptr_t)key;
+	a.value = (__u64)(uintptr_t)value;
+	a.flags = flags;
+	return sys_bpf(BPF_MAP_UPDATE_ELEM, &a) < 0 ? -errno : 0;
+}
+
+static int map_delete(int fd, const void *key)
+{
+	union bpf_attr a = { 0 };
+
+	a.map_fd = (__u32)fd;
+	a.key = (__u64)(uintptr_t)key;
+	return sys_bpf(BPF_MAP_DELETE_ELEM, &a) < 0 ? -errno : 0;
+}
+
+/*
+ * A BTF-typed program (tp_btf, fentry: name NULL) or a raw tracepoint
+ * program on the named tracepoint; the link's fd or -errno.
+ */
+static int raw_tp_open(int prog_fd, const char *name)
+{
+	union bpf_attr a = { 0 };
+	long fd;
+
+	a.raw_tracepoint.name = (__u64)(uintptr_t)name;
+	a.raw_tracepoint.prog_fd = (__u32)prog_fd;
+	fd = sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The perf tracepoint program: a perf event on raw_syscalls/sys_exit with a BPF link on it. */
+static int perf_tp_attach(struct bpf_tracer *t)
+{
+	struct perf_event_attr pa = { 0 };
+	union bpf_attr a = { 0 };
+	long fd;
+
+	pa.type = PERF_TYPE_TRACEPOINT;
+	pa.size = sizeof(pa);
+	pa.config = (__u64)t->obj.tp_id;
+	pa.sample_period = 1;
+	pa.wakeup_events = 1;
+	/* Any CPU: the program hangs on the tracepoint, not on this event's CPU. */
+	fd = syscall(SYS_perf_event_open, &pa, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	t->perf_fd = (int)fd;
+	a.link_create.prog_fd = (__u32)t->obj.exit_prog;
+	a.link_create.target_fd = (__u32)t->perf_fd;
+	a.link_create.attach_type = BPF_PERF_EVENT;
+	fd = sys_bpf(BPF_LINK_CREATE, &a);
+	if (fd >= 0)
+		return (int)fd;
+	/* Kernels before 5.15: the program set on the event, enabled; no link. */
+	if (ioctl(t->perf_fd, PERF_EVENT_IOC_SET_BPF, t->obj.exit_prog) < 0 ||
+	    ioctl(t->perf_fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+		return -errno;
+	return -1; /* attached through the perf event alone */
+}
+
+static void detach(struct bpf_tracer *t)
+{
+	for (size_t i = 0; i < ELEMENTSOF(t->links); i++)
+		t->links[i] = safe_close(t->links[i]);
+	t->perf_fd = safe_close(t->perf_fd);
+}
+
+/* Landlock's hook, then the exit hook: a denial's record comes before its syscall's exit. */
+static int attach(struct bpf_tracer *t)
+{
+	int r;
+
+	if (t->obj.landlock_prog >= 0) {
+		r = raw_tp_open(t->obj.landlock_prog, NULL);
+		if (r < 0)
+			return r;
+		t->links[1] = r;
+	}
+	switch (t->obj.hook) {
+	case BPF_HOOK_TP_BTF:
+		r = raw_tp_open(t->obj.exit_prog, NULL);
+		break;
+	case BPF_HOOK_RAW_TP:
+		r = raw_tp_open(t->obj.exit_prog, "sys_exit");
+		break;
+	default:
+		r = perf_tp_attach(t);
+		if (r == -1 && t->perf_fd >= 0)
+			return 0;
+		break;
+	}
+	if (r < 0) {
+		detach(t);
+		return r;
+	}
+	t->links[0] = r;
 	return 0;
 }
 
 /*
- * CAP_BPF with CAP_PERFMON (tracing programs), or CAP_SYS_ADMIN, in the
- * effective set. Kernels before 5.8 know only CAP_SYS_ADMIN.
+ * The ring is mapped only while the programs are attached (map_ring() at the
+ * attach, unmap_ring() at the detach): the kernel populates the whole
+ * mapping at mmap(), its 512 KiB of data twice, so an idle server would
+ * carry 1 MB of resident set for a ring nothing writes to. The memory itself
+ * is the kernel's, allocated with the map at load, and stays.
  */
-static bool has_bpf_privileges(void)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
-	uint64_t eff;
-
-	if (syscall(SYS_capget, &hdr, data) < 0)
-		return false;
-	eff = (uint64_t)data[1].effective << 32 | data[0].effective;
-#define HAS(c) ((eff >> (c)) & 1)
-	return HAS(CAP_SYS_ADMIN) || (HAS(38 /* CAP_PERFMON */) && HAS(39 /* CAP_BPF */));
-#undef HAS
-}
-
-/* Opens, loads and attaches the skeleton with one exit hook (and Landlock's). */
-static int try_load(enum exit_hook hook, bool landlock, struct denial_bpf **ret)
-{
-	struct denial_bpf *s;
-	int r;
-
-	s = denial_bpf__open();
-	if (!s)
-		return -errno;
-	bpf_program__set_autoload(s->progs.denial_tp_btf, hook == HOOK_TP_BTF);
-	bpf_program__set_autoload(s->progs.denial_raw_tp, hook == HOOK_RAW_TP);
-	bpf_program__set_autoload(s->progs.denial_tp, hook == HOOK_TP);
-	bpf_program__set_autoload(s->progs.denial_landlock, landlock);
-	r = denial_bpf__load(s);
-	if (r == 0)
-		r = denial_bpf__attach(s);
-	if (r < 0)
-		denial_bpf__destroy(s);
-	/*
-	 * A load parses the kernel's BTF (megabytes of small blocks), freed
-	 * when it ends but left in the heap by malloc below the skeleton's
-	 * later blocks: about 11 MB of an idle server's RSS. Given back here.
-	 */
-	malloc_trim(0);
-	if (r < 0)
-		return r;
-	*ret = s;
-	return 0;
-}
-
 static int map_ring(struct bpf_tracer *t)
 {
 	void *p;
 
-	t->page = (size_t)sysconf(_SC_PAGESIZE);
+	if (t->consumer_pos)
+		return 0;
 	p = mmap(NULL, t->page, PROT_READ | PROT_WRITE, MAP_SHARED, t->ring_fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -259,134 +328,114 @@ static int map_ring(struct bpf_tracer *t)
 	/* The kernel maps the data twice in a row, so a record never wraps. */
 	p = mmap(NULL, t->page + 2 * (size_t)BPF_DENIAL_RING_BYTES, PROT_READ, MAP_SHARED,
 		 t->ring_fd, (off_t)t->page);
-	if (p == MAP_FAILED)
-		return -errno;
+	if (p == MAP_FAILED) {
+		int r = -errno;
+
+		(void)munmap(t->consumer_pos, t->page);
+		t->consumer_pos = NULL;
+		return r;
+	}
 	t->producer_map = p;
 	t->producer_pos = p;
 	t->data = (const unsigned char *)p + t->page;
 	return 0;
 }
 
-/* Why the tracer cannot run here at all, whichever attachment is tried. */
-static bool host_refuses(char *err, size_t errsz)
+/*
+ * Unmaps the ring if it holds no record; else it stays mapped until they are
+ * read (bpf_tracer_consume() unmaps it then) or the close.
+ */
+static void unmap_ring(struct bpf_tracer *t)
 {
-	if (!has_bpf_privileges()) {
-		snprintf(err, errsz,
-			 "not privileged: needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (uid %u)",
-			 (unsigned)geteuid());
-		return true;
-	}
-	if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
-		snprintf(err, errsz, "the kernel exposes no BTF (/sys/kernel/btf/vmlinux: %s)",
-			 strerror(errno));
-		return true;
-	}
-	return false;
+	if (!t->consumer_pos ||
+	    __atomic_load_n(t->consumer_pos, __ATOMIC_RELAXED) !=
+		    __atomic_load_n(t->producer_pos, __ATOMIC_ACQUIRE))
+		return;
+	(void)munmap(t->producer_map, t->page + 2 * (size_t)BPF_DENIAL_RING_BYTES);
+	(void)munmap(t->consumer_pos, t->page);
+	t->consumer_pos = NULL;
+	t->producer_map = NULL;
+	t->producer_pos = NULL;
+	t->data = NULL;
 }
 
-/* Wraps a loaded skeleton; destroys it on failure. */
-static struct bpf_tracer *tracer_new(struct denial_bpf *s, int hook, bool landlock, char *err,
-				     size_t errsz)
+struct bpf_tracer *bpf_tracer_new(struct bpf_tracer_loaded *l, char *err, size_t errsz)
 {
 	struct bpf_tracer *t;
+	void *p;
 	int r;
 
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		denial_bpf__destroy(s);
 		snprintf(err, errsz, "%s", strerror(ENOMEM));
+		goto fail;
+	}
+	t->obj = *l;
+	t->links[0] = t->links[1] = t->perf_fd = -1;
+	t->ring_fd = l->ring_fd;
+	t->page = (size_t)sysconf(_SC_PAGESIZE);
+	t->source = l->landlock_prog >= 0 ? hook_names_ll[l->hook] : hook_names[l->hook];
+	t->bss_map_size = (l->bss_size + t->page - 1) & ~(t->page - 1);
+	p = mmap(NULL, t->bss_map_size, PROT_READ, MAP_SHARED, l->bss_fd, 0);
+	if (p == MAP_FAILED) {
+		snprintf(err, errsz, "cannot map the BPF program's data: %s", strerror(errno));
+		bpf_tracer_close(t);
 		return NULL;
 	}
-	t->skel = s;
-	t->ring_fd = bpf_map__fd(s->maps.events);
-	t->source = landlock ? hook_names_ll[hook] : hook_names[hook];
-	/*
-	 * Loading attached the programs to prove the kernel takes them; detached
-	 * until a cgroup is watched, since an enabled sys_exit hook sends every
-	 * syscall of the host through the slow exit path.
-	 */
-	denial_bpf__detach(s);
+	t->bss = p;
+	/* Proves the ring can be mapped (mapped again at the first attachment). */
 	r = map_ring(t);
 	if (r < 0) {
 		snprintf(err, errsz, "cannot map the BPF ring buffer: %s", strerror(-r));
 		bpf_tracer_close(t);
 		return NULL;
 	}
+	unmap_ring(t);
 	return t;
+fail:
+	close(l->exit_prog);
+	if (l->landlock_prog >= 0)
+		close(l->landlock_prog);
+	close(l->ring_fd);
+	close(l->watched_fd);
+	close(l->bss_fd);
+	return NULL;
 }
 
-static void load_failed(char *err, size_t errsz, const char *what, int r, const char *msg)
+bool bpf_tracer_built(void)
 {
-	snprintf(err, errsz, "BPF refused: %s (%s%s%s)", what, strerror(-r), msg[0] ? ": " : "",
-		 msg);
+	return true;
 }
 
-struct bpf_tracer *bpf_tracer_open(char *err, size_t errsz)
+struct bpf_tracer *bpf_tracer_open_module(int module_fd, char *err, size_t errsz)
 {
-	libbpf_print_fn_t old_print;
-	struct denial_bpf *s = NULL;
-	int r = -ENOENT, first_r = 0, h;
-	char first_msg[sizeof(libbpf_last)] = "";
-	bool landlock = true;
+	const struct bpf_module *m;
+	struct bpf_tracer_loaded l;
+	char path[64];
+	void *h;
+	int r;
 
-	if (host_refuses(err, errsz))
-		return NULL;
-	old_print = libbpf_set_print(libbpf_keep_last);
-	for (h = 0; h < _HOOK_MAX; h++) {
-		/*
-		 * With Landlock's hook first; when that fails but the exit hook
-		 * alone loads, the Landlock hook is what the kernel refused (no
-		 * landlock_log_denial, or trampolines refused) and is not retried.
-		 */
-		if (landlock) {
-			libbpf_last[0] = '\0';
-			r = try_load(h, true, &s);
-			if (r == 0)
-				break;
-		}
-		libbpf_last[0] = '\0';
-		r = try_load(h, false, &s);
-		if (r == 0) {
-			landlock = false;
-			break;
-		}
-		if (first_r == 0) {
-			first_r = r;
-			snprintf(first_msg, sizeof(first_msg), "%s", libbpf_last);
-		}
-	}
-	libbpf_set_print(old_print);
-	if (r < 0) {
-		load_failed(err, errsz, "no sys_exit attachment loads", first_r, first_msg);
+	if (module_fd < 0) {
+		snprintf(err, errsz, "cannot open " BPF_MODULE_FILE ": %s", strerror(-module_fd));
 		return NULL;
 	}
-	return tracer_new(s, h, landlock, err, errsz);
-}
-
-struct bpf_tracer *bpf_tracer_open_hook(const char *hook, bool landlock, char *err, size_t errsz)
-{
-	libbpf_print_fn_t old_print;
-	struct denial_bpf *s = NULL;
-	int r, h;
-
-	for (h = 0; h < _HOOK_MAX; h++)
-		if (strcmp(hook, hook_names[h]) == 0)
-			break;
-	if (h == _HOOK_MAX) {
-		snprintf(err, errsz, "unknown sys_exit attachment '%s'", hook);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", module_fd);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(err, errsz, "cannot load " BPF_MODULE_FILE ": %s", dlerror());
 		return NULL;
 	}
-	if (host_refuses(err, errsz))
-		return NULL;
-	old_print = libbpf_set_print(libbpf_keep_last);
-	libbpf_last[0] = '\0';
-	r = try_load(h, landlock, &s);
-	libbpf_set_print(old_print);
-	if (r < 0) {
-		load_failed(err, errsz, hook_names[h], r, libbpf_last);
+	m = dlsym(h, BPF_MODULE_SYMBOL);
+	if (!m || m->abi != BPF_MODULE_ABI) {
+		snprintf(err, errsz, "cannot load " BPF_MODULE_FILE ": %s",
+			 m ? "built for another uexec (ABI mismatch)" : "no " BPF_MODULE_SYMBOL);
+		dlclose(h);
 		return NULL;
 	}
-	return tracer_new(s, h, landlock, err, errsz);
+	r = m->load(-1, true, &l, err, errsz);
+	/* libbpf, libelf and what the load left go with the module. */
+	dlclose(h);
+	return r < 0 ? NULL : bpf_tracer_new(&l, err, errsz);
 }
 
 int bpf_tracer_fd(struct bpf_tracer *t)
@@ -401,19 +450,13 @@ const char *bpf_tracer_source(struct bpf_tracer *t)
 
 uint32_t bpf_tracer_prog_id(struct bpf_tracer *t)
 {
-	struct bpf_program *progs[] = { t->skel->progs.denial_tp_btf, t->skel->progs.denial_raw_tp,
-					t->skel->progs.denial_tp };
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
+	struct bpf_prog_info info = { 0 };
+	union bpf_attr a = { 0 };
 
-	for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
-		int fd = bpf_program__fd(progs[i]);
-
-		memset(&info, 0, sizeof(info));
-		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
-			return info.id;
-	}
-	return 0;
+	a.info.bpf_fd = (__u32)t->obj.exit_prog;
+	a.info.info_len = sizeof(info);
+	a.info.info = (__u64)(uintptr_t)&info;
+	return sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a) == 0 ? info.id : 0;
 }
 
 int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
@@ -421,21 +464,21 @@ int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 	struct bpf_denial_watch w = { 0 };
 	int r;
 
-	if (bpf_map__lookup_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &w,
-				 sizeof(w), 0) == 0)
+	if (map_lookup(t->obj.watched_fd, &cgroup_id, &w) == 0)
 		return 0;
 	if (t->watched >= BPF_DENIAL_MAX_CGROUPS)
 		return -ENOSPC;
-	if (bpf_map__update_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &w,
-				 sizeof(w), BPF_NOEXIST) < 0)
+	r = map_update(t->obj.watched_fd, &cgroup_id, &w, BPF_NOEXIST);
+	if (r < 0)
 		/* A full hash map answers E2BIG. */
-		return errno == E2BIG ? -ENOSPC : -errno;
+		return r == -E2BIG ? -ENOSPC : r;
 	if (!t->attached) {
-		r = denial_bpf__attach(t->skel);
+		r = map_ring(t);
+		if (r == 0)
+			r = attach(t);
 		if (r < 0) {
-			(void)bpf_map__delete_elem(t->skel->maps.watched, &cgroup_id,
-						   sizeof(cgroup_id), 0);
-			denial_bpf__detach(t->skel);
+			(void)map_delete(t->obj.watched_fd, &cgroup_id);
+			unmap_ring(t);
 			return r;
 		}
 		t->attached = true;
@@ -449,9 +492,10 @@ int bpf_tracer_cgroup_counts(struct bpf_tracer *t, uint64_t cgroup_id, uint64_t 
 {
 	struct bpf_denial_watch w;
 
-	if (bpf_map__lookup_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), &w,
-				 sizeof(w), 0) < 0)
-		return -errno;
+	int r = map_lookup(t->obj.watched_fd, &cgroup_id, &w);
+
+	if (r < 0)
+		return r;
 	*ret_offered = w.offered;
 	*ret_suppressed = w.suppressed;
 	return 0;
@@ -459,8 +503,10 @@ int bpf_tracer_cgroup_counts(struct bpf_tracer *t, uint64_t cgroup_id, uint64_t 
 
 int bpf_tracer_unwatch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 {
-	if (bpf_map__delete_elem(t->skel->maps.watched, &cgroup_id, sizeof(cgroup_id), 0) < 0)
-		return -errno;
+	int r = map_delete(t->obj.watched_fd, &cgroup_id);
+
+	if (r < 0)
+		return r;
 	if (--t->watched == 0 && !t->linger)
 		(void)bpf_tracer_detach_if_idle(t);
 	return 0;
@@ -475,18 +521,23 @@ bool bpf_tracer_detach_if_idle(struct bpf_tracer *t)
 {
 	if (t->watched > 0 || !t->attached)
 		return false;
-	denial_bpf__detach(t->skel);
+	detach(t);
 	t->attached = false;
+	unmap_ring(t);
 	return true;
 }
 
 int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct bpf_denial *d),
 		       void *ctx)
 {
-	uint64_t cons = __atomic_load_n(t->consumer_pos, __ATOMIC_RELAXED);
-	uint64_t prod = __atomic_load_n(t->producer_pos, __ATOMIC_ACQUIRE);
+	uint64_t cons, prod;
 	size_t seen = 0;
 	int n = 0, r = 0;
+
+	if (!t->consumer_pos)
+		return 0; /* not mapped: nothing was attached to write since it was empty */
+	cons = __atomic_load_n(t->consumer_pos, __ATOMIC_RELAXED);
+	prod = __atomic_load_n(t->producer_pos, __ATOMIC_ACQUIRE);
 
 	while (cons < prod && seen < CONSUME_BUDGET) {
 		const uint32_t *hdr = (const uint32_t *)(t->data + (cons & RING_MASK));
@@ -523,12 +574,15 @@ int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct 
 			n++;
 		}
 	}
+	/* Detached with records left (unwatched trees' last ones): unmapped once read. */
+	if (!t->attached)
+		unmap_ring(t);
 	return r < 0 ? r : n;
 }
 
 uint64_t bpf_tracer_dropped(struct bpf_tracer *t)
 {
-	return __atomic_load_n(&t->skel->bss->dropped, __ATOMIC_RELAXED);
+	return __atomic_load_n((const uint64_t *)(t->bss + t->obj.dropped_off), __ATOMIC_RELAXED);
 }
 
 void bpf_tracer_close(struct bpf_tracer *t)
@@ -539,7 +593,14 @@ void bpf_tracer_close(struct bpf_tracer *t)
 		(void)munmap(t->producer_map, t->page + 2 * (size_t)BPF_DENIAL_RING_BYTES);
 	if (t->consumer_pos)
 		(void)munmap(t->consumer_pos, t->page);
-	denial_bpf__destroy(t->skel);
+	detach(t);
+	if (t->bss)
+		(void)munmap((void *)t->bss, t->bss_map_size);
+	safe_close(t->obj.exit_prog);
+	safe_close(t->obj.landlock_prog);
+	safe_close(t->obj.ring_fd);
+	safe_close(t->obj.watched_fd);
+	safe_close(t->obj.bss_fd);
 	free(t);
 }
 

@@ -56,6 +56,17 @@ struct bpf_denial {
 struct bpf_tracer *bpf_tracer_open(char *err, size_t errsz);
 
 /*
+ * bpf_tracer_open() through the module uexec-bpf.so (bpf-tracer-int.h), open
+ * at module_fd (the caller's, not taken): the module, libbpf and libelf are
+ * mapped for the load only, and the skeleton and the BTF it parsed go with
+ * them. What uexec calls; bpf_tracer_open() is the tests' (bpf-load.c).
+ */
+struct bpf_tracer *bpf_tracer_open_module(int module_fd, char *err, size_t errsz);
+
+/* False in a build without BPF (meson option `bpf`): no tracer can be opened. */
+bool bpf_tracer_built(void);
+
+/*
  * bpf_tracer_open() with one given attachment ("tp_btf", "raw_tracepoint" or
  * "tracepoint"), with Landlock's hook or without, and no fallback: for the
  * tests and the benchmark, which check each attachment the kernel offers.

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/audit.h>
 #include <linux/netlink.h>
 #include <poll.h>
@@ -15,10 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf-tracer-int.h"
 #include "bpf-tracer.h"
+#include "config.h"
 #include "evidence-ring.h"
 #include "log.h"
 #include "macro.h"
+#include "own-files.h"
 #include "ring.h"
 #include "server.h"
 
@@ -431,7 +435,8 @@ static struct bpf_tracer *open_bpf(struct server *s, enum exec_evidence_mode mod
 				   size_t whysz)
 {
 	struct bpf_tracer *t;
-	char err[200];
+	char err[200], path[PATH_MAX];
+	int fd;
 
 	if (mode == EXEC_EVIDENCE_AUDIT) {
 		snprintf(why, whysz, "bpf: not used (--denial-evidence audit)");
@@ -442,7 +447,20 @@ static struct bpf_tracer *open_bpf(struct server *s, enum exec_evidence_mode mod
 		snprintf(why, whysz, "bpf: no per-process cgroup v2 leaves (see the cgroup line)");
 		return NULL;
 	}
-	t = bpf_tracer_open(err, sizeof(err));
+	if (!bpf_tracer_built()) {
+		snprintf(why, whysz, "bpf: built without BPF (meson option bpf)");
+		return NULL;
+	}
+	/* The load runs in the module (libbpf), unloaded once the tracer has its fds. */
+	fd = server_own_file_open(BPF_MODULE_FILE, UEXEC_MODULEDIR, O_RDONLY | O_CLOEXEC, path,
+				  sizeof(path));
+	if (fd < 0) {
+		snprintf(why, whysz, "bpf: " BPF_MODULE_FILE " is neither next to the uexec binary nor "
+			 "in " UEXEC_MODULEDIR " (%s: %s)", path, strerror(-fd));
+		return NULL;
+	}
+	t = bpf_tracer_open_module(fd, err, sizeof(err));
+	close(fd);
 	if (!t)
 		snprintf(why, whysz, "bpf: %s", err);
 	return t;
@@ -494,7 +512,7 @@ static void log_sources(struct server *s, bool audit, const char *audit_why, con
 void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool enable_audit)
 {
 	struct sandbox_audit_status st = { 0 };
-	char audit_why[240] = "", bpf_why[240] = "";
+	char audit_why[240] = "", bpf_why[PATH_MAX + 200] = "";
 	unsigned sources = 0;
 	int fd = -1;
 

@@ -44,6 +44,7 @@
 #include "session.h"
 #include "spawn.h"
 #include "tls-mem.h"
+#include "tls-load.h"
 #include "toml-load.h"
 #include "uexec.h"
 #include "upgrade.h"
@@ -684,8 +685,12 @@ int server_init(struct server *s, const struct config *cfg)
 	/* The sandboxed fs helper is this binary, re-executed through an fd opened now. */
 	if (!s->cfg.fs_helper) {
 		fs_sandbox_init(s);
-		/* Found now, loaded on first use (environmentConfig/read): never planted later. */
+		/*
+		 * Found now, loaded on first use (environmentConfig/read; TLS, remote
+		 * mode, the proxy's interception): never planted later.
+		 */
 		(void)toml_module_open();
+		(void)tls_module_open();
 		exec_evidence_init(s, (enum exec_evidence_mode)s->cfg.denial_evidence,
 				   s->cfg.enable_audit);
 	}

@@ -9,51 +9,22 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "netconn-int.h"
-
-static SSL_CTX *tls_ctx(struct server *s)
-{
-	SSL_CTX *ctx;
-
-	if (s->tls_client_ctx)
-		return s->tls_client_ctx;
-	ctx = SSL_CTX_new(TLS_client_method());
-	if (!ctx)
-		return NULL;
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-	    SSL_CTX_set_default_verify_paths(ctx) != 1) {
-		SSL_CTX_free(ctx);
-		return NULL;
-	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-	s->tls_client_ctx = ctx;
-	return ctx;
-}
+#include "tls-ossl.h"
 
 int netconn_tls_setup(struct netconn *nc)
 {
-	SSL_CTX *ctx = tls_ctx(nc->srv);
+	struct server *s = nc->srv;
+	int r;
 
-	if (!ctx)
+	if (!s->tls_client_ctx && (r = tls_ctx_client_new(&s->tls_client_ctx)) < 0)
+		return r;
+	if (tls_mem_init(&nc->tm, s->tls_client_ctx, false) < 0)
 		return -ENOMEM;
-	if (tls_mem_init(&nc->tm, ctx, false) < 0)
-		return -ENOMEM;
-	if (nc->is_ip) {
-		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(nc->tm.ssl), nc->host) != 1)
-			return -EINVAL;
-	} else {
-		SSL_set_hostflags(nc->tm.ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-		if (SSL_set1_host(nc->tm.ssl, nc->host) != 1 ||
-		    SSL_set_tlsext_host_name(nc->tm.ssl, nc->host) != 1)
-			return -ENOMEM;
-	}
-	return 0;
+	return tls_mem_set_peer(&nc->tm, nc->host, nc->is_ip);
 }
 
 /* Moves what the SSL wrote into the output queue; app: the plaintext bytes it carries. */

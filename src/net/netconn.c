@@ -18,7 +18,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include "netconn-int.h"
 #include "server.h"
 #include "tls-mem.h"
+#include "tls-ossl.h"
 #include "worker.h"
 
 static void nc_arm_read(struct netconn *nc);
@@ -615,6 +615,6 @@ void netconn_free_all(struct server *s)
 
 	list_for_each_entry_safe(nc, n, &s->netconns, link)
 		nc_free(nc);
-	SSL_CTX_free(s->tls_client_ctx);
+	tls_ctx_free(s->tls_client_ctx);
 	s->tls_client_ctx = NULL;
 }

@@ -21,7 +21,7 @@ PREFIXES = (
     "buf_", "errmsg_", "log_", "strmap_", "base64_", "utf8_", "file_uri_", "http_", "ws_", "jrpc_",
     "jcheck_", "uring_", "sandbox_", "netguard_", "bpf_tracer_",
     # src/server, net, transport, rpc, exec, fs, env
-    "server_", "worker_", "tls_mem_", "netconn_", "conn_", "rpc_", "params_", "os_error_", "exec_", "session_",
+    "server_", "worker_", "tls_", "netconn_", "conn_", "rpc_", "params_", "os_error_", "exec_", "session_",
     "proc_", "spawn_", "environ_", "snap_", "fs_", "env_", "toml_filter", "toml_module_", "netproxy_",
     # src/discovery (disc_*, discovery_*; the YAML readers skill_*)
     "disc", "skill_",

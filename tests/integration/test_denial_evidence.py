@@ -14,6 +14,7 @@ from the same runner.
 import os
 import socket
 import struct
+import subprocess
 import sys
 import time
 import uuid
@@ -643,3 +644,62 @@ def test_tracer_without_per_process_cgroups_falls_back(server_factory, ws):
         c, ws, [k for k in CASES if k.name in ("echo-permission-denied", "touch-etc-quiet")])}
     assert res == {"echo-permission-denied": True, "touch-etc-quiet": False}
     c.close()
+
+
+def _maps(pid):
+    """(the basenames of the files process pid maps, its mappings of the tracer's ring: BPF
+    maps of more than 1 MiB, the ring's data mapped twice)."""
+    names, rings = set(), 0
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 5 and parts[5].startswith("/"):
+                names.add(os.path.basename(parts[5]))
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if "anon_inode:bpf-map" in line and hi - lo > 1 << 20:
+                rings += 1
+    return names, rings
+
+
+def test_tracer_keeps_no_libbpf_and_maps_its_ring_while_attached(bpf_server, ws):
+    """The tracer's load runs in the module uexec-bpf.so, closed after it: a server using
+    the tracer maps neither the module nor libbpf nor libelf. Its ring buffer is mapped
+    while the programs are attached (a sandboxed process runs), not at idle: it is
+    unmapped at the detach once empty."""
+    srv, c = bpf_server
+    pid = srv.proc.pid
+    names, rings = _maps(pid)
+    assert not [n for n in names if n.startswith(("uexec-bpf", "libbpf.so", "libelf"))], names
+    assert rings == 0
+    c.start("a", ["/bin/sh", "-c", "while [ ! -e go-a ]; do sleep 0.02; done"], cwd=ws, env=ENV,
+            sandbox=ws_policy(ws))
+    assert tracer_links(pid) == 1 and _maps(pid)[1] == 1
+    open(os.path.join(ws, "go-a"), "w").close()
+    assert c.collect("a").exited["exitCode"] == 0
+    wait_detached(pid)
+    # unmapped at the detach, or once records left in it then (a tree's last ones) are read
+    wait_until(lambda: _maps(pid)[1] == 0, timeout=EVENT_TIMEOUT, what="the ring unmapped")
+
+
+def test_tracer_module_missing_falls_back(bpf_server, tmp_path):
+    """A copy of uexec with its other files beside it but not uexec-bpf.so: the start-up
+    line says where the module was looked for, and the evidence falls back (here to none:
+    --denial-evidence bpf). Skips when the module is installed where the copy looks next."""
+    import shutil
+    from conftest import UEXEC_BIN
+    d = tmp_path / "lone"
+    d.mkdir()
+    for name in os.listdir(os.path.dirname(UEXEC_BIN)):
+        if name.startswith("uexec") and name != "uexec-bpf.so" and \
+                os.path.isfile(os.path.join(os.path.dirname(UEXEC_BIN), name)):
+            shutil.copy2(os.path.join(os.path.dirname(UEXEC_BIN), name), d / name)
+    p = subprocess.run([str(d / "uexec"), "--listen", "stdio", "--denial-evidence", "bpf"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=EVENT_TIMEOUT)
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 0, err
+    line = [l for l in err.splitlines() if "Denial evidence" in l]
+    if line and "Denial evidence: bpf" in line[0]:
+        pytest.skip("an installed uexec-bpf.so is found by a uexec outside the build tree")
+    assert len(line) == 1 and "Denial evidence: none (audit: not used (--denial-evidence " \
+        "bpf); bpf: uexec-bpf.so is neither next to the uexec binary nor in " in line[0], err
+    assert "/uexec-bpf.so: No such file or directory)" in line[0], line

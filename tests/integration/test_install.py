@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Installing and running as a service (issue 16 item 6): `meson install` into a
-DESTDIR puts uexec, uexec-init and the TOML module (where uexec looks for them), the man page and the
+DESTDIR puts uexec, uexec-init and the TOML, OpenSSL and BPF modules (where uexec looks for them), the man page and the
 systemd unit in their places; the unit's `systemd-analyze security` exposure stays
 within 4.5; the man page lists every option of --help; a refused io_uring_setup (as
 under Docker's default seccomp profile) gives an actionable start-up error; the
@@ -71,9 +71,12 @@ def test_install_lists_the_expected_files(installed):
     o, path = installed["opts"], installed["path"]
     want = {path(o["bindir"], "uexec"), path(o["libexecdir"], "uexec-init"),
             path(o["libdir"], "uexec", "uexec-toml.so"),
+            path(o["libdir"], "uexec", "uexec-openssl.so"),
             installed["unit"], path(o["datadir"], "uexec", "uexec.toml.example")}
     if shutil.which("help2man"):
         want.add(path(o["mandir"], "man1", "uexec.1"))
+    if os.path.exists(os.path.join(BUILD_DIR, "src", "uexec-bpf.so")):  # a build with BPF
+        want.add(path(o["libdir"], "uexec", "uexec-bpf.so"))
     have = {os.path.join(installed["dest"], f) for f in installed["files"]}
     assert want <= have, sorted(want - have)
     # nothing else: no test, bench or fuzz programs
@@ -120,6 +123,7 @@ def test_installed_uexec_finds_uexec_init(installed):
     assert p.returncode == 0, err
     assert "Sandbox ready" in err, err
     assert "uexec-init" not in err, err      # no "Cannot open .../uexec-init" warning
+    assert "uexec-bpf.so" not in err, err    # the tracer's module found where it is installed
 
 
 def test_installed_uexec_reads_its_config_through_the_installed_module(installed, tmp_path):
@@ -154,6 +158,39 @@ def test_installed_uexec_reads_its_config_through_the_installed_module(installed
     layers = replies[2]["result"]["config"]["layers"]
     assert [x["toml"] for x in layers if x["source"].startswith("user")] == \
         ['model = "installed"\n'], replies[2]
+
+
+def test_installed_uexec_loads_the_installed_openssl_module(installed, tmp_path):
+    """The installed tree bound at its prefix (as above): a uexec outside the build tree
+    loads the OpenSSL module from libdir/uexec for a wss:// listener (a certificate made
+    by openssl(1)) and serves a TLS client."""
+    unshare, o, prefix = _bindable_prefix(installed)
+    if not shutil.which("openssl"):
+        pytest.skip("needs openssl (the program) to make a test certificate")
+    import ssl
+    import wsclient
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    script = ('mount --bind "$1" "$2" && exec "$2/%s/uexec" --listen wss://127.0.0.1:0 '
+              '--tls-cert "$3" --tls-key "$4"' % o["bindir"])
+    p = subprocess.Popen([unshare, "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                          installed["dest"] + prefix, prefix, str(cert), str(key)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        url = p.stdout.readline().decode().strip()
+        assert url.startswith("wss://127.0.0.1:"), (url, p.stderr.read1().decode())
+        ctx = ssl.create_default_context(cafile=str(cert))
+        c = wsclient.connect("ws://" + url[len("wss://"):], ssl_context=ctx)
+        assert c.ws.sock.version() in ("TLSv1.2", "TLSv1.3")
+        c.close()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=60)
+    assert "OpenSSL module" not in err.decode(), err.decode()
 
 
 def test_man_page_lists_every_option_of_help(installed):

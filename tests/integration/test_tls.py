@@ -6,6 +6,7 @@ unchanged over it, auth and the HTTP routes over it, what a plain-text client ge
 handshake deadline, and the start-up checks."""
 
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -15,7 +16,7 @@ import time
 import pytest
 
 import wsclient
-from conftest import EVENT_TIMEOUT, HOST, Server, run_once, wait_until
+from conftest import EVENT_TIMEOUT, HOST, UEXEC_BIN, Server, run_once, wait_until
 from wsclient import headers_dict
 
 TOKEN = "tls-token-5be0c1"
@@ -225,3 +226,84 @@ def test_sighup_loads_the_certificate_the_new_configuration_names(certs, tmp_pat
     assert b"keeping the previous one" in srv.stderr()
     assert peer_cn(str(cert2)) == "uexec-renewed"
     srv.check_stop()   # exit 0 on SIGTERM, no sanitizer report
+
+
+def _mapped_libraries(pid):
+    names = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 5 and parts[5].startswith("/"):
+                names.add(os.path.basename(parts[5]))
+    return names
+
+
+def _openssl(names):
+    return sorted(n for n in names if n.startswith(("libssl.so", "libcrypto.so", "uexec-openssl")))
+
+
+def test_openssl_is_loaded_only_for_tls(server_factory, tls_server):
+    """uexec links neither libssl nor libcrypto: they come with the OpenSSL module
+    (src/tls/tls-module.h), loaded on first need. A ws:// server that ran a process maps
+    none of them; a wss:// one maps the module and both libraries."""
+    plain = server_factory(kinds=False)
+    c = plain.connect()
+    assert c.run("p1", ["/bin/true"]).exit_code == 0
+    assert _openssl(_mapped_libraries(plain.pid)) == []
+    s = tls_server()
+    got = _openssl(_mapped_libraries(s.pid))
+    assert "uexec-openssl.so" in got, got
+    assert any(n.startswith("libssl.so") for n in got) and \
+        any(n.startswith("libcrypto.so") for n in got), got
+
+
+def test_wss_without_the_openssl_module_fails_at_start(certs, tmp_path):
+    """A copy of uexec in a directory without uexec-openssl.so: --listen wss:// fails at
+    start naming where the module was looked for; ws:// still serves. Skips when the
+    module is installed where the copy looks next (the install dir is compiled in)."""
+    d = tmp_path / "lone"
+    d.mkdir()
+    exe = d / "uexec"
+    shutil.copy2(UEXEC_BIN, exe)
+    try:
+        p = subprocess.run([str(exe), "--listen", "wss://127.0.0.1:0", "--tls-cert",
+                            certs["cert"], "--tls-key", certs["key"]], capture_output=True,
+                           stdin=subprocess.DEVNULL, timeout=EVENT_TIMEOUT)
+    except subprocess.TimeoutExpired:  # it serves: it found a module
+        p = None
+    err = p.stderr.decode() if p else ""
+    if not p or "cannot load the OpenSSL module" not in err:
+        pytest.skip("an installed uexec-openssl.so is found by a uexec outside the build tree")
+    assert p.returncode == 1, err
+    assert "Error: cannot load the OpenSSL module: uexec-openssl.so is neither next to the " \
+        "uexec binary nor in " in err, err
+    assert "/uexec-openssl.so: No such file or directory" in err, err
+    assert err.count("OpenSSL module") == 1, err
+    assert p.stdout == b""
+
+
+def test_openssl_module_replaced_after_start_is_not_loaded(server_factory, tmp_path):
+    """The OpenSSL module is found at start and loaded through the fd opened then: a file
+    renamed over it later (a sandbox that can write the binary's directory, a package
+    upgrade) is never loaded. A ws:// server's first https http/request loads the module
+    it started with (and libssl with it)."""
+    d = tmp_path / "copy"
+    d.mkdir()
+    for name in ("uexec", "uexec-openssl.so"):
+        shutil.copy2(os.path.join(os.path.dirname(UEXEC_BIN), name), d / name)
+    launcher = ["/bin/sh", "-c", 'shift; exec "$0" "$@"', str(d / "uexec")]
+    srv = server_factory(launcher=launcher, kinds=False)
+    c = srv.connect()
+    assert _openssl(_mapped_libraries(srv.pid)) == []
+    planted = d / "planted.so"
+    planted.write_bytes(b"not an ELF file\n")
+    os.rename(planted, d / "uexec-openssl.so")
+    with socket.socket() as s:       # a port nothing listens on: the TLS set-up comes first
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    reply = c.call("http/request", {"method": "GET", "requestId": "r",
+                                    "url": "https://127.0.0.1:%d/" % port})
+    assert "error" in reply, reply    # refused, after the module was loaded
+    got = _openssl(_mapped_libraries(srv.pid))
+    assert "uexec-openssl.so" in got and any(n.startswith("libssl.so") for n in got), got
+    assert b"Cannot load the OpenSSL module" not in srv.stderr()

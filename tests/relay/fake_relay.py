@@ -45,9 +45,11 @@ Test hooks:
       reset_on_harness_close  bool                                              (true)
       executor_url_query  appended to the executor rendezvous url ("?x=y")       ("")
       ignore_pings        do not answer the executor's Pings (pong watchdog)      (false)
+      validate_drop_kept  the next N validates that arrive on a kept (keep-alive) connection
+                          close it unanswered (logged as kind "http_drop")       (0)
   GET /_log       every request and WebSocket event so far, as a JSON list:
       {"n", "t", "kind": "http", "method", "path", "headers": {lowercased: value}, "body": json|text,
-       "status"} and {"n", "t", "kind": "ws", "event": "open"|"close"|"frame"|"text"|"ping"|"pong"|
+       "status", "http_conn" (which TCP connection, from 1), "nth" (its request number on it)} and {"n", "t", "kind": "ws", "event": "open"|"close"|"frame"|"text"|"ping"|"pong"|
        "refused"|"drop"|"route-drop", "role": "executor"|"harness", "conn", "registration",
        "stream_id", "body_kind", "reason", "len", ...}
       GET /_log?since=N returns entries with n >= N only.
@@ -85,6 +87,9 @@ DEFAULT_KNOBS = {
     "reset_on_harness_close": True,
     "executor_url_query": "",
     "ignore_pings": False,
+    # close this many kept connections when a validate arrives as their 2nd+ request,
+    # without an answer (a registry dropping an idle keep-alive connection as it is reused)
+    "validate_drop_kept": 0,
 }
 
 
@@ -283,6 +288,7 @@ class FakeRelay:
         self.owners = {}          # (registration id, stream_id) -> harness WsConn
         self.harness_conns = {}   # cid -> WsConn
         self.next_cid = 1
+        self.next_http_conn = 1
         self.nreg = 0
 
     # -- bookkeeping
@@ -327,6 +333,8 @@ class FakeRelay:
 
     # -- HTTP
     async def handle(self, reader, writer):
+        http_conn, nth = self.next_http_conn, 0
+        self.next_http_conn += 1
         try:
             while True:
                 try:
@@ -358,7 +366,15 @@ class FakeRelay:
                 if headers.get("upgrade", "").lower() == "websocket":
                     await self.upgrade(reader, writer, method, url, headers)
                     return
-                status, obj = await self.route(method, url, headers, body)
+                nth += 1
+                if (nth > 1 and url.path.endswith("/validate") and
+                        (self.knobs.get("validate_drop_kept") or 0) > 0):
+                    self.knobs["validate_drop_kept"] -= 1
+                    self.add_log({"kind": "http_drop", "path": url.path, "http_conn": http_conn,
+                                  "nth": nth})
+                    return
+                status, obj = await self.route(method, url, headers, body,
+                                               http_conn=http_conn, nth=nth)
                 data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
                 keep = headers.get("connection", "").lower() != "close"
                 writer.write(("HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
@@ -387,14 +403,14 @@ class FakeRelay:
             v["count"] = v.get("count", 1) - 1
         return v.get("status", 500)
 
-    async def route(self, method, url, headers, body):
+    async def route(self, method, url, headers, body, http_conn=None, nth=None):
         path = url.path
         try:
             parsed = json.loads(body) if body else None
         except ValueError:
             parsed = body.decode("utf-8", "replace")
         entry = {"kind": "http", "method": method, "path": path, "query": url.query,
-                 "headers": headers, "body": parsed}
+                 "headers": headers, "body": parsed, "http_conn": http_conn, "nth": nth}
         self.add_log(entry)
         status, obj = await self._route(method, url, headers, parsed, entry)
         entry["status"] = status

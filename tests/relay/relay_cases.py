@@ -486,6 +486,42 @@ def test_slow_validate_does_not_block_others(relay):
     slow.finish_handshake(timeout=TIMEOUT)
 
 
+def test_validate_keeps_its_registry_connection(relay, executor_kind):
+    """The validate calls of successive streams share one keep-alive connection to the
+    registry (a round trip each, no TCP or TLS handshake on the channel's setup path);
+    a registration has its own connection, closed after its answer."""
+    if executor_kind == "reference":
+        pytest.skip("uexec's connection reuse")
+    h = relay.harness()
+    for _ in range(3):
+        h.open_stream()
+    vs = relay.requests("validate")
+    assert len(vs) == 3 and all(v.get("status") == 200 for v in vs), vs
+    assert len({v["http_conn"] for v in vs}) == 1, [(v["http_conn"], v["nth"]) for v in vs]
+    assert [v["nth"] for v in vs] == [1, 2, 3]
+    assert "connection" not in vs[0]["headers"], vs[0]["headers"]
+    reg = relay.requests("register")[0]
+    assert reg["headers"].get("connection") == "close"
+    assert reg["http_conn"] not in {v["http_conn"] for v in vs}
+
+
+def test_validate_on_a_dropped_kept_connection_runs_again(relay, executor_kind):
+    """A registry may close an idle keep-alive connection as it is reused: the validate
+    that found it closed (no answer byte) runs once more on a new connection, and the
+    stream opens."""
+    if executor_kind == "reference":
+        pytest.skip("uexec's connection reuse")
+    h = relay.harness()
+    h.open_stream()                       # its validate leaves a kept connection
+    relay.control(validate_drop_kept=1)
+    h.open_stream()                       # ... which the fake closes on this one's request
+    drops = [e for e in relay.log() if e.get("kind") == "http_drop"]
+    assert len(drops) == 1, drops
+    vs = relay.requests("validate")
+    assert len(vs) == 2 and all(v.get("status") == 200 for v in vs), vs
+    assert vs[1]["http_conn"] != drops[0]["http_conn"] and vs[1]["nth"] == 1
+
+
 def test_oversize_authorization(relay):
     """§4.2 step 5: an authorization over 4096 bytes -> Reset, no validation."""
     h = relay.harness()

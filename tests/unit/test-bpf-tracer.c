@@ -725,6 +725,59 @@ TEST(attached_only_while_watching)
 	fixture_teardown();
 }
 
+/* This process's mappings of the ring (a BPF map of more than 1 MiB: its data twice). */
+static int ring_mappings(void)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (strstr(line, "anon_inode:bpf-map") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
+		    hi - lo > (1ul << 20))
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * The ring is mapped only while attached (idle, it is 1 MB of the server's
+ * resident set); a detach that leaves records keeps it until they are read.
+ */
+TEST(ring_mapped_only_while_attached)
+{
+	struct bpf_tracer *t = open_or_skip();
+	struct seen s;
+
+	fixture_setup();
+	ASSERT_EQ(0, ring_mappings());
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(1, ring_mappings());
+	run_child(denials_child, true);
+	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id)); /* detaches: not lingering */
+	ASSERT_EQ(1, ring_mappings());                           /* the records are still there */
+	ASSERT_EQ(4, drain(t, &s));
+	ASSERT_EQ(0, ring_mappings()); /* read, detached: unmapped */
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(0, ring_mappings());
+	ASSERT_EQ(0, drain(t, &s)); /* unmapped: nothing to read, no crash */
+	/* Lingering: still mapped after the last unwatch, unmapped with the detach. */
+	bpf_tracer_set_linger(t, true);
+	ASSERT_EQ(0, bpf_tracer_watch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(0, bpf_tracer_unwatch_cgroup(t, fx.cgroup_id));
+	ASSERT_EQ(1, ring_mappings());
+	ASSERT_TRUE(bpf_tracer_detach_if_idle(t));
+	ASSERT_EQ(0, ring_mappings());
+	bpf_tracer_close(t);
+	fixture_teardown();
+}
+
 /* Cgroup ids need no BPF: a leaf's differs from its parent's; other dirs have none. */
 TEST(cgroup_ids)
 {

@@ -4,7 +4,8 @@
  * messages and the transport, with every message and record tampered,
  * replayed or reordered, the wrong prologue or pinned key, and AES-256-GCM
  * checked against the GCM specification's test cases 13 and 14. Run once
- * with libsodium's AES and once with UEXEC_NOISE_AEAD=openssl.
+ * with OpenSSL's AES (a context kept per direction) and once with
+ * UEXEC_NOISE_AEAD=sodium (libsodium's).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -116,6 +117,74 @@ TEST(handshake_kem_first)
 	ASSERT_EQ(0, exchange2(&p));
 	ASSERT_TRUE(noise_handshake_done(p.init) && noise_handshake_done(p.resp));
 	check_transport(&p);
+	pair_done(&p);
+}
+
+/*
+ * msg2 prepared ahead (the executor runs its tokens while the registry
+ * validates): the same message as written in one go, for an empty payload
+ * and for the 401 payload alike; not before msg1, not twice, not for the
+ * initiator's turn.
+ */
+TEST(handshake_prepared_msg2)
+{
+	static const char rejected[] = "codex-registry-authentication-rejected/v1";
+	uint8_t payload[64];
+	struct pair p;
+
+	for (int order = 0; order < 2; order++) {
+		enum noise_msg2_order o = order ? NOISE_MSG2_KEM_LAST : NOISE_MSG2_KEM_FIRST;
+
+		pair_start(&p, o, o, prologue, sizeof(prologue));
+		ASSERT_EQ(-EPROTO, noise_handshake_prepare(p.resp)); /* msg1 not read yet */
+		ASSERT_EQ((ssize_t)strlen(auth), exchange1(&p));
+		ASSERT_EQ(-EPROTO, noise_handshake_prepare(p.init)); /* not its turn */
+		ASSERT_EQ(0, noise_handshake_prepare(p.resp));
+		ASSERT_EQ(-EPROTO, noise_handshake_prepare(p.resp)); /* once */
+		ASSERT_EQ(0, exchange2(&p));
+		check_transport(&p);
+		pair_done(&p);
+	}
+	/* The payload sealed after prepared tokens reads back. */
+	pair_start(&p, NOISE_MSG2_DEFAULT, NOISE_MSG2_DEFAULT, prologue, sizeof(prologue));
+	ASSERT_EQ((ssize_t)strlen(auth), exchange1(&p));
+	ASSERT_EQ(0, noise_handshake_prepare(p.resp));
+	p.len2 = noise_handshake_write(p.resp, (const uint8_t *)rejected, strlen(rejected), p.msg2,
+				       sizeof(p.msg2));
+	ASSERT_EQ((ssize_t)(NOISE_MSG2_BYTES + strlen(rejected)), p.len2);
+	ASSERT_EQ((ssize_t)strlen(rejected),
+		  noise_handshake_read(p.init, p.msg2, (size_t)p.len2, payload, sizeof(payload)));
+	ASSERT_MEMEQ(rejected, payload, strlen(rejected));
+	pair_done(&p);
+}
+
+/*
+ * An ephemeral keypair generated ahead: msg2 carries its public keys (after
+ * ekem and skem), the caller's copy is wiped, it serves once, and the
+ * handshake completes as with one generated in place.
+ */
+TEST(handshake_given_ephemeral)
+{
+	static const uint8_t zero[sizeof(struct noise_keypair)];
+	struct noise_keypair e, copy;
+	struct pair p;
+	size_t at = MLKEM768_CT_BYTES + MLKEM768_CT_BYTES + NOISE_TAG_BYTES;
+
+	pair_start(&p, NOISE_MSG2_KEM_FIRST, NOISE_MSG2_KEM_FIRST, prologue, sizeof(prologue));
+	ASSERT_EQ((ssize_t)strlen(auth), exchange1(&p));
+	ASSERT_EQ(0, noise_keypair_generate(&e));
+	copy = e;
+	ASSERT_EQ(0, noise_handshake_use_ephemeral(p.resp, &e));
+	ASSERT_MEMEQ(zero, &e, sizeof(e));
+	e = copy;
+	ASSERT_EQ(-EPROTO, noise_handshake_use_ephemeral(p.resp, &e)); /* once */
+	ASSERT_MEMEQ(zero, &e, sizeof(e));
+	ASSERT_EQ(0, noise_handshake_prepare(p.resp));
+	ASSERT_EQ(0, exchange2(&p));
+	ASSERT_MEMEQ(copy.dh_pk, p.msg2 + at, NOISE_DH_BYTES);
+	ASSERT_MEMEQ(copy.kem_pk, p.msg2 + at + NOISE_DH_BYTES, MLKEM768_EK_BYTES);
+	check_transport(&p);
+	noise_keypair_wipe(&copy);
 	pair_done(&p);
 }
 
@@ -304,6 +373,8 @@ TEST(records_tampered_replayed_reordered)
 	ASSERT_EQ(-EBADMSG, noise_decrypt(&ti, r1, (size_t)n1, pt, sizeof(pt)));
 	/* Shorter than a tag. */
 	ASSERT_EQ(-EBADMSG, noise_decrypt(&tr, r1, 15, pt, sizeof(pt)));
+	noise_transport_wipe(&ti);
+	noise_transport_wipe(&tr);
 }
 
 TEST(record_limits)
@@ -326,6 +397,8 @@ TEST(record_limits)
 	ASSERT_EQ(-ERANGE, noise_decrypt(&tr, ct, 17, pt, sizeof(pt)));
 	ti.send.n = NOISE_MAX_RECORDS - 1;
 	ASSERT_EQ(17, noise_encrypt(&ti, pt, 1, ct, sizeof(ct)));
+	noise_transport_wipe(&ti);
+	noise_transport_wipe(&tr);
 }
 
 static void unhex(const char *h, uint8_t *out)
@@ -353,7 +426,12 @@ TEST(aes256gcm_known_answers)
 	ASSERT_EQ(32, noise_encrypt(&t, zero, 16, ct, sizeof(ct)));
 	unhex("cea7403d4d606b6e074ec5d3baf39d18d0d1c8a799996bf0265b98b5d48ab919", want);
 	ASSERT_MEMEQ(want, ct, 32);
+	/* The direction's kept context opens what it sealed (record 0 again). */
+	t.recv.has_key = true;
+	ASSERT_EQ(16, noise_decrypt(&t, ct, 32, zero, sizeof(zero)));
+	ASSERT_EQ(1u, t.recv.n);
 	printf("# AES-256-GCM: %s\n", noise_aead_impl());
+	noise_transport_wipe(&t);
 }
 
 TEST(public_key_json_round_trip)

@@ -7,8 +7,8 @@
  * ML-KEM-768 and no library packaged for Debian 12 offers it (libsodium 1.0.18
  * has no ML-KEM, OpenSSL 3.0 neither: it arrived in OpenSSL 3.5). The hash
  * functions come from OpenSSL 3.0's libcrypto (SHA3-256, SHA3-512, SHAKE128,
- * SHAKE256 through EVP; libsodium 1.0.18 has no Keccak); randomness, the
- * constant-time compare and wiping from libsodium.
+ * SHAKE256 through EVP, in the OpenSSL module src/tls; libsodium 1.0.18 has
+ * no Keccak); randomness, the constant-time compare and wiping from libsodium.
  *
  * FIPS 203 algorithms, by function:
  *   Alg. 3/4  BitsToBytes/BytesToBits   folded into byte_encode/byte_decode,
@@ -53,8 +53,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 #include <sodium.h>
+
+#include "tls-ossl.h"
 
 #define N 256
 #define Q 3329
@@ -157,40 +158,27 @@ static uint16_t mul_q(uint16_t a, uint16_t b)
 	return reduce((uint32_t)a * b);
 }
 
-/* ---- hash functions (§4.1), from libcrypto: libsodium 1.0.18 has no SHA-3 ---- */
-
-/* md over a ‖ b; xof: squeeze outlen bytes (SHAKE), else the digest's size. */
-static int keccak(const EVP_MD *md, bool xof, uint8_t *out, size_t outlen, const void *a,
-		  size_t alen, const void *b, size_t blen)
-{
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int ok;
-
-	if (!ctx)
-		return -ENOMEM;
-	ok = EVP_DigestInit_ex(ctx, md, NULL) && EVP_DigestUpdate(ctx, a, alen) &&
-	     (blen == 0 || EVP_DigestUpdate(ctx, b, blen)) &&
-	     (xof ? EVP_DigestFinalXOF(ctx, out, outlen) : EVP_DigestFinal_ex(ctx, out, NULL));
-	EVP_MD_CTX_free(ctx); /* clears the Keccak state */
-	return ok ? 0 : -EIO;
-}
+/*
+ * ---- hash functions (§4.1), from libcrypto through the OpenSSL module
+ * (src/tls/tls-ossl.h): libsodium 1.0.18 has no SHA-3 ----
+ */
 
 /* H(s) = SHA3-256(s) */
 static int hash_h(uint8_t out[32], const uint8_t *s, size_t len)
 {
-	return keccak(EVP_sha3_256(), false, out, 32, s, len, NULL, 0);
+	return tls_keccak(TLS_SHA3_256, out, 32, s, len, NULL, 0);
 }
 
 /* G(a ‖ b) = SHA3-512(a ‖ b), split by the callers into two 32-byte halves */
 static int hash_g(uint8_t out[64], const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-	return keccak(EVP_sha3_512(), false, out, 64, a, alen, b, blen);
+	return tls_keccak(TLS_SHA3_512, out, 64, a, alen, b, blen);
 }
 
 /* J(z ‖ c) = SHAKE256(z ‖ c, 8·32) */
 static int hash_j(uint8_t out[32], const uint8_t z[32], const uint8_t c[MLKEM768_CT_BYTES])
 {
-	return keccak(EVP_shake256(), true, out, 32, z, 32, c, MLKEM768_CT_BYTES);
+	return tls_keccak(TLS_SHAKE256, out, 32, z, 32, c, MLKEM768_CT_BYTES);
 }
 
 /* ---- encoding (Algorithms 5 and 6, §4.2.1) ---- */
@@ -327,7 +315,7 @@ static int sample_ntt(struct poly *a, const uint8_t rho[32], uint8_t j, uint8_t 
 	memcpy(seed, rho, 32);
 	seed[32] = j;
 	seed[33] = i;
-	r = keccak(EVP_shake128(), true, buf, len, seed, sizeof(seed), NULL, 0);
+	r = tls_keccak(TLS_SHAKE128, buf, len, seed, sizeof(seed), NULL, 0);
 	while (r == 0) {
 		for (; n < N && pos + 3 <= len; pos += 3) {
 			uint16_t d1 = (uint16_t)(buf[pos] | (buf[pos + 1] & 0x0f) << 8);
@@ -347,7 +335,7 @@ static int sample_ntt(struct poly *a, const uint8_t rho[32], uint8_t j, uint8_t 
 		}
 		heap = buf = more;
 		len *= 2;
-		r = keccak(EVP_shake128(), true, buf, len, seed, sizeof(seed), NULL, 0);
+		r = tls_keccak(TLS_SHAKE128, buf, len, seed, sizeof(seed), NULL, 0);
 	}
 	free(heap);
 	return r;
@@ -370,7 +358,7 @@ static int gen_matrix(struct polyvec a[K], const uint8_t rho[32])
 static int sample_poly_cbd(struct poly *f, const uint8_t sigma[32], uint8_t nonce)
 {
 	uint8_t buf[64 * ETA1];
-	int r = keccak(EVP_shake256(), true, buf, sizeof(buf), sigma, 32, &nonce, 1);
+	int r = tls_keccak(TLS_SHAKE256, buf, sizeof(buf), sigma, 32, &nonce, 1);
 
 	if (r == 0)
 		for (size_t i = 0; i < N; i++) {

@@ -69,12 +69,18 @@ enum noise_msg2_order {
 #define NOISE_MSG2_DEFAULT NOISE_MSG2_KEM_FIRST
 
 struct noise_handshake;
+struct tls_gcm;
 
-/* One direction of the transport: its key and its record counter. */
+/*
+ * One direction of the transport: its key and its record counter, and the
+ * AES-GCM context keyed with it (made at the first record, freed by
+ * noise_transport_wipe(): a transport is not copied once it has been used).
+ */
 struct noise_cipher {
 	uint8_t key[32];
 	uint64_t n;
 	bool has_key;
+	struct tls_gcm *gcm;
 };
 
 struct noise_transport {
@@ -107,6 +113,28 @@ void noise_handshake_free(struct noise_handshake *hs);
  */
 ssize_t noise_handshake_write(struct noise_handshake *hs, const uint8_t *payload, size_t payload_len,
 			      uint8_t *out, size_t cap);
+
+/*
+ * Runs the tokens of our next message ahead of its payload (everything but
+ * the payload's encryption: KEM encapsulations, the ephemeral keys, the
+ * DHs), keeping their bytes in hs; noise_handshake_write() then only seals
+ * the payload after them. Nothing depends on the payload, so the executor
+ * prepares msg2 while the registry validates msg1's key (RELAY.md §4.2: msg2
+ * is written, i.e. sent, only after). Touches nothing but hs: may run on a
+ * worker thread while the loop leaves hs alone. Returns 0, -EPROTO when it
+ * is not our turn or the message is prepared already, or another -errno (the
+ * handshake then fails as a failed write does).
+ */
+int noise_handshake_prepare(struct noise_handshake *hs);
+
+/*
+ * Our next message's ephemeral keypair, generated ahead (the executor keeps
+ * one ready on a worker, as its generation is a fifth of msg2's CPU): moved
+ * into hs and wiped in *e, so that it serves one handshake only. Returns 0,
+ * or -EPROTO (e wiped all the same) when it is not our turn, or the message
+ * or its ephemeral key is there already.
+ */
+int noise_handshake_use_ephemeral(struct noise_handshake *hs, struct noise_keypair *e);
 
 /*
  * Reads the peer's next handshake message; its payload goes to payload (cap

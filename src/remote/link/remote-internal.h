@@ -8,6 +8,7 @@
  *   remote.c         the mode: options, identity, start and stop; register,
  *                    dial, serve, back off (enum remote_state)
  *   stream.c         the Noise streams and their round-robin output
+ *   handshake-prep.c msg2's tokens and ephemeral keys on the worker pool
  *   rendezvous.c     the physical link: one WebSocket, frames out, its queue
  *   ws-client.c      a WebSocket client over a netconn (the link, forward)
  *   registry-http.c  one POST to the registry over a netconn
@@ -74,6 +75,8 @@ struct remote_http *remote_http_post(struct remote *r, enum registry_op op, cons
 				     remote_http_fn fn, void *userdata, int *ret_err);
 /* No callback runs after this. */
 void remote_http_cancel(struct remote_http *h);
+/* Closes the idle keep-alive connections of validate calls (remote_stop). */
+void remote_http_idle_close_all(struct remote *r);
 
 /* ---- the WebSocket client (ws-client.c) ---- */
 
@@ -148,6 +151,15 @@ enum remote_state {
 	REMOTE_STOPPED,
 };
 
+enum stream_verdict {
+	STREAM_VERDICT_NONE,     /* the registry has not answered yet */
+	STREAM_VERDICT_VALID,    /* msg2 with an empty payload, then the stream opens */
+	STREAM_VERDICT_REJECTED, /* 401: msg2 carries REMOTE_AUTH_REJECTED, no stream */
+};
+
+struct stream_prep;
+struct remote_spare;
+
 struct remote_stream {
 	struct list_head link;       /* remote->streams */
 	struct list_head ready_link; /* remote->ready: has output to send */
@@ -163,6 +175,9 @@ struct remote_stream {
 	/* pending: the registry validation and its deadline */
 	struct remote_http *validation;
 	struct remote_deadline validation_deadline;
+	/* pending: msg2's tokens on a worker (hs is NULL meanwhile), and the verdict */
+	struct stream_prep *prep;
+	enum stream_verdict verdict;
 	/* active: the connection it carries */
 	struct conn *conn;
 	/* forward mode: the destination */
@@ -199,6 +214,8 @@ struct remote {
 	bool reregister; /* the backoff ends in a registration, not a dial */
 
 	struct remote_http *register_call;
+	struct list_head http_idle; /* kept registry connections (registry-http.c) */
+	struct remote_spare *spare; /* the next ephemeral keypair (handshake-prep.c) */
 	struct registry_registration reg;
 
 	struct remote_ws *ws;
@@ -233,7 +250,20 @@ void remote_link_drop(struct remote *r, const char *why);
 /* Closes the link at shutdown; no hook runs. */
 void remote_link_close(struct remote *r);
 
+/* handshake-prep.c: msg2's tokens on the worker pool during the validation */
+/* Hands s->hs (msg1 read) to a worker, with the ephemeral keypair generated ahead if ready
+ * (the caller starts the next one once msg2 is out: remote_spare_fill). */
+void remote_prep_msg2(struct remote_stream *s);
+/* s is going: a running preparation frees the handshake it holds. */
+void remote_prep_orphan(struct remote_stream *s);
+/* Starts generating one ephemeral keypair ahead (if none is there or on its way). */
+void remote_spare_fill(struct remote *r);
+/* Drops it (remote_stop); one still being generated is freed when its job ends. */
+void remote_spare_drop(struct remote *r);
+
 /* stream.c: the Noise streams */
+/* The verdict and msg2's tokens both in: sends msg2 and opens the stream, or ends it. */
+void remote_stream_finish_handshake(struct remote_stream *s);
 /* One relay frame from the link (the link's frame hook). */
 void remote_stream_frame(struct remote *r, const uint8_t *frame, size_t len);
 /* Lets streams with output send, round robin, while the link has room (its room hook). */

@@ -285,6 +285,7 @@ int remote_start(struct server *s, const struct remote_options *o)
 	r->state = REMOTE_REGISTERING;
 	list_init(&r->streams);
 	list_init(&r->ready);
+	list_init(&r->http_idle);
 	list_init(&r->deadlines);
 	q = remote_parse_options(r);
 	if (q < 0)
@@ -317,6 +318,8 @@ void remote_stop(struct server *s)
 	remote_stream_free_all(r, "local_shutdown");
 	if (r->register_call)
 		remote_http_cancel(TAKE_PTR(r->register_call));
+	remote_http_idle_close_all(r);
+	remote_spare_drop(r);
 	remote_link_close(r);
 	r->state = REMOTE_STOPPED;
 	remote_deadlines_stop(r);

@@ -30,6 +30,7 @@ static void on_open(struct remote_ws *w)
 	r->state = REMOTE_SERVING;
 	r->failures = 0;
 	registry_backoff_reset(&r->backoff);
+	remote_spare_fill(r); /* the first handshake's ephemeral keys, ahead */
 	log_info("Relay link up: serving environment %s through the rendezvous",
 		 r->environment_id);
 }

@@ -63,6 +63,7 @@ static void stream_free(struct remote_stream *s, const char *why)
 	if (s->validation)
 		remote_http_cancel(s->validation);
 	remote_deadline_clear(&s->validation_deadline);
+	remote_prep_orphan(s); /* a preparation running frees the handshake it holds */
 	noise_handshake_free(s->hs);
 	noise_transport_wipe(&s->t);
 	relay_order_done(&s->order);
@@ -367,15 +368,61 @@ static int stream_activate(struct remote_stream *s)
 	return 0;
 }
 
+/*
+ * The registry's verdict and msg2's prepared tokens both in: msg2 goes out
+ * (RELAY.md §4.2 step 8), or, for a 401, the handshake completes with the
+ * rejection payload and the stream is never activated (as the reference).
+ */
+void remote_stream_finish_handshake(struct remote_stream *s)
+{
+	struct remote *r = s->r;
+	uint8_t msg2[NOISE_MSG2_BYTES + sizeof(REMOTE_AUTH_REJECTED)];
+	struct relay_frame f;
+	ssize_t n;
+	int q;
+
+	if (s->verdict == STREAM_VERDICT_REJECTED) {
+		n = noise_handshake_write(s->hs, (const uint8_t *)REMOTE_AUTH_REJECTED,
+					  strlen(REMOTE_AUTH_REJECTED), msg2, sizeof(msg2));
+		if (n <= 0) {
+			stream_fail(s, "harness key not validated");
+			return;
+		}
+		relay_frame_init_handshake(&f, s->id, s->id_len, msg2, (size_t)n);
+		send_frame(r, &f);
+		stream_fail_as(s, "harness authorization rejected by the registry", false);
+		return;
+	}
+	if (r->n_active >= REMOTE_MAX_ACTIVE_STREAMS) {
+		stream_reset(s, "too many active streams");
+		return;
+	}
+	n = noise_handshake_write(s->hs, NULL, 0, msg2, sizeof(msg2));
+	if (n < 0 || noise_handshake_split(s->hs, &s->t) < 0) {
+		stream_reset(s, "writing the handshake answer failed");
+		return;
+	}
+	noise_handshake_free(s->hs);
+	s->hs = NULL;
+	relay_frame_init_handshake(&f, s->id, s->id_len, msg2, (size_t)n);
+	send_frame(r, &f);
+	remote_spare_fill(r); /* the next handshake's ephemeral keys, now that this one is out */
+	r->n_pending--;
+	r->n_active++;
+	s->active = true;
+	q = stream_activate(s);
+	if (q < 0) {
+		stream_reset(s, "out of resources");
+		return;
+	}
+	log_info("Relay stream %s open (%u active)", s->id, r->n_active);
+}
+
 static void on_validated(void *userdata, int err, const char *why, int status, const char *body,
 			 size_t len)
 {
 	struct remote_stream *s = userdata;
-	struct remote *r = s->r;
-	uint8_t msg2[NOISE_MSG2_BYTES + sizeof(REMOTE_AUTH_REJECTED)];
-	struct relay_frame f;
 	const char *reason = NULL;
-	ssize_t n;
 	int q;
 
 	s->validation = NULL;
@@ -392,52 +439,24 @@ static void on_validated(void *userdata, int err, const char *why, int status, c
 		log_info("Relay stream %s: harness key validation failed: HTTP %d%s%s%s", s->id,
 			 status, e.auth ? " (authentication failed)" : "", e.code[0] ? " " : "",
 			 e.code);
-		if (status == 401) {
-			/*
-			 * As the reference: the handshake completes with this payload in msg2,
-			 * so that the harness can tell the user its authorization was refused;
-			 * the stream is never activated (later data is reset as unknown).
-			 */
-			n = noise_handshake_write(s->hs, (const uint8_t *)REMOTE_AUTH_REJECTED,
-						  strlen(REMOTE_AUTH_REJECTED), msg2, sizeof(msg2));
-			if (n > 0) {
-				relay_frame_init_handshake(&f, s->id, s->id_len, msg2, (size_t)n);
-				send_frame(r, &f);
-				stream_fail_as(s, "harness authorization rejected by the registry",
-					       false);
-				return;
-			}
+		if (status != 401)
+			goto fail;
+		/*
+		 * As the reference: the handshake completes with this payload in msg2,
+		 * so that the harness can tell the user its authorization was refused.
+		 */
+		s->verdict = STREAM_VERDICT_REJECTED;
+	} else {
+		q = registry_parse_validation(body, len, &reason);
+		if (q < 0) {
+			log_info("Relay stream %s: harness key rejected: %s", s->id,
+				 q == -EKEYREJECTED ? "the registry says it is not valid" : reason);
+			goto fail;
 		}
-		goto fail;
+		s->verdict = STREAM_VERDICT_VALID;
 	}
-	q = registry_parse_validation(body, len, &reason);
-	if (q < 0) {
-		log_info("Relay stream %s: harness key rejected: %s", s->id,
-			 q == -EKEYREJECTED ? "the registry says it is not valid" : reason);
-		goto fail;
-	}
-	if (r->n_active >= REMOTE_MAX_ACTIVE_STREAMS) {
-		stream_reset(s, "too many active streams");
-		return;
-	}
-	n = noise_handshake_write(s->hs, NULL, 0, msg2, sizeof(msg2));
-	if (n < 0 || noise_handshake_split(s->hs, &s->t) < 0) {
-		stream_reset(s, "writing the handshake answer failed");
-		return;
-	}
-	noise_handshake_free(s->hs);
-	s->hs = NULL;
-	relay_frame_init_handshake(&f, s->id, s->id_len, msg2, (size_t)n);
-	send_frame(r, &f);
-	r->n_pending--;
-	r->n_active++;
-	s->active = true;
-	q = stream_activate(s);
-	if (q < 0) {
-		stream_reset(s, "out of resources");
-		return;
-	}
-	log_info("Relay stream %s open (%u active)", s->id, r->n_active);
+	if (!s->prep) /* else the preparation's end finishes */
+		remote_stream_finish_handshake(s);
 	return;
 fail:
 	stream_fail(s, "harness key not validated");
@@ -474,6 +493,7 @@ static int stream_start_validation(struct remote_stream *s, const uint8_t *auth,
 		return err;
 	remote_deadline_set(r, &s->validation_deadline, REMOTE_VALIDATION_TIMEOUT_MS,
 			    on_validation_deadline);
+	remote_prep_msg2(s);
 	return 0;
 }
 
