@@ -37,6 +37,7 @@
 #include "own-files.h"
 #include "sandbox.h"
 #include "spawn.h"
+#include "spawner.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -689,7 +690,7 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 	return pid < 0 ? -err : pid;
 }
 
-int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
+static int spawn_here(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
 {
 	_cleanup_close_ int ep_r = -1, ep_w = -1, pidfd = -1;
 	struct stdio_fds f = { -1, -1, -1, -1, -1, -1, -1, -1 };
@@ -762,4 +763,30 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 out:
 	stdio_fds_close(&f);
 	return r;
+}
+
+struct spawn_call_args {
+	const struct spawn_args *a;
+	struct spawn_result *ret;
+	const char **ret_step;
+};
+
+static int spawn_call_fn(void *arg)
+{
+	struct spawn_call_args *c = arg;
+
+	return spawn_here(c->a, c->ret, c->ret_step);
+}
+
+int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
+{
+	struct spawn_call_args c = { a, ret, ret_step };
+
+	/*
+	 * Every child is the spawner thread's (spawner.h): a spawn asked for on
+	 * another thread waits for it there, as it waited for the vfork here.
+	 */
+	if (spawner_running() && !spawner_is_current())
+		return spawner_call(spawn_call_fn, &c);
+	return spawn_here(a, ret, ret_step);
 }

@@ -43,6 +43,7 @@
 #include "server.h"
 #include "session.h"
 #include "spawn.h"
+#include "spawner.h"
 #include "tls-mem.h"
 #include "toml-load.h"
 #include "uexec.h"
@@ -665,6 +666,13 @@ int server_init(struct server *s, const struct config *cfg)
 	if (r < 0)
 		return log_error_errno(r, "Starting the filesystem worker threads failed");
 
+	/* Every child is spawned on its thread (src/exec/spawner.h): the loop never waits in vfork. */
+	if (!s->cfg.fs_helper) {
+		r = spawner_init(s);
+		if (r < 0)
+			return log_error_errno(r, "Starting the spawner thread failed");
+	}
+
 	/* The sandboxed fs helper is this binary, re-executed through an fd opened now. */
 	if (!s->cfg.fs_helper) {
 		fs_sandbox_init(s);
@@ -738,6 +746,7 @@ void server_done(struct server *s)
 	s->stopping = true;
 	remote_stop(s);
 	worker_pool_done(s);
+	spawner_done(); /* spawns in flight answered nowhere: their children killed and reaped */
 	session_destroy_all(s);
 	say_goodbye(s);
 	conn_free_all(s);
