@@ -539,6 +539,9 @@ static void stdio_fds_close(struct stdio_fds *f)
 	safe_close(f->slave);
 }
 
+/* /dev/null, the stdin of a process without pipeStdin (opened once, never closed). */
+static int devnull_fd = -1;
+
 /* A PTY, or pipes (stdin a pipe or /dev/null; stderr a pipe or the caller's fd). */
 static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct child_fds *cf)
 {
@@ -562,9 +565,10 @@ static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct ch
 			return -errno;
 		f->in_r = p[0];
 		f->in_w = p[1];
-	} else {
-		f->in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (f->in_r < 0)
+	} else if (devnull_fd < 0) {
+		/* Kept open (the first spawn opens it): an openat and a close fewer per spawn. */
+		devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (devnull_fd < 0)
 			return -errno;
 	}
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -581,9 +585,13 @@ static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct ch
 		f->err_r = p[0];
 		f->err_w = p[1];
 	}
-	*cf = (struct child_fds){ .in = f->in_r, .out = f->out_w, .err = f->err_w, .ctty = -1 };
+	*cf = (struct child_fds){ .in = a->pipe_stdin ? f->in_r : devnull_fd, .out = f->out_w,
+				  .err = f->err_w, .ctty = -1 };
 	return 0;
 }
+
+/* getpid() of the server, found at the first spawn. */
+static pid_t server_pid;
 
 /* clone3 answered ENOSYS (seccomp, valgrind) or E2BIG (Linux 5.3-5.6: no cgroup member) once. */
 static bool clone3_refused;
@@ -641,8 +649,12 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 	/* No signal handler may run in the child before it resets them. */
 	int cg = a->cgroup && a->cgroup->fd >= 0 ? a->cgroup->fd : sandbox_plan_cgroup_fd(a->sandbox);
 
+	/* The spawner thread blocks every signal for good: nothing to change there. */
+	bool mask = !spawner_is_current();
+
 	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
+	if (mask)
+		sigprocmask(SIG_SETMASK, &all, &old);
 	if (cg >= 0 && clone3_refused) {
 		/*
 		 * No clone3 here (Docker's default seccomp profile and valgrind
@@ -653,7 +665,8 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		cf->cg_procs = openat(cg, "cgroup.procs", O_WRONLY | O_CLOEXEC);
 		if (cf->cg_procs < 0) {
 			err = errno;
-			sigprocmask(SIG_SETMASK, &old, NULL);
+			if (mask)
+				sigprocmask(SIG_SETMASK, &old, NULL);
 			return -err;
 		}
 		ctx->cf.cg_procs = cf->cg_procs;
@@ -665,7 +678,8 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		    !clone3_refused) {
 			/* Said once; this spawn and the next ones take the clone() path. */
 			clone3_refused = true;
-			sigprocmask(SIG_SETMASK, &old, NULL);
+			if (mask)
+				sigprocmask(SIG_SETMASK, &old, NULL);
 			log_warning_errno(-errno, "clone3 with CLONE_INTO_CGROUP is refused here: each "
 					  "process joins its cgroup by writing cgroup.procs before exec "
 					  "instead (slower spawns)");
@@ -685,7 +699,8 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 			    ctx, pidfd);
 	}
 	err = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (mask)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	cf->cg_procs = ctx->cf.cg_procs = safe_close(cf->cg_procs);
 	return pid < 0 ? -err : pid;
 }
@@ -715,12 +730,15 @@ static int spawn_here(const struct spawn_args *a, struct spawn_result *ret, cons
 	r = open_stdio(a, &f, &cf);
 	if (r < 0)
 		goto out;
+	if (server_pid == 0)
+		server_pid = getpid(); /* the server never forks itself after start */
 	cf.errpipe = ep_w;
-	cf.server = getpid();
+	cf.server = server_pid;
 	cf.cg_procs = -1;
 	ctx.cf = cf;
 
-	dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	/* Only a sandboxed child changes it (its uid, or the PID namespace's init). */
+	dumpable = a->sandbox ? prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) : -1;
 	pid = clone_child(a, &ctx, &cf, stack, &pidfd);
 	/*
 	 * A child sharing this memory (CLONE_VM) that changes its uid
