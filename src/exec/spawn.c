@@ -678,11 +678,9 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		    !clone3_refused) {
 			/* Said once; this spawn and the next ones take the clone() path. */
 			clone3_refused = true;
+			spawner_defer_clone3_refused(errno); /* logged by the loop thread */
 			if (mask)
 				sigprocmask(SIG_SETMASK, &old, NULL);
-			log_warning_errno(-errno, "clone3 with CLONE_INTO_CGROUP is refused here: each "
-					  "process joins its cgroup by writing cgroup.procs before exec "
-					  "instead (slower spawns)");
 			return clone_child(a, ctx, cf, stack, pidfd);
 		}
 	} else {
@@ -804,7 +802,15 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	 * Every child is the spawner thread's (spawner.h): a spawn asked for on
 	 * another thread waits for it there, as it waited for the vfork here.
 	 */
-	if (spawner_running() && !spawner_is_current())
-		return spawner_call(spawn_call_fn, &c);
-	return spawn_here(a, ret, ret_step);
+	int r;
+
+	if (spawner_running() && !spawner_is_current()) {
+		r = spawner_call(spawn_call_fn, &c);
+		spawner_log_deferred();
+		return r;
+	}
+	r = spawn_here(a, ret, ret_step);
+	if (!spawner_is_current())
+		spawner_log_deferred();
+	return r;
 }

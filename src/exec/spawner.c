@@ -48,6 +48,24 @@ static struct {
 
 static __thread bool on_spawner;
 
+/* clone3's errno once it was refused, until the loop thread has logged it. */
+static int clone3_refused_errno;
+
+void spawner_defer_clone3_refused(int err)
+{
+	__atomic_store_n(&clone3_refused_errno, err, __ATOMIC_RELEASE);
+}
+
+void spawner_log_deferred(void)
+{
+	int err = __atomic_exchange_n(&clone3_refused_errno, 0, __ATOMIC_ACQ_REL);
+
+	if (err > 0)
+		log_warning_errno(-err, "clone3 with CLONE_INTO_CGROUP is refused here: each process "
+				  "joins its cgroup by writing cgroup.procs before exec instead "
+				  "(slower spawns)");
+}
+
 static void *spawner_main(void *arg)
 {
 	(void)arg;
@@ -99,8 +117,8 @@ static void complete_finished(void)
 	list_init(&done);
 	pthread_mutex_lock(&sp.lock);
 	list_splice_tail(&sp.finished, &done);
-	list_init(&sp.finished);
 	pthread_mutex_unlock(&sp.lock);
+	spawner_log_deferred();
 	while (!list_empty(&done)) {
 		struct spawn_job *j = list_first_entry(&done, struct spawn_job, link);
 

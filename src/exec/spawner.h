@@ -41,6 +41,13 @@ void spawner_submit(struct spawn_job *j);
 /* Runs fn(arg) on the spawner thread and waits for it (the loop waits). Returns fn's result. */
 int spawner_call(int (*fn)(void *arg), void *arg);
 /*
+ * The thread never logs: spawn.c notes what it has to say (clone3 refused
+ * here, said once), and the loop thread logs it (spawner_log_deferred(), also
+ * after each completion batch).
+ */
+void spawner_defer_clone3_refused(int err);
+void spawner_log_deferred(void);
+/*
  * Stops the thread after the job it runs; every job is then completed with
  * done() on the calling thread (queued ones with r = -ECANCELED).
  */
