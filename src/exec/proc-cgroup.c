@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec.h"
@@ -109,6 +110,191 @@ int exec_decode_limits(const struct server *s, json_t *limits, struct sandbox_cg
 	return 0;
 }
 
+/* ---- leaves kept for reuse ---- */
+
+/*
+ * A process without limits and without a sandbox gets a leaf that an earlier
+ * such process left empty, when one is free: no mkdir, no rmdir, and the
+ * clone lands in a cgroup that already has its css_set (a fresh cgroup cost
+ * the clone ~0.1 ms and delayed the reply, bench/README.md "Per-process
+ * cgroups"). A slot keeps the leaf's directory (for CLONE_INTO_CGROUP) and
+ * its cgroup.events (the emptiness check at release: one pread) open; at
+ * most CG_SLOTS_MAX slots (2 fds each), at most CG_FREE_MAX of them empty and
+ * waiting. A leaf found still populated at release, or one beyond those
+ * bounds, leaves its slot and is removed as any other once empty.
+ */
+#define CG_SLOTS_MAX 64
+#define CG_FREE_MAX 8
+#define CG_FREE_MS 1000 /* an empty leaf not reused for this long is removed */
+
+struct cg_slot {
+	bool used;   /* the slot holds a leaf */
+	bool busy;   /* a process has it */
+	bool killed; /* cgroup.kill was written: the kernel kills what is cloned into it later too */
+	char name[24];
+	int dir_fd, events_fd;
+	uint64_t free_since; /* CLOCK_MONOTONIC ms, while free */
+};
+
+/*
+ * Module state: the leaves of the one server in the process (freed by
+ * exec_cg_pending_free()), and the timer that removes those left unused.
+ */
+static struct cg_slot slots[CG_SLOTS_MAX];
+static unsigned n_free;
+static struct uring_timer expiry;
+static struct server *expiry_srv;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct cg_slot *slot_by_name(const struct sandbox_cg_leaf *leaf)
+{
+	for (unsigned i = 0; i < CG_SLOTS_MAX; i++)
+		if (slots[i].used && strcmp(slots[i].name, leaf->name) == 0)
+			return &slots[i];
+	return NULL;
+}
+
+static void slot_drop(struct cg_slot *sl)
+{
+	if (!sl->busy)
+		n_free--;
+	safe_close(sl->dir_fd);
+	safe_close(sl->events_fd);
+	*sl = (struct cg_slot){ 0 };
+}
+
+/* A free slot's leaf goes (rmdir, ~20 us: once per idle second at most). */
+static void slot_remove(struct server *s, struct cg_slot *sl)
+{
+	struct sandbox_cg_leaf leaf = { .live = true, .parent_fd = s->cgroups.base_fd, .fd = -1 };
+	int r;
+
+	memcpy(leaf.name, sl->name, sizeof(leaf.name));
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+		leaf.v1_procs[k] = -1;
+	slot_drop(sl);
+	r = sandbox_cg_leaf_remove(&s->cgroups, &leaf);
+	if (r < 0)
+		log_warning_errno_ratelimited(r, "Removing the cgroup %s failed", leaf.name);
+}
+
+static void on_expiry(struct uring_timer *t, bool fired)
+{
+	struct server *s = expiry_srv;
+	uint64_t now = now_ms();
+
+	(void)t;
+	if (!fired || s->stopping)
+		return;
+	for (unsigned i = 0; i < CG_SLOTS_MAX; i++)
+		if (slots[i].used && !slots[i].busy && now - slots[i].free_since >= CG_FREE_MS)
+			slot_remove(s, &slots[i]);
+	if (n_free > 0)
+		uring_timer_arm(&s->ring, &expiry, CG_FREE_MS, on_expiry);
+}
+
+/* sl is free from now on; the expiry timer runs while any is. */
+static void slot_free(struct server *s, struct cg_slot *sl)
+{
+	sl->busy = false;
+	sl->free_since = now_ms();
+	n_free++;
+	expiry_srv = s;
+	if (!expiry.armed)
+		uring_timer_arm(&s->ring, &expiry, CG_FREE_MS, on_expiry);
+}
+
+/* A free leaf for a poolable process (1 and *ret), or 0: make one (into a slot if there is room). */
+static int slot_take(struct server *s, struct sandbox_cg_leaf *ret)
+{
+	struct cg_slot *room = NULL;
+	char path[64];
+	int r, efd;
+
+	for (unsigned i = 0; i < CG_SLOTS_MAX; i++) {
+		struct cg_slot *sl = &slots[i];
+
+		if (sl->used && !sl->busy) {
+			sl->busy = true;
+			n_free--;
+			*ret = (struct sandbox_cg_leaf){ .live = true, .parent_fd = s->cgroups.base_fd,
+							 .fd = sl->dir_fd };
+			memcpy(ret->name, sl->name, sizeof(ret->name));
+			for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+				ret->v1_procs[k] = -1;
+			return 1;
+		}
+		if (!sl->used && !room)
+			room = sl;
+	}
+	r = sandbox_cg_leaf_new(&s->cgroups, -1, NULL, ret);
+	if (r < 0 || !room)
+		return r;
+	snprintf(path, sizeof(path), "%s/cgroup.events", ret->name);
+	efd = openat(ret->parent_fd, path, O_RDONLY | O_CLOEXEC);
+	if (efd < 0)
+		return 0; /* an ordinary leaf */
+	*room = (struct cg_slot){ .used = true, .busy = true, .dir_fd = ret->fd, .events_fd = efd };
+	memcpy(room->name, ret->name, sizeof(room->name));
+	return 0;
+}
+
+/* True when the leaf went back to its slot (empty), so that the process must forget it. */
+static bool slot_give_back(struct server *s, struct sandbox_cg_leaf *leaf)
+{
+	struct cg_slot *sl = slot_by_name(leaf);
+	char buf[128];
+	ssize_t n;
+
+	if (!sl || !sl->busy)
+		return false;
+	n = pread(sl->events_fd, buf, sizeof(buf) - 1, 0);
+	if (n > 0)
+		buf[n] = 0;
+	if (s->stopping || sl->killed || n <= 0 || !strstr(buf, "populated 0") ||
+	    n_free >= CG_FREE_MAX) {
+		/* Still in use by what the process left, or enough are waiting: removed once empty. */
+		sl->busy = false;
+		n_free++;
+		slot_drop(sl);
+		return false;
+	}
+	slot_free(s, sl);
+	return true;
+}
+
+void exec_cg_leaf_spawned(struct sandbox_cg_leaf *leaf)
+{
+	struct cg_slot *sl = leaf->fd >= 0 ? slot_by_name(leaf) : NULL;
+
+	/* A slot's directory stays open for the next process. */
+	if (sl && sl->dir_fd == leaf->fd)
+		leaf->fd = -1;
+	sandbox_cg_leaf_spawned(leaf);
+}
+
+void exec_cg_leaf_discard(struct server *s, struct sandbox_cg_leaf *leaf)
+{
+	struct cg_slot *sl = slot_by_name(leaf);
+
+	if (sl) {
+		if (sl->dir_fd == leaf->fd)
+			leaf->fd = -1;
+		sl->busy = false;
+		n_free++;
+		slot_drop(sl);
+	}
+	sandbox_cg_leaf_spawned(leaf);
+	(void)sandbox_cg_leaf_remove(&s->cgroups, leaf);
+}
+
 int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
 		 const struct sandbox_cg_limits *l, struct sandbox_cg_leaf *ret)
 {
@@ -126,6 +312,12 @@ int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
 	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
 		if (s->cgroups.where[k] == SANDBOX_CG_NONE)
 			*limit_of(&eff, k) = 0;
+	/* Reused leaves: no limits, no sandbox (the denial tracer keys its watch on the leaf). */
+	if (!plan && s->cgroups.enabled && s->cgroups.base_fd >= 0 && !eff.pids_max &&
+	    !eff.memory_max && !eff.cpu_milli) {
+		r = slot_take(s, ret);
+		return r < 0 ? r : 1;
+	}
 	r = sandbox_cg_leaf_new(&s->cgroups, sandbox_plan_cgroup_fd(plan), &eff, ret);
 	if (r < 0)
 		return r;
@@ -246,6 +438,12 @@ static void release(struct proc *p)
 
 	if (p->cg_pending || !p->cg.live || s->stopping)
 		return; /* stopping: sandbox_cg_done() purges the bases */
+	if (slot_give_back(s, &p->cg)) {
+		/* Another process may have it from now on: this one's record forgets it. */
+		p->has_cg = false;
+		p->cg.live = false;
+		return;
+	}
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
 		(void)sandbox_cg_leaf_remove(&s->cgroups, &p->cg);
@@ -267,10 +465,15 @@ void proc_cg_closed(struct proc *p)
 
 void proc_cg_kill(struct proc *p)
 {
+	struct cg_slot *sl;
 	int r;
 
 	if (!p->has_cg)
 		return;
+	/* Never reused (Linux 6.18 kills every later CLONE_INTO_CGROUP child of a killed cgroup). */
+	sl = slot_by_name(&p->cg);
+	if (sl)
+		sl->killed = true;
 	r = sandbox_cg_leaf_kill(&p->sess->srv->cgroups, &p->cg);
 	if (r < 0)
 		log_warning_errno_ratelimited(r, "Killing the cgroup of process '%s' failed", p->id);
@@ -300,6 +503,12 @@ void proc_cg_free(struct proc *p)
 
 void exec_cg_pending_free(void)
 {
+	for (unsigned i = 0; i < CG_SLOTS_MAX; i++)
+		if (slots[i].used) {
+			slots[i].busy = true; /* not counted as free */
+			slot_drop(&slots[i]);
+		}
+	n_free = 0;
 	while (!list_empty(&pending_leaves))
 		pending_free(list_first_entry(&pending_leaves, struct cg_pending, link));
 }

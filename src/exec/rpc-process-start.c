@@ -181,7 +181,7 @@ static int track_process(struct session *ss, json_t *process_id, const struct sp
 				(void)sandbox_cg_leaf_kill(&ss->srv->cgroups, leaf);
 			(void)waitid((idtype_t)P_PIDFD, (id_t)res->pidfd, &si, WEXITED);
 			if (leaf)
-				(void)sandbox_cg_leaf_remove(&ss->srv->cgroups, leaf);
+				exec_cg_leaf_discard(ss->srv, leaf);
 			safe_close(res->pidfd);
 			safe_close(res->stdin_fd);
 			safe_close(res->out_fd);
@@ -621,13 +621,13 @@ static int start_spawned(struct start *st, int r, const char *step)
 					  st->nr == -EINVAL ? st->err : "");
 	}
 	if (st->has_leaf)
-		sandbox_cg_leaf_spawned(&st->leaf);
+		exec_cg_leaf_spawned(&st->leaf);
 	audit_start(c, st->f, st->argv, st->cwd, st->plan, st->has_leaf ? &st->limits : NULL,
 		    r < 0 ? 0 : st->res.pid, r);
 	if (r < 0) {
 		c->srv->metrics.spawn_failures++;
 		if (st->has_leaf)
-			(void)sandbox_cg_leaf_remove(&c->srv->cgroups, &st->leaf); /* the child is reaped */
+			exec_cg_leaf_discard(c->srv, &st->leaf); /* the child is reaped */
 		exec_evidence_unwatch(st->ev_cgroup);
 		reply_spawn_error(c, st->id, st->argv0, r, step);
 		return START_ANSWERED;
@@ -745,10 +745,8 @@ static void start_abandon(struct start *st)
 		safe_close(st->res.out_fd);
 		safe_close(st->res.err_fd);
 	}
-	if (st->has_leaf) {
-		sandbox_cg_leaf_spawned(&st->leaf);
-		(void)sandbox_cg_leaf_remove(&s->cgroups, &st->leaf);
-	}
+	if (st->has_leaf)
+		exec_cg_leaf_discard(s, &st->leaf);
 	exec_evidence_unwatch(st->ev_cgroup);
 	json_decref(st->params);
 	start_free(st);
