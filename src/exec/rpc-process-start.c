@@ -795,7 +795,7 @@ static int start_spawn(struct start *st)
 	/* The denial tracer watches the leaf before the child enters it (evidence-ring.h). */
 	if (st->plan && st->has_leaf)
 		st->ev_cgroup = exec_evidence_watch(st->leaf.fd);
-	if (!spawner_running()) {
+	if (!spawn_thread_running()) {
 		const char *step = NULL;
 		int r = spawn_process(&st->sa, &st->res, &step);
 
@@ -809,7 +809,7 @@ static int start_spawn(struct start *st)
 	rpc_pending_start(&st->pend, st->c, st->id, start_cancel);
 	st->id = st->pend.id;
 	conn_hold(st->c);
-	spawner_submit(&st->job);
+	spawn_thread_submit(&st->job);
 	return 0;
 }
 

@@ -650,7 +650,7 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 	int cg = a->cgroup && a->cgroup->fd >= 0 ? a->cgroup->fd : sandbox_plan_cgroup_fd(a->sandbox);
 
 	/* The spawner thread blocks every signal for good: nothing to change there. */
-	bool mask = !spawner_is_current();
+	bool mask = !spawn_thread_is_current();
 
 	sigfillset(&all);
 	if (mask)
@@ -678,7 +678,7 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		    !clone3_refused) {
 			/* Said once; this spawn and the next ones take the clone() path. */
 			clone3_refused = true;
-			spawner_defer_clone3_refused(errno); /* logged by the loop thread */
+			spawn_thread_defer_clone3_refused(errno); /* logged by the loop thread */
 			if (mask)
 				sigprocmask(SIG_SETMASK, &old, NULL);
 			return clone_child(a, ctx, cf, stack, pidfd);
@@ -804,13 +804,13 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	 */
 	int r;
 
-	if (spawner_running() && !spawner_is_current()) {
-		r = spawner_call(spawn_call_fn, &c);
-		spawner_log_deferred();
+	if (spawn_thread_running() && !spawn_thread_is_current()) {
+		r = spawn_thread_call(spawn_call_fn, &c);
+		spawn_thread_log_deferred();
 		return r;
 	}
 	r = spawn_here(a, ret, ret_step);
-	if (!spawner_is_current())
-		spawner_log_deferred();
+	if (!spawn_thread_is_current())
+		spawn_thread_log_deferred();
 	return r;
 }

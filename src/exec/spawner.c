@@ -8,7 +8,7 @@
  * time, which is also what the kernel needs of it (a clone is cheap; the wait
  * is the child's time to exec). Every child of the server is the thread's
  * (PR_SET_PDEATHSIG is relative to the parent *thread*): a spawn the loop
- * makes itself goes through spawner_call().
+ * makes itself goes through spawn_thread_call().
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,7 +23,7 @@
 #include "server.h"
 #include "spawner.h"
 
-/* A spawner_call() in flight: the loop thread waits on its condition. */
+/* A spawn_thread_call() in flight: the loop thread waits on its condition. */
 struct spawn_call {
 	struct spawn_job job;
 	int (*fn)(void *arg);
@@ -35,7 +35,7 @@ struct spawn_call {
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;   /* the thread waits for work */
-	pthread_cond_t called; /* spawner_call() waits for its job */
+	pthread_cond_t called; /* spawn_thread_call() waits for its job */
 	struct list_head queue, finished;
 	pthread_t thread;
 	bool running, stop;
@@ -51,12 +51,12 @@ static __thread bool on_spawner;
 /* clone3's errno once it was refused, until the loop thread has logged it. */
 static int clone3_refused_errno;
 
-void spawner_defer_clone3_refused(int err)
+void spawn_thread_defer_clone3_refused(int err)
 {
 	__atomic_store_n(&clone3_refused_errno, err, __ATOMIC_RELEASE);
 }
 
-void spawner_log_deferred(void)
+void spawn_thread_log_deferred(void)
 {
 	int err = __atomic_exchange_n(&clone3_refused_errno, 0, __ATOMIC_ACQ_REL);
 
@@ -118,7 +118,7 @@ static void complete_finished(void)
 	pthread_mutex_lock(&sp.lock);
 	list_splice_tail(&sp.finished, &done);
 	pthread_mutex_unlock(&sp.lock);
-	spawner_log_deferred();
+	spawn_thread_log_deferred();
 	while (!list_empty(&done)) {
 		struct spawn_job *j = list_first_entry(&done, struct spawn_job, link);
 
@@ -133,7 +133,7 @@ static void on_eventfd(struct uring_op *op, int res, uint32_t flags)
 	(void)res;
 	(void)flags;
 	if (sp.srv->stopping || !sp.running)
-		return; /* spawner_done() completes what is left */
+		return; /* spawn_thread_done() completes what is left */
 	complete_finished();
 	arm();
 }
@@ -144,7 +144,7 @@ static void arm(void)
 			   sizeof(sp.ebuf), 0);
 }
 
-int spawner_init(struct server *s)
+int spawn_thread_init(struct server *s)
 {
 	sigset_t all, old;
 	int r;
@@ -170,17 +170,17 @@ int spawner_init(struct server *s)
 	return 0;
 }
 
-bool spawner_running(void)
+bool spawn_thread_running(void)
 {
 	return sp.running;
 }
 
-bool spawner_is_current(void)
+bool spawn_thread_is_current(void)
 {
 	return on_spawner;
 }
 
-void spawner_submit(struct spawn_job *j)
+void spawn_thread_submit(struct spawn_job *j)
 {
 	pthread_mutex_lock(&sp.lock);
 	list_add_tail(&j->link, &sp.queue);
@@ -188,7 +188,7 @@ void spawner_submit(struct spawn_job *j)
 	pthread_mutex_unlock(&sp.lock);
 }
 
-int spawner_call(int (*fn)(void *arg), void *arg)
+int spawn_thread_call(int (*fn)(void *arg), void *arg)
 {
 	struct spawn_call c = { .fn = fn, .arg = arg };
 
@@ -201,7 +201,7 @@ int spawner_call(int (*fn)(void *arg), void *arg)
 	return c.job.r;
 }
 
-void spawner_done(void)
+void spawn_thread_done(void)
 {
 	struct list_head left;
 

@@ -668,7 +668,7 @@ int server_init(struct server *s, const struct config *cfg)
 
 	/* Every child is spawned on its thread (src/exec/spawner.h): the loop never waits in vfork. */
 	if (!s->cfg.fs_helper) {
-		r = spawner_init(s);
+		r = spawn_thread_init(s);
 		if (r < 0)
 			return log_error_errno(r, "Starting the spawner thread failed");
 	}
@@ -746,7 +746,7 @@ void server_done(struct server *s)
 	s->stopping = true;
 	remote_stop(s);
 	worker_pool_done(s);
-	spawner_done(); /* spawns in flight answered nowhere: their children killed and reaped */
+	spawn_thread_done(); /* spawns in flight answered nowhere: their children killed and reaped */
 	session_destroy_all(s);
 	say_goodbye(s);
 	conn_free_all(s);
