@@ -559,8 +559,15 @@ static void stdio_fds_close(struct stdio_fds *f)
 	safe_close(f->slave);
 }
 
-/* /dev/null, the stdin of a process without pipeStdin (opened once, never closed). */
+/* /dev/null, the stdin of a process without pipeStdin (opened at start, never closed). */
 static int devnull_fd = -1;
+
+int spawn_open_devnull(void)
+{
+	if (devnull_fd < 0)
+		devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return devnull_fd < 0 ? -errno : 0;
+}
 
 /* A PTY, or pipes (stdin a pipe or /dev/null; stderr a pipe or the caller's fd). */
 static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct child_fds *cf)
@@ -585,11 +592,11 @@ static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct ch
 			return -errno;
 		f->in_r = p[0];
 		f->in_w = p[1];
-	} else if (devnull_fd < 0) {
-		/* Kept open (the first spawn opens it): an openat and a close fewer per spawn. */
-		devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (devnull_fd < 0)
-			return -errno;
+	} else {
+		/* Kept open (spawn_open_devnull()): an openat and a close fewer per spawn. */
+		r = spawn_open_devnull();
+		if (r < 0)
+			return r;
 	}
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;

@@ -57,6 +57,13 @@ struct sandbox_cg_leaf;
 int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step);
 
 /*
+ * Opens /dev/null once for the stdin of processes without pipeStdin (at
+ * start, so that the server's fd count does not grow at its first spawn;
+ * else at the first such spawn). Returns 0 or -errno.
+ */
+int spawn_open_devnull(void);
+
+/*
  * Opens uexec-init (the PID-namespace init of sandboxed commands) next to
  * this binary, else in libexecdir; path receives the last place looked at. Returns 0 or -errno.
  */

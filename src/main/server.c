@@ -671,6 +671,9 @@ int server_init(struct server *s, const struct config *cfg)
 		r = spawn_thread_init(s);
 		if (r < 0)
 			return log_error_errno(r, "Starting the spawner thread failed");
+		r = spawn_open_devnull();
+		if (r < 0)
+			return log_error_errno(r, "Opening /dev/null failed");
 	}
 
 	/* The sandboxed fs helper is this binary, re-executed through an fd opened now. */
