@@ -587,8 +587,13 @@ void conn_hold(struct conn *c)
 
 void conn_release(struct conn *c)
 {
-	if (c->held > 0 && --c->held == 0 && c->state == CONN_OPEN)
+	if (c->held == 0 || --c->held > 0 || c->state != CONN_OPEN)
+		return;
+	/* What arrived meanwhile is dispatched; reading goes on either way. */
+	if (c->in.len > 0)
 		conn_input_resume(c);
+	else
+		conn_arm_read(c);
 }
 
 void conn_arm_read(struct conn *c)
