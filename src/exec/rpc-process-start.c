@@ -395,6 +395,7 @@ struct start {
 	struct spawn_job job;
 	struct rpc_pending pend;
 	struct session *ss;
+	struct server *srv;
 };
 
 /* Every decoding step, in the reference's order. 0, or -1 after replying. */
@@ -691,11 +692,6 @@ static int start_track(struct start *st)
 	return 0;
 }
 
-/*
- * process/start as its steps (struct start): decoding, checks, environment
- * and program, spawn arguments (and a shell snapshot), the cgroup, the
- * spawn, the process filed; then what is left is freed.
- */
 static void start_free(struct start *st)
 {
 	safe_close(st->hfds[0]);
@@ -730,7 +726,7 @@ static void start_finish(struct start *st, int r, const char *step)
  */
 static void start_abandon(struct start *st)
 {
-	struct server *s = st->ss->srv;
+	struct server *s = st->srv;
 
 	if (st->job.r >= 0) {
 		siginfo_t si;
@@ -752,14 +748,15 @@ static void start_abandon(struct start *st)
 	start_free(st);
 }
 
-/* The connection closed while the spawner thread runs the spawn: on_spawned() cleans up. */
+/*
+ * The connection closed while the spawner thread runs the spawn:
+ * on_spawned() cleans up. Its hold stays: nothing more of it is dispatched.
+ */
 static void start_cancel(struct rpc_pending *pend)
 {
 	struct start *st = container_of(pend, struct start, pend);
-	struct conn *c = pend->conn;
 
 	rpc_pending_end(pend);
-	conn_release(c); /* closing: nothing more is dispatched */
 	st->c = NULL;
 }
 
@@ -770,10 +767,9 @@ static void on_spawned(struct spawn_job *j)
 	struct conn *c = st->c;
 
 	if (!c || c->srv->stopping || c->sess != st->ss) {
-		if (c) {
+		/* Stopping: nothing more is dispatched (its hold stays, as on a close). */
+		if (c)
 			rpc_pending_end(&st->pend);
-			conn_release(c);
-		}
 		start_abandon(st);
 		return;
 	}
@@ -804,6 +800,7 @@ static int start_spawn(struct start *st)
 		return 0;
 	}
 	st->ss = st->c->sess;
+	st->srv = st->c->srv;
 	st->job = (struct spawn_job){ .args = &st->sa, .res = &st->res, .done = on_spawned };
 	st->params = json_incref(st->params); /* st->f points into it */
 	rpc_pending_start(&st->pend, st->c, st->id, start_cancel);
@@ -813,6 +810,11 @@ static int start_spawn(struct start *st)
 	return 0;
 }
 
+/*
+ * process/start as its steps (struct start): decoding, checks, environment
+ * and program, spawn arguments (and a shell snapshot), the cgroup, the
+ * spawn, the process filed; then what is left is freed.
+ */
 static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed)
 {
 	struct start *st = calloc(1, sizeof(*st));
