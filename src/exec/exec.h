@@ -61,11 +61,6 @@ int exec_decode_limits(const struct server *s, json_t *limits, struct sandbox_cg
  */
 int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
 		 const struct sandbox_cg_limits *l, struct sandbox_cg_leaf *ret);
-/*
- * After the clone (whatever its result): the fds the child needed are
- * closed, except a reused leaf's directory, kept for the next process.
- */
-void exec_cg_leaf_spawned(struct sandbox_cg_leaf *leaf);
 /* A leaf no process got (the spawn failed and its child is reaped): removed now. */
 void exec_cg_leaf_discard(struct server *s, struct sandbox_cg_leaf *leaf);
 /* At shutdown, after the ring: frees the leaves still waiting to be empty. */

@@ -117,11 +117,13 @@ int exec_decode_limits(const struct server *s, json_t *limits, struct sandbox_cg
  * such process left empty, when one is free: no mkdir, no rmdir, and the
  * clone lands in a cgroup that already has its css_set (a fresh cgroup cost
  * the clone ~0.1 ms and delayed the reply, bench/README.md "Per-process
- * cgroups"). A slot keeps the leaf's directory (for CLONE_INTO_CGROUP) and
- * its cgroup.events (the emptiness check at release: one pread) open; at
- * most CG_SLOTS_MAX slots (2 fds each), at most CG_FREE_MAX of them empty and
- * waiting. A leaf found still populated at release, or one beyond those
- * bounds, leaves its slot and is removed as any other once empty.
+ * cgroups"). A slot is a leaf's name only (no fd is held: a running process
+ * costs the fds it always did): the emptiness check at release is an open
+ * and a read of its cgroup.events, and the directory is opened again for the
+ * clone. At most CG_SLOTS_MAX slots, at most CG_FREE_MAX of them empty and
+ * waiting, each for CG_FREE_MS at most. A leaf found still populated at
+ * release, or beyond those bounds, leaves its slot and is removed as any
+ * other once empty.
  */
 #define CG_SLOTS_MAX 64
 #define CG_FREE_MAX 8
@@ -132,13 +134,12 @@ struct cg_slot {
 	bool busy;   /* a process has it */
 	bool killed; /* cgroup.kill was written: the kernel kills what is cloned into it later too */
 	char name[24];
-	int dir_fd, events_fd;
 	uint64_t free_since; /* CLOCK_MONOTONIC ms, while free */
 };
 
 /*
- * Module state: the leaves of the one server in the process (freed by
- * exec_cg_pending_free()), and the timer that removes those left unused.
+ * Module state: the leaves of the one server in the process, and the timer
+ * that removes those left unused (the base's purge at exit takes the rest).
  */
 static struct cg_slot slots[CG_SLOTS_MAX];
 static unsigned n_free;
@@ -165,20 +166,24 @@ static void slot_drop(struct cg_slot *sl)
 {
 	if (!sl->busy)
 		n_free--;
-	safe_close(sl->dir_fd);
-	safe_close(sl->events_fd);
 	*sl = (struct cg_slot){ 0 };
+}
+
+static void leaf_of_slot(struct server *s, const struct cg_slot *sl, struct sandbox_cg_leaf *ret)
+{
+	*ret = (struct sandbox_cg_leaf){ .live = true, .parent_fd = s->cgroups.base_fd, .fd = -1 };
+	memcpy(ret->name, sl->name, sizeof(ret->name));
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+		ret->v1_procs[k] = -1;
 }
 
 /* A free slot's leaf goes (rmdir, ~20 us: once per idle second at most). */
 static void slot_remove(struct server *s, struct cg_slot *sl)
 {
-	struct sandbox_cg_leaf leaf = { .live = true, .parent_fd = s->cgroups.base_fd, .fd = -1 };
+	struct sandbox_cg_leaf leaf;
 	int r;
 
-	memcpy(leaf.name, sl->name, sizeof(leaf.name));
-	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
-		leaf.v1_procs[k] = -1;
+	leaf_of_slot(s, sl, &leaf);
 	slot_drop(sl);
 	r = sandbox_cg_leaf_remove(&s->cgroups, &leaf);
 	if (r < 0)
@@ -211,25 +216,25 @@ static void slot_free(struct server *s, struct cg_slot *sl)
 		uring_timer_arm(&s->ring, &expiry, CG_FREE_MS, on_expiry);
 }
 
-/* A free leaf for a poolable process (1 and *ret), or 0: make one (into a slot if there is room). */
+/* A leaf for a poolable process: a free one, else a new one (in a slot if there is room). */
 static int slot_take(struct server *s, struct sandbox_cg_leaf *ret)
 {
 	struct cg_slot *room = NULL;
-	char path[64];
-	int r, efd;
+	int r;
 
 	for (unsigned i = 0; i < CG_SLOTS_MAX; i++) {
 		struct cg_slot *sl = &slots[i];
 
 		if (sl->used && !sl->busy) {
+			leaf_of_slot(s, sl, ret);
+			ret->fd = openat(ret->parent_fd, sl->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (ret->fd < 0) {
+				slot_drop(sl); /* gone (removed by hand?): forget it */
+				continue;
+			}
 			sl->busy = true;
 			n_free--;
-			*ret = (struct sandbox_cg_leaf){ .live = true, .parent_fd = s->cgroups.base_fd,
-							 .fd = sl->dir_fd };
-			memcpy(ret->name, sl->name, sizeof(ret->name));
-			for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
-				ret->v1_procs[k] = -1;
-			return 1;
+			return 0;
 		}
 		if (!sl->used && !room)
 			room = sl;
@@ -237,11 +242,7 @@ static int slot_take(struct server *s, struct sandbox_cg_leaf *ret)
 	r = sandbox_cg_leaf_new(&s->cgroups, -1, NULL, ret);
 	if (r < 0 || !room)
 		return r;
-	snprintf(path, sizeof(path), "%s/cgroup.events", ret->name);
-	efd = openat(ret->parent_fd, path, O_RDONLY | O_CLOEXEC);
-	if (efd < 0)
-		return 0; /* an ordinary leaf */
-	*room = (struct cg_slot){ .used = true, .busy = true, .dir_fd = ret->fd, .events_fd = efd };
+	*room = (struct cg_slot){ .used = true, .busy = true };
 	memcpy(room->name, ret->name, sizeof(room->name));
 	return 0;
 }
@@ -250,19 +251,24 @@ static int slot_take(struct server *s, struct sandbox_cg_leaf *ret)
 static bool slot_give_back(struct server *s, struct sandbox_cg_leaf *leaf)
 {
 	struct cg_slot *sl = slot_by_name(leaf);
-	char buf[128];
-	ssize_t n;
+	char buf[128], path[64];
+	ssize_t n = -1;
+	int fd;
 
 	if (!sl || !sl->busy)
 		return false;
-	n = pread(sl->events_fd, buf, sizeof(buf) - 1, 0);
+	snprintf(path, sizeof(path), "%s/cgroup.events", sl->name);
+	fd = openat(s->cgroups.base_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
 	if (n > 0)
 		buf[n] = 0;
 	if (s->stopping || sl->killed || n <= 0 || !strstr(buf, "populated 0") ||
 	    n_free >= CG_FREE_MAX) {
 		/* Still in use by what the process left, or enough are waiting: removed once empty. */
-		sl->busy = false;
-		n_free++;
+		sl->busy = true;
 		slot_drop(sl);
 		return false;
 	}
@@ -270,25 +276,12 @@ static bool slot_give_back(struct server *s, struct sandbox_cg_leaf *leaf)
 	return true;
 }
 
-void exec_cg_leaf_spawned(struct sandbox_cg_leaf *leaf)
-{
-	struct cg_slot *sl = leaf->fd >= 0 ? slot_by_name(leaf) : NULL;
-
-	/* A slot's directory stays open for the next process. */
-	if (sl && sl->dir_fd == leaf->fd)
-		leaf->fd = -1;
-	sandbox_cg_leaf_spawned(leaf);
-}
-
 void exec_cg_leaf_discard(struct server *s, struct sandbox_cg_leaf *leaf)
 {
 	struct cg_slot *sl = slot_by_name(leaf);
 
 	if (sl) {
-		if (sl->dir_fd == leaf->fd)
-			leaf->fd = -1;
-		sl->busy = false;
-		n_free++;
+		sl->busy = true;
 		slot_drop(sl);
 	}
 	sandbox_cg_leaf_spawned(leaf);
@@ -503,11 +496,9 @@ void proc_cg_free(struct proc *p)
 
 void exec_cg_pending_free(void)
 {
+	/* The slots' directories go with the base (sandbox_cg_done). */
 	for (unsigned i = 0; i < CG_SLOTS_MAX; i++)
-		if (slots[i].used) {
-			slots[i].busy = true; /* not counted as free */
-			slot_drop(&slots[i]);
-		}
+		slots[i] = (struct cg_slot){ 0 };
 	n_free = 0;
 	while (!list_empty(&pending_leaves))
 		pending_free(list_first_entry(&pending_leaves, struct cg_pending, link));

@@ -622,7 +622,7 @@ static int start_spawned(struct start *st, int r, const char *step)
 					  st->nr == -EINVAL ? st->err : "");
 	}
 	if (st->has_leaf)
-		exec_cg_leaf_spawned(&st->leaf);
+		sandbox_cg_leaf_spawned(&st->leaf);
 	audit_start(c, st->f, st->argv, st->cwd, st->plan, st->has_leaf ? &st->limits : NULL,
 		    r < 0 ? 0 : st->res.pid, r);
 	if (r < 0) {
