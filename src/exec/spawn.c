@@ -5,9 +5,10 @@
  * CLONE_VM | CLONE_VFORK, as glibc's posix_spawn does: the child runs on its
  * own stack in the parent's address space until exec, so no page table is
  * copied (a full fork of the server was 40% of its CPU per spawn), and the
- * parent is suspended until the child has exec'd or exited. When clone
- * returns, the CLOEXEC error pipe holds either the child's error or EOF: one
- * non-blocking read says whether exec succeeded. The child shares the
+ * parent (the spawner thread, spawner.h) is suspended until the child has
+ * exec'd or exited. When clone returns, the child's error is in shared_err
+ * (or, without CLONE_VM, the CLOEXEC error pipe holds it or EOF): exec
+ * succeeded unless it is there. The child shares the
  * parent's memory: it calls only async-signal-safe functions and writes
  * nothing but its own stack (and the plan's scratch fds).
  */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Process creation: clone3(CLONE_PIDFD | CLONE_VFORK) + exec, with pipes or a
- * PTY, a new session and process group, and exec errors reported through a
- * CLOEXEC pipe. The child runs async-signal-safe code only. It dies with
+ * PTY, a new session and process group, and exec errors left in the shared
+ * memory (CLONE_VM) or, where the child gets a copy, reported through a
+ * CLOEXEC pipe. It runs on the spawner thread (spawner.h). The child runs async-signal-safe code only. It dies with
  * the server (PR_SET_PDEATHSIG, SIGKILL; sandbox/cgroup.h for its
  * descendants).
  */
