@@ -42,6 +42,11 @@ ROWS = [
     ("spawn_reply_1c_p50", "process/start reply p50", "low", ("<=", 0.15), "kernel_spawn_call_p50"),
     ("spawn_reply_1c_p99", "process/start reply p99", "low", None, None),
     ("cpu_per_spawn", "server CPU per spawn", "low", ("<=", 0.15), "kernel_spawn_cpu"),
+    ("storm_read_rtt_alone_p50", "process/read RTT p50, 1 conn alone (storm baseline)", "low", None, None),
+    ("storm_read_rtt_alone_p99", "process/read RTT p99, 1 conn alone", "low", None, None),
+    ("storm_4c_read_rtt_p50", "its process/read RTT p50 while 4 conns spawn", "low", None, None),
+    ("storm_4c_read_rtt_p99", "its process/read RTT p99 while 4 conns spawn", "low", None, None),
+    ("storm_4c_spawns_per_sec", "spawns/s of those 4 conns", "high", None, None),
     ("firstout_first_output_1c_p50", "start->first output p50 (echo)", "low", ("<=", 0.9), None),
     ("firstout_first_output_1c_p99", "start->first output p99", "low", None, None),
     ("exit_to_exited_p50", "child exit->process/exited p50", "low", ("<=", 0.25), None),
@@ -337,6 +342,8 @@ class Bench:
             out.append({"name": "cpu_per_spawn", "unit": "ms", "value": (c1 - c0) / n, "iters": n})
             out += self.lg(srv, "spawn", "--conns", 8, "--iters", p["spawn_iters"], "--seconds", p["spawn_secs"],
                            "--warmup", 5)
+            # another connection's process/read during a spawn storm (issue 25 item 2)
+            out += self.lg(srv, "storm", "--conns", 4, "--seconds", p["rpc_secs"])
         finally:
             srv.stop()
         return out

@@ -14,6 +14,8 @@
  *   uexec-loadgen echo      --url U [--iters N] [--seconds S]
  *   uexec-loadgen exitlat   --url U --child PATH [--iters N]
  *   uexec-loadgen outlat    --url U --child PATH [--procs N] [--lines N] [--interval-us N]
+ *   uexec-loadgen storm     --url U [--conns N] [--seconds S]  (one connection's process/read RTT
+ *                           alone, then while N other connections spawn /bin/true back to back)
  *   uexec-loadgen idle      --url U --conns N        (prints "ready", waits for stdin EOF)
  *   uexec-loadgen idleproc  --url U --procs N        (same, with N `sleep` processes)
  */
@@ -21,6 +23,7 @@
 #include "wsc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -411,6 +414,74 @@ static int cmd_rpc(int argc, char **argv)
 	return 0;
 }
 
+
+/* ------------------------------------------------------------------ storm */
+
+/*
+ * Another connection's process/read while a spawn storm runs: the reader
+ * (connection 0) keeps one `process/read {waitMs:0}` of a finished process
+ * in flight; connections 1..n spawn /bin/true back to back (one outstanding
+ * each). A spawn must never hold up the reader: its RTT p99 during the storm
+ * is compared with its RTT alone, measured first on the same connection.
+ */
+struct storm_run {
+	struct spawn_run sp;
+	struct rpc_run rd;
+};
+
+static long storm_on_msg(struct conn *c, const char *m, size_t l, void *ctx)
+{
+	struct storm_run *run = ctx;
+
+	if (c->idx == 0)
+		return rpc_on_msg(c, m, l, &run->rd);
+	/* The storm lasts as long as the reader measures. */
+	run->sp.deadline = run->rd.stop ? 0 : UINT64_MAX;
+	return spawn_on_msg(c, m, l, &run->sp);
+}
+
+static int cmd_storm(int argc, char **argv)
+{
+	int nc = (int)opt_num(argc, argv, "--conns", 4);
+	double secs = opt_num(argc, argv, "--seconds", 3);
+	struct conn *cs = calloc((size_t)nc + 1, sizeof(*cs));
+	struct samples alone = { 0 }, during = { 0 };
+	struct spawn_stats st = { 0 };
+	double el;
+
+	if (nc < 1 || nc > 64)
+		die("--conns must be 1..64");
+	for (int i = 0; i <= nc; i++)
+		conn_open(&cs[i], i);
+	start_and_wait_closed(&cs[0], "r");
+	rpc_phase(cs, 1, 1, 0.3, NULL, &el); /* warm-up */
+	rpc_phase(cs, 1, 1, secs, &alone, &el);
+
+	struct storm_run run = { .sp = { .iters = LONG_MAX, .deadline = UINT64_MAX, .st = &st },
+				 .rd = { .deadline = now_ns() + (uint64_t)(secs * 1e9), .lat = &during } };
+	long active = 1;
+
+	for (int i = 1; i <= nc; i++) {
+		spawn_begin(&cs[i]);
+		run.sp.started++;
+		active++;
+	}
+	rpc_send(&cs[0]);
+	uint64_t t0 = now_ns();
+	run_phase(cs, nc + 1, active, "storm", storm_on_msg, &run);
+	el = (double)(now_ns() - t0) / 1e9;
+
+	char buf[160];
+	snprintf(buf, sizeof(buf), "storm_%dc_spawns_per_sec", nc);
+	emit(buf, "1/s", (double)run.sp.done / el, (unsigned long long)run.sp.done);
+	emit_lat("storm_read_rtt_alone", &alone);
+	snprintf(buf, sizeof(buf), "storm_%dc_read_rtt", nc);
+	emit_lat(buf, &during);
+	snprintf(buf, sizeof(buf), "storm_%dc_spawn_reply", nc);
+	emit_lat(buf, &st.reply);
+	return 0;
+}
+
 /* ------------------------------------------------------------- throughput */
 
 static int cmd_throughput(int argc, char **argv)
@@ -761,7 +832,7 @@ int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
-		fprintf(stderr, "usage: uexec-loadgen spawn|rpc|throughput|echo|exitlat|outlat|idle|idleproc --url ws://IP:PORT ...\n");
+		fprintf(stderr, "usage: uexec-loadgen spawn|rpc|storm|throughput|echo|exitlat|outlat|idle|idleproc --url ws://IP:PORT ...\n");
 		return 2;
 	}
 	g_url = opt_str(argc, argv, "--url", NULL);
@@ -780,6 +851,8 @@ int main(int argc, char **argv)
 		return cmd_exitlat(argc, argv);
 	if (!strcmp(cmd, "outlat"))
 		return cmd_outlat(argc, argv);
+	if (!strcmp(cmd, "storm"))
+		return cmd_storm(argc, argv);
 	if (!strcmp(cmd, "idle"))
 		return cmd_idle(argc, argv);
 	if (!strcmp(cmd, "idleproc"))

@@ -61,6 +61,8 @@ int exec_decode_limits(const struct server *s, json_t *limits, struct sandbox_cg
  */
 int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
 		 const struct sandbox_cg_limits *l, struct sandbox_cg_leaf *ret);
+/* A leaf no process got (the spawn failed and its child is reaped): removed now. */
+void exec_cg_leaf_discard(struct server *s, struct sandbox_cg_leaf *leaf);
 /* At shutdown, after the ring: frees the leaves still waiting to be empty. */
 void exec_cg_pending_free(void);
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec.h"
@@ -109,6 +110,184 @@ int exec_decode_limits(const struct server *s, json_t *limits, struct sandbox_cg
 	return 0;
 }
 
+/* ---- leaves kept for reuse ---- */
+
+/*
+ * A process without limits and without a sandbox gets a leaf that an earlier
+ * such process left empty, when one is free: no mkdir, no rmdir, and the
+ * clone lands in a cgroup that already has its css_set (a fresh cgroup cost
+ * the clone ~0.1 ms and delayed the reply, bench/README.md "Per-process
+ * cgroups"). A slot is a leaf's name only (no fd is held: a running process
+ * costs the fds it always did): the emptiness check at release is an open
+ * and a read of its cgroup.events, and the directory is opened again for the
+ * clone. At most CG_SLOTS_MAX slots, at most CG_FREE_MAX of them empty and
+ * waiting, each for CG_FREE_MS at most. A leaf found still populated at
+ * release, or beyond those bounds, leaves its slot and is removed as any
+ * other once empty.
+ */
+#define CG_SLOTS_MAX 64
+#define CG_FREE_MAX 8
+#define CG_FREE_MS 1000 /* an empty leaf not reused for this long is removed */
+
+struct cg_slot {
+	bool used;   /* the slot holds a leaf */
+	bool busy;   /* a process has it */
+	bool killed; /* cgroup.kill was written: the kernel kills what is cloned into it later too */
+	char name[24];
+	uint64_t free_since; /* CLOCK_MONOTONIC ms, while free */
+};
+
+/*
+ * Module state: the leaves of the one server in the process, and the timer
+ * that removes those left unused (the base's purge at exit takes the rest).
+ */
+static struct cg_slot slots[CG_SLOTS_MAX];
+static unsigned n_free;
+static struct uring_timer expiry;
+static struct server *expiry_srv;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct cg_slot *slot_by_name(const struct sandbox_cg_leaf *leaf)
+{
+	for (unsigned i = 0; i < CG_SLOTS_MAX; i++)
+		if (slots[i].used && strcmp(slots[i].name, leaf->name) == 0)
+			return &slots[i];
+	return NULL;
+}
+
+static void slot_drop(struct cg_slot *sl)
+{
+	if (!sl->busy)
+		n_free--;
+	*sl = (struct cg_slot){ 0 };
+}
+
+static void leaf_of_slot(struct server *s, const struct cg_slot *sl, struct sandbox_cg_leaf *ret)
+{
+	*ret = (struct sandbox_cg_leaf){ .live = true, .parent_fd = s->cgroups.base_fd, .fd = -1 };
+	memcpy(ret->name, sl->name, sizeof(ret->name));
+	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
+		ret->v1_procs[k] = -1;
+}
+
+/* A free slot's leaf goes (rmdir, ~20 us: once per idle second at most). */
+static void slot_remove(struct server *s, struct cg_slot *sl)
+{
+	struct sandbox_cg_leaf leaf;
+	int r;
+
+	leaf_of_slot(s, sl, &leaf);
+	slot_drop(sl);
+	r = sandbox_cg_leaf_remove(&s->cgroups, &leaf);
+	if (r < 0)
+		log_warning_errno_ratelimited(r, "Removing the cgroup %s failed", leaf.name);
+}
+
+static void on_expiry(struct uring_timer *t, bool fired)
+{
+	struct server *s = expiry_srv;
+	uint64_t now = now_ms();
+
+	(void)t;
+	if (!fired || s->stopping)
+		return;
+	for (unsigned i = 0; i < CG_SLOTS_MAX; i++)
+		if (slots[i].used && !slots[i].busy && now - slots[i].free_since >= CG_FREE_MS)
+			slot_remove(s, &slots[i]);
+	if (n_free > 0)
+		uring_timer_arm(&s->ring, &expiry, CG_FREE_MS, on_expiry);
+}
+
+/* sl is free from now on; the expiry timer runs while any is. */
+static void slot_free(struct server *s, struct cg_slot *sl)
+{
+	sl->busy = false;
+	sl->free_since = now_ms();
+	n_free++;
+	expiry_srv = s;
+	if (!expiry.armed)
+		uring_timer_arm(&s->ring, &expiry, CG_FREE_MS, on_expiry);
+}
+
+/* A leaf for a poolable process: a free one, else a new one (in a slot if there is room). */
+static int slot_take(struct server *s, struct sandbox_cg_leaf *ret)
+{
+	struct cg_slot *room = NULL;
+	int r;
+
+	for (unsigned i = 0; i < CG_SLOTS_MAX; i++) {
+		struct cg_slot *sl = &slots[i];
+
+		if (sl->used && !sl->busy) {
+			leaf_of_slot(s, sl, ret);
+			ret->fd = openat(ret->parent_fd, sl->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (ret->fd < 0) {
+				slot_drop(sl); /* gone (removed by hand?): forget it */
+				continue;
+			}
+			sl->busy = true;
+			n_free--;
+			return 0;
+		}
+		if (!sl->used && !room)
+			room = sl;
+	}
+	r = sandbox_cg_leaf_new(&s->cgroups, -1, NULL, ret);
+	if (r < 0 || !room)
+		return r;
+	*room = (struct cg_slot){ .used = true, .busy = true };
+	memcpy(room->name, ret->name, sizeof(room->name));
+	return 0;
+}
+
+/* True when the leaf went back to its slot (empty), so that the process must forget it. */
+static bool slot_give_back(struct server *s, struct sandbox_cg_leaf *leaf)
+{
+	struct cg_slot *sl = slot_by_name(leaf);
+	char buf[128], path[64];
+	ssize_t n = -1;
+	int fd;
+
+	if (!sl || !sl->busy)
+		return false;
+	snprintf(path, sizeof(path), "%s/cgroup.events", sl->name);
+	fd = openat(s->cgroups.base_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n > 0)
+		buf[n] = 0;
+	if (s->stopping || sl->killed || n <= 0 || !strstr(buf, "populated 0") ||
+	    n_free >= CG_FREE_MAX) {
+		/* Still in use by what the process left, or enough are waiting: removed once empty. */
+		sl->busy = true;
+		slot_drop(sl);
+		return false;
+	}
+	slot_free(s, sl);
+	return true;
+}
+
+void exec_cg_leaf_discard(struct server *s, struct sandbox_cg_leaf *leaf)
+{
+	struct cg_slot *sl = slot_by_name(leaf);
+
+	if (sl) {
+		sl->busy = true;
+		slot_drop(sl);
+	}
+	sandbox_cg_leaf_spawned(leaf);
+	(void)sandbox_cg_leaf_remove(&s->cgroups, leaf);
+}
+
 int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
 		 const struct sandbox_cg_limits *l, struct sandbox_cg_leaf *ret)
 {
@@ -126,6 +305,12 @@ int exec_cg_leaf(struct server *s, const struct sandbox_plan *plan,
 	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
 		if (s->cgroups.where[k] == SANDBOX_CG_NONE)
 			*limit_of(&eff, k) = 0;
+	/* Reused leaves: no limits, no sandbox (the denial tracer keys its watch on the leaf). */
+	if (!plan && s->cgroups.enabled && s->cgroups.base_fd >= 0 && !eff.pids_max &&
+	    !eff.memory_max && !eff.cpu_milli) {
+		r = slot_take(s, ret);
+		return r < 0 ? r : 1;
+	}
 	r = sandbox_cg_leaf_new(&s->cgroups, sandbox_plan_cgroup_fd(plan), &eff, ret);
 	if (r < 0)
 		return r;
@@ -246,6 +431,12 @@ static void release(struct proc *p)
 
 	if (p->cg_pending || !p->cg.live || s->stopping)
 		return; /* stopping: sandbox_cg_done() purges the bases */
+	if (slot_give_back(s, &p->cg)) {
+		/* Another process may have it from now on: this one's record forgets it. */
+		p->has_cg = false;
+		p->cg.live = false;
+		return;
+	}
 	pd = calloc(1, sizeof(*pd));
 	if (!pd) {
 		(void)sandbox_cg_leaf_remove(&s->cgroups, &p->cg);
@@ -267,10 +458,15 @@ void proc_cg_closed(struct proc *p)
 
 void proc_cg_kill(struct proc *p)
 {
+	struct cg_slot *sl;
 	int r;
 
 	if (!p->has_cg)
 		return;
+	/* Never reused (Linux 6.18 kills every later CLONE_INTO_CGROUP child of a killed cgroup). */
+	sl = slot_by_name(&p->cg);
+	if (sl)
+		sl->killed = true;
 	r = sandbox_cg_leaf_kill(&p->sess->srv->cgroups, &p->cg);
 	if (r < 0)
 		log_warning_errno_ratelimited(r, "Killing the cgroup of process '%s' failed", p->id);
@@ -300,6 +496,10 @@ void proc_cg_free(struct proc *p)
 
 void exec_cg_pending_free(void)
 {
+	/* The slots' directories go with the base (sandbox_cg_done). */
+	for (unsigned i = 0; i < CG_SLOTS_MAX; i++)
+		slots[i] = (struct cg_slot){ 0 };
+	n_free = 0;
 	while (!list_empty(&pending_leaves))
 		pending_free(list_first_entry(&pending_leaves, struct cg_pending, link));
 }

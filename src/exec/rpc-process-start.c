@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@
 #include "session.h"
 #include "shell-snapshot.h"
 #include "spawn.h"
+#include "spawner.h"
 
 void exec_warn_self_writable(const struct sandbox_plan *plan, const char *what)
 {
@@ -179,7 +181,7 @@ static int track_process(struct session *ss, json_t *process_id, const struct sp
 				(void)sandbox_cg_leaf_kill(&ss->srv->cgroups, leaf);
 			(void)waitid((idtype_t)P_PIDFD, (id_t)res->pidfd, &si, WEXITED);
 			if (leaf)
-				(void)sandbox_cg_leaf_remove(&ss->srv->cgroups, leaf);
+				exec_cg_leaf_discard(ss->srv, leaf);
 			safe_close(res->pidfd);
 			safe_close(res->stdin_fd);
 			safe_close(res->out_fd);
@@ -389,6 +391,11 @@ struct start {
 	bool managed, mn_ttcp;
 	int nr, hfds[3];
 	uint16_t hports[2];
+	/* On the spawner thread (spawner.h): the job, and the request answered when it is done. */
+	struct spawn_job job;
+	struct rpc_pending pend;
+	struct session *ss;
+	struct server *srv;
 };
 
 /* Every decoding step, in the reference's order. 0, or -1 after replying. */
@@ -593,18 +600,12 @@ static int start_cgroup(struct start *st)
 	return 0;
 }
 
-/* The spawn, the enforced proxy's listeners from the child, and the audit line. */
-static int start_spawn(struct start *st)
+/* After the spawn: the enforced proxy's listeners from the child, and the audit line. */
+static int start_spawned(struct start *st, int r, const char *step)
 {
 	struct conn *c = st->c;
 	struct session *ss = c->sess;
-	const char *step = NULL;
-	int r;
 
-	/* The denial tracer watches the leaf before the child enters it (evidence-ring.h). */
-	if (st->plan && st->has_leaf)
-		st->ev_cgroup = exec_evidence_watch(st->leaf.fd);
-	r = spawn_process(&st->sa, &st->res, &step);
 	st->psock[1] = safe_close(st->psock[1]);
 	if (r >= 0 && st->psock[0] >= 0) {
 		int pfds[SANDBOX_PROXY_NFDS];
@@ -627,7 +628,7 @@ static int start_spawn(struct start *st)
 	if (r < 0) {
 		c->srv->metrics.spawn_failures++;
 		if (st->has_leaf)
-			(void)sandbox_cg_leaf_remove(&c->srv->cgroups, &st->leaf); /* the child is reaped */
+			exec_cg_leaf_discard(c->srv, &st->leaf); /* the child is reaped */
 		exec_evidence_unwatch(st->ev_cgroup);
 		reply_spawn_error(c, st->id, st->argv0, r, step);
 		return START_ANSWERED;
@@ -691,6 +692,124 @@ static int start_track(struct start *st)
 	return 0;
 }
 
+static void start_free(struct start *st)
+{
+	safe_close(st->hfds[0]);
+	safe_close(st->hfds[1]);
+	safe_close(st->hfds[2]);
+	netproxy_config_free(st->npc);
+	safe_close(st->psock[0]);
+	safe_close(st->psock[1]);
+	sandbox_plan_free(st->plan);
+	free(st->cwd);
+	free(st->argv);
+	environ_strv_free(st->envp);
+	environ_strv_free(st->cands);
+	snap_launch_done(&st->snap);
+	free(st);
+}
+
+/* The steps after the spawn (r: its result) and the reply. */
+static void start_finish(struct start *st, int r, const char *step)
+{
+	r = start_spawned(st, r, step);
+	if (r == 0)
+		r = start_track(st);
+	if (r < 0)
+		reply_spawn_errno(st->c, st->id, r);
+}
+
+/*
+ * A spawn the connection no longer waits for (it closed, or the server is
+ * stopping): the child is killed and reaped, its cgroup removed, nothing
+ * answered.
+ */
+static void start_abandon(struct start *st)
+{
+	struct server *s = st->srv;
+
+	if (st->job.r >= 0) {
+		siginfo_t si;
+
+		kill(-st->res.pid, SIGKILL);
+		(void)syscall(SYS_pidfd_send_signal, st->res.pidfd, SIGKILL, NULL, 0);
+		if (st->has_leaf)
+			(void)sandbox_cg_leaf_kill(&s->cgroups, &st->leaf);
+		(void)waitid((idtype_t)P_PIDFD, (id_t)st->res.pidfd, &si, WEXITED);
+		safe_close(st->res.pidfd);
+		safe_close(st->res.stdin_fd);
+		safe_close(st->res.out_fd);
+		safe_close(st->res.err_fd);
+	}
+	if (st->has_leaf)
+		exec_cg_leaf_discard(s, &st->leaf);
+	exec_evidence_unwatch(st->ev_cgroup);
+	json_decref(st->params);
+	start_free(st);
+}
+
+/*
+ * The connection closed while the spawner thread runs the spawn:
+ * on_spawned() cleans up. Its hold stays: nothing more of it is dispatched.
+ */
+static void start_cancel(struct rpc_pending *pend)
+{
+	struct start *st = container_of(pend, struct start, pend);
+
+	rpc_pending_end(pend);
+	st->c = NULL;
+}
+
+/* On the loop thread once the spawner thread has spawned (or refused to). */
+static void on_spawned(struct spawn_job *j)
+{
+	struct start *st = container_of(j, struct start, job);
+	struct conn *c = st->c;
+
+	if (!c || c->srv->stopping || c->sess != st->ss) {
+		/* Stopping: nothing more is dispatched (its hold stays, as on a close). */
+		if (c)
+			rpc_pending_end(&st->pend);
+		start_abandon(st);
+		return;
+	}
+	start_finish(st, j->r < 0 ? j->r : 0, j->step);
+	/* Answered: the requests that came after it go on (conn_hold()). */
+	rpc_pending_end(&st->pend);
+	json_decref(st->params);
+	start_free(st);
+	conn_release(c);
+}
+
+/*
+ * The spawn itself: handed to the spawner thread, the connection's later
+ * requests held until it is answered (the reference answers in order, and
+ * one of them may name this process); without the thread, here.
+ */
+static int start_spawn(struct start *st)
+{
+	/* The denial tracer watches the leaf before the child enters it (evidence-ring.h). */
+	if (st->plan && st->has_leaf)
+		st->ev_cgroup = exec_evidence_watch(st->leaf.fd);
+	if (!spawn_thread_running()) {
+		const char *step = NULL;
+		int r = spawn_process(&st->sa, &st->res, &step);
+
+		start_finish(st, r < 0 ? r : 0, step);
+		start_free(st);
+		return 0;
+	}
+	st->ss = st->c->sess;
+	st->srv = st->c->srv;
+	st->job = (struct spawn_job){ .args = &st->sa, .res = &st->res, .done = on_spawned };
+	st->params = json_incref(st->params); /* st->f points into it */
+	rpc_pending_start(&st->pend, st->c, st->id, start_cancel);
+	st->id = st->pend.id;
+	conn_hold(st->c);
+	spawn_thread_submit(&st->job);
+	return 0;
+}
+
 /*
  * process/start as its steps (struct start): decoding, checks, environment
  * and program, spawn arguments (and a shell snapshot), the cgroup, the
@@ -698,38 +817,33 @@ static int start_track(struct start *st)
  */
 static void start_process(struct conn *c, json_t *id, json_t *params, bool resumed)
 {
-	struct start st = { .c = c, .id = id, .params = params, .resumed = resumed,
-			    .snap = { .fd = -1 }, .rows = 24, .cols = 80,
-			    .psock = { -1, -1 }, .hfds = { -1, -1, -1 } };
+	struct start *st = calloc(1, sizeof(*st));
 	int r;
 
-	if (start_decode(&st) < 0) {
-		netproxy_config_free(st.npc);
+	if (!st) {
+		rpc_reply_errno_internal(c, id, ENOMEM);
 		return;
 	}
-	r = start_check(&st);
+	*st = (struct start){ .c = c, .id = id, .params = params, .resumed = resumed,
+			      .snap = { .fd = -1 }, .rows = 24, .cols = 80,
+			      .psock = { -1, -1 }, .hfds = { -1, -1, -1 } };
+	if (start_decode(st) < 0) {
+		netproxy_config_free(st->npc);
+		free(st);
+		return;
+	}
+	r = start_check(st);
 	if (r == 0)
-		r = start_environment(&st);
+		r = start_environment(st);
 	if (r == 0)
-		r = start_spawn_args(&st);
+		r = start_spawn_args(st);
 	if (r == 0)
-		r = start_cgroup(&st);
-	if (r == 0)
-		r = start_spawn(&st);
-	if (r == 0)
-		r = start_track(&st);
+		r = start_cgroup(st);
+	if (r == 0) {
+		start_spawn(st); /* answers and frees st, now or from the spawner's completion */
+		return;
+	}
 	if (r < 0)
 		reply_spawn_errno(c, id, r);
-	safe_close(st.hfds[0]);
-	safe_close(st.hfds[1]);
-	safe_close(st.hfds[2]);
-	netproxy_config_free(st.npc);
-	safe_close(st.psock[0]);
-	safe_close(st.psock[1]);
-	sandbox_plan_free(st.plan);
-	free(st.cwd);
-	free(st.argv);
-	environ_strv_free(st.envp);
-	environ_strv_free(st.cands);
-	snap_launch_done(&st.snap);
+	start_free(st);
 }

@@ -5,9 +5,10 @@
  * CLONE_VM | CLONE_VFORK, as glibc's posix_spawn does: the child runs on its
  * own stack in the parent's address space until exec, so no page table is
  * copied (a full fork of the server was 40% of its CPU per spawn), and the
- * parent is suspended until the child has exec'd or exited. When clone
- * returns, the CLOEXEC error pipe holds either the child's error or EOF: one
- * non-blocking read says whether exec succeeded. The child shares the
+ * parent (the spawner thread, spawner.h) is suspended until the child has
+ * exec'd or exited. When clone returns, the child's error is in shared_err
+ * (or, without CLONE_VM, the CLOEXEC error pipe holds it or EOF): exec
+ * succeeded unless it is there. The child shares the
  * parent's memory: it calls only async-signal-safe functions and writes
  * nothing but its own stack (and the plan's scratch fds).
  */
@@ -37,6 +38,7 @@
 #include "own-files.h"
 #include "sandbox.h"
 #include "spawn.h"
+#include "spawner.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -134,10 +136,30 @@ __asm__(".text\n"
 #define HAVE_CLONE3_VM 0
 #endif
 
+/*
+ * Where a child that shares the server's memory (CLONE_VM, x86-64 outside
+ * sanitizers) leaves its error, as glibc's posix_spawn does: the parent reads
+ * it once clone returns (CLONE_VFORK: the child has exec'd or exited), so no
+ * error pipe is made (a pipe2, two closes and a read fewer per spawn). One
+ * spawn at a time (the spawner thread); the first error written counts, as
+ * the first record in the pipe did (a PID namespace's command, then its init).
+ */
+static struct child_err shared_err;
+
 static _child_ _noreturn_ void child_fail_step(int errpipe, int err, const char *step)
 {
-	struct child_err ce = { err, step };
-	ssize_t _unused_ n = write(errpipe, &ce, sizeof(ce));
+	struct child_err ce = { err ? err : EIO, step };
+
+	if (errpipe < 0) {
+		volatile struct child_err *se = &shared_err;
+
+		if (se->err == 0) {
+			se->step = step;
+			se->err = ce.err;
+		}
+	} else {
+		ssize_t _unused_ n = write(errpipe, &ce, sizeof(ce));
+	}
 	_exit(127);
 }
 
@@ -538,6 +560,16 @@ static void stdio_fds_close(struct stdio_fds *f)
 	safe_close(f->slave);
 }
 
+/* /dev/null, the stdin of a process without pipeStdin (opened at start, never closed). */
+static int devnull_fd = -1;
+
+int spawn_open_devnull(void)
+{
+	if (devnull_fd < 0)
+		devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return devnull_fd < 0 ? -errno : 0;
+}
+
 /* A PTY, or pipes (stdin a pipe or /dev/null; stderr a pipe or the caller's fd). */
 static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct child_fds *cf)
 {
@@ -562,9 +594,10 @@ static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct ch
 		f->in_r = p[0];
 		f->in_w = p[1];
 	} else {
-		f->in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (f->in_r < 0)
-			return -errno;
+		/* Kept open (spawn_open_devnull()): an openat and a close fewer per spawn. */
+		r = spawn_open_devnull();
+		if (r < 0)
+			return r;
 	}
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
@@ -580,9 +613,13 @@ static int open_stdio(const struct spawn_args *a, struct stdio_fds *f, struct ch
 		f->err_r = p[0];
 		f->err_w = p[1];
 	}
-	*cf = (struct child_fds){ .in = f->in_r, .out = f->out_w, .err = f->err_w, .ctty = -1 };
+	*cf = (struct child_fds){ .in = a->pipe_stdin ? f->in_r : devnull_fd, .out = f->out_w,
+				  .err = f->err_w, .ctty = -1 };
 	return 0;
 }
+
+/* getpid() of the server, found at the first spawn. */
+static pid_t server_pid;
 
 /* clone3 answered ENOSYS (seccomp, valgrind) or E2BIG (Linux 5.3-5.6: no cgroup member) once. */
 static bool clone3_refused;
@@ -640,8 +677,12 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 	/* No signal handler may run in the child before it resets them. */
 	int cg = a->cgroup && a->cgroup->fd >= 0 ? a->cgroup->fd : sandbox_plan_cgroup_fd(a->sandbox);
 
+	/* The spawner thread blocks every signal for good: nothing to change there. */
+	bool mask = !spawn_thread_is_current();
+
 	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
+	if (mask)
+		sigprocmask(SIG_SETMASK, &all, &old);
 	if (cg >= 0 && clone3_refused) {
 		/*
 		 * No clone3 here (Docker's default seccomp profile and valgrind
@@ -652,7 +693,8 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		cf->cg_procs = openat(cg, "cgroup.procs", O_WRONLY | O_CLOEXEC);
 		if (cf->cg_procs < 0) {
 			err = errno;
-			sigprocmask(SIG_SETMASK, &old, NULL);
+			if (mask)
+				sigprocmask(SIG_SETMASK, &old, NULL);
 			return -err;
 		}
 		ctx->cf.cg_procs = cf->cg_procs;
@@ -664,10 +706,9 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		    !clone3_refused) {
 			/* Said once; this spawn and the next ones take the clone() path. */
 			clone3_refused = true;
-			sigprocmask(SIG_SETMASK, &old, NULL);
-			log_warning_errno(-errno, "clone3 with CLONE_INTO_CGROUP is refused here: each "
-					  "process joins its cgroup by writing cgroup.procs before exec "
-					  "instead (slower spawns)");
+			spawn_thread_defer_clone3_refused(errno); /* logged by the loop thread */
+			if (mask)
+				sigprocmask(SIG_SETMASK, &old, NULL);
 			return clone_child(a, ctx, cf, stack, pidfd);
 		}
 	} else {
@@ -684,12 +725,13 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 			    ctx, pidfd);
 	}
 	err = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (mask)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	cf->cg_procs = ctx->cf.cg_procs = safe_close(cf->cg_procs);
 	return pid < 0 ? -err : pid;
 }
 
-int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
+static int spawn_here(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
 {
 	_cleanup_close_ int ep_r = -1, ep_w = -1, pidfd = -1;
 	struct stdio_fds f = { -1, -1, -1, -1, -1, -1, -1, -1 };
@@ -707,19 +749,25 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	stack = child_stack_top();
 	if (!stack)
 		return -ENOMEM;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	ep_r = p[0];
-	ep_w = p[1];
+	if (!HAVE_CLONE3_VM) {
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -errno;
+		ep_r = p[0];
+		ep_w = p[1];
+	}
+	shared_err = (struct child_err){ 0 };
 	r = open_stdio(a, &f, &cf);
 	if (r < 0)
 		goto out;
+	if (server_pid == 0)
+		server_pid = getpid(); /* the server never forks itself after start */
 	cf.errpipe = ep_w;
-	cf.server = getpid();
+	cf.server = server_pid;
 	cf.cg_procs = -1;
 	ctx.cf = cf;
 
-	dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+	/* Only a sandboxed child changes it (its uid, or the PID namespace's init). */
+	dumpable = a->sandbox ? prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) : -1;
 	pid = clone_child(a, &ctx, &cf, stack, &pidfd);
 	/*
 	 * A child sharing this memory (CLONE_VM) that changes its uid
@@ -732,10 +780,16 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 		r = (int)pid;
 		goto out;
 	}
-	ep_w = safe_close(ep_w);
-	do
-		n = read(ep_r, &ce, sizeof(ce));
-	while (n < 0 && errno == EINTR);
+	if (HAVE_CLONE3_VM) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST); /* what the child wrote (clone is a barrier too) */
+		ce = *(volatile struct child_err *)&shared_err;
+		n = ce.err ? (ssize_t)sizeof(ce) : 0;
+	} else {
+		ep_w = safe_close(ep_w);
+		do
+			n = read(ep_r, &ce, sizeof(ce));
+		while (n < 0 && errno == EINTR);
+	}
 	if (n == (ssize_t)sizeof(ce)) {
 		siginfo_t si;
 
@@ -761,5 +815,39 @@ int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const ch
 	r = 0;
 out:
 	stdio_fds_close(&f);
+	return r;
+}
+
+struct spawn_call_args {
+	const struct spawn_args *a;
+	struct spawn_result *ret;
+	const char **ret_step;
+};
+
+static int spawn_call_fn(void *arg)
+{
+	struct spawn_call_args *c = arg;
+
+	return spawn_here(c->a, c->ret, c->ret_step);
+}
+
+int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step)
+{
+	struct spawn_call_args c = { a, ret, ret_step };
+
+	/*
+	 * Every child is the spawner thread's (spawner.h): a spawn asked for on
+	 * another thread waits for it there, as it waited for the vfork here.
+	 */
+	int r;
+
+	if (spawn_thread_running() && !spawn_thread_is_current()) {
+		r = spawn_thread_call(spawn_call_fn, &c);
+		spawn_thread_log_deferred();
+		return r;
+	}
+	r = spawn_here(a, ret, ret_step);
+	if (!spawn_thread_is_current())
+		spawn_thread_log_deferred();
 	return r;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Process creation: clone3(CLONE_PIDFD | CLONE_VFORK) + exec, with pipes or a
- * PTY, a new session and process group, and exec errors reported through a
- * CLOEXEC pipe. The child runs async-signal-safe code only. It dies with
+ * PTY, a new session and process group, and exec errors left in the shared
+ * memory (CLONE_VM) or, where the child gets a copy, reported through a
+ * CLOEXEC pipe. It runs on the spawner thread (spawner.h). The child runs async-signal-safe code only. It dies with
  * the server (PR_SET_PDEATHSIG, SIGKILL; sandbox/cgroup.h for its
  * descendants).
  */
@@ -55,6 +56,13 @@ struct sandbox_cg_leaf;
  * the step; otherwise it is left untouched.
  */
 int spawn_process(const struct spawn_args *a, struct spawn_result *ret, const char **ret_step);
+
+/*
+ * Opens /dev/null once for the stdin of processes without pipeStdin (at
+ * start, so that the server's fd count does not grow at its first spawn;
+ * else at the first such spawn). Returns 0 or -errno.
+ */
+int spawn_open_devnull(void);
 
 /*
  * Opens uexec-init (the PID-namespace init of sandboxed commands) next to

@@ -43,6 +43,7 @@
 #include "server.h"
 #include "session.h"
 #include "spawn.h"
+#include "spawner.h"
 #include "tls-mem.h"
 #include "tls-load.h"
 #include "toml-load.h"
@@ -682,6 +683,16 @@ int server_init(struct server *s, const struct config *cfg)
 	if (r < 0)
 		return log_error_errno(r, "Starting the filesystem worker threads failed");
 
+	/* Every child is spawned on its thread (src/exec/spawner.h): the loop never waits in vfork. */
+	if (!s->cfg.fs_helper) {
+		r = spawn_thread_init(s);
+		if (r < 0)
+			return log_error_errno(r, "Starting the spawner thread failed");
+		r = spawn_open_devnull();
+		if (r < 0)
+			return log_error_errno(r, "Opening /dev/null failed");
+	}
+
 	/* The sandboxed fs helper is this binary, re-executed through an fd opened now. */
 	if (!s->cfg.fs_helper) {
 		fs_sandbox_init(s);
@@ -761,6 +772,7 @@ void server_done(struct server *s)
 	upgrade_done(s);
 	remote_stop(s);
 	worker_pool_done(s);
+	spawn_thread_done(); /* spawns in flight answered nowhere: their children killed and reaped */
 	session_destroy_all(s);
 	say_goodbye(s);
 	conn_free_all(s);

@@ -193,6 +193,8 @@ static bool over(const struct conn *c)
 
 bool conn_mem_pause_check(struct conn *c)
 {
+	if (c->held)
+		return true; /* conn_hold(): the rest waits, unparsed, for conn_release() */
 	if (c->mem_paused || !over(c))
 		return c->mem_paused;
 	lists_init(c->srv);

@@ -80,7 +80,7 @@ static void handle_stdio(struct conn *c)
 	if (c->state == CONN_DEAD)
 		return;
 	buf_consume(&c->in, off);
-	if (!c->mem_paused && c->in.len > c->srv->cfg.max_message_bytes) {
+	if (!c->mem_paused && !c->held && c->in.len > c->srv->cfg.max_message_bytes) {
 		log_error("stdio message larger than %" PRIu64 " bytes, closing",
 			  c->srv->cfg.max_message_bytes);
 		conn_kill(c);

@@ -584,11 +584,27 @@ void conn_input_resume(struct conn *c)
 	conn_arm_read(c);
 }
 
+void conn_hold(struct conn *c)
+{
+	c->held++;
+}
+
+void conn_release(struct conn *c)
+{
+	if (c->held == 0 || --c->held > 0 || c->state != CONN_OPEN)
+		return;
+	/* What arrived meanwhile is dispatched; reading goes on either way. */
+	if (c->in.len > 0)
+		conn_input_resume(c);
+	else
+		conn_arm_read(c);
+}
+
 void conn_arm_read(struct conn *c)
 {
 	struct io_uring_sqe *sqe;
 
-	if (c->read_op.busy || c->read_blocked || c->mem_paused || c->fd_in < 0 ||
+	if (c->read_op.busy || c->read_blocked || c->mem_paused || c->held || c->fd_in < 0 ||
 	    c->srv->quiescing || (c->state != CONN_OPEN && c->state != CONN_HTTP))
 		return;
 	sqe = uring_get_sqe(&c->srv->ring, &c->read_op, on_read);

@@ -112,6 +112,7 @@ struct conn {
 	unsigned mem_n_waiting;
 	unsigned mem_pass;                /* admission pass that skipped a waiter of c */
 	bool mem_paused;                  /* over budget: requests wait unparsed in c->in */
+	unsigned held;                    /* conn_hold(): requests wait unparsed in c->in */
 	struct list_head mem_paused_link; /* server->mem_paused while paused */
 
 	/* JSON-RPC state */
@@ -225,6 +226,15 @@ struct outchunk *conn_alloc_msg(struct conn *c, size_t payload_len, uint8_t **re
 struct outchunk *conn_realloc_msg(struct conn *c, struct outchunk *o, size_t payload_len,
 				  uint8_t **ret_payload);
 void conn_commit(struct conn *c, struct outchunk *o);
+
+/*
+ * A request answered later that later requests must not overtake (a
+ * process/start whose spawn runs on the spawner thread): the connection's
+ * further requests wait unparsed, as with --concurrent-requests 1, until
+ * conn_release(), which dispatches them. Holds nest.
+ */
+void conn_hold(struct conn *c);
+void conn_release(struct conn *c);
 
 /* Parses and dispatches what waits in c's input buffer, then reads on (for conn-mem.c). */
 void conn_input_resume(struct conn *c);

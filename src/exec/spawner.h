@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The spawner thread: every clone + exec of the server runs on it, so the
+ * loop never sits in the CLONE_VFORK wait (docs/ARCHITECTURE.md "The
+ * spawner thread", which says why a thread and why exactly one).
+ *
+ * spawn_thread_submit() hands a spawn over and returns at once; done() runs later
+ * on the loop thread (an eventfd read on the ring). spawn_process() called on
+ * the loop thread while the spawner runs is passed to it and waited for
+ * (spawn_thread_call()): the children of the server all have one parent thread.
+ * Without spawn_thread_init() (tests, fuzz targets) everything runs where it is
+ * called.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "list.h"
+#include "ring.h"
+#include "spawn.h"
+
+struct server;
+
+struct spawn_job {
+	struct list_head link;
+	const struct spawn_args *args; /* read by the thread (and the child) until done() */
+	struct spawn_result *res;
+	const char *step;              /* spawn_process()'s *ret_step, or NULL */
+	int r;                         /* spawn_process()'s result; -ECANCELED: never started */
+	void (*done)(struct spawn_job *j); /* on the loop thread */
+};
+
+/* Starts the thread (before any spawn; after the ring). Returns 0 or -errno. */
+int spawn_thread_init(struct server *s);
+/* True when spawns go to the thread (spawn_thread_init() succeeded, not stopped). */
+bool spawn_thread_running(void);
+/* True on the spawner thread itself. */
+bool spawn_thread_is_current(void);
+/* Queues j; j->done() runs later on the loop thread. Only while spawn_thread_running(). */
+void spawn_thread_submit(struct spawn_job *j);
+/* Runs fn(arg) on the spawner thread and waits for it (the loop waits). Returns fn's result. */
+int spawn_thread_call(int (*fn)(void *arg), void *arg);
+/*
+ * The thread never logs: spawn.c notes what it has to say (clone3 refused
+ * here, said once), and the loop thread logs it (spawn_thread_log_deferred(), also
+ * after each completion batch).
+ */
+void spawn_thread_defer_clone3_refused(int err);
+void spawn_thread_log_deferred(void);
+/*
+ * Stops the thread after the job it runs; every job is then completed with
+ * done() on the calling thread (queued ones with r = -ECANCELED).
+ */
+void spawn_thread_done(void);
