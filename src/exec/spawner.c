@@ -9,6 +9,14 @@
  * is the child's time to exec). Every child of the server is the thread's
  * (PR_SET_PDEATHSIG is relative to the parent *thread*): a spawn the loop
  * makes itself goes through spawn_thread_call().
+ *
+ * The spawner is the process's main thread, and the server (ring, loop,
+ * everything else) runs on a thread it starts (spawn_thread_main()): a live
+ * upgrade's execve must keep the task every child's PDEATHSIG refers to, and
+ * only the thread that calls execve survives it. So the execve (and the
+ * rollback's) runs here too, through spawn_thread_call(), and in the new
+ * binary the same task is again the main thread and the spawner: the children
+ * of every generation keep one parent thread.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,14 +45,17 @@ static struct {
 	pthread_cond_t cond;   /* the thread waits for work */
 	pthread_cond_t called; /* spawn_thread_call() waits for its job */
 	struct list_head queue, finished;
-	pthread_t thread;
+	pthread_cond_t idle;   /* spawn_thread_done() waits for the queue to empty */
+	bool serving;          /* spawn_thread_main() runs: the main thread takes jobs */
+	bool busy;             /* the main thread runs a job */
 	bool running, stop;
 	int efd;
 	uint64_t ebuf;
 	struct uring_op op;
 	struct server *srv;
 } sp = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
-	 .called = PTHREAD_COND_INITIALIZER, .efd = -1 };
+	 .called = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER, .efd = -1,
+	 .queue = LIST_HEAD_INIT(sp.queue), .finished = LIST_HEAD_INIT(sp.finished) };
 
 static __thread bool on_spawner;
 
@@ -80,6 +91,7 @@ static void *spawner_main(void *arg)
 			break; /* stopping, nothing left that was asked for */
 		j = list_first_entry(&sp.queue, struct spawn_job, link);
 		list_del(&j->link);
+		sp.busy = true;
 		pthread_mutex_unlock(&sp.lock);
 
 		if (j->done) {
@@ -102,6 +114,9 @@ static void *spawner_main(void *arg)
 			container_of(j, struct spawn_call, job)->finished = true;
 			pthread_cond_broadcast(&sp.called);
 		}
+		sp.busy = false;
+		if (list_empty(&sp.queue))
+			pthread_cond_broadcast(&sp.idle);
 	}
 	pthread_mutex_unlock(&sp.lock);
 	return NULL;
@@ -144,27 +159,63 @@ static void arm(void)
 			   sizeof(sp.ebuf), 0);
 }
 
-int spawn_thread_init(struct server *s)
+/* The server's thread: runs it, then lets the main thread's job loop end. */
+struct serve {
+	int (*fn)(void *arg);
+	void *arg;
+	int r;
+};
+
+static void *server_thread(void *arg)
 {
-	sigset_t all, old;
+	struct serve *sv = arg;
+
+	sv->r = sv->fn(sv->arg);
+	pthread_mutex_lock(&sp.lock);
+	sp.stop = true;
+	pthread_cond_broadcast(&sp.cond);
+	pthread_mutex_unlock(&sp.lock);
+	return NULL;
+}
+
+int spawn_thread_main(int (*server_main)(void *arg), void *arg)
+{
+	struct serve sv = { .fn = server_main, .arg = arg };
+	pthread_attr_t attr;
+	pthread_t th;
+	sigset_t all;
 	int r;
 
-	list_init(&sp.queue);
-	list_init(&sp.finished);
+	/* The stack the server had as the main thread (RLIMIT_STACK is often unlimited under services). */
+	r = pthread_attr_init(&attr);
+	if (r == 0)
+		r = pthread_attr_setstacksize(&attr, SPAWN_SERVER_STACK);
+	sp.serving = true; /* before the server starts: its spawns and calls come here */
+	on_spawner = true;
+	if (r == 0)
+		r = pthread_create(&th, &attr, server_thread, &sv); /* with this thread's signal mask */
+	(void)pthread_attr_destroy(&attr);
+	if (r != 0) {
+		/* No thread: everything on this one, spawns too (the loop waits in CLONE_VFORK). */
+		sp.serving = on_spawner = false;
+		return server_main(arg);
+	}
+	/* It takes no signals: they all go to the loop's signalfd (and a child starts with none). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	(void)spawner_main(NULL);
+	pthread_join(th, NULL);
+	return sv.r;
+}
+
+int spawn_thread_init(struct server *s)
+{
 	sp.srv = s;
-	sp.stop = false;
+	if (!sp.serving)
+		return 0; /* tests, the fs helper: spawns run where they are asked for */
 	sp.efd = eventfd(0, EFD_CLOEXEC);
 	if (sp.efd < 0)
 		return -errno;
-	/* It takes no signals: they all go to the loop's signalfd (and a child starts with none). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = -pthread_create(&sp.thread, NULL, spawner_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r < 0) {
-		sp.efd = safe_close(sp.efd);
-		return r;
-	}
 	sp.running = true;
 	arm();
 	return 0;
@@ -192,6 +243,8 @@ int spawn_thread_call(int (*fn)(void *arg), void *arg)
 {
 	struct spawn_call c = { .fn = fn, .arg = arg };
 
+	if (!sp.serving || on_spawner)
+		return fn(arg);
 	pthread_mutex_lock(&sp.lock);
 	list_add_tail(&c.job.link, &sp.queue);
 	pthread_cond_signal(&sp.cond);
@@ -203,27 +256,14 @@ int spawn_thread_call(int (*fn)(void *arg), void *arg)
 
 void spawn_thread_done(void)
 {
-	struct list_head left;
-
 	if (!sp.running)
 		return;
-	/* Calls and spawns already queued still run: the thread stops once the queue is empty. */
+	/* Spawns and calls already queued still run; then spawns run where they are asked for. */
 	pthread_mutex_lock(&sp.lock);
-	sp.stop = true;
-	pthread_cond_broadcast(&sp.cond);
-	pthread_mutex_unlock(&sp.lock);
-	pthread_join(sp.thread, NULL);
+	while (!list_empty(&sp.queue) || sp.busy)
+		pthread_cond_wait(&sp.idle, &sp.lock);
 	sp.running = false;
+	pthread_mutex_unlock(&sp.lock);
 	complete_finished();
-	list_init(&left);
-	list_splice_tail(&sp.queue, &left);
-	list_init(&sp.queue);
-	while (!list_empty(&left)) {
-		struct spawn_job *j = list_first_entry(&left, struct spawn_job, link);
-
-		list_del(&j->link);
-		j->r = -ECANCELED;
-		j->done(j);
-	}
 	sp.efd = safe_close(sp.efd);
 }

@@ -8,8 +8,10 @@
  * on the loop thread (an eventfd read on the ring). spawn_process() called on
  * the loop thread while the spawner runs is passed to it and waited for
  * (spawn_thread_call()): the children of the server all have one parent thread.
- * Without spawn_thread_init() (tests, fuzz targets) everything runs where it is
- * called.
+ * That thread is the process's main thread, and the server runs on a thread of
+ * its own (spawn_thread_main()), so that a live upgrade's execve, made here,
+ * keeps every child's parent. Without spawn_thread_main() (tests, fuzz targets,
+ * the fs helper) everything runs where it is called.
  */
 #pragma once
 
@@ -30,7 +32,15 @@ struct spawn_job {
 	void (*done)(struct spawn_job *j); /* on the loop thread */
 };
 
-/* Starts the thread (before any spawn; after the ring). Returns 0 or -errno. */
+/* The server thread's stack: what the main thread's was (RLIMIT_STACK's usual 8 MiB). */
+#define SPAWN_SERVER_STACK (8u << 20)
+/*
+ * Called by main() on the main thread: runs server_main(arg) on a new thread
+ * and takes spawn jobs and calls here until it returns; returns its result.
+ * Without a thread (pthread_create failed) server_main runs here.
+ */
+int spawn_thread_main(int (*server_main)(void *arg), void *arg);
+/* Hands the server's spawns to the main thread (after the ring, before any spawn). 0 or -errno. */
 int spawn_thread_init(struct server *s);
 /* True when spawns go to the thread (spawn_thread_init() succeeded, not stopped). */
 bool spawn_thread_running(void);
@@ -38,7 +48,10 @@ bool spawn_thread_running(void);
 bool spawn_thread_is_current(void);
 /* Queues j; j->done() runs later on the loop thread. Only while spawn_thread_running(). */
 void spawn_thread_submit(struct spawn_job *j);
-/* Runs fn(arg) on the spawner thread and waits for it (the loop waits). Returns fn's result. */
+/*
+ * Runs fn(arg) on the spawner thread and waits for it (the loop waits). Returns fn's result.
+ * Without spawn_thread_main(), or on the spawner itself, fn runs here.
+ */
 int spawn_thread_call(int (*fn)(void *arg), void *arg);
 /*
  * The thread never logs: spawn.c notes what it has to say (clone3 refused
@@ -48,7 +61,8 @@ int spawn_thread_call(int (*fn)(void *arg), void *arg);
 void spawn_thread_defer_clone3_refused(int err);
 void spawn_thread_log_deferred(void);
 /*
- * Stops the thread after the job it runs; every job is then completed with
- * done() on the calling thread (queued ones with r = -ECANCELED).
+ * Waits for the jobs queued to run, completes them with done() on the calling
+ * thread, and from then on spawns run where they are asked for (the main
+ * thread's job loop ends when the server's thread returns).
  */
 void spawn_thread_done(void);

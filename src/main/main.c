@@ -22,6 +22,7 @@
 #include "log.h"
 #include "macro.h"
 #include "server.h"
+#include "spawner.h"
 #include "uexec.h"
 #include "upgrade.h"
 
@@ -685,6 +686,22 @@ static int reload_config(struct config *out, struct server_conf_args *arena)
 	return 0;
 }
 
+/* The server's life from server_init() (its thread: spawn_thread_main()); the exit code. */
+static int serve(void *arg)
+{
+	struct server *srv = arg;
+	struct config cfg = srv->cfg;
+	int r;
+
+	r = server_init(srv, &cfg);
+	if (r < 0)
+		upgrade_rollback("its start-up failed"); /* before server_done() closes anything */
+	if (r >= 0)
+		r = server_run(srv);
+	server_done(srv);
+	return r < 0 ? 1 : r;
+}
+
 int main(int argc, char **argv)
 {
 	struct config cfg = CONFIG_DEFAULTS;
@@ -726,12 +743,9 @@ int main(int argc, char **argv)
 	/* Before the loop runs: no connection is read before the secrets are in place. */
 	conn_tls_install(tls); /* server_init() prints the wss:// URL */
 	conn_auth_install(auth); /* server_done() frees both */
-	r = server_init(&srv, &cfg);
-	if (r < 0)
-		upgrade_rollback("its start-up failed"); /* before server_done() closes anything */
-	if (r >= 0)
-		r = server_run(&srv);
-	server_done(&srv);
+	srv.cfg = cfg;
+	/* The server on a thread of its own, this one the spawner (src/exec/spawner.h). */
+	r = cfg.fs_helper ? serve(&srv) : spawn_thread_main(serve, &srv);
 	server_conf_args_done(&file);
-	return r < 0 ? 1 : r;
+	return r;
 }

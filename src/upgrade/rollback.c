@@ -169,10 +169,11 @@ void upgrade_rollback(const char *why)
 	snprintf(num, sizeof(num), "%d", rb.memfd);
 	(void)fcntl(rb.memfd, F_SETFD, 0);
 	fflush(NULL);
-	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) == 0 &&
-	    setenv("UEXEC_UPGRADE_ROLLED_BACK", "1", 1) == 0)
-		(void)syscall(SYS_execveat, rb.back_fd, "", rb.back_argv, environ, AT_EMPTY_PATH);
-	r = -errno;
+	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) < 0 ||
+	    setenv("UEXEC_UPGRADE_ROLLED_BACK", "1", 1) < 0)
+		r = -errno;
+	else
+		r = upgrade_execveat_main(rb.back_fd, rb.back_argv); /* the main thread (exec-main.c) */
 	log_error_errno(r, "Upgrade: executing the old binary again failed; exiting (the cgroup "
 			   "supervisor ends the processes)");
 }

@@ -93,3 +93,12 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient);
  */
 int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char *err,
 			   size_t err_size);
+
+/*
+ * The hand-over's execve (path) and the rollback's execveat (fd, AT_EMPTY_PATH),
+ * made on the main thread, which is the spawner (exec-main.c): the one thread
+ * an execve keeps must be the parent thread of every child. Return only on
+ * failure, with -errno.
+ */
+int upgrade_exec_main(const char *path, char *const argv[]);
+int upgrade_execveat_main(int fd, char *const argv[]);

@@ -308,10 +308,11 @@ static void handover(struct built *b)
 		(void)fcntl(argv_fd, F_SETFD, 0);
 	}
 	fflush(NULL);
-	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) == 0 &&
-	    (argv_fd < 0 || setenv("UEXEC_UPGRADE_ROLLBACK", back, 1) == 0))
-		(void)execve(upg.exe, upg.argv, environ);
-	r = -errno;
+	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) < 0 ||
+	    (argv_fd >= 0 && setenv("UEXEC_UPGRADE_ROLLBACK", back, 1) < 0))
+		r = -errno;
+	else
+		r = upgrade_exec_main(upg.exe, upg.argv); /* on the main thread (exec-main.c) */
 	(void)unsetenv("UEXEC_UPGRADE_STATE_FD");
 	(void)unsetenv("UEXEC_UPGRADE_ROLLBACK");
 	if (self >= 0)

@@ -1096,3 +1096,45 @@ def test_rollback_keeps_sessions_and_connections(server_factory, tmp_path):
                                  run=run)
     go.touch()
     check_counter(c.collect("count", run=run))
+
+
+def test_processes_of_two_generations_survive_two_upgrades(server_factory, tmp_path):
+    """Every child has one parent thread across upgrades: a process started before the
+    first upgrade and one started between the first and the second both live through the
+    second (PR_SET_PDEATHSIG fires when a child's parent *thread* ends; an execve keeps
+    only the thread that makes it), and both end with their own exit codes."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path, handover=True)
+    pid = lu.srv.pid
+    c = lu.srv.connect()
+    sid = c.init_result["sessionId"]
+    c.start("first", ["/bin/sh", "-c", counter_script(go)], env=PATH_ENV)
+    c.collect_until_output("first", b"\n2\n")
+    c.ws.abort()
+    lu.wait_log("detached from")
+    lu.usr2()
+    lu.wait_log("Upgrade: took over from uexec ")
+    c2 = lu.srv.connect(initialize=False)
+    assert c2.initialize(resume=sid)["sessionId"] == sid
+    c2.start("second", ["/bin/sh", "-c", counter_script(go).replace("exit 7", "exit 8")],
+             env=PATH_ENV)
+    c2.collect_until_output("second", b"\n2\n")
+    pids = {p["processId"]: p["pid"] for p in c2.result("process/list", {})["processes"]}
+    c2.ws.abort()
+    lu.wait_log("detached from", count=2)
+    lu.usr2()
+    lu.wait_log("Upgrade: took over from uexec ", count=2)
+    assert lu.srv.proc.poll() is None and lu.srv.pid == pid
+    assert b"Upgrade: no hand-over (" not in lu.srv.stderr()
+    for name in ("first", "second"):
+        assert proc_state(pids[name]) not in (None, "Z"), (name, proc_state(pids[name]))
+    c3 = lu.srv.connect(initialize=False)
+    assert c3.initialize(resume=sid)["sessionId"] == sid
+    go.touch()
+    for name, code in (("first", 7), ("second", 8)):
+        chunks, res = read_all(c3, name)
+        assert res["exited"] and res["exitCode"] == code, (name, res)
+        lines = chunk_bytes(chunks).split(b"\n")
+        assert lines[-2:] == [b"end", b""], (name, lines[-3:])
+        assert lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], name
+    assert zombies(pid) == []
