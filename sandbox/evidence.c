@@ -19,52 +19,7 @@
 #include "macro.h"
 #include "sandbox.h"
 
-#define HASH_SIZE 256u
-#define DOMAIN_CACHE 256u
-#define PENDING 64u
-#define PROC_WALK_MAX 32
-
-#define AUDIT_SYSCALL 1300
-#define AUDIT_EOE 1320
-#define AUDIT_SECCOMP 1326
-#define AUDIT_LANDLOCK_ACCESS 1423
-#define AUDIT_LANDLOCK_DOMAIN 1424
-
-struct sandbox_ev_tree {
-	struct sandbox_ev_tree *ses_next, *pid_next;
-	pid_t pid;
-	uint32_t ses;     /* its own audit session, or 0 */
-	uint64_t cgroup;  /* its own cgroup v2 id, or 0 */
-	const struct sock_fprog *filter; /* the seccomp program its processes run under, or NULL */
-	bool reaped;      /* pid no longer ours: only ses and domains attribute */
-	bool lost;        /* a source dropped records while it was tracked */
-	unsigned probes;  /* unix socket paths looked up (SANDBOX_EVIDENCE_PROBES) */
-	uint64_t ambiguous; /* tracer records of EPERM/EACCES that nothing explains */
-	uint64_t total;
-	uint64_t decisive; /* denials that count for sandboxDenied (not libc's nscd probe) */
-	size_t n;
-	struct sandbox_denial kept[SANDBOX_EVIDENCE_KEEP];
-};
-
-struct pending {
-	bool used, have_syscall;
-	uint64_t serial;
-	struct sandbox_denial d;
-	struct sandbox_denial_origin o;
-	int32_t creator; /* 1424's pid: the process that created the domain */
-};
-
-struct sandbox_evidence {
-	unsigned sources;
-	uint32_t own_ses; /* the server's session: a child still in it has none of its own */
-	struct sandbox_ev_tree *by_ses[HASH_SIZE], *by_pid[HASH_SIZE];
-	struct {
-		uint64_t domain;
-		struct sandbox_ev_tree *t;
-	} domains[DOMAIN_CACHE];
-	unsigned domain_next;
-	struct pending pend[PENDING];
-};
+#include "evidence-internal.h"
 
 static unsigned hash32(uint32_t x)
 {
@@ -224,8 +179,8 @@ static int32_t proc_ppid(int32_t pid)
 	return (int32_t)strtol(p + 4, NULL, 10);
 }
 
-static struct sandbox_ev_tree *attribute(struct sandbox_evidence *ev,
-					 const struct sandbox_denial_origin *o)
+struct sandbox_ev_tree *sandbox_ev_attribute(struct sandbox_evidence *ev,
+					  const struct sandbox_denial_origin *o)
 {
 	struct sandbox_ev_tree *t = NULL;
 	int32_t pid;
@@ -263,9 +218,9 @@ static bool same_denial(const struct sandbox_denial *a, const struct sandbox_den
 }
 
 /* verdict: 1 decisive, 0 not, -1 the default rule for its kind. */
-static bool feed_tree(struct sandbox_evidence *ev, struct sandbox_ev_tree *t,
-		      const struct sandbox_denial *d, const struct sandbox_denial_origin *o,
-		      int verdict)
+bool sandbox_ev_feed_tree(struct sandbox_evidence *ev, struct sandbox_ev_tree *t,
+			const struct sandbox_denial *d, const struct sandbox_denial_origin *o,
+			int verdict)
 {
 	if (o->domain) {
 		bool cached = false;
@@ -308,117 +263,13 @@ static bool feed_tree(struct sandbox_evidence *ev, struct sandbox_ev_tree *t,
 bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_denial *d,
 			   const struct sandbox_denial_origin *o)
 {
-	struct sandbox_ev_tree *t = attribute(ev, o);
+	struct sandbox_ev_tree *t = sandbox_ev_attribute(ev, o);
 
-	return t && feed_tree(ev, t, d, o, -1);
-}
-
-/* A name for the log and process/exited: printable ASCII, the rest as '?'. */
-static void printable(char *out, size_t outsz, const char *prefix, const uint8_t *p, size_t n)
-{
-	size_t o = strlen(prefix);
-
-	snprintf(out, outsz, "%s", prefix);
-	for (size_t i = 0; i < n && p[i] && o + 1 < outsz; i++)
-		out[o++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
-	out[o < outsz ? o : outsz - 1] = 0;
-}
-
-/*
- * A refused connect()'s address: its text in d->object, and whether the
- * refusal kept the program from a socket that is there (1), would have
- * failed anyway (0: an unnamed address, a unix path with no socket), or
- * cannot be told (-1: a relative path, the probe budget spent).
- */
-static int connect_verdict(struct sandbox_ev_tree *t, struct sandbox_denial *d, const uint8_t *a,
-			   size_t len)
-{
-	sa_family_t fam;
-
-	if (len < sizeof(fam))
-		return 0;
-	memcpy(&fam, a, sizeof(fam));
-	if (fam == AF_UNIX) {
-		const uint8_t *path = a + offsetof(struct sockaddr_un, sun_path);
-		size_t plen = len - offsetof(struct sockaddr_un, sun_path);
-		char name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
-		struct stat st;
-
-		if (len <= offsetof(struct sockaddr_un, sun_path))
-			return 0; /* unnamed */
-		if (path[0] == 0) {
-			/* Abstract: a name the program meant to reach; nothing to look up from here. */
-			printable(d->object, sizeof(d->object), "@", path + 1, plen - 1);
-			return 1;
-		}
-		if (plen > sizeof(name) - 1)
-			plen = sizeof(name) - 1;
-		memcpy(name, path, plen);
-		name[plen] = 0;
-		printable(d->object, sizeof(d->object), "", (const uint8_t *)name, plen);
-		if (name[0] != '/' || t->probes >= SANDBOX_EVIDENCE_PROBES)
-			return -1;
-		t->probes++;
-		return lstat(name, &st) == 0 && S_ISSOCK(st.st_mode);
-	}
-	if (fam == AF_INET && len >= sizeof(struct sockaddr_in)) {
-		struct sockaddr_in sin;
-		char ip[INET_ADDRSTRLEN];
-
-		memcpy(&sin, a, sizeof(sin));
-		inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
-		snprintf(d->object, sizeof(d->object), "%s:%u", ip, ntohs(sin.sin_port));
-	} else if (fam == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-		struct sockaddr_in6 sin6;
-		char ip[INET6_ADDRSTRLEN];
-
-		memcpy(&sin6, a, sizeof(sin6));
-		inet_ntop(AF_INET6, &sin6.sin6_addr, ip, sizeof(ip));
-		snprintf(d->object, sizeof(d->object), "[%s]:%u", ip, ntohs(sin6.sin6_port));
-	} else {
-		snprintf(d->object, sizeof(d->object), "family %u", (unsigned)fam);
-	}
-	return 1;
-}
-
-bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint64_t cgroup_id,
-			       int32_t syscall_nr, int32_t err, const char *comm, const void *addr,
-			       size_t addr_len, const uint64_t *args, unsigned nargs)
-{
-	bool refusal = err == -EACCES || err == -EPERM;
-	struct sandbox_denial d = { .kind = !err ? SANDBOX_DENIAL_FS : refusal ? SANDBOX_DENIAL_SYSCALL
-				    : SANDBOX_DENIAL_MOUNT,
-				    .pid = (int32_t)tgid, .syscall = syscall_nr, .err = -err };
-	struct sandbox_denial_origin o = { .pid = (int32_t)tgid, .cgroup = cgroup_id };
-	struct sandbox_ev_tree *t = attribute(ev, &o);
-	int verdict = -1;
-
-	if (!t)
+	if (!t) {
+		sandbox_ev_orphan_audit(ev, d, o);
 		return false;
-	snprintf(d.access, sizeof(d.access), "%s",
-		 err == -EROFS ? "erofs" : err == -EXDEV ? "exdev" : err == -EACCES ? "eacces"
-		 : err == -EPERM ? "eperm" : err ? "errno" : "landlock");
-	snprintf(d.comm, sizeof(d.comm), "%s", comm ? comm : "");
-	if (refusal && syscall_nr == SYS_connect && addr && addr_len) {
-		verdict = connect_verdict(t, &d, addr, addr_len);
-		if (verdict < 0) {
-			t->lost = true; /* cannot tell: the heuristic, unless something else decides */
-			verdict = 0;
-		}
-		snprintf(d.access, sizeof(d.access), "connect.%s", err == -EACCES ? "eacces" : "eperm");
-	} else if (err == -EPERM && t->filter && nargs &&
-		   sandbox_seccomp_refuses(t->filter, syscall_nr, args, nargs, EPERM)) {
-		/* the tree's own filter refuses this very call: its EPERM */
-		verdict = 1;
-		d.kind = SANDBOX_DENIAL_SECCOMP;
-		snprintf(d.access, sizeof(d.access), "errno");
-	} else if (err == -EPERM && sandbox_seccomp_always_refused(syscall_nr)) {
-		verdict = 1; /* only the sandbox refuses this call so */
-		d.kind = SANDBOX_DENIAL_SECCOMP;
-	} else if (refusal) {
-		t->ambiguous++; /* permission bits, a capability, or a sandbox rule: cannot tell */
 	}
-	return feed_tree(ev, t, &d, &o, verdict);
+	return sandbox_ev_feed_tree(ev, t, d, o, -1);
 }
 
 void sandbox_evidence_mark_lost(struct sandbox_evidence *ev)

@@ -121,6 +121,13 @@ bool sandbox_evidence_feed_bpf(struct sandbox_evidence *ev, uint32_t tgid, uint6
 			       size_t addr_len, const uint64_t *args, unsigned nargs);
 #define SANDBOX_EVIDENCE_PROBES 8 /* unix socket paths looked up per tree */
 
+/*
+ * t is tracked whole (its session, cgroup and filter set): it takes the
+ * records that came before it was (kept for a few seconds, a bounded ring),
+ * those that name its pid, its parent pid, its session or its cgroup. The
+ * spawner thread lets a command run, and be denied, before the loop tracks it.
+ */
+void sandbox_evidence_claim(struct sandbox_evidence *ev, struct sandbox_ev_tree *t);
 /* The tracked child was reaped: its pid may be reused, so it no longer attributes records. */
 void sandbox_evidence_reaped(struct sandbox_ev_tree *t);
 /* A source could not confirm it delivered everything for t (e.g. no barrier in time). */

@@ -630,10 +630,13 @@ struct sandbox_ev_tree *exec_evidence_track(pid_t pid)
 
 void exec_evidence_adopt_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id)
 {
-	if (t)
+	if (t) {
 		sandbox_evidence_set_cgroup(t, cgroup_id);
-	else
+		/* Tracked whole now: what was read while the spawner ran it is its own. */
+		sandbox_evidence_claim(ev.store, t);
+	} else {
 		exec_evidence_unwatch(cgroup_id);
+	}
 }
 
 void exec_evidence_untrack(struct sandbox_ev_tree *t)
