@@ -219,6 +219,54 @@ TEST(bounded_and_decisive)
 	untrack_sleeper(&k);
 }
 
+/*
+ * Records read before their tree was tracked (the spawner thread runs a command
+ * while the loop reads): kept, and claimed by the tree they name once it is
+ * tracked whole; records of other processes are not.
+ */
+TEST(records_before_tracking_are_claimed)
+{
+	struct sandbox_evidence *ev;
+	struct sandbox_ev_tree *t;
+	const struct sandbox_denial *d;
+	pid_t pid;
+	int ok = 0;
+	size_t n;
+	uint64_t total;
+
+	pid = sleeper(false, &ok);
+	ASSERT_EQ(0, sandbox_evidence_new(SANDBOX_EVIDENCE_AUDIT | SANDBOX_EVIDENCE_BPF, &ev));
+	/* its seccomp record, another process's, and the tracer's EROFS from its cgroup */
+	feed(ev, 1326, "audit(1.0:7): auid=0 uid=0 ses=4294967295 pid=%d comm=\"chmod\" sig=0 "
+		       "syscall=90 code=0x50000", pid);
+	feed(ev, 1326, "audit(1.0:8): auid=0 uid=0 ses=4294967295 pid=99999998 comm=\"x\" sig=0 "
+		       "syscall=90 code=0x50000");
+	ASSERT_TRUE(!sandbox_evidence_feed_bpf(ev, 99999997, 4343, 257, -EROFS, "touch", NULL, 0,
+					       NULL, 0));
+	sandbox_evidence_flush(ev);
+	t = sandbox_evidence_track(ev, pid);
+	ASSERT_TRUE(t != NULL);
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(0, n); /* not before the claim */
+	sandbox_evidence_set_cgroup(t, 4343);
+	sandbox_evidence_claim(ev, t);
+	d = sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(2, n);
+	ASSERT_EQ(2, total);
+	ASSERT_EQ(SANDBOX_DENIAL_SECCOMP, d[0].kind);
+	ASSERT_EQ(90, d[0].syscall);
+	ASSERT_EQ(pid, d[0].pid);
+	ASSERT_EQ(SANDBOX_DENIAL_MOUNT, d[1].kind);
+	ASSERT_TRUE(d[0].decisive && d[1].decisive);
+	/* claimed once: a second claim adds nothing */
+	sandbox_evidence_claim(ev, t);
+	sandbox_evidence_denials(t, &n, &total);
+	ASSERT_EQ(2, total);
+	sandbox_evidence_untrack(ev, t);
+	sandbox_evidence_free(ev);
+	stop(pid);
+}
+
 TEST(bpf_records_by_cgroup)
 {
 	struct tracked k;
