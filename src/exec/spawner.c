@@ -19,6 +19,7 @@
  * of every generation keep one parent thread.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -186,6 +187,15 @@ int spawn_thread_main(int (*server_main)(void *arg), void *arg)
 	sigset_t all;
 	int r;
 
+	/*
+	 * The server allocates in the main arena, as when it ran on the main
+	 * thread: malloc_trim() gives a thread arena's free top back only past
+	 * the trim threshold, which glibc raises to twice the largest block freed
+	 * (the BPF load's BTF: megabytes), and an idle server kept 11 MB. The
+	 * worker threads share it too (they allocate little; the arena was
+	 * locked before as well: the process had threads).
+	 */
+	(void)mallopt(M_ARENA_MAX, 1);
 	/* The stack the server had as the main thread (RLIMIT_STACK is often unlimited under services). */
 	r = pthread_attr_init(&attr);
 	if (r == 0)
