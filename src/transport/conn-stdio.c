@@ -29,16 +29,26 @@ static void stdio_frame(struct outchunk *o, size_t payload_len)
 	o->data[payload_len] = '\n';
 }
 
-int conn_new_stdio(struct server *s)
+/* The connection over the server's stdin and stdout, open; NULL on ENOMEM. */
+static struct conn *stdio_conn(struct server *s)
 {
 	struct conn *c = conn_alloc(s, CONN_STDIO, &conn_stdio_ops);
 
 	if (!c)
-		return -ENOMEM;
+		return NULL;
 	c->fd_in = STDIN_FILENO;
 	c->fd_out = STDOUT_FILENO;
 	c->state = CONN_OPEN;
 	snprintf(c->peer, sizeof(c->peer), "stdio");
+	return c;
+}
+
+int conn_new_stdio(struct server *s)
+{
+	struct conn *c = stdio_conn(s);
+
+	if (!c)
+		return -ENOMEM;
 	conn_arm_read(c);
 	return 0;
 }
@@ -46,14 +56,10 @@ int conn_new_stdio(struct server *s)
 int conn_adopt_stdio(struct server *s, bool initialize_done, bool initialized,
 		     const uint8_t *out, size_t out_len, struct conn **ret)
 {
-	struct conn *c = conn_alloc(s, CONN_STDIO, &conn_stdio_ops);
+	struct conn *c = stdio_conn(s);
 
 	if (!c)
 		return -ENOMEM;
-	c->fd_in = STDIN_FILENO;
-	c->fd_out = STDOUT_FILENO;
-	c->state = CONN_OPEN;
-	snprintf(c->peer, sizeof(c->peer), "stdio");
 	c->initialize_done = initialize_done;
 	c->initialized = initialized;
 	if (out_len)

@@ -261,24 +261,10 @@ fail:
 /* "ADDR:PORT" of the peer, as the listener names a connection it accepts. */
 static void peer_name(int fd, char *out, size_t size)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
+	char host[INET6_ADDRSTRLEN];
+	unsigned port;
 
-	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
-		if (ss.ss_family == AF_INET6) {
-			const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
-
-			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-			port = ntohs(a->sin6_port);
-		} else if (ss.ss_family == AF_INET) {
-			const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
-
-			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-			port = ntohs(a->sin_port);
-		}
-	}
+	upgrade_addr_of(fd, true, host, sizeof(host), &port);
 	snprintf(out, size, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 }
 

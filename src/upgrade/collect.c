@@ -85,27 +85,36 @@ static void put_held(struct upgrade_writer *w, struct upgrade_collected *c,
 	c->fds++;
 }
 
-/* The URL the listener was printed as (listener.c), from its bound address. */
-static void listener_url(const struct server *s, char *out, size_t size)
+void upgrade_addr_of(int fd, bool peer, char *host, size_t host_size, unsigned *ret_port)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
 
-	if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) == 0) {
-		if (ss.ss_family == AF_INET6) {
-			const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+	snprintf(host, host_size, "?");
+	*ret_port = 0;
+	if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
+		  : getsockname(fd, (struct sockaddr *)&ss, &len)) < 0)
+		return;
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
 
-			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-			port = ntohs(a->sin6_port);
-		} else if (ss.ss_family == AF_INET) {
-			const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, (socklen_t)host_size);
+		*ret_port = ntohs(a->sin6_port);
+	} else if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
 
-			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-			port = ntohs(a->sin_port);
-		}
+		inet_ntop(AF_INET, &a->sin_addr, host, (socklen_t)host_size);
+		*ret_port = ntohs(a->sin_port);
 	}
+}
+
+/* The URL the listener was printed as (listener.c), from its bound address. */
+static void listener_url(const struct server *s, char *out, size_t size)
+{
+	char host[INET6_ADDRSTRLEN];
+	unsigned port;
+
+	upgrade_addr_of(s->listen_fd, false, host, sizeof(host), &port);
 	snprintf(out, size, strchr(host, ':') ? "%s://[%s]:%u" : "%s://%s:%u",
 		 conn_tls_current() ? "wss" : "ws", host, port);
 }

@@ -53,6 +53,8 @@ void upgrade_resume(struct server *s);
 struct server_metrics;
 struct upgrade_view;
 
+/* collect.c: fd's own (peer false) or peer's address as text and port ("?" and 0 when unknown). */
+void upgrade_addr_of(int fd, bool peer, char *host, size_t host_size, unsigned *ret_port);
 /* collect.c: the METRIC records' counters into m (names this binary does not know are dropped). */
 void upgrade_metrics_from_view(struct server_metrics *m, const struct upgrade_view *v);
 
