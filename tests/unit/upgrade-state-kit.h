@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state blob tests' kit (upgrade-state-kit.c): a sample of every record
+ * kind and a session record, shared by test-upgrade-state.c (the codec) and
+ * test-upgrade-view.c (the view's rules).
+ */
+#pragma once
+
+#include "state.h"
+
+#define SID "0a1b2c3d-0000-4000-8000-000000000001"
+
+/* The fds a sample names (numbers only; the parser does no I/O). */
+enum { FD_LISTEN = 5, FD_OUT = 7, FD_ERR = 8, FD_CONN = 9, FD_SUP = 10 };
+
+/* The sample into an initialised writer (heap or memfd), finished. */
+void sample_into(struct upgrade_writer *w);
+/* The same into a heap writer of the current version. */
+void sample(struct upgrade_writer *w);
+/* A SESSION record (SID, expiry 5). */
+void session_rec(struct upgrade_writer *w);
