@@ -52,3 +52,16 @@ int exec_build_argv(json_t **f, char ***ret);
 
 /* rpc-process-start.c */
 void exec_rpc_process_start(struct conn *c, json_t *id, json_t *params);
+/* rpc-process-report.c: a spawn's errno as 0.171 reports it (the OS error's text, its kind in data). */
+void exec_reply_spawn_errno(struct conn *c, json_t *id, int r);
+/* rpc-process-report.c: a failed spawn_process()'s reply: the sandbox step that failed, or exec's errno. */
+void exec_reply_spawn_error(struct conn *c, json_t *id, json_t *argv0, int r, const char *step);
+/*
+ * rpc-process-report.c: the audit log's process.start (pid > 0) or
+ * process.startFailed line (never the environment: its values may hold secrets).
+ */
+struct sandbox_plan;
+struct sandbox_cg_limits;
+void exec_audit_start(struct conn *c, json_t **f, char **argv, const char *cwd,
+		      const struct sandbox_plan *plan, const struct sandbox_cg_limits *limits,
+		      pid_t pid, int err);
