@@ -151,12 +151,7 @@ static int parse_one(void (*build)(struct upgrade_writer *w), char *err, size_t 
 	struct upgrade_state st;
 	int r;
 
-	upgrade_writer_init(&w, UPGRADE_STATE_VERSION);
-	upgrade_writer_begin(&w, UPGRADE_REC_SERVER);
-	upgrade_writer_str(&w, UPGRADE_SERVER_VERSION, "x");
-	upgrade_writer_u64(&w, UPGRADE_SERVER_START_MS, 1);
-	upgrade_writer_u64(&w, UPGRADE_SERVER_UPGRADES, 0);
-	upgrade_writer_end(&w);
+	minimal_server(&w);
 	build(&w);
 	ASSERT_EQ(0, upgrade_writer_finish(&w));
 	r = upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, err_size);

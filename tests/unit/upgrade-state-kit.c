@@ -90,3 +90,13 @@ void session_rec(struct upgrade_writer *w)
 	upgrade_writer_u64(w, UPGRADE_SESSION_EXPIRY_NS, 5);
 	upgrade_writer_end(w);
 }
+
+void minimal_server(struct upgrade_writer *w)
+{
+	upgrade_writer_init(w, UPGRADE_STATE_VERSION);
+	upgrade_writer_begin(w, UPGRADE_REC_SERVER);
+	upgrade_writer_str(w, UPGRADE_SERVER_VERSION, "x");
+	upgrade_writer_u64(w, UPGRADE_SERVER_START_MS, 1);
+	upgrade_writer_u64(w, UPGRADE_SERVER_UPGRADES, 0);
+	upgrade_writer_end(w);
+}

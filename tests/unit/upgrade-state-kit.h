@@ -19,3 +19,5 @@ void sample_into(struct upgrade_writer *w);
 void sample(struct upgrade_writer *w);
 /* A SESSION record (SID, expiry 5). */
 void session_rec(struct upgrade_writer *w);
+/* A heap writer of the current version with the one SERVER record every blob needs. */
+void minimal_server(struct upgrade_writer *w);
