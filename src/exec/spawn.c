@@ -6,7 +6,7 @@
  * own stack in the parent's address space until exec, so no page table is
  * copied (a full fork of the server was 40% of its CPU per spawn), and the
  * parent (the spawner thread, spawner.h) is suspended until the child has
- * exec'd or exited. When clone returns, the child's error is in shared_err
+ * exec'd or exited. When clone returns, the child's error is in spawn_shared_err (spawn-child.c)
  * (or, without CLONE_VM, the CLOEXEC error pipe holds it or EOF): exec
  * succeeded unless it is there. The child shares the
  * parent's memory: it calls only async-signal-safe functions and writes
@@ -38,11 +38,8 @@
 #include "own-files.h"
 #include "sandbox.h"
 #include "spawn.h"
+#include "spawn-internal.h"
 #include "spawner.h"
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -63,42 +60,6 @@ struct clone3_args {
 	uint64_t cgroup;
 };
 
-#define CHILD_STACK_SIZE (256 * 1024) /* the sandbox setup keeps a few PATH_MAX buffers */
-
-/*
- * Sanitizer builds give the child its own (copy-on-write) memory: ASan's
- * interceptors and shadow memory assume one thread per TLS block, which a
- * CLONE_VM child sharing the parent's TLS breaks. Production builds share.
- */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SPAWN_CLONE_VM 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SPAWN_CLONE_VM 0
-#endif
-#endif
-#ifndef SPAWN_CLONE_VM
-#define SPAWN_CLONE_VM CLONE_VM
-#endif
-
-/*
- * The code between clone and exec runs on its own stack: ASan instrumentation
- * there only produces "ignoring __asan_handle_no_return" warnings.
- */
-#define _child_ __attribute__((no_sanitize("address", "undefined")))
-
-struct child_err {
-	int err;
-	const char *step; /* a static string: the same address in parent and child */
-};
-
-struct child_fds {
-	int in, out, err; /* become 0, 1, 2 */
-	int ctty;         /* PTY slave to make the controlling terminal, or -1 */
-	int errpipe;
-	pid_t server;     /* getpid() of the server */
-	int cg_procs;     /* cgroup.procs to join before exec (no clone3), or -1 */
-};
 
 #if defined(__x86_64__) && SPAWN_CLONE_VM
 #define HAVE_CLONE3_VM 1
@@ -136,337 +97,6 @@ __asm__(".text\n"
 #define HAVE_CLONE3_VM 0
 #endif
 
-/*
- * Where a child that shares the server's memory (CLONE_VM, x86-64 outside
- * sanitizers) leaves its error, as glibc's posix_spawn does: the parent reads
- * it once clone returns (CLONE_VFORK: the child has exec'd or exited), so no
- * error pipe is made (a pipe2, two closes and a read fewer per spawn). One
- * spawn at a time (the spawner thread); the first error written counts, as
- * the first record in the pipe did (a PID namespace's command, then its init).
- */
-static struct child_err shared_err;
-
-static _child_ _noreturn_ void child_fail_step(int errpipe, int err, const char *step)
-{
-	struct child_err ce = { err ? err : EIO, step };
-
-	if (errpipe < 0) {
-		volatile struct child_err *se = &shared_err;
-
-		if (se->err == 0) {
-			se->step = step;
-			se->err = ce.err;
-		}
-	} else {
-		ssize_t _unused_ n = write(errpipe, &ce, sizeof(ce));
-	}
-	_exit(127);
-}
-
-static _child_ _noreturn_ void child_fail(int errpipe, int err)
-{
-	child_fail_step(errpipe, err, NULL);
-}
-
-/* Moves fd to target without clobbering others still needed. */
-static _child_ int child_dup2(int fd, int target)
-{
-	if (fd == target) {
-		/* Clear CLOEXEC that all our fds carry. */
-		int fl = fcntl(fd, F_GETFD);
-		if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
-			return -errno;
-		return 0;
-	}
-	if (dup2(fd, target) < 0)
-		return -errno;
-	return 0;
-}
-
-/*
- * uexec-init (uexec-init.c), opened at start: next to this binary (a build
- * tree), else in libexecdir (an installed uexec). Executed through the fd, so
- * replacing the file later changes nothing.
- */
-static int init_helper_fd = -1;
-
-int spawn_init(char *path, size_t size)
-{
-	int fd = server_own_file_open("uexec-init", UEXEC_LIBEXECDIR, O_PATH | O_CLOEXEC, path, size);
-
-	if (fd < 0)
-		return fd;
-	init_helper_fd = fd;
-	return 0;
-}
-
-/*
- * This binary, for the sandboxed fs helper. A sandbox that can write the
- * binary's directory could put a file of its own at that path; the fd keeps
- * the inode the server was started from (CLOEXEC is fine: execveat with
- * AT_EMPTY_PATH only needs /proc/self/fd for scripts, and uexec is ELF).
- */
-static int self_fd = -1;
-static char self_path[PATH_MAX];
-
-int spawn_self_init(void)
-{
-	if (self_fd >= 0)
-		return 0;
-	self_fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
-	if (self_fd < 0)
-		return -errno;
-	/* Where it was at start: for the exposure warnings only, never executed. */
-	if (!realpath("/proc/self/exe", self_path)) {
-		int r = -errno;
-
-		self_fd = safe_close(self_fd);
-		return r;
-	}
-	return 0;
-}
-
-int spawn_self_fd(void)
-{
-	return self_fd;
-}
-
-const char *spawn_self_path(void)
-{
-	return self_fd >= 0 ? self_path : NULL;
-}
-
-/* What the sandbox's child side calls back at its stages (sandbox_child_enter()). */
-struct stage_ctx {
-	const struct spawn_args *a;
-	struct child_fds *f;
-	char num[24];  /* the command's pid, for uexec-init's argv */
-	char *init_argv[3];
-};
-
-static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct child_fds *f);
-
-/* The command (pid 2): credentials, then the common tail. */
-static _child_ int command_entry(void *arg)
-{
-	struct stage_ctx *c = arg;
-	const char *step;
-	int r = sandbox_child_command(c->a->sandbox, &step);
-
-	if (r < 0)
-		child_fail_step(c->f->errpipe, -r, step);
-	child_exec(c->a, c->f);
-}
-
-/* The command's stack (allocated by the server): init waits (CLONE_VFORK) until it execs. */
-static uint8_t *command_stack;
-
-/*
- * In the namespace's init, after the mounts: the command shares init's
- * memory (the server's) until it execs, exactly as the server spawns; then
- * init execs uexec-init (stage_exec_init), which releases the server. A
- * command that failed has written its error and exited; uexec-init reaps it
- * at once.
- */
-static _child_ int stage_start_command(void *arg, const char **step)
-{
-	struct stage_ctx *c = arg;
-	char *p = c->num + sizeof(c->num);
-	long pid;
-
-	/*
-	 * Not dumpable before the command can run: until init execs
-	 * uexec-init it holds the server's (close-on-exec) fds, and a dumpable
-	 * init's /proc/1/fd would be listable by a command of the same uid (a
-	 * non-root server). Non-dumpable, /proc/1 is owned by root. The flag
-	 * is the shared mm's (CLONE_VM): spawn() puts the server's back, and
-	 * the command's exec gives it an mm of its own.
-	 */
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	pid = clone(command_entry, command_stack + CHILD_STACK_SIZE,
-		    SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, c);
-	if (pid < 0) {
-		*step = "starting the command in its PID namespace";
-		return -errno;
-	}
-	*--p = 0;
-	do
-		*--p = (char)('0' + pid % 10);
-	while ((pid /= 10) > 0);
-	c->init_argv[0] = (char *)"uexec-init";
-	c->init_argv[1] = p;
-	c->init_argv[2] = NULL;
-	return 0;
-}
-
-/* Last in the namespace's init (a non-root server's init has kept one inert capability, apply.c). */
-static _child_ int stage_exec_init(void *arg, const char **step)
-{
-	struct stage_ctx *c = arg;
-	char *envp[] = { NULL };
-
-	/* Nothing of the command's stays open here (the error pipe closes at exec). */
-	close(0);
-	close(1);
-	close(2);
-	syscall(SYS_execveat, init_helper_fd, "", c->init_argv, envp, AT_EMPTY_PATH);
-	*step = "starting uexec-init";
-	return -errno;
-}
-
-/* Signals whose disposition is not SIG_DFL in the server (found once): the child resets them. */
-static int changed_signals[NSIG];
-static int n_changed_signals = -1;
-
-static void find_changed_signals(void)
-{
-	n_changed_signals = 0;
-	for (int sig = 1; sig < NSIG; sig++) {
-		struct sigaction old;
-
-		if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_DFL)
-			changed_signals[n_changed_signals++] = sig;
-	}
-}
-
-/*
- * The process's own set-up, after a non-root sandbox's user namespace maps:
- * its session and terminal, stdio on 0..2, nothing else inherited, the fd
- * limit. Errors name no step.
- */
-static _child_ int stage_process(void *arg, const char **step)
-{
-	struct stage_ctx *c = arg;
-	struct child_fds *f = c->f;
-	int *fds[3] = { &f->in, &f->out, &f->err };
-	int r;
-
-	*step = NULL;
-	if (setsid() < 0)
-		return -errno;
-	if (f->ctty >= 0 && ioctl(f->ctty, TIOCSCTTY, 0) < 0)
-		return -errno;
-	/*
-	 * Move the three fds out of the 0..2 range first if needed, so that
-	 * dup2 onto 0, 1, 2 never closes one we still need.
-	 */
-	for (int i = 0; i < 3; i++) {
-		if (*fds[i] >= 0 && *fds[i] < 3) {
-			int n = fcntl(*fds[i], F_DUPFD_CLOEXEC, 3);
-			if (n < 0)
-				return -errno;
-			*fds[i] = n;
-		}
-	}
-	for (int i = 0; i < 3; i++) {
-		r = child_dup2(*fds[i], i);
-		if (r < 0)
-			return r;
-	}
-	/* Nothing else is inherited: mark every other fd close-on-exec. */
-	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		return -errno;
-	if (c->a->nofile && setrlimit(RLIMIT_NOFILE, c->a->nofile) < 0)
-		return -errno;
-	return 0;
-}
-
-static const struct sandbox_child_stages stages = {
-	.process = stage_process,
-	.start_command = stage_start_command,
-	.exec_init = stage_exec_init,
-};
-
-static _child_ _noreturn_ void child_main(const struct spawn_args *a, struct child_fds *f)
-{
-	struct stage_ctx ctx = { .a = a, .f = f };
-	const char *step;
-	pid_t ppid;
-	int r;
-
-	/*
-	 * Dies with the server, however it ends (SIGKILL too). Kept across exec
-	 * (not a set-user-ID program; dropping capabilities keeps it), and the
-	 * command of a PID namespace dies with its init. getppid() catches a
-	 * server that died before the prctl (0: the parent is outside our PID
-	 * namespace).
-	 */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		child_fail(f->errpipe, errno);
-	ppid = getppid();
-	if (ppid != f->server && ppid != 0)
-		child_fail(f->errpipe, ESRCH);
-	/* Its v2 cgroup where clone3 is refused (clone_child), before anything runs. */
-	if (f->cg_procs >= 0 && write(f->cg_procs, "0", 1) < 0)
-		child_fail_step(f->errpipe, errno, "joining its cgroup");
-	/* Its v1 cgroups (limits on a hybrid host), before anything runs: descendants inherit them. */
-	for (int k = 0; a->cgroup && k < _SANDBOX_CG_KIND_MAX; k++)
-		if (a->cgroup->v1_procs[k] >= 0 && write(a->cgroup->v1_procs[k], "0", 1) < 0)
-			child_fail_step(f->errpipe, errno, "joining its cgroup (v1)");
-
-	/* The sandbox orders the rest (sandbox.h); with a PID namespace it never returns here. */
-	r = sandbox_child_enter(a->sandbox, a->tty ? 0 : -1, &stages, &ctx, &step);
-	if (r < 0)
-		child_fail_step(f->errpipe, -r, step);
-	child_exec(a, f);
-}
-
-/* The common tail: chdir, signals back to their defaults, exec. */
-static _child_ _noreturn_ void child_exec(const struct spawn_args *a, struct child_fds *f)
-{
-	struct sigaction sa = { .sa_handler = SIG_DFL };
-	sigset_t all;
-	int err = ENOENT, errpipe = f->errpipe;
-
-	if (a->cwd && chdir(a->cwd) < 0) {
-		/* Not root on the host: the usual cause is a parent directory closed to that uid. */
-		if (sandbox_plan_sandbox_uid(a->sandbox))
-			child_fail_step(f->errpipe, errno,
-					"chdir to the cwd as the --sandbox-uid uid (each parent directory "
-					"must be searchable by that uid)");
-		child_fail(f->errpipe, errno);
-	}
-
-	/* Ignored signals survive exec: reset the ones the server changed, then unblock. */
-	for (int i = 0; i < n_changed_signals; i++)
-		(void)sigaction(changed_signals[i], &sa, NULL);
-	sigemptyset(&all);
-	(void)sigprocmask(SIG_SETMASK, &all, NULL);
-
-	/*
-	 * Last, so that nothing the setup still used can sit on that number:
-	 * the error pipe moves away first (the caller's copy of f is shared
-	 * under CLONE_VM, hence the local).
-	 */
-	if (a->extra_fd > 0 && a->extra_fd != a->extra_fd_at) {
-		if (errpipe == a->extra_fd_at) {
-			errpipe = fcntl(errpipe, F_DUPFD_CLOEXEC, a->extra_fd_at + 1);
-			if (errpipe < 0)
-				child_fail(f->errpipe, errno);
-		}
-		if (dup2(a->extra_fd, a->extra_fd_at) < 0)
-			child_fail(errpipe, errno);
-	} else if (a->extra_fd > 0 && child_dup2(a->extra_fd, a->extra_fd_at) < 0) {
-		child_fail(errpipe, errno);
-	}
-
-	if (a->exec_self) {
-		syscall(SYS_execveat, self_fd, "", a->argv, a->envp, AT_EMPTY_PATH);
-		child_fail(errpipe, errno);
-	}
-	for (const char *const *c = a->candidates; *c; c++) {
-		execve(*c, a->argv, a->envp);
-		if (a->explicit_path)
-			child_fail(errpipe, errno);
-		/* execvp's rule: remember EACCES, keep looking past ENOENT-like errors. */
-		if (errno == EACCES)
-			err = EACCES;
-		else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
-			 errno != ETIMEDOUT && err != EACCES)
-			err = errno;
-	}
-	child_fail(errpipe, err);
-}
 
 static int open_pty(unsigned short rows, unsigned short cols, int *ret_master, int *ret_slave)
 {
@@ -493,18 +123,6 @@ static int open_pty(unsigned short rows, unsigned short cols, int *ret_master, i
 	return 0;
 }
 
-struct child_ctx {
-	const struct spawn_args *a;
-	struct child_fds cf;
-};
-
-static _child_ int child_entry(void *arg)
-{
-	struct child_ctx *c = arg;
-
-	child_main(c->a, &c->cf);
-}
-
 static void *child_stack_top(void)
 {
 	static uint8_t *stack;
@@ -521,27 +139,6 @@ static void *child_stack_top(void)
 	return stack + CHILD_STACK_SIZE;
 }
 
-/* Checks what the spawn needs up front; allocates the command's stack on first use. */
-static int spawn_prepare(const struct spawn_args *a)
-{
-	if (n_changed_signals < 0)
-		find_changed_signals();
-	if (a->exec_self && self_fd < 0)
-		return -ENOEXEC; /* spawn_self_init() failed or was not called */
-	if (!sandbox_plan_pid_ns(a->sandbox))
-		return 0;
-	if (init_helper_fd < 0)
-		return -ENOEXEC; /* the plan asks only when spawn_init() found the helper */
-	if (!command_stack) {
-		command_stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
-				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_GROWSDOWN, -1, 0);
-		if (command_stack == MAP_FAILED) {
-			command_stack = NULL;
-			return -ENOMEM;
-		}
-	}
-	return 0;
-}
 
 /* The parent's and the child's ends of the child's stdio. */
 struct stdio_fds {
@@ -651,7 +248,7 @@ static long clone3_into_cgroup(const struct spawn_args *a, struct child_ctx *ctx
 	ca.flags |= CLONE_VM;
 	ca.stack = (uint64_t)(uintptr_t)((uint8_t *)stack - CHILD_STACK_SIZE);
 	ca.stack_size = CHILD_STACK_SIZE;
-	pid = spawn_clone3_vm(&ca, sizeof(ca), child_entry, ctx);
+	pid = spawn_clone3_vm(&ca, sizeof(ca), spawn_child_entry, ctx);
 	if (pid < 0) {
 		errno = (int)-pid;
 		pid = -1;
@@ -661,7 +258,7 @@ static long clone3_into_cgroup(const struct spawn_args *a, struct child_ctx *ctx
 	(void)stack;
 	pid = syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid == 0)
-		child_main(a, cf);
+		spawn_child_main(a, cf);
 #endif
 	return pid;
 }
@@ -718,7 +315,7 @@ static long clone_child(const struct spawn_args *a, struct child_ctx *ctx, struc
 		 * namespace of its own too (CLONE_NEWUSER, unlike unshare, works
 		 * with CLONE_VM), which owns the PID namespace cloned with it.
 		 */
-		pid = clone(child_entry, stack,
+		pid = clone(spawn_child_entry, stack,
 			    SPAWN_CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD |
 				    (sandbox_plan_pid_ns(a->sandbox) ? CLONE_NEWPID : 0) |
 				    (sandbox_plan_userns(a->sandbox) ? CLONE_NEWUSER : 0),
@@ -743,7 +340,7 @@ static int spawn_here(const struct spawn_args *a, struct spawn_result *ret, cons
 	long pid;
 	ssize_t n;
 
-	r = spawn_prepare(a);
+	r = spawn_child_prepare(a);
 	if (r < 0)
 		return r;
 	stack = child_stack_top();
@@ -755,7 +352,7 @@ static int spawn_here(const struct spawn_args *a, struct spawn_result *ret, cons
 		ep_r = p[0];
 		ep_w = p[1];
 	}
-	shared_err = (struct child_err){ 0 };
+	spawn_shared_err = (struct child_err){ 0 };
 	r = open_stdio(a, &f, &cf);
 	if (r < 0)
 		goto out;
@@ -782,7 +379,7 @@ static int spawn_here(const struct spawn_args *a, struct spawn_result *ret, cons
 	}
 	if (HAVE_CLONE3_VM) {
 		__atomic_thread_fence(__ATOMIC_SEQ_CST); /* what the child wrote (clone is a barrier too) */
-		ce = *(volatile struct child_err *)&shared_err;
+		ce = *(volatile struct child_err *)&spawn_shared_err;
 		n = ce.err ? (ssize_t)sizeof(ce) : 0;
 	} else {
 		ep_w = safe_close(ep_w);

@@ -197,14 +197,15 @@ int spawn_thread_main(int (*server_main)(void *arg), void *arg)
 	 */
 	(void)mallopt(M_ARENA_MAX, 1);
 	/* The stack the server had as the main thread (RLIMIT_STACK is often unlimited under services). */
-	r = pthread_attr_init(&attr);
-	if (r == 0)
-		r = pthread_attr_setstacksize(&attr, SPAWN_SERVER_STACK);
 	sp.serving = true; /* before the server starts: its spawns and calls come here */
 	on_spawner = true;
-	if (r == 0)
-		r = pthread_create(&th, &attr, server_thread, &sv); /* with this thread's signal mask */
-	(void)pthread_attr_destroy(&attr);
+	r = pthread_attr_init(&attr);
+	if (r == 0) {
+		r = pthread_attr_setstacksize(&attr, SPAWN_SERVER_STACK);
+		if (r == 0)
+			r = pthread_create(&th, &attr, server_thread, &sv); /* with this thread's signal mask */
+		(void)pthread_attr_destroy(&attr); /* only an initialised one */
+	}
 	if (r != 0) {
 		/* No thread: everything on this one, spawns too (the loop waits in CLONE_VFORK). */
 		sp.serving = on_spawner = false;
