@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from conftest import HOST, REPO_ROOT, UEXEC_BIN
+from conftest import HOST, REPO_ROOT, UEXEC_BIN, wait_until
 
 BUILD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(UEXEC_BIN)))
 DIST = os.path.join(REPO_ROOT, "dist")
@@ -213,8 +213,51 @@ def test_unit_file_contents(installed):
     sysconf = os.path.join(installed["prefix"], o["sysconfdir"])
     assert "ExecStart=%s/uexec --config %s/uexec/uexec.toml" % (bindir, sysconf) in unit
     assert "KillMode=mixed" in unit            # SIGTERM to uexec only: the drain
-    assert "ExecReload=/bin/kill -HUP $MAINPID" in unit
+    # systemctl reload: the configuration, then the upgrade in place (both, in that order)
+    assert "ExecReload=/bin/kill -HUP $MAINPID\nExecReload=/bin/kill -USR2 $MAINPID\n" in unit
     assert not re.search(r"@[A-Z_]+@", unit), "unsubstituted configure variable"
+
+
+def test_unit_reload_lines_reload_and_upgrade(installed, tmp_path):
+    """`systemctl reload uexec` runs the unit's ExecReload= lines in order: run them as
+    systemd does ($MAINPID the service's pid) against the installed uexec (its tree bound
+    at the prefix, as above): the configuration is reloaded, then the binary at ExecStart's path takes over in the same pid
+    (README "Upgrading in place") and serves on the same listener."""
+    import shlex
+    import wsclient
+    unshare, o, prefix = _bindable_prefix(installed)
+    unit = open(installed["unit"]).read()
+    reloads = re.findall(r"(?m)^ExecReload=(.*)$", unit)
+    assert len(reloads) == 2, reloads
+    conf = tmp_path / "uexec.toml"
+    conf.write_text('listen = "ws://127.0.0.1:0"\nlog-level = "info"\n')
+    err_path = tmp_path / "stderr"
+    script = 'mount --bind "$1" "$2" && exec "$2/%s/uexec" --config "$3"' % o["bindir"]
+    with open(err_path, "wb") as err:
+        # unshare without --fork execs sh, which execs uexec: p.pid is the service's pid
+        p = subprocess.Popen([unshare, "-m", "--propagation", "private", "sh", "-c", script,
+                              "sh", installed["dest"] + prefix, prefix, str(conf)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+    try:
+        url = p.stdout.readline().decode().strip()
+        assert url.startswith("ws://127.0.0.1:"), (url, err_path.read_text())
+        for line in reloads:
+            argv = [a.replace("$MAINPID", str(p.pid)) for a in shlex.split(line)]
+            if not os.access(argv[0], os.X_OK):
+                pytest.skip("%s (the unit's ExecReload program) is not on this host" % argv[0])
+            subprocess.run(argv, check=True, timeout=60)
+        wait_until(lambda: "Upgrade: took over from uexec" in err_path.read_text(),
+                   what="the upgrade in the log")
+        log = err_path.read_text()
+        assert log.index("Configuration reloaded") < log.index("Upgrade: took over"), log
+        assert p.poll() is None, log
+        # the same pid, now the binary at ExecStart's path, on the same listener
+        assert os.readlink("/proc/%d/exe" % p.pid) == os.path.join(prefix, o["bindir"], "uexec")
+        c = wsclient.connect(url)  # initialize answered by the new binary
+        c.close()
+    finally:
+        p.terminate()
+        p.communicate(timeout=60)
 
 
 def test_unit_security_exposure(installed):
