@@ -22,6 +22,11 @@ chmod 1777 "$logs" # servers the suite runs as another uid (test_sandbox_nonroot
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:log_exe_name=1:log_path=$logs/asan"
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_exe_name=1:log_path=$logs/ubsan"
 
+# test_upgrade_rebuilt.py: the live upgrade hands over to another build and back
+if [ -z "${UEXEC_UPGRADE_OTHER_BIN:-}" ] && [ -x build/src/uexec ]; then
+	export UEXEC_UPGRADE_OTHER_BIN="$PWD/build/src/uexec"
+fi
+
 status=0
 meson test -C "$dir" --print-errorlogs "$@" || status=$?
 
