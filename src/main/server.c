@@ -646,6 +646,7 @@ static void server_state_init(struct server *s, const struct config *cfg)
 
 int server_init(struct server *s, const struct config *cfg)
 {
+	bool restored;
 	int r;
 
 	server_state_init(s, cfg);
@@ -654,6 +655,7 @@ int server_init(struct server *s, const struct config *cfg)
 	r = upgrade_restore_begin(s);
 	if (r < 0)
 		return r;
+	restored = r > 0;
 	r = register_methods();
 	if (r < 0)
 		return log_error_errno(r, "Registering the JSON-RPC methods failed");
@@ -716,6 +718,8 @@ int server_init(struct server *s, const struct config *cfg)
 		return r;
 	upgrade_restore_end(s); /* before the fds are counted */
 	derive_limits(s);
+	if (restored)
+		(void)0;
 	arm_signal(s);
 	return 0;
 }

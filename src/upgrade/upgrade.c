@@ -554,3 +554,26 @@ void upgrade_done(struct server *s)
 	check_end();
 	upg.exe = (free(upg.exe), NULL);
 }
+
+/*
+ * SIGUSR2 is blocked across the execve, so one sent while the state was
+ * being handed over waits pending for the new binary; read from the
+ * signalfd it would start a second upgrade as soon as this one ended. It
+ * arrived during this upgrade: refused, with the same log line as a second
+ * SIGUSR2 during the check.
+ */
+void upgrade_refuse_pending(void)
+{
+	const struct timespec now = { 0 };
+	sigset_t usr2;
+
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	while (sigtimedwait(&usr2, NULL, &now) == SIGUSR2) {
+		struct log_field f[] = { LOG_STR("reason", "an upgrade is already in progress") };
+
+		log_event(LOG_WARNING, "upgrade.refused", NULL, f, ELEMENTSOF(f),
+			  "Received SIGUSR2 during the hand-over: upgrade refused, an upgrade is "
+			  "already in progress");
+	}
+}

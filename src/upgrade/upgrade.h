@@ -41,6 +41,11 @@ void upgrade_restore_end(struct server *s);
  * upgrade): derive_limits() does not count them as the server's own.
  */
 unsigned upgrade_restored_fds(void);
+/*
+ * After RESTORE, before the signalfd is read: a SIGUSR2 sent during the
+ * hand-over (pending across the execve) is refused and logged.
+ */
+void upgrade_refuse_pending(void);
 /* 1 when the state holds the stdio connection (RESTORE adopts it: do not make one), else 0. */
 int upgrade_restore_stdio(struct server *s);
 
