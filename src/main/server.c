@@ -719,7 +719,7 @@ int server_init(struct server *s, const struct config *cfg)
 	upgrade_restore_end(s); /* before the fds are counted */
 	derive_limits(s);
 	if (restored)
-		(void)0;
+		upgrade_refuse_pending();
 	arm_signal(s);
 	return 0;
 }
