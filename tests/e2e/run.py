@@ -31,6 +31,7 @@ cli.out / cli.err (the CLI's stdout/stderr), work/ (the scenario's cwd).
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -143,6 +144,31 @@ class Ctx:
         self.transcript = True  # False in plain remote mode: the relay is encrypted, no tap
         self.skipped = []       # checks skipped for want of a transcript
         self.sandbox = "danger-full-access"  # the `codex exec -s` mode of this run
+        self.server_kind = None  # "uexec" or "ref"; None with --url
+        self.server_pid = None   # the exec-server's pid (SIGUSR2 for a live upgrade)
+        self.server_log = None   # its stderr
+
+    def upgrade_server(self, timeout=60.0):
+        """uexec only: SIGUSR2 (a live upgrade to the same binary, issue 26), then wait for
+        the log to say the new binary took over; a refused or failed hand-over is a
+        failure of the scenario, with the server's reason."""
+        def log():
+            with open(self.server_log, "rb") as f:
+                return f.read().decode(errors="replace")
+        done = "Upgrade: took over from uexec "
+        before, start = log().count(done), len(log())
+        os.kill(self.server_pid, signal.SIGUSR2)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = log()
+            if text.count(done) > before:
+                return True
+            failed = re.search(r"Upgrade: no hand-over \(([^)]*)\)|upgrade refused, (.*)",
+                               text[start:])
+            if failed:
+                return self.check(False, "the live upgrade was not made: %s" % failed.group(0))
+            time.sleep(0.05)
+        return self.check(False, "no upgrade within %.0f s; see %s" % (timeout, self.server_log))
 
     def skip(self, what):
         """A check that needs the exec-server transcript, skipped in plain remote mode."""
@@ -255,7 +281,7 @@ def wait_registered(base, srv, timeout=30.0):
 
 
 def run_scenario(sc, codex, server_url, outroot, timeout, remote=None, shared_tap=None,
-                 sandbox=None):
+                 sandbox=None, server=None):
     """remote: the fake relay's base URL (remote / forward mode); shared_tap: forward mode, the
     path of the run's tap log (one tap in front of the listener for the whole run), whose new
     lines become this scenario's tap.jsonl."""
@@ -271,6 +297,8 @@ def run_scenario(sc, codex, server_url, outroot, timeout, remote=None, shared_ta
     if sandbox and mode == "danger-full-access":
         mode = sandbox
     ctx.sandbox = mode
+    if server:
+        ctx.server_kind, ctx.server_pid, ctx.server_log = server
     sc.setup(ctx)
     give_to_as_uid(workdir)
 
@@ -601,8 +629,10 @@ def main():
                       % (sc.name, dead[0][0], dead[0][1].returncode, outroot))
                 nfail += 1
                 continue
+            server = (args.server, srv.pid, os.path.join(outroot, "server.err")) \
+                if srv is not None and not args.url else None
             ctx, el = run_scenario(sc, codex, url, outroot, args.timeout, remote, shared_tap,
-                                   args.sandbox)
+                                   args.sandbox, server)
             skipped = ""
             if ctx.skipped:
                 skipped = " [no transcript, skipped: %s]" % "; ".join(ctx.skipped)

@@ -516,6 +516,40 @@ mode = "full"
                   "no network/policyDecision for the refusal: %r" % decisions)
 
 
+class Upgrade(Scenario):
+    name = "upgrade"
+    doc = ("(h) a live upgrade (SIGUSR2, issue 26) while a command prints: the model gets "
+           "every line once, in order, and the exit code (uexec only; the others run it "
+           "without the signal)")
+    lines = 60
+
+    def script(self, ctx):
+        m = ctx.mark
+        r = yield self.exec_command(
+            ctx, "for i in $(seq 1 %d); do echo up-$i-%s; sleep 0.05; done; echo done-%s; "
+            "exit 5" % (self.lines, m, m), yield_time_ms=500)
+        sid = session_id(r.text)
+        seen = r.text
+        ctx.check(sid is not None and exit_code(r.text) is None,
+                  "first yield should report a running session: %r" % r.text[-400:])
+        if ctx.server_kind == "uexec" and ctx.server_pid:
+            ctx.upgrade_server()
+        polls = 0
+        while sid is not None and exit_code(r.text) is None and polls < 10:
+            polls += 1
+            r = yield self.write_stdin(ctx, sid, "", yield_time_ms=3000)
+            seen += r.text
+        ctx.check(exit_code(r.text) == 5, "exit code 5 not reported: %r" % r.text[-400:])
+        got = re.findall(r"up-(\d+)-" + m, seen)
+        ctx.check(got == [str(i) for i in range(1, self.lines + 1)],
+                  "the command's lines are not all there once and in order: %r" % got)
+        ctx.expect_in("done-" + m, seen, "the last line")
+        yield [message("upgrade done")]
+
+    def post(self, ctx):
+        self.check_remote_process(ctx, "up-$i-" + ctx.mark, tty=False, exit_code_=5)
+
+
 def all_scenarios():
     return [Basic(), ExitCode(), Poll(), Stdin(), Patch(), Image(), Kill(),
-            SandboxWorkspaceWrite(), SandboxReadOnly(), ManagedNetwork()]
+            SandboxWorkspaceWrite(), SandboxReadOnly(), ManagedNetwork(), Upgrade()]
