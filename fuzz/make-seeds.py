@@ -196,14 +196,18 @@ def upgrade_seeds(s):
                   (12, BOOL, b"\x01"), (13, BOOL, b"\x01"), (14, U64, u64(137)),
                   (15, U64, u64(9)), (16, U64, u64(1)), (17, BOOL, b"\x01")])
     conn = (7, [(1, U64, u64(0)), (2, FD, u32(9)), (4, REF, u32(1)), (5, BYTES, b"\x81\x85"),
-                (7, BOOL, b"\x01"), (8, BOOL, b"\x01")])
-    watch = (8, [(1, REF, u32(4)), (2, STR, b"w1"), (3, BYTES, b"/tmp/x"), (4, BOOL, b"\x01")])
+                (7, BOOL, b"\x01"), (8, BOOL, b"\x01"), (10, U64, u64(1))])
+    # fs/watch 1 of the connection (record 4), recursive, with its root's dev and ino.
+    watch = (8, [(1, REF, u32(4)), (2, U64, u64(1)), (3, BYTES, b"/tmp/x"), (4, BOOL, b"\x01"),
+                 (11, U64, u64(2049)), (12, U64, u64(77))])
+    handle = (11, [(1, REF, u32(4)), (2, BYTES, b"h1"), (3, FD, u32(12)), (4, BOOL, b"\x00")])
     others = [(2, [(1, STR, b"uexec_processes_started_total"), (2, U64, u64(42))]),
               (3, [(1, U64, u64(1)), (2, FD, u32(10))]),
               (4, [(1, FD, u32(5)), (2, STR, b"ws://127.0.0.1:8822"), (3, BOOL, b"\x00")])]
     cgroups = (9, [(1, BOOL, b"\x00"), (4, U64, u64(0)), (5, U64, u64(0)), (6, U64, u64(0)),
                    (11, U64, u64(7)), (12, U64, u64(4321))])
-    full = upgrade_blob([server, session, proc, exited, conn, watch] + others + [cgroups])
+    full = upgrade_blob([server, session, proc, exited, conn, watch] + others +
+                        [cgroups, handle])
     s.add("upgrade-state", "server-only", upgrade_blob([server]))
     s.add("upgrade-state", "session-proc", upgrade_blob([server, session, proc]))
     s.add("upgrade-state", "every-kind", full)
@@ -221,6 +225,20 @@ def upgrade_seeds(s):
     pty = (6, [(1, REF, u32(1)), (2, BYTES, b"tty"), (3, U64, u64(1237)), (5, BOOL, b"\x01"),
                (7, FD, u32(11)), (10, U64, u64(1)), (30, U64, u64(ord("x") + 1))])
     s.add("upgrade-state", "stdin-writes-pty", upgrade_blob([server, session, piped, pty]))
+    # A connection's fs state: its watch ids (fs/watchMissing's 3, fs/watch's last 2), the
+    # fs/watchMissing watch with two other paths ((u32 len, path)*) and a present one, a file
+    # watch and an ended one, and a writable fs/open handle.
+    fs_conn = (7, [(1, U64, u64(0)), (2, FD, u32(5)), (8, BOOL, b"\x01"), (9, U64, u64(3)),
+                   (10, U64, u64(2))])
+    missing = (8, [(1, REF, u32(1)), (2, U64, u64(3)), (3, BYTES, b"/a/b"), (5, BOOL, b"\x01"),
+                   (6, BYTES, u32(2) + b"/c" + u32(4) + b"/d/e"), (7, BYTES, b"/p")])
+    file_watch = (8, [(1, REF, u32(1)), (2, U64, u64(1)), (3, BYTES, b"/d"), (8, BYTES, b"f"),
+                      (9, U64, u64(16)), (10, U64, u64(100)), (11, U64, u64(1)),
+                      (12, U64, u64(2))])
+    ended = (8, [(1, REF, u32(1)), (2, U64, u64(2)), (3, BYTES, b"/"), (13, U64, u64(2))])
+    fs_handle = (11, [(1, REF, u32(1)), (2, BYTES, b"w"), (3, FD, u32(6)), (4, BOOL, b"\x01")])
+    s.add("upgrade-state", "fs-watches-handles",
+          upgrade_blob([server, fs_conn, missing, file_watch, ended, fs_handle]))
 
 
 def main():

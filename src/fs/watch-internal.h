@@ -52,6 +52,12 @@ struct wd_entry *fs_ino_lookup(int wd);
 /* Drops a reference; the last one removes the kernel watch (unless the kernel did). */
 void fs_ino_put(struct wd_entry *e);
 
+/* A live upgrade's fs/watchMissing side (fs-upgrade.h): c's active watch to fn; made again. */
+struct fs_upg_watch;
+int fs_watch_missing_export(struct conn *c, int (*fn)(void *ctx, const struct fs_upg_watch *w),
+			    void *ctx);
+int fs_watch_missing_adopt(struct conn *c, const struct fs_upg_watch *u);
+
 /*
  * The reader's calls into watch-tree.c. Every event, in order: e is its
  * wd's entry, or NULL for a wd nobody uses (it still ends a pending rename).

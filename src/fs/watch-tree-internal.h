@@ -73,6 +73,7 @@ struct change_watch {
 	bool dropping; /* over the queue bound: events are dropped until the queue is sent */
 	bool lost;     /* dropped for want of memory: the send adds the overflow event */
 	bool ended;    /* the root went: freed once its last events are sent */
+	const char *end_reason; /* its ended event's reason (a live upgrade carries it) */
 	bool installing; /* the initial scan runs: the fs/watch request waits (pend) */
 	struct rpc_pending pend;
 	struct list_head scan_queue;   /* struct tnode.scan_link, breadth first */

@@ -275,6 +275,7 @@ static void watch_end(struct change_watch *w, const char *reason)
 		return;
 	}
 	w->ended = true;
+	w->end_reason = reason;
 	fs_tw_node_free(TAKE_PTR(w->root));
 	fs_tw_queue_event(w, json_pack("{s:s,s:s}", "kind", "ended", "reason", reason), true, false);
 	/* Even over the bound: the client must learn the end. */

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 
 #include "conn.h"
+#include "fs-upgrade.h"
 #include "fs.h"
 #include "log.h"
 #include "params.h"
@@ -706,4 +707,75 @@ void fs_watch_conn_closed(struct conn *c)
 	fs_tree_watch_release(st);
 	free(st);
 	c->watch = NULL;
+}
+
+/* ---- a live upgrade (fs-upgrade.h) ---- */
+
+int fs_watch_missing_export(struct conn *c, fs_upg_watch_fn fn, void *ctx)
+{
+	struct missing_watch *w = c->watch ? c->watch->active : NULL;
+	const char *others[WATCH_MAX_PATHS];
+	struct fs_upg_watch u = { 0 };
+
+	if (!w)
+		return 0;
+	u.id = w->id;
+	u.missing = true;
+	u.present = w->present;
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->t[i].kind != T_MISSING)
+			continue;
+		if (!u.path)
+			u.path = w->t[i].path;
+		else
+			others[u.n_others++] = w->t[i].path;
+	}
+	u.others = others;
+	return u.path ? fn(ctx, &u) : 0;
+}
+
+/*
+ * The watch made again on this binary's instance, as fs/watchMissing makes
+ * it. What happened since the old binary last read its events is found as
+ * after a kernel queue overflow: a missing path (or a missing ancestor) that
+ * exists now, or a present path gone, fires at once; so do paths that
+ * cannot be checked any more (the client registers again).
+ */
+int fs_watch_missing_adopt(struct conn *c, const struct fs_upg_watch *u)
+{
+	struct missing_watch *w = calloc(1, sizeof(*w) + (u->n_others + 3) * sizeof(struct target));
+	struct fs_watch *st = fs_watch_state(c);
+	int r = 0;
+
+	if (!w || !st) {
+		free(w);
+		return -ENOMEM;
+	}
+	r = add_target(w, T_MISSING, strdup(u->path));
+	for (size_t i = 0; i < u->n_others && r == 0; i++)
+		r = add_target(w, T_MISSING, strdup(u->others[i]));
+	if (r == 0 && u->present) {
+		w->present = strdup(u->present);
+		r = !w->present ? -ENOMEM : 0;
+		if (r == 0 && strcmp(u->present, "/") != 0 &&
+		    (add_target(w, T_PRESENT, strdup(u->present)) < 0 ||
+		     add_target(w, T_PRESENT_SELF, strdup(u->present)) < 0))
+			r = -ENOMEM;
+	}
+	if (r < 0) {
+		watch_free(w);
+		return r;
+	}
+	w->conn = c;
+	w->id = u->id;
+	watch_free(TAKE_PTR(st->active));
+	r = watch_install(c->srv, w);
+	list_add_tail(&w->link, &ino.watches);
+	st->active = w;
+	if (r != 0) {
+		log_debug_errno(r < 0 ? r : 0, "fs/watchMissing %" PRIu64 " on %s changed during the "
+				"upgrade", u->id, c->peer);
+		watch_fire(w);
+	}
+	return 0;
 }

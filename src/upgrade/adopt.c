@@ -270,12 +270,28 @@ static void peer_name(int fd, char *out, size_t size)
 
 /*
  * The WebSocket connections: each queued output first, its session attached
- * (the session's processes' output goes to it from now on), then its unparsed
- * input fed to the parser and its read armed.
+ * (the session's processes' output goes to it from now on), its watches and
+ * fs/open handles (adopt-fs.c), then its unparsed input fed to the parser
+ * and its read armed.
  */
 static void adopt_conns(struct server *s, const struct upgrade_view *v, struct session **made,
 			int *first, char *err, size_t err_size)
 {
+	struct conn **conns = calloc(v->n_conns ? v->n_conns : 1, sizeof(*conns));
+
+	if (!conns) {
+		/* The sockets close: their clients resume their sessions on new connections. */
+		for (uint32_t i = 0; i < v->n_conns; i++)
+			if (v->conns[i].transport != UPGRADE_CONN_STDIO)
+				safe_close(v->conns[i].fd_in);
+		for (uint32_t i = 0; i < v->n_fs_handles; i++)
+			safe_close(v->fs_handles[i].fd);
+		if (!*first) {
+			*first = -ENOMEM;
+			snprintf(err, err_size, "connections: %s", strerror(ENOMEM));
+		}
+		return;
+	}
 	for (uint32_t i = 0; i < v->n_conns; i++) {
 		const struct upgrade_view_conn *vc = &v->conns[i];
 		struct session *ss = vc->session >= 0 ? made[vc->session] : NULL;
@@ -304,8 +320,14 @@ static void adopt_conns(struct server *s, const struct upgrade_view *v, struct s
 		}
 		if (ss)
 			session_attach(ss, c);
-		conn_adopt_start(c, vc->input, vc->input_len);
+		conns[i] = c;
 	}
+	/* Before any connection reads: a request waiting in its input may name a handle. */
+	upgrade_adopt_fs(v, conns, first, err, err_size);
+	for (uint32_t i = 0; i < v->n_conns; i++)
+		if (conns[i])
+			conn_adopt_start(conns[i], v->conns[i].input, v->conns[i].input_len);
+	free(conns);
 }
 
 static uint32_t le32(const uint8_t *p)

@@ -311,9 +311,10 @@ static uint32_t session_rec(const struct session *ss, struct session *const *ord
 	return UINT32_MAX;
 }
 
-static void put_conn(struct upgrade_writer *w, struct upgrade_collected *c, const struct conn *cn,
+static void put_conn(struct upgrade_writer *w, struct upgrade_collected *c, struct conn *cn,
 		     uint32_t sess_rec)
 {
+	uint32_t rec = w->n_recs;
 	struct outchunk *o;
 	size_t out = 0;
 
@@ -350,7 +351,9 @@ static void put_conn(struct upgrade_writer *w, struct upgrade_collected *c, cons
 	}
 	upgrade_writer_bool(w, UPGRADE_CONN_INITIALIZED, cn->initialized);
 	upgrade_writer_bool(w, UPGRADE_CONN_UPGRADED, cn->state != CONN_HTTP);
+	upgrade_put_conn_fs_ids(w, cn);
 	upgrade_writer_end(w);
+	upgrade_put_conn_fs(w, c, cn, rec);
 	c->conns++;
 	c->fds += 1 + (cn->fd_out >= 0 && cn->fd_out != cn->fd_in);
 	c->queued_bytes += out;

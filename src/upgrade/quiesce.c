@@ -185,8 +185,6 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 			return "a connection in the middle of a fragmented message";
 		if (!list_empty(&c->calls) || c->mem_paused)
 			return "a connection waiting for its client (a review, or over its budget)";
-		if (c->watch || c->fs_handles.size)
-			return "a connection with watches or open files (not handed over yet)";
 		if (c->mem_charged)
 			later = "a connection with requests in flight";
 		/* Queued stdin writes travel in the blob with their replies; anything else is waited for. */

@@ -99,10 +99,10 @@ static int load(char *err, size_t err_size)
 		if (rs.v.conns[i].transport == UPGRADE_CONN_WS ? !rs.v.conns[i].upgraded
 							       : rs.v.conns[i].fd_in != STDIN_FILENO)
 			r = -EBADMSG;
-	if (r < 0 || rs.v.n_watches) {
-		snprintf(err, err_size, "the state holds watches or a connection other than an "
-			 "upgraded WebSocket or stdio; this binary restores listeners, sessions, "
-			 "their processes and WebSocket and stdio connections only");
+	if (r < 0) {
+		snprintf(err, err_size, "the state holds a connection other than an upgraded "
+			 "WebSocket or stdio; this binary restores listeners, sessions, their "
+			 "processes and WebSocket and stdio connections only");
 		upgrade_view_done(&rs.v);
 		upgrade_state_done(&rs.st);
 		return -EBADMSG;
@@ -248,6 +248,7 @@ void upgrade_restore_end(struct server *s)
 	}
 	for (uint32_t i = 0; i < rs.v.n_conns; i++)
 		rs.live_fds += rs.v.conns[i].fd_in > STDERR_FILENO;
+	rs.live_fds += rs.v.n_fs_handles;
 	if (rs.v.n_sessions || rs.v.n_conns) {
 		char err[256] = "";
 		int r = upgrade_adopt_sessions(s, &rs.v, err, sizeof(err));
@@ -268,16 +269,23 @@ void upgrade_restore_end(struct server *s)
 			LOG_STR("url", url), LOG_BOOL("rolledBack", rs.rolled_back),
 			LOG_INT("sessions", rs.v.n_sessions), LOG_INT("processes", rs.v.n_procs),
 			LOG_INT("connections", rs.v.n_conns),
+			LOG_INT("watches", rs.v.n_watches), LOG_INT("fsHandles", rs.v.n_fs_handles),
 		};
+		char fs[96] = "";
+
+		/* After the parenthesis, which tests and operators match as it always was. */
+		if (rs.v.n_watches || rs.v.n_fs_handles)
+			snprintf(fs, sizeof(fs), ", with %u watches and %u open files", rs.v.n_watches,
+				 rs.v.n_fs_handles);
 
 		snprintf(url, sizeof(url), "%.*s", (int)rs.v.listener_url_len,
 			 rs.v.has_listener ? (const char *)rs.v.listener_url : "");
 		log_event(LOG_INFO, "upgrade.done", NULL, f, ELEMENTSOF(f),
 			  "Upgrade: took over from uexec %.*s (upgrade %" PRIu64 "), restored in %"
 			  PRIu64 " us, paused %" PRIu64 " us since QUIESCE (%u sessions, %u processes, "
-			  "%u connections)%s%s%s",
+			  "%u connections)%s%s%s%s",
 			  (int)rs.v.sender_version_len, (const char *)rs.v.sender_version,
-			  rs.upgrades, us, pause, rs.v.n_sessions, rs.v.n_procs, rs.v.n_conns,
+			  rs.upgrades, us, pause, rs.v.n_sessions, rs.v.n_procs, rs.v.n_conns, fs,
 			  url[0] ? "; still listening on " : "", url,
 			  rs.rolled_back ? " (rolled back: the new binary could not take over)" : "");
 	}

@@ -111,13 +111,31 @@ static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_OUTPUT,      UPGRADE_T_BYTES, 0, 0, CONN_BYTES_LIMIT, "output" },
 	{ UPGRADE_CONN_INITIALIZED, UPGRADE_T_BOOL, 0, 0, 0, "initialized" },
 	{ UPGRADE_CONN_UPGRADED,    UPGRADE_T_BOOL, 0, 0, 0, "upgraded" },
+	{ UPGRADE_CONN_MISSING_ID,  UPGRADE_T_U64, 0, 0, UINT64_MAX, "missingWatchId" },
+	{ UPGRADE_CONN_CHANGE_ID,   UPGRADE_T_U64, 0, 0, UINT64_MAX, "changeWatchId" },
 };
 static const struct field_spec watch_fields[] = {
 	{ UPGRADE_WATCH_CONN,      UPGRADE_T_REF, F_REQ, UPGRADE_REC_CONN, 0, "conn" },
-	{ UPGRADE_WATCH_ID,        UPGRADE_T_STR, F_REQ, 0, 1024, "watchId" },
+	{ UPGRADE_WATCH_ID,        UPGRADE_T_U64, F_REQ, 0, UINT64_MAX, "watchId" },
 	{ UPGRADE_WATCH_PATH,      UPGRADE_T_BYTES, F_REQ, 1, PATH_LIMIT, "path" },
 	{ UPGRADE_WATCH_RECURSIVE, UPGRADE_T_BOOL, 0, 0, 0, "recursive" },
 	{ UPGRADE_WATCH_MISSING,   UPGRADE_T_BOOL, 0, 0, 0, "missing" },
+	/* At most 255 other paths (fs/watchMissing takes 256), each with its length. */
+	{ UPGRADE_WATCH_OTHERS,    UPGRADE_T_BYTES, 0, 5, 255 * (4 + PATH_LIMIT), "others" },
+	{ UPGRADE_WATCH_PRESENT,   UPGRADE_T_BYTES, 0, 1, PATH_LIMIT, "present" },
+	{ UPGRADE_WATCH_ONLY,      UPGRADE_T_BYTES, 0, 1, 255, "only" },
+	{ UPGRADE_WATCH_MAX_DIRS,  UPGRADE_T_U64, 0, 1, 8192, "maxDirectories" },
+	{ UPGRADE_WATCH_MAX_EVENTS, UPGRADE_T_U64, 0, 1, 16384, "maxQueuedEvents" },
+	{ UPGRADE_WATCH_DEV,       UPGRADE_T_U64, 0, 0, UINT64_MAX, "dev" },
+	{ UPGRADE_WATCH_INO,       UPGRADE_T_U64, 0, 0, UINT64_MAX, "ino" },
+	{ UPGRADE_WATCH_ENDED,     UPGRADE_T_U64, 0, 1, _UPGRADE_WATCH_END_MAX - 1, "ended" },
+};
+static const struct field_spec fs_handle_fields[] = {
+	{ UPGRADE_FS_HANDLE_CONN,     UPGRADE_T_REF, F_REQ, UPGRADE_REC_CONN, 0, "conn" },
+	{ UPGRADE_FS_HANDLE_ID,       UPGRADE_T_BYTES, F_REQ, 0, 32, "handleId" },
+	/* A file, or with mode "replace" whatever it names (a FIFO, /dev/null). */
+	{ UPGRADE_FS_HANDLE_FD,       UPGRADE_T_FD, F_REQ, UPGRADE_FD_ANY, 0, "fd" },
+	{ UPGRADE_FS_HANDLE_WRITABLE, UPGRADE_T_BOOL, 0, 0, 0, "writable" },
 };
 
 static const struct field_spec cgroups_fields[] = {
@@ -146,6 +164,7 @@ static const struct kind_spec kinds_v1[_UPGRADE_REC_MAX] = {
 	[UPGRADE_REC_CONN]     = KIND("conn", conn_fields, UINT32_MAX),
 	[UPGRADE_REC_WATCH]    = KIND("watch", watch_fields, UINT32_MAX),
 	[UPGRADE_REC_CGROUPS]  = KIND("cgroups", cgroups_fields, 1),
+	[UPGRADE_REC_FS_HANDLE] = KIND("fsHandle", fs_handle_fields, UINT32_MAX),
 };
 /* clang-format on */
 

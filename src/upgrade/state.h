@@ -59,6 +59,7 @@ enum upgrade_kind {
 	UPGRADE_REC_CONN,
 	UPGRADE_REC_WATCH,
 	UPGRADE_REC_CGROUPS,    /* the per-process cgroups' layout (struct sandbox_cg), at most one */
+	UPGRADE_REC_FS_HANDLE = 11, /* an fs/open handle of a connection */
 	_UPGRADE_REC_MAX,
 };
 
@@ -166,13 +167,41 @@ enum {
 	UPGRADE_CONN_OUTPUT,          /* BYTES: queued frames not yet written, in order */
 	UPGRADE_CONN_INITIALIZED,     /* BOOL */
 	UPGRADE_CONN_UPGRADED,        /* BOOL: WebSocket upgrade done */
+	UPGRADE_CONN_MISSING_ID,      /* U64: the largest fs/watchMissing watchId seen, optional */
+	UPGRADE_CONN_CHANGE_ID,       /* U64: the last watchId fs/watch handed out (0: none) */
 };
+/*
+ * A watch: fs/watchMissing's active one (missing: path is its first missing
+ * path, others and present the rest) or an fs/watch one (path is the root
+ * directory, only the file's name in it for a file watch).
+ */
 enum {
 	UPGRADE_WATCH_CONN = 1,       /* REF conn */
-	UPGRADE_WATCH_ID,             /* STR: the client's watchId */
+	UPGRADE_WATCH_ID,             /* U64: the watchId */
 	UPGRADE_WATCH_PATH,           /* BYTES: the watched path */
 	UPGRADE_WATCH_RECURSIVE,      /* BOOL */
 	UPGRADE_WATCH_MISSING,        /* BOOL: fs/watchMissing rather than fs/watch */
+	UPGRADE_WATCH_OTHERS,         /* BYTES: fs/watchMissing's other missing paths, (u32 len, path)* */
+	UPGRADE_WATCH_PRESENT,        /* BYTES: fs/watchMissing's present path, optional */
+	UPGRADE_WATCH_ONLY,           /* BYTES: fs/watch of a file: its name in path, optional */
+	UPGRADE_WATCH_MAX_DIRS,       /* U64: fs/watch's maxDirectories */
+	UPGRADE_WATCH_MAX_EVENTS,     /* U64: fs/watch's maxQueuedEvents */
+	UPGRADE_WATCH_DEV,            /* U64: fs/watch: the root directory's st_dev */
+	UPGRADE_WATCH_INO,            /* U64: and its st_ino (a directory replaced meanwhile ends it) */
+	UPGRADE_WATCH_ENDED,          /* U64: fs/watch ended, its event not sent yet: enum below */
+};
+enum upgrade_watch_end {
+	UPGRADE_WATCH_END_DELETED = 1,
+	UPGRADE_WATCH_END_MOVED,
+	UPGRADE_WATCH_END_UNMOUNTED,
+	_UPGRADE_WATCH_END_MAX,
+};
+/* An fs/open handle (fs/readBlock and fs/writeBlock are positional: the fd is all it holds). */
+enum {
+	UPGRADE_FS_HANDLE_CONN = 1,   /* REF conn */
+	UPGRADE_FS_HANDLE_ID,         /* BYTES: handleId (at most 32 bytes) */
+	UPGRADE_FS_HANDLE_FD,         /* FD */
+	UPGRADE_FS_HANDLE_WRITABLE,   /* BOOL: mode "replace" */
 };
 
 /* Where a cgroup limit is enforced (sandbox/cgroup.h's enum sandbox_cg_where). */

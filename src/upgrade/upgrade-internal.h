@@ -23,6 +23,7 @@ struct upgrade_collected {
 	uint64_t conns_closed;    /* TLS, relay-carried or closing: they would close and resume */
 	uint64_t retained_bytes;  /* processes' retained output */
 	uint64_t queued_bytes;    /* connections' unsent output */
+	uint64_t watches, fs_handles; /* handed-over connections' watches and fs/open handles */
 };
 
 /*
@@ -95,6 +96,21 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient);
  */
 int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char *err,
 			   size_t err_size);
+
+/*
+ * adopt-fs.c: a connection's watch ids (fields of its CONN record, before
+ * it ends) and its watches and fs/open handles (records after it, naming
+ * conn_rec), for SERIALIZE; for RESTORE, the view's watches and handles
+ * onto the adopted connections (conns[i]: the view's connection i, NULL
+ * when it could not be adopted: its handles are closed), before they read.
+ * *first and err as upgrade_adopt_sessions().
+ */
+struct conn;
+void upgrade_put_conn_fs_ids(struct upgrade_writer *w, struct conn *cn);
+void upgrade_put_conn_fs(struct upgrade_writer *w, struct upgrade_collected *c, struct conn *cn,
+			 uint32_t conn_rec);
+void upgrade_adopt_fs(const struct upgrade_view *v, struct conn **conns, int *first, char *err,
+		      size_t err_size);
 
 /*
  * The hand-over's execve (path) and the rollback's execveat (fd, AT_EMPTY_PATH),

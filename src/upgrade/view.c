@@ -16,6 +16,10 @@
 /* What one process retains at most, and the writeIds it remembers (proc.h). */
 #define RETAINED_MAX (1024u * 1024u)
 #define WRITE_IDS_MAX 4096u
+/* A connection's fs state (src/fs): fs/watch watches, fs/watchMissing's paths, fs/open handles. */
+#define CHANGE_WATCHES_MAX 16u
+#define MISSING_PATHS_MAX 256u
+#define FS_HANDLES_MAX 128u
 
 struct build {
 	const struct upgrade_state *st;
@@ -334,6 +338,9 @@ static int read_conn(struct build *b, uint32_t rec)
 	c->output_len = out ? out->len : 0;
 	c->initialized = upgrade_rec_bool(b->st, rec, UPGRADE_CONN_INITIALIZED);
 	c->upgraded = upgrade_rec_bool(b->st, rec, UPGRADE_CONN_UPGRADED);
+	c->has_missing_id = field(b, rec, UPGRADE_CONN_MISSING_ID) != NULL;
+	c->missing_id = upgrade_rec_u64(b->st, rec, UPGRADE_CONN_MISSING_ID, 0);
+	c->change_id = upgrade_rec_u64(b->st, rec, UPGRADE_CONN_CHANGE_ID, 0);
 	if (c->transport == UPGRADE_CONN_WS && c->fd_out >= 0)
 		return bad(b, "record %u: a WebSocket with a second fd", rec);
 	if (c->transport == UPGRADE_CONN_STDIO && !c->upgraded)
@@ -357,25 +364,6 @@ static int read_conn(struct build *b, uint32_t rec)
 	return 0;
 }
 
-static int read_watch(struct build *b, uint32_t rec)
-{
-	struct upgrade_view_watch *w = &b->v.watches[b->v.n_watches];
-	const struct upgrade_field *id = field(b, rec, UPGRADE_WATCH_ID);
-	const struct upgrade_field *path = field(b, rec, UPGRADE_WATCH_PATH);
-
-	w->conn = b->idx[upgrade_rec_num(b->st, rec, UPGRADE_WATCH_CONN)];
-	w->id = id->val;
-	w->id_len = id->len;
-	w->path = path->val;
-	w->path_len = path->len;
-	w->recursive = upgrade_rec_bool(b->st, rec, UPGRADE_WATCH_RECURSIVE);
-	w->missing = upgrade_rec_bool(b->st, rec, UPGRADE_WATCH_MISSING);
-	if (w->path[0] != '/' || memchr(w->path, 0, w->path_len))
-		return bad(b, "record %u: a watched path that is not absolute", rec);
-	b->idx[rec] = b->v.n_watches++;
-	return 0;
-}
-
 static void str_field(struct build *b, uint32_t rec, uint16_t tag, const uint8_t **ret,
 		      uint32_t *ret_len)
 {
@@ -383,6 +371,120 @@ static void str_field(struct build *b, uint32_t rec, uint16_t tag, const uint8_t
 
 	*ret = f ? f->val : NULL;
 	*ret_len = f ? f->len : 0;
+}
+
+/* An absolute path without NUL (the schema bounded its length). */
+static bool abs_path(const uint8_t *p, uint32_t len)
+{
+	return len >= 1 && p[0] == '/' && !memchr(p, 0, len);
+}
+
+/* fs/watchMissing's other missing paths: (u32 len, absolute path)*, at most 255. */
+static int check_others(struct build *b, uint32_t rec, struct upgrade_view_watch *w)
+{
+	const struct upgrade_field *f = w->others;
+	size_t off = 0;
+
+	while (f && off < f->len) {
+		uint32_t len;
+
+		if (f->len - off < 4 || w->n_others + 1 >= MISSING_PATHS_MAX)
+			return bad(b, "record %u: others: entry %u is cut short or one too many", rec,
+				   w->n_others);
+		len = le32(f->val + off);
+		off += 4;
+		if (len > f->len - off || len > 4096 || !abs_path(f->val + off, len))
+			return bad(b, "record %u: others: entry %u is not an absolute path", rec,
+				   w->n_others);
+		off += len;
+		w->n_others++;
+	}
+	return 0;
+}
+
+/* A file watch's name: one component (no '/', no NUL, not "." or ".."). */
+static bool name_ok(const uint8_t *p, uint32_t len)
+{
+	return len >= 1 && !memchr(p, '/', len) && !memchr(p, 0, len) &&
+	       !(len == 1 && p[0] == '.') && !(len == 2 && p[0] == '.' && p[1] == '.');
+}
+
+static int read_watch(struct build *b, uint32_t rec)
+{
+	struct upgrade_view_watch *w = &b->v.watches[b->v.n_watches];
+	const struct upgrade_field *path = field(b, rec, UPGRADE_WATCH_PATH);
+	struct upgrade_view_conn *c;
+	bool has_dev = field(b, rec, UPGRADE_WATCH_DEV) != NULL;
+	bool has_ino = field(b, rec, UPGRADE_WATCH_INO) != NULL;
+	int r;
+
+	w->conn = b->idx[upgrade_rec_num(b->st, rec, UPGRADE_WATCH_CONN)];
+	c = &b->v.conns[w->conn];
+	w->id = upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_ID, 0);
+	w->path = path->val;
+	w->path_len = path->len;
+	w->recursive = upgrade_rec_bool(b->st, rec, UPGRADE_WATCH_RECURSIVE);
+	w->missing = upgrade_rec_bool(b->st, rec, UPGRADE_WATCH_MISSING);
+	w->others = field(b, rec, UPGRADE_WATCH_OTHERS);
+	str_field(b, rec, UPGRADE_WATCH_PRESENT, &w->present, &w->present_len);
+	str_field(b, rec, UPGRADE_WATCH_ONLY, &w->only, &w->only_len);
+	w->max_dirs = (uint32_t)upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_MAX_DIRS, 0);
+	w->max_events = (uint32_t)upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_MAX_EVENTS, 0);
+	w->has_ident = has_dev;
+	w->dev = upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_DEV, 0);
+	w->ino = upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_INO, 0);
+	w->ended = (enum upgrade_watch_end)upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_ENDED, 0);
+	if (!abs_path(w->path, w->path_len))
+		return bad(b, "record %u: a watched path that is not absolute", rec);
+	if (w->missing) {
+		/* The active fs/watchMissing watch is the newest id the connection registered. */
+		if (w->only || w->recursive || w->max_dirs || w->max_events || has_dev || has_ino ||
+		    w->ended)
+			return bad(b, "record %u: an fs/watchMissing watch with fs/watch's fields", rec);
+		if (!c->has_missing_id || w->id != c->missing_id || c->n_missing++)
+			return bad(b, "record %u: fs/watchMissing watch %llu is not its connection's "
+				   "newest, or not its only one", rec, (unsigned long long)w->id);
+		if (w->present && !abs_path(w->present, w->present_len))
+			return bad(b, "record %u: a present path that is not absolute", rec);
+		r = check_others(b, rec, w);
+		if (r < 0)
+			return r;
+	} else {
+		if (w->others || w->present)
+			return bad(b, "record %u: an fs/watch watch with fs/watchMissing's paths", rec);
+		if (w->only && (w->recursive || !name_ok(w->only, w->only_len)))
+			return bad(b, "record %u: a file watch's name is one component, not recursive",
+				   rec);
+		if (w->id < 1 || w->id > c->change_id)
+			return bad(b, "record %u: fs/watch watch %llu was not handed out (last %llu)", rec,
+				   (unsigned long long)w->id, (unsigned long long)c->change_id);
+		if (++c->n_changes > CHANGE_WATCHES_MAX)
+			return bad(b, "record %u: more than %u fs/watch watches on a connection", rec,
+				   CHANGE_WATCHES_MAX);
+		/* A live watch knows its root directory; an ended one has none left. */
+		if (has_dev != has_ino || has_dev == (w->ended != 0))
+			return bad(b, "record %u: a root's identity exactly when the watch has not ended",
+				   rec);
+	}
+	b->idx[rec] = b->v.n_watches++;
+	return 0;
+}
+
+static int read_fs_handle(struct build *b, uint32_t rec)
+{
+	struct upgrade_view_fs_handle *h = &b->v.fs_handles[b->v.n_fs_handles];
+	const struct upgrade_field *id = field(b, rec, UPGRADE_FS_HANDLE_ID);
+
+	h->conn = b->idx[upgrade_rec_num(b->st, rec, UPGRADE_FS_HANDLE_CONN)];
+	h->id = id->val;
+	h->id_len = id->len;
+	h->fd = fd_of(b, rec, UPGRADE_FS_HANDLE_FD);
+	h->writable = upgrade_rec_bool(b->st, rec, UPGRADE_FS_HANDLE_WRITABLE);
+	if (++b->v.conns[h->conn].n_handles > FS_HANDLES_MAX)
+		return bad(b, "record %u: more than %u fs/open handles on a connection", rec,
+			   FS_HANDLES_MAX);
+	b->idx[rec] = b->v.n_fs_handles++;
+	return 0;
 }
 
 static int read_cgroups(struct build *b, uint32_t rec)
@@ -473,6 +575,8 @@ static int read_record(struct build *b, uint32_t rec)
 		return read_watch(b, rec);
 	case UPGRADE_REC_CGROUPS:
 		return read_cgroups(b, rec);
+	case UPGRADE_REC_FS_HANDLE:
+		return read_fs_handle(b, rec);
 	case _UPGRADE_REC_MAX:
 		break;
 	}
@@ -483,7 +587,8 @@ static int read_record(struct build *b, uint32_t rec)
 static int check_unique(struct build *b)
 {
 	const struct upgrade_view *v = &b->v;
-	uint32_t n = MAX(MAX(v->n_metrics, v->n_sessions), MAX(v->n_procs, v->n_watches)), j;
+	uint32_t n = MAX(MAX(MAX(v->n_metrics, v->n_sessions), MAX(v->n_procs, v->n_watches)),
+			 v->n_fs_handles), j;
 	struct key *k = calloc(n ? n : 1, sizeof(*k));
 	int r = 0;
 
@@ -513,14 +618,22 @@ static int check_unique(struct build *b)
 			k[i++] = (struct key){ NULL, 0, (uint64_t)v->procs[b->idx[rec]].pid, rec };
 	if (r >= 0)
 		r = unique(b, k, v->n_procs, "the same pid");
+	/* fs/watch's ids per connection (fs/watchMissing's: one watch each, read_watch checked). */
+	j = 0;
+	for (uint32_t rec = 0; r >= 0 && rec < b->st->n_recs; rec++)
+		if (b->st->recs[rec].kind == UPGRADE_REC_WATCH && !v->watches[b->idx[rec]].missing)
+			k[j++] = (struct key){ field(b, rec, UPGRADE_WATCH_ID)->val, 8,
+					       v->watches[b->idx[rec]].conn, rec };
+	if (r >= 0)
+		r = unique(b, k, j, "the same fs/watch watchId on the same connection");
 	for (uint32_t rec = 0, i = 0; r >= 0 && rec < b->st->n_recs; rec++)
-		if (b->st->recs[rec].kind == UPGRADE_REC_WATCH) {
-			const struct upgrade_view_watch *w = &v->watches[b->idx[rec]];
+		if (b->st->recs[rec].kind == UPGRADE_REC_FS_HANDLE) {
+			const struct upgrade_view_fs_handle *h = &v->fs_handles[b->idx[rec]];
 
-			k[i++] = (struct key){ w->id, w->id_len, w->conn, rec };
+			k[i++] = (struct key){ h->id, h->id_len, h->conn, rec };
 		}
 	if (r >= 0)
-		r = unique(b, k, v->n_watches, "the same watchId on the same connection");
+		r = unique(b, k, v->n_fs_handles, "the same handleId on the same connection");
 	free(k);
 	return r;
 }
@@ -541,8 +654,9 @@ int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret,
 	b.v.conns = calloc(st->count[UPGRADE_REC_CONN] + 1, sizeof(*b.v.conns));
 	b.v.watches = calloc(st->count[UPGRADE_REC_WATCH] + 1, sizeof(*b.v.watches));
 	b.v.metrics = calloc(st->count[UPGRADE_REC_METRIC] + 1, sizeof(*b.v.metrics));
+	b.v.fs_handles = calloc(st->count[UPGRADE_REC_FS_HANDLE] + 1, sizeof(*b.v.fs_handles));
 	if (!b.idx || !b.v.held || !b.v.sessions || !b.v.procs || !b.v.conns || !b.v.watches ||
-	    !b.v.metrics)
+	    !b.v.metrics || !b.v.fs_handles)
 		goto out;
 	for (uint32_t rec = 0; rec < st->n_recs; rec++) {
 		r = read_record(&b, rec);
@@ -571,6 +685,7 @@ void upgrade_view_done(struct upgrade_view *v)
 	free(v->procs);
 	free(v->conns);
 	free(v->watches);
+	free(v->fs_handles);
 	free(v->metrics);
 	memset(v, 0, sizeof(*v));
 	v->listener_fd = -1;

@@ -58,13 +58,37 @@ struct upgrade_view_conn {
 	const uint8_t *input, *output;
 	size_t input_len, output_len;
 	bool initialized, upgraded;
+	bool has_missing_id;        /* fs/watchMissing's largest watchId seen: missing_id */
+	uint64_t missing_id, change_id; /* change_id: the last fs/watch watchId handed out */
+	uint32_t n_missing, n_changes, n_handles; /* its watches and fs/open handles */
 };
 
+/* A watch (state.h: UPGRADE_WATCH_*); paths are views, not NUL-terminated. */
 struct upgrade_view_watch {
 	uint32_t conn;              /* index into conns */
-	const uint8_t *id, *path;
-	uint32_t id_len, path_len;
+	uint64_t id;
+	const uint8_t *path;
+	uint32_t path_len;
 	bool recursive, missing;
+	/* fs/watchMissing: the other missing paths ((u32 len, path)*, n_others) and present */
+	const struct upgrade_field *others;
+	uint32_t n_others;
+	const uint8_t *present, *only; /* only: fs/watch of a file, its name */
+	uint32_t present_len, only_len;
+	/* fs/watch */
+	uint32_t max_dirs, max_events; /* 0: absent (the defaults) */
+	bool has_ident;             /* the root's dev and ino */
+	uint64_t dev, ino;
+	enum upgrade_watch_end ended; /* 0: not ended */
+};
+
+/* An fs/open handle. */
+struct upgrade_view_fs_handle {
+	uint32_t conn;              /* index into conns */
+	const uint8_t *id;
+	uint32_t id_len;
+	int fd;
+	bool writable;
 };
 
 struct upgrade_view_metric {
@@ -106,6 +130,8 @@ struct upgrade_view {
 	uint32_t n_conns;
 	struct upgrade_view_watch *watches;
 	uint32_t n_watches;
+	struct upgrade_view_fs_handle *fs_handles;
+	uint32_t n_fs_handles;
 	struct upgrade_view_metric *metrics;
 	uint32_t n_metrics;
 	struct upgrade_view_cgroups cgroups;

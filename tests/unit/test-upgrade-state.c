@@ -53,10 +53,10 @@ TEST(round_trip)
 	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
 	ASSERT_STREQ("", err);
 	ASSERT_EQ(1, st.version);
-	ASSERT_EQ(10, st.n_recs);
+	ASSERT_EQ(11, st.n_recs);
 	ASSERT_EQ(2, st.count[UPGRADE_REC_PROC]);
 	ASSERT_EQ(1, st.count[UPGRADE_REC_SERVER]);
-	ASSERT_EQ(5, st.n_fds);
+	ASSERT_EQ(6, st.n_fds);
 	ASSERT_EQ(FD_LISTEN, st.fds[0]); /* ascending */
 	ASSERT_EQ(FD_SUP, st.fds[4]);
 	ASSERT_EQ(2, upgrade_rec_u64(&st, 0, UPGRADE_SERVER_UPGRADES, 99));
@@ -392,13 +392,13 @@ TEST(header_rules)
 	/* Trailing bytes: the declared body must be the whole rest. */
 	ASSERT_EQ(0, buf_append(&w.b, "", 1));
 	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
-	ASSERT_STREQ("body of 752 bytes declared, 753 present", err);
+	ASSERT_STREQ("body of 857 bytes declared, 858 present", err);
 	w.b.len--;
 	/* Limits. */
 	upgrade_limits_default(&lim);
 	lim.max_records = 8;
 	ASSERT_EQ(-E2BIG, upgrade_state_parse(w.b.data, w.b.len, &lim, &st, err, sizeof(err)));
-	ASSERT_STREQ("10 records, more than 8", err);
+	ASSERT_STREQ("11 records, more than 8", err);
 	upgrade_limits_default(&lim);
 	lim.max_fds = 4;
 	ASSERT_EQ(-E2BIG, upgrade_state_parse(w.b.data, w.b.len, &lim, &st, err, sizeof(err)));

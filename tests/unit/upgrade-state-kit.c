@@ -60,12 +60,15 @@ void sample_into(struct upgrade_writer *w)
 	upgrade_writer_bytes(w, UPGRADE_CONN_INPUT, "\x81\x85", 2);
 	upgrade_writer_bool(w, UPGRADE_CONN_INITIALIZED, true);
 	upgrade_writer_bool(w, UPGRADE_CONN_UPGRADED, true);
+	upgrade_writer_u64(w, UPGRADE_CONN_CHANGE_ID, 1);
 	upgrade_writer_end(w);
-	upgrade_writer_begin(w, UPGRADE_REC_WATCH);             /* 8 */
+	upgrade_writer_begin(w, UPGRADE_REC_WATCH);             /* 8: fs/watch, recursive */
 	upgrade_writer_ref(w, UPGRADE_WATCH_CONN, 7);
-	upgrade_writer_str(w, UPGRADE_WATCH_ID, "w1");
+	upgrade_writer_u64(w, UPGRADE_WATCH_ID, 1);
 	upgrade_writer_bytes(w, UPGRADE_WATCH_PATH, "/tmp/x", 6);
 	upgrade_writer_bool(w, UPGRADE_WATCH_RECURSIVE, true);
+	upgrade_writer_u64(w, UPGRADE_WATCH_DEV, 2049);
+	upgrade_writer_u64(w, UPGRADE_WATCH_INO, 77);
 	upgrade_writer_end(w);
 	upgrade_writer_begin(w, UPGRADE_REC_CGROUPS);           /* 9: the supervisor's pid */
 	upgrade_writer_u64(w, UPGRADE_CGROUPS_WHERE_PIDS, UPGRADE_CG_NONE);
@@ -73,6 +76,12 @@ void sample_into(struct upgrade_writer *w)
 	upgrade_writer_u64(w, UPGRADE_CGROUPS_WHERE_CPU, UPGRADE_CG_NONE);
 	upgrade_writer_u64(w, UPGRADE_CGROUPS_SEQ, 12);
 	upgrade_writer_u64(w, UPGRADE_CGROUPS_SUPERVISOR, 4321);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_FS_HANDLE);         /* 10: an fs/open handle */
+	upgrade_writer_ref(w, UPGRADE_FS_HANDLE_CONN, 7);
+	upgrade_writer_bytes(w, UPGRADE_FS_HANDLE_ID, "h1", 2);
+	upgrade_writer_fd(w, UPGRADE_FS_HANDLE_FD, FD_FILE);
+	upgrade_writer_bool(w, UPGRADE_FS_HANDLE_WRITABLE, false);
 	upgrade_writer_end(w);
 	ASSERT_EQ(0, upgrade_writer_finish(w));
 }

@@ -11,7 +11,7 @@
 #define SID "0a1b2c3d-0000-4000-8000-000000000001"
 
 /* The fds a sample names (numbers only; the parser does no I/O). */
-enum { FD_LISTEN = 5, FD_OUT = 7, FD_ERR = 8, FD_CONN = 9, FD_SUP = 10 };
+enum { FD_LISTEN = 5, FD_OUT = 7, FD_ERR = 8, FD_CONN = 9, FD_SUP = 10, FD_FILE = 11 };
 
 /* The sample into an initialised writer (heap or memfd), finished. */
 void sample_into(struct upgrade_writer *w);
