@@ -770,7 +770,8 @@ int fs_watch_missing_adopt(struct conn *c, const struct fs_upg_watch *u)
 	w->id = u->id;
 	watch_free(TAKE_PTR(st->active));
 	r = watch_install(c->srv, w);
-	list_add_tail(&w->link, &ino.watches);
+	if (r == 0) /* armed (the instance is open only then) */
+		list_add_tail(&w->link, &ino.watches);
 	st->active = w;
 	if (r != 0) {
 		log_debug_errno(r < 0 ? r : 0, "fs/watchMissing %" PRIu64 " on %s changed during the "
