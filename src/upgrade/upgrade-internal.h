@@ -85,7 +85,7 @@ void upgrade_restore_release(void);
  * handed over by this version (NULL: nothing), and whether the quiesced
  * loop finishes it by itself (*transient: wait for it, up to QUIESCE's
  * deadline) or not (a relay-carried, closing or reviewing connection, a
- * watch or open file, a sandboxed process running).
+ * sandboxed process running).
  */
 const char *upgrade_sessions_blocker(const struct server *s, bool *transient);
 
