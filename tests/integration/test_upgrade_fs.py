@@ -10,13 +10,14 @@ per-connection limits go on. Handles keep their open file: fs/readBlock goes on 
 offset the client asks, fs/writeBlock writes the same file, fs/close closes it. No fd
 is left behind."""
 
+import json
 import os
 import re
 
 import pytest
 
 from conftest import UEXEC_BIN, settled_fd_count, wait_until
-from test_upgrade import Launch, state_line  # the upgrade's server fixtures
+from test_upgrade import Launch  # the upgrade's server fixtures
 from wsclient import b64, file_uri as U, unb64
 
 pytestmark = pytest.mark.needs_programs("/bin/sh")
@@ -199,23 +200,24 @@ def test_watches_and_open_files_are_handed_over(server_factory, tmp_path):
 
 
 def test_state_counts_watches_and_handles_on_a_dry_run(server_factory, tmp_path):
-    """UEXEC_UPGRADE_DRY_RUN: the state is built with the connection's watches and
-    handles (one fd more: the handle), and the server goes on serving them untouched."""
+    """UEXEC_UPGRADE_DRY_RUN: the state is built with the connection's watches and its
+    handle (upgrade.state's fields), and the server goes on serving them untouched: no
+    overflow (nothing was lost), the events and the handle as before."""
     (tmp_path / "d").mkdir()
     (tmp_path / "f").write_bytes(b"0123456789")
-    lu = Launch(server_factory, tmp_path)
+    lu = Launch(server_factory, tmp_path, args=("--log-format", "json"))
     c = lu.srv.connect()
     assert watch_missing(c, 1, [str(tmp_path / "d" / "x")]) is True
     wid = fs_watch(c, str(tmp_path / "d"), recursive=True)
     assert c.result("fs/open", {"handleId": "h", "path": U(str(tmp_path / "f"))}) == \
         {"handleId": "h"}
     lu.usr2()
-    lu.wait_log("Upgrade: no hand-over (UEXEC_UPGRADE_DRY_RUN is set")
-    st = state_line(lu.srv)
-    # server, metrics..., the connection, its session, 2 watches and the handle.
-    assert st["connections"] == 1 and st["sessions"] == 1, st
-    assert b"the state does not validate" not in lu.srv.stderr()
-    # Untouched: no overflow (nothing was lost), the events and the handle as before.
+    lu.wait_log('"event":"upgrade.unsupported"')
+    events = {e["event"]: e for e in (json.loads(line) for line in lu.srv.stderr().splitlines()
+                                      if line.startswith(b"{") and b'"event":"upgrade.' in line)}
+    f = events["upgrade.state"]["fields"]
+    assert f["connections"] == 1 and f["watches"] == 2 and f["fsHandles"] == 1, f
+    assert events["upgrade.unsupported"]["fields"]["reason"] == "UEXEC_UPGRADE_DRY_RUN is set"
     (tmp_path / "d" / "x").write_text("x")
     assert c.next_notification(MISSING)["params"] == {"watchId": 1}
     got = events_until(c, wid, lambda g: ev("created", str(tmp_path / "d" / "x")) in g, "d")
