@@ -13,12 +13,14 @@ is left behind."""
 import json
 import os
 import re
+import signal
+import subprocess
 
 import pytest
 
-from conftest import UEXEC_BIN, settled_fd_count, wait_until
+from conftest import EVENT_TIMEOUT, SANITIZER_MARKERS, UEXEC_BIN, settled_fd_count, wait_until
 from test_upgrade import Launch  # the upgrade's server fixtures
-from wsclient import b64, file_uri as U, unb64
+from wsclient import RpcClient, StdioTransport, b64, file_uri as U, unb64
 
 pytestmark = pytest.mark.needs_programs("/bin/sh")
 
@@ -224,3 +226,38 @@ def test_state_counts_watches_and_handles_on_a_dry_run(server_factory, tmp_path)
     assert OVERFLOW not in got, got
     r = read_block(c, "h", 4, 3)["result"]
     assert unb64(r["chunk"]) == b"456"
+
+
+def test_stdio_connection_keeps_its_watch_and_handle(tmp_path):
+    """--listen stdio: the stdio connection's watch and handle travel as a WebSocket's."""
+    d = tmp_path / "d"
+    d.mkdir()
+    (tmp_path / "f").write_bytes(b"abcdefghij")
+    link = tmp_path / "uexec"
+    os.symlink(os.path.realpath(UEXEC_BIN), link)
+    err_path = tmp_path / "stderr"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([str(link), "--listen", "stdio", "--denial-evidence", "none"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    try:
+        c = RpcClient(StdioTransport(proc))
+        c.initialize("upgrade-fs-stdio")
+        wid = fs_watch(c, str(d))
+        assert c.result("fs/open", {"handleId": "h", "path": U(str(tmp_path / "f"))}) == \
+            {"handleId": "h"}
+        proc.send_signal(signal.SIGUSR2)
+        wait_until(lambda: b"Upgrade: took over from uexec " in err_path.read_bytes(),
+                   what="the hand-over")
+        assert b"1 connections), with 1 watches and 1 open files" in err_path.read_bytes()
+        (d / "after").mkdir()
+        got = events_until(c, wid, lambda g: ev("created", str(d / "after"), True) in g, "d")
+        assert got[0] == OVERFLOW, got
+        assert unb64(read_block(c, "h", 3, 4)["result"]["chunk"]) == b"defg"
+        proc.stdin.close()
+        assert proc.wait(EVENT_TIMEOUT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = err_path.read_bytes()
+    assert not any(mk in stderr for mk in SANITIZER_MARKERS), stderr[-2000:]
