@@ -227,14 +227,15 @@ def upgrade_seeds(s):
     s.add("upgrade-state", "stdin-writes-pty", upgrade_blob([server, session, piped, pty]))
     # A connection's fs state: its watch ids (fs/watchMissing's 3, fs/watch's last 2), the
     # fs/watchMissing watch with two other paths ((u32 len, path)*) and a present one, a file
-    # watch and an ended one, and a writable fs/open handle.
+    # watch with an event queued (JSON objects, each and a ',') and an ended one, and a
+    # writable fs/open handle.
     fs_conn = (7, [(1, U64, u64(0)), (2, FD, u32(5)), (8, BOOL, b"\x01"), (9, U64, u64(3)),
                    (10, U64, u64(2))])
     missing = (8, [(1, REF, u32(1)), (2, U64, u64(3)), (3, BYTES, b"/a/b"), (5, BOOL, b"\x01"),
                    (6, BYTES, u32(2) + b"/c" + u32(4) + b"/d/e"), (7, BYTES, b"/p")])
     file_watch = (8, [(1, REF, u32(1)), (2, U64, u64(1)), (3, BYTES, b"/d"), (8, BYTES, b"f"),
                       (9, U64, u64(16)), (10, U64, u64(100)), (11, U64, u64(1)),
-                      (12, U64, u64(2))])
+                      (12, U64, u64(2)), (14, BYTES, b'{"kind":"overflow","reason":"queue"},')])
     ended = (8, [(1, REF, u32(1)), (2, U64, u64(2)), (3, BYTES, b"/"), (13, U64, u64(2))])
     fs_handle = (11, [(1, REF, u32(1)), (2, BYTES, b"w"), (3, FD, u32(6)), (4, BOOL, b"\x01")])
     s.add("upgrade-state", "fs-watches-handles",

@@ -69,7 +69,9 @@ int fs_upg_each_watch(struct conn *c, fs_upg_watch_fn fn, void *ctx)
 	if (r)
 		return r;
 	list_for_each_entry(w, &c->watch->changes, link) {
+		static const char lost[] = "{\"kind\":\"overflow\",\"reason\":\"queue\"},";
 		struct fs_upg_watch u = { 0 };
+		struct buf text = { 0 };
 
 		if (w->installing)
 			continue; /* not the client's yet: its fs/watch request holds the upgrade */
@@ -90,7 +92,22 @@ int fs_upg_each_watch(struct conn *c, fs_upg_watch_fn fn, void *ctx)
 			u.dev = (uint64_t)w->root->dev;
 			u.ino = (uint64_t)w->root->ino;
 		}
+		u.queued = (const char *)w->q.data;
+		u.queued_len = w->q.len;
+		/* Events dropped for want of memory: the overflow the send would have added. */
+		if (w->lost) {
+			if (buf_append(&text, w->q.data, w->q.len) < 0 ||
+			    buf_append(&text, lost, sizeof(lost) - 1) < 0) {
+				buf_done(&text);
+				return -ENOMEM;
+			}
+			u.queued = (const char *)text.data;
+			u.queued_len = text.len;
+		}
+		if (!u.queued_len)
+			u.queued = NULL;
 		r = fn(ctx, &u);
+		buf_done(&text);
 		if (r)
 			return r;
 	}
@@ -125,6 +142,40 @@ static const char *root_again(struct change_watch *w, const struct fs_upg_watch 
 	return "upgrade";
 }
 
+/*
+ * The events the old binary had queued, queued again (they passed the
+ * bounds there). The text came through the blob: it must parse as JSON
+ * objects with a kind before anything of it is queued. 0 or -EBADMSG.
+ */
+static int requeue(struct change_watch *w, const struct fs_upg_watch *u)
+{
+	char *text = malloc(u->queued_len + 1);
+	json_t *arr, *e;
+	size_t i;
+	int r = 0;
+
+	if (!text)
+		return -ENOMEM;
+	/* "{...},{...}," as the array "[{...},{...}]" */
+	text[0] = '[';
+	memcpy(text + 1, u->queued, u->queued_len - 1);
+	text[u->queued_len] = ']';
+	arr = json_loadb(text, u->queued_len + 1, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
+	if (!json_is_array(arr))
+		r = -EBADMSG;
+	json_array_foreach(arr, i, e) {
+		if (!json_is_object(e) || !json_is_string(json_object_get(e, "kind")))
+			r = -EBADMSG;
+	}
+	json_array_foreach(arr, i, e) {
+		if (r == 0)
+			fs_tw_queue_event(w, json_incref(e), true, false);
+	}
+	json_decref(arr);
+	return r;
+}
+
 static int change_adopt(struct conn *c, const struct fs_upg_watch *u)
 {
 	struct fs_watch *st = fs_watch_state(c);
@@ -156,6 +207,17 @@ static int change_adopt(struct conn *c, const struct fs_upg_watch *u)
 	list_add_tail(&w->link, &st->changes);
 	list_add_tail(&w->all_link, &fs_tw.all);
 	st->n_changes++;
+	r = u->queued ? requeue(w, u) : 0;
+	if (r < 0)
+		log_warning_errno(r, "Upgrade: fs/watch %" PRIu64 " on %s: the events it had queued "
+				  "do not parse; an overflow stands for them", u->id, c->peer);
+	if (u->ended && u->queued && r == 0) {
+		/* Its last event, ended, is queued already: nothing happened to it since. */
+		w->ended = true;
+		w->end_reason = end_reasons[u->ended];
+		fs_tw_mark_dirty(w);
+		return 0;
+	}
 	/* What happened since the old binary last read its events is not known: rescan. */
 	fs_tw_queue_overflow(w, "upgrade", NULL);
 	end = u->ended ? end_reasons[u->ended] : root_again(w, u);

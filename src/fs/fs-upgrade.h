@@ -12,6 +12,8 @@
  * watch is checked again and fires if a missing path appeared or the
  * present one went (as after a kernel queue overflow), and every fs/watch
  * watch gets an `overflow` event (reason `upgrade`), its tree scanned again.
+ * The events an fs/watch watch had queued for a congested connection travel
+ * as their text and come first.
  */
 #pragma once
 
@@ -44,6 +46,9 @@ struct fs_upg_watch {
 	bool has_ident; /* the root directory's identity (not once ended) */
 	uint64_t dev, ino;
 	enum fs_upg_end ended;
+	/* Its events not sent yet (a congested connection): JSON objects, each and a ','. */
+	const char *queued;
+	size_t queued_len;
 };
 
 /* The ids a connection has seen or handed out (limits on the next requests). */

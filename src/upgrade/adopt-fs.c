@@ -95,9 +95,12 @@ static int put_watch(void *ctx, const struct fs_upg_watch *u)
 		}
 		if (u->ended)
 			upgrade_writer_u64(w, UPGRADE_WATCH_ENDED, (uint64_t)u->ended);
+		if (u->queued)
+			upgrade_writer_bytes(w, UPGRADE_WATCH_QUEUED, u->queued, u->queued_len);
 	}
 	upgrade_writer_end(w);
 	p->c->watches++;
+	p->c->watch_queued_bytes += u->queued_len;
 	return 0;
 }
 
@@ -155,6 +158,7 @@ static int adopt_watch(struct conn *c, const struct upgrade_view_watch *vw)
 		.max_dirs = vw->max_dirs, .max_events = vw->max_events,
 		.has_ident = vw->has_ident, .dev = vw->dev, .ino = vw->ino,
 		.ended = (enum fs_upg_end)vw->ended,
+		.queued = (const char *)vw->queued, .queued_len = vw->queued_len,
 	};
 	char *path = cstr(vw->path, vw->path_len), *present = cstr(vw->present, vw->present_len);
 	char *only = cstr(vw->only, vw->only_len);

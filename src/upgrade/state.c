@@ -129,6 +129,8 @@ static const struct field_spec watch_fields[] = {
 	{ UPGRADE_WATCH_DEV,       UPGRADE_T_U64, 0, 0, UINT64_MAX, "dev" },
 	{ UPGRADE_WATCH_INO,       UPGRADE_T_U64, 0, 0, UINT64_MAX, "ino" },
 	{ UPGRADE_WATCH_ENDED,     UPGRADE_T_U64, 0, 1, _UPGRADE_WATCH_END_MAX - 1, "ended" },
+	/* watch-tree-internal.h's QUEUE_BYTES (256 KiB), and the events forced past it. */
+	{ UPGRADE_WATCH_QUEUED,    UPGRADE_T_BYTES, 0, 3, 1u << 19, "queued" },
 };
 static const struct field_spec fs_handle_fields[] = {
 	{ UPGRADE_FS_HANDLE_CONN,     UPGRADE_T_REF, F_REQ, UPGRADE_REC_CONN, 0, "conn" },

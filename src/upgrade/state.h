@@ -189,6 +189,8 @@ enum {
 	UPGRADE_WATCH_DEV,            /* U64: fs/watch: the root directory's st_dev */
 	UPGRADE_WATCH_INO,            /* U64: and its st_ino (a directory replaced meanwhile ends it) */
 	UPGRADE_WATCH_ENDED,          /* U64: fs/watch ended, its event not sent yet: enum below */
+	UPGRADE_WATCH_QUEUED,         /* BYTES: fs/watch's events not sent yet (a congested
+				       * connection): JSON objects, each followed by ',' */
 };
 enum upgrade_watch_end {
 	UPGRADE_WATCH_END_DELETED = 1,

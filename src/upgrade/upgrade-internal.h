@@ -24,6 +24,7 @@ struct upgrade_collected {
 	uint64_t retained_bytes;  /* processes' retained output */
 	uint64_t queued_bytes;    /* connections' unsent output */
 	uint64_t watches, fs_handles; /* handed-over connections' watches and fs/open handles */
+	uint64_t watch_queued_bytes;  /* their fs/watch events not sent yet */
 };
 
 /*

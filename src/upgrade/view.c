@@ -434,12 +434,13 @@ static int read_watch(struct build *b, uint32_t rec)
 	w->dev = upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_DEV, 0);
 	w->ino = upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_INO, 0);
 	w->ended = (enum upgrade_watch_end)upgrade_rec_u64(b->st, rec, UPGRADE_WATCH_ENDED, 0);
+	str_field(b, rec, UPGRADE_WATCH_QUEUED, &w->queued, &w->queued_len);
 	if (!abs_path(w->path, w->path_len))
 		return bad(b, "record %u: a watched path that is not absolute", rec);
 	if (w->missing) {
 		/* The active fs/watchMissing watch is the newest id the connection registered. */
 		if (w->only || w->recursive || w->max_dirs || w->max_events || has_dev || has_ino ||
-		    w->ended)
+		    w->ended || w->queued)
 			return bad(b, "record %u: an fs/watchMissing watch with fs/watch's fields", rec);
 		if (!c->has_missing_id || w->id != c->missing_id || c->n_missing++)
 			return bad(b, "record %u: fs/watchMissing watch %llu is not its connection's "
@@ -452,6 +453,11 @@ static int read_watch(struct build *b, uint32_t rec)
 	} else {
 		if (w->others || w->present)
 			return bad(b, "record %u: an fs/watch watch with fs/watchMissing's paths", rec);
+		/* The JSON itself is parsed by the new binary before anything of it is sent. */
+		if (w->queued && (w->queued[0] != '{' || w->queued[w->queued_len - 1] != ',' ||
+				  memchr(w->queued, 0, w->queued_len)))
+			return bad(b, "record %u: queued events that are not objects each followed by "
+				   "a comma", rec);
 		if (w->only && (w->recursive || !name_ok(w->only, w->only_len)))
 			return bad(b, "record %u: a file watch's name is one component, not recursive",
 				   rec);

@@ -80,6 +80,8 @@ struct upgrade_view_watch {
 	bool has_ident;             /* the root's dev and ino */
 	uint64_t dev, ino;
 	enum upgrade_watch_end ended; /* 0: not ended */
+	const uint8_t *queued;      /* fs/watch's events not sent yet ("{...},"*), or NULL */
+	uint32_t queued_len;
 };
 
 /* An fs/open handle. */

@@ -530,7 +530,7 @@ static void fs_conn(struct upgrade_writer *w, int fd, int64_t missing_id, uint64
 struct wspec {
 	uint32_t conn;
 	uint64_t id;
-	const char *path, *only, *present;
+	const char *path, *only, *present, *queued;
 	const uint8_t *others;
 	size_t others_len;
 	bool missing, recursive, ident;
@@ -559,6 +559,8 @@ static void watch_rec(struct upgrade_writer *w, const struct wspec *s)
 	}
 	if (s->ended)
 		upgrade_writer_u64(w, UPGRADE_WATCH_ENDED, s->ended);
+	if (s->queued)
+		upgrade_writer_bytes(w, UPGRADE_WATCH_QUEUED, s->queued, strlen(s->queued));
 	upgrade_writer_end(w);
 }
 
@@ -584,7 +586,8 @@ static void v_fs_ok(struct upgrade_writer *w)
 	watch_rec(w, &(struct wspec){ .conn = 1, .id = 1, .path = "/d", .recursive = true,
 				      .ident = true });
 	watch_rec(w, &(struct wspec){ .conn = 1, .id = 2, .path = "/d", .only = "f", .ident = true });
-	watch_rec(w, &(struct wspec){ .conn = 1, .id = 3, .path = "/", .ended = 2 });
+	watch_rec(w, &(struct wspec){ .conn = 1, .id = 3, .path = "/", .ended = 2,
+				      .queued = "{\"kind\":\"ended\",\"reason\":\"moved\"}," });
 	fs_conn(w, 6, -1, 1);                                               /* record 6 */
 	watch_rec(w, &(struct wspec){ .conn = 6, .id = 1, .path = "/d", .ident = true });
 	handle_rec(w, 1, "h", 7);
@@ -718,6 +721,27 @@ static void v_seventeen_watches(struct upgrade_writer *w)
 		watch_rec(w, &(struct wspec){ .conn = 1, .id = id, .path = "/d", .ident = true });
 }
 
+static void v_queued_on_missing(struct upgrade_writer *w)
+{
+	fs_conn(w, 5, 3, 0);
+	watch_rec(w, &(struct wspec){ .conn = 1, .id = 3, .path = "/m", .missing = true,
+				      .queued = "{}," });
+}
+
+static void v_queued_without_comma(struct upgrade_writer *w)
+{
+	fs_conn(w, 5, -1, 1);
+	watch_rec(w, &(struct wspec){ .conn = 1, .id = 1, .path = "/d", .ident = true,
+				      .queued = "{\"kind\":\"x\"}" });
+}
+
+static void v_queued_not_an_object(struct upgrade_writer *w)
+{
+	fs_conn(w, 5, -1, 1);
+	watch_rec(w, &(struct wspec){ .conn = 1, .id = 1, .path = "/d", .ident = true,
+				      .queued = "1,2," });
+}
+
 static void v_dup_handle(struct upgrade_writer *w)
 {
 	fs_conn(w, 5, -1, 0);
@@ -761,6 +785,9 @@ TEST(view_fs_rules)
 		{ v_live_without_ident, "record 2: a root's identity exactly when the watch has not ended" },
 		{ v_dup_change_id, "record 3: the same fs/watch watchId on the same connection, as record 2" },
 		{ v_seventeen_watches, "record 18: more than 16 fs/watch watches on a connection" },
+		{ v_queued_on_missing, "record 2: an fs/watchMissing watch with fs/watch's fields" },
+		{ v_queued_without_comma, "record 2: queued events that are not objects each followed by a comma" },
+		{ v_queued_not_an_object, "record 2: queued events that are not objects each followed by a comma" },
 		{ v_dup_handle, "record 3: the same handleId on the same connection, as record 2" },
 		{ v_too_many_handles, "record 130: more than 128 fs/open handles on a connection" },
 	};
