@@ -238,6 +238,8 @@ static int adopt_proc(struct server *s, struct session *ss, const struct upgrade
 	if (r >= 0)
 		r = adopt_cgroup(s, p, vp);
 	if (r >= 0)
+		r = upgrade_adopt_proc_sandbox(s, p, vp);
+	if (r >= 0)
 		r = strmap_put(&ss->procs, p->id, p->id_len, p);
 	if (r < 0)
 		goto fail;

@@ -104,3 +104,20 @@ int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char 
  */
 int upgrade_exec_main(const char *path, char *const argv[]);
 int upgrade_execveat_main(int fd, char *const argv[]);
+
+/*
+ * adopt-sandbox.c (docs/UPGRADE.md "Sandboxed processes"): SERIALIZE's
+ * synthesized mount points (synth records, each with its flock's fd) and a
+ * process's sandbox fields (its mount points, seccomp program, decisive
+ * denials); what keeps them from travelling (NULL: nothing); RESTORE's
+ * registry (0 or the first -errno with err; an entry not adopted has its fd
+ * closed) and a process's plan and evidence tree (0 or -ENOMEM).
+ */
+struct proc;
+struct upgrade_view_proc;
+void upgrade_put_synth(struct upgrade_writer *w, struct upgrade_collected *c);
+void upgrade_put_proc_sandbox(struct upgrade_writer *w, const struct proc *p);
+const char *upgrade_sandbox_blocker(const struct server *s);
+int upgrade_adopt_synth(const struct upgrade_view *v, char *err, size_t err_size);
+int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
+			       const struct upgrade_view_proc *vp);

@@ -311,6 +311,9 @@ static int read_proc(struct build *b, uint32_t rec)
 	r = check_write_ids(b, rec, p);
 	if (r < 0)
 		return r;
+	r = upgrade_view_proc_sandbox(st, rec, p, b->err, b->err_size);
+	if (r < 0)
+		return r;
 	b->v.sessions[p->session].n_procs++;
 	b->idx[rec] = b->v.n_procs++;
 	return 0;
@@ -473,6 +476,8 @@ static int read_record(struct build *b, uint32_t rec)
 		return read_watch(b, rec);
 	case UPGRADE_REC_CGROUPS:
 		return read_cgroups(b, rec);
+	case UPGRADE_REC_SYNTH:
+		return upgrade_view_read_synth(st, rec, &b->v, b->err, b->err_size);
 	case _UPGRADE_REC_MAX:
 		break;
 	}
@@ -552,6 +557,8 @@ int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret,
 	r = check_unique(&b);
 	if (r >= 0)
 		r = check_cgroups_fds(&b);
+	if (r >= 0)
+		r = upgrade_view_check_synth(st, &b.v, err, err_size);
 out:
 	free(b.idx);
 	if (r == -ENOMEM && err && err_size)
@@ -572,6 +579,7 @@ void upgrade_view_done(struct upgrade_view *v)
 	free(v->conns);
 	free(v->watches);
 	free(v->metrics);
+	free(v->synth);
 	memset(v, 0, sizeof(*v));
 	v->listener_fd = -1;
 }
