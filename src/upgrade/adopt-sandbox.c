@@ -62,7 +62,8 @@ void upgrade_put_proc_sandbox(struct upgrade_writer *w, const struct proc *p)
 	const char *const *paths;
 	size_t n = sandbox_plan_synth(p->plan, &paths), len = 0, off = 0;
 	enum sandbox_filter_id filter = sandbox_plan_filter(f, p->plan);
-	uint64_t denied = sandbox_evidence_decisive(p->ev_wait.tree);
+	/* A reaped one's exit is being published (QUIESCE waits for it): not carried. */
+	uint64_t denied = p->reaped ? 0 : sandbox_evidence_decisive(p->ev_wait.tree);
 	uint8_t *buf;
 
 	for (size_t i = 0; i < n; i++)
