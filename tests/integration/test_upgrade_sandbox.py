@@ -17,10 +17,10 @@ import re
 
 import pytest
 
-from conftest import EVENT_TIMEOUT, children_of, settled_fd_count, wait_until
+from conftest import EVENT_TIMEOUT, UEXEC_BIN, children_of, settled_fd_count, wait_until
 from test_sandbox import ENV, PROTECTED, ws_policy
 from test_netproxy import launch
-from test_upgrade import Launch, check_counter, zombies
+from test_upgrade import Launch, check_counter, proc_state, zombies
 
 pytestmark = [pytest.mark.needs("x86_64"), pytest.mark.needs("sandbox"),
               pytest.mark.needs_programs("/bin/bash", "/bin/sh", "/usr/bin/python3")]
@@ -75,9 +75,11 @@ def evidence_source(srv):
     return m[0].decode() if m else "none"
 
 
-def upgraded(lu, count=1):
-    lu.usr2()
-    lu.wait_log("Upgrade: took over from uexec ", count=count)
+def upgraded(lu, signal=True):
+    """SIGUSR2 (unless sent already), then the new binary's take-over: its log."""
+    if signal:
+        lu.usr2()
+    lu.wait_log("Upgrade: took over from uexec ")
     err = lu.srv.stderr()
     assert b"Upgrade: no hand-over (" not in err, lu.srv.stderr_tail()
     return err
@@ -191,3 +193,49 @@ def test_managed_network_process_is_not_handed_over(server_factory, tmp_path, ws
     run = c.collect_until_output("a", b"\n%d\n" % (int(run.stdout.split()[-1]) + 10), run=run)
     go.touch()
     check_counter(c.collect("a", run=run))
+
+
+def test_sandboxed_process_exiting_during_the_handover(server_factory, tmp_path, ws):
+    """A sandboxed process that is refused a write and exits while the new binary is held
+    back (a zombie when the state is read): the new binary tracks its tree, reaps it with
+    its real status, reports it (sandboxDenied from what can still decide: its evidence
+    missed the gap) on the same connection, and its close removes the mount points."""
+    late, fifo, marker, outside = (tmp_path / "late", str(tmp_path / "fifo"),
+                                   tmp_path / "in-exec", tmp_path / "outside")
+    os.mkfifo(fifo)
+    lu = Launch(server_factory, tmp_path, handover=True, args=("--denial-evidence", "auto"))
+    pid = lu.srv.pid
+    c = lu.srv.connect()
+    fds = settled_fd_count(pid)
+    c.start("late", ["/bin/bash", "-c", "echo started; while [ ! -e %s ]; do sleep 0.01; done; "
+                     "echo x > %s; exit 4" % (late, outside)],
+            cwd=str(ws), env=ENV, sandbox=ws_policy(str(ws)))
+    run = c.collect_until_output("late", b"started\n")
+    child = [p["pid"] for p in c.result("process/list", {})["processes"]][0]
+    assert mount_points(ws) == sorted(PROTECTED)
+    # The new binary is held back once exec'd (Python: a shell would reap the zombie).
+    lu.replace("import os, sys\n"
+               "if 'UEXEC_UPGRADE_STATE_FD' in os.environ:\n"
+               "    open(%r, 'w').close()\n"
+               "    open(%r).read()\n"
+               "os.execv(%r, [sys.argv[0]] + sys.argv[1:])\n"
+               % (str(marker), fifo, os.path.realpath(UEXEC_BIN)), interpreter="/usr/bin/python3")
+    lu.usr2()
+    lu.wait_log(" fds over to ")
+    wait_until(marker.exists, what="the new binary started")
+    late.touch()
+    wait_until(lambda: proc_state(child) == "Z", what="the sandboxed process exited, not reaped")
+    assert mount_points(ws) == sorted(PROTECTED)
+    with open(fifo, "w") as f:
+        f.write("go\n")
+    err = upgraded(lu, signal=False)
+    assert re.search(rb"\(1 sessions, 1 processes, 1 connections\)", err), lu.srv.stderr_tail()
+    run = c.collect("late", run=run)
+    assert run.exit_code == 4 and run.stdout == b"started\n", run.exited
+    assert b"Read-only file system" in run.stderr, run.stderr
+    assert run.exited["sandboxDenied"] is True, run.exited
+    run.check_sequencing()
+    assert not outside.exists()
+    wait_until(lambda: mount_points(ws) == [], what="the mount points removed")
+    assert zombies(pid) == [] and children_of(pid) == {}
+    wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
