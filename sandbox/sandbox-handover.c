@@ -4,6 +4,7 @@
  * what it holds after its spawn, read out, and made again in the new binary.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "plan.h"
 #include "sandbox-handover.h"
 #include "sandbox.h"
+#include "synth.h"
 
 size_t sandbox_plan_synth(const struct sandbox_plan *plan, const char *const **ret)
 {
@@ -75,12 +77,27 @@ int sandbox_plan_adopt(const struct sock_fprog *seccomp, struct sandbox_plan **r
 
 int sandbox_plan_adopt_synth(struct sandbox_plan *plan, const char *path, size_t len)
 {
-	char *copy = strndup(path, len);
+	char buf[PATH_MAX];
 	int r;
 
-	if (!copy)
-		return -ENOMEM;
-	r = sandbox_strv_push(&plan->synth, &plan->n_synth, copy);
-	free(copy);
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len);
+	buf[len] = '\0';
+	r = sandbox_strv_push(&plan->synth, &plan->n_synth, buf);
+	/* Not in the plan, so never put back by it: the registry's count drops now. */
+	if (r < 0)
+		sandbox_synth_put(buf);
 	return r;
+}
+
+void sandbox_synth_put_named(const char *path, size_t len)
+{
+	char buf[PATH_MAX];
+
+	if (len >= sizeof(buf))
+		return; /* never in the registry: synth.c's paths are below PATH_MAX */
+	memcpy(buf, path, len);
+	buf[len] = '\0';
+	sandbox_synth_put(buf);
 }

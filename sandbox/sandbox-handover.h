@@ -40,11 +40,15 @@ const struct sock_fprog *sandbox_filter_of(const struct sandbox_features *f,
 /*
  * A plan as it is after a spawn, for a process adopted by a live upgrade:
  * nothing but the mount points it puts back (sandbox_plan_adopt_synth(),
- * each a reference the adopted registry already counts) and its seccomp
- * program. 0 or -ENOMEM; freed by sandbox_plan_free().
+ * each a reference the adopted registry already counts: one that cannot be
+ * added, -ENOMEM or -ENAMETOOLONG, is put back at once, so that no
+ * reference is ever lost) and its seccomp program. 0 or -ENOMEM; freed by
+ * sandbox_plan_free().
  */
 int sandbox_plan_adopt(const struct sock_fprog *seccomp, struct sandbox_plan **ret);
 int sandbox_plan_adopt_synth(struct sandbox_plan *plan, const char *path, size_t len);
+/* Puts back a reference to path[0..len) that no plan could take (the plan could not be made). */
+void sandbox_synth_put_named(const char *path, size_t len);
 
 /*
  * The registry handed over (synth.c): sandbox_synth_each() calls fn for

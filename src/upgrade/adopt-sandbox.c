@@ -24,6 +24,7 @@
 #include "evidence-ring.h"
 #include "evidence.h"
 #include "macro.h"
+#include "netguard.h"
 #include "proc.h"
 #include "sandbox-handover.h"
 #include "session.h"
@@ -139,12 +140,20 @@ int upgrade_adopt_synth(const struct upgrade_view *v, char *err, size_t err_size
 	return first;
 }
 
-/* The leaf's directory, for the BPF tracer's watch by cgroup id; -1 without one. */
-static int leaf_fd(const struct proc *p)
+/*
+ * The leaf p<N> (below the base or the listener guard's cgroup), for the BPF
+ * tracer's watch by cgroup id; -1 without one.
+ */
+static int leaf_fd(const struct server *s, const struct upgrade_view_proc *vp)
 {
-	if (!p->has_cg || p->cg.parent_fd < 0)
+	int parent = !vp->has_cg ? -1 : vp->cg_guard ? (s->guard ? netguard_cgroup_fd(s->guard) : -1)
+						      : s->cgroups.base_fd;
+	char name[32];
+
+	if (parent < 0)
 		return -1;
-	return openat(p->cg.parent_fd, p->cg.name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(name, sizeof(name), "p%llu", (unsigned long long)vp->cg_num);
+	return openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
@@ -156,19 +165,28 @@ int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 	int r, cg;
 
 	if (f || vp->filter) {
+		/*
+		 * Each path is a reference the registry counts: it lands in the plan
+		 * (put back at close, or when a failed adoption frees the process) or
+		 * is put back at once; none is dropped on the way.
+		 */
 		r = sandbox_plan_adopt(prog, &p->plan);
-		if (r < 0)
-			return r;
 		/* The view checked the framing, and that each path is a registry entry's. */
 		while (f && off + 4 <= f->len) {
 			uint32_t len = (uint32_t)f->val[off] | (uint32_t)f->val[off + 1] << 8 |
 				       (uint32_t)f->val[off + 2] << 16 | (uint32_t)f->val[off + 3] << 24;
+			const char *path = (const char *)f->val + off + 4;
+			int q = 0;
 
-			r = sandbox_plan_adopt_synth(p->plan, (const char *)f->val + off + 4, len);
-			if (r < 0)
-				return r;
+			if (p->plan)
+				q = sandbox_plan_adopt_synth(p->plan, path, len);
+			else
+				sandbox_synth_put_named(path, len);
+			r = r < 0 ? r : q;
 			off += 4 + len;
 		}
+		if (r < 0)
+			return r;
 	}
 	/* Tracked until its exit is published; a reaped one is not handed over before that. */
 	if (!vp->sandboxed || vp->reaped)
@@ -177,7 +195,7 @@ int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 	if (!p->ev_wait.tree)
 		return 0; /* no source in this binary: the reference heuristic decides */
 	sandbox_evidence_set_filter(p->ev_wait.tree, prog);
-	cg = leaf_fd(p);
+	cg = leaf_fd(s, vp);
 	exec_evidence_adopt_cgroup(p->ev_wait.tree, cg >= 0 ? exec_evidence_watch(cg) : 0);
 	if (cg >= 0)
 		close(cg);

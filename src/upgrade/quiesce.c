@@ -205,7 +205,7 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 			if (e->cap)
 				later = "a shell snapshot being captured";
 		list_for_each_entry(p, &ss->procs_list, link) {
-			/* Its proxy's listeners and tunnels (src/net/) do not travel yet. */
+			/* Its proxy's listeners and tunnels (src/netproxy/) do not travel yet. */
 			if (p->netproxy)
 				return "a process with a managed network (its proxy is not handed over yet)";
 			if (!list_empty(&p->waiters))

@@ -84,7 +84,8 @@ void upgrade_restore_release(void);
  * handed over by this version (NULL: nothing), and whether the quiesced
  * loop finishes it by itself (*transient: wait for it, up to QUIESCE's
  * deadline) or not (a relay-carried, closing or reviewing connection, a
- * watch or open file, a sandboxed process running).
+ * watch or open file, a process with a managed network, a sandbox mount
+ * point held by something other than a process).
  */
 const char *upgrade_sessions_blocker(const struct server *s, bool *transient);
 
@@ -111,7 +112,9 @@ int upgrade_execveat_main(int fd, char *const argv[]);
  * process's sandbox fields (its mount points, seccomp program, decisive
  * denials); what keeps them from travelling (NULL: nothing); RESTORE's
  * registry (0 or the first -errno with err; an entry not adopted has its fd
- * closed) and a process's plan and evidence tree (0 or -ENOMEM).
+ * closed) and a process's plan and evidence tree (0 or -ENOMEM; called
+ * first, so that whatever fails next, freeing the process puts its mount
+ * points' references back).
  */
 struct proc;
 struct upgrade_view_proc;
