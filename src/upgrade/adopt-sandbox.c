@@ -24,6 +24,7 @@
 #include "evidence-ring.h"
 #include "evidence.h"
 #include "macro.h"
+#include "mitm.h"
 #include "netguard.h"
 #include "proc.h"
 #include "sandbox-handover.h"
@@ -201,4 +202,18 @@ int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 		close(cg);
 	sandbox_evidence_carry(p->ev_wait.tree, vp->ev_denied);
 	return 0;
+}
+
+void upgrade_sandbox_before_exec(struct server *s)
+{
+	/*
+	 * Credential masking's CA (src/netproxy/mitm.h): its key lives only in
+	 * memory, its certificate and bundle in a private directory removed with
+	 * the server, which an execve would leave behind. No process told to
+	 * trust it can be running here (one with a proxy keeps the dry run), so
+	 * it goes now, files included; the new binary, or this one if the execve
+	 * fails, makes another on first use, as at a start.
+	 */
+	netproxy_mitm_free(s->mitm);
+	s->mitm = NULL;
 }

@@ -124,3 +124,5 @@ const char *upgrade_sandbox_blocker(const struct server *s);
 int upgrade_adopt_synth(const struct upgrade_view *v, char *err, size_t err_size);
 int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 			       const struct upgrade_view_proc *vp);
+/* Right before the execve: what of the managed network's host-side state would be left behind. */
+void upgrade_sandbox_before_exec(struct server *s);

@@ -239,3 +239,34 @@ def test_sandboxed_process_exiting_during_the_handover(server_factory, tmp_path,
     wait_until(lambda: mount_points(ws) == [], what="the mount points removed")
     assert zombies(pid) == [] and children_of(pid) == {}
     wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
+
+
+def test_credential_masking_ca_leaves_no_files(server_factory, tmp_path):
+    """Credential masking's CA keeps its key in memory and its certificate and bundle in a
+    private directory that goes with the server: an upgrade, which ends the old binary's
+    memory without its teardown, removes that directory (no process trusting it can be
+    running: one with a proxy keeps the dry run), and the new binary makes another CA
+    for the next process that needs one."""
+    srvtmp = tmp_path / "srvtmp"
+    srvtmp.mkdir()
+    lu = Launch(server_factory, tmp_path, handover=True, env=dict(os.environ, TMPDIR=str(srvtmp)))
+    c = lu.srv.connect()
+    np = {"proxy": {"enabled": True, "enableSocks5": False, "enableSocks5Udp": False,
+                    "allowUpstreamProxy": False, "dangerouslyAllowAllUnixSockets": False,
+                    "mode": "full", "domains": {"127.0.0.1": "allow"},
+                    "allowLocalBinding": False, "credentialMasking": True}}
+
+    def bundle(pid):
+        c.start(pid, ["/bin/sh", "-c", "echo $SSL_CERT_FILE"], env=ENV, networkProxy=np)
+        run = c.collect(pid)
+        assert run.exit_code == 0, run.stderr
+        path = run.stdout.decode().strip()
+        assert path.startswith(str(srvtmp) + "/") and os.path.exists(path), path
+        return os.path.dirname(path)
+
+    old = bundle("before")
+    upgraded(lu)
+    assert not os.path.exists(old)
+    new = bundle("after")
+    assert new != old and sorted(os.listdir(new)) == ["ca-bundle.pem", "ca.pem"]
+    assert os.listdir(srvtmp) == [os.path.basename(new)]
