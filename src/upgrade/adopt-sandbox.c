@@ -141,17 +141,23 @@ int upgrade_adopt_synth(const struct upgrade_view *v, char *err, size_t err_size
 	return first;
 }
 
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /*
  * The leaf p<N> (below the base or the listener guard's cgroup), for the BPF
  * tracer's watch by cgroup id; -1 without one.
  */
 static int leaf_fd(const struct server *s, const struct upgrade_view_proc *vp)
 {
-	int parent = !vp->has_cg ? -1 : vp->cg_guard ? (s->guard ? netguard_cgroup_fd(s->guard) : -1)
-						      : s->cgroups.base_fd;
+	int parent = s->cgroups.base_fd;
 	char name[32];
 
-	if (parent < 0)
+	if (vp->cg_guard)
+		parent = s->guard ? netguard_cgroup_fd(s->guard) : -1;
+	if (!vp->has_cg || parent < 0)
 		return -1;
 	snprintf(name, sizeof(name), "p%llu", (unsigned long long)vp->cg_num);
 	return openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -174,8 +180,7 @@ int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 		r = sandbox_plan_adopt(prog, &p->plan);
 		/* The view checked the framing, and that each path is a registry entry's. */
 		while (f && off + 4 <= f->len) {
-			uint32_t len = (uint32_t)f->val[off] | (uint32_t)f->val[off + 1] << 8 |
-				       (uint32_t)f->val[off + 2] << 16 | (uint32_t)f->val[off + 3] << 24;
+			uint32_t len = le32(f->val + off);
 			const char *path = (const char *)f->val + off + 4;
 			int q = 0;
 

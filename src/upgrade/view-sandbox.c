@@ -89,8 +89,9 @@ int upgrade_view_proc_sandbox(const struct upgrade_state *st, uint32_t rec,
 		len = le32(f->val + off);
 		off += 4;
 		if (len > f->len - off || !synth_path_ok(f->val + off, len))
-			return bad(err, err_size, "record %u: synth: entry %u is not an absolute path",
-				   rec, p->n_synth);
+			return bad(err, err_size,
+				   "record %u: synth: entry %u is not an absolute path", rec,
+				   p->n_synth);
 		off += len;
 		p->n_synth++;
 	}
@@ -134,13 +135,14 @@ static int walk_users(const struct upgrade_view *v, const struct upgrade_view_pr
 		off += 4 + k.len;
 		hit = v->n_synth ? bsearch(&k, keys, v->n_synth, sizeof(*keys), cmp_synth) : NULL;
 		if (!hit)
-			return bad(err, err_size, "process %d: mount point %.*s is not in the registry",
-				   p->pid, (int)MIN(k.len, 200u), (const char *)k.p);
+			return bad(err, err_size,
+				   "process %d: mount point %.*s is not in the registry", p->pid,
+				   (int)MIN(k.len, 200u), (const char *)k.p);
 		if (!mark)
 			users[hit->index] &= ~MARK;
 		else if (users[hit->index] & MARK)
-			return bad(err, err_size, "process %d: mount point %.*s named twice", p->pid,
-				   (int)MIN(k.len, 200u), (const char *)k.p);
+			return bad(err, err_size, "process %d: mount point %.*s named twice",
+				   p->pid, (int)MIN(k.len, 200u), (const char *)k.p);
 		else
 			users[hit->index] = (users[hit->index] + 1) | MARK;
 	}
@@ -179,8 +181,9 @@ int upgrade_view_check_synth(const struct upgrade_state *st, const struct upgrad
 	}
 	for (uint32_t i = 0; i < v->n_synth && r >= 0; i++)
 		if (users[i] != v->synth[i].refs)
-			r = bad(err, err_size, "mount point %.*s: %u users in the registry, %u processes "
-				"name it", (int)MIN(v->synth[i].path_len, 200u),
+			r = bad(err, err_size,
+				"mount point %.*s: %u users in the registry, %u processes name it",
+				(int)MIN(v->synth[i].path_len, 200u),
 				(const char *)v->synth[i].path, v->synth[i].refs, users[i]);
 out:
 	free(keys);
