@@ -240,6 +240,16 @@ def upgrade_seeds(s):
     fs_handle = (11, [(1, REF, u32(1)), (2, BYTES, b"w"), (3, FD, u32(6)), (4, BOOL, b"\x01")])
     s.add("upgrade-state", "fs-watches-handles",
           upgrade_blob([server, fs_conn, missing, file_watch, ended, fs_handle]))
+    # Sandboxed processes: the synthesized mount points (record 10: path, refs, directory
+    # fd) and each plan's (u32 len, path)*, seccomp program id and decisive denials.
+    synth = [(10, [(1, STR, b"/w/.git"), (2, U64, u64(2)), (3, FD, u32(12))]),
+             (10, [(1, STR, b"/w/.codex"), (2, U64, u64(1)), (3, FD, u32(13))])]
+    git, codex = u32(7) + b"/w/.git", u32(9) + b"/w/.codex"
+    sandboxed = [(6, [(1, REF, u32(1)), (2, BYTES, b"sb%d" % i), (3, U64, u64(1300 + i)),
+                      (7, FD, u32(20 + i)), (10, U64, u64(1)), (23, BOOL, b"\x01"),
+                      (32, BYTES, paths), (33, U64, u64(1 + i)), (34, U64, u64(2))])
+                 for i, paths in enumerate((git + codex, git))]
+    s.add("upgrade-state", "sandbox-synth", upgrade_blob([server, session] + synth + sandboxed))
 
 
 def main():

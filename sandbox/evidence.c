@@ -565,6 +565,22 @@ void sandbox_evidence_set_incomplete(struct sandbox_ev_tree *t)
 		t->lost = true;
 }
 
+uint64_t sandbox_evidence_decisive(const struct sandbox_ev_tree *t)
+{
+	return t ? t->decisive : 0;
+}
+
+void sandbox_evidence_carry(struct sandbox_ev_tree *t, uint64_t decisive)
+{
+	if (!t)
+		return;
+	/* Counted, not kept: the denials listed at exit are the new binary's. */
+	t->decisive += decisive;
+	t->total += decisive;
+	/* What the tree did between QUIESCE and the new sources reached no reader. */
+	t->lost = true;
+}
+
 static bool mentions_erofs(const char *const *texts, const size_t *lens, size_t n)
 {
 	static const char needle[] = "read-only file system";

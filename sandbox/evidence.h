@@ -132,6 +132,15 @@ void sandbox_evidence_claim(struct sandbox_evidence *ev, struct sandbox_ev_tree 
 void sandbox_evidence_reaped(struct sandbox_ev_tree *t);
 /* A source could not confirm it delivered everything for t (e.g. no barrier in time). */
 void sandbox_evidence_set_incomplete(struct sandbox_ev_tree *t);
+/*
+ * A live upgrade (src/upgrade/adopt-sandbox.c): the decisive denials the old
+ * binary's store held for the tree, and the same tree tracked again in the
+ * new one: it carries them (sandboxDenied counts them; the `denials` listed
+ * at exit are those seen since) and is marked incomplete, as records made
+ * during the hand-over reached no reader.
+ */
+uint64_t sandbox_evidence_decisive(const struct sandbox_ev_tree *t);
+void sandbox_evidence_carry(struct sandbox_ev_tree *t, uint64_t decisive);
 
 /* One denial from any source: attributed to a tracked tree or dropped. Returns true if kept. */
 bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_denial *d,

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "sandbox-handover.h"
 #include "synth.h"
 
 /*
@@ -303,4 +305,52 @@ int sandbox_synth_known(const char *path, bool is_dir)
 	if (synth_find(path))
 		return 1;
 	return is_dir ? synth_is_marked(path) : 0;
+}
+
+/*
+ * A live upgrade (src/upgrade/sandbox-handover.c): the registry travels with
+ * each entry's fd, so that its shared flock (held by the open file
+ * description, which execve keeps) is never released in between: no other
+ * server can remove a directory still in use meanwhile.
+ */
+int sandbox_synth_each(int (*fn)(void *ctx, const char *path, unsigned refs, int fd), void *ctx)
+{
+	struct synth_entry *e;
+	int r;
+
+	list_for_each_entry(e, &synth_registry, link) {
+		r = fn(ctx, e->path, e->refs, e->fd);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+uint64_t sandbox_synth_refs(void)
+{
+	struct synth_entry *e;
+	uint64_t n = 0;
+
+	list_for_each_entry(e, &synth_registry, link)
+		n += e->refs;
+	return n;
+}
+
+int sandbox_synth_adopt(const char *path, unsigned refs, int fd)
+{
+	size_t n = strlen(path);
+	struct synth_entry *e;
+
+	if (!refs || fd < 0 || path[0] != '/')
+		return -EINVAL;
+	if (synth_find(path))
+		return -EEXIST;
+	e = malloc(sizeof(*e) + n + 1);
+	if (!e)
+		return -ENOMEM;
+	e->refs = refs;
+	e->fd = fd;
+	memcpy(e->path, path, n + 1);
+	list_add_tail(&e->link, &synth_registry);
+	return 0;
 }

@@ -223,6 +223,8 @@ static int adopt_proc(struct server *s, struct session *ss, const struct upgrade
 		p->stdin_fd = vp->stdin_fd;
 	}
 	p->pidfd = vp->pidfd;
+	/* First: its mount points' references then go back with the plan if anything fails. */
+	r = upgrade_adopt_proc_sandbox(s, p, vp);
 	/* The poll fallback waits on a pidfd: one for a child not reaped yet, if none came. */
 	if (!s->ring.has_waitid && p->pidfd < 0 && !vp->reaped) {
 		p->pidfd = (int)syscall(SYS_pidfd_open, vp->pid, 0);

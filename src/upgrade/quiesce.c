@@ -203,15 +203,18 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 			if (e->cap)
 				later = "a shell snapshot being captured";
 		list_for_each_entry(p, &ss->procs_list, link) {
-			/* Host-side state the blob does not carry (synthesized files, a proxy). */
-			if (p->plan || p->ev_wait.tree || p->netproxy)
-				return "a sandboxed process still running (its plan is not handed over)";
+			/* Its proxy's listeners and tunnels (src/netproxy/) do not travel yet. */
+			if (p->netproxy)
+				return "a process with a managed network (its proxy is not handed over yet)";
 			if (!list_empty(&p->waiters))
 				later = "a process with a read waiting";
 			if ((p->reaped && !p->exited) || p->grace.armed || p->ev_waiting)
 				later = "a process whose exit is being published";
 		}
 	}
-	*transient = later != NULL;
+	/* Sandbox mount points: once the requests that may hold some are done. */
+	if (!later)
+		return upgrade_sandbox_blocker(s);
+	*transient = true;
 	return later;
 }

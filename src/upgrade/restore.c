@@ -249,6 +249,15 @@ void upgrade_restore_end(struct server *s)
 	for (uint32_t i = 0; i < rs.v.n_conns; i++)
 		rs.live_fds += rs.v.conns[i].fd_in > STDERR_FILENO;
 	rs.live_fds += rs.v.n_fs_handles;
+	rs.live_fds += rs.v.n_synth;
+	if (rs.v.n_synth) {
+		char err[256] = "";
+		int r = upgrade_adopt_synth(&rs.v, err, sizeof(err));
+
+		if (r < 0)
+			log_error_errno(r, "Upgrade: a sandbox mount point handed over could not be "
+					   "adopted (%s); it is left on the host", err);
+	}
 	if (rs.v.n_sessions || rs.v.n_conns) {
 		char err[256] = "";
 		int r = upgrade_adopt_sessions(s, &rs.v, err, sizeof(err));

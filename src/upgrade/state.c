@@ -39,6 +39,8 @@ struct kind_spec {
 #define RETAINED_BYTES_LIMIT (1024u * 1024u)
 #define RETAINED_CHUNKS_LIMIT 50000u
 #define CHUNKS_FIELD_LIMIT (RETAINED_BYTES_LIMIT + RETAINED_CHUNKS_LIMIT * UPGRADE_CHUNK_HEADER_LEN)
+/* A process's synthesized mount points: (u32 len, path)*, a bound well above any policy's. */
+#define SYNTH_FIELD_LIMIT (1u << 20)
 /* A connection's unparsed input and unsent output: --max-message-bytes' ceiling and a bound. */
 #define CONN_BYTES_LIMIT (1ull << 32)
 
@@ -101,6 +103,9 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_OOM_KILLED,   UPGRADE_T_BOOL, 0, 0, 0, "oomKilled" },
 	{ UPGRADE_PROC_PTY_LAST,     UPGRADE_T_U64, 0, 1, 256, "ptyLastByte" },
 	{ UPGRADE_PROC_WRITES,       UPGRADE_T_BYTES, 0, 10, CONN_BYTES_LIMIT, "writes" },
+	{ UPGRADE_PROC_SYNTH,        UPGRADE_T_BYTES, 0, 6, SYNTH_FIELD_LIMIT, "synth" },
+	{ UPGRADE_PROC_FILTER,       UPGRADE_T_U64, 0, 1, 5, "seccompFilter" },
+	{ UPGRADE_PROC_EV_DENIED,    UPGRADE_T_U64, 0, 1, UINT32_MAX, "evidenceDenied" },
 };
 static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_TRANSPORT,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CONN_MAX - 1, "transport" },
@@ -139,6 +144,11 @@ static const struct field_spec fs_handle_fields[] = {
 	{ UPGRADE_FS_HANDLE_FD,       UPGRADE_T_FD, F_REQ, UPGRADE_FD_ANY, 0, "fd" },
 	{ UPGRADE_FS_HANDLE_WRITABLE, UPGRADE_T_BOOL, 0, 0, 0, "writable" },
 };
+static const struct field_spec synth_fields[] = {
+	{ UPGRADE_SYNTH_PATH, UPGRADE_T_STR, F_REQ, 2, PATH_LIMIT - 1, "path" },
+	{ UPGRADE_SYNTH_REFS, UPGRADE_T_U64, F_REQ, 1, UINT32_MAX, "refs" },
+	{ UPGRADE_SYNTH_FD,   UPGRADE_T_FD, F_REQ, UPGRADE_FD_DIR, 0, "fd" },
+};
 
 static const struct field_spec cgroups_fields[] = {
 	{ UPGRADE_CGROUPS_ENABLED,      UPGRADE_T_BOOL, 0, 0, 0, "enabled" },
@@ -166,6 +176,7 @@ static const struct kind_spec kinds_v1[_UPGRADE_REC_MAX] = {
 	[UPGRADE_REC_CONN]     = KIND("conn", conn_fields, UINT32_MAX),
 	[UPGRADE_REC_WATCH]    = KIND("watch", watch_fields, UINT32_MAX),
 	[UPGRADE_REC_CGROUPS]  = KIND("cgroups", cgroups_fields, 1),
+	[UPGRADE_REC_SYNTH]    = KIND("synth", synth_fields, 1u << 20),
 	[UPGRADE_REC_FS_HANDLE] = KIND("fsHandle", fs_handle_fields, UINT32_MAX),
 };
 /* clang-format on */

@@ -59,6 +59,7 @@ enum upgrade_kind {
 	UPGRADE_REC_CONN,
 	UPGRADE_REC_WATCH,
 	UPGRADE_REC_CGROUPS,    /* the per-process cgroups' layout (struct sandbox_cg), at most one */
+	UPGRADE_REC_SYNTH = 10, /* a synthesized sandbox mount point (sandbox/synth.c's registry) */
 	UPGRADE_REC_FS_HANDLE = 11, /* an fs/open handle of a connection */
 	_UPGRADE_REC_MAX,
 };
@@ -152,6 +153,12 @@ enum {
 	UPGRADE_PROC_WRITES,          /* BYTES: queued stdin writes, oldest first, each
 				       * u8 fast | u32 idLen | id (JSON text; 0: no reply owed) |
 				       * u32 len (>= 1) | the bytes not yet written */
+	/* A sandboxed process (docs/UPGRADE.md "Sandboxed processes"): */
+	UPGRADE_PROC_SYNTH = 32,      /* BYTES: the synthesized mount points it puts back at close,
+				       * (u32 len, absolute path)*, each a synth record's */
+	UPGRADE_PROC_FILTER = 33,     /* U64: its seccomp program (sandbox-handover.h's enum
+				       * sandbox_filter_id, 1..5), optional */
+	UPGRADE_PROC_EV_DENIED = 34,  /* U64: denials its evidence held decisive before, optional */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,
@@ -204,6 +211,12 @@ enum {
 	UPGRADE_FS_HANDLE_ID,         /* BYTES: handleId (at most 32 bytes) */
 	UPGRADE_FS_HANDLE_FD,         /* FD */
 	UPGRADE_FS_HANDLE_WRITABLE,   /* BOOL: mode "replace" */
+};
+
+enum {
+	UPGRADE_SYNTH_PATH = 1,       /* STR: absolute, canonical */
+	UPGRADE_SYNTH_REFS,           /* U64 >= 1: the processes whose plans hold it */
+	UPGRADE_SYNTH_FD,             /* FD (directory): holds the shared flock (synth.c) */
 };
 
 /* Where a cgroup limit is enforced (sandbox/cgroup.h's enum sandbox_cg_where). */

@@ -86,7 +86,8 @@ void upgrade_restore_release(void);
  * handed over by this version (NULL: nothing), and whether the quiesced
  * loop finishes it by itself (*transient: wait for it, up to QUIESCE's
  * deadline) or not (a relay-carried, closing or reviewing connection, a
- * sandboxed process running).
+ * process with a managed network, a sandbox mount point held by something
+ * other than a process).
  */
 const char *upgrade_sessions_blocker(const struct server *s, bool *transient);
 
@@ -121,3 +122,24 @@ void upgrade_adopt_fs(const struct upgrade_view *v, struct conn **conns, int *fi
  */
 int upgrade_exec_main(const char *path, char *const argv[]);
 int upgrade_execveat_main(int fd, char *const argv[]);
+
+/*
+ * adopt-sandbox.c (docs/UPGRADE.md "Sandboxed processes"): SERIALIZE's
+ * synthesized mount points (synth records, each with its flock's fd) and a
+ * process's sandbox fields (its mount points, seccomp program, decisive
+ * denials); what keeps them from travelling (NULL: nothing); RESTORE's
+ * registry (0 or the first -errno with err; an entry not adopted has its fd
+ * closed) and a process's plan and evidence tree (0 or -ENOMEM; called
+ * first, so that whatever fails next, freeing the process puts its mount
+ * points' references back).
+ */
+struct proc;
+struct upgrade_view_proc;
+void upgrade_put_synth(struct upgrade_writer *w, struct upgrade_collected *c);
+void upgrade_put_proc_sandbox(struct upgrade_writer *w, const struct proc *p);
+const char *upgrade_sandbox_blocker(const struct server *s);
+int upgrade_adopt_synth(const struct upgrade_view *v, char *err, size_t err_size);
+int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
+			       const struct upgrade_view_proc *vp);
+/* Right before the execve: what of the managed network's host-side state would be left behind. */
+void upgrade_sandbox_before_exec(struct server *s);

@@ -297,6 +297,7 @@ static void handover(struct built *b)
 			  "Upgrade: handing %u fds over to %s", b->st.n_fds, upg.exe);
 	}
 	snprintf(num, sizeof(num), "%d", b->fd);
+	upgrade_sandbox_before_exec(upg.srv);
 	set_cloexec(&b->st, b->fd, false);
 	/*
 	 * The way back (rollback.c), if the new binary cannot take over: this

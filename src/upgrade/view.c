@@ -315,6 +315,9 @@ static int read_proc(struct build *b, uint32_t rec)
 	r = check_write_ids(b, rec, p);
 	if (r < 0)
 		return r;
+	r = upgrade_view_proc_sandbox(st, rec, p, b->err, b->err_size);
+	if (r < 0)
+		return r;
 	b->v.sessions[p->session].n_procs++;
 	b->idx[rec] = b->v.n_procs++;
 	return 0;
@@ -583,6 +586,8 @@ static int read_record(struct build *b, uint32_t rec)
 		return read_cgroups(b, rec);
 	case UPGRADE_REC_FS_HANDLE:
 		return read_fs_handle(b, rec);
+	case UPGRADE_REC_SYNTH:
+		return upgrade_view_read_synth(st, rec, &b->v, b->err, b->err_size);
 	case _UPGRADE_REC_MAX:
 		break;
 	}
@@ -672,6 +677,8 @@ int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret,
 	r = check_unique(&b);
 	if (r >= 0)
 		r = check_cgroups_fds(&b);
+	if (r >= 0)
+		r = upgrade_view_check_synth(st, &b.v, err, err_size);
 out:
 	free(b.idx);
 	if (r == -ENOMEM && err && err_size)
@@ -693,6 +700,7 @@ void upgrade_view_done(struct upgrade_view *v)
 	free(v->watches);
 	free(v->fs_handles);
 	free(v->metrics);
+	free(v->synth);
 	memset(v, 0, sizeof(*v));
 	v->listener_fd = -1;
 }

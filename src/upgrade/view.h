@@ -49,6 +49,19 @@ struct upgrade_view_proc {
 	uint32_t n_write_ids;
 	uint64_t retained_bytes;
 	uint32_t n_chunks;
+	/* A sandboxed process (view-sandbox.c): */
+	const struct upgrade_field *synth; /* its synthesized mount points, (u32 len, path)*, or NULL */
+	uint32_t n_synth;
+	unsigned filter;            /* sandbox-handover.h's enum sandbox_filter_id, 0: none */
+	uint64_t ev_denied;         /* decisive denials its evidence held before the upgrade */
+};
+
+/* A synthesized sandbox mount point of the registry (sandbox/synth.c). */
+struct upgrade_view_synth {
+	const uint8_t *path;        /* absolute, not NUL-terminated */
+	uint32_t path_len;
+	uint32_t refs;              /* exactly the processes that name it */
+	int fd;
 };
 
 struct upgrade_view_conn {
@@ -137,6 +150,8 @@ struct upgrade_view {
 	struct upgrade_view_metric *metrics;
 	uint32_t n_metrics;
 	struct upgrade_view_cgroups cgroups;
+	struct upgrade_view_synth *synth;
+	uint32_t n_synth;
 };
 
 /*
@@ -149,3 +164,16 @@ int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret,
 void upgrade_view_done(struct upgrade_view *v);
 /* The held fd of role (and index for CG_V1_BASE), or -1. */
 int upgrade_view_held_fd(const struct upgrade_view *v, enum upgrade_held_role role, int index);
+
+/*
+ * view-sandbox.c, called by view.c: a synth record; a process's sandbox
+ * fields; once every record is read, each process's mount points against
+ * the records (each named once per process, by exactly refs processes).
+ * 0, -EBADMSG with err, or -ENOMEM.
+ */
+int upgrade_view_read_synth(const struct upgrade_state *st, uint32_t rec, struct upgrade_view *v,
+			    char *err, size_t err_size);
+int upgrade_view_proc_sandbox(const struct upgrade_state *st, uint32_t rec,
+			      struct upgrade_view_proc *p, char *err, size_t err_size);
+int upgrade_view_check_synth(const struct upgrade_state *st, const struct upgrade_view *v,
+			     char *err, size_t err_size);

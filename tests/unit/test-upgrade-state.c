@@ -537,4 +537,82 @@ TEST(memfd_writer)
 	buf_done(&heap.b);
 }
 
+/* ---- a sandboxed process: the synth record and the plan's fields (upg-sandbox) ---- */
+
+/* A session, a synthesized mount point used by one sandboxed process, that process. */
+static void sandbox_sample(struct upgrade_writer *w, uint64_t filter, uint64_t denied,
+			   const char *synth_path)
+{
+	minimal_server(w);
+	session_rec(w);                                          /* record 1 */
+	upgrade_writer_begin(w, UPGRADE_REC_SYNTH);              /* 2 */
+	upgrade_writer_str(w, UPGRADE_SYNTH_PATH, synth_path);
+	upgrade_writer_u64(w, UPGRADE_SYNTH_REFS, 1);
+	upgrade_writer_fd(w, UPGRADE_SYNTH_FD, 5);
+	upgrade_writer_end(w);
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);               /* 3 */
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 1);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "sb", 2);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 77);
+	upgrade_writer_fd(w, UPGRADE_PROC_OUT_FD, 7);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 1);
+	upgrade_writer_bool(w, UPGRADE_PROC_SANDBOXED, true);
+	upgrade_writer_bytes(w, UPGRADE_PROC_SYNTH, "\x07\0\0\0/w/.git", 11);
+	upgrade_writer_u64(w, UPGRADE_PROC_FILTER, filter);
+	upgrade_writer_u64(w, UPGRADE_PROC_EV_DENIED, denied);
+	upgrade_writer_end(w);
+	ASSERT_EQ(0, upgrade_writer_finish(w));
+}
+
+TEST(sandbox_fields)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	const struct upgrade_field *f;
+	unsigned accepted = 0;
+	char err[256];
+
+	sandbox_sample(&w, 2, 4, "/w/.git");
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(1, st.count[UPGRADE_REC_SYNTH]);
+	ASSERT_EQ(5, upgrade_rec_num(&st, 2, UPGRADE_SYNTH_FD));
+	ASSERT_EQ(1, upgrade_rec_u64(&st, 2, UPGRADE_SYNTH_REFS, 0));
+	ASSERT_EQ(2, upgrade_rec_u64(&st, 3, UPGRADE_PROC_FILTER, 0));
+	ASSERT_EQ(4, upgrade_rec_u64(&st, 3, UPGRADE_PROC_EV_DENIED, 0));
+	f = upgrade_rec_field(&st, 3, UPGRADE_PROC_SYNTH);
+	ASSERT_TRUE(f && f->len == 11);
+	ASSERT_STREQ("synth", upgrade_kind_name(UPGRADE_REC_SYNTH));
+	ASSERT_STREQ("seccompFilter", upgrade_field_name(UPGRADE_REC_PROC, UPGRADE_PROC_FILTER));
+	ASSERT_EQ(UPGRADE_FD_DIR, upgrade_field_fd_kind(UPGRADE_REC_SYNTH, UPGRADE_SYNTH_FD));
+	check_reencodes(&st, w.b.data, w.b.len);
+	upgrade_state_done(&st);
+	/* Cut anywhere: refused; changed anywhere: refused, or re-encodes to itself. */
+	for (size_t n = 0; n < w.b.len; n++)
+		ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, n, NULL, &st, err, sizeof(err)));
+	for (size_t i = 0; i < w.b.len; i++) {
+		w.b.data[i] ^= 0x01;
+		if (upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)) == 0) {
+			check_reencodes(&st, w.b.data, w.b.len);
+			upgrade_state_done(&st);
+			accepted++;
+		}
+		w.b.data[i] ^= 0x01;
+	}
+	ASSERT_TRUE(accepted > 0);
+	buf_done(&w.b);
+	/* The schema's ranges. */
+	sandbox_sample(&w, 6, 1, "/w/.git");
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 3: seccompFilter 6 is out of range [1, 5]", err);
+	buf_done(&w.b);
+	sandbox_sample(&w, 1, 0, "/w/.git");
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 3: evidenceDenied 0 is out of range [1, 4294967295]", err);
+	buf_done(&w.b);
+	sandbox_sample(&w, 1, 1, "/");
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 2: path: length 1 out of range [2, 4095]", err);
+	buf_done(&w.b);
+}
+
 TEST_MAIN()

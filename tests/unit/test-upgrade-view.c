@@ -7,7 +7,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -790,6 +792,176 @@ TEST(view_fs_rules)
 		{ v_queued_not_an_object, "record 2: queued events that are not objects each followed by a comma" },
 		{ v_dup_handle, "record 3: the same handleId on the same connection, as record 2" },
 		{ v_too_many_handles, "record 130: more than 128 fs/open handles on a connection" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char err[256];
+		int r = view_one(cases[i].build, err, sizeof(err));
+
+		ASSERT_EQ(cases[i].err[0] ? -EBADMSG : 0, r);
+		ASSERT_STREQ(cases[i].err, err);
+	}
+}
+
+/* ---- sandboxed processes: the synthesized mount points and a plan's fields ---- */
+
+static void synth_rec(struct upgrade_writer *w, const char *path, uint64_t refs, int fd)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_SYNTH);
+	upgrade_writer_str(w, UPGRADE_SYNTH_PATH, path);
+	upgrade_writer_u64(w, UPGRADE_SYNTH_REFS, refs);
+	upgrade_writer_fd(w, UPGRADE_SYNTH_FD, fd);
+	upgrade_writer_end(w);
+}
+
+struct sspec {
+	uint64_t pid;
+	bool sandboxed, reaped, closed;
+	const char *synth;      /* the synth field's bytes, synth_len of them (NULL: absent) */
+	size_t synth_len;
+	uint64_t filter, ev_denied; /* 0: absent */
+};
+
+/* A process of the session at record 1 with its sandbox fields. */
+static void sproc_rec(struct upgrade_writer *w, const struct sspec *p)
+{
+	char id[16];
+
+	snprintf(id, sizeof(id), "p%llu", (unsigned long long)p->pid);
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 1);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, id, strlen(id));
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, p->pid);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 5);
+	upgrade_writer_bool(w, UPGRADE_PROC_REAPED, p->reaped || p->closed);
+	upgrade_writer_bool(w, UPGRADE_PROC_EXITED, p->closed);
+	if (p->reaped || p->closed) {
+		upgrade_writer_u64(w, UPGRADE_PROC_EXIT_CODE, 1);
+		upgrade_writer_u64(w, UPGRADE_PROC_TERM_SIGNAL, 0);
+	}
+	if (p->closed)
+		upgrade_writer_u64(w, UPGRADE_PROC_EXIT_SEQ, 3);
+	upgrade_writer_bool(w, UPGRADE_PROC_CLOSED, p->closed);
+	upgrade_writer_bool(w, UPGRADE_PROC_SANDBOXED, p->sandboxed);
+	if (p->synth)
+		upgrade_writer_bytes(w, UPGRADE_PROC_SYNTH, p->synth, p->synth_len);
+	if (p->filter)
+		upgrade_writer_u64(w, UPGRADE_PROC_FILTER, p->filter);
+	if (p->ev_denied)
+		upgrade_writer_u64(w, UPGRADE_PROC_EV_DENIED, p->ev_denied);
+	upgrade_writer_end(w);
+}
+
+#define GIT "\x07\0\0\0/w/.git"
+#define CODEX "\x09\0\0\0/w/.codex"
+#define SYNTH(lit) .synth = lit, .synth_len = sizeof(lit) - 1
+/* The session (record 1), the registry (records 2-3), then the processes. */
+#define SANDBOX_CASE(name, git_refs, ...)                                   \
+	static void name(struct upgrade_writer *w)                            \
+	{                                                                     \
+		static const struct sspec p[] = { __VA_ARGS__ };              \
+		session_rec(w);                                               \
+		synth_rec(w, "/w/.git", git_refs, 5);                         \
+		synth_rec(w, "/w/.codex", 1, 6);                              \
+		for (size_t i = 0; i < ELEMENTSOF(p); i++)                    \
+			sproc_rec(w, &p[i]);                                  \
+	}
+SANDBOX_CASE(s_ok, 2,
+	     { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX), .filter = 1, .ev_denied = 3 },
+	     { .pid = 11, .sandboxed = true, SYNTH(GIT), .filter = 2 },
+	     { .pid = 12, .sandboxed = true, .closed = true })
+SANDBOX_CASE(s_refs_more, 2, { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX) })
+SANDBOX_CASE(s_refs_fewer, 1,
+	     { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX) },
+	     { .pid = 11, .sandboxed = true, SYNTH(GIT) })
+SANDBOX_CASE(s_unknown, 1, { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX "\x05\0\0\0/w/.x") })
+SANDBOX_CASE(s_named_twice, 2, { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX GIT) })
+SANDBOX_CASE(s_not_sandboxed, 1, { .pid = 10, SYNTH(GIT CODEX) })
+SANDBOX_CASE(s_filter_not_sandboxed, 1,
+	     { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX) }, { .pid = 11, .filter = 1 })
+SANDBOX_CASE(s_closed_plan, 1,
+	     { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX) },
+	     { .pid = 11, .sandboxed = true, .closed = true, .filter = 1 })
+SANDBOX_CASE(s_denied_reaped, 1,
+	     { .pid = 10, .sandboxed = true, .reaped = true, SYNTH(GIT CODEX), .ev_denied = 1 })
+SANDBOX_CASE(s_entry_cut, 1, { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX "\x09\0") })
+SANDBOX_CASE(s_entry_long, 1, { .pid = 10, .sandboxed = true, SYNTH(GIT CODEX "\x09\0\0\0/w") })
+SANDBOX_CASE(s_entry_relative, 1, { .pid = 10, .sandboxed = true, SYNTH(GIT "\x08\0\0\0w/.codex") })
+
+static void s_registry_twice(struct upgrade_writer *w)
+{
+	synth_rec(w, "/w/.git", 1, 5);
+	synth_rec(w, "/w/.git", 1, 6);
+}
+
+static void s_relative(struct upgrade_writer *w)
+{
+	synth_rec(w, "w/.git", 1, 5);
+}
+
+static void s_trailing_slash(struct upgrade_writer *w)
+{
+	synth_rec(w, "/w/.git/", 1, 5);
+}
+
+static void s_unused(struct upgrade_writer *w)
+{
+	synth_rec(w, "/w/.git", 1, 5);
+}
+
+TEST(view_sandbox)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	struct upgrade_view v;
+	char err[256];
+
+	minimal_server(&w);
+	s_ok(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(0, upgrade_view_build(&st, &v, err, sizeof(err)));
+	ASSERT_EQ(2, v.n_synth);
+	ASSERT_EQ(7, v.synth[0].path_len);
+	ASSERT_MEMEQ("/w/.git", v.synth[0].path, 7);
+	ASSERT_EQ(2, v.synth[0].refs);
+	ASSERT_EQ(5, v.synth[0].fd);
+	ASSERT_EQ(6, v.synth[1].fd);
+	ASSERT_EQ(3, v.n_procs);
+	ASSERT_EQ(2, v.procs[0].n_synth);
+	ASSERT_EQ(1, v.procs[0].filter);
+	ASSERT_EQ(3, v.procs[0].ev_denied);
+	ASSERT_EQ(1, v.procs[1].n_synth);
+	ASSERT_EQ(2, v.procs[1].filter);
+	ASSERT_EQ(0, v.procs[1].ev_denied);
+	ASSERT_TRUE(v.procs[2].synth == NULL && v.procs[2].n_synth == 0 && v.procs[2].filter == 0);
+	upgrade_view_done(&v);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+}
+
+TEST(view_sandbox_rules)
+{
+	static const struct {
+		void (*build)(struct upgrade_writer *w);
+		const char *err;
+	} cases[] = {
+		{ s_ok, "" },
+		{ s_refs_more, "mount point /w/.git: 2 users in the registry, 1 processes name it" },
+		{ s_refs_fewer, "mount point /w/.git: 1 users in the registry, 2 processes name it" },
+		{ s_unknown, "process 10: mount point /w/.x is not in the registry" },
+		{ s_named_twice, "process 10: mount point /w/.git named twice" },
+		{ s_not_sandboxed, "record 4: a sandbox plan on a process not sandboxed" },
+		{ s_filter_not_sandboxed, "record 5: a sandbox plan on a process not sandboxed" },
+		{ s_closed_plan, "record 5: a sandbox plan on a process closed" },
+		{ s_denied_reaped, "record 4: denial evidence on a process reaped" },
+		{ s_entry_cut, "record 4: synth: entry 2 is cut short" },
+		{ s_entry_long, "record 4: synth: entry 2 is not an absolute path" },
+		{ s_entry_relative, "record 4: synth: entry 1 is not an absolute path" },
+		{ s_registry_twice, "mount point /w/.git is in the registry twice" },
+		{ s_relative, "record 1: a mount point that is not an absolute path with a name" },
+		{ s_trailing_slash, "record 1: a mount point that is not an absolute path with a name" },
+		{ s_unused, "mount point /w/.git: 1 users in the registry, 0 processes name it" },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
