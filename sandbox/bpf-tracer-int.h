@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct bpf_tracer;
 
@@ -52,3 +53,36 @@ struct bpf_module {
 	unsigned abi;
 	bpf_tracer_load_fn load;
 };
+
+/*
+ * A running tracer handed to another binary across execve (a live upgrade,
+ * docs/UPGRADE.md "Denial evidence"): its loaded objects, and while attached
+ * its attachments, so that the programs stay attached in between and keep
+ * writing records into the ring; the watched map's entries stay in the
+ * kernel. bpf_tracer_export() fills it (the tracer keeps owning every fd);
+ * bpf_tracer_adopt() makes a tracer around it in the new binary.
+ */
+struct bpf_tracer_handover {
+	struct bpf_tracer_loaded obj;
+	int links[2];   /* while attached: the exit hook's link (or raw tracepoint fd) and
+			 * Landlock's, or -1 */
+	int perf_fd;    /* BPF_HOOK_TP while attached: the perf event, or -1 */
+	bool attached;
+};
+
+/* The tracer's objects and attachments (borrowed: t still owns them). */
+void bpf_tracer_export(struct bpf_tracer *t, struct bpf_tracer_handover *ret);
+/*
+ * A tracer around what another binary exported: every fd is checked to be
+ * the object it claims (program and map types, sizes, each link's program,
+ * the perf event), the watched cgroups are counted from the map, and the ring
+ * is mapped again, its consumer position where the other binary left it. On
+ * success the tracer owns every fd; on failure (NULL, err says why) nothing
+ * is taken or closed: the caller still owns them.
+ */
+struct bpf_tracer *bpf_tracer_adopt(const struct bpf_tracer_handover *h, char *err, size_t errsz);
+/*
+ * The cgroup ids the watched map holds (at most max into ids, ascending); the
+ * count, or -errno. For the adopter, which keeps the ones its trees claim.
+ */
+int bpf_tracer_watched_ids(struct bpf_tracer *t, uint64_t *ids, size_t max);

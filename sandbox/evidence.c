@@ -581,6 +581,23 @@ void sandbox_evidence_carry(struct sandbox_ev_tree *t, uint64_t decisive)
 	t->lost = true;
 }
 
+uint64_t sandbox_evidence_ambiguous(const struct sandbox_ev_tree *t)
+{
+	return t ? t->ambiguous : 0;
+}
+
+void sandbox_evidence_carry_whole(struct sandbox_ev_tree *t, uint64_t decisive,
+				  uint64_t ambiguous, bool lost, bool gap)
+{
+	if (!t)
+		return;
+	t->decisive += decisive;
+	t->total += decisive;
+	t->ambiguous += ambiguous;
+	if (lost || gap)
+		t->lost = true;
+}
+
 static bool mentions_erofs(const char *const *texts, const size_t *lens, size_t n)
 {
 	static const char needle[] = "read-only file system";

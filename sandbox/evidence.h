@@ -141,6 +141,15 @@ void sandbox_evidence_set_incomplete(struct sandbox_ev_tree *t);
  */
 uint64_t sandbox_evidence_decisive(const struct sandbox_ev_tree *t);
 void sandbox_evidence_carry(struct sandbox_ev_tree *t, uint64_t decisive);
+/*
+ * The same when the sources were handed over instead (src/upgrade/adopt-evidence.c:
+ * the records of the gap are read by the new binary): the tree's counts carried
+ * (ambiguous: the tracer's EPERM/EACCES that nothing explained), and marked
+ * incomplete only if it was before (lost) or a source it used has a gap (gap).
+ */
+uint64_t sandbox_evidence_ambiguous(const struct sandbox_ev_tree *t);
+void sandbox_evidence_carry_whole(struct sandbox_ev_tree *t, uint64_t decisive,
+				  uint64_t ambiguous, bool lost, bool gap);
 
 /* One denial from any source: attributed to a tracked tree or dropped. Returns true if kept. */
 bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_denial *d,

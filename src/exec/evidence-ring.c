@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,6 +65,14 @@ static struct {
 	struct uring_op bpf_op;
 	uint64_t bpf_dropped; /* bpf_tracer_dropped() as last read */
 	char source_buf[48];
+	bool quiesced; /* a live upgrade's QUIESCE: nothing re-armed */
+	/* What an upgrade handed over (exec_evidence_offer), until exec_evidence_offer_end(). */
+	bool offered, bpf_adopted, audit_adopted;
+	struct exec_evidence_handover offer;
+	uint64_t *handed_ids; /* the cgroups the adopted tracer watched throughout, ascending */
+	size_t n_handed;
+	uint64_t *claimed;    /* those the adopted trees took over */
+	size_t n_claimed, cap_claimed;
 } ev = { .fd = -1, .hold_fd = -1, .source = "none" };
 
 static uint64_t now_ms(void)
@@ -243,7 +252,8 @@ static void on_recv(struct uring_op *op, int res, uint32_t flags)
 			off += NLMSG_ALIGN(len);
 		}
 	}
-	arm_recv();
+	if (!ev.quiesced)
+		arm_recv();
 }
 
 static void arm_recv(void)
@@ -343,7 +353,7 @@ static void on_bpf_poll(struct uring_op *op, int res, uint32_t flags)
 		return;
 	}
 	/* More than a ring's worth waiting: the fd is still readable and the poll fires again. */
-	if (bpf_consume() >= 0)
+	if (bpf_consume() >= 0 && !ev.quiesced)
 		arm_bpf();
 }
 
@@ -489,6 +499,66 @@ static int open_audit(bool enable_audit, struct sandbox_audit_status *st, char *
 	return fd;
 }
 
+/*
+ * The audit socket an upgrade handed over, if it is one: records made in
+ * between wait in its receive buffer. Its hold, counters and barrier
+ * sequence go on. The socket, or -1.
+ */
+static int adopt_audit(struct sandbox_audit_status *st)
+{
+	int fd = ev.offered ? ev.offer.audit_fd : -1, dom = 0, proto = 0;
+	socklen_t l1 = sizeof(dom), l2 = sizeof(proto);
+
+	if (fd < 0)
+		return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l1) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l2) < 0 || dom != AF_NETLINK ||
+	    proto != NETLINK_AUDIT) {
+		log_warning("Denial evidence: the audit socket handed over is not a NETLINK_AUDIT "
+			    "socket; opening another (the running sandboxes' evidence is incomplete)");
+		return -1;
+	}
+	ev.audit_adopted = true;
+	ev.hold_fd = ev.offer.audit_hold_fd >= 0 ? ev.offer.audit_hold_fd : sandbox_audit_hold();
+	ev.enabled_by_us = ev.offer.audit_enabled_by_us;
+	ev.next_seq = ev.offer.audit_seq;
+	st->enabled = true;
+	st->lost = ev.offer.audit_lost;
+	log_info("Denial evidence: adopted the audit socket handed over (records made during the "
+		 "upgrade are read from it)");
+	return fd;
+}
+
+/*
+ * The BPF tracer an upgrade handed over, attached as it was: nothing is
+ * loaded (the module is not even opened). NULL when there is none, or it is
+ * refused (logged: the caller loads another).
+ */
+static struct bpf_tracer *adopt_bpf(struct server *s, enum exec_evidence_mode mode)
+{
+	struct bpf_tracer *t;
+	char err[200];
+	int n;
+
+	if (!ev.offered || !ev.offer.has_bpf || mode == EXEC_EVIDENCE_AUDIT || !s->cgroups.enabled)
+		return NULL;
+	t = bpf_tracer_adopt(&ev.offer.bpf, err, sizeof(err));
+	if (!t) {
+		log_warning("Denial evidence: the BPF tracer handed over cannot be adopted (%s); "
+			    "loading another (the running sandboxes' evidence is incomplete)", err);
+		return NULL;
+	}
+	ev.bpf_adopted = true;
+	ev.handed_ids = malloc(BPF_TRACER_MAX_CGROUPS * sizeof(*ev.handed_ids));
+	n = ev.handed_ids ? bpf_tracer_watched_ids(t, ev.handed_ids, BPF_TRACER_MAX_CGROUPS) : 0;
+	ev.n_handed = n > 0 ? (size_t)n : 0;
+	bpf_tracer_set_linger(t, true);
+	log_info("Denial evidence: adopted the BPF tracer handed over (%s, %s, %zu cgroups "
+		 "watched); " BPF_MODULE_FILE " not loaded", bpf_tracer_source(t),
+		 ev.offer.bpf.attached ? "attached" : "detached", ev.n_handed);
+	return t;
+}
+
 /* The start-up line that says which denial evidence the server has, and what it misses. */
 static void log_sources(struct server *s, bool audit, const char *audit_why, const char *bpf_why)
 {
@@ -528,11 +598,13 @@ void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool ena
 	}
 	if (mode == EXEC_EVIDENCE_BPF)
 		snprintf(audit_why, sizeof(audit_why), "audit: not used (--denial-evidence bpf)");
-	else
+	else if ((fd = adopt_audit(&st)) < 0)
 		fd = open_audit(enable_audit, &st, audit_why, sizeof(audit_why));
 	if (fd >= 0)
 		sources |= SANDBOX_EVIDENCE_AUDIT;
-	ev.bpf = open_bpf(s, mode, bpf_why, sizeof(bpf_why));
+	ev.bpf = adopt_bpf(s, mode);
+	if (!ev.bpf)
+		ev.bpf = open_bpf(s, mode, bpf_why, sizeof(bpf_why));
 	if (ev.bpf) {
 		sources |= SANDBOX_EVIDENCE_BPF;
 		bpf_tracer_set_linger(ev.bpf, true);
@@ -565,8 +637,12 @@ void exec_evidence_init(struct server *s, enum exec_evidence_mode mode, bool ena
 	if (fd >= 0)
 		arm_recv();
 	if (ev.bpf) {
-		ev.bpf_dropped = bpf_tracer_dropped(ev.bpf);
+		/* Adopted: drops during the hand-over still count against the trees. */
+		ev.bpf_dropped = ev.bpf_adopted ? ev.offer.bpf_dropped : bpf_tracer_dropped(ev.bpf);
 		arm_bpf();
+		/* Handed over lingering (or its trees gone): detached if still idle by then. */
+		if (ev.bpf_adopted)
+			uring_timer_arm(&ev.srv->ring, &ev.linger, EV_BPF_LINGER_MS, on_linger);
 	}
 }
 
@@ -630,6 +706,20 @@ struct sandbox_ev_tree *exec_evidence_track(pid_t pid)
 
 void exec_evidence_adopt_cgroup(struct sandbox_ev_tree *t, uint64_t cgroup_id)
 {
+	if (t && cgroup_id && ev.bpf_adopted && ev.offered) {
+		/* RESTORE: a watch the handed tracer holds, taken over (exec_evidence_offer_end). */
+		if (ev.n_claimed == ev.cap_claimed) {
+			size_t cap = ev.cap_claimed ? 2 * ev.cap_claimed : 64;
+			uint64_t *c = realloc(ev.claimed, cap * sizeof(*c));
+
+			if (c) {
+				ev.claimed = c;
+				ev.cap_claimed = cap;
+			}
+		}
+		if (ev.n_claimed < ev.cap_claimed)
+			ev.claimed[ev.n_claimed++] = cgroup_id;
+	}
 	if (t) {
 		sandbox_evidence_set_cgroup(t, cgroup_id);
 		/* Tracked whole now: what was read while the spawner ran it is its own. */
@@ -683,4 +773,128 @@ void exec_evidence_cancel(struct exec_ev_wait *w)
 {
 	if (list_linked(&w->link))
 		list_del(&w->link);
+}
+
+/* ---- a live upgrade (docs/UPGRADE.md "Denial evidence") ---- */
+
+bool exec_evidence_export(struct exec_evidence_handover *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->audit_fd = h->audit_hold_fd = -1;
+	h->bpf.links[0] = h->bpf.links[1] = h->bpf.perf_fd = -1;
+	if (!ev.store || ev.stopping)
+		return false;
+	/* Audit records waiting for their event's end are filed now: the new store starts empty. */
+	sandbox_evidence_flush(ev.store);
+	if (ev.bpf && !ev.bpf_failed) {
+		h->has_bpf = true;
+		bpf_tracer_export(ev.bpf, &h->bpf);
+		h->bpf_dropped = ev.bpf_dropped;
+	}
+	if (ev.fd >= 0 && !ev.audit_failed) {
+		h->audit_fd = ev.fd;
+		h->audit_hold_fd = ev.hold_fd;
+		h->audit_enabled_by_us = ev.enabled_by_us;
+		h->audit_lost = ev.lost;
+		h->audit_seq = ev.next_seq;
+	}
+	return h->has_bpf || h->audit_fd >= 0;
+}
+
+void exec_evidence_offer(const struct exec_evidence_handover *h)
+{
+	ev.offer = *h;
+	ev.offered = true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool has_id(const uint64_t *ids, size_t n, uint64_t id)
+{
+	return n && bsearch(&id, ids, n, sizeof(*ids), cmp_u64);
+}
+
+bool exec_evidence_gapless(uint64_t cgroup_id)
+{
+	bool audit = ev.fd >= 0 && !ev.audit_failed, bpf = ev.bpf && !ev.bpf_failed;
+
+	if (!ev.offered || (audit && !ev.audit_adopted))
+		return false;
+	return !bpf || !cgroup_id || (ev.bpf_adopted && has_id(ev.handed_ids, ev.n_handed, cgroup_id));
+}
+
+static void close_bpf_handover(struct bpf_tracer_handover *b)
+{
+	/* The links first: the old programs detach. */
+	safe_close(b->links[0]);
+	safe_close(b->links[1]);
+	safe_close(b->perf_fd);
+	safe_close(b->obj.exit_prog);
+	safe_close(b->obj.landlock_prog);
+	safe_close(b->obj.ring_fd);
+	safe_close(b->obj.watched_fd);
+	safe_close(b->obj.bss_fd);
+}
+
+void exec_evidence_offer_end(void)
+{
+	size_t dropped = 0;
+
+	if (!ev.offered)
+		return;
+	if (ev.bpf_adopted && ev.bpf && ev.handed_ids) {
+		/* Watched by the old binary, claimed by no tree adopted here: not watched any more. */
+		qsort(ev.claimed, ev.n_claimed, sizeof(*ev.claimed), cmp_u64);
+		for (size_t i = 0; i < ev.n_handed; i++)
+			if (!has_id(ev.claimed, ev.n_claimed, ev.handed_ids[i])) {
+				exec_evidence_unwatch(ev.handed_ids[i]);
+				dropped++;
+			}
+		if (dropped)
+			log_info("Denial evidence: %zu cgroups the tracer handed over watched belong to "
+				 "no process adopted; no longer watched", dropped);
+	} else if (ev.offer.has_bpf && !ev.bpf_adopted) {
+		close_bpf_handover(&ev.offer.bpf);
+	}
+	if (ev.offer.audit_fd >= 0 && !ev.audit_adopted) {
+		safe_close(ev.offer.audit_fd);
+		safe_close(ev.offer.audit_hold_fd);
+	}
+	free(ev.handed_ids);
+	free(ev.claimed);
+	ev.handed_ids = ev.claimed = NULL;
+	ev.n_handed = ev.n_claimed = ev.cap_claimed = 0;
+	ev.offered = false;
+}
+
+void exec_evidence_quiesce(void)
+{
+	ev.quiesced = true;
+	if (ev.recv_op.busy)
+		uring_cancel(&ev.srv->ring, &ev.recv_op);
+	if (ev.bpf_op.busy)
+		uring_cancel(&ev.srv->ring, &ev.bpf_op);
+}
+
+bool exec_evidence_quiesced(void)
+{
+	return !ev.recv_op.busy && !ev.bpf_op.busy;
+}
+
+void exec_evidence_resume(void)
+{
+	if (!ev.quiesced)
+		return;
+	ev.quiesced = false;
+	if (ev.stopping || !ev.srv)
+		return;
+	if (ev.fd >= 0 && !ev.audit_failed && !ev.recv_op.busy)
+		arm_recv();
+	if (bpf_live() && !ev.bpf_op.busy)
+		arm_bpf();
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bpf-tracer-int.h"
 #include "list.h"
 #include "evidence.h"
 
@@ -83,3 +84,50 @@ void exec_evidence_untrack(struct sandbox_ev_tree *t);
  */
 bool exec_evidence_wait(struct exec_ev_wait *w, void (*done)(struct exec_ev_wait *w));
 void exec_evidence_cancel(struct exec_ev_wait *w);
+
+/*
+ * A live upgrade (src/upgrade/adopt-evidence.c, docs/UPGRADE.md "Denial
+ * evidence"): the sources handed to the new binary instead of opened again.
+ * The BPF tracer with its attachments (its programs keep writing records
+ * into the ring during the gap; the new binary reads on from where the old
+ * one stopped) and the audit socket (records wait in its receive buffer).
+ */
+struct exec_evidence_handover {
+	bool has_bpf;
+	struct bpf_tracer_handover bpf;
+	uint64_t bpf_dropped;   /* bpf_tracer_dropped() as last read */
+	int audit_fd;           /* the NETLINK_AUDIT socket, or -1 */
+	int audit_hold_fd;      /* the shared hold on SANDBOX_AUDIT_USERS_PATH, or -1 */
+	bool audit_enabled_by_us;
+	uint32_t audit_lost;    /* audit's "lost" counter as last read */
+	uint32_t audit_seq;     /* the last barrier's sequence number */
+};
+/*
+ * SERIALIZE: the sources in use (fds borrowed; they stay the server's if the
+ * execve fails); audit records still waiting for their event's end are filed
+ * first. False when there is none to hand over.
+ */
+bool exec_evidence_export(struct exec_evidence_handover *h);
+/*
+ * RESTORE, before exec_evidence_init(): what the old binary handed over
+ * (copied). exec_evidence_init() adopts it instead of opening its own, or,
+ * when it cannot (a refused fd, another --denial-evidence), opens its own
+ * and logs why.
+ */
+void exec_evidence_offer(const struct exec_evidence_handover *h);
+/*
+ * RESTORE, once the processes are adopted (no way back after): the handed
+ * fds nothing adopted are closed (the old tracer's programs detach), and the
+ * cgroups the adopted tracer still watches that no tree claimed are dropped.
+ */
+void exec_evidence_offer_end(void);
+/*
+ * Whether an adopted tree whose cgroup is cgroup_id (0: none) has no gap:
+ * every source in use was handed over, its cgroup watched throughout.
+ */
+bool exec_evidence_gapless(uint64_t cgroup_id);
+/* QUIESCE: the audit receive and the tracer's poll cancelled (busy until they land). */
+void exec_evidence_quiesce(void);
+bool exec_evidence_quiesced(void);
+/* The upgrade did not happen: reading goes on. */
+void exec_evidence_resume(void);

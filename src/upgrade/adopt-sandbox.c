@@ -205,7 +205,7 @@ int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 	exec_evidence_adopt_cgroup(p->ev_wait.tree, cg >= 0 ? exec_evidence_watch(cg) : 0);
 	if (cg >= 0)
 		close(cg);
-	sandbox_evidence_carry(p->ev_wait.tree, vp->ev_denied);
+	upgrade_evidence_carry(p->ev_wait.tree, vp);
 	return 0;
 }
 

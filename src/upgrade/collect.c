@@ -295,6 +295,7 @@ static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, cons
 		upgrade_writer_u64(w, UPGRADE_PROC_PTY_LAST, (uint64_t)p->pty_last_byte + 1);
 	put_writes(w, p);
 	upgrade_put_proc_sandbox(w, p);
+	upgrade_put_proc_evidence(w, p);
 	upgrade_writer_end(w);
 	c->procs++;
 	c->retained_bytes += p->retained_bytes;
@@ -403,6 +404,7 @@ int upgrade_collect(struct server *s, uint64_t upgrades, uint64_t quiesce_ns,
 		return r;
 	put_server(w, c, s, upgrades, quiesce_ns);
 	upgrade_put_synth(w, c);
+	c->fds += upgrade_put_evidence(w);
 	list_for_each_entry(ss, &s->sessions, link)
 		n++;
 	order = calloc(n ? n : 1, sizeof(*order));

@@ -14,6 +14,7 @@
 
 #include "conn-ops.h" /* conn_arm_read(), conn_flush(): arm, dispatch nothing (no list changes) */
 #include "conn.h"
+#include "evidence-ring.h"
 #include "proc.h"
 #include "session.h"
 #include "shell-snapshot-internal.h" /* a capture in flight (struct snap_entry) */
@@ -124,7 +125,7 @@ const char *upgrade_quiesce_pending(const struct server *s)
 	 */
 	if (!server_audit_idle(&s->audit))
 		return "the audit log's writes";
-	return NULL;
+	return upgrade_evidence_pending(s);
 }
 
 void upgrade_resume(struct server *s)
@@ -136,6 +137,7 @@ void upgrade_resume(struct server *s)
 	if (!s->quiescing)
 		return;
 	s->quiescing = false;
+	exec_evidence_resume();
 	/*
 	 * The accept is re-armed by the loop (src/main/server.c), as after a
 	 * pause for lack of fds: it resumes a paused accept at its next iteration

@@ -141,6 +141,7 @@ int upgrade_restore_begin(struct server *s)
 			(void)fcntl((int)rs.st.fds[i], F_SETFD, FD_CLOEXEC);
 	upgrade_metrics_from_view(&s->metrics, &rs.v);
 	s->metrics.start_time_ms = rs.v.start_ms;
+	upgrade_restore_evidence(&rs.v); /* exec_evidence_init() adopts the sources */
 out:
 	if (r < 0) {
 		struct log_field f[] = { LOG_STR("error", err) };
@@ -267,6 +268,7 @@ void upgrade_restore_end(struct server *s)
 					   "adopted (%s); it is killed, the others go on", err);
 		now = mono_ns();
 	}
+	upgrade_restore_evidence_end();
 	us = (now - rs.t0_ns) / 1000u;
 	/* QUIESCE in the old binary to here (CLOCK_MONOTONIC is the same across execve). */
 	pause = rs.v.quiesce_ns && rs.v.quiesce_ns <= now ? (now - rs.v.quiesce_ns) / 1000u : 0;

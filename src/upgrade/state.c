@@ -106,6 +106,8 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_SYNTH,        UPGRADE_T_BYTES, 0, 6, SYNTH_FIELD_LIMIT, "synth" },
 	{ UPGRADE_PROC_FILTER,       UPGRADE_T_U64, 0, 1, 5, "seccompFilter" },
 	{ UPGRADE_PROC_EV_DENIED,    UPGRADE_T_U64, 0, 1, UINT32_MAX, "evidenceDenied" },
+	{ UPGRADE_PROC_EV_LOST,      UPGRADE_T_BOOL, 0, 0, 0, "evidenceLost" },
+	{ UPGRADE_PROC_EV_AMBIGUOUS, UPGRADE_T_U64, 0, 1, UINT32_MAX, "evidenceAmbiguous" },
 };
 static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_TRANSPORT,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CONN_MAX - 1, "transport" },
@@ -150,6 +152,18 @@ static const struct field_spec synth_fields[] = {
 	{ UPGRADE_SYNTH_FD,   UPGRADE_T_FD, F_REQ, UPGRADE_FD_DIR, 0, "fd" },
 };
 
+static const struct field_spec evidence_fields[] = {
+	{ UPGRADE_EVIDENCE_BPF_HOOK,     UPGRADE_T_U64, 0, 0, _UPGRADE_EV_HOOK_MAX - 1, "bpfHook" },
+	{ UPGRADE_EVIDENCE_BPF_TP_ID,    UPGRADE_T_U64, 0, 1, INT32_MAX, "bpfTracepointId" },
+	{ UPGRADE_EVIDENCE_BPF_BSS_SIZE, UPGRADE_T_U64, 0, 8, 1u << 20, "bpfBssSize" },
+	{ UPGRADE_EVIDENCE_BPF_DROPPED_OFF, UPGRADE_T_U64, 0, 0, (1u << 20) - 8, "bpfDroppedOffset" },
+	{ UPGRADE_EVIDENCE_BPF_ATTACHED, UPGRADE_T_BOOL, 0, 0, 0, "bpfAttached" },
+	{ UPGRADE_EVIDENCE_BPF_DROPPED,  UPGRADE_T_U64, 0, 0, UINT64_MAX, "bpfDropped" },
+	{ UPGRADE_EVIDENCE_AUDIT_LOST,   UPGRADE_T_U64, 0, 0, UINT32_MAX, "auditLost" },
+	{ UPGRADE_EVIDENCE_AUDIT_SEQ,    UPGRADE_T_U64, 0, 0, UINT32_MAX, "auditSeq" },
+	{ UPGRADE_EVIDENCE_AUDIT_ENABLED, UPGRADE_T_BOOL, 0, 0, 0, "auditEnabledByUs" },
+};
+
 static const struct field_spec cgroups_fields[] = {
 	{ UPGRADE_CGROUPS_ENABLED,      UPGRADE_T_BOOL, 0, 0, 0, "enabled" },
 	{ UPGRADE_CGROUPS_HAS_KILL,     UPGRADE_T_BOOL, 0, 0, 0, "hasKill" },
@@ -178,6 +192,7 @@ static const struct kind_spec kinds_v1[_UPGRADE_REC_MAX] = {
 	[UPGRADE_REC_CGROUPS]  = KIND("cgroups", cgroups_fields, 1),
 	[UPGRADE_REC_SYNTH]    = KIND("synth", synth_fields, 1u << 20),
 	[UPGRADE_REC_FS_HANDLE] = KIND("fsHandle", fs_handle_fields, UINT32_MAX),
+	[UPGRADE_REC_EVIDENCE] = KIND("evidence", evidence_fields, 1),
 };
 /* clang-format on */
 

@@ -61,6 +61,7 @@ enum upgrade_kind {
 	UPGRADE_REC_CGROUPS,    /* the per-process cgroups' layout (struct sandbox_cg), at most one */
 	UPGRADE_REC_SYNTH = 10, /* a synthesized sandbox mount point (sandbox/synth.c's registry) */
 	UPGRADE_REC_FS_HANDLE = 11, /* an fs/open handle of a connection */
+	UPGRADE_REC_EVIDENCE = 13, /* the denial evidence sources' values (their fds: heldFd), at most one */
 	_UPGRADE_REC_MAX,
 };
 
@@ -96,6 +97,16 @@ enum upgrade_held_role {
 	UPGRADE_HELD_INOTIFY,
 	UPGRADE_HELD_AUDIT_LOG,
 	UPGRADE_HELD_GUARD_PORT,      /* a socket holding the listener's port at a wildcard address (index) */
+	/* The denial evidence sources (docs/UPGRADE.md "Denial evidence"; values: evidence record): */
+	UPGRADE_HELD_BPF_EXIT_PROG = 16, /* the tracer's sys_exit program */
+	UPGRADE_HELD_BPF_LANDLOCK_PROG = 17, /* its Landlock hook's program */
+	UPGRADE_HELD_BPF_RING = 18,   /* its ring buffer map */
+	UPGRADE_HELD_BPF_WATCHED = 19, /* its watched-cgroup map */
+	UPGRADE_HELD_BPF_BSS = 20,    /* its .bss map */
+	UPGRADE_HELD_BPF_ATTACH = 21, /* an attachment (index): 0 the exit hook's link, 1 Landlock's,
+				       * 2 the perf event of the tracepoint hook */
+	UPGRADE_HELD_AUDIT_SOCKET = 22, /* the NETLINK_AUDIT socket */
+	UPGRADE_HELD_AUDIT_HOLD = 23, /* the shared hold on /run/uexec-audit.users */
 	_UPGRADE_HELD_MAX,
 };
 enum {
@@ -159,6 +170,8 @@ enum {
 	UPGRADE_PROC_FILTER = 33,     /* U64: its seccomp program (sandbox-handover.h's enum
 				       * sandbox_filter_id, 1..5), optional */
 	UPGRADE_PROC_EV_DENIED = 34,  /* U64: denials its evidence held decisive before, optional */
+	UPGRADE_PROC_EV_LOST = 35,    /* BOOL: its evidence was incomplete before (upg-evidence) */
+	UPGRADE_PROC_EV_AMBIGUOUS = 36, /* U64: the tracer's EPERM/EACCES nothing explained, optional */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,
@@ -211,6 +224,25 @@ enum {
 	UPGRADE_FS_HANDLE_ID,         /* BYTES: handleId (at most 32 bytes) */
 	UPGRADE_FS_HANDLE_FD,         /* FD */
 	UPGRADE_FS_HANDLE_WRITABLE,   /* BOOL: mode "replace" */
+};
+
+/* The denial evidence sources handed over (their fds: heldFd roles 16..23). */
+enum upgrade_evidence_hook { /* sandbox/bpf-tracer-int.h's enum bpf_tracer_hook */
+	UPGRADE_EV_HOOK_TP_BTF,
+	UPGRADE_EV_HOOK_RAW_TP,
+	UPGRADE_EV_HOOK_TP,
+	_UPGRADE_EV_HOOK_MAX,
+};
+enum {
+	UPGRADE_EVIDENCE_BPF_HOOK = 1, /* U64: enum upgrade_evidence_hook (with the tracer's fds) */
+	UPGRADE_EVIDENCE_BPF_TP_ID,   /* U64: the tracepoint hook's perf id */
+	UPGRADE_EVIDENCE_BPF_BSS_SIZE, /* U64: the program's .bss bytes */
+	UPGRADE_EVIDENCE_BPF_DROPPED_OFF, /* U64: where its drop counter lies in .bss */
+	UPGRADE_EVIDENCE_BPF_ATTACHED, /* BOOL: the programs are attached (attachments handed) */
+	UPGRADE_EVIDENCE_BPF_DROPPED, /* U64: the drop counter as last read */
+	UPGRADE_EVIDENCE_AUDIT_LOST,  /* U64: audit's "lost" counter as last read (with the socket) */
+	UPGRADE_EVIDENCE_AUDIT_SEQ,   /* U64: the last audit barrier's sequence number */
+	UPGRADE_EVIDENCE_AUDIT_ENABLED, /* BOOL: this server turned auditing on (--enable-audit) */
 };
 
 enum {

@@ -143,3 +143,20 @@ int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 			       const struct upgrade_view_proc *vp);
 /* Right before the execve: what of the managed network's host-side state would be left behind. */
 void upgrade_sandbox_before_exec(struct server *s);
+
+/*
+ * adopt-evidence.c (docs/UPGRADE.md "Denial evidence"): SERIALIZE's evidence
+ * record and held fds (returns how many fds) and a process's evidence
+ * fields (after its sandbox fields); QUIESCE's last step (the sources'
+ * reads stopped once no exit waits for them; NULL when done); RESTORE's
+ * offer of the sources to exec_evidence_init() (from upgrade_restore_begin),
+ * its end (after the processes: what nothing adopted is closed), and a
+ * tree's counts carried, incomplete only where a source it used has a gap.
+ */
+struct sandbox_ev_tree;
+unsigned upgrade_put_evidence(struct upgrade_writer *w);
+void upgrade_put_proc_evidence(struct upgrade_writer *w, const struct proc *p);
+const char *upgrade_evidence_pending(const struct server *s);
+void upgrade_restore_evidence(const struct upgrade_view *v);
+void upgrade_restore_evidence_end(void);
+void upgrade_evidence_carry(struct sandbox_ev_tree *t, const struct upgrade_view_proc *vp);

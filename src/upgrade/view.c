@@ -105,10 +105,12 @@ static int read_held(struct build *b, uint32_t rec)
 	h->role = (enum upgrade_held_role)upgrade_rec_u64(b->st, rec, UPGRADE_HELD_ROLE, 0);
 	h->fd = fd_of(b, rec, UPGRADE_HELD_FD);
 	h->index = ix ? (int)upgrade_rec_u64(b->st, rec, UPGRADE_HELD_INDEX, 0) : -1;
-	if ((h->role == UPGRADE_HELD_CG_V1_BASE || h->role == UPGRADE_HELD_GUARD_PORT) !=
-	    (h->index >= 0))
-		return bad(b, "record %u: an index is for a v1 cgroup base or a guard port only, and "
-			   "they need one", rec);
+	if ((h->role == UPGRADE_HELD_CG_V1_BASE || h->role == UPGRADE_HELD_GUARD_PORT ||
+	     h->role == UPGRADE_HELD_BPF_ATTACH) != (h->index >= 0))
+		return bad(b, "record %u: an index is for a v1 cgroup base, a guard port or a tracer's "
+			   "attachment only, and they need one", rec);
+	if (h->role == UPGRADE_HELD_BPF_ATTACH && h->index > 2)
+		return bad(b, "record %u: tracer attachment %d: there are 3", rec, h->index);
 	if (h->role == UPGRADE_HELD_CG_V1_BASE && h->index >= CG_KINDS)
 		return bad(b, "record %u: v1 cgroup base %d: there are %d", rec, h->index, CG_KINDS);
 	for (uint32_t i = 0; i < b->v.n_held; i++)
@@ -316,6 +318,8 @@ static int read_proc(struct build *b, uint32_t rec)
 	if (r < 0)
 		return r;
 	r = upgrade_view_proc_sandbox(st, rec, p, b->err, b->err_size);
+	if (r >= 0)
+		r = upgrade_view_proc_evidence(st, rec, p, b->err, b->err_size);
 	if (r < 0)
 		return r;
 	b->v.sessions[p->session].n_procs++;
@@ -588,6 +592,8 @@ static int read_record(struct build *b, uint32_t rec)
 		return read_fs_handle(b, rec);
 	case UPGRADE_REC_SYNTH:
 		return upgrade_view_read_synth(st, rec, &b->v, b->err, b->err_size);
+	case UPGRADE_REC_EVIDENCE:
+		return upgrade_view_read_evidence(st, rec, &b->v, b->err, b->err_size);
 	case _UPGRADE_REC_MAX:
 		break;
 	}
@@ -679,6 +685,8 @@ int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret,
 		r = check_cgroups_fds(&b);
 	if (r >= 0)
 		r = upgrade_view_check_synth(st, &b.v, err, err_size);
+	if (r >= 0)
+		r = upgrade_view_check_evidence(&b.v, err, err_size);
 out:
 	free(b.idx);
 	if (r == -ENOMEM && err && err_size)

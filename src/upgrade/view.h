@@ -54,6 +54,8 @@ struct upgrade_view_proc {
 	uint32_t n_synth;
 	unsigned filter;            /* sandbox-handover.h's enum sandbox_filter_id, 0: none */
 	uint64_t ev_denied;         /* decisive denials its evidence held before the upgrade */
+	bool ev_lost;               /* its evidence was incomplete before (view-evidence.c) */
+	uint64_t ev_ambiguous;      /* the tracer's EPERM/EACCES nothing explained */
 };
 
 /* A synthesized sandbox mount point of the registry (sandbox/synth.c). */
@@ -126,6 +128,21 @@ struct upgrade_view_cgroups {
 	int supervisor_pid;         /* 0: none */
 };
 
+/* The denial evidence sources handed over (view-evidence.c); fds are -1 when absent. */
+struct upgrade_view_evidence {
+	bool present;
+	bool has_bpf;               /* the tracer's objects (then every value below bpf_*) */
+	int bpf_hook;               /* enum upgrade_evidence_hook */
+	int bpf_tp_id;              /* the tracepoint hook's perf id, else 0 */
+	uint64_t bpf_bss_size, bpf_dropped_off, bpf_dropped;
+	bool bpf_attached;
+	int exit_prog, landlock_prog, ring, watched, bss;
+	int links[2], perf;         /* attachments (while attached) */
+	int audit_socket, audit_hold;
+	uint32_t audit_lost, audit_seq;
+	bool audit_enabled_by_us;
+};
+
 struct upgrade_view {
 	const uint8_t *sender_version;
 	uint32_t sender_version_len;
@@ -152,6 +169,7 @@ struct upgrade_view {
 	struct upgrade_view_cgroups cgroups;
 	struct upgrade_view_synth *synth;
 	uint32_t n_synth;
+	struct upgrade_view_evidence evidence;
 };
 
 /*
@@ -177,3 +195,17 @@ int upgrade_view_proc_sandbox(const struct upgrade_state *st, uint32_t rec,
 			      struct upgrade_view_proc *p, char *err, size_t err_size);
 int upgrade_view_check_synth(const struct upgrade_state *st, const struct upgrade_view *v,
 			     char *err, size_t err_size);
+
+/*
+ * view-evidence.c, called by view.c: the evidence record; once every record
+ * is read, the evidence fds (heldFd roles 16..23) against it: the tracer's
+ * objects all or none, its values exactly with them, attachments exactly
+ * those of its hook while attached, the audit socket's values with it.
+ * 0, -EBADMSG with err.
+ */
+int upgrade_view_read_evidence(const struct upgrade_state *st, uint32_t rec,
+			       struct upgrade_view *v, char *err, size_t err_size);
+int upgrade_view_check_evidence(struct upgrade_view *v, char *err, size_t err_size);
+/* A process's evidence fields (evidenceLost, evidenceAmbiguous). */
+int upgrade_view_proc_evidence(const struct upgrade_state *st, uint32_t rec,
+			       struct upgrade_view_proc *p, char *err, size_t err_size);
