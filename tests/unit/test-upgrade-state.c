@@ -615,4 +615,122 @@ TEST(sandbox_fields)
 	buf_done(&w.b);
 }
 
+/* ---- the denial evidence sources (upg-evidence) ---- */
+
+static void held_fd(struct upgrade_writer *w, uint64_t role, int fd, int index)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_HELD_FD);
+	upgrade_writer_u64(w, UPGRADE_HELD_ROLE, role);
+	upgrade_writer_fd(w, UPGRADE_HELD_FD, fd);
+	if (index >= 0)
+		upgrade_writer_u64(w, UPGRADE_HELD_INDEX, (uint64_t)index);
+	upgrade_writer_end(w);
+}
+
+/* A tracer on the tracepoint hook, attached, with Landlock's; the audit socket; a tree. */
+static void evidence_sample(struct upgrade_writer *w, uint64_t hook, uint64_t ambiguous)
+{
+	minimal_server(w);
+	upgrade_writer_begin(w, UPGRADE_REC_EVIDENCE);           /* record 1 */
+	upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_HOOK, hook);
+	upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_TP_ID, 321);
+	upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_BSS_SIZE, 16);
+	upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_DROPPED_OFF, 8);
+	upgrade_writer_bool(w, UPGRADE_EVIDENCE_BPF_ATTACHED, true);
+	upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_DROPPED, 3);
+	upgrade_writer_u64(w, UPGRADE_EVIDENCE_AUDIT_LOST, 4);
+	upgrade_writer_u64(w, UPGRADE_EVIDENCE_AUDIT_SEQ, 5);
+	upgrade_writer_bool(w, UPGRADE_EVIDENCE_AUDIT_ENABLED, true);
+	upgrade_writer_end(w);
+	held_fd(w, UPGRADE_HELD_BPF_EXIT_PROG, 10, -1);          /* 2.. */
+	held_fd(w, UPGRADE_HELD_BPF_LANDLOCK_PROG, 11, -1);
+	held_fd(w, UPGRADE_HELD_BPF_RING, 12, -1);
+	held_fd(w, UPGRADE_HELD_BPF_WATCHED, 13, -1);
+	held_fd(w, UPGRADE_HELD_BPF_BSS, 14, -1);
+	held_fd(w, UPGRADE_HELD_BPF_ATTACH, 15, 1);
+	held_fd(w, UPGRADE_HELD_BPF_ATTACH, 16, 2);
+	held_fd(w, UPGRADE_HELD_AUDIT_SOCKET, 17, -1);
+	held_fd(w, UPGRADE_HELD_AUDIT_HOLD, 18, -1);             /* ..10 */
+	session_rec(w);                                          /* 11 */
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);               /* 12 */
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 11);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "ev", 2);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 78);
+	upgrade_writer_fd(w, UPGRADE_PROC_OUT_FD, 7);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 1);
+	upgrade_writer_bool(w, UPGRADE_PROC_SANDBOXED, true);
+	upgrade_writer_u64(w, UPGRADE_PROC_EV_DENIED, 2);
+	upgrade_writer_bool(w, UPGRADE_PROC_EV_LOST, true);
+	upgrade_writer_u64(w, UPGRADE_PROC_EV_AMBIGUOUS, ambiguous);
+	upgrade_writer_end(w);
+	ASSERT_EQ(0, upgrade_writer_finish(w));
+}
+
+TEST(evidence_fields)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	unsigned accepted = 0;
+	char err[256];
+
+	evidence_sample(&w, 2, 6);
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(1, st.count[UPGRADE_REC_EVIDENCE]);
+	ASSERT_EQ(9, st.count[UPGRADE_REC_HELD_FD]);
+	ASSERT_EQ(2, upgrade_rec_u64(&st, 1, UPGRADE_EVIDENCE_BPF_HOOK, 0));
+	ASSERT_EQ(321, upgrade_rec_u64(&st, 1, UPGRADE_EVIDENCE_BPF_TP_ID, 0));
+	ASSERT_TRUE(upgrade_rec_bool(&st, 1, UPGRADE_EVIDENCE_BPF_ATTACHED));
+	ASSERT_EQ(5, upgrade_rec_u64(&st, 1, UPGRADE_EVIDENCE_AUDIT_SEQ, 0));
+	ASSERT_EQ(UPGRADE_HELD_BPF_ATTACH, upgrade_rec_u64(&st, 7, UPGRADE_HELD_ROLE, 0));
+	ASSERT_EQ(15, upgrade_rec_num(&st, 7, UPGRADE_HELD_FD));
+	ASSERT_TRUE(upgrade_rec_bool(&st, 12, UPGRADE_PROC_EV_LOST));
+	ASSERT_EQ(6, upgrade_rec_u64(&st, 12, UPGRADE_PROC_EV_AMBIGUOUS, 0));
+	ASSERT_STREQ("evidence", upgrade_kind_name(UPGRADE_REC_EVIDENCE));
+	ASSERT_STREQ("bpfDroppedOffset",
+		     upgrade_field_name(UPGRADE_REC_EVIDENCE, UPGRADE_EVIDENCE_BPF_DROPPED_OFF));
+	ASSERT_STREQ("evidenceLost", upgrade_field_name(UPGRADE_REC_PROC, UPGRADE_PROC_EV_LOST));
+	check_reencodes(&st, w.b.data, w.b.len);
+	upgrade_state_done(&st);
+	/* Cut anywhere: refused; changed anywhere: refused, or re-encodes to itself. */
+	for (size_t n = 0; n < w.b.len; n++)
+		ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, n, NULL, &st, err, sizeof(err)));
+	for (size_t i = 0; i < w.b.len; i++) {
+		w.b.data[i] ^= 0x01;
+		if (upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)) == 0) {
+			check_reencodes(&st, w.b.data, w.b.len);
+			upgrade_state_done(&st);
+			accepted++;
+		}
+		w.b.data[i] ^= 0x01;
+	}
+	ASSERT_TRUE(accepted > 0);
+	buf_done(&w.b);
+	/* The schema's ranges. */
+	evidence_sample(&w, 3, 1);
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 1: bpfHook 3 is out of range [0, 2]", err);
+	buf_done(&w.b);
+	evidence_sample(&w, 2, 0);
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 12: evidenceAmbiguous 0 is out of range [1, 4294967295]", err);
+	buf_done(&w.b);
+	/* One evidence record at most. */
+	minimal_server(&w);
+	for (int i = 0; i < 2; i++) {
+		upgrade_writer_begin(&w, UPGRADE_REC_EVIDENCE);
+		upgrade_writer_u64(&w, UPGRADE_EVIDENCE_AUDIT_SEQ, 1);
+		upgrade_writer_end(&w);
+	}
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	buf_done(&w.b);
+	/* Held fd roles run to 23 (the audit hold); 24 is not one. */
+	minimal_server(&w);
+	held_fd(&w, 24, 10, -1);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 1: role 24 is out of range [1, 23]", err);
+	buf_done(&w.b);
+}
+
 TEST_MAIN()

@@ -494,11 +494,14 @@ TEST(view_rules)
 		{ v_not_uuid, "record 1: session id is not a UUID" },
 		{ v_dup_session, "record 2: the same session id, as record 1" },
 		{ v_dup_metric, "record 2: the same metric, as record 1" },
-		{ v_v1_no_index, "record 1: an index is for a v1 cgroup base or a guard port only, and they need one" },
+		{ v_v1_no_index, "record 1: an index is for a v1 cgroup base, a guard port or a "
+				  "tracer's attachment only, and they need one" },
 		{ v_guard_ports_ok, "" },
-		{ v_guard_port_no_index, "record 2: an index is for a v1 cgroup base or a guard port only, and they need one" },
+		{ v_guard_port_no_index, "record 2: an index is for a v1 cgroup base, a guard port "
+					  "or a tracer's attachment only, and they need one" },
 		{ v_guard_port_twice, "record 3: held fd role 7 given twice" },
-		{ v_guard_index_on_cgroup, "record 1: an index is for a v1 cgroup base or a guard port only, and they need one" },
+		{ v_guard_index_on_cgroup, "record 1: an index is for a v1 cgroup base, a guard port or a "
+				  "tracer's attachment only, and they need one" },
 		{ v_v1_index_range, "record 1: v1 cgroup base 3: there are 3" },
 		{ v_two_supervisors, "record 2: held fd role 1 given twice" },
 		{ v_relative_watch, "record 2: a watched path that is not absolute" },
@@ -820,6 +823,8 @@ struct sspec {
 	const char *synth;      /* the synth field's bytes, synth_len of them (NULL: absent) */
 	size_t synth_len;
 	uint64_t filter, ev_denied; /* 0: absent */
+	bool ev_lost;
+	uint64_t ev_ambiguous;  /* 0: absent */
 };
 
 /* A process of the session at record 1 with its sandbox fields. */
@@ -849,6 +854,10 @@ static void sproc_rec(struct upgrade_writer *w, const struct sspec *p)
 		upgrade_writer_u64(w, UPGRADE_PROC_FILTER, p->filter);
 	if (p->ev_denied)
 		upgrade_writer_u64(w, UPGRADE_PROC_EV_DENIED, p->ev_denied);
+	if (p->ev_lost)
+		upgrade_writer_bool(w, UPGRADE_PROC_EV_LOST, true);
+	if (p->ev_ambiguous)
+		upgrade_writer_u64(w, UPGRADE_PROC_EV_AMBIGUOUS, p->ev_ambiguous);
 	upgrade_writer_end(w);
 }
 
@@ -970,6 +979,309 @@ TEST(view_sandbox_rules)
 
 		ASSERT_EQ(cases[i].err[0] ? -EBADMSG : 0, r);
 		ASSERT_STREQ(cases[i].err, err);
+	}
+}
+
+/* ---- the denial evidence sources (upg-evidence) ---- */
+
+enum { EV_NO_BPF = -1, EV_TP_ID = 1, EV_ATTACHED = 2, EV_AUDIT = 4, EV_BAD_OFF = 8,
+       EV_NO_BSS = 16 };
+
+/* The evidence record (record 1): the tracer's values on hook (EV_NO_BPF: none), flags above. */
+static void ev_rec(struct upgrade_writer *w, int hook, unsigned flags)
+{
+	upgrade_writer_begin(w, UPGRADE_REC_EVIDENCE);
+	if (hook >= 0)
+		upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_HOOK, (uint64_t)hook);
+	if (flags & EV_TP_ID)
+		upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_TP_ID, 44);
+	if (hook >= 0 && !(flags & EV_NO_BSS))
+		upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_BSS_SIZE, 16);
+	if (hook >= 0)
+		upgrade_writer_u64(w, UPGRADE_EVIDENCE_BPF_DROPPED_OFF, flags & EV_BAD_OFF ? 12 : 8);
+	if (flags & EV_ATTACHED)
+		upgrade_writer_bool(w, UPGRADE_EVIDENCE_BPF_ATTACHED, true);
+	if (flags & EV_AUDIT)
+		upgrade_writer_u64(w, UPGRADE_EVIDENCE_AUDIT_SEQ, 9);
+	upgrade_writer_end(w);
+}
+
+/* The tracer's programs and maps (fds 20-23). */
+static void ev_objs(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_BPF_EXIT_PROG, 20, -1);
+	held_rec(w, UPGRADE_HELD_BPF_RING, 21, -1);
+	held_rec(w, UPGRADE_HELD_BPF_WATCHED, 22, -1);
+	held_rec(w, UPGRADE_HELD_BPF_BSS, 23, -1);
+}
+
+static void e_ok_tp_btf(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_ATTACHED | EV_AUDIT);
+	ev_objs(w);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 24, 0);
+	held_rec(w, UPGRADE_HELD_AUDIT_SOCKET, 25, -1);
+	held_rec(w, UPGRADE_HELD_AUDIT_HOLD, 26, -1);
+}
+
+static void e_ok_detached(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_RAW_TP, 0);
+	ev_objs(w);
+}
+
+static void e_ok_tp_landlock(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP, EV_TP_ID | EV_ATTACHED);
+	ev_objs(w);
+	held_rec(w, UPGRADE_HELD_BPF_LANDLOCK_PROG, 24, -1);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 25, 1);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 26, 2);
+}
+
+static void e_ok_audit(struct upgrade_writer *w)
+{
+	ev_rec(w, EV_NO_BPF, EV_AUDIT);
+	held_rec(w, UPGRADE_HELD_AUDIT_SOCKET, 25, -1);
+}
+
+static void e_ok_tree(struct upgrade_writer *w)
+{
+	static const struct sspec p = { .pid = 10, .sandboxed = true, .ev_lost = true,
+					.ev_ambiguous = 2 };
+
+	session_rec(w);
+	sproc_rec(w, &p);
+}
+
+static void e_no_ring(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, 0);
+	held_rec(w, UPGRADE_HELD_BPF_EXIT_PROG, 20, -1);
+	held_rec(w, UPGRADE_HELD_BPF_WATCHED, 22, -1);
+	held_rec(w, UPGRADE_HELD_BPF_BSS, 23, -1);
+}
+
+static void e_fds_no_record(struct upgrade_writer *w)
+{
+	ev_objs(w);
+}
+
+static void e_socket_no_record(struct upgrade_writer *w)
+{
+	held_rec(w, UPGRADE_HELD_AUDIT_SOCKET, 25, -1);
+}
+
+static void e_empty_record(struct upgrade_writer *w)
+{
+	ev_rec(w, EV_NO_BPF, 0);
+}
+
+static void e_landlock_no_bpf(struct upgrade_writer *w)
+{
+	e_ok_audit(w);
+	held_rec(w, UPGRADE_HELD_BPF_LANDLOCK_PROG, 24, -1);
+}
+
+static void e_attach_detached(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, 0);
+	ev_objs(w);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 24, 0);
+}
+
+static void e_no_link(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_ATTACHED);
+	ev_objs(w);
+}
+
+static void e_perf_not_tp(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_ATTACHED);
+	ev_objs(w);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 24, 0);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 25, 2);
+}
+
+static void e_landlock_no_link(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_ATTACHED);
+	ev_objs(w);
+	held_rec(w, UPGRADE_HELD_BPF_LANDLOCK_PROG, 24, -1);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 25, 0);
+}
+
+static void e_tp_no_id(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP, 0);
+	ev_objs(w);
+}
+
+static void e_id_not_tp(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_RAW_TP, EV_TP_ID);
+	ev_objs(w);
+}
+
+static void e_bad_off(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_BAD_OFF);
+	ev_objs(w);
+}
+
+static void e_no_bss_size(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_NO_BSS);
+	ev_objs(w);
+}
+
+static void e_attached_no_bpf(struct upgrade_writer *w)
+{
+	ev_rec(w, EV_NO_BPF, EV_ATTACHED | EV_AUDIT);
+	held_rec(w, UPGRADE_HELD_AUDIT_SOCKET, 25, -1);
+}
+
+static void e_hold_no_socket(struct upgrade_writer *w)
+{
+	e_ok_detached(w);
+	held_rec(w, UPGRADE_HELD_AUDIT_HOLD, 26, -1);
+}
+
+static void e_audit_no_socket(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_AUDIT);
+	ev_objs(w);
+}
+
+static void e_attach_no_index(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_ATTACHED);
+	ev_objs(w);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 24, -1);
+}
+
+static void e_attach_index3(struct upgrade_writer *w)
+{
+	ev_rec(w, UPGRADE_EV_HOOK_TP_BTF, EV_ATTACHED);
+	ev_objs(w);
+	held_rec(w, UPGRADE_HELD_BPF_ATTACH, 24, 3);
+}
+
+static void e_lost_reaped(struct upgrade_writer *w)
+{
+	static const struct sspec p = { .pid = 10, .sandboxed = true, .reaped = true,
+					.ev_lost = true };
+
+	session_rec(w);
+	sproc_rec(w, &p);
+}
+
+static void e_ambiguous_not_sandboxed(struct upgrade_writer *w)
+{
+	static const struct sspec p = { .pid = 10, .ev_ambiguous = 1 };
+
+	session_rec(w);
+	sproc_rec(w, &p);
+}
+
+TEST(view_evidence)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	struct upgrade_view v;
+	char err[256];
+
+	minimal_server(&w);
+	e_ok_tp_landlock(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(0, upgrade_view_build(&st, &v, err, sizeof(err)));
+	ASSERT_TRUE(v.evidence.present && v.evidence.has_bpf && v.evidence.bpf_attached);
+	ASSERT_EQ(UPGRADE_EV_HOOK_TP, v.evidence.bpf_hook);
+	ASSERT_EQ(44, v.evidence.bpf_tp_id);
+	ASSERT_EQ(16, v.evidence.bpf_bss_size);
+	ASSERT_EQ(8, v.evidence.bpf_dropped_off);
+	ASSERT_EQ(20, v.evidence.exit_prog);
+	ASSERT_EQ(24, v.evidence.landlock_prog);
+	ASSERT_EQ(21, v.evidence.ring);
+	ASSERT_EQ(22, v.evidence.watched);
+	ASSERT_EQ(23, v.evidence.bss);
+	ASSERT_EQ(-1, v.evidence.links[0]);
+	ASSERT_EQ(25, v.evidence.links[1]);
+	ASSERT_EQ(26, v.evidence.perf);
+	ASSERT_EQ(-1, v.evidence.audit_socket);
+	upgrade_view_done(&v);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+	minimal_server(&w);
+	e_ok_tree(&w); /* its session is record 1 */
+	e_ok_tp_btf(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(0, upgrade_view_build(&st, &v, err, sizeof(err)));
+	ASSERT_EQ(24, v.evidence.links[0]);
+	ASSERT_EQ(25, v.evidence.audit_socket);
+	ASSERT_EQ(26, v.evidence.audit_hold);
+	ASSERT_EQ(9, v.evidence.audit_seq);
+	ASSERT_TRUE(v.procs[0].ev_lost);
+	ASSERT_EQ(2, v.procs[0].ev_ambiguous);
+	upgrade_view_done(&v);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+	/* Without the record: nothing (the fds are all -1). */
+	minimal_server(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(0, upgrade_view_build(&st, &v, err, sizeof(err)));
+	ASSERT_TRUE(!v.evidence.present && v.evidence.exit_prog == -1 &&
+		    v.evidence.audit_socket == -1 && v.evidence.perf == -1);
+	upgrade_view_done(&v);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+}
+
+TEST(view_evidence_rules)
+{
+	static const struct {
+		void (*build)(struct upgrade_writer *w);
+		const char *err;
+	} cases[] = {
+		{ e_ok_tp_btf, "" },
+		{ e_ok_detached, "" },
+		{ e_ok_tp_landlock, "" },
+		{ e_ok_audit, "" },
+		{ e_ok_tree, "" },
+		{ e_no_ring, "the tracer's programs and maps and its values do not come together" },
+		{ e_fds_no_record, "the tracer's programs and maps and its values do not come together" },
+		{ e_socket_no_record, "evidence fds without the evidence record" },
+		{ e_empty_record, "an evidence record without a source" },
+		{ e_landlock_no_bpf, "Landlock's program without the tracer" },
+		{ e_attach_detached, "attachments of a tracer not attached" },
+		{ e_no_link, "the attachments are not those of the tracer's hook" },
+		{ e_perf_not_tp, "the attachments are not those of the tracer's hook" },
+		{ e_landlock_no_link, "the attachments are not those of the tracer's hook" },
+		{ e_tp_no_id, "record 1: a tracepoint id exactly with the tracepoint hook" },
+		{ e_id_not_tp, "record 1: a tracepoint id exactly with the tracepoint hook" },
+		{ e_bad_off, "record 1: the drop counter is not an aligned u64 within .bss" },
+		{ e_no_bss_size, "record 1: the tracer's hook, .bss size and drop counter's offset "
+				 "come together" },
+		{ e_attached_no_bpf, "record 1: tracer values without the tracer" },
+		{ e_hold_no_socket, "a hold on audit without its socket" },
+		{ e_audit_no_socket, "audit values without its socket" },
+		{ e_attach_no_index, "record 6: an index is for a v1 cgroup base, a guard port or a "
+				     "tracer's attachment only, and they need one" },
+		{ e_attach_index3, "record 6: tracer attachment 3: there are 3" },
+		{ e_lost_reaped, "record 2: denial evidence on a process reaped" },
+		{ e_ambiguous_not_sandboxed, "record 2: denial evidence on a process not sandboxed" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char err[256];
+		int r = view_one(cases[i].build, err, sizeof(err));
+
+		ASSERT_STREQ(cases[i].err, err);
+		ASSERT_EQ(cases[i].err[0] ? -EBADMSG : 0, r);
 	}
 }
 
