@@ -250,6 +250,23 @@ def upgrade_seeds(s):
                       (32, BYTES, paths), (33, U64, u64(1 + i)), (34, U64, u64(2))])
                  for i, paths in enumerate((git + codex, git))]
     s.add("upgrade-state", "sandbox-synth", upgrade_blob([server, session] + synth + sandboxed))
+    # The denial evidence sources handed over (record 13): a tracer on the tracepoint hook,
+    # attached with Landlock's hook (its perf id, .bss size, drop counter's offset and last
+    # value), the audit socket's counters; their fds as held fds of roles 16-23 (21: an
+    # attachment by index, 1 Landlock's link, 2 the perf event); a tree's lost flag and
+    # unexplained refusals (PROC 35, 36).
+    evidence = (13, [(1, U64, u64(2)), (2, U64, u64(321)), (3, U64, u64(16)), (4, U64, u64(8)),
+                     (5, BOOL, b"\x01"), (6, U64, u64(3)), (7, U64, u64(4)), (8, U64, u64(5)),
+                     (9, BOOL, b"\x00")])
+    held = [(3, [(1, U64, u64(role)), (2, FD, u32(fd))] + ([(3, U64, u64(ix))] if ix >= 0 else []))
+            for role, fd, ix in ((16, 30, -1), (17, 31, -1), (18, 32, -1), (19, 33, -1),
+                                 (20, 34, -1), (21, 35, 1), (21, 36, 2), (22, 37, -1),
+                                 (23, 38, -1))]
+    tree = (6, [(1, REF, u32(1)), (2, BYTES, b"ev"), (3, U64, u64(1400)), (7, FD, u32(20)),
+                (10, U64, u64(1)), (23, BOOL, b"\x01"), (34, U64, u64(1)), (35, BOOL, b"\x01"),
+                (36, U64, u64(2))])
+    s.add("upgrade-state", "evidence-handover",
+          upgrade_blob([server, session, evidence] + held + [tree]))
 
 
 def main():
