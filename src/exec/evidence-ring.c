@@ -849,7 +849,8 @@ void exec_evidence_offer_end(void)
 		return;
 	if (ev.bpf_adopted && ev.bpf && ev.handed_ids) {
 		/* Watched by the old binary, claimed by no tree adopted here: not watched any more. */
-		qsort(ev.claimed, ev.n_claimed, sizeof(*ev.claimed), cmp_u64);
+		if (ev.n_claimed) /* qsort's base must not be NULL, even for none */
+			qsort(ev.claimed, ev.n_claimed, sizeof(*ev.claimed), cmp_u64);
 		for (size_t i = 0; i < ev.n_handed; i++)
 			if (!has_id(ev.claimed, ev.n_claimed, ev.handed_ids[i])) {
 				exec_evidence_unwatch(ev.handed_ids[i]);
