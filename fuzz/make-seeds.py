@@ -253,8 +253,9 @@ def upgrade_seeds(s):
     # The denial evidence sources handed over (record 13): a tracer on the tracepoint hook,
     # attached with Landlock's hook (its perf id, .bss size, drop counter's offset and last
     # value), the audit socket's counters; their fds as held fds of roles 16-23 (21: an
-    # attachment by index, 1 Landlock's link, 2 the perf event); a tree's lost flag and
-    # unexplained refusals (PROC 35, 36).
+    # attachment by index, 1 Landlock's link, 2 the perf event); a tree's lost flag,
+    # unexplained refusals and kept denials (PROC 35-37: u8 kind | u8 decisive | u32 pid |
+    # u32 syscall | u32 errno | u8 len, object | u8 len, access | u8 len, comm).
     evidence = (13, [(1, U64, u64(2)), (2, U64, u64(321)), (3, U64, u64(16)), (4, U64, u64(8)),
                      (5, BOOL, b"\x01"), (6, U64, u64(3)), (7, U64, u64(4)), (8, U64, u64(5)),
                      (9, BOOL, b"\x00")])
@@ -264,7 +265,8 @@ def upgrade_seeds(s):
                                  (23, 38, -1))]
     tree = (6, [(1, REF, u32(1)), (2, BYTES, b"ev"), (3, U64, u64(1400)), (7, FD, u32(20)),
                 (10, U64, u64(1)), (23, BOOL, b"\x01"), (34, U64, u64(1)), (35, BOOL, b"\x01"),
-                (36, U64, u64(2))])
+                (36, U64, u64(2)),
+                (37, BYTES, b"\x03\x01" + u32(1400) + u32(55) + u32(1) + b"\x00\x05errno\x02py")])
     s.add("upgrade-state", "evidence-handover",
           upgrade_blob([server, session, evidence] + held + [tree]))
 

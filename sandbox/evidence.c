@@ -598,6 +598,17 @@ void sandbox_evidence_carry_whole(struct sandbox_ev_tree *t, uint64_t decisive,
 		t->lost = true;
 }
 
+void sandbox_evidence_keep(struct sandbox_ev_tree *t, const struct sandbox_denial *d)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		if (same_denial(&t->kept[i], d))
+			return;
+	if (t->n < SANDBOX_EVIDENCE_KEEP)
+		t->kept[t->n++] = *d;
+}
+
 static bool mentions_erofs(const char *const *texts, const size_t *lens, size_t n)
 {
 	static const char needle[] = "read-only file system";

@@ -150,6 +150,8 @@ void sandbox_evidence_carry(struct sandbox_ev_tree *t, uint64_t decisive);
 uint64_t sandbox_evidence_ambiguous(const struct sandbox_ev_tree *t);
 void sandbox_evidence_carry_whole(struct sandbox_ev_tree *t, uint64_t decisive,
 				  uint64_t ambiguous, bool lost, bool gap);
+/* A denial the old binary kept for the tree, kept again (not counted: the counts travel). */
+void sandbox_evidence_keep(struct sandbox_ev_tree *t, const struct sandbox_denial *d);
 
 /* One denial from any source: attributed to a tracked tree or dropped. Returns true if kept. */
 bool sandbox_evidence_feed(struct sandbox_evidence *ev, const struct sandbox_denial *d,

@@ -12,6 +12,8 @@
  * incomplete only where a source it used has a gap. QUIESCE stops the
  * sources' reads last: an exit being published waits for its audit barrier.
  */
+#include <string.h>
+
 #include "conn.h"
 #include "evidence-ring.h"
 #include "evidence.h"
@@ -76,6 +78,53 @@ unsigned upgrade_put_evidence(struct upgrade_writer *w)
 	return n;
 }
 
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static size_t put_str(uint8_t *p, const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	p[0] = (uint8_t)n;
+	memcpy(p + 1, s, n);
+	return 1 + n;
+}
+
+/* The denials the tree kept (listed at exit), in state.h's evidenceKept framing. */
+static void put_kept(struct upgrade_writer *w, const struct sandbox_ev_tree *t)
+{
+	enum { ENTRY = UPGRADE_EV_KEPT_FIXED + UPGRADE_EV_KEPT_OBJECT + UPGRADE_EV_KEPT_ACCESS +
+		       UPGRADE_EV_KEPT_COMM };
+	uint8_t buf[UPGRADE_EV_KEPT_MAX * ENTRY];
+	uint64_t total;
+	size_t n, off = 0;
+	const struct sandbox_denial *d = sandbox_evidence_denials(t, &n, &total);
+
+	_Static_assert(SANDBOX_EVIDENCE_KEEP <= UPGRADE_EV_KEPT_MAX, "kept denials");
+	_Static_assert(SANDBOX_DENIAL_SYSCALL + 1 == UPGRADE_EV_KEPT_KINDS, "denial kinds");
+	for (size_t i = 0; i < n; i++) {
+		buf[off++] = (uint8_t)d[i].kind;
+		buf[off++] = d[i].decisive;
+		put_le32(buf + off, (uint32_t)d[i].pid);
+		put_le32(buf + off + 4, (uint32_t)d[i].syscall);
+		put_le32(buf + off + 8, (uint32_t)d[i].err);
+		off += 12;
+		off += put_str(buf + off, d[i].object, UPGRADE_EV_KEPT_OBJECT);
+		off += put_str(buf + off, d[i].access, UPGRADE_EV_KEPT_ACCESS);
+		off += put_str(buf + off, d[i].comm, UPGRADE_EV_KEPT_COMM);
+	}
+	if (off)
+		upgrade_writer_bytes(w, UPGRADE_PROC_EV_KEPT, buf, off);
+}
+
 void upgrade_put_proc_evidence(struct upgrade_writer *w, const struct proc *p)
 {
 	const struct sandbox_ev_tree *t = p->reaped ? NULL : p->ev_wait.tree;
@@ -87,6 +136,7 @@ void upgrade_put_proc_evidence(struct upgrade_writer *w, const struct proc *p)
 		upgrade_writer_bool(w, UPGRADE_PROC_EV_LOST, true);
 	if (ambiguous)
 		upgrade_writer_u64(w, UPGRADE_PROC_EV_AMBIGUOUS, ambiguous);
+	put_kept(w, t);
 }
 
 const char *upgrade_evidence_pending(const struct server *s)
@@ -148,5 +198,27 @@ void upgrade_evidence_carry(struct sandbox_ev_tree *t, const struct upgrade_view
 {
 	bool gap = !exec_evidence_gapless(sandbox_evidence_cgroup(t));
 
+	const struct upgrade_field *f = vp->ev_kept;
+	size_t off = 0;
+
 	sandbox_evidence_carry_whole(t, vp->ev_denied, vp->ev_ambiguous, vp->ev_lost, gap);
+	/* The view checked the framing (view-evidence.c). */
+	while (t && f && off < f->len) {
+		struct sandbox_denial d = { .kind = (enum sandbox_denial_kind)f->val[off],
+					    .decisive = f->val[off + 1] };
+		char *strs[] = { d.object, d.access, d.comm };
+
+		d.pid = (int32_t)le32(f->val + off + 2);
+		d.syscall = (int32_t)le32(f->val + off + 6);
+		d.err = (int32_t)le32(f->val + off + 10);
+		off += 14;
+		for (size_t i = 0; i < 3; i++) {
+			size_t len = f->val[off++];
+
+			memcpy(strs[i], f->val + off, len); /* each within its array (view bounds) */
+			strs[i][len] = '\0';
+			off += len;
+		}
+		sandbox_evidence_keep(t, &d);
+	}
 }

@@ -108,6 +108,9 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_EV_DENIED,    UPGRADE_T_U64, 0, 1, UINT32_MAX, "evidenceDenied" },
 	{ UPGRADE_PROC_EV_LOST,      UPGRADE_T_BOOL, 0, 0, 0, "evidenceLost" },
 	{ UPGRADE_PROC_EV_AMBIGUOUS, UPGRADE_T_U64, 0, 1, UINT32_MAX, "evidenceAmbiguous" },
+	{ UPGRADE_PROC_EV_KEPT,      UPGRADE_T_BYTES, 0, UPGRADE_EV_KEPT_FIXED,
+	  UPGRADE_EV_KEPT_MAX * (UPGRADE_EV_KEPT_FIXED + UPGRADE_EV_KEPT_OBJECT +
+				 UPGRADE_EV_KEPT_ACCESS + UPGRADE_EV_KEPT_COMM), "evidenceKept" },
 };
 static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_TRANSPORT,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CONN_MAX - 1, "transport" },

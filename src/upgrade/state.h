@@ -172,6 +172,9 @@ enum {
 	UPGRADE_PROC_EV_DENIED = 34,  /* U64: denials its evidence held decisive before, optional */
 	UPGRADE_PROC_EV_LOST = 35,    /* BOOL: its evidence was incomplete before (upg-evidence) */
 	UPGRADE_PROC_EV_AMBIGUOUS = 36, /* U64: the tracer's EPERM/EACCES nothing explained, optional */
+	UPGRADE_PROC_EV_KEPT = 37,    /* BYTES: the denials its evidence kept (listed at exit), each
+				       * u8 kind | u8 decisive | u32 pid | u32 syscall (i32) | u32 errno |
+				       * u8 len, object | u8 len, access | u8 len, comm; at most 16 */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,
@@ -233,6 +236,13 @@ enum upgrade_evidence_hook { /* sandbox/bpf-tracer-int.h's enum bpf_tracer_hook 
 	UPGRADE_EV_HOOK_TP,
 	_UPGRADE_EV_HOOK_MAX,
 };
+/* A kept denial in evidenceKept: its fixed part, and the bounds of its strings and count. */
+#define UPGRADE_EV_KEPT_FIXED 17
+#define UPGRADE_EV_KEPT_OBJECT 255
+#define UPGRADE_EV_KEPT_ACCESS 95
+#define UPGRADE_EV_KEPT_COMM 15
+#define UPGRADE_EV_KEPT_MAX 16
+#define UPGRADE_EV_KEPT_KINDS 6 /* sandbox/evidence.h's enum sandbox_denial_kind */
 enum {
 	UPGRADE_EVIDENCE_BPF_HOOK = 1, /* U64: enum upgrade_evidence_hook (with the tracer's fds) */
 	UPGRADE_EVIDENCE_BPF_TP_ID,   /* U64: the tracepoint hook's perf id */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "macro.h"
 #include "view.h"
@@ -110,13 +111,56 @@ int upgrade_view_check_evidence(struct upgrade_view *v, char *err, size_t err_si
 	return 0;
 }
 
+/* One string of a kept denial at *off: u8 len (at most max), then len bytes without NUL. */
+static bool kept_str(const struct upgrade_field *f, size_t *off, unsigned max)
+{
+	size_t len;
+
+	if (*off >= f->len)
+		return false;
+	len = f->val[(*off)++];
+	if (len > max || len > f->len - *off || memchr(f->val + *off, 0, len))
+		return false;
+	*off += len;
+	return true;
+}
+
+/* evidenceKept: each entry whole, a known kind, decisive 0 or 1, its strings bounded. */
+static int check_kept(const struct upgrade_field *f, uint32_t rec, uint32_t *ret_n, char *err,
+		      size_t err_size)
+{
+	size_t off = 0;
+	uint32_t n = 0;
+
+	while (off < f->len) {
+		if (n == UPGRADE_EV_KEPT_MAX)
+			return bad(err, err_size, "record %u: evidenceKept: more than %u denials", rec,
+				   UPGRADE_EV_KEPT_MAX);
+		if (f->len - off < UPGRADE_EV_KEPT_FIXED - 3 || f->val[off] >= UPGRADE_EV_KEPT_KINDS ||
+		    f->val[off + 1] > 1)
+			return bad(err, err_size, "record %u: evidenceKept: denial %u is cut short or "
+				   "of an unknown kind", rec, n);
+		off += UPGRADE_EV_KEPT_FIXED - 3;
+		if (!kept_str(f, &off, UPGRADE_EV_KEPT_OBJECT) ||
+		    !kept_str(f, &off, UPGRADE_EV_KEPT_ACCESS) || !kept_str(f, &off, UPGRADE_EV_KEPT_COMM))
+			return bad(err, err_size, "record %u: evidenceKept: denial %u: a string cut "
+				   "short, too long or with a NUL", rec, n);
+		n++;
+	}
+	*ret_n = n;
+	return 0;
+}
+
 int upgrade_view_proc_evidence(const struct upgrade_state *st, uint32_t rec,
 			       struct upgrade_view_proc *p, char *err, size_t err_size)
 {
 	p->ev_lost = upgrade_rec_bool(st, rec, UPGRADE_PROC_EV_LOST);
 	p->ev_ambiguous = upgrade_rec_u64(st, rec, UPGRADE_PROC_EV_AMBIGUOUS, 0);
+	p->ev_kept = upgrade_rec_field(st, rec, UPGRADE_PROC_EV_KEPT);
+	if (p->ev_kept && check_kept(p->ev_kept, rec, &p->n_ev_kept, err, err_size) < 0)
+		return -EBADMSG;
 	/* As evidenceDenied: tracked until the exit is published, and only a sandboxed one. */
-	if ((p->ev_lost || p->ev_ambiguous) && (!p->sandboxed || p->reaped))
+	if ((p->ev_lost || p->ev_ambiguous || p->ev_kept) && (!p->sandboxed || p->reaped))
 		return bad(err, err_size, "record %u: denial evidence on a process %s", rec,
 			   p->sandboxed ? "reaped" : "not sandboxed");
 	return 0;

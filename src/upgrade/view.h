@@ -56,6 +56,8 @@ struct upgrade_view_proc {
 	uint64_t ev_denied;         /* decisive denials its evidence held before the upgrade */
 	bool ev_lost;               /* its evidence was incomplete before (view-evidence.c) */
 	uint64_t ev_ambiguous;      /* the tracer's EPERM/EACCES nothing explained */
+	const struct upgrade_field *ev_kept; /* the denials it kept (state.h's framing), or NULL */
+	uint32_t n_ev_kept;
 };
 
 /* A synthesized sandbox mount point of the registry (sandbox/synth.c). */

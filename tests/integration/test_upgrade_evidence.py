@@ -7,6 +7,7 @@ QUIESCE and the new one's RESTORE) gets that denial reported from evidence after
 upgrade, which no reader would have seen with the tracer loaded afresh; no fd is left
 once the processes are gone, and two upgrades in a row hand it over twice."""
 
+import errno
 import os
 import re
 
@@ -70,23 +71,28 @@ def test_idle_upgrade_adopts_the_tracer_twice(server_factory, tmp_path):
     wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
 
 
-def test_denial_during_the_handover_is_evidence(server_factory, tmp_path):
+def test_denials_during_the_handovers_are_evidence(server_factory, tmp_path):
     """A sandboxed process across two upgrades in a row, refused a getsockopt (seccomp,
-    EPERM; its only refusal) while the second new binary is held back: the tracer stayed
-    attached and the record waited in the ring, so process/exited lists the refusal from
-    evidence (without the hand-over it reaches no reader: no `denials`, sandboxDenied from
-    the heuristic); after its close no fd, child or zombie is left."""
+    EPERM) while the first new binary is held back and a write outside its writable root
+    (a read-only mount, EROFS) while the second one is: the tracer stayed attached and the
+    records waited in the ring, so process/exited lists both refusals from evidence, the
+    first one carried from the binary that read it (without the hand-over neither reaches
+    a reader: no `denials`, sandboxDenied from the heuristic); after its close no fd, child
+    or zombie is left."""
     ws, fifo, marker = tmp_path / "ws", str(tmp_path / "fifo"), tmp_path / "in-exec"
-    deny, denied, go = tmp_path / "deny", tmp_path / "ws" / "denied", tmp_path / "go"
+    go, outside = tmp_path / "go", tmp_path / "outside"
+    deny = [tmp_path / "deny1", tmp_path / "deny2"]
+    denied = [tmp_path / "ws" / "denied1", tmp_path / "ws" / "denied2"]
     ws.mkdir()
     os.mkfifo(fifo)
     lu = bpf_launch(server_factory, tmp_path)
     pid = lu.srv.pid
     c = lu.srv.connect()
     fds = settled_fd_count(pid)
-    script = ("echo started; while [ ! -e %s ]; do sleep 0.01; done; %s touch %s; "
-              "while [ ! -e %s ]; do sleep 0.01; done; echo end; exit 5"
-              % (deny, GETSOCKOPT, denied, go))
+    wait = "while [ ! -e %s ]; do sleep 0.01; done; "
+    script = ("echo started; " + wait % deny[0] + GETSOCKOPT + "touch %s; " % denied[0] +
+              wait % deny[1] + "(echo x > %s) 2>/dev/null || echo outside-refused >&2; " % outside +
+              "touch %s; " % denied[1] + wait % go + "echo end; exit 5")
     c.start("a", ["/bin/bash", "-c", script], cwd=str(ws), env=ENV, sandbox=ws_policy(str(ws)))
     run = c.collect_until_output("a", b"started\n")
     hold_new_binary(lu, marker, fifo)
@@ -95,10 +101,9 @@ def test_denial_during_the_handover_is_evidence(server_factory, tmp_path):
         lu.usr2()
         lu.wait_log(" fds over to ", count=n)
         wait_until(marker.exists, what="new binary %d started" % n)
-        if n == 2:
-            # The old binary is gone, the new one not reading yet: the refusal happens now.
-            deny.touch()
-            wait_until(denied.exists, what="the refused getsockopt made")
+        # The old binary is gone, the new one not reading yet: the refusal happens now.
+        deny[n - 1].touch()
+        wait_until(denied[n - 1].exists, what="refusal %d made" % n)
         with open(fifo, "w") as f:
             f.write("go\n")
         lu.wait_log("Upgrade: took over from uexec ", count=n)
@@ -111,14 +116,16 @@ def test_denial_during_the_handover_is_evidence(server_factory, tmp_path):
     go.touch()
     run = c.collect("a", run=run, timeout=EVENT_TIMEOUT)
     assert run.exit_code == 5 and run.stdout == b"started\nend\n", run.exited
-    assert run.stderr == b"sockopt-refused\n", run.stderr
+    assert run.stderr == b"sockopt-refused\noutside-refused\n", run.stderr
+    assert not outside.exists()
     run.check_sequencing()
     exited = run.exited
     assert exited["sandboxDenied"] is True, exited
-    seccomp = [d for d in exited.get("denials") or []
-               if d["kind"] == "seccomp" and d.get("syscall") == SYS_GETSOCKOPT]
-    # Its only refusal, made in the gap: read from the ring by the new binary.
-    assert len(seccomp) == 1, exited
+    denials = exited.get("denials") or []
+    seccomp = [d for d in denials if d["kind"] == "seccomp" and d.get("syscall") == SYS_GETSOCKOPT]
+    mount = [d for d in denials if d["kind"] == "mount" and d.get("errno") == errno.EROFS]
+    # The first read by the first new binary (carried), the second by the second.
+    assert len(seccomp) == 1 and len(mount) == 1, exited
     wait_until(lambda: mount_points(ws) == [], what="the mount points removed")
     assert zombies(pid) == [] and children_of(pid) == {}
     wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")

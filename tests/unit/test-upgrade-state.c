@@ -662,6 +662,10 @@ static void evidence_sample(struct upgrade_writer *w, uint64_t hook, uint64_t am
 	upgrade_writer_u64(w, UPGRADE_PROC_EV_DENIED, 2);
 	upgrade_writer_bool(w, UPGRADE_PROC_EV_LOST, true);
 	upgrade_writer_u64(w, UPGRADE_PROC_EV_AMBIGUOUS, ambiguous);
+	/* One kept denial: seccomp, decisive, pid 78, getsockopt, EPERM, "", "errno", "py". */
+	upgrade_writer_bytes(w, UPGRADE_PROC_EV_KEPT,
+			     "\x03\x01N\0\0\0" "7\0\0\0" "\x01\0\0\0" "\0" "\x05" "errno" "\x02" "py",
+			     24);
 	upgrade_writer_end(w);
 	ASSERT_EQ(0, upgrade_writer_finish(w));
 }
@@ -689,6 +693,7 @@ TEST(evidence_fields)
 	ASSERT_STREQ("bpfDroppedOffset",
 		     upgrade_field_name(UPGRADE_REC_EVIDENCE, UPGRADE_EVIDENCE_BPF_DROPPED_OFF));
 	ASSERT_STREQ("evidenceLost", upgrade_field_name(UPGRADE_REC_PROC, UPGRADE_PROC_EV_LOST));
+	ASSERT_EQ(24, upgrade_rec_field(&st, 12, UPGRADE_PROC_EV_KEPT)->len);
 	check_reencodes(&st, w.b.data, w.b.len);
 	upgrade_state_done(&st);
 	/* Cut anywhere: refused; changed anywhere: refused, or re-encodes to itself. */

@@ -825,6 +825,8 @@ struct sspec {
 	uint64_t filter, ev_denied; /* 0: absent */
 	bool ev_lost;
 	uint64_t ev_ambiguous;  /* 0: absent */
+	const char *kept;       /* evidenceKept's bytes, kept_len of them (NULL: absent) */
+	size_t kept_len;
 };
 
 /* A process of the session at record 1 with its sandbox fields. */
@@ -858,6 +860,8 @@ static void sproc_rec(struct upgrade_writer *w, const struct sspec *p)
 		upgrade_writer_bool(w, UPGRADE_PROC_EV_LOST, true);
 	if (p->ev_ambiguous)
 		upgrade_writer_u64(w, UPGRADE_PROC_EV_AMBIGUOUS, p->ev_ambiguous);
+	if (p->kept)
+		upgrade_writer_bytes(w, UPGRADE_PROC_EV_KEPT, p->kept, p->kept_len);
 	upgrade_writer_end(w);
 }
 
@@ -1045,10 +1049,32 @@ static void e_ok_audit(struct upgrade_writer *w)
 	held_rec(w, UPGRADE_HELD_AUDIT_SOCKET, 25, -1);
 }
 
+/* evidenceKept entries: kind, decisive, pid, syscall, errno, then object, access, comm. */
+#define KEPT_SECCOMP "\x03\x01\x0a\0\0\0" "7\0\0\0" "\x01\0\0\0" "\0" "\x05" "errno" "\x02" "py"
+#define KEPT_MOUNT "\x04\x01\x0a\0\0\0" "\x02\x01\0\0" "\x1e\0\0\0" "\x02" "/o" "\x05" "erofs" "\0"
+#define KEPT(lit) .kept = lit, .kept_len = sizeof(lit) - 1
+#define KEPT_CASE(name, lit)                                                  \
+	static void name(struct upgrade_writer *w)                            \
+	{                                                                     \
+		static const struct sspec p = { .pid = 10, .sandboxed = true, \
+						KEPT(lit) };                  \
+		session_rec(w);                                               \
+		sproc_rec(w, &p);                                             \
+	}
+KEPT_CASE(e_kept_cut, KEPT_SECCOMP "\x03\x01")
+KEPT_CASE(e_kept_kind, "\x06\x01\x0a\0\0\0" "7\0\0\0" "\x01\0\0\0" "\0" "\0" "\0")
+KEPT_CASE(e_kept_decisive, "\x03\x02\x0a\0\0\0" "7\0\0\0" "\x01\0\0\0" "\0" "\0" "\0")
+KEPT_CASE(e_kept_nul, KEPT_MOUNT KEPT_SECCOMP "\0")
+KEPT_CASE(e_kept_long_comm, "\x03\x01\x0a\0\0\0" "7\0\0\0" "\x01\0\0\0" "\0" "\0"
+	  "\x10" "0123456789abcdef")
+KEPT_CASE(e_kept_17, KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT
+	  KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT
+	  KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT KEPT_MOUNT)
+
 static void e_ok_tree(struct upgrade_writer *w)
 {
 	static const struct sspec p = { .pid = 10, .sandboxed = true, .ev_lost = true,
-					.ev_ambiguous = 2 };
+					.ev_ambiguous = 2, KEPT(KEPT_SECCOMP KEPT_MOUNT) };
 
 	session_rec(w);
 	sproc_rec(w, &p);
@@ -1226,6 +1252,7 @@ TEST(view_evidence)
 	ASSERT_EQ(9, v.evidence.audit_seq);
 	ASSERT_TRUE(v.procs[0].ev_lost);
 	ASSERT_EQ(2, v.procs[0].ev_ambiguous);
+	ASSERT_EQ(2, v.procs[0].n_ev_kept);
 	upgrade_view_done(&v);
 	upgrade_state_done(&st);
 	buf_done(&w.b);
@@ -1274,6 +1301,14 @@ TEST(view_evidence_rules)
 		{ e_attach_index3, "record 6: tracer attachment 3: there are 3" },
 		{ e_lost_reaped, "record 2: denial evidence on a process reaped" },
 		{ e_ambiguous_not_sandboxed, "record 2: denial evidence on a process not sandboxed" },
+		{ e_kept_cut, "record 2: evidenceKept: denial 1 is cut short or of an unknown kind" },
+		{ e_kept_kind, "record 2: evidenceKept: denial 0 is cut short or of an unknown kind" },
+		{ e_kept_decisive, "record 2: evidenceKept: denial 0 is cut short or of an unknown "
+				   "kind" },
+		{ e_kept_nul, "record 2: evidenceKept: denial 2 is cut short or of an unknown kind" },
+		{ e_kept_long_comm, "record 2: evidenceKept: denial 0: a string cut short, too long "
+				    "or with a NUL" },
+		{ e_kept_17, "record 2: evidenceKept: more than 16 denials" },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
