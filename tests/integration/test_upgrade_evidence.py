@@ -129,3 +129,49 @@ def test_denials_during_the_handovers_are_evidence(server_factory, tmp_path):
     wait_until(lambda: mount_points(ws) == [], what="the mount points removed")
     assert zombies(pid) == [] and children_of(pid) == {}
     wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
+
+
+def test_tracer_that_cannot_be_adopted_is_loaded_again(server_factory, tmp_path):
+    """A new binary handed a tracer it refuses (here its ring's fd replaced by /dev/null
+    on the way) does not fail the upgrade: it logs why, loads a tracer as at start and
+    tracks the running sandboxed process with it (a refusal after the upgrade is evidence);
+    the fds handed over and not adopted are closed, so none is left after the close."""
+    ws, go, done = tmp_path / "ws", tmp_path / "go", tmp_path / "ws" / "done"
+    ws.mkdir()
+    lu = bpf_launch(server_factory, tmp_path)
+    pid = lu.srv.pid
+    c = lu.srv.connect()
+    fds = settled_fd_count(pid)
+    c.start("a", ["/bin/bash", "-c", "echo started; while [ ! -e %s ]; do sleep 0.01; done; %s"
+                  "touch %s; echo end; exit 6" % (go, GETSOCKOPT, done)],
+            cwd=str(ws), env=ENV, sandbox=ws_policy(str(ws)))
+    run = c.collect_until_output("a", b"started\n")
+    # BPF_MAP_TYPE_RINGBUF (27): the ring buffer map's fd becomes /dev/null.
+    lu.replace("import os, sys\n"
+               "if 'UEXEC_UPGRADE_STATE_FD' in os.environ:\n"
+               "    for fd in os.listdir('/proc/self/fdinfo'):\n"
+               "        try:\n"
+               "            info = open('/proc/self/fdinfo/' + fd).read()\n"
+               "        except OSError:\n"
+               "            continue\n"
+               "        if 'map_type:\\t27\\n' in info:\n"
+               "            null = os.open('/dev/null', os.O_RDONLY)\n"
+               "            os.dup2(null, int(fd))\n"
+               "            os.close(null)\n"
+               "os.execv(%r, [sys.argv[0]] + sys.argv[1:])\n"
+               % os.path.realpath(UEXEC_BIN), interpreter="/usr/bin/python3")
+    err = upgraded(lu)
+    assert REFUSED + b" (the ring is not a BPF map); loading another" in err, lu.srv.stderr_tail()
+    assert ADOPTED not in err
+    assert re.search(rb"\(1 sessions, 1 processes, 1 connections\)", err), lu.srv.stderr_tail()
+    assert evidence_source(lu.srv) == "bpf"
+    go.touch()
+    run = c.collect("a", run=run, timeout=EVENT_TIMEOUT)
+    assert run.exit_code == 6 and run.stdout == b"started\nend\n", run.exited
+    exited = run.exited
+    seccomp = [d for d in exited.get("denials") or []
+               if d["kind"] == "seccomp" and d.get("syscall") == SYS_GETSOCKOPT]
+    assert exited["sandboxDenied"] is True and len(seccomp) == 1, exited
+    wait_until(lambda: mount_points(ws) == [], what="the mount points removed")
+    assert zombies(pid) == [] and children_of(pid) == {}
+    wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
