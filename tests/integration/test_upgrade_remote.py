@@ -25,6 +25,7 @@ import harness as H  # noqa: E402
 import wsclient  # noqa: E402
 from conftest import HOST, UEXEC_BIN, uexec_has_remote  # noqa: E402
 from relay_cases import SHELL_PATH, TIMEOUT, relay, run_echo  # noqa: E402,F401
+from relay_cases import TOKEN as RC_TOKEN  # noqa: E402
 from test_upgrade import check_counter, counter_script  # noqa: E402,F401
 
 pytestmark = [
@@ -171,6 +172,79 @@ def test_link_comes_back_when_the_upgrade_does_not_go_on(executor_cmd, tmp_path)
         lines = data.split(b"\n")
         assert lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)]
         assert r.exe.poll() is None
+        s2.phys.close()
+    finally:
+        alive = r.exe.poll() is None
+        r.stop()
+        assert alive, r.stderr_text()[-3000:]
+        assert not r.sanitizer_reports(), r.stderr_text()[-6000:]
+
+
+class LinkedExecutor:
+    """The executor started from a symlink the test controls (the 'new binary' at that
+    path can be swapped for a script), as test_upgrade.py's Launch does."""
+
+    def __init__(self, tmp_path):
+        self.path = str(tmp_path / "uexec")
+        os.symlink(os.path.realpath(UEXEC_BIN), self.path)
+
+    def cmd(self, base, env_id):
+        HOST.require("io_uring")
+        return [self.path, "--remote", base, "--environment-id", env_id]
+
+    def replace(self, script):
+        tmp = self.path + ".new"
+        with open(tmp, "w") as f:
+            f.write("#!/bin/sh\n" + script)
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, self.path)
+
+
+@pytest.mark.parametrize("how", ["rollback", "fallback"])
+def test_credential_reaches_the_next_binary(tmp_path, how):
+    """The registry credential, taken out of the environment at start, reaches the binary
+    an upgrade execs: the one rolled back to when the new binary refuses its arguments
+    (the harness then resumes its session), and the one the fallback starts fresh after
+    its drain (a new session works). Without it either would refuse to start."""
+    from relay_cases import Relay, shim_missing
+    why = shim_missing()
+    if why:
+        pytest.skip(why)
+    (tmp_path / "r").mkdir()
+    ex = LinkedExecutor(tmp_path)
+    r = Relay(ex.cmd, str(tmp_path / "r"))
+    try:
+        pid = r.exe.pid
+        h = r.harness()
+        s = h.open_stream()
+        rpc = s.rpc()
+        sid = rpc.initialize()["sessionId"]
+        real = os.path.realpath(UEXEC_BIN)
+        if how == "rollback":
+            ex.replace('[ -n "$UEXEC_UPGRADE_STATE_FD" ] && set -- "$@" --no-such-option\n'
+                       'exec "%s" "$@"\n' % real)
+        else:
+            ex.replace('if [ "$1" = --check-upgrade ]; then echo "uexec 9.9 cannot take over";'
+                       ' exit 1; fi\nexec "%s" "$@"\n' % real)
+        os.kill(pid, signal.SIGUSR2)
+        if how == "rollback":
+            wait_log(r, "(rolled back: the new binary could not take over)")
+        else:
+            wait_log(r, "Upgrade: drained; starting %s fresh in this pid" % ex.path)
+        r.wait_connected(n=2)
+        assert r.exe.poll() is None and r.exe.pid == pid
+        regs = r.requests("register")
+        assert len(regs) == 2 and all(x["status"] == 200 for x in regs), regs
+        assert all(x["headers"].get("authorization") == "Bearer " + RC_TOKEN for x in regs)
+        assert "requires API key authentication" not in r.stderr_text()
+        if how == "rollback":
+            s2, rpc2, result = resume(r, h, sid)
+            assert result["sessionId"] == sid
+        else:
+            s2 = h.open_stream()
+            rpc2 = s2.rpc()
+            assert rpc2.initialize()["sessionId"] != sid
+        run_echo(r, rpc2, "p", "after-" + how)
         s2.phys.close()
     finally:
         alive = r.exe.poll() is None
