@@ -102,8 +102,9 @@ static void on_drain_timer(struct uring_timer *t, bool fired)
 		log_warning("Drain: stopping %d ms after the SIGKILL with %u processes not reaped, "
 			    "%u not closed (output not read) and %u connections with output unsent",
 			    DRAIN_KILL_GRACE_MS, not_reaped, not_closed - not_reaped, unsent);
-		upgrade_drained(s); /* an upgrade's fallback: the new binary next (docs/UPGRADE.md) */
-		server_stop(s, 0);
+		/* An upgrade's fallback stops by itself, the new binary next (docs/UPGRADE.md). */
+		if (!upgrade_drained(s))
+			server_stop(s, 0);
 		return;
 	}
 	/*
@@ -174,9 +175,11 @@ static void drain_check(struct server *s)
 	list_for_each_entry(c, &s->conns, link)
 		if (c->out_bytes > 0)
 			return; /* exit notifications on their way */
+	/* An upgrade's fallback stops by itself, the new binary next (docs/UPGRADE.md). */
+	if (upgrade_drained(s))
+		return;
 	log_event(LOG_INFO, "drain.done", NULL, NULL, 0, "Drain complete%s, stopping",
 		  s->drain_killed ? " (processes left at the timeout were killed)" : "");
-	upgrade_drained(s); /* an upgrade's fallback: the new binary next (docs/UPGRADE.md) */
 	server_stop(s, 0);
 }
 

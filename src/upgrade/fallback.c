@@ -37,11 +37,18 @@ extern char **environ;
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
+/* How long the drain's end waits for the listener's accept to be reaped (see stop_when_idle). */
+#define RELEASE_TIMEOUT_MS 2000
+
 static struct {
 	char *exe;       /* the new binary (owned) */
 	char **argv;     /* main()'s, borrowed: valid until main() returns */
 	bool draining;   /* the fallback's drain runs */
-	bool exec;       /* the drain is over: exec fresh once the loop has ended */
+	bool ending;     /* the drain is over, the listener's socket is being released */
+	bool exec;       /* the server stopped: exec fresh once the loop has ended */
+	struct server *srv;
+	struct uring_timer timer;
+	unsigned waited_ms;
 } fb;
 
 int upgrade_fallback_start(struct server *s, const char *exe, char **argv)
@@ -90,13 +97,46 @@ static void supervisor_end(struct sandbox_cg *cg)
 	cg->supervisor = 0;
 }
 
-void upgrade_drained(struct server *s)
+/*
+ * The drain closed the listening socket, but its multishot accept's
+ * cancellation may still be in flight: a ring closed at shutdown with an op
+ * on a socket keeps that socket (here: LISTEN on the address) until the
+ * kernel's asynchronous teardown of the ring ends, and the fresh binary's
+ * bind failed with EADDRINUSE. So the loop runs until the accept is reaped
+ * (a few milliseconds), bounded.
+ */
+static void stop_when_released(struct uring_timer *t, bool fired)
 {
-	if (!fb.draining || s->stopping)
+	struct server *s = fb.srv;
+
+	(void)t;
+	if (!fired || s->stopping || !fb.ending)
 		return;
-	fb.draining = false;
+	if (s->accept_op.busy && fb.waited_ms < RELEASE_TIMEOUT_MS) {
+		fb.waited_ms++;
+		uring_timer_arm(&s->ring, &fb.timer, 1, stop_when_released);
+		return;
+	}
+	fb.ending = fb.draining = false;
 	supervisor_end(&s->cgroups);
 	fb.exec = true;
+	server_stop(s, 0);
+}
+
+bool upgrade_drained(struct server *s)
+{
+	if (!fb.draining || s->stopping)
+		return false;
+	if (!fb.ending) {
+		fb.ending = true;
+		fb.srv = s;
+		fb.waited_ms = 0;
+		uring_timer_cancel(&s->drain_timer); /* nothing is left for it to kill */
+		log_info("Upgrade fallback: drain complete%s; starting the new binary",
+			 s->drain_killed ? " (processes left at the timeout were killed)" : "");
+		uring_timer_arm(&s->ring, &fb.timer, 0, stop_when_released);
+	}
+	return true;
 }
 
 /* Every fd above stderr closed at the execve (close_range; by /proc/self/fd before Linux 5.11). */

@@ -63,14 +63,15 @@ void upgrade_rollback(const char *why);
 /*
  * The fallback (fallback.c), when the new binary cannot read our state
  * version: the server drains, then execs it fresh. server.c calls
- * _drained where a drain ends (before server_stop): if it was the
- * fallback's, the cgroup supervisor is ended and main() is told to exec.
+ * _drained where a drain ends, instead of stopping: true when it was the
+ * fallback's (it stops the server itself, once the listener's socket is
+ * released, having ended the cgroup supervisor, and tells main() to exec).
  * main() calls _exec with serve()'s exit code once the server is shut
  * down: it returns that code when no fallback is due, else execs the new
  * binary with main()'s argv and returns only if that failed (logged), with
  * exit code 1.
  */
-void upgrade_drained(struct server *s);
+bool upgrade_drained(struct server *s);
 int upgrade_fallback_exec(int r);
 
 /*

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import stat
 import time
 
@@ -19,6 +20,7 @@ import pytest
 from conftest import EVENT_TIMEOUT, UEXEC_BIN, children_of, pid_alive, wait_until
 from test_drain import DRAINING, LONG_DRAIN_MS, refused
 from test_upgrade import PATH_ENV, Launch, check_counter, counter_script, zombies
+from wsclient import http_exchange
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep")
 
@@ -76,11 +78,22 @@ def leaves(base):
     return sorted(e for e in os.listdir(base) if os.path.isdir(os.path.join(base, e)))
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def test_fallback_drains_then_starts_the_new_binary_fresh(server_factory, tmp_path):
+    """On a fixed address: the fresh binary listens on the same one (the old listening
+    socket is released before the execve)."""
     go = tmp_path / "go"
     new = new_binary(tmp_path)
-    lu = Launch(server_factory, tmp_path, args=("--drain-timeout-ms", str(LONG_DRAIN_MS)),
-                handover=True)
+    lu = Launch(server_factory, tmp_path, handover=True,
+                args=("--drain-timeout-ms", str(LONG_DRAIN_MS),
+                      "--listen", "ws://127.0.0.1:%d" % free_port()))
     pid, old_port = lu.srv.pid, lu.srv.port
     sup = supervisors(lu.srv)
     c = lu.srv.connect()
@@ -108,8 +121,9 @@ def test_fallback_drains_then_starts_the_new_binary_fresh(server_factory, tmp_pa
     go.touch()
     check_counter(c.collect("count", run=run))
     wait_fresh(lu, new)
-    assert lu.srv.pid == pid
-    lu.wait_log("Drain complete, stopping")
+    assert lu.srv.pid == pid and lu.srv.port == old_port, urls(lu.srv)
+    lu.wait_log("Upgrade fallback: drain complete; starting the new binary")
+    assert b"Address already in use" not in lu.srv.stderr()
     # Nothing of the old server is left: no child, no zombie, its supervisor gone and a new
     # one started by the fresh binary.
     assert zombies(pid) == []
@@ -194,5 +208,26 @@ def test_dry_run_does_not_fall_back(server_factory, tmp_path):
     lu.usr2()
     lu.wait_log("no fallback drain (UEXEC_UPGRADE_DRY_RUN is set); keeping serving")
     assert b"draining" not in lu.srv.stderr()
+    c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
+    assert c.collect("p").stdout == b"ok\n"
+
+
+def test_idle_fallback_keeps_its_address(server_factory, tmp_path):
+    """Nothing to drain: the drain ends in the iteration it starts, with the listener's
+    accept still being cancelled; the server waits for it to be reaped before it stops, so
+    that the fresh binary can bind the same address (without, EADDRINUSE: the ring closed
+    at shutdown held the listening socket)."""
+    new = new_binary(tmp_path)
+    lu = Launch(server_factory, tmp_path, handover=True,
+                args=("--listen", "ws://127.0.0.1:%d" % free_port()))
+    port = lu.srv.port
+    status, _, _ = http_exchange(lu.srv.host, port, b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == "HTTP/1.1 200 OK"
+    lu.replace(refusing_script(new))
+    lu.usr2()
+    wait_fresh(lu, new)
+    assert lu.srv.port == port, urls(lu.srv)
+    assert b"Address already in use" not in lu.srv.stderr()
+    c = lu.srv.connect()
     c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
     assert c.collect("p").stdout == b"ok\n"
