@@ -89,7 +89,7 @@ unsigned upgrade_quiesce_start(struct server *s)
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)
 			proc_answer_waiters(p);
-	upgrade_remote_quiesce(s, true); /* the relay link is not read (remote.c) */
+	upgrade_remote_quiesce(s, true); /* the relay link closes (remote.c) */
 	return cancel_all(s);
 }
 
@@ -182,8 +182,11 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 	 */
 	*transient = false;
 	list_for_each_entry(c, &s->conns, link) {
-		/* TLS: OpenSSL's state cannot move; it closes at the execve, its session resumable. */
-		/* Relay-carried: QUIESCE closed the link (remote.c); it goes, its session resumable. */
+		/*
+		 * TLS: OpenSSL's state cannot move; it closes at the execve, its
+		 * session resumable. Relay-carried: QUIESCE closed the link
+		 * (remote.c); the connection goes, its session resumable.
+		 */
 		if (c->transport == CONN_CARRIED)
 			continue;
 		if (c->state != CONN_OPEN)
