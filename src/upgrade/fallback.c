@@ -37,7 +37,7 @@ extern char **environ;
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-/* How long the drain's end waits for the listener's accept to be reaped (see stop_when_idle). */
+/* How long the drain's end waits for the listener's accept to be reaped (stop_when_released). */
 #define RELEASE_TIMEOUT_MS 2000
 
 static struct {
@@ -152,8 +152,10 @@ int upgrade_fallback_exec(int r)
 {
 	sigset_t mask;
 
-	if (!fb.exec)
+	if (!fb.exec) {
+		fb.exe = (free(fb.exe), NULL); /* a fallback stopped by SIGTERM, or none */
 		return r;
+	}
 	fb.exec = false;
 	{
 		struct log_field f[] = { LOG_STR("binary", fb.exe) };

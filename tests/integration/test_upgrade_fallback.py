@@ -231,3 +231,21 @@ def test_idle_fallback_keeps_its_address(server_factory, tmp_path):
     c = lu.srv.connect()
     c.start("p", ["/bin/sh", "-c", "echo ok"], env=PATH_ENV)
     assert c.collect("p").stdout == b"ok\n"
+
+
+def test_sigterm_during_the_fallback_drain_stops(server_factory, tmp_path):
+    """A SIGTERM while the fallback drains means stop: the server stops at once (exit 0),
+    its process killed, and no new binary is started."""
+    new = new_binary(tmp_path)
+    lu = Launch(server_factory, tmp_path, handover=True,
+                args=("--drain-timeout-ms", str(LONG_DRAIN_MS)))
+    c = lu.srv.connect()
+    c.start("long", ["/bin/sh", "-c", "echo $$; exec sleep 1000"], env=PATH_ENV)
+    child = int(c.collect_until_output("long", b"\n").stdout.split()[0])
+    lu.replace(refusing_script(new))
+    lu.usr2()
+    lu.wait_log("Upgrade fallback: draining (1 processes running")
+    assert lu.srv.terminate(timeout=LONG_DRAIN_MS / 2000) == 0   # not the drain's end
+    wait_until(lambda: not pid_alive(child), what="the process to be killed")
+    assert b"Upgrade: drained; starting" not in lu.srv.stderr()
+    assert len(urls(lu.srv)) == 1
