@@ -614,6 +614,7 @@ static int start_front(struct server *s)
 			.after_upgrade = upgrade_remote_after_upgrade(),
 		};
 
+		o.identity = upgrade_remote_identity(&o.identity_len); /* kept across an upgrade */
 		r = remote_start(s, &o);
 		if (r < 0)
 			return r;

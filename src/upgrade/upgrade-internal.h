@@ -157,5 +157,10 @@ int upgrade_fallback_start(struct server *s, const char *exe, char **argv);
  */
 void upgrade_remote_quiesce(struct server *s, bool quiesced);
 
+/* remote.c: remote mode's identity into the SERVER record (nothing without remote mode). */
+void upgrade_put_relay_identity(struct upgrade_writer *w, const struct server *s);
+/* restore.c: the identity the state handed over (until RESTORE ends), or NULL. */
+const void *upgrade_restored_relay_identity(void);
+
 /* env-secret.c: the kept secret into the environment (on) or out of it, around an execve. */
 void upgrade_env_secret_put(bool on);

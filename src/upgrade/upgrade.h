@@ -9,6 +9,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct server;
 
@@ -80,6 +81,11 @@ int upgrade_fallback_exec(int r);
  * ending the server (server.c's start_front).
  */
 bool upgrade_remote_after_upgrade(void);
+/*
+ * remote.c: the relay identity a live upgrade handed over (*len bytes, for
+ * remote_options), or NULL; valid until RESTORE ends (start_front is before).
+ */
+const void *upgrade_remote_identity(size_t *len);
 
 /*
  * env-secret.c: a secret uexec took out of its environment at start (remote

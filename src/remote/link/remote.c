@@ -292,9 +292,14 @@ int remote_start(struct server *s, const struct remote_options *o)
 		return q;
 	if (sodium_init() < 0)
 		return log_error_errno(EIO, "libsodium failed to start");
-	q = noise_keypair_generate(&r->identity);
-	if (q < 0)
-		return log_error_errno(q, "Generating the relay identity failed");
+	if (o->identity && o->identity_len == sizeof(r->identity)) {
+		memcpy(&r->identity, o->identity, sizeof(r->identity)); /* kept across an upgrade */
+		r->opt.identity = NULL;
+	} else {
+		q = noise_keypair_generate(&r->identity);
+		if (q < 0)
+			return log_error_errno(q, "Generating the relay identity failed");
+	}
 	noise_keypair_public(&r->identity, &r->identity_pub);
 	q = registry_conflict_retry_init(&r->conflict);
 	if (q < 0)
@@ -356,6 +361,18 @@ void remote_upgrade_pause(struct server *s, bool pause)
 		remote_dial(r);
 	else
 		remote_register(r);
+}
+
+int remote_upgrade_identity(const struct server *s, void *out, size_t len)
+{
+	const struct remote *r = remote_current;
+
+	if (!r || r->srv != s || r->state == REMOTE_STOPPED)
+		return -ENOENT;
+	if (len != sizeof(r->identity))
+		return -EINVAL;
+	memcpy(out, &r->identity, len);
+	return 0;
 }
 
 void remote_free(struct server *s)

@@ -30,6 +30,14 @@ struct remote_options {
 	 * the server.
 	 */
 	bool after_upgrade;
+	/*
+	 * The identity (struct noise_keypair) the process had before a live
+	 * upgrade, identity_len bytes, or NULL: a new one is generated. Copied.
+	 * Harnesses pin the executor's key across a reconnection ("executor key
+	 * changed during session recovery"), so an upgrade keeps it.
+	 */
+	const void *identity;
+	size_t identity_len;
 };
 
 /*
@@ -52,3 +60,5 @@ void remote_free(struct server *s);
  * go on): dials the rendezvous again (or registers).
  */
 void remote_upgrade_pause(struct server *s, bool pause);
+/* The identity (struct noise_keypair) into out (len bytes, exactly its size); -ENOENT without remote mode. */
+int remote_upgrade_identity(const struct server *s, void *out, size_t len);
