@@ -5,8 +5,8 @@
  * them (the streams end, their carried connections with them, whose sessions
  * detach with their resume window), the registry calls too, and waits for
  * their sockets to be released; the new binary registers again with the
- * same environment id (a new identity and registration: the registry hands
- * harnesses its newest one) and the same identity: harnesses pin the
+ * same environment id (a new registration, which the registry hands
+ * harnesses as its newest) and the same identity: harnesses pin the
  * executor's static key across a reconnection (the Codex CLI fails its
  * recovery with "executor key changed during session recovery"), so the
  * identity, private keys included, travels in the SERVER record (the sealed
