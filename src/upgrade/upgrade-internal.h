@@ -143,3 +143,24 @@ int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 			       const struct upgrade_view_proc *vp);
 /* Right before the execve: what of the managed network's host-side state would be left behind. */
 void upgrade_sandbox_before_exec(struct server *s);
+
+/*
+ * fallback.c: the new binary exe cannot read our state version: the drain
+ * starts (s->drain_start), and when it is over main() execs exe fresh with
+ * argv (upgrade.h). 0, or -errno (nothing started).
+ */
+int upgrade_fallback_start(struct server *s, const char *exe, char **argv);
+
+/*
+ * remote.c: QUIESCE closes the relay link and its streams (quiesced true),
+ * RESUME dials it again; nothing without remote mode.
+ */
+void upgrade_remote_quiesce(struct server *s, bool quiesced);
+
+/* remote.c: remote mode's identity into the SERVER record (nothing without remote mode). */
+void upgrade_put_relay_identity(struct upgrade_writer *w, const struct server *s);
+/* restore.c: the identity the state handed over (until RESTORE ends), or NULL. */
+const void *upgrade_restored_relay_identity(void);
+
+/* env-secret.c: the kept secret into the environment (on) or out of it, around an execve. */
+void upgrade_env_secret_put(bool on);
