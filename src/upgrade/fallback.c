@@ -150,8 +150,6 @@ static void cloexec_all(void)
 
 int upgrade_fallback_exec(int r)
 {
-	sigset_t mask;
-
 	if (!fb.exec) {
 		fb.exe = (free(fb.exe), NULL); /* a fallback stopped by SIGTERM, or none */
 		return r;
@@ -167,17 +165,8 @@ int upgrade_fallback_exec(int r)
 	(void)unsetenv("UEXEC_UPGRADE_ROLLBACK");
 	(void)unsetenv("UEXEC_UPGRADE_ROLLED_BACK");
 	cloexec_all();
-	/*
-	 * The mask of a server's start: its signalfd's signals blocked (one sent
-	 * meanwhile waits for the new binary's signalfd), every other one not
-	 * (this thread, the spawner, had them all blocked).
-	 */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGUSR2);
-	(void)sigprocmask(SIG_SETMASK, &mask, NULL);
+	/* The mask of a server's start (this thread, the spawner, had every signal blocked). */
+	upgrade_start_mask(NULL);
 	fflush(NULL);
 	upgrade_env_secret_put(true); /* remote mode's credential, read again as at a start */
 	(void)execve(fb.exe, fb.argv, environ);

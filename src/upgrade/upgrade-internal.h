@@ -2,6 +2,7 @@
 /* What the files of src/upgrade share (not for other modules). */
 #pragma once
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -122,6 +123,12 @@ void upgrade_adopt_fs(const struct upgrade_view *v, struct conn **conns, int *fi
  */
 int upgrade_exec_main(const char *path, char *const argv[]);
 int upgrade_execveat_main(int fd, char *const argv[]);
+/*
+ * This thread's mask as at a server's start: the signalfd's signals (INT,
+ * TERM, HUP, USR2) blocked, every other one not; the one before in *old
+ * unless NULL. Before an execve, so that the new binary starts as any start.
+ */
+void upgrade_start_mask(sigset_t *old);
 
 /*
  * adopt-sandbox.c (docs/UPGRADE.md "Sandboxed processes"): SERIALIZE's
