@@ -61,7 +61,7 @@ enum upgrade_kind {
 	UPGRADE_REC_CGROUPS,    /* the per-process cgroups' layout (struct sandbox_cg), at most one */
 	UPGRADE_REC_SYNTH = 10, /* a synthesized sandbox mount point (sandbox/synth.c's registry) */
 	UPGRADE_REC_FS_HANDLE = 11, /* an fs/open handle of a connection */
-	UPGRADE_REC_EVIDENCE = 13, /* the denial evidence sources' values (their fds: heldFd), at most one */
+	UPGRADE_REC_EVIDENCE = 13, /* the denial evidence sources' values (fds: heldFd), at most one */
 	_UPGRADE_REC_MAX,
 };
 
