@@ -295,6 +295,7 @@ static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, cons
 		upgrade_writer_u64(w, UPGRADE_PROC_PTY_LAST, (uint64_t)p->pty_last_byte + 1);
 	put_writes(w, p);
 	upgrade_put_proc_sandbox(w, p);
+	upgrade_put_proc_netproxy(w, c, p);
 	upgrade_writer_end(w);
 	c->procs++;
 	c->retained_bytes += p->retained_bytes;

@@ -106,6 +106,10 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_SYNTH,        UPGRADE_T_BYTES, 0, 6, SYNTH_FIELD_LIMIT, "synth" },
 	{ UPGRADE_PROC_FILTER,       UPGRADE_T_U64, 0, 1, 5, "seccompFilter" },
 	{ UPGRADE_PROC_EV_DENIED,    UPGRADE_T_U64, 0, 1, UINT32_MAX, "evidenceDenied" },
+	{ UPGRADE_PROC_NP_CONFIG,    UPGRADE_T_STR, 0, 2, 1u << 20, "networkProxy" },
+	{ UPGRADE_PROC_NP_HTTP_FD,   UPGRADE_T_FD, 0, UPGRADE_FD_SOCKET, 0, "proxyHttpFd" },
+	{ UPGRADE_PROC_NP_SOCKS_FD,  UPGRADE_T_FD, 0, UPGRADE_FD_SOCKET, 0, "proxySocksFd" },
+	{ UPGRADE_PROC_NP_UDP_FD,    UPGRADE_T_FD, 0, UPGRADE_FD_SOCKET, 0, "proxyUdpFd" },
 };
 static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_TRANSPORT,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CONN_MAX - 1, "transport" },

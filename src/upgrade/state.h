@@ -159,6 +159,11 @@ enum {
 	UPGRADE_PROC_FILTER = 33,     /* U64: its seccomp program (sandbox-handover.h's enum
 				       * sandbox_filter_id, 1..5), optional */
 	UPGRADE_PROC_EV_DENIED = 34,  /* U64: denials its evidence held decisive before, optional */
+	/* A managed network's proxy (docs/UPGRADE.md "Managed-network processes"), optional: */
+	UPGRADE_PROC_NP_CONFIG = 40,  /* STR: process/start's networkProxy value, JSON text (an object) */
+	UPGRADE_PROC_NP_HTTP_FD = 41, /* FD (socket): the proxy's HTTP listener */
+	UPGRADE_PROC_NP_SOCKS_FD = 42,/* FD (socket): its SOCKS5 listener, optional */
+	UPGRADE_PROC_NP_UDP_FD = 43,  /* FD (socket): its SOCKS5 UDP relay's socket, optional */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,

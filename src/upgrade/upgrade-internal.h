@@ -25,6 +25,7 @@ struct upgrade_collected {
 	uint64_t queued_bytes;    /* connections' unsent output */
 	uint64_t watches, fs_handles; /* handed-over connections' watches and fs/open handles */
 	uint64_t watch_queued_bytes;  /* their fs/watch events not sent yet */
+	uint64_t netproxies;          /* managed-network processes' proxies (adopt-netproxy.c) */
 };
 
 /*
@@ -143,3 +144,23 @@ int upgrade_adopt_proc_sandbox(struct server *s, struct proc *p,
 			       const struct upgrade_view_proc *vp);
 /* Right before the execve: what of the managed network's host-side state would be left behind. */
 void upgrade_sandbox_before_exec(struct server *s);
+
+/*
+ * adopt-netproxy.c (docs/UPGRADE.md "Managed-network processes"): SERIALIZE's
+ * proxy fields of a process (configuration text, listeners; a failure to
+ * get them fails the blob); what keeps its proxy from travelling (NULL:
+ * nothing; *transient: a connection in flight, waited for); QUIESCE's
+ * accepts cancelled, still in flight, re-armed; RESTORE's proxy made again
+ * (a failure ends the process, fail closed) or its sockets closed when the
+ * process is not adopted.
+ */
+struct upgrade_view_proc;
+void upgrade_put_proc_netproxy(struct upgrade_writer *w, struct upgrade_collected *c,
+			       const struct proc *p);
+const char *upgrade_netproxy_blocker(const struct proc *p, bool *transient);
+unsigned upgrade_quiesce_netproxy(struct proc *p);
+bool upgrade_netproxy_pending(const struct proc *p);
+void upgrade_resume_netproxy(struct proc *p);
+void upgrade_adopt_proc_netproxy(struct server *s, struct proc *p,
+				 const struct upgrade_view_proc *vp);
+void upgrade_netproxy_discard(const struct upgrade_view_proc *vp);

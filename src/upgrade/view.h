@@ -54,6 +54,10 @@ struct upgrade_view_proc {
 	uint32_t n_synth;
 	unsigned filter;            /* sandbox-handover.h's enum sandbox_filter_id, 0: none */
 	uint64_t ev_denied;         /* decisive denials its evidence held before the upgrade */
+	/* A managed network's proxy (view-netproxy.c): */
+	const uint8_t *np_config;   /* networkProxy as JSON text (an object), or NULL: no proxy */
+	uint32_t np_config_len;
+	int np_http_fd, np_socks_fd, np_udp_fd; /* -1: none */
 };
 
 /* A synthesized sandbox mount point of the registry (sandbox/synth.c). */
@@ -175,5 +179,11 @@ int upgrade_view_read_synth(const struct upgrade_state *st, uint32_t rec, struct
 			    char *err, size_t err_size);
 int upgrade_view_proc_sandbox(const struct upgrade_state *st, uint32_t rec,
 			      struct upgrade_view_proc *p, char *err, size_t err_size);
+/*
+ * view-netproxy.c, called by view.c: a process's managed-network proxy
+ * (configuration and listeners). 0 or -EBADMSG with err.
+ */
+int upgrade_view_proc_netproxy(const struct upgrade_state *st, uint32_t rec,
+			       struct upgrade_view_proc *p, char *err, size_t err_size);
 int upgrade_view_check_synth(const struct upgrade_state *st, const struct upgrade_view *v,
 			     char *err, size_t err_size);
