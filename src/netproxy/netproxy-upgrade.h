@@ -37,6 +37,9 @@ const char *netproxy_upgrade_blocker(const struct netproxy *np, bool *transient)
 int netproxy_upgrade_get(const struct netproxy *np, int *http_fd, int *socks_fd, int *udp_fd,
 			 char **config, size_t *len);
 
+/* Right before the execve: the connections idle between requests are shut down. */
+void netproxy_upgrade_before_exec(struct netproxy *np);
+
 /*
  * QUIESCE: the accepts in flight cancelled (how many), none armed again
  * until netproxy_resume(); _pending: one is still to come back.

@@ -115,6 +115,7 @@ struct npc {
 	char method_buf[16];
 	bool decided;           /* the domain decision was reported */
 	bool served;            /* a request was answered on it: idle between requests (keep-alive) */
+	int client_fd;          /* the client's socket (owned by client): shut down by an upgrade */
 	struct sockaddr_storage peer_addr; /* the client's address (AF_UNSPEC if unknown) */
 	struct np_udp_assoc *assoc; /* NPC_SOCKS_UDP: its association */
 	bool udp;               /* decisions are about its datagrams (protocol socks5_udp) */

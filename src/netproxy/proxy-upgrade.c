@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -100,6 +101,22 @@ int netproxy_upgrade_get(const struct netproxy *np, int *http_fd, int *socks_fd,
 	*socks_fd = np->socks_fd;
 	*udp_fd = netproxy_udp_fd(np->udp);
 	return 0;
+}
+
+void netproxy_upgrade_before_exec(struct netproxy *np)
+{
+	struct npc *c;
+
+	/*
+	 * Idle between requests (netproxy_upgrade_blocker() let it through): its
+	 * client sees the end now, as when a server closes an idle keep-alive
+	 * connection, and opens another for its next request. Shut down rather
+	 * than left to the execve's close: the ring's read armed on it holds the
+	 * socket until the kernel has torn the old ring down.
+	 */
+	list_for_each_entry(c, &np->conns, link)
+		if (c->client && !npc_busy(c))
+			(void)shutdown(c->client_fd, SHUT_RDWR);
 }
 
 unsigned netproxy_quiesce(struct netproxy *np)

@@ -262,6 +262,7 @@ static void accepted(struct netproxy *np, int res, bool socks)
 	}
 	c->np = np;
 	c->socks = socks;
+	c->client_fd = res;
 	np->srv->metrics.proxy_connections++;
 	{
 		struct sockaddr_storage ss;

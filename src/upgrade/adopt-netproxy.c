@@ -23,6 +23,7 @@
 #include "netproxy-upgrade.h"
 #include "proc.h"
 #include "proxy.h"
+#include "server.h"
 #include "session.h"
 #include "state.h"
 #include "upgrade-internal.h"
@@ -44,7 +45,7 @@ void upgrade_put_proc_netproxy(struct upgrade_writer *w, struct upgrade_collecte
 			w->error = r;
 		return;
 	}
-	upgrade_writer_bytes(w, UPGRADE_PROC_NP_CONFIG, config, len);
+	upgrade_writer_raw(w, UPGRADE_PROC_NP_CONFIG, UPGRADE_T_STR, config, (uint32_t)len);
 	free(config);
 	upgrade_writer_fd(w, UPGRADE_PROC_NP_HTTP_FD, http_fd);
 	if (socks_fd >= 0)
@@ -93,6 +94,17 @@ void upgrade_adopt_proc_netproxy(struct server *s, struct proc *p,
 	}
 	netproxy_set_decision_sink(p->netproxy, proc_network_decision, p, p->sess->id, p->id);
 	netproxy_set_reviewer(p->netproxy, &proc_network_reviewer);
+}
+
+void upgrade_netproxy_before_exec(struct server *s)
+{
+	struct session *ss;
+	struct proc *p;
+
+	list_for_each_entry(ss, &s->sessions, link)
+		list_for_each_entry(p, &ss->procs_list, link)
+			if (p->netproxy)
+				netproxy_upgrade_before_exec(p->netproxy);
 }
 
 unsigned upgrade_quiesce_netproxy(struct proc *p)

@@ -164,3 +164,5 @@ void upgrade_resume_netproxy(struct proc *p);
 void upgrade_adopt_proc_netproxy(struct server *s, struct proc *p,
 				 const struct upgrade_view_proc *vp);
 void upgrade_netproxy_discard(const struct upgrade_view_proc *vp);
+/* Right before the execve: every proxy's connections idle between requests shut down. */
+void upgrade_netproxy_before_exec(struct server *s);

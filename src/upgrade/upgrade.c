@@ -298,6 +298,7 @@ static void handover(struct built *b)
 	}
 	snprintf(num, sizeof(num), "%d", b->fd);
 	upgrade_sandbox_before_exec(upg.srv);
+	upgrade_netproxy_before_exec(upg.srv);
 	set_cloexec(&b->st, b->fd, false);
 	/*
 	 * The way back (rollback.c), if the new binary cannot take over: this

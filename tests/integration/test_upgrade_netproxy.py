@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: MIT
+"""Live upgrade of managed-network processes (issue 26, docs/UPGRADE.md "Managed-network
+processes"): a process whose command reaches the network only through its proxy keeps
+running across SIGUSR2, and its proxy with it: the listening sockets are handed over and
+the proxy is made again from the networkProxy value it was started with, so that allowed
+requests made after the upgrade are forwarded and denied ones are refused with the same
+answer and the same network/policyDecision as before. A connection idle between requests
+(keep-alive) is closed by the hand-over, as a server may close one; a CONNECT tunnel open
+is waited for, and keeps the dry run with the exact reason when it does not end in time.
+Credential masking keeps the dry run (its CA and credentials do not travel)."""
+
+import json
+import re
+
+import pytest
+
+from conftest import children_of, settled_fd_count, wait_until
+from test_netproxy import launch, origin  # noqa: F401  (origin: a fixture)
+from test_sandbox import ENV, ws_policy
+from test_upgrade import Launch, zombies
+
+pytestmark = [pytest.mark.needs("x86_64"), pytest.mark.needs("sandbox"),
+              pytest.mark.needs("network-sandbox"),
+              pytest.mark.needs_programs("/bin/bash", "/usr/bin/python3")]
+
+# Runs in the process (its managed network: the proxy at 127.0.0.1:3128 of its namespace).
+CLIENT = r'''
+import os, socket, sys, time
+port, go = int(sys.argv[1]), sys.argv[2]
+
+def response(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = s.recv(65536)
+        if not d:
+            return None, b""
+        data += d
+    head, body = data.split(b"\r\n\r\n", 1)
+    n = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+         if l.lower().startswith(b"content-length:")]
+    while n and len(body) < n[0]:
+        body += s.recv(65536)
+    return int(head.split(b" ")[1]), body
+
+def get(url, s=None):
+    s = s or socket.create_connection(("127.0.0.1", 3128), timeout=60)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % url.encode())
+    return s, response(s)
+
+def requests(when):
+    s, (code, body) = get("http://127.0.0.1:%d/%s" % (port, when))
+    s.close()
+    print("allowed", code, json.loads(body)["path"], flush=True)
+    s, (code, body) = get("http://denied.invalid/%s" % when)
+    s.close()
+    print("denied", code, body.decode().strip()[:60], flush=True)
+
+import json
+requests("before")
+# A keep-alive connection that has served a request, idle across the upgrade.
+keep, (code, _) = get("http://127.0.0.1:%d/keep" % port)
+print("keep", code, flush=True)
+i = 0
+while not os.path.exists(go):
+    print(i, flush=True)
+    i += 1
+    time.sleep(0.01)
+keep.settimeout(30)
+try:
+    print("keep-alive", "closed" if keep.recv(1) == b"" else "data", flush=True)
+except OSError as e:
+    print("keep-alive", "closed" if not isinstance(e, socket.timeout) else "open", flush=True)
+requests("after")
+print("end", flush=True)
+sys.exit(7)
+'''
+
+TUNNEL = r'''
+import os, socket, sys, time
+port, go = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", 3128), timeout=60)
+s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (port, port))
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+print(head.split(b"\r\n")[0].decode(), flush=True)
+while not os.path.exists(go):
+    time.sleep(0.01)
+s.sendall(b"GET /through HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(data.split(b"\r\n\r\n", 1)[1].decode(), flush=True)
+sys.exit(3)
+'''
+
+
+@pytest.fixture
+def ws(tmp_path):
+    d = tmp_path / "ws"
+    d.mkdir()
+    return d
+
+
+def start(c, pid, ws, script, *args, **np):
+    c.start(pid, ["/usr/bin/python3", "-c", script] + [str(a) for a in args], cwd=str(ws),
+            env=ENV, sandbox=ws_policy(str(ws), network="enabled"), enforceManagedNetwork=True,
+            networkProxy=launch(**np))
+
+
+def decisions(c, pid, n):
+    got = [c.next_notification("network/policyDecision", 60,
+                               pred=lambda p: p.get("processId") == pid)["params"]
+           for _ in range(n)]
+    return [(d["scope"], d["decision"], d["source"], d["reason"], d["protocol"], d["host"],
+             d["method"]) for d in got]
+
+
+def test_managed_network_process_is_handed_over(server_factory, tmp_path, ws, origin):
+    """A managed-network process across a real upgrade: adopted with its proxy (its
+    listening sockets handed over, the proxy made again from its networkProxy value), its
+    requests after the upgrade allowed and denied exactly as before (the same answers,
+    the same network/policyDecision notifications), its keep-alive connection idle across
+    the upgrade closed (it had answered a request, nothing was buffered), its output whole,
+    once and in order, its real exit code; then no fd, child or zombie left."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path, handover=True)
+    pid = lu.srv.pid
+    c = lu.srv.connect()
+    fds = settled_fd_count(pid)
+    start(c, "a", ws, CLIENT, origin, go, domains={"127.0.0.1": "allow"})
+    run = c.collect_until_output("a", b"\n3\n")
+    before = decisions(c, "a", 3)
+    lu.usr2()
+    lu.wait_log("Upgrade: took over from uexec ")
+    err = lu.srv.stderr()
+    assert b"Upgrade: no hand-over (" not in err, lu.srv.stderr_tail()
+    assert re.search(rb"\(1 sessions, 1 processes, 1 connections\)", err), lu.srv.stderr_tail()
+    assert lu.srv.pid == pid
+    run = c.collect_until_output("a", b"\n%d\n" % (int(run.stdout.split()[-1]) + 10), run=run)
+    go.touch()
+    run = c.collect("a", run=run)
+    after = decisions(c, "a", 2)
+    lines = run.stdout.decode().split("\n")
+    assert lines[:3] == ["allowed 200 /before", lines[1], "keep 200"], lines[:3]
+    assert lines[1].startswith("denied 403 "), lines[1]
+    n = [i for i, line in enumerate(lines) if line.startswith("keep-alive")]
+    assert len(n) == 1 and lines[n[0]] == "keep-alive closed", lines[-6:]
+    # the counter: whole, once and in order across the upgrade
+    assert lines[3:n[0]] == [str(i) for i in range(n[0] - 3)], "output lost or out of order"
+    assert lines[n[0] + 1:] == ["allowed 200 /after", lines[1].replace("before", "after"),
+                                "end", ""], lines[n[0]:]
+    assert run.exit_code == 7, run.stderr
+    run.check_sequencing()
+    allow = ("domain", "allow", "baseline_policy", "allow", "http", "127.0.0.1", "GET")
+    deny = ("domain", "deny", "baseline_policy", "not_allowed", "http", "denied.invalid", "GET")
+    assert before == [allow, deny, allow] and after == [allow, deny], (before, after)
+    wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
+    assert zombies(pid) == [] and children_of(pid) == {}
+
+
+def test_open_tunnel_keeps_the_dry_run(server_factory, tmp_path, ws, origin):
+    """A CONNECT tunnel cannot move: QUIESCE waits for it up to its deadline, then the
+    upgrade keeps the dry run with the exact reason and the tunnel goes on untouched
+    (nothing the client sent is lost); once it has ended, the next SIGUSR2 hands over."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path, handover=True)
+    pid = lu.srv.pid
+    c = lu.srv.connect()
+    fds = settled_fd_count(pid)
+    start(c, "t", ws, TUNNEL, origin, go, domains={"127.0.0.1": "allow"})
+    run = c.collect_until_output("t", b"HTTP/1.1 200 OK\n")
+    lu.usr2()
+    lu.wait_log("Upgrade: no hand-over (")
+    assert b"Upgrade: no hand-over (a managed network's CONNECT tunnel is open)" in \
+        lu.srv.stderr(), lu.srv.stderr_tail()
+    go.touch()
+    run = c.collect("t", run=run)
+    out = run.stdout.decode().split("\n")
+    assert out[0] == "HTTP/1.1 200 OK", out
+    assert json.loads(out[1])["path"] == "/through", out
+    assert run.exit_code == 3
+    run.check_sequencing()
+    # Closed: nothing of it is left; the next upgrade goes through.
+    lu.usr2()
+    lu.wait_log("Upgrade: took over from uexec ")
+    assert lu.srv.pid == pid
+    wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
+    assert zombies(pid) == [] and children_of(pid) == {}
