@@ -11,6 +11,7 @@ Credential masking keeps the dry run (its CA and credentials do not travel)."""
 
 import json
 import re
+import socket
 
 import pytest
 
@@ -21,7 +22,7 @@ from test_upgrade import Launch, zombies
 
 pytestmark = [pytest.mark.needs("x86_64"), pytest.mark.needs("sandbox"),
               pytest.mark.needs("network-sandbox"),
-              pytest.mark.needs_programs("/bin/bash", "/usr/bin/python3")]
+              pytest.mark.needs_programs("/bin/bash", "/usr/bin/python3", "/usr/bin/curl")]
 
 # Runs in the process (its managed network: the proxy at 127.0.0.1:3128 of its namespace).
 CLIENT = r'''
@@ -188,5 +189,74 @@ def test_open_tunnel_keeps_the_dry_run(server_factory, tmp_path, ws, origin):
     lu.usr2()
     lu.wait_log("Upgrade: took over from uexec ")
     assert lu.srv.pid == pid
+    wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
+    assert zombies(pid) == [] and children_of(pid) == {}
+
+
+def test_credential_masking_process_is_not_handed_over(server_factory, tmp_path, ws):
+    """A managed network that masks credentials trusts the server's interception CA and
+    holds the broker's real credentials: neither travels (the key is never written
+    anywhere), so such a process keeps the dry run at once with its own reason, and goes
+    on untouched."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path, handover=True)
+    c = lu.srv.connect()
+    np = launch(domains={"127.0.0.1": "allow"})
+    np["proxy"]["credentialMasking"] = True
+    c.start("m", ["/bin/bash", "-c", "i=0; while [ ! -e %s ]; do echo $i; i=$((i+1)); "
+                  "sleep 0.01; done; echo end; exit 7" % go], cwd=str(ws), env=ENV,
+            sandbox=ws_policy(str(ws), network="enabled"), networkProxy=np,
+            enforceManagedNetwork=True)
+    run = c.collect_until_output("m", b"\n3\n")
+    lu.usr2()
+    lu.wait_log("Upgrade: no hand-over (")
+    assert (b"Upgrade: no hand-over (a process whose managed network masks credentials (its "
+            b"interception CA and credentials are not handed over))" in lu.srv.stderr()), \
+        lu.srv.stderr_tail()
+    run = c.collect_until_output("m", b"\n%d\n" % (int(run.stdout.split()[-1]) + 10), run=run)
+    go.touch()
+    run = c.collect("m", run=run)
+    lines = run.stdout.split(b"\n")
+    assert lines[-2:] == [b"end", b""] and \
+        lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], lines[-3:]
+    assert run.exit_code == 7
+    run.check_sequencing()
+
+
+def test_unenforced_proxy_on_host_ports_is_handed_over(server_factory, tmp_path, ws, origin):
+    """Without enforcement the proxy listens on host loopback ports of its own, named in
+    the command's environment: the same ports serve after the upgrade, HTTP and SOCKS5
+    (its listener handed over too), with the policy of the start; closed with the process,
+    nothing listens there any more."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path, handover=True)
+    pid = lu.srv.pid
+    c = lu.srv.connect()
+    fds = settled_fd_count(pid)
+    req = ("curl -sS http://127.0.0.1:{o}/{w}-http; echo; curl -sS -x \"$ALL_PROXY\" "
+           "http://127.0.0.1:{o}/{w}-socks; echo; curl -sS http://denied.invalid/{w}; echo; ")
+    c.start("u", ["/bin/bash", "-c", "echo $http_proxy $ALL_PROXY; " +
+                  req.format(o=origin, w="before") +
+                  "while [ ! -e %s ]; do sleep 0.01; done; " % go +
+                  req.format(o=origin, w="after") + "exit 5"],
+            cwd=str(ws), env=ENV, networkProxy=launch(domains={"127.0.0.1": "allow"}))
+    run = c.collect_until_output("u", b"not_allowed")
+    lu.usr2()
+    lu.wait_log("Upgrade: took over from uexec ")
+    assert b"Upgrade: no hand-over (" not in lu.srv.stderr(), lu.srv.stderr_tail()
+    go.touch()
+    run = c.collect("u", run=run)
+    out = run.stdout.decode().split("\n")
+    http_url, socks_url = out[0].split()
+    assert socks_url.startswith("socks5h://127.0.0.1:"), out[0]
+    for i, when in ((1, "before"), (4, "after")):
+        assert json.loads(out[i])["path"] == "/%s-http" % when, out
+        assert json.loads(out[i + 1])["path"] == "/%s-socks" % when, out
+        assert json.loads(out[i + 2])["reason"] == "not_allowed", out
+    assert run.exit_code == 5, run.stderr
+    for url in (http_url, socks_url):
+        s = socket.socket()
+        assert s.connect_ex(("127.0.0.1", int(url.rsplit(":", 1)[1]))) != 0, url
+        s.close()
     wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
     assert zombies(pid) == [] and children_of(pid) == {}
