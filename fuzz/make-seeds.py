@@ -250,6 +250,16 @@ def upgrade_seeds(s):
                       (32, BYTES, paths), (33, U64, u64(1 + i)), (34, U64, u64(2))])
                  for i, paths in enumerate((git + codex, git))]
     s.add("upgrade-state", "sandbox-synth", upgrade_blob([server, session] + synth + sandboxed))
+    # Managed-network processes: the networkProxy value as JSON text (40), the proxy's HTTP,
+    # SOCKS5 and UDP sockets (41-43); one with HTTP only (SOCKS5 off).
+    config = b'{"proxy":{"enabled":true,"enableSocks5":true,"mode":"full",' \
+             b'"domains":{"127.0.0.1":"allow"}},"environmentId":"remote"}'
+    proxied = [(6, [(1, REF, u32(1)), (2, BYTES, b"np%d" % i), (3, U64, u64(1400 + i)),
+                    (7, FD, u32(30 + 4 * i)), (10, U64, u64(1)), (23, BOOL, b"\x01"),
+                    (40, STR, config)] +
+                [(41 + k, FD, u32(31 + 4 * i + k)) for k in range(3 - 2 * i)])
+               for i in range(2)]
+    s.add("upgrade-state", "netproxy", upgrade_blob([server, session] + proxied))
 
 
 def main():

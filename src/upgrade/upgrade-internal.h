@@ -86,9 +86,10 @@ void upgrade_restore_release(void);
  * quiesce.c: what keeps s's sessions, processes and connections from being
  * handed over by this version (NULL: nothing), and whether the quiesced
  * loop finishes it by itself (*transient: wait for it, up to QUIESCE's
- * deadline) or not (a relay-carried, closing or reviewing connection, a
- * process with a managed network, a sandbox mount point held by something
- * other than a process).
+ * deadline: a managed network's connection in flight among them) or not (a
+ * relay-carried, closing or reviewing connection, a managed network that
+ * masks credentials, a sandbox mount point held by something other than a
+ * process).
  */
 const char *upgrade_sessions_blocker(const struct server *s, bool *transient);
 

@@ -229,6 +229,7 @@ static int state_build(struct server *s, struct built *b)
 			LOG_INT("retainedBytes", c->retained_bytes), LOG_INT("queuedBytes", c->queued_bytes),
 			LOG_INT("watches", c->watches), LOG_INT("fsHandles", c->fs_handles),
 			LOG_INT("watchQueuedBytes", c->watch_queued_bytes),
+			LOG_INT("netproxies", c->netproxies),
 			LOG_INT("us", us),
 		};
 
