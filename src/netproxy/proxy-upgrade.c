@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +25,8 @@
 /* Why connection c cannot close now (NULL: idle between requests, nothing buffered). */
 static const char *npc_busy(const struct npc *c)
 {
+	int unread = 0;
+
 	switch (c->state) {
 	case NPC_HEAD:
 		if (!c->client || c->up)
@@ -32,6 +35,9 @@ static const char *npc_busy(const struct npc *c)
 			return "a managed network's request is being read";
 		if (netconn_queued(c->client))
 			return "a managed network's answer is being written";
+		/* Bytes the client sent that the loop has not read yet: a request coming. */
+		if (ioctl(c->client_fd, FIONREAD, &unread) == 0 && unread > 0)
+			return "a managed network's request is being read";
 		/* A connection made for a request not sent yet is not idle: it is waited for. */
 		if (!c->served)
 			return "a managed network's connection has not sent its request yet";
