@@ -12,6 +12,7 @@ Credential masking keeps the dry run (its CA and credentials do not travel)."""
 import json
 import re
 import socket
+import time
 
 import pytest
 
@@ -260,3 +261,74 @@ def test_unenforced_proxy_on_host_ports_is_handed_over(server_factory, tmp_path,
         s.close()
     wait_until(lambda: settled_fd_count(pid) == fds, what="the fds of before")
     assert zombies(pid) == [] and children_of(pid) == {}
+
+
+SLOW = r'''
+import socket, sys
+port = int(sys.argv[1])
+s = socket.create_connection(("127.0.0.1", 3128), timeout=60)
+s.sendall(b"GET http://127.0.0.1:%d/slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % port)
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(data.split(b"\r\n")[0].decode(), len(data.split(b"\r\n\r\n", 1)[1]), flush=True)
+'''
+
+
+@pytest.fixture
+def slow_origin():
+    """An origin that answers /slow (200 KiB) only once the test says so."""
+    import http.server
+    import threading
+    got, release = threading.Event(), threading.Event()
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            got.set()
+            release.wait(60)
+            body = b"x" * (200 * 1024)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield srv.server_address[1], got, release
+    release.set()
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_request_in_flight_is_waited_for(server_factory, tmp_path, ws, slow_origin):
+    """A request being forwarded when SIGUSR2 comes is a transient wait: QUIESCE lets the
+    proxy finish it (the origin answers only once QUIESCE has begun), then the hand-over
+    goes on; the client gets the whole answer, and its exit is reported after."""
+    port, got, release = slow_origin
+    lu = Launch(server_factory, tmp_path, handover=True)
+    c = lu.srv.connect()
+    start(c, "s", ws, SLOW, port, domains={"127.0.0.1": "allow"})
+    assert got.wait(30), "the request did not reach the origin"
+    lu.usr2()
+    lu.wait_log("can take over (")
+    # The origin holds its answer a while into QUIESCE (not a wait for an event: the
+    # request is kept in flight on purpose), so QUIESCE has to wait for it.
+    time.sleep(0.3)
+    release.set()
+    lu.wait_log("Upgrade: took over from uexec ")
+    err = lu.srv.stderr()
+    assert b"Upgrade: no hand-over (" not in err, lu.srv.stderr_tail()
+    us = [int(u) for u in re.findall(rb"Upgrade: quiesced in (\d+) us", err)]
+    assert len(us) == 1 and us[0] >= 300000, us
+    run = c.collect("s")
+    assert run.stdout == b"HTTP/1.1 200 OK %d\n" % (200 * 1024), run.stdout[:200]
+    assert run.exit_code == 0, run.stderr
+    run.check_sequencing()
