@@ -96,6 +96,17 @@ while True:
         break
     data += d
 print(data.split(b"\r\n\r\n", 1)[1].decode(), flush=True)
+# A new connection after the dry run: the proxy accepts again.
+s = socket.create_connection(("127.0.0.1", 3128), timeout=60)
+s.sendall(b"GET http://127.0.0.1:%d/again HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+          % port)
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(data.split(b"\r\n\r\n", 1)[1].decode(), flush=True)
 sys.exit(3)
 '''
 
@@ -184,6 +195,7 @@ def test_open_tunnel_keeps_the_dry_run(server_factory, tmp_path, ws, origin):
     out = run.stdout.decode().split("\n")
     assert out[0] == "HTTP/1.1 200 OK", out
     assert json.loads(out[1])["path"] == "/through", out
+    assert json.loads(out[2])["path"] == "/again" and out[3:] == [""], out
     assert run.exit_code == 3
     run.check_sequencing()
     # Closed: nothing of it is left; the next upgrade goes through.
