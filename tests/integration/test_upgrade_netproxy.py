@@ -339,7 +339,9 @@ def test_request_in_flight_is_waited_for(server_factory, tmp_path, ws, slow_orig
     err = lu.srv.stderr()
     assert b"Upgrade: no hand-over (" not in err, lu.srv.stderr_tail()
     us = [int(u) for u in re.findall(rb"Upgrade: quiesced in (\d+) us", err)]
-    assert len(us) == 1 and us[0] >= 300000, us
+    # (A QUIESCE with nothing to wait for takes a few ms; the log line is seen a little
+    # before QUIESCE's clock starts, hence half the hold.)
+    assert len(us) == 1 and us[0] >= 150000, (us, lu.srv.stderr_tail())
     run = c.collect("s")
     assert run.stdout == b"HTTP/1.1 200 OK %d\n" % (200 * 1024), run.stdout[:200]
     assert run.exit_code == 0, run.stderr
