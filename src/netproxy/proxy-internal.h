@@ -55,7 +55,7 @@ struct netproxy {
 	struct uring_op accept_op, socks_accept_op;
 	struct uring_timer pause;     /* accepting paused (no fd or memory left): retried when it fires */
 	bool paused[2];               /* which listener waits for it (HTTP, SOCKS5) */
-	bool quiesced[2];             /* accept not re-armed: the live upgrade's QUIESCE (proxy-upgrade.c) */
+	bool quiesced[2];             /* accept not re-armed: the live upgrade's QUIESCE */
 	struct list_head conns;
 	unsigned n_conns;
 	bool freeing; /* netproxy_free() ran: freed once the accept op is back */

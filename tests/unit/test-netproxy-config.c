@@ -136,8 +136,8 @@ TEST(source_text_decodes_to_the_same_config)
 			"\"allowUpstreamProxy\":false,\"dangerouslyAllowAllUnixSockets\":true,"
 			"\"mode\":\"limited\",\"allowLocalBinding\":true}}");
 	/* the sequence form: kept as the object it was turned into */
-	same_after_text("[{" BASE_PROXY ",\"domains\":{\"a.test\":\"allow\"}},{\"conversationId\":\"k\"},\"env\","
-			"\"exec\",5000]");
+	same_after_text("[{" BASE_PROXY ",\"domains\":{\"a.test\":\"allow\"}},"
+			"{\"conversationId\":\"k\"},\"env\",\"exec\",5000]");
 }
 
 TEST(launch_shape_errors)

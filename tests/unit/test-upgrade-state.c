@@ -617,7 +617,8 @@ TEST(sandbox_fields)
 
 /* ---- a managed-network process: its proxy's configuration and listeners (upg-netproxy) ---- */
 
-#define NP_CONFIG "{\"proxy\":{\"enabled\":true,\"mode\":\"full\",\"domains\":{\"a.test\":\"allow\"}}}"
+#define NP_CONFIG                                                              \
+	"{\"proxy\":{\"enabled\":true,\"mode\":\"full\",\"domains\":{\"a.test\":\"allow\"}}}"
 
 /* A session and a process with a proxy (config, with_socks: the SOCKS5 and UDP sockets). */
 static void netproxy_sample(struct upgrade_writer *w, const char *config, bool with_socks)
