@@ -22,10 +22,17 @@ the new one) and restoreUs its RESTORE part, and the attached clients are
 checked to be answered on their same connections after the last one. Without
 it, the server runs with UEXEC_UPGRADE_DRY_RUN=1 (everything but the execve).
 
-usage: upgrade_pause.py [--handover] UEXEC_BIN [N=1000] [K=100] [B=65536] [R=20]
+With --sandbox, every process runs in the real client's workspace-write sandbox
+(the object `codex exec -s workspace-write` sends, tests/integration/test_sandbox.py)
+over a fresh workspace, and the server keeps its default denial evidence (the BPF
+tracer or audit where the host has them): the hand-over then carries each plan's
+mount points and the evidence sources as well.
+
+usage: upgrade_pause.py [--handover] [--sandbox] UEXEC_BIN [N=1000] [K=100] [B=65536] [R=20]
 """
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -69,16 +76,24 @@ def pct(v, q):
 
 def main():
     args = sys.argv[1:]
-    handover = bool(args) and args[0] == "--handover"
-    if handover:
-        args = args[1:]
+    handover = "--handover" in args
+    sandboxed = "--sandbox" in args
+    args = [a for a in args if a not in ("--handover", "--sandbox")]
     exe = os.path.abspath(args[0])
     n, k, b, rounds = [int(a) for a in args[1:5]] + [1000, 100, 65536, 20][len(args[1:5]):]
     log = tempfile.NamedTemporaryFile(prefix="uexec-upgrade-pause-", suffix=".log", delete=False)
     env = dict(os.environ) if handover else dict(os.environ, UEXEC_UPGRADE_DRY_RUN="1")
-    srv = subprocess.Popen([exe, "--listen", "ws://127.0.0.1:0", "--log-format", "json",
-                            "--denial-evidence", "none", "--resume-window-ms", "600000"],
-                           stdout=subprocess.PIPE, stderr=log, start_new_session=True, env=env)
+    argv = [exe, "--listen", "ws://127.0.0.1:0", "--log-format", "json",
+            "--resume-window-ms", "600000"]
+    extra, ws = {}, None
+    if sandboxed:
+        from test_sandbox import realclient_sandbox  # noqa: E402
+        ws = tempfile.mkdtemp(prefix="uexec-upgrade-pause-ws-")
+        extra = {"sandbox": realclient_sandbox(ws)[1], "cwd": ws}
+    else:
+        argv += ["--denial-evidence", "none"]
+    srv = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                           env=env)
     try:
         url = srv.stdout.readline().decode().strip()
         script = "head -c %d /dev/zero | tr '\\0' x; exec sleep 3600" % b
@@ -87,7 +102,8 @@ def main():
             c = wsclient.connect(url, keep_log=False)
             sid = c.init_result["sessionId"]
             for p in range(s, n, k):
-                c.start("p%d" % p, ["/bin/sh", "-c", script], env={"PATH": "/usr/bin:/bin"})
+                c.start("p%d" % p, ["/bin/sh", "-c", script], env={"PATH": "/usr/bin:/bin"},
+                        **extra)
             c.ws.sock.close()           # detached: output goes to retention only
             sessions.append(sid)
         # Every process printed everything: the dry run's own count says so.
@@ -145,7 +161,7 @@ def main():
                 "serialize_p50": round(statistics.median(us) / 1000, 2),
                 "quiesce_p50": round(statistics.median(qus) / 1000, 2),
                 "processes": n, "connections": k, "retained_bytes_each": b,
-                "blob_bytes": f["bytes"], "fds": f["fds"]}))
+                "sandboxed": sandboxed, "blob_bytes": f["bytes"], "fds": f["fds"]}))
             return
         print(json.dumps({
             "name": "upgrade_dry_run_pause", "unit": "ms", "rounds": len(us),
@@ -162,6 +178,8 @@ def main():
         os.killpg(srv.pid, signal.SIGTERM)
         srv.wait(60)
         os.unlink(log.name)
+        if ws:
+            shutil.rmtree(ws, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -276,6 +276,39 @@ static bool owned(const char *dir, unsigned long pid, int *ret_fd)
 }
 
 /*
+ * True for uexec-<our pid>.server when this process is in it: a binary
+ * exec'd fresh in the same pid (the live upgrade's fallback, docs/UPGRADE.md)
+ * starts where the old one moved itself, and purging it would kill itself.
+ */
+static bool holds_self(unsigned long pid, const char *suffix, const char *path)
+{
+	char buf[4096], *p, *end;
+	int dfd;
+
+	if ((pid_t)pid != getpid() || strcmp(suffix, "server") != 0)
+		return false;
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return false;
+	if (read_at(dfd, "cgroup.procs", buf, sizeof(buf)) <= 0) {
+		close(dfd);
+		return false;
+	}
+	close(dfd);
+	for (p = buf; *p; p = end) {
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (v == (long)getpid())
+			return true;
+		while (*end == '\n')
+			end++;
+	}
+	return false;
+}
+
+/*
  * Purges what uexec servers that are gone left in dir: uexec-<pid>.procs
  * (their processes' leaves), uexec-<pid>.server (empty once they died).
  * Left alone: a base whose lock a live uexec holds (any PID namespace), and,
@@ -299,11 +332,12 @@ static void sweep(const char *dir)
 			continue;
 		if (owned(dir, pid, &lock_fd))
 			continue;
-		if ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) {
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (holds_self(pid, suffix, path) ||
+		    ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))) {
 			safe_close(lock_fd);
 			continue;
 		}
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (sandbox_cg_purge(path) == 0)
 			log_info("Removed the cgroup %s left by uexec %lu (its processes killed)", path,
 				 pid);

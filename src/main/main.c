@@ -721,6 +721,9 @@ int main(int argc, char **argv)
 	saved_argc = argc;
 	saved_argv = argv;
 	r = parse_args(argc, argv, &cfg, &file);
+	/* Taken out of the environment: an upgrade's execve puts it back (env-secret.c). */
+	if (cfg.remote_credential)
+		upgrade_keep_env_secret(cfg.remote_credential_source, cfg.remote_credential);
 	if (r >= 0) {
 		upgrade_rollback("its arguments were refused"); /* after an upgrade's execve */
 		server_conf_args_done(&file);
@@ -747,5 +750,6 @@ int main(int argc, char **argv)
 	/* The server on a thread of its own, this one the spawner (src/exec/spawner.h). */
 	r = cfg.fs_helper ? serve(&srv) : spawn_thread_main(serve, &srv);
 	server_conf_args_done(&file);
-	return r;
+	/* After an upgrade's fallback drain: the new binary, fresh, in this pid (docs/UPGRADE.md). */
+	return upgrade_fallback_exec(r);
 }

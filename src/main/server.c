@@ -102,7 +102,9 @@ static void on_drain_timer(struct uring_timer *t, bool fired)
 		log_warning("Drain: stopping %d ms after the SIGKILL with %u processes not reaped, "
 			    "%u not closed (output not read) and %u connections with output unsent",
 			    DRAIN_KILL_GRACE_MS, not_reaped, not_closed - not_reaped, unsent);
-		server_stop(s, 0);
+		/* An upgrade's fallback stops by itself, the new binary next (docs/UPGRADE.md). */
+		if (!upgrade_drained(s))
+			server_stop(s, 0);
 		return;
 	}
 	/*
@@ -137,19 +139,23 @@ static void on_drain_timer(struct uring_timer *t, bool fired)
 }
 
 /*
- * SIGTERM with --drain-timeout-ms: stop accepting (the listener is closed, so
- * new connections are refused), refuse new sessions and processes (exec.h),
- * let what runs finish; server_drain_check() stops once nothing is left.
+ * SIGTERM with --drain-timeout-ms (and the live upgrade's fallback, why
+ * saying which): stop accepting (the listener is closed, so new connections
+ * are refused), refuse new sessions and processes (exec.h), let what runs
+ * finish; server_drain_check() stops once nothing is left. With a timeout of
+ * 0 (the fallback without --drain-timeout-ms) the timer fires at once: what
+ * runs is killed and reported.
  */
-static void drain_start(struct server *s)
+static void drain_start(struct server *s, const char *why)
 {
 	struct log_field f[2] = { LOG_INT("timeoutMs", s->cfg.drain_timeout_ms),
 				  LOG_INT("processes", live_processes(s)) };
 
 	s->draining = true;
 	log_event(LOG_INFO, "drain.start", NULL, f, ELEMENTSOF(f),
-		  "Received SIGTERM: draining (%u processes running, up to %" PRIu64 " ms); "
-		  "a second SIGTERM stops at once", live_processes(s), s->cfg.drain_timeout_ms);
+		  "%s: draining (%u processes running, up to %" PRIu64 " ms); "
+		  "a%s SIGTERM stops at once", why, live_processes(s), s->cfg.drain_timeout_ms,
+		  strcmp(why, "Received SIGTERM") == 0 ? " second" : "");
 	if (s->listen_fd >= 0) {
 		if (s->accept_op.busy)
 			uring_cancel(&s->ring, &s->accept_op);
@@ -169,6 +175,9 @@ static void drain_check(struct server *s)
 	list_for_each_entry(c, &s->conns, link)
 		if (c->out_bytes > 0)
 			return; /* exit notifications on their way */
+	/* An upgrade's fallback stops by itself, the new binary next (docs/UPGRADE.md). */
+	if (upgrade_drained(s))
+		return;
 	log_event(LOG_INFO, "drain.done", NULL, NULL, 0, "Drain complete%s, stopping",
 		  s->drain_killed ? " (processes left at the timeout were killed)" : "");
 	server_stop(s, 0);
@@ -369,7 +378,7 @@ static void on_signal(struct uring_op *op, int res, uint32_t flags)
 			upgrade_on_signal(s); /* live upgrade (docs/UPGRADE.md) */
 		} else if (sig == SIGTERM && s->cfg.drain_timeout_ms > 0 && !s->draining &&
 			   !s->cfg.fs_helper) {
-			drain_start(s);
+			drain_start(s, "Received SIGTERM");
 		} else {
 			log_event(LOG_INFO, "server.stop", NULL, f, ELEMENTSOF(f),
 				  "Received %s%s, shutting down", strsignal(sig),
@@ -602,8 +611,10 @@ static int start_front(struct server *s)
 			.forward = s->cfg.forward_connect,
 			.credential = s->cfg.remote_credential,
 			.credential_source = s->cfg.remote_credential_source,
+			.after_upgrade = upgrade_remote_after_upgrade(),
 		};
 
+		o.identity = upgrade_remote_identity(&o.identity_len); /* kept across an upgrade */
 		r = remote_start(s, &o);
 		if (r < 0)
 			return r;
@@ -650,6 +661,7 @@ int server_init(struct server *s, const struct config *cfg)
 	int r;
 
 	server_state_init(s, cfg);
+	s->drain_start = drain_start;
 	conn_set_handlers(&conn_handlers);
 	/* After a live upgrade's execve: the state handed over (docs/UPGRADE.md). */
 	r = upgrade_restore_begin(s);

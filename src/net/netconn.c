@@ -506,6 +506,16 @@ size_t netconn_count(const struct server *s)
 	return n;
 }
 
+bool netconn_any_closing(const struct server *s)
+{
+	const struct netconn *nc;
+
+	list_for_each_entry(nc, &s->netconns, link)
+		if (nc->ended)
+			return true;
+	return false;
+}
+
 int netconn_send(struct netconn *nc, const void *p, size_t n)
 {
 	int r;

@@ -161,6 +161,12 @@ void netconn_close(struct netconn *nc);
 /* Netconns not freed yet (open, closing, or waiting for their ops): for tests and checks. */
 size_t netconn_count(const struct server *s);
 /*
+ * True while a closed netconn still waits for its ring ops (its socket is
+ * not released before they complete): a live upgrade's QUIESCE waits for
+ * them, so that the execve leaves no socket held by the old ring.
+ */
+bool netconn_any_closing(const struct server *s);
+/*
  * Server shutdown, after the ring and the worker pool are gone: frees every
  * netconn without calling handlers, and the client SSL_CTX.
  */

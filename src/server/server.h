@@ -165,6 +165,12 @@ struct server {
 	/* Graceful drain (SIGTERM with --drain-timeout-ms): no new connections, sessions or processes. */
 	bool draining;
 	/*
+	 * Starts that drain (src/main/server.c sets it): the live upgrade's
+	 * fallback (src/upgrade/fallback.c) drains too, and a library cannot call
+	 * into src/main. why leads the log line ("Received SIGTERM").
+	 */
+	void (*drain_start)(struct server *s, const char *why);
+	/*
 	 * Live upgrade (src/upgrade, docs/UPGRADE.md): reads of connections and
 	 * processes are not re-armed, and a read cancelled meanwhile is a pause,
 	 * not the end of its connection or stream.

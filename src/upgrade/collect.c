@@ -129,6 +129,7 @@ static void put_server(struct upgrade_writer *w, struct upgrade_collected *c,
 	upgrade_writer_u64(w, UPGRADE_SERVER_NEXT_CG, s->cgroups.seq);
 	if (quiesce_ns)
 		upgrade_writer_u64(w, UPGRADE_SERVER_QUIESCE_NS, quiesce_ns);
+	upgrade_put_relay_identity(w, s); /* remote mode (remote.c) */
 	upgrade_writer_end(w);
 	put_metrics(w, &s->metrics);
 	c->fds += upgrade_put_cgroups(w, &s->cgroups);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,15 +23,38 @@ struct exec_req {
 	char *const *argv;
 };
 
+void upgrade_start_mask(sigset_t *old)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR2);
+	(void)sigprocmask(SIG_SETMASK, &mask, old);
+}
+
 static int do_exec(void *arg)
 {
 	const struct exec_req *q = arg;
+	sigset_t old;
+	int r;
 
+	/*
+	 * The mask crosses execve: the new binary starts with a server's start
+	 * mask, not the spawner's (every signal blocked), so that it handles
+	 * signals as after any start. The signalfd's signals stay blocked: one
+	 * sent now waits, pending, for the new binary (upgrade_refuse_pending()).
+	 */
+	upgrade_start_mask(&old);
 	if (q->path)
 		(void)execve(q->path, q->argv, environ);
 	else
 		(void)syscall(SYS_execveat, q->fd, "", q->argv, environ, AT_EMPTY_PATH);
-	return -errno;
+	r = -errno;
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
 }
 
 int upgrade_exec_main(const char *path, char *const argv[])

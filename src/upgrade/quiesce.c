@@ -14,6 +14,7 @@
 
 #include "conn-ops.h" /* conn_arm_read(), conn_flush(): arm, dispatch nothing (no list changes) */
 #include "conn.h"
+#include "netconn.h"
 #include "proc.h"
 #include "session.h"
 #include "shell-snapshot-internal.h" /* a capture in flight (struct snap_entry) */
@@ -90,6 +91,7 @@ unsigned upgrade_quiesce_start(struct server *s)
 	list_for_each_entry(ss, &s->sessions, link)
 		list_for_each_entry(p, &ss->procs_list, link)
 			proc_answer_waiters(p);
+	upgrade_remote_quiesce(s, true); /* the relay link closes (remote.c) */
 	return cancel_all(s);
 }
 
@@ -128,6 +130,9 @@ const char *upgrade_quiesce_pending(const struct server *s)
 	 */
 	if (!server_audit_idle(&s->audit))
 		return "the audit log's writes";
+	/* The relay link's sockets (remote.c), released once their ops are done. */
+	if (netconn_any_closing(s))
+		return "outbound connections closing";
 	return NULL;
 }
 
@@ -140,6 +145,7 @@ void upgrade_resume(struct server *s)
 	if (!s->quiescing)
 		return;
 	s->quiescing = false;
+	upgrade_remote_quiesce(s, false);
 	/*
 	 * The accept is re-armed by the loop (src/main/server.c), as after a
 	 * pause for lack of fds: it resumes a paused accept at its next iteration
@@ -181,9 +187,13 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 	 */
 	*transient = false;
 	list_for_each_entry(c, &s->conns, link) {
-		/* TLS: OpenSSL's state cannot move; it closes at the execve, its session resumable. */
+		/*
+		 * TLS: OpenSSL's state cannot move; it closes at the execve, its
+		 * session resumable. Relay-carried: QUIESCE closed the link
+		 * (remote.c); the connection goes, its session resumable.
+		 */
 		if (c->transport == CONN_CARRIED)
-			return "a relay-carried connection (not handed over yet)";
+			continue;
 		if (c->state != CONN_OPEN)
 			return "a connection in its HTTP exchange or closing";
 		if (c->ws._in_message)

@@ -336,3 +336,8 @@ void upgrade_restore_release(void)
 		munmap(rs.map, rs.size);
 	rs.map = MAP_FAILED;
 }
+
+const void *upgrade_restored_relay_identity(void)
+{
+	return rs.active ? rs.v.relay_identity : NULL;
+}

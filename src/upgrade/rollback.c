@@ -169,6 +169,7 @@ void upgrade_rollback(const char *why)
 	snprintf(num, sizeof(num), "%d", rb.memfd);
 	(void)fcntl(rb.memfd, F_SETFD, 0);
 	fflush(NULL);
+	upgrade_env_secret_put(true); /* remote mode's credential (env-secret.c) */
 	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) < 0 ||
 	    setenv("UEXEC_UPGRADE_ROLLED_BACK", "1", 1) < 0)
 		r = -errno;

@@ -51,6 +51,8 @@ static const struct field_spec server_fields[] = {
 	{ UPGRADE_SERVER_UPGRADES, UPGRADE_T_U64, F_REQ, 0, UINT32_MAX, "upgrades" },
 	{ UPGRADE_SERVER_NEXT_CG,  UPGRADE_T_U64, 0, 0, UINT32_MAX, "nextCgroup" },
 	{ UPGRADE_SERVER_QUIESCE_NS, UPGRADE_T_U64, 0, 0, UINT64_MAX, "quiesceNs" },
+	{ UPGRADE_SERVER_RELAY_IDENTITY, UPGRADE_T_BYTES, 0, UPGRADE_RELAY_IDENTITY_BYTES,
+	  UPGRADE_RELAY_IDENTITY_BYTES, "relayIdentity" },
 };
 static const struct field_spec metric_fields[] = {
 	{ UPGRADE_METRIC_NAME,  UPGRADE_T_STR, F_REQ, 1, 128, "name" },

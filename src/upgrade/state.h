@@ -83,7 +83,11 @@ enum {
 	UPGRADE_SERVER_UPGRADES,      /* U64: upgrades before this one */
 	UPGRADE_SERVER_NEXT_CG,       /* U64: the next per-process cgroup's number */
 	UPGRADE_SERVER_QUIESCE_NS,    /* U64: CLOCK_MONOTONIC ns when QUIESCE began (the pause's start) */
+	/* BYTES: remote mode's Noise identity (struct noise_keypair, private keys included) */
+	UPGRADE_SERVER_RELAY_IDENTITY = 6,
 };
+/* Its length: X25519 public and secret keys, ML-KEM-768 encapsulation and decapsulation keys. */
+#define UPGRADE_RELAY_IDENTITY_BYTES (32 + 32 + 1184 + 2400)
 enum {
 	UPGRADE_METRIC_NAME = 1,      /* STR */
 	UPGRADE_METRIC_VALUE,         /* U64 */

@@ -2,6 +2,7 @@
 /* What the files of src/upgrade share (not for other modules). */
 #pragma once
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -124,6 +125,12 @@ void upgrade_adopt_fs(const struct upgrade_view *v, struct conn **conns, int *fi
  */
 int upgrade_exec_main(const char *path, char *const argv[]);
 int upgrade_execveat_main(int fd, char *const argv[]);
+/*
+ * This thread's mask as at a server's start: the signalfd's signals (INT,
+ * TERM, HUP, USR2) blocked, every other one not; the one before in *old
+ * unless NULL. Before an execve, so that the new binary starts as any start.
+ */
+void upgrade_start_mask(sigset_t *old);
 
 /*
  * adopt-sandbox.c (docs/UPGRADE.md "Sandboxed processes"): SERIALIZE's
@@ -167,3 +174,24 @@ void upgrade_adopt_proc_netproxy(struct server *s, struct proc *p,
 void upgrade_netproxy_discard(const struct upgrade_view_proc *vp);
 /* Right before the execve: every proxy's connections idle between requests shut down. */
 void upgrade_netproxy_before_exec(struct server *s);
+
+/*
+ * fallback.c: the new binary exe cannot read our state version: the drain
+ * starts (s->drain_start), and when it is over main() execs exe fresh with
+ * argv (upgrade.h). 0, or -errno (nothing started).
+ */
+int upgrade_fallback_start(struct server *s, const char *exe, char **argv);
+
+/*
+ * remote.c: QUIESCE closes the relay link and its streams (quiesced true),
+ * RESUME dials it again; nothing without remote mode.
+ */
+void upgrade_remote_quiesce(struct server *s, bool quiesced);
+
+/* remote.c: remote mode's identity into the SERVER record (nothing without remote mode). */
+void upgrade_put_relay_identity(struct upgrade_writer *w, const struct server *s);
+/* restore.c: the identity the state handed over (until RESTORE ends), or NULL. */
+const void *upgrade_restored_relay_identity(void);
+
+/* env-secret.c: the kept secret into the environment (on) or out of it, around an execve. */
+void upgrade_env_secret_put(bool on);

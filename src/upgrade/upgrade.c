@@ -264,8 +264,6 @@ static const char *handover_blocker(const struct server *s)
 	why = upgrade_sessions_blocker(s, &transient);
 	if (why)
 		return why;
-	if (s->cfg.remote_url)
-		return "remote mode (the relay link is not handed over yet)";
 	if (!upg.argv)
 		return "no argv";
 	return NULL;
@@ -313,11 +311,13 @@ static void handover(struct built *b)
 		(void)fcntl(argv_fd, F_SETFD, 0);
 	}
 	fflush(NULL);
+	upgrade_env_secret_put(true); /* remote mode's credential, read again as at a start */
 	if (setenv("UEXEC_UPGRADE_STATE_FD", num, 1) < 0 ||
 	    (argv_fd >= 0 && setenv("UEXEC_UPGRADE_ROLLBACK", back, 1) < 0))
 		r = -errno;
 	else
 		r = upgrade_exec_main(upg.exe, upg.argv); /* on the main thread (exec-main.c) */
+	upgrade_env_secret_put(false);
 	(void)unsetenv("UEXEC_UPGRADE_STATE_FD");
 	(void)unsetenv("UEXEC_UPGRADE_ROLLBACK");
 	if (self >= 0)
@@ -403,6 +403,22 @@ static void on_check_timer(struct uring_timer *t, bool fired)
 	(void)syscall(SYS_pidfd_send_signal, upg.pidfd, SIGKILL, NULL, 0);
 }
 
+/*
+ * What keeps a new binary that cannot read our state from the fallback (a
+ * drain, then the new binary started fresh in this pid); NULL: nothing.
+ * Under UEXEC_UPGRADE_DRY_RUN nothing is exec'd, so nothing is drained.
+ */
+static const char *fallback_blocker(const struct server *s)
+{
+	if (upg.dry_run)
+		return "UEXEC_UPGRADE_DRY_RUN is set";
+	if (s->draining || s->stopping)
+		return "the server is stopping";
+	if (!upg.argv)
+		return "no argv";
+	return NULL;
+}
+
 static void on_check_exit(struct uring_op *op, int res, uint32_t flags)
 {
 	struct server *s = upg.srv;
@@ -440,10 +456,14 @@ static void on_check_exit(struct uring_op *op, int res, uint32_t flags)
 		if (status == 0) {
 			log_event(LOG_INFO, "upgrade.check", NULL, f, ELEMENTSOF(f),
 				  "Upgrade: %s can take over (%s)", upg.exe, out);
+		} else if (status == 1 && fallback_blocker(s)) {
+			log_event(LOG_WARNING, "upgrade.check", NULL, f, ELEMENTSOF(f),
+				  "Upgrade refused: %s cannot take over (%s); no fallback drain (%s); "
+				  "keeping serving", upg.exe, out, fallback_blocker(s));
 		} else if (status == 1) {
 			log_event(LOG_WARNING, "upgrade.check", NULL, f, ELEMENTSOF(f),
-				  "Upgrade refused: %s cannot take over (%s); keeping serving",
-				  upg.exe, out);
+				  "Upgrade: %s cannot take over (%s); falling back to a graceful "
+				  "drain, then starting it fresh in this pid", upg.exe, out);
 		} else {
 			log_event(LOG_WARNING, "upgrade.check", NULL, f, ELEMENTSOF(f),
 				  "Upgrade refused: checking %s failed (%s%s%s); keeping serving",
@@ -453,6 +473,9 @@ static void on_check_exit(struct uring_op *op, int res, uint32_t flags)
 	check_end();
 	if (status == 0 && !s->stopping)
 		quiesce_start(s);
+	else if (status == 1 && !fallback_blocker(s) &&
+		 upgrade_fallback_start(s, upg.exe, upg.argv) < 0)
+		log_error("Upgrade: the fallback drain could not start; keeping serving");
 }
 
 /* Starts `EXE --check-upgrade VERSION` with its output into a pipe. 0 or -errno (logged). */

@@ -8,6 +8,9 @@
  */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
+
 struct server;
 
 /*
@@ -57,3 +60,37 @@ int upgrade_restore_stdio(struct server *s);
  * execveat failed (logged); the caller then exits.
  */
 void upgrade_rollback(const char *why);
+
+/*
+ * The fallback (fallback.c), when the new binary cannot read our state
+ * version: the server drains, then execs it fresh. server.c calls
+ * _drained where a drain ends, instead of stopping: true when it was the
+ * fallback's (it stops the server itself, once the listener's socket is
+ * released, having ended the cgroup supervisor, and tells main() to exec).
+ * main() calls _exec with serve()'s exit code once the server is shut
+ * down: it returns that code when no fallback is due, else execs the new
+ * binary with main()'s argv and returns only if that failed (logged), with
+ * exit code 1.
+ */
+bool upgrade_drained(struct server *s);
+int upgrade_fallback_exec(int r);
+
+/*
+ * remote.c: true in a binary a live upgrade exec'd (or rolled back to): remote
+ * mode registers again, and retries its first registration rather than
+ * ending the server (server.c's start_front).
+ */
+bool upgrade_remote_after_upgrade(void);
+/*
+ * remote.c: the relay identity a live upgrade handed over (*len bytes, for
+ * remote_options), or NULL; valid until RESTORE ends (start_front is before).
+ */
+const void *upgrade_remote_identity(size_t *len);
+
+/*
+ * env-secret.c: a secret uexec took out of its environment at start (remote
+ * mode's registry credential, as NAME=value), put back for an upgrade's
+ * execve only, so that the exec'd binary reads it as at a start. main()
+ * calls it once its arguments are read (NULL: none).
+ */
+void upgrade_keep_env_secret(const char *name, const char *value);

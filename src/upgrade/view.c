@@ -559,6 +559,8 @@ static int read_record(struct build *b, uint32_t rec)
 		b->v.upgrades = upgrade_rec_u64(st, rec, UPGRADE_SERVER_UPGRADES, 0);
 		b->v.next_cg = upgrade_rec_u64(st, rec, UPGRADE_SERVER_NEXT_CG, 0);
 		b->v.quiesce_ns = upgrade_rec_u64(st, rec, UPGRADE_SERVER_QUIESCE_NS, 0);
+		f = field(b, rec, UPGRADE_SERVER_RELAY_IDENTITY);
+		b->v.relay_identity = f ? f->val : NULL;
 		return 0;
 	case UPGRADE_REC_METRIC:
 		f = field(b, rec, UPGRADE_METRIC_NAME);

@@ -135,6 +135,7 @@ struct upgrade_view {
 	uint32_t sender_version_len;
 	uint64_t start_ms, upgrades, next_cg;
 	uint64_t quiesce_ns;        /* the sender's CLOCK_MONOTONIC at QUIESCE; 0: not given */
+	const uint8_t *relay_identity; /* remote mode's Noise identity (UPGRADE_RELAY_IDENTITY_BYTES), or NULL */
 	bool has_listener, listener_tls;
 	int listener_fd;
 	const uint8_t *listener_url;

@@ -615,6 +615,52 @@ TEST(sandbox_fields)
 	buf_done(&w.b);
 }
 
+/* ---- remote mode's identity in the SERVER record (upg-remote) ---- */
+
+static void identity_sample(struct upgrade_writer *w, size_t len)
+{
+	uint8_t id[UPGRADE_RELAY_IDENTITY_BYTES + 1];
+
+	for (size_t i = 0; i < sizeof(id); i++)
+		id[i] = (uint8_t)(i * 7);
+	upgrade_writer_init(w, UPGRADE_STATE_VERSION);
+	upgrade_writer_begin(w, UPGRADE_REC_SERVER);
+	upgrade_writer_str(w, UPGRADE_SERVER_VERSION, "x");
+	upgrade_writer_u64(w, UPGRADE_SERVER_START_MS, 1);
+	upgrade_writer_u64(w, UPGRADE_SERVER_UPGRADES, 0);
+	upgrade_writer_bytes(w, UPGRADE_SERVER_RELAY_IDENTITY, id, len);
+	upgrade_writer_end(w);
+	ASSERT_EQ(0, upgrade_writer_finish(w));
+}
+
+TEST(relay_identity)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	const struct upgrade_field *f;
+	char err[256];
+
+	/* Exactly the identity's size: parsed, the bytes as written, re-encoded to themselves. */
+	identity_sample(&w, UPGRADE_RELAY_IDENTITY_BYTES);
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	f = upgrade_rec_field(&st, 0, UPGRADE_SERVER_RELAY_IDENTITY);
+	ASSERT_TRUE(f && f->len == UPGRADE_RELAY_IDENTITY_BYTES);
+	ASSERT_EQ(7, f->val[1]);
+	ASSERT_STREQ("relayIdentity",
+		     upgrade_field_name(UPGRADE_REC_SERVER, UPGRADE_SERVER_RELAY_IDENTITY));
+	check_reencodes(&st, w.b.data, w.b.len);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+	/* One byte short or over: refused by its length. */
+	identity_sample(&w, UPGRADE_RELAY_IDENTITY_BYTES - 1);
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 0: relayIdentity: length 3647 out of range [3648, 3648]", err);
+	buf_done(&w.b);
+	identity_sample(&w, UPGRADE_RELAY_IDENTITY_BYTES + 1);
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	buf_done(&w.b);
+}
+
 /* ---- a managed-network process: its proxy's configuration and listeners (upg-netproxy) ---- */
 
 #define NP_CONFIG                                                              \

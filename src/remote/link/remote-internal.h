@@ -220,6 +220,7 @@ struct remote {
 
 	struct remote_ws *ws;
 	const struct remote_link_hooks *link_hooks;
+	bool suspended; /* a live upgrade's QUIESCE closed the link (remote_upgrade_pause) */
 	unsigned failures;
 	struct list_head streams;
 	struct strmap by_id;

@@ -93,7 +93,7 @@ static void remote_dial(struct remote *r)
 
 static void register_failed(struct remote *r, const char *detail)
 {
-	if (!r->registered_once) {
+	if (!r->registered_once && !r->opt.after_upgrade) {
 		/* As the reference: one line on stderr, exit status 1. */
 		fprintf(stderr, "Error: environment registry request failed: %s\n", detail);
 		server_stop(r->srv, 1);
@@ -292,17 +292,24 @@ int remote_start(struct server *s, const struct remote_options *o)
 		return q;
 	if (sodium_init() < 0)
 		return log_error_errno(EIO, "libsodium failed to start");
-	q = noise_keypair_generate(&r->identity);
-	if (q < 0)
-		return log_error_errno(q, "Generating the relay identity failed");
+	if (o->identity && o->identity_len == sizeof(r->identity)) {
+		memcpy(&r->identity, o->identity, sizeof(r->identity)); /* kept across an upgrade */
+		r->opt.identity = NULL;
+	} else {
+		q = noise_keypair_generate(&r->identity);
+		if (q < 0)
+			return log_error_errno(q, "Generating the relay identity failed");
+	}
 	noise_keypair_public(&r->identity, &r->identity_pub);
 	q = registry_conflict_retry_init(&r->conflict);
 	if (q < 0)
 		return log_error_errno(q, "Starting the registration retry failed");
 	registry_backoff_init(&r->backoff);
-	log_info("Remote mode: registering with %s%s (environment %s); Noise %s with %s",
+	log_info("Remote mode: registering with %s%s (environment %s); Noise %s with %s%s",
 		 r->base.tls ? "https://" : "http://", r->base.host, r->environment_id,
-		 NOISE_PROTOCOL_NAME, noise_aead_impl());
+		 NOISE_PROTOCOL_NAME, noise_aead_impl(),
+		 r->opt.after_upgrade ? "; again after a live upgrade: harnesses resume their "
+					"sessions" : "");
 	if (r->opt.forward)
 		log_forward_destination(r->opt.forward);
 	remote_register(r);
@@ -323,6 +330,49 @@ void remote_stop(struct server *s)
 	remote_link_close(r);
 	r->state = REMOTE_STOPPED;
 	remote_deadlines_stop(r);
+}
+
+void remote_upgrade_pause(struct server *s, bool pause)
+{
+	struct remote *r = remote_current;
+
+	if (!r || r->srv != s || r->state == REMOTE_STOPPED || pause == r->suspended)
+		return;
+	r->suspended = pause;
+	if (pause) {
+		/*
+		 * As at shutdown, but for the registration: the streams and their
+		 * carried connections end (their sessions detach, resumable), the
+		 * registry calls and the link close. Nothing is armed meanwhile.
+		 */
+		log_info("Relay: closing the link for a live upgrade; harnesses resume their "
+			 "sessions once the executor is back");
+		remote_stream_free_all(r, "local_shutdown");
+		if (r->register_call)
+			remote_http_cancel(TAKE_PTR(r->register_call));
+		remote_http_idle_close_all(r);
+		remote_link_close(r);
+		remote_deadline_clear(&r->backoff_deadline);
+		r->state = REMOTE_BACKOFF;
+		return;
+	}
+	/* The upgrade did not go on: back to the rendezvous (or the registry). */
+	if (r->registered_once)
+		remote_dial(r);
+	else
+		remote_register(r);
+}
+
+int remote_upgrade_identity(const struct server *s, void *out, size_t len)
+{
+	const struct remote *r = remote_current;
+
+	if (!r || r->srv != s || r->state == REMOTE_STOPPED)
+		return -ENOENT;
+	if (len != sizeof(r->identity))
+		return -EINVAL;
+	memcpy(out, &r->identity, len);
+	return 0;
 }
 
 void remote_free(struct server *s)

@@ -24,6 +24,20 @@ struct remote_options {
 	const char *forward;        /* forward --connect URL, or NULL */
 	const char *credential;     /* the bearer token (from the environment), never logged */
 	const char *credential_source; /* the variable it came from, for messages */
+	/*
+	 * Started by a live upgrade (docs/UPGRADE.md): processes run, so the first
+	 * registration's failure is retried with the backoff instead of ending
+	 * the server.
+	 */
+	bool after_upgrade;
+	/*
+	 * The identity (struct noise_keypair) the process had before a live
+	 * upgrade, identity_len bytes, or NULL: a new one is generated. Copied.
+	 * Harnesses pin the executor's key across a reconnection ("executor key
+	 * changed during session recovery"), so an upgrade keeps it.
+	 */
+	const void *identity;
+	size_t identity_len;
 };
 
 /*
@@ -37,3 +51,14 @@ int remote_start(struct server *s, const struct remote_options *o);
 void remote_stop(struct server *s);
 /* After the ring is gone: frees everything. */
 void remote_free(struct server *s);
+/*
+ * A live upgrade's QUIESCE (docs/UPGRADE.md): pause (true) closes the relay
+ * link, its streams (their carried connections end, their sessions stay
+ * resumable) and the registry calls, so that no harness request comes in
+ * while the state is built and no socket is left to the execve; the new
+ * binary registers again and harnesses resume. false (the upgrade did not
+ * go on): dials the rendezvous again (or registers).
+ */
+void remote_upgrade_pause(struct server *s, bool pause);
+/* The identity (struct noise_keypair) into out (len bytes, exactly its size); -ENOENT without remote mode. */
+int remote_upgrade_identity(const struct server *s, void *out, size_t len);
