@@ -346,3 +346,62 @@ def test_request_in_flight_is_waited_for(server_factory, tmp_path, ws, slow_orig
     assert run.stdout == b"HTTP/1.1 200 OK %d\n" % (200 * 1024), run.stdout[:200]
     assert run.exit_code == 0, run.stderr
     run.check_sequencing()
+
+
+SOCKS = r'''
+import os, socket, struct, sys, time
+port, go, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = socket.create_connection(("127.0.0.1", 1080), timeout=60)
+s.sendall(b"\x05\x01\x00")
+assert s.recv(2) == b"\x05\x00"
+if mode == "stream":
+    s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", port))
+else:  # UDP ASSOCIATE: the association lives as long as this control connection
+    s.sendall(b"\x05\x03\x00\x01" + b"\x00" * 6)
+reply = b""
+while len(reply) < 10:
+    reply += s.recv(10 - len(reply))
+print("socks", mode, reply[1], flush=True)
+while not os.path.exists(go):
+    time.sleep(0.01)
+if mode == "stream":
+    s.sendall(b"GET /through HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    print(data.split(b"\r\n\r\n", 1)[1].decode(), flush=True)
+else:
+    s.close()
+    print("closed", flush=True)
+'''
+
+
+@pytest.mark.parametrize("mode,reason", [
+    ("stream", "a managed network's SOCKS5 stream is open"),
+    ("udp", "a managed network's SOCKS5 UDP association is open")])
+def test_socks5_stream_or_association_keeps_the_dry_run(server_factory, tmp_path, ws, origin,
+                                                       mode, reason):
+    """A SOCKS5 stream, or a UDP association (its control connection), open across
+    SIGUSR2 is waited for, then keeps the dry run with its exact reason; it goes on
+    untouched after."""
+    go = tmp_path / "go"
+    lu = Launch(server_factory, tmp_path, handover=True)
+    c = lu.srv.connect()
+    start(c, "x", ws, SOCKS, origin, go, mode, domains={"127.0.0.1": "allow"})
+    run = c.collect_until_output("x", b"socks %s 0\n" % mode.encode())
+    lu.usr2()
+    lu.wait_log("Upgrade: no hand-over (")
+    assert b"Upgrade: no hand-over (%s)" % reason.encode() in lu.srv.stderr(), \
+        lu.srv.stderr_tail()
+    go.touch()
+    run = c.collect("x", run=run)
+    out = run.stdout.decode().split("\n")
+    if mode == "stream":
+        assert json.loads(out[1])["path"] == "/through", out
+    else:
+        assert out[1] == "closed", out
+    assert run.exit_code == 0, run.stderr
+    run.check_sequencing()
