@@ -269,6 +269,16 @@ def upgrade_seeds(s):
                 (37, BYTES, b"\x03\x01" + u32(1400) + u32(55) + u32(1) + b"\x00\x05errno\x02py")])
     s.add("upgrade-state", "evidence-handover",
           upgrade_blob([server, session, evidence] + held + [tree]))
+    # Managed-network processes: the networkProxy value as JSON text (40), the proxy's HTTP,
+    # SOCKS5 and UDP sockets (41-43); one with HTTP only (SOCKS5 off).
+    config = b'{"proxy":{"enabled":true,"enableSocks5":true,"mode":"full",' \
+             b'"domains":{"127.0.0.1":"allow"}},"environmentId":"remote"}'
+    proxied = [(6, [(1, REF, u32(1)), (2, BYTES, b"np%d" % i), (3, U64, u64(1400 + i)),
+                    (7, FD, u32(30 + 4 * i)), (10, U64, u64(1)), (23, BOOL, b"\x01"),
+                    (40, STR, config)] +
+                [(41 + k, FD, u32(31 + 4 * i + k)) for k in range(3 - 2 * i)])
+               for i in range(2)]
+    s.add("upgrade-state", "netproxy", upgrade_blob([server, session] + proxied))
 
 
 def main():

@@ -370,6 +370,7 @@ int netproxy_config_decode(json_t *network_proxy, struct netproxy_config **ret, 
 		netproxy_config_free(cfg);
 		return r;
 	}
+	cfg->source = json_incref(network_proxy);
 	*ret = cfg;
 	return 0;
 }
@@ -388,6 +389,7 @@ void netproxy_config_free(struct netproxy_config *cfg)
 	free(cfg->execution_id);
 	free(cfg->conversation_id);
 	json_decref(cfg->providers);
+	json_decref(cfg->source);
 	netproxy_broker_free(cfg->broker);
 	free(cfg);
 }

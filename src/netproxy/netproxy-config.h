@@ -49,6 +49,11 @@ struct netproxy_config {
 	char *conversation_id;       /* auditMetadata.conversationId, for the audit log, or NULL */
 	json_t *providers;           /* credentialProviders (decoded, an object), or NULL */
 	struct np_broker *broker;    /* credentialMasking: made by netproxy_env_apply (credentials.h) */
+	/*
+	 * The value it was decoded from (a reference): the live upgrade hands it
+	 * to the new binary as JSON text, decoded there again by this same code.
+	 */
+	json_t *source;
 };
 
 /*

@@ -39,6 +39,7 @@ static void response_done(struct npc *c)
 		return;
 	}
 	c->state = NPC_HEAD;
+	c->served = true;
 	c->resp_started = false;
 	c->via = NULL;
 	/* an idle connection ends 30 s after its last response, as the reference's */
@@ -519,5 +520,7 @@ void netproxy_client_heads(struct npc *c)
 			return;
 		}
 		handle_request(c, &req, (size_t)r);
+		if (c->state == NPC_HEAD)
+			c->served = true; /* refused, the connection kept */
 	}
 }

@@ -55,6 +55,7 @@ struct netproxy {
 	struct uring_op accept_op, socks_accept_op;
 	struct uring_timer pause;     /* accepting paused (no fd or memory left): retried when it fires */
 	bool paused[2];               /* which listener waits for it (HTTP, SOCKS5) */
+	bool quiesced[2];             /* accept not re-armed: the live upgrade's QUIESCE */
 	struct list_head conns;
 	unsigned n_conns;
 	bool freeing; /* netproxy_free() ran: freed once the accept op is back */
@@ -113,6 +114,8 @@ struct npc {
 	const char *method;     /* the request's method (static copy below), NULL for SOCKS5 */
 	char method_buf[16];
 	bool decided;           /* the domain decision was reported */
+	bool served;            /* a request was answered on it: idle between requests (keep-alive) */
+	int client_fd;          /* the client's socket (owned by client): shut down by an upgrade */
 	struct sockaddr_storage peer_addr; /* the client's address (AF_UNSPEC if unknown) */
 	struct np_udp_assoc *assoc; /* NPC_SOCKS_UDP: its association */
 	bool udp;               /* decisions are about its datagrams (protocol socks5_udp) */

@@ -28,6 +28,7 @@
 #include "macro.h"
 #include "netconn.h"
 #include "netproxy-config.h"
+#include "netproxy-upgrade.h"
 #include "proxy-internal.h"
 #include "server.h"
 #include "socks-udp.h"
@@ -261,6 +262,7 @@ static void accepted(struct netproxy *np, int res, bool socks)
 	}
 	c->np = np;
 	c->socks = socks;
+	c->client_fd = res;
 	np->srv->metrics.proxy_connections++;
 	{
 		struct sockaddr_storage ss;
@@ -291,6 +293,11 @@ static void arm_accept(struct netproxy *np, bool socks)
 {
 	struct io_uring_sqe *sqe;
 
+	/* The live upgrade's QUIESCE: new connections wait in the backlog (proxy-upgrade.c). */
+	if (np->srv->quiescing) {
+		np->quiesced[socks] = true;
+		return;
+	}
 	if (socks) {
 		sqe = uring_get_sqe(&np->srv->ring, &np->socks_accept_op, on_socks_accept);
 		io_uring_prep_accept(sqe, np->socks_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -378,6 +385,16 @@ void netproxy_set_decision_sink(struct netproxy *np, void (*fn)(void *owner, con
 	free(np->process);
 	np->session = session ? strdup(session) : NULL;
 	np->process = process ? strdup(process) : NULL;
+}
+
+/* netproxy-upgrade.h: the accepts QUIESCE kept from being armed again, armed. */
+void netproxy_resume(struct netproxy *np)
+{
+	for (int i = 0; i < 2; i++)
+		if (np->quiesced[i]) {
+			np->quiesced[i] = false;
+			arm_accept(np, i);
+		}
 }
 
 void netproxy_set_reviewer(struct netproxy *np, const struct netproxy_reviewer *r)

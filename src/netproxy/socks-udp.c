@@ -759,6 +759,11 @@ void netproxy_udp_assoc_end(struct np_udp_assoc *a)
 	assoc_maybe_free(a);
 }
 
+int netproxy_udp_fd(const struct np_udp *u)
+{
+	return u ? u->fd : -1;
+}
+
 void netproxy_udp_free(struct np_udp *u)
 {
 	struct np_udp_assoc *a, *tmp;

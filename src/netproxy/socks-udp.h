@@ -58,6 +58,8 @@ size_t netproxy_udp_reply_header(const struct sockaddr *sa, uint8_t out[22]);
  */
 int netproxy_udp_new(struct server *s, const struct np_policy *pol, bool limited, bool allow_local, int fd,
 	       struct np_udp **ret);
+/* The relay's socket (-1 for NULL): the live upgrade hands it over (proxy-upgrade.c). */
+int netproxy_udp_fd(const struct np_udp *u);
 /* Ends every association and the relay (no hook runs after it). NULL is fine. */
 void netproxy_udp_free(struct np_udp *u);
 /*

@@ -248,9 +248,11 @@ static int adopt_proc(struct server *s, struct session *ss, const struct upgrade
 		ss->n_live++;
 	if (vp->timeout_ns && !p->closed)
 		proc_set_timeout(p, ms_until(vp->timeout_ns));
+	upgrade_adopt_proc_netproxy(s, p, vp);
 	*ret = p;
 	return 0;
 fail:
+	upgrade_netproxy_discard(vp);
 	/* Not adopted: nothing may outlive the server, nor hold its fds, nor stay a zombie. */
 	if (!vp->reaped) {
 		(void)kill(-vp->pid, SIGKILL);
@@ -415,6 +417,7 @@ int upgrade_adopt_sessions(struct server *s, const struct upgrade_view *v, char 
 				safe_close(vp->err_fd);
 				safe_close(vp->stdin_fd);
 				safe_close(vp->pidfd);
+				upgrade_netproxy_discard(vp);
 			}
 			if (!first) {
 				first = r;

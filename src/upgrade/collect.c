@@ -297,6 +297,7 @@ static void put_proc(struct upgrade_writer *w, struct upgrade_collected *c, cons
 	put_writes(w, p);
 	upgrade_put_proc_sandbox(w, p);
 	upgrade_put_proc_evidence(w, p);
+	upgrade_put_proc_netproxy(w, c, p);
 	upgrade_writer_end(w);
 	c->procs++;
 	c->retained_bytes += p->retained_bytes;

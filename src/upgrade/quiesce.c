@@ -72,6 +72,8 @@ static unsigned cancel_all(struct server *s)
 				uring_cancel(&s->ring, &p->write_op);
 				n++;
 			}
+			/* Its proxy's accepts: new connections wait in the backlogs. */
+			n += upgrade_quiesce_netproxy(p);
 		}
 	return n;
 }
@@ -119,6 +121,8 @@ const char *upgrade_quiesce_pending(const struct server *s)
 				return "a process's exit wait";
 			if (p->write_op.busy)
 				return "a process's stdin write";
+			if (upgrade_netproxy_pending(p))
+				return "a managed network's accept";
 		}
 	/*
 	 * Audit lines queued at the execve would be lost (the new binary reopens
@@ -164,6 +168,7 @@ void upgrade_resume(struct server *s)
 			proc_resume_output(p);
 			proc_resume_exit(p);
 			proc_resume_stdin(p);
+			upgrade_resume_netproxy(p);
 		}
 }
 
@@ -215,9 +220,14 @@ const char *upgrade_sessions_blocker(const struct server *s, bool *transient)
 			if (e->cap)
 				later = "a shell snapshot being captured";
 		list_for_each_entry(p, &ss->procs_list, link) {
-			/* Its proxy's listeners and tunnels (src/netproxy/) do not travel yet. */
-			if (p->netproxy)
-				return "a process with a managed network (its proxy is not handed over yet)";
+			bool np_transient;
+			/* Its proxy travels; its connections in flight are waited for. */
+			const char *np_why = upgrade_netproxy_blocker(p, &np_transient);
+
+			if (np_why && !np_transient)
+				return np_why;
+			if (np_why)
+				later = np_why;
 			if (!list_empty(&p->waiters))
 				later = "a process with a read waiting";
 			if ((p->reaped && !p->exited) || p->grace.armed || p->ev_waiting)

@@ -113,6 +113,10 @@ static const struct field_spec proc_fields[] = {
 	{ UPGRADE_PROC_EV_KEPT,      UPGRADE_T_BYTES, 0, UPGRADE_EV_KEPT_FIXED,
 	  UPGRADE_EV_KEPT_MAX * (UPGRADE_EV_KEPT_FIXED + UPGRADE_EV_KEPT_OBJECT +
 				 UPGRADE_EV_KEPT_ACCESS + UPGRADE_EV_KEPT_COMM), "evidenceKept" },
+	{ UPGRADE_PROC_NP_CONFIG,    UPGRADE_T_STR, 0, 2, 1u << 20, "networkProxy" },
+	{ UPGRADE_PROC_NP_HTTP_FD,   UPGRADE_T_FD, 0, UPGRADE_FD_SOCKET, 0, "proxyHttpFd" },
+	{ UPGRADE_PROC_NP_SOCKS_FD,  UPGRADE_T_FD, 0, UPGRADE_FD_SOCKET, 0, "proxySocksFd" },
+	{ UPGRADE_PROC_NP_UDP_FD,    UPGRADE_T_FD, 0, UPGRADE_FD_SOCKET, 0, "proxyUdpFd" },
 };
 static const struct field_spec conn_fields[] = {
 	{ UPGRADE_CONN_TRANSPORT,   UPGRADE_T_U64, F_REQ, 0, _UPGRADE_CONN_MAX - 1, "transport" },

@@ -179,6 +179,11 @@ enum {
 	UPGRADE_PROC_EV_KEPT = 37,    /* BYTES: the denials its evidence kept (listed at exit), each
 				       * u8 kind | u8 decisive | u32 pid | u32 syscall (i32) | u32 errno |
 				       * u8 len, object | u8 len, access | u8 len, comm; at most 16 */
+	/* A managed network's proxy (docs/UPGRADE.md "Managed-network processes"), optional: */
+	UPGRADE_PROC_NP_CONFIG = 40,  /* STR: process/start's networkProxy value, JSON text (an object) */
+	UPGRADE_PROC_NP_HTTP_FD = 41, /* FD (socket): the proxy's HTTP listener */
+	UPGRADE_PROC_NP_SOCKS_FD = 42,/* FD (socket): its SOCKS5 listener, optional */
+	UPGRADE_PROC_NP_UDP_FD = 43,  /* FD (socket): its SOCKS5 UDP relay's socket, optional */
 };
 enum upgrade_conn_transport {
 	UPGRADE_CONN_WS,

@@ -26,6 +26,7 @@ struct upgrade_collected {
 	uint64_t queued_bytes;    /* connections' unsent output */
 	uint64_t watches, fs_handles; /* handed-over connections' watches and fs/open handles */
 	uint64_t watch_queued_bytes;  /* their fs/watch events not sent yet */
+	uint64_t netproxies;          /* managed-network processes' proxies (adopt-netproxy.c) */
 };
 
 /*
@@ -86,9 +87,10 @@ void upgrade_restore_release(void);
  * quiesce.c: what keeps s's sessions, processes and connections from being
  * handed over by this version (NULL: nothing), and whether the quiesced
  * loop finishes it by itself (*transient: wait for it, up to QUIESCE's
- * deadline) or not (a relay-carried, closing or reviewing connection, a
- * process with a managed network, a sandbox mount point held by something
- * other than a process).
+ * deadline: a managed network's connection in flight among them) or not (a
+ * relay-carried, closing or reviewing connection, a managed network that
+ * masks credentials, a sandbox mount point held by something other than a
+ * process).
  */
 const char *upgrade_sessions_blocker(const struct server *s, bool *transient);
 
@@ -167,6 +169,28 @@ const char *upgrade_evidence_pending(const struct server *s);
 void upgrade_restore_evidence(const struct upgrade_view *v);
 void upgrade_restore_evidence_end(void);
 void upgrade_evidence_carry(struct sandbox_ev_tree *t, const struct upgrade_view_proc *vp);
+
+/*
+ * adopt-netproxy.c (docs/UPGRADE.md "Managed-network processes"): SERIALIZE's
+ * proxy fields of a process (configuration text, listeners; a failure to
+ * get them fails the blob); what keeps its proxy from travelling (NULL:
+ * nothing; *transient: a connection in flight, waited for); QUIESCE's
+ * accepts cancelled, still in flight, re-armed; RESTORE's proxy made again
+ * (a failure ends the process, fail closed) or its sockets closed when the
+ * process is not adopted.
+ */
+struct upgrade_view_proc;
+void upgrade_put_proc_netproxy(struct upgrade_writer *w, struct upgrade_collected *c,
+			       const struct proc *p);
+const char *upgrade_netproxy_blocker(const struct proc *p, bool *transient);
+unsigned upgrade_quiesce_netproxy(struct proc *p);
+bool upgrade_netproxy_pending(const struct proc *p);
+void upgrade_resume_netproxy(struct proc *p);
+void upgrade_adopt_proc_netproxy(struct server *s, struct proc *p,
+				 const struct upgrade_view_proc *vp);
+void upgrade_netproxy_discard(const struct upgrade_view_proc *vp);
+/* Right before the execve: every proxy's connections idle between requests shut down. */
+void upgrade_netproxy_before_exec(struct server *s);
 
 /*
  * fallback.c: the new binary exe cannot read our state version: the drain

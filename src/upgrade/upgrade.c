@@ -229,6 +229,7 @@ static int state_build(struct server *s, struct built *b)
 			LOG_INT("retainedBytes", c->retained_bytes), LOG_INT("queuedBytes", c->queued_bytes),
 			LOG_INT("watches", c->watches), LOG_INT("fsHandles", c->fs_handles),
 			LOG_INT("watchQueuedBytes", c->watch_queued_bytes),
+			LOG_INT("netproxies", c->netproxies),
 			LOG_INT("us", us),
 		};
 
@@ -296,6 +297,7 @@ static void handover(struct built *b)
 	}
 	snprintf(num, sizeof(num), "%d", b->fd);
 	upgrade_sandbox_before_exec(upg.srv);
+	upgrade_netproxy_before_exec(upg.srv);
 	set_cloexec(&b->st, b->fd, false);
 	/*
 	 * The way back (rollback.c), if the new binary cannot take over: this

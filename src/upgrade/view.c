@@ -322,6 +322,9 @@ static int read_proc(struct build *b, uint32_t rec)
 		r = upgrade_view_proc_evidence(st, rec, p, b->err, b->err_size);
 	if (r < 0)
 		return r;
+	r = upgrade_view_proc_netproxy(st, rec, p, b->err, b->err_size);
+	if (r < 0)
+		return r;
 	b->v.sessions[p->session].n_procs++;
 	b->idx[rec] = b->v.n_procs++;
 	return 0;

@@ -58,6 +58,10 @@ struct upgrade_view_proc {
 	uint64_t ev_ambiguous;      /* the tracer's EPERM/EACCES nothing explained */
 	const struct upgrade_field *ev_kept; /* the denials it kept (state.h's framing), or NULL */
 	uint32_t n_ev_kept;
+	/* A managed network's proxy (view-netproxy.c): */
+	const uint8_t *np_config;   /* networkProxy as JSON text (an object), or NULL: no proxy */
+	uint32_t np_config_len;
+	int np_http_fd, np_socks_fd, np_udp_fd; /* -1: none */
 };
 
 /* A synthesized sandbox mount point of the registry (sandbox/synth.c). */
@@ -196,6 +200,12 @@ int upgrade_view_read_synth(const struct upgrade_state *st, uint32_t rec, struct
 			    char *err, size_t err_size);
 int upgrade_view_proc_sandbox(const struct upgrade_state *st, uint32_t rec,
 			      struct upgrade_view_proc *p, char *err, size_t err_size);
+/*
+ * view-netproxy.c, called by view.c: a process's managed-network proxy
+ * (configuration and listeners). 0 or -EBADMSG with err.
+ */
+int upgrade_view_proc_netproxy(const struct upgrade_state *st, uint32_t rec,
+			       struct upgrade_view_proc *p, char *err, size_t err_size);
 int upgrade_view_check_synth(const struct upgrade_state *st, const struct upgrade_view *v,
 			     char *err, size_t err_size);
 

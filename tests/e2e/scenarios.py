@@ -526,8 +526,8 @@ class Upgrade(Scenario):
     def script(self, ctx):
         m = ctx.mark
         r = yield self.exec_command(
-            ctx, "for i in $(seq 1 %d); do echo up-$i-%s; sleep 0.05; done; echo done-%s; "
-            "exit 5" % (self.lines, m, m), yield_time_ms=500)
+            ctx, "for i in $(seq 1 %d); do echo up-$i-%s; sleep 0.05; done; %secho done-%s; "
+            "exit 5" % (self.lines, m, self.tail, m), yield_time_ms=500)
         sid = session_id(r.text)
         seen = r.text
         ctx.check(sid is not None and exit_code(r.text) is None,
@@ -544,12 +544,32 @@ class Upgrade(Scenario):
         ctx.check(got == [str(i) for i in range(1, self.lines + 1)],
                   "the command's lines are not all there once and in order: %r" % got)
         ctx.expect_in("done-" + m, seen, "the last line")
+        self.check_tail(ctx, seen)
         yield [message("upgrade done")]
+
+    tail = ""  # shell run after the lines, before the last one
+
+    def check_tail(self, ctx, seen):
+        pass
 
     def post(self, ctx):
         self.check_remote_process(ctx, "up-$i-" + ctx.mark, tty=False, exit_code_=5)
 
 
+class UpgradeManagedNetwork(Upgrade):
+    name = "upgrade-mn"
+    sandbox = "workspace-write"
+    doc = ("(h') the upgrade scenario with the CLI's managed network on: the command's proxy "
+           "is handed over and still refuses an unlisted domain after the upgrade")
+    config_extra = ManagedNetwork.config_extra
+    tail = "curl -sS http://denied.invalid/; echo; "
+
+    def check_tail(self, ctx, seen):
+        ctx.expect_in('"reason":"not_allowed"', seen,
+                      "unlisted domain refused by the proxy after the upgrade")
+
+
 def all_scenarios():
     return [Basic(), ExitCode(), Poll(), Stdin(), Patch(), Image(), Kill(),
-            SandboxWorkspaceWrite(), SandboxReadOnly(), ManagedNetwork(), Upgrade()]
+            SandboxWorkspaceWrite(), SandboxReadOnly(), ManagedNetwork(), Upgrade(),
+            UpgradeManagedNetwork()]

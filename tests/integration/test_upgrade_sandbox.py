@@ -7,8 +7,8 @@ protected names (.git, .agents, .codex, .aws) stay on the host, locked, while
 it or another process of the same workspace runs, and the new binary removes
 them when the last one closes; with a denial evidence source on the host, what
 it is denied after the upgrade is reported from evidence (the `denials`
-member), the seccomp program it runs under having travelled too. A process
-with a managed network is still not handed over, and the log says why."""
+member), the seccomp program it runs under having travelled too. (Processes with a
+managed network: test_upgrade_netproxy.py.)"""
 
 import errno
 import fcntl
@@ -19,7 +19,6 @@ import pytest
 
 from conftest import EVENT_TIMEOUT, UEXEC_BIN, children_of, settled_fd_count, wait_until
 from test_sandbox import ENV, PROTECTED, ws_policy
-from test_netproxy import launch
 from test_upgrade import Launch, check_counter, proc_state, zombies
 
 pytestmark = [pytest.mark.needs("x86_64"), pytest.mark.needs("sandbox"),
@@ -172,27 +171,6 @@ def test_denials_after_the_upgrade_are_evidence(server_factory, tmp_path, ws):
     seccomp = {d.get("syscall") for d in exited.get("denials") or [] if d["kind"] == "seccomp"}
     assert SYS_GETSOCKOPT in seccomp, (source, exited)
     wait_until(lambda: mount_points(ws) == [], what="the mount points removed")
-
-
-@pytest.mark.needs("network-sandbox")
-def test_managed_network_process_is_not_handed_over(server_factory, tmp_path, ws):
-    """A process with a managed network keeps the server on the dry run (its proxy's
-    listeners and tunnels do not travel yet), and the log says exactly that; the
-    process is untouched."""
-    go = tmp_path / "go"
-    lu = Launch(server_factory, tmp_path, handover=True)
-    c = lu.srv.connect()
-    c.start("a", ["/bin/bash", "-c", counter(go)], cwd=str(ws), env=ENV,
-            sandbox=ws_policy(str(ws), network="enabled"), networkProxy=launch(),
-            enforceManagedNetwork=True)
-    run = c.collect_until_output("a", b"\n3\n")
-    lu.usr2()
-    lu.wait_log("Upgrade: no hand-over (")
-    assert (b"a process with a managed network (its proxy is not handed over yet)"
-            in lu.srv.stderr()), lu.srv.stderr_tail()
-    run = c.collect_until_output("a", b"\n%d\n" % (int(run.stdout.split()[-1]) + 10), run=run)
-    go.touch()
-    check_counter(c.collect("a", run=run))
 
 
 def test_sandboxed_process_exiting_during_the_handover(server_factory, tmp_path, ws):

@@ -73,6 +73,73 @@ TEST(valid_launch_decodes)
 	ASSERT_TRUE(cfg == NULL);
 }
 
+/* The live upgrade's text: cfg->source dumped, loaded and decoded again gives the same config. */
+static void same_after_text(const char *launch_json)
+{
+	struct netproxy_config *a = NULL, *b = NULL;
+	char err[256] = "", *text;
+	json_t *v;
+
+	ASSERT_STREQ("", run(launch_json, false, &a));
+	ASSERT_TRUE(a != NULL && a->source != NULL);
+	text = json_dumps(a->source, JSON_COMPACT | JSON_ENCODE_ANY);
+	ASSERT_TRUE(text != NULL && text[0] == '{' && text[strlen(text) - 1] == '}');
+	v = json_loads(text, JSON_DECODE_ANY, NULL);
+	ASSERT_TRUE(v != NULL);
+	ASSERT_EQ(0, netproxy_config_decode(v, &b, err, sizeof(err)));
+	json_decref(v);
+	free(text);
+	ASSERT_TRUE(b != NULL);
+	ASSERT_EQ(0, netproxy_config_check(b, false, err, sizeof(err)));
+	ASSERT_EQ(a->mode, b->mode);
+	ASSERT_TRUE(a->enable_socks5 == b->enable_socks5 &&
+		    a->enable_socks5_udp == b->enable_socks5_udp &&
+		    a->allow_upstream_proxy == b->allow_upstream_proxy &&
+		    a->dangerously_allow_all_unix_sockets == b->dangerously_allow_all_unix_sockets &&
+		    a->allow_local_binding == b->allow_local_binding &&
+		    a->transparent_tcp == b->transparent_tcp &&
+		    a->credential_masking == b->credential_masking && a->review == b->review);
+	ASSERT_EQ(a->decision_timeout_ms, b->decision_timeout_ms);
+	ASSERT_EQ(a->n_domains, b->n_domains);
+	for (size_t i = 0; i < a->n_domains; i++) {
+		ASSERT_STREQ(a->domains[i].pattern, b->domains[i].pattern);
+		ASSERT_EQ(a->domains[i].perm, b->domains[i].perm);
+	}
+	ASSERT_EQ(a->n_unix_sockets, b->n_unix_sockets);
+	for (size_t i = 0; i < a->n_unix_sockets; i++) {
+		ASSERT_STREQ(a->unix_sockets[i].path, b->unix_sockets[i].path);
+		ASSERT_EQ(a->unix_sockets[i].allow, b->unix_sockets[i].allow);
+	}
+	ASSERT_TRUE((a->environment_id == NULL) == (b->environment_id == NULL));
+	if (a->environment_id)
+		ASSERT_STREQ(a->environment_id, b->environment_id);
+	ASSERT_TRUE((a->execution_id == NULL) == (b->execution_id == NULL));
+	if (a->execution_id)
+		ASSERT_STREQ(a->execution_id, b->execution_id);
+	ASSERT_TRUE((a->conversation_id == NULL) == (b->conversation_id == NULL));
+	if (a->conversation_id)
+		ASSERT_STREQ(a->conversation_id, b->conversation_id);
+	netproxy_config_free(a);
+	netproxy_config_free(b);
+}
+
+TEST(source_text_decodes_to_the_same_config)
+{
+	/* every field the policy reads, the review's timeout, ids and audit metadata */
+	same_after_text("{\"proxy\":{" BASE_PROXY ",\"domains\":{\"*.example.com\":\"allow\","
+			"\"bad.example.com\":\"deny\"},\"unixSockets\":"
+			"{\"/run/a.sock\":\"allow\",\"/run/b.sock\":\"deny\"}},\"environmentId\":"
+			"\"remote\",\"executionId\":\"e\",\"auditMetadata\":{\"conversationId\":\"c\"},"
+			"\"policyDecisionTimeoutMs\":15000}");
+	same_after_text("{\"proxy\":{"
+			"\"enabled\":true,\"enableSocks5\":false,\"enableSocks5Udp\":false,"
+			"\"allowUpstreamProxy\":false,\"dangerouslyAllowAllUnixSockets\":true,"
+			"\"mode\":\"limited\",\"allowLocalBinding\":true}}");
+	/* the sequence form: kept as the object it was turned into */
+	same_after_text("[{" BASE_PROXY ",\"domains\":{\"a.test\":\"allow\"}},"
+			"{\"conversationId\":\"k\"},\"env\",\"exec\",5000]");
+}
+
 TEST(launch_shape_errors)
 {
 	expect("missing field `proxy`", "{}");

@@ -784,4 +784,106 @@ TEST(relay_identity)
 	buf_done(&w.b);
 }
 
+/* ---- a managed-network process: its proxy's configuration and listeners (upg-netproxy) ---- */
+
+#define NP_CONFIG                                                              \
+	"{\"proxy\":{\"enabled\":true,\"mode\":\"full\",\"domains\":{\"a.test\":\"allow\"}}}"
+
+/* A session and a process with a proxy (config, with_socks: the SOCKS5 and UDP sockets). */
+static void netproxy_sample(struct upgrade_writer *w, const char *config, bool with_socks)
+{
+	minimal_server(w);
+	session_rec(w);                                          /* record 1 */
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);               /* 2 */
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 1);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "np", 2);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 78);
+	upgrade_writer_fd(w, UPGRADE_PROC_OUT_FD, 7);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 1);
+	upgrade_writer_bool(w, UPGRADE_PROC_SANDBOXED, true);
+	upgrade_writer_str(w, UPGRADE_PROC_NP_CONFIG, config);
+	upgrade_writer_fd(w, UPGRADE_PROC_NP_HTTP_FD, 8);
+	if (with_socks) {
+		upgrade_writer_fd(w, UPGRADE_PROC_NP_SOCKS_FD, 9);
+		upgrade_writer_fd(w, UPGRADE_PROC_NP_UDP_FD, 10);
+	}
+	upgrade_writer_end(w);
+	ASSERT_EQ(0, upgrade_writer_finish(w));
+}
+
+TEST(netproxy_fields)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	const struct upgrade_field *f;
+	unsigned accepted = 0;
+	char err[256];
+
+	netproxy_sample(&w, NP_CONFIG, true);
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	f = upgrade_rec_field(&st, 2, UPGRADE_PROC_NP_CONFIG);
+	ASSERT_TRUE(f && f->len == strlen(NP_CONFIG) && !memcmp(f->val, NP_CONFIG, f->len));
+	ASSERT_EQ(UPGRADE_T_STR, f->type);
+	ASSERT_EQ(8, upgrade_rec_num(&st, 2, UPGRADE_PROC_NP_HTTP_FD));
+	ASSERT_EQ(9, upgrade_rec_num(&st, 2, UPGRADE_PROC_NP_SOCKS_FD));
+	ASSERT_EQ(10, upgrade_rec_num(&st, 2, UPGRADE_PROC_NP_UDP_FD));
+	ASSERT_STREQ("networkProxy", upgrade_field_name(UPGRADE_REC_PROC, UPGRADE_PROC_NP_CONFIG));
+	ASSERT_STREQ("proxyUdpFd", upgrade_field_name(UPGRADE_REC_PROC, UPGRADE_PROC_NP_UDP_FD));
+	for (uint16_t t = UPGRADE_PROC_NP_HTTP_FD; t <= UPGRADE_PROC_NP_UDP_FD; t++)
+		ASSERT_EQ(UPGRADE_FD_SOCKET, upgrade_field_fd_kind(UPGRADE_REC_PROC, t));
+	/* The tags are fixed (other items' schema numbers stay where they are). */
+	ASSERT_EQ(40, UPGRADE_PROC_NP_CONFIG);
+	ASSERT_EQ(43, UPGRADE_PROC_NP_UDP_FD);
+	check_reencodes(&st, w.b.data, w.b.len);
+	upgrade_state_done(&st);
+	/* Cut anywhere: refused; changed anywhere: refused, or re-encodes to itself. */
+	for (size_t n = 0; n < w.b.len; n++)
+		ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, n, NULL, &st, err, sizeof(err)));
+	for (size_t i = 0; i < w.b.len; i++) {
+		w.b.data[i] ^= 0x01;
+		if (upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)) == 0) {
+			check_reencodes(&st, w.b.data, w.b.len);
+			upgrade_state_done(&st);
+			accepted++;
+		}
+		w.b.data[i] ^= 0x01;
+	}
+	ASSERT_TRUE(accepted > 0);
+	buf_done(&w.b);
+	/* The schema's range: a configuration of one byte. */
+	netproxy_sample(&w, "{", false);
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 2: networkProxy: length 1 out of range [2, 1048576]", err);
+	buf_done(&w.b);
+	/* An fd named twice (the HTTP listener as the process's stdout too). */
+	minimal_server(&w);
+	session_rec(&w);
+	upgrade_writer_begin(&w, UPGRADE_REC_PROC);
+	upgrade_writer_ref(&w, UPGRADE_PROC_SESSION, 1);
+	upgrade_writer_bytes(&w, UPGRADE_PROC_ID, "np", 2);
+	upgrade_writer_u64(&w, UPGRADE_PROC_PID, 78);
+	upgrade_writer_fd(&w, UPGRADE_PROC_OUT_FD, 7);
+	upgrade_writer_u64(&w, UPGRADE_PROC_NEXT_SEQ, 1);
+	upgrade_writer_str(&w, UPGRADE_PROC_NP_CONFIG, NP_CONFIG);
+	upgrade_writer_fd(&w, UPGRADE_PROC_NP_HTTP_FD, 7);
+	upgrade_writer_end(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	buf_done(&w.b);
+	/* As BYTES rather than STR: the type is the schema's. */
+	minimal_server(&w);
+	session_rec(&w);
+	upgrade_writer_begin(&w, UPGRADE_REC_PROC);
+	upgrade_writer_ref(&w, UPGRADE_PROC_SESSION, 1);
+	upgrade_writer_bytes(&w, UPGRADE_PROC_ID, "np", 2);
+	upgrade_writer_u64(&w, UPGRADE_PROC_PID, 78);
+	upgrade_writer_u64(&w, UPGRADE_PROC_NEXT_SEQ, 1);
+	upgrade_writer_bytes(&w, UPGRADE_PROC_NP_CONFIG, NP_CONFIG, strlen(NP_CONFIG));
+	upgrade_writer_end(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_STREQ("record 2 (proc): field networkProxy has type 3, not 4", err);
+	buf_done(&w.b);
+}
+
 TEST_MAIN()

@@ -1320,4 +1320,124 @@ TEST(view_evidence_rules)
 	}
 }
 
+/* ---- managed-network processes: a proxy's configuration and listeners (upg-netproxy) ---- */
+
+struct npspec {
+	const char *config;     /* NULL: absent */
+	int http_fd, socks_fd, udp_fd; /* 0: absent */
+	bool closed;
+};
+
+/* The session (record 1), then a process (record 2) with its proxy fields. */
+static void np_case(struct upgrade_writer *w, const struct npspec *p)
+{
+	session_rec(w);
+	upgrade_writer_begin(w, UPGRADE_REC_PROC);
+	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 1);
+	upgrade_writer_bytes(w, UPGRADE_PROC_ID, "np", 2);
+	upgrade_writer_u64(w, UPGRADE_PROC_PID, 20);
+	upgrade_writer_u64(w, UPGRADE_PROC_NEXT_SEQ, 5);
+	upgrade_writer_bool(w, UPGRADE_PROC_REAPED, p->closed);
+	upgrade_writer_bool(w, UPGRADE_PROC_EXITED, p->closed);
+	if (p->closed) {
+		upgrade_writer_u64(w, UPGRADE_PROC_EXIT_CODE, 0);
+		upgrade_writer_u64(w, UPGRADE_PROC_TERM_SIGNAL, 0);
+		upgrade_writer_u64(w, UPGRADE_PROC_EXIT_SEQ, 3);
+	}
+	upgrade_writer_bool(w, UPGRADE_PROC_CLOSED, p->closed);
+	if (p->config)
+		upgrade_writer_str(w, UPGRADE_PROC_NP_CONFIG, p->config);
+	if (p->http_fd)
+		upgrade_writer_fd(w, UPGRADE_PROC_NP_HTTP_FD, p->http_fd);
+	if (p->socks_fd)
+		upgrade_writer_fd(w, UPGRADE_PROC_NP_SOCKS_FD, p->socks_fd);
+	if (p->udp_fd)
+		upgrade_writer_fd(w, UPGRADE_PROC_NP_UDP_FD, p->udp_fd);
+	upgrade_writer_end(w);
+}
+
+#define NPCFG "{\"proxy\":{\"enabled\":true}}"
+#define NP_CASE(name, ...)                                                   \
+	static void name(struct upgrade_writer *w)                            \
+	{                                                                     \
+		static const struct npspec p = { __VA_ARGS__ };                \
+		np_case(w, &p);                                               \
+	}
+NP_CASE(np_all, .config = NPCFG, .http_fd = 8, .socks_fd = 9, .udp_fd = 10)
+NP_CASE(np_http_only, .config = NPCFG, .http_fd = 8)
+NP_CASE(np_socks_no_udp, .config = NPCFG, .http_fd = 8, .socks_fd = 9)
+NP_CASE(np_none, .closed = true)
+NP_CASE(np_fd_without_config, .http_fd = 8)
+NP_CASE(np_socks_without_config, .socks_fd = 9)
+NP_CASE(np_no_http, .config = NPCFG, .socks_fd = 9)
+NP_CASE(np_udp_without_socks, .config = NPCFG, .http_fd = 8, .udp_fd = 10)
+NP_CASE(np_array, .config = "[{\"proxy\":{}}]", .http_fd = 8)
+NP_CASE(np_trailing, .config = "{\"proxy\":{}} ", .http_fd = 8)
+NP_CASE(np_string, .config = "\"{}\"", .http_fd = 8)
+NP_CASE(np_closed, .config = NPCFG, .http_fd = 8, .closed = true)
+
+TEST(view_netproxy)
+{
+	struct upgrade_writer w;
+	struct upgrade_state st;
+	struct upgrade_view v;
+	char err[256];
+
+	minimal_server(&w);
+	np_all(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(0, upgrade_view_build(&st, &v, err, sizeof(err)));
+	ASSERT_EQ(1, v.n_procs);
+	ASSERT_EQ(strlen(NPCFG), v.procs[0].np_config_len);
+	ASSERT_MEMEQ(NPCFG, v.procs[0].np_config, strlen(NPCFG));
+	ASSERT_EQ(8, v.procs[0].np_http_fd);
+	ASSERT_EQ(9, v.procs[0].np_socks_fd);
+	ASSERT_EQ(10, v.procs[0].np_udp_fd);
+	upgrade_view_done(&v);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+	/* Without a proxy: nothing, every fd -1. */
+	minimal_server(&w);
+	np_none(&w);
+	ASSERT_EQ(0, upgrade_writer_finish(&w));
+	ASSERT_EQ(0, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
+	ASSERT_EQ(0, upgrade_view_build(&st, &v, err, sizeof(err)));
+	ASSERT_TRUE(v.procs[0].np_config == NULL && v.procs[0].np_config_len == 0);
+	ASSERT_TRUE(v.procs[0].np_http_fd == -1 && v.procs[0].np_socks_fd == -1 &&
+		    v.procs[0].np_udp_fd == -1);
+	upgrade_view_done(&v);
+	upgrade_state_done(&st);
+	buf_done(&w.b);
+}
+
+TEST(view_netproxy_rules)
+{
+	static const struct {
+		void (*build)(struct upgrade_writer *w);
+		const char *err;
+	} cases[] = {
+		{ np_all, "" },
+		{ np_http_only, "" },
+		{ np_socks_no_udp, "" },
+		{ np_none, "" },
+		{ np_fd_without_config, "record 2: a proxy's listener without its configuration" },
+		{ np_socks_without_config, "record 2: a proxy's listener without its configuration" },
+		{ np_no_http, "record 2: a proxy without its HTTP listener" },
+		{ np_udp_without_socks, "record 2: a proxy's UDP relay without SOCKS5" },
+		{ np_array, "record 2: a proxy configuration that is not a JSON object" },
+		{ np_trailing, "record 2: a proxy configuration that is not a JSON object" },
+		{ np_string, "record 2: a proxy configuration that is not a JSON object" },
+		{ np_closed, "record 2: a proxy on a closed process" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char err[256] = "";
+		int r = view_one(cases[i].build, err, sizeof(err));
+
+		ASSERT_EQ(cases[i].err[0] ? -EBADMSG : 0, r);
+		ASSERT_STREQ(cases[i].err, err);
+	}
+}
+
 TEST_MAIN()
