@@ -23,18 +23,6 @@
 #include "upgrade-internal.h"
 #include "view.h"
 
-static unsigned put_held(struct upgrade_writer *w, enum upgrade_held_role role, int fd, int index)
-{
-	if (fd < 0)
-		return 0;
-	upgrade_writer_begin(w, UPGRADE_REC_HELD_FD);
-	upgrade_writer_u64(w, UPGRADE_HELD_ROLE, role);
-	upgrade_writer_fd(w, UPGRADE_HELD_FD, fd);
-	if (index >= 0)
-		upgrade_writer_u64(w, UPGRADE_HELD_INDEX, (uint64_t)index);
-	upgrade_writer_end(w);
-	return 1;
-}
 
 unsigned upgrade_put_evidence(struct upgrade_writer *w)
 {
@@ -61,20 +49,20 @@ unsigned upgrade_put_evidence(struct upgrade_writer *w)
 	}
 	upgrade_writer_end(w);
 	if (h.has_bpf) {
-		n += put_held(w, UPGRADE_HELD_BPF_EXIT_PROG, l->exit_prog, -1);
-		n += put_held(w, UPGRADE_HELD_BPF_LANDLOCK_PROG, l->landlock_prog, -1);
-		n += put_held(w, UPGRADE_HELD_BPF_RING, l->ring_fd, -1);
-		n += put_held(w, UPGRADE_HELD_BPF_WATCHED, l->watched_fd, -1);
-		n += put_held(w, UPGRADE_HELD_BPF_BSS, l->bss_fd, -1);
+		n += upgrade_writer_held(w, UPGRADE_HELD_BPF_EXIT_PROG, l->exit_prog, -1);
+		n += upgrade_writer_held(w, UPGRADE_HELD_BPF_LANDLOCK_PROG, l->landlock_prog, -1);
+		n += upgrade_writer_held(w, UPGRADE_HELD_BPF_RING, l->ring_fd, -1);
+		n += upgrade_writer_held(w, UPGRADE_HELD_BPF_WATCHED, l->watched_fd, -1);
+		n += upgrade_writer_held(w, UPGRADE_HELD_BPF_BSS, l->bss_fd, -1);
 		if (h.bpf.attached) {
-			n += put_held(w, UPGRADE_HELD_BPF_ATTACH, h.bpf.links[0], 0);
-			n += put_held(w, UPGRADE_HELD_BPF_ATTACH, h.bpf.links[1], 1);
-			n += put_held(w, UPGRADE_HELD_BPF_ATTACH, h.bpf.perf_fd, 2);
+			n += upgrade_writer_held(w, UPGRADE_HELD_BPF_ATTACH, h.bpf.links[0], 0);
+			n += upgrade_writer_held(w, UPGRADE_HELD_BPF_ATTACH, h.bpf.links[1], 1);
+			n += upgrade_writer_held(w, UPGRADE_HELD_BPF_ATTACH, h.bpf.perf_fd, 2);
 		}
 	}
-	n += put_held(w, UPGRADE_HELD_AUDIT_SOCKET, h.audit_fd, -1);
+	n += upgrade_writer_held(w, UPGRADE_HELD_AUDIT_SOCKET, h.audit_fd, -1);
 	if (h.audit_fd >= 0)
-		n += put_held(w, UPGRADE_HELD_AUDIT_HOLD, h.audit_hold_fd, -1);
+		n += upgrade_writer_held(w, UPGRADE_HELD_AUDIT_HOLD, h.audit_hold_fd, -1);
 	return n;
 }
 

@@ -19,18 +19,6 @@ _Static_assert((int)SANDBOX_CG_NONE == (int)UPGRADE_CG_NONE && (int)SANDBOX_CG_V
 		       (int)SANDBOX_CG_V2 == (int)UPGRADE_CG_V2,
 	       "the same numbers");
 
-static unsigned put_held(struct upgrade_writer *w, enum upgrade_held_role role, int fd, int index)
-{
-	if (fd < 0)
-		return 0;
-	upgrade_writer_begin(w, UPGRADE_REC_HELD_FD);
-	upgrade_writer_u64(w, UPGRADE_HELD_ROLE, role);
-	upgrade_writer_fd(w, UPGRADE_HELD_FD, fd);
-	if (index >= 0)
-		upgrade_writer_u64(w, UPGRADE_HELD_INDEX, (uint64_t)index);
-	upgrade_writer_end(w);
-	return 1;
-}
 
 unsigned upgrade_put_cgroups(struct upgrade_writer *w, const struct sandbox_cg *cg)
 {
@@ -52,10 +40,10 @@ unsigned upgrade_put_cgroups(struct upgrade_writer *w, const struct sandbox_cg *
 	if (cg->supervisor > 0)
 		upgrade_writer_u64(w, UPGRADE_CGROUPS_SUPERVISOR, (uint64_t)cg->supervisor);
 	upgrade_writer_end(w);
-	fds += put_held(w, UPGRADE_HELD_SUPERVISOR, cg->supervisor_fd, -1);
-	fds += put_held(w, UPGRADE_HELD_CG_BASE, cg->base_fd, -1);
+	fds += upgrade_writer_held(w, UPGRADE_HELD_SUPERVISOR, cg->supervisor_fd, -1);
+	fds += upgrade_writer_held(w, UPGRADE_HELD_CG_BASE, cg->base_fd, -1);
 	for (int k = 0; k < UPGRADE_CG_KINDS; k++)
-		fds += put_held(w, UPGRADE_HELD_CG_V1_BASE, cg->v1_fd[k], k);
+		fds += upgrade_writer_held(w, UPGRADE_HELD_CG_V1_BASE, cg->v1_fd[k], k);
 	return fds;
 }
 

@@ -74,15 +74,7 @@ static void put_metrics(struct upgrade_writer *w, const struct server_metrics *m
 static void put_held(struct upgrade_writer *w, struct upgrade_collected *c,
 		     enum upgrade_held_role role, int fd, int index)
 {
-	if (fd < 0)
-		return;
-	upgrade_writer_begin(w, UPGRADE_REC_HELD_FD);
-	upgrade_writer_u64(w, UPGRADE_HELD_ROLE, role);
-	upgrade_writer_fd(w, UPGRADE_HELD_FD, fd);
-	if (index >= 0)
-		upgrade_writer_u64(w, UPGRADE_HELD_INDEX, (uint64_t)index);
-	upgrade_writer_end(w);
-	c->fds++;
+	c->fds += upgrade_writer_held(w, role, fd, index);
 }
 
 void upgrade_addr_of(int fd, bool peer, char *host, size_t host_size, unsigned *ret_port)

@@ -248,3 +248,16 @@ int upgrade_writer_finish(struct upgrade_writer *w)
 	put32(h + 28, 0);
 	return 0;
 }
+
+unsigned upgrade_writer_held(struct upgrade_writer *w, unsigned role, int fd, int index)
+{
+	if (fd < 0)
+		return 0;
+	upgrade_writer_begin(w, UPGRADE_REC_HELD_FD);
+	upgrade_writer_u64(w, UPGRADE_HELD_ROLE, role);
+	upgrade_writer_fd(w, UPGRADE_HELD_FD, fd);
+	if (index >= 0)
+		upgrade_writer_u64(w, UPGRADE_HELD_INDEX, (uint64_t)index);
+	upgrade_writer_end(w);
+	return 1;
+}

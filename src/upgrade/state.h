@@ -399,6 +399,8 @@ int upgrade_writer_seal(struct upgrade_writer *w);
 void upgrade_writer_done(struct upgrade_writer *w);
 void upgrade_writer_begin(struct upgrade_writer *w, uint16_t kind);
 void upgrade_writer_end(struct upgrade_writer *w);
+/* A HELD_FD record of role (with its index unless index < 0) for fd; 1, or 0 when fd < 0. */
+unsigned upgrade_writer_held(struct upgrade_writer *w, unsigned role, int fd, int index);
 void upgrade_writer_raw(struct upgrade_writer *w, uint16_t tag, uint8_t type, const void *val,
 			uint32_t len);
 void upgrade_writer_u64(struct upgrade_writer *w, uint16_t tag, uint64_t v);

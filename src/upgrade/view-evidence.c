@@ -9,25 +9,13 @@
  * back to opening the sources afresh. No I/O.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "macro.h"
 #include "view.h"
 
-static int bad(char *err, size_t err_size, const char *fmt, ...) _printf_(3, 4);
-static int bad(char *err, size_t err_size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && err_size) {
-		va_start(ap, fmt);
-		vsnprintf(err, err_size, fmt, ap);
-		va_end(ap);
-	}
-	return -EBADMSG;
-}
+#define bad upgrade_view_fail
 
 int upgrade_view_read_evidence(const struct upgrade_state *st, uint32_t rec,
 			       struct upgrade_view *v, char *err, size_t err_size)

@@ -6,24 +6,12 @@
  * to the process's life. No I/O (the text is decoded by RESTORE).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "macro.h"
 #include "view.h"
 
-static int bad(char *err, size_t err_size, const char *fmt, ...) _printf_(3, 4);
-static int bad(char *err, size_t err_size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && err_size) {
-		va_start(ap, fmt);
-		vsnprintf(err, err_size, fmt, ap);
-		va_end(ap);
-	}
-	return -EBADMSG;
-}
+#define bad upgrade_view_fail
 
 static int fd_or_none(const struct upgrade_state *st, uint32_t rec, uint16_t tag)
 {

@@ -8,7 +8,6 @@
  * No I/O.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,18 +16,7 @@
 #include "macro.h"
 #include "view.h"
 
-static int bad(char *err, size_t err_size, const char *fmt, ...) _printf_(3, 4);
-static int bad(char *err, size_t err_size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && err_size) {
-		va_start(ap, fmt);
-		vsnprintf(err, err_size, fmt, ap);
-		va_end(ap);
-	}
-	return -EBADMSG;
-}
+#define bad upgrade_view_fail
 
 static uint32_t le32(const uint8_t *p)
 {

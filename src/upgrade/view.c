@@ -29,18 +29,19 @@ struct build {
 	size_t err_size;
 };
 
-static int bad(struct build *b, const char *fmt, ...) _printf_(2, 3);
-static int bad(struct build *b, const char *fmt, ...)
+int upgrade_view_fail(char *err, size_t err_size, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (b->err && b->err_size) {
+	if (err && err_size) {
 		va_start(ap, fmt);
-		vsnprintf(b->err, b->err_size, fmt, ap);
+		vsnprintf(err, err_size, fmt, ap);
 		va_end(ap);
 	}
 	return -EBADMSG;
 }
+
+#define bad(b, ...) upgrade_view_fail((b)->err, (b)->err_size, __VA_ARGS__)
 
 static const struct upgrade_field *field(struct build *b, uint32_t rec, uint16_t tag)
 {

@@ -187,6 +187,10 @@ struct upgrade_view {
 int upgrade_view_build(const struct upgrade_state *st, struct upgrade_view *ret, char *err,
 		       size_t err_size);
 void upgrade_view_done(struct upgrade_view *v);
+/* Writes the refusal's text into err (as snprintf) and returns -EBADMSG: the view's rules' answer. */
+int upgrade_view_fail(char *err, size_t err_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* The held fd of role (and index for CG_V1_BASE), or -1. */
 int upgrade_view_held_fd(const struct upgrade_view *v, enum upgrade_held_role role, int index);
 
