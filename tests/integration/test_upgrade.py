@@ -77,6 +77,19 @@ class Launch:
         os.chmod(tmp, stat.S_IRWXU)
         os.replace(tmp, self.path)
 
+    def hold_new_binary(self, marker, fifo):
+        """The 'new binary' at the start path: once exec'd with the state
+        (UEXEC_UPGRADE_STATE_FD) it makes marker and waits until fifo is written, then
+        execs the binary under test. Python, not sh: a shell waiting in `read` would
+        reap a child that exits meanwhile, stealing the zombie the upgrade hands over."""
+        self.replace("import os, sys\n"
+                     "if 'UEXEC_UPGRADE_STATE_FD' in os.environ:\n"
+                     "    open(%r, 'w').close()\n"
+                     "    open(%r).read()\n"
+                     "os.execv(%r, [sys.argv[0]] + sys.argv[1:])\n"
+                     % (str(marker), str(fifo), os.path.realpath(UEXEC_BIN)),
+                     interpreter="/usr/bin/python3")
+
     def usr2(self):
         self.srv.proc.send_signal(signal.SIGUSR2)
 
@@ -120,6 +133,14 @@ def zombies(ppid):
 def counter_script(go):
     return ("i=0; while [ ! -e %s ]; do echo $i; i=$((i+1)); sleep 0.01; done; "
             "echo end; exit 7" % go)
+
+
+def check_numbered(data, what="output"):
+    """data is 0, 1, 2, ... one per line, then 'end' (a PTY's CRLF taken as LF)."""
+    lines = data.replace(b"\r\n", b"\n").split(b"\n")
+    assert lines[-2:] == [b"end", b""], (what, lines[-3:])
+    assert lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], \
+        "%s lost or out of order" % what
 
 
 def check_counter(run):
@@ -868,12 +889,7 @@ def test_detached_session_with_pipes_and_pty_is_handed_over(server_factory, tmp_
     lu.wait_log("detached from")
     # The new binary is held back once exec'd, while "late" exits: a zombie to hand over.
     # (Python, not sh: a shell would reap that child itself while it waits.)
-    lu.replace("import os, sys\n"
-               "if 'UEXEC_UPGRADE_STATE_FD' in os.environ:\n"
-               "    open(%r, 'w').close()\n"
-               "    open(%r).read()\n"
-               "os.execv(%r, [sys.argv[0]] + sys.argv[1:])\n"
-               % (str(marker), fifo, os.path.realpath(UEXEC_BIN)), interpreter="/usr/bin/python3")
+    lu.hold_new_binary(marker, fifo)
     lu.usr2()
     lu.wait_log(" fds over to ")
     wait_until(marker.exists, what="the new binary started")
@@ -977,9 +993,7 @@ def test_attached_websocket_is_handed_over(server_factory, tmp_path):
     go.touch()
     check_counter(c.collect("out", run=run))
     tty = c.collect("tty")
-    lines = tty.data().replace(b"\r\n", b"\n").split(b"\n")
-    assert lines[-2:] == [b"end", b""] and \
-        lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], lines[-3:]
+    check_numbered(tty.data(), "the PTY's output")
     assert tty.exit_code == 7
     tty.check_sequencing()
     c.result("process/closeStdin", {"processId": "cat"})

@@ -41,16 +41,6 @@ def bpf_launch(server_factory, tmp_path):
     return lu
 
 
-def hold_new_binary(lu, marker, fifo):
-    """The 'new binary' at the start path waits (marker made) until fifo is written."""
-    lu.replace("import os, sys\n"
-               "if 'UEXEC_UPGRADE_STATE_FD' in os.environ:\n"
-               "    open(%r, 'w').close()\n"
-               "    open(%r).read()\n"
-               "os.execv(%r, [sys.argv[0]] + sys.argv[1:])\n"
-               % (str(marker), fifo, os.path.realpath(UEXEC_BIN)), interpreter="/usr/bin/python3")
-
-
 def test_idle_upgrade_adopts_the_tracer_twice(server_factory, tmp_path):
     """An idle server's upgrade (twice in a row) hands the tracer over: each new binary
     adopts it and loads nothing (the load was most of an idle server's pause); the fd
@@ -95,7 +85,7 @@ def test_denials_during_the_handovers_are_evidence(server_factory, tmp_path):
               "touch %s; " % denied[1] + wait % go + "echo end; exit 5")
     c.start("a", ["/bin/bash", "-c", script], cwd=str(ws), env=ENV, sandbox=ws_policy(str(ws)))
     run = c.collect_until_output("a", b"started\n")
-    hold_new_binary(lu, marker, fifo)
+    lu.hold_new_binary(marker, fifo)
     for n in (1, 2):
         marker.unlink(missing_ok=True)
         lu.usr2()

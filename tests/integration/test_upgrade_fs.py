@@ -57,18 +57,6 @@ def events_until(c, wid, pred, what, limit=1000):
     return got
 
 
-def hold_new_binary(lu, marker, fifo):
-    """The file at the start path: the real binary, held back once exec'd with the state
-    (UEXEC_UPGRADE_STATE_FD) until the test writes to fifo; marker says it got there."""
-    lu.replace("import os, sys\n"
-               "if 'UEXEC_UPGRADE_STATE_FD' in os.environ:\n"
-               "    open(%r, 'w').close()\n"
-               "    open(%r).read()\n"
-               "os.execv(%r, [sys.argv[0]] + sys.argv[1:])\n"
-               % (str(marker), fifo, os.path.realpath(UEXEC_BIN)),
-               interpreter="/usr/bin/python3")
-
-
 def read_block(c, hid, offset, n):
     return c.call("fs/readBlock", {"handleId": hid, "offset": offset, "len": n})
 
@@ -122,7 +110,7 @@ def test_watches_and_open_files_are_handed_over(server_factory, tmp_path):
     assert OVERFLOW not in got, got
     fds = settled_fd_count(pid)
 
-    hold_new_binary(lu, marker, fifo)
+    lu.hold_new_binary(marker, fifo)
     lu.usr2()
     lu.wait_log(" fds over to ")
     wait_until(marker.exists, what="the new binary started")

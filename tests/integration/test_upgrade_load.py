@@ -6,7 +6,6 @@ stream arrives whole, in order and once, each process's seqs run from 1 without 
 the exit codes are the real ones, the pid stays, and no process, zombie or fd is left
 over once the clients are done."""
 
-import os
 import re
 
 import pytest

@@ -19,7 +19,7 @@ import pytest
 from conftest import children_of, settled_fd_count, wait_until
 from test_netproxy import launch, origin  # noqa: F401  (origin: a fixture)
 from test_sandbox import ENV, ws_policy
-from test_upgrade import Launch, zombies
+from test_upgrade import Launch, check_numbered, zombies
 
 pytestmark = [pytest.mark.needs("x86_64"), pytest.mark.needs("sandbox"),
               pytest.mark.needs("network-sandbox"),
@@ -229,9 +229,7 @@ def test_credential_masking_process_is_not_handed_over(server_factory, tmp_path,
     run = c.collect_until_output("m", b"\n%d\n" % (int(run.stdout.split()[-1]) + 10), run=run)
     go.touch()
     run = c.collect("m", run=run)
-    lines = run.stdout.split(b"\n")
-    assert lines[-2:] == [b"end", b""] and \
-        lines[:-2] == [str(i).encode() for i in range(len(lines) - 2)], lines[-3:]
+    check_numbered(run.stdout)
     assert run.exit_code == 7
     run.check_sequencing()
 

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from conftest import EVENT_TIMEOUT, UEXEC_BIN, children_of, settled_fd_count, wait_until
+from conftest import EVENT_TIMEOUT, children_of, settled_fd_count, wait_until
 from test_sandbox import ENV, PROTECTED, ws_policy
 from test_upgrade import Launch, check_counter, proc_state, zombies
 
@@ -192,12 +192,7 @@ def test_sandboxed_process_exiting_during_the_handover(server_factory, tmp_path,
     child = [p["pid"] for p in c.result("process/list", {})["processes"]][0]
     assert mount_points(ws) == sorted(PROTECTED)
     # The new binary is held back once exec'd (Python: a shell would reap the zombie).
-    lu.replace("import os, sys\n"
-               "if 'UEXEC_UPGRADE_STATE_FD' in os.environ:\n"
-               "    open(%r, 'w').close()\n"
-               "    open(%r).read()\n"
-               "os.execv(%r, [sys.argv[0]] + sys.argv[1:])\n"
-               % (str(marker), fifo, os.path.realpath(UEXEC_BIN)), interpreter="/usr/bin/python3")
+    lu.hold_new_binary(marker, fifo)
     lu.usr2()
     lu.wait_log(" fds over to ")
     wait_until(marker.exists, what="the new binary started")
