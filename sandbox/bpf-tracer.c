@@ -123,21 +123,6 @@ uint32_t bpf_tracer_prog_id(struct bpf_tracer *t)
 	return 0;
 }
 
-void bpf_tracer_export(struct bpf_tracer *t, struct bpf_tracer_handover *ret)
-{
-}
-
-struct bpf_tracer *bpf_tracer_adopt(const struct bpf_tracer_handover *h, char *err, size_t errsz)
-{
-	snprintf(err, errsz, "built without BPF (meson option bpf)");
-	return NULL;
-}
-
-int bpf_tracer_watched_ids(struct bpf_tracer *t, uint64_t *ids, size_t max)
-{
-	return -EOPNOTSUPP;
-}
-
 void bpf_tracer_close(struct bpf_tracer *t)
 {
 }
@@ -151,6 +136,7 @@ void bpf_tracer_close(struct bpf_tracer *t)
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "bpf-tracer-state.h"
 #include "denial-event.h"
 
 _Static_assert(sizeof(struct bpf_denial) == sizeof(struct bpf_denial_addr_event), "record size");
@@ -181,33 +167,11 @@ _Static_assert(BPF_TRACER_MAX_PER_CGROUP == BPF_DENIAL_MAX_PER_CGROUP, "limits")
 #define CONSUME_BUDGET (BPF_DENIAL_RING_BYTES / RECORD_BYTES)
 _Static_assert(BPF_TRACER_RING_RECORDS == CONSUME_BUDGET, "limits");
 
-struct bpf_tracer {
-	struct bpf_tracer_loaded obj;	/* the programs and maps (fds) */
-	int links[2];			/* while attached: the exit hook's and Landlock's, or -1 */
-	int perf_fd;			/* BPF_HOOK_TP while attached: the perf event, or -1 */
-	const unsigned char *bss;	/* the program's .bss, mapped read-only */
-	size_t bss_map_size;
-	int ring_fd;
-	size_t page;
-	uint64_t *consumer_pos;		/* our page, read-write */
-	void *producer_map;		/* producer page + data mapped twice, read-only */
-	const uint64_t *producer_pos;
-	const unsigned char *data;
-	const char *source;
-	size_t watched;			/* entries in the map; attached while > 0 (or lingering) */
-	bool attached;
-	bool linger;			/* the last unwatch leaves the programs attached */
-};
-
-static const char *const hook_names[_BPF_HOOK_MAX] = { "tp_btf", "raw_tracepoint", "tracepoint" };
-static const char *const hook_names_ll[_BPF_HOOK_MAX] = { "tp_btf+landlock",
-							   "raw_tracepoint+landlock",
-							   "tracepoint+landlock" };
-
-static long sys_bpf(int cmd, union bpf_attr *attr)
-{
-	return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
-}
+const char *const bpf_tracer_hook_names[_BPF_HOOK_MAX] = { "tp_btf", "raw_tracepoint",
+							      "tracepoint" };
+const char *const bpf_tracer_hook_names_ll[_BPF_HOOK_MAX] = { "tp_btf+landlock",
+								 "raw_tracepoint+landlock",
+								 "tracepoint+landlock" };
 
 static int map_lookup(int fd, const void *key, void *value)
 {
@@ -324,13 +288,14 @@ static int attach(struct bpf_tracer *t)
 }
 
 /*
- * The ring is mapped only while the programs are attached (map_ring() at the
- * attach, unmap_ring() at the detach): the kernel populates the whole
- * mapping at mmap(), its 512 KiB of data twice, so an idle server would
- * carry 1 MB of resident set for a ring nothing writes to. The memory itself
- * is the kernel's, allocated with the map at load, and stays.
+ * The ring is mapped only while the programs are attached
+ * (bpf_tracer_map_ring() at the attach, bpf_tracer_unmap_ring() at the
+ * detach): the kernel populates the whole mapping at mmap(), its 512 KiB
+ * of data twice, so an idle server would carry 1 MB of resident set for a
+ * ring nothing writes to. The memory itself is the kernel's, allocated with
+ * the map at load, and stays.
  */
-static int map_ring(struct bpf_tracer *t)
+int bpf_tracer_map_ring(struct bpf_tracer *t)
 {
 	void *p;
 
@@ -360,7 +325,7 @@ static int map_ring(struct bpf_tracer *t)
  * Unmaps the ring if it holds no record; else it stays mapped until they are
  * read (bpf_tracer_consume() unmaps it then) or the close.
  */
-static void unmap_ring(struct bpf_tracer *t)
+void bpf_tracer_unmap_ring(struct bpf_tracer *t)
 {
 	if (!t->consumer_pos ||
 	    __atomic_load_n(t->consumer_pos, __ATOMIC_RELAXED) !=
@@ -389,7 +354,8 @@ struct bpf_tracer *bpf_tracer_new(struct bpf_tracer_loaded *l, char *err, size_t
 	t->links[0] = t->links[1] = t->perf_fd = -1;
 	t->ring_fd = l->ring_fd;
 	t->page = (size_t)sysconf(_SC_PAGESIZE);
-	t->source = l->landlock_prog >= 0 ? hook_names_ll[l->hook] : hook_names[l->hook];
+	t->source = l->landlock_prog >= 0 ? bpf_tracer_hook_names_ll[l->hook] :
+					    bpf_tracer_hook_names[l->hook];
 	t->bss_map_size = (l->bss_size + t->page - 1) & ~(t->page - 1);
 	p = mmap(NULL, t->bss_map_size, PROT_READ, MAP_SHARED, l->bss_fd, 0);
 	if (p == MAP_FAILED) {
@@ -399,13 +365,13 @@ struct bpf_tracer *bpf_tracer_new(struct bpf_tracer_loaded *l, char *err, size_t
 	}
 	t->bss = p;
 	/* Proves the ring can be mapped (mapped again at the first attachment). */
-	r = map_ring(t);
+	r = bpf_tracer_map_ring(t);
 	if (r < 0) {
 		snprintf(err, errsz, "cannot map the BPF ring buffer: %s", strerror(-r));
 		bpf_tracer_close(t);
 		return NULL;
 	}
-	unmap_ring(t);
+	bpf_tracer_unmap_ring(t);
 	return t;
 fail:
 	close(l->exit_prog);
@@ -488,12 +454,12 @@ int bpf_tracer_watch_cgroup(struct bpf_tracer *t, uint64_t cgroup_id)
 		/* A full hash map answers E2BIG. */
 		return r == -E2BIG ? -ENOSPC : r;
 	if (!t->attached) {
-		r = map_ring(t);
+		r = bpf_tracer_map_ring(t);
 		if (r == 0)
 			r = attach(t);
 		if (r < 0) {
 			(void)map_delete(t->obj.watched_fd, &cgroup_id);
-			unmap_ring(t);
+			bpf_tracer_unmap_ring(t);
 			return r;
 		}
 		t->attached = true;
@@ -538,7 +504,7 @@ bool bpf_tracer_detach_if_idle(struct bpf_tracer *t)
 		return false;
 	detach(t);
 	t->attached = false;
-	unmap_ring(t);
+	bpf_tracer_unmap_ring(t);
 	return true;
 }
 
@@ -591,7 +557,7 @@ int bpf_tracer_consume(struct bpf_tracer *t, void (*cb)(void *ctx, const struct 
 	}
 	/* Detached with records left (unwatched trees' last ones): unmapped once read. */
 	if (!t->attached)
-		unmap_ring(t);
+		bpf_tracer_unmap_ring(t);
 	return r < 0 ? r : n;
 }
 
@@ -617,210 +583,6 @@ void bpf_tracer_close(struct bpf_tracer *t)
 	safe_close(t->obj.watched_fd);
 	safe_close(t->obj.bss_fd);
 	free(t);
-}
-
-/* ---- a tracer handed over across execve (bpf-tracer-int.h) ---- */
-
-void bpf_tracer_export(struct bpf_tracer *t, struct bpf_tracer_handover *ret)
-{
-	ret->obj = t->obj;
-	ret->links[0] = t->links[0];
-	ret->links[1] = t->links[1];
-	ret->perf_fd = t->perf_fd;
-	ret->attached = t->attached;
-}
-
-static int obj_info(int fd, void *info, uint32_t len)
-{
-	union bpf_attr a = { 0 };
-
-	a.info.bpf_fd = (__u32)fd;
-	a.info.info_len = len;
-	a.info.info = (__u64)(uintptr_t)info;
-	return sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a) < 0 ? -errno : 0;
-}
-
-/* NULL when fd is a program of that type (its id in *ret_id), else why not. */
-static const char *check_prog(int fd, uint32_t type, uint32_t *ret_id)
-{
-	struct bpf_prog_info info = { 0 };
-
-	if (fd < 0 || obj_info(fd, &info, sizeof(info)) < 0)
-		return "is not a BPF program";
-	if (info.type != type)
-		return "is a BPF program of another type";
-	*ret_id = info.id;
-	return NULL;
-}
-
-/* NULL when fd is a map of that type and sizes (value: at least value_min), else why not. */
-static const char *check_map(int fd, uint32_t type, uint32_t key, uint32_t value_min,
-			     uint32_t entries)
-{
-	struct bpf_map_info info = { 0 };
-
-	if (fd < 0 || obj_info(fd, &info, sizeof(info)) < 0)
-		return "is not a BPF map";
-	if (info.type != type || info.key_size != key || info.value_size < value_min ||
-	    info.max_entries != entries)
-		return "is a BPF map of another type or size";
-	return NULL;
-}
-
-/* NULL when fd is a BPF link of program prog_id, else why not. */
-static const char *check_link(int fd, uint32_t prog_id)
-{
-	struct bpf_link_info info = { 0 };
-
-	if (fd < 0 || obj_info(fd, &info, sizeof(info)) < 0)
-		return "is not a BPF link";
-	return info.prog_id == prog_id ? NULL : "is a link of another program";
-}
-
-/* Every fd is what its field says, and the attachments are those of h->obj.hook. */
-static const char *check_handover(const struct bpf_tracer_handover *h, const char **ret_what)
-{
-	static const uint32_t exit_types[_BPF_HOOK_MAX] = {
-		BPF_PROG_TYPE_TRACING, BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_PROG_TYPE_TRACEPOINT
-	};
-	const struct bpf_tracer_loaded *l = &h->obj;
-	uint32_t exit_id = 0, ll_id = 0;
-	const char *why;
-	__u64 perf_id;
-
-	*ret_what = "the handover";
-	if (l->hook < 0 || l->hook >= _BPF_HOOK_MAX || l->bss_size == 0 ||
-	    l->bss_size > (1u << 20) || l->dropped_off % 8 || l->dropped_off + 8 > l->bss_size ||
-	    (l->hook == BPF_HOOK_TP && l->tp_id <= 0))
-		return "has values out of range";
-	*ret_what = "the exit program";
-	why = check_prog(l->exit_prog, exit_types[l->hook], &exit_id);
-	if (!why && l->landlock_prog >= 0) {
-		*ret_what = "Landlock's program";
-		why = check_prog(l->landlock_prog, BPF_PROG_TYPE_TRACING, &ll_id);
-	}
-	if (!why) {
-		*ret_what = "the ring";
-		why = check_map(l->ring_fd, BPF_MAP_TYPE_RINGBUF, 0, 0, BPF_DENIAL_RING_BYTES);
-	}
-	if (!why) {
-		*ret_what = "the watched map";
-		why = check_map(l->watched_fd, BPF_MAP_TYPE_HASH, sizeof(uint64_t),
-				sizeof(struct bpf_denial_watch), BPF_DENIAL_MAX_CGROUPS);
-	}
-	if (!why) {
-		*ret_what = "the .bss map";
-		why = check_map(l->bss_fd, BPF_MAP_TYPE_ARRAY, sizeof(uint32_t),
-				(uint32_t)l->bss_size, 1);
-	}
-	if (why)
-		return why;
-	*ret_what = "the attachments";
-	if (!h->attached)
-		return h->links[0] >= 0 || h->links[1] >= 0 || h->perf_fd >= 0 ?
-			       "are given for a tracer not attached" : NULL;
-	if ((l->landlock_prog >= 0) != (h->links[1] >= 0) ||
-	    (l->hook == BPF_HOOK_TP) != (h->perf_fd >= 0) ||
-	    (l->hook != BPF_HOOK_TP && h->links[0] < 0))
-		return "do not match the hook";
-	if (h->perf_fd >= 0 && ioctl(h->perf_fd, PERF_EVENT_IOC_ID, &perf_id) < 0)
-		return "hold an fd that is not a perf event";
-	/* Kernels before 5.15 attach the perf event's program without a link. */
-	if (h->links[0] >= 0 && (why = check_link(h->links[0], exit_id)))
-		return why;
-	if (h->links[1] >= 0 && (why = check_link(h->links[1], ll_id)))
-		return why;
-	return NULL;
-}
-
-int bpf_tracer_watched_ids(struct bpf_tracer *t, uint64_t *ids, size_t max)
-{
-	uint64_t key = 0, next;
-	union bpf_attr a = { 0 };
-	size_t n = 0;
-
-	a.map_fd = (__u32)t->obj.watched_fd;
-	a.key = 0; /* NULL: the first key */
-	a.next_key = (__u64)(uintptr_t)&next;
-	while (n < max && sys_bpf(BPF_MAP_GET_NEXT_KEY, &a) == 0) {
-		size_t i = n++;
-
-		/* Insertion keeps them ascending (a few thousand at most, once per upgrade). */
-		while (i > 0 && ids[i - 1] > next) {
-			ids[i] = ids[i - 1];
-			i--;
-		}
-		ids[i] = next;
-		key = next;
-		a.key = (__u64)(uintptr_t)&key;
-	}
-	if (n < max && errno != ENOENT)
-		return -errno;
-	return (int)n;
-}
-
-struct bpf_tracer *bpf_tracer_adopt(const struct bpf_tracer_handover *h, char *err, size_t errsz)
-{
-	const char *what, *why = check_handover(h, &what);
-	struct bpf_tracer *t;
-	uint64_t *ids;
-	void *p;
-	int n;
-
-	if (why) {
-		snprintf(err, errsz, "%s %s", what, why);
-		return NULL;
-	}
-	t = calloc(1, sizeof(*t));
-	ids = malloc(BPF_DENIAL_MAX_CGROUPS * sizeof(*ids));
-	if (!t || !ids) {
-		snprintf(err, errsz, "%s", strerror(ENOMEM));
-		goto fail;
-	}
-	t->obj = h->obj;
-	t->links[0] = t->links[1] = t->perf_fd = -1;
-	t->ring_fd = h->obj.ring_fd;
-	t->page = (size_t)sysconf(_SC_PAGESIZE);
-	t->source = h->obj.landlock_prog >= 0 ? hook_names_ll[h->obj.hook] : hook_names[h->obj.hook];
-	t->bss_map_size = (h->obj.bss_size + t->page - 1) & ~(t->page - 1);
-	p = mmap(NULL, t->bss_map_size, PROT_READ, MAP_SHARED, h->obj.bss_fd, 0);
-	if (p == MAP_FAILED) {
-		snprintf(err, errsz, "cannot map the BPF program's data: %s", strerror(errno));
-		goto fail;
-	}
-	t->bss = p;
-	/* The consumer position lives in the map's first page: reading goes on where it stopped. */
-	n = map_ring(t);
-	if (n < 0) {
-		snprintf(err, errsz, "cannot map the BPF ring buffer: %s", strerror(-n));
-		goto fail;
-	}
-	n = bpf_tracer_watched_ids(t, ids, BPF_DENIAL_MAX_CGROUPS);
-	if (n < 0) {
-		snprintf(err, errsz, "cannot read the watched map: %s", strerror(-n));
-		goto fail;
-	}
-	free(ids);
-	t->watched = (size_t)n;
-	t->attached = h->attached;
-	t->links[0] = h->links[0];
-	t->links[1] = h->links[1];
-	t->perf_fd = h->perf_fd;
-	if (!t->attached)
-		unmap_ring(t); /* kept mapped while records wait, as after a detach */
-	return t;
-fail:
-	free(ids);
-	if (t) {
-		if (t->producer_map)
-			(void)munmap(t->producer_map, t->page + 2 * (size_t)BPF_DENIAL_RING_BYTES);
-		if (t->consumer_pos)
-			(void)munmap(t->consumer_pos, t->page);
-		if (t->bss)
-			(void)munmap((void *)t->bss, t->bss_map_size);
-		free(t);
-	}
-	return NULL;
 }
 
 #endif /* UEXEC_HAVE_BPF */

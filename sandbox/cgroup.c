@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A cgroup per process. See cgroup.h.
+ * A cgroup per process. See cgroup.h. The start-up sweep of what dead
+ * servers left is cgroup-sweep.c.
  *
  * Everything here runs on the server's thread between requests and costs a
  * few syscalls on small kernfs files: mkdir + open of a v2 leaf measured
@@ -15,13 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup-internal.h"
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
@@ -54,7 +55,7 @@ static int write_at(int dirfd, const char *file, const char *s)
 }
 
 /* Reads dirfd/file (NUL-terminated, truncated to bufsz - 1). Returns its length or -errno. */
-static ssize_t read_at(int dirfd, const char *file, char *buf, size_t bufsz)
+ssize_t sandbox_cg_read_at(int dirfd, const char *file, char *buf, size_t bufsz)
 {
 	ssize_t n, total = 0;
 	int fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC);
@@ -86,7 +87,7 @@ static int kill_listed(int dirfd)
 	char buf[65536], *p, *end;
 	int n = 0;
 
-	if (read_at(dirfd, "cgroup.procs", buf, sizeof(buf)) <= 0)
+	if (sandbox_cg_read_at(dirfd, "cgroup.procs", buf, sizeof(buf)) <= 0)
 		return 0;
 	for (p = buf; *p; p = end) {
 		long pid = strtol(p, &end, 10);
@@ -238,116 +239,6 @@ static int v1_own_dir(const char *ctrl, char *out, size_t outsz)
 	return 0;
 }
 
-/* ---- the sweep ---- */
-
-/*
- * Ownership of a base: its uexec holds a flock on the directory for its whole
- * life (own_lock). The kernel drops it when that uexec dies, however it dies,
- * and it is seen from every PID namespace (one kernfs inode), where a pid is
- * not: a uexec in another PID namespace sharing this cgroup has a pid that
- * means nothing here (kill(pid, 0) fails, or names another process).
- */
-static int own_lock(int dirfd)
-{
-	return flock(dirfd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
-}
-
-/*
- * True when dir/uexec-<pid>.procs exists and a live uexec holds its lock.
- * The lock is taken (and kept on *ret_fd) when free, so that two starting
- * servers do not sweep the same leftover at once.
- */
-static bool owned(const char *dir, unsigned long pid, int *ret_fd)
-{
-	char path[4096 + 64];
-	int fd;
-
-	*ret_fd = -1;
-	snprintf(path, sizeof(path), "%s/uexec-%lu.procs", dir, pid);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return false; /* no base: nothing of a live server's to protect */
-	if (own_lock(fd) < 0) {
-		close(fd);
-		return true;
-	}
-	*ret_fd = fd;
-	return false;
-}
-
-/*
- * True for uexec-<our pid>.server when this process is in it: a binary
- * exec'd fresh in the same pid (the live upgrade's fallback, docs/UPGRADE.md)
- * starts where the old one moved itself, and purging it would kill itself.
- */
-static bool holds_self(unsigned long pid, const char *suffix, const char *path)
-{
-	char buf[4096], *p, *end;
-	int dfd;
-
-	if ((pid_t)pid != getpid() || strcmp(suffix, "server") != 0)
-		return false;
-	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return false;
-	if (read_at(dfd, "cgroup.procs", buf, sizeof(buf)) <= 0) {
-		close(dfd);
-		return false;
-	}
-	close(dfd);
-	for (p = buf; *p; p = end) {
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			break;
-		if (v == (long)getpid())
-			return true;
-		while (*end == '\n')
-			end++;
-	}
-	return false;
-}
-
-/*
- * Purges what uexec servers that are gone left in dir: uexec-<pid>.procs
- * (their processes' leaves), uexec-<pid>.server (empty once they died).
- * Left alone: a base whose lock a live uexec holds (any PID namespace), and,
- * for servers of versions before the lock, a pid that is alive here.
- */
-static void sweep(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char path[4096 + 256], suffix[16];
-		unsigned long pid;
-		int end = 0, lock_fd;
-
-		if (sscanf(de->d_name, "uexec-%lu.%15[a-z]%n", &pid, suffix, &end) != 2 ||
-		    de->d_name[end] != 0 || pid == 0 || pid > INT32_MAX ||
-		    (strcmp(suffix, "procs") != 0 && strcmp(suffix, "server") != 0))
-			continue;
-		if (owned(dir, pid, &lock_fd))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (holds_self(pid, suffix, path) ||
-		    ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))) {
-			safe_close(lock_fd);
-			continue;
-		}
-		if (sandbox_cg_purge(path) == 0)
-			log_info("Removed the cgroup %s left by uexec %lu (its processes killed)", path,
-				 pid);
-		else
-			log_warning("Cannot remove the cgroup %s left by uexec %lu", path, pid);
-		safe_close(lock_fd);
-	}
-	closedir(d);
-}
-
 /* ---- set-up ---- */
 
 /*
@@ -361,7 +252,7 @@ static void enable_v2(struct sandbox_cg *cg, int own_fd, const char *own)
 	char avail[1024], want[128] = "", path[4096 + 64];
 	int r;
 
-	if (read_at(own_fd, "cgroup.controllers", avail, sizeof(avail)) < 0)
+	if (sandbox_cg_read_at(own_fd, "cgroup.controllers", avail, sizeof(avail)) < 0)
 		return;
 	for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
 		if (has_word(avail, kind_names[k]))
@@ -404,14 +295,14 @@ static void init_v1(struct sandbox_cg *cg)
 
 		if (cg->where[k] != SANDBOX_CG_NONE || v1_own_dir(kind_names[k], own, sizeof(own)) < 0)
 			continue;
-		sweep(own);
+		sandbox_cg_sweep(own);
 		if ((size_t)snprintf(base, sizeof(cg->v1_base[k]), "%s/uexec-%d.procs", own,
 				     (int)getpid()) >= sizeof(cg->v1_base[k]))
 			continue;
 		if (mkdir(base, 0755) < 0 && errno != EEXIST)
 			continue;
 		cg->v1_fd[k] = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (cg->v1_fd[k] >= 0 && own_lock(cg->v1_fd[k]) < 0)
+		if (cg->v1_fd[k] >= 0 && sandbox_cg_own_lock(cg->v1_fd[k]) < 0)
 			cg->v1_fd[k] = safe_close(cg->v1_fd[k]); /* another live uexec's */
 		if (cg->v1_fd[k] >= 0)
 			cg->where[k] = SANDBOX_CG_V1;
@@ -449,7 +340,7 @@ static int make_base(struct sandbox_cg *cg, const char *own, char *err, size_t e
 		(void)rmdir(cg->base);
 		return r;
 	}
-	r = own_lock(cg->base_fd);
+	r = sandbox_cg_own_lock(cg->base_fd);
 	if (r < 0) {
 		snprintf(err, errsz, "%s is held by another uexec: %s", cg->base, strerror(-r));
 		cg->base_fd = safe_close(cg->base_fd);
@@ -492,7 +383,7 @@ void sandbox_cg_init(struct sandbox_cg *cg, bool want, char *desc, size_t descsz
 
 	r = netguard_own_cgroup_dir(own, sizeof(own), err, sizeof(err));
 	if (r >= 0) {
-		sweep(own);
+		sandbox_cg_sweep(own);
 		own_fd = open(own, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (!want) {
@@ -501,7 +392,7 @@ void sandbox_cg_init(struct sandbox_cg *cg, bool want, char *desc, size_t descsz
 			char v1[4096];
 
 			if (v1_own_dir(kind_names[k], v1, sizeof(v1)) == 0)
-				sweep(v1);
+				sandbox_cg_sweep(v1);
 		}
 		snprintf(desc, descsz, "Per-process cgroups: off (--process-cgroups=off): "
 			 "process/terminate, timeouts and session expiry kill process groups only; "
@@ -536,7 +427,7 @@ static int enable_in_parent(struct sandbox_cg *cg, int parent_fd)
 				 want[0] ? " " : "", kind_names[k]);
 	if (!want[0])
 		return 0;
-	if (read_at(parent_fd, "cgroup.subtree_control", have, sizeof(have)) >= 0) {
+	if (sandbox_cg_read_at(parent_fd, "cgroup.subtree_control", have, sizeof(have)) >= 0) {
 		bool all = true;
 
 		for (int k = 0; k < _SANDBOX_CG_KIND_MAX; k++)
@@ -726,11 +617,11 @@ uint64_t sandbox_cg_leaf_oom_kills(const struct sandbox_cg *cg, const struct san
 		return 0;
 	if (cg->where[SANDBOX_CG_MEMORY] == SANDBOX_CG_V2 && leaf->parent_fd >= 0) {
 		snprintf(path, sizeof(path), "%s/memory.events", leaf->name);
-		if (read_at(leaf->parent_fd, path, buf, sizeof(buf)) > 0)
+		if (sandbox_cg_read_at(leaf->parent_fd, path, buf, sizeof(buf)) > 0)
 			return field_u64(buf, "oom_kill");
 	} else if (leaf->v1_mask & (1u << SANDBOX_CG_MEMORY)) {
 		snprintf(path, sizeof(path), "%s/memory.oom_control", leaf->name);
-		if (read_at(cg->v1_fd[SANDBOX_CG_MEMORY], path, buf, sizeof(buf)) > 0)
+		if (sandbox_cg_read_at(cg->v1_fd[SANDBOX_CG_MEMORY], path, buf, sizeof(buf)) > 0)
 			return field_u64(buf, "oom_kill");
 	}
 	return 0;
