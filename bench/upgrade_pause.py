@@ -111,6 +111,9 @@ def main():
         got = {"retained": 0}
 
         def filled():
+            if handover:   # a SIGUSR2 during a hand-over is refused: let the last one end
+                wait_for(lambda: len(events(log.name, "upgrade.done")) >=
+                         len(events(log.name, "upgrade.exec")), "the last upgrade.done")
             srv.send_signal(signal.SIGUSR2)
             before = len(state_events(log.name))
             wait_for(lambda: len(state_events(log.name)) > before, "a state line")

@@ -548,10 +548,11 @@ int server_init(struct server *s, const struct config *cfg)
 	r = start_front(s);
 	if (r < 0)
 		return r;
-	upgrade_restore_end(s); /* before the fds are counted */
-	derive_limits(s);
+	/* Before upgrade.done is logged: a SIGUSR2 sent after it is a new upgrade. */
 	if (restored)
 		upgrade_refuse_pending();
+	upgrade_restore_end(s); /* before the fds are counted */
+	derive_limits(s);
 	arm_signal(s);
 	return 0;
 }

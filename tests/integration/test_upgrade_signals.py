@@ -40,3 +40,17 @@ def test_sigusr2_during_the_handover_is_refused(server_factory, tmp_path):
     assert err.count(b"Upgrade: took over from uexec ") == 1, lu.srv.stderr_tail()
     assert err.count(b"Received SIGUSR2: checking whether") == 1, lu.srv.stderr_tail()
     assert lu.srv.pid == pid and lu.srv.proc.poll() is None
+
+
+def test_sigusr2_right_after_the_upgrade_is_a_new_one(server_factory, tmp_path):
+    """The new binary refuses a pending SIGUSR2 before it logs that it took over: one
+    sent as soon as that line is seen (a script upgrading twice in a row) is a new
+    upgrade, several times over."""
+    lu = Launch(server_factory, tmp_path, handover=True)
+    for n in range(1, 6):
+        lu.usr2()
+        lu.wait_log("Upgrade: took over from uexec ", count=n)
+    assert b"upgrade refused" not in lu.srv.stderr(), lu.srv.stderr_tail()
+    c = lu.srv.connect()
+    c.start("p", ["/bin/sh", "-c", "exit 3"], env=PATH_ENV)
+    assert c.collect("p").exit_code == 3
