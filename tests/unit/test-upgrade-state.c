@@ -40,6 +40,31 @@ static void check_reencodes(const struct upgrade_state *st, const uint8_t *buf, 
 	buf_done(&w.b);
 }
 
+/*
+ * A blob cut anywhere is refused; one with any bit 0 of a byte flipped is
+ * refused or re-encodes to itself, and some such are accepted (values in
+ * their ranges).
+ */
+static void check_cuts_and_flips(struct upgrade_writer *w)
+{
+	struct upgrade_state st;
+	unsigned accepted = 0;
+	char err[256];
+
+	for (size_t n = 0; n < w->b.len; n++)
+		ASSERT_EQ(-EBADMSG, upgrade_state_parse(w->b.data, n, NULL, &st, err, sizeof(err)));
+	for (size_t i = 0; i < w->b.len; i++) {
+		w->b.data[i] ^= 0x01;
+		if (upgrade_state_parse(w->b.data, w->b.len, NULL, &st, err, sizeof(err)) == 0) {
+			check_reencodes(&st, w->b.data, w->b.len);
+			upgrade_state_done(&st);
+			accepted++;
+		}
+		w->b.data[i] ^= 0x01;
+	}
+	ASSERT_TRUE(accepted > 0);
+}
+
 TEST(round_trip)
 {
 	struct upgrade_writer w;
@@ -569,7 +594,6 @@ TEST(sandbox_fields)
 	struct upgrade_writer w;
 	struct upgrade_state st;
 	const struct upgrade_field *f;
-	unsigned accepted = 0;
 	char err[256];
 
 	sandbox_sample(&w, 2, 4, "/w/.git");
@@ -586,19 +610,7 @@ TEST(sandbox_fields)
 	ASSERT_EQ(UPGRADE_FD_DIR, upgrade_field_fd_kind(UPGRADE_REC_SYNTH, UPGRADE_SYNTH_FD));
 	check_reencodes(&st, w.b.data, w.b.len);
 	upgrade_state_done(&st);
-	/* Cut anywhere: refused; changed anywhere: refused, or re-encodes to itself. */
-	for (size_t n = 0; n < w.b.len; n++)
-		ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, n, NULL, &st, err, sizeof(err)));
-	for (size_t i = 0; i < w.b.len; i++) {
-		w.b.data[i] ^= 0x01;
-		if (upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)) == 0) {
-			check_reencodes(&st, w.b.data, w.b.len);
-			upgrade_state_done(&st);
-			accepted++;
-		}
-		w.b.data[i] ^= 0x01;
-	}
-	ASSERT_TRUE(accepted > 0);
+	check_cuts_and_flips(&w);
 	buf_done(&w.b);
 	/* The schema's ranges. */
 	sandbox_sample(&w, 6, 1, "/w/.git");
@@ -617,16 +629,6 @@ TEST(sandbox_fields)
 
 /* ---- the denial evidence sources (upg-evidence) ---- */
 
-static void held_fd(struct upgrade_writer *w, uint64_t role, int fd, int index)
-{
-	upgrade_writer_begin(w, UPGRADE_REC_HELD_FD);
-	upgrade_writer_u64(w, UPGRADE_HELD_ROLE, role);
-	upgrade_writer_fd(w, UPGRADE_HELD_FD, fd);
-	if (index >= 0)
-		upgrade_writer_u64(w, UPGRADE_HELD_INDEX, (uint64_t)index);
-	upgrade_writer_end(w);
-}
-
 /* A tracer on the tracepoint hook, attached, with Landlock's; the audit socket; a tree. */
 static void evidence_sample(struct upgrade_writer *w, uint64_t hook, uint64_t ambiguous)
 {
@@ -642,15 +644,15 @@ static void evidence_sample(struct upgrade_writer *w, uint64_t hook, uint64_t am
 	upgrade_writer_u64(w, UPGRADE_EVIDENCE_AUDIT_SEQ, 5);
 	upgrade_writer_bool(w, UPGRADE_EVIDENCE_AUDIT_ENABLED, true);
 	upgrade_writer_end(w);
-	held_fd(w, UPGRADE_HELD_BPF_EXIT_PROG, 10, -1);          /* 2.. */
-	held_fd(w, UPGRADE_HELD_BPF_LANDLOCK_PROG, 11, -1);
-	held_fd(w, UPGRADE_HELD_BPF_RING, 12, -1);
-	held_fd(w, UPGRADE_HELD_BPF_WATCHED, 13, -1);
-	held_fd(w, UPGRADE_HELD_BPF_BSS, 14, -1);
-	held_fd(w, UPGRADE_HELD_BPF_ATTACH, 15, 1);
-	held_fd(w, UPGRADE_HELD_BPF_ATTACH, 16, 2);
-	held_fd(w, UPGRADE_HELD_AUDIT_SOCKET, 17, -1);
-	held_fd(w, UPGRADE_HELD_AUDIT_HOLD, 18, -1);             /* ..10 */
+	held(w, UPGRADE_HELD_BPF_EXIT_PROG, 10, -1);          /* 2.. */
+	held(w, UPGRADE_HELD_BPF_LANDLOCK_PROG, 11, -1);
+	held(w, UPGRADE_HELD_BPF_RING, 12, -1);
+	held(w, UPGRADE_HELD_BPF_WATCHED, 13, -1);
+	held(w, UPGRADE_HELD_BPF_BSS, 14, -1);
+	held(w, UPGRADE_HELD_BPF_ATTACH, 15, 1);
+	held(w, UPGRADE_HELD_BPF_ATTACH, 16, 2);
+	held(w, UPGRADE_HELD_AUDIT_SOCKET, 17, -1);
+	held(w, UPGRADE_HELD_AUDIT_HOLD, 18, -1);             /* ..10 */
 	session_rec(w);                                          /* 11 */
 	upgrade_writer_begin(w, UPGRADE_REC_PROC);               /* 12 */
 	upgrade_writer_ref(w, UPGRADE_PROC_SESSION, 11);
@@ -674,7 +676,6 @@ TEST(evidence_fields)
 {
 	struct upgrade_writer w;
 	struct upgrade_state st;
-	unsigned accepted = 0;
 	char err[256];
 
 	evidence_sample(&w, 2, 6);
@@ -696,19 +697,7 @@ TEST(evidence_fields)
 	ASSERT_EQ(24, upgrade_rec_field(&st, 12, UPGRADE_PROC_EV_KEPT)->len);
 	check_reencodes(&st, w.b.data, w.b.len);
 	upgrade_state_done(&st);
-	/* Cut anywhere: refused; changed anywhere: refused, or re-encodes to itself. */
-	for (size_t n = 0; n < w.b.len; n++)
-		ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, n, NULL, &st, err, sizeof(err)));
-	for (size_t i = 0; i < w.b.len; i++) {
-		w.b.data[i] ^= 0x01;
-		if (upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)) == 0) {
-			check_reencodes(&st, w.b.data, w.b.len);
-			upgrade_state_done(&st);
-			accepted++;
-		}
-		w.b.data[i] ^= 0x01;
-	}
-	ASSERT_TRUE(accepted > 0);
+	check_cuts_and_flips(&w);
 	buf_done(&w.b);
 	/* The schema's ranges. */
 	evidence_sample(&w, 3, 1);
@@ -731,7 +720,7 @@ TEST(evidence_fields)
 	buf_done(&w.b);
 	/* Held fd roles run to 23 (the audit hold); 24 is not one. */
 	minimal_server(&w);
-	held_fd(&w, 24, 10, -1);
+	held(&w, 24, 10, -1);
 	ASSERT_EQ(0, upgrade_writer_finish(&w));
 	ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)));
 	ASSERT_STREQ("record 1: role 24 is out of range [1, 23]", err);
@@ -816,7 +805,6 @@ TEST(netproxy_fields)
 	struct upgrade_writer w;
 	struct upgrade_state st;
 	const struct upgrade_field *f;
-	unsigned accepted = 0;
 	char err[256];
 
 	netproxy_sample(&w, NP_CONFIG, true);
@@ -836,19 +824,7 @@ TEST(netproxy_fields)
 	ASSERT_EQ(43, UPGRADE_PROC_NP_UDP_FD);
 	check_reencodes(&st, w.b.data, w.b.len);
 	upgrade_state_done(&st);
-	/* Cut anywhere: refused; changed anywhere: refused, or re-encodes to itself. */
-	for (size_t n = 0; n < w.b.len; n++)
-		ASSERT_EQ(-EBADMSG, upgrade_state_parse(w.b.data, n, NULL, &st, err, sizeof(err)));
-	for (size_t i = 0; i < w.b.len; i++) {
-		w.b.data[i] ^= 0x01;
-		if (upgrade_state_parse(w.b.data, w.b.len, NULL, &st, err, sizeof(err)) == 0) {
-			check_reencodes(&st, w.b.data, w.b.len);
-			upgrade_state_done(&st);
-			accepted++;
-		}
-		w.b.data[i] ^= 0x01;
-	}
-	ASSERT_TRUE(accepted > 0);
+	check_cuts_and_flips(&w);
 	buf_done(&w.b);
 	/* The schema's range: a configuration of one byte. */
 	netproxy_sample(&w, "{", false);

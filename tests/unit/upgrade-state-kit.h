@@ -2,7 +2,7 @@
 /*
  * The state blob tests' kit (upgrade-state-kit.c): a sample of every record
  * kind and a session record, shared by test-upgrade-state.c (the codec) and
- * test-upgrade-view.c (the view's rules).
+ * the test-upgrade-view*.c files (the view's rules).
  */
 #pragma once
 
@@ -21,3 +21,10 @@ void sample(struct upgrade_writer *w);
 void session_rec(struct upgrade_writer *w);
 /* A heap writer of the current version with the one SERVER record every blob needs. */
 void minimal_server(struct upgrade_writer *w);
+/*
+ * A blob with the server record plus what build() writes, parsed (the schema
+ * must accept it) then viewed: 0, or the view's -EBADMSG with its text in err.
+ */
+int view_one(void (*build)(struct upgrade_writer *w), char *err, size_t err_size);
+/* A HELD_FD record of role for fd (with its index unless index < 0). */
+void held(struct upgrade_writer *w, uint64_t role, int fd, int index);
