@@ -143,6 +143,33 @@ def check_numbered(data, what="output"):
         "%s lost or out of order" % what
 
 
+def start_stdio_server(tmp_path):
+    """uexec --listen stdio started through a symlink in tmp_path (the start path an
+    upgrade execs again), its stderr in tmp_path/stderr: (the process, that path)."""
+    link = tmp_path / "uexec"
+    os.symlink(os.path.realpath(UEXEC_BIN), link)
+    err_path = tmp_path / "stderr"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([str(link), "--listen", "stdio", "--denial-evidence", "none"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    return proc, err_path
+
+
+def finish_counters(c, go, run):
+    """After an upgrade, on the same client: a new process starts and exits 2; then the
+    'out' (pipe) and 'tty' (PTY) counters of counter_script(go) end whole, once, in
+    order, with their exit code 7 and gapless seqs."""
+    c.start("new", ["/bin/sh", "-c", "echo new; exit 2"], env=PATH_ENV)
+    new = c.collect("new")
+    assert new.stdout == b"new\n" and new.exit_code == 2
+    go.touch()
+    check_counter(c.collect("out", run=run))
+    tty = c.collect("tty")
+    check_numbered(tty.data(), "the PTY's output")
+    assert tty.exit_code == 7
+    tty.check_sequencing()
+
+
 def check_counter(run):
     lines = run.stdout.split(b"\n")
     assert lines[-1] == b"" and lines[-2] == b"end", lines[-3:]
@@ -291,12 +318,7 @@ def test_stdio_transport_protocol_untouched(tmp_path):
     the stdio connection (fds 0 and 1) is handed over like a WebSocket: the client goes on
     reading its process's output whole, with continuous seqs, and is answered after."""
     go = tmp_path / "go"
-    link = tmp_path / "uexec"
-    os.symlink(os.path.realpath(UEXEC_BIN), link)
-    err_path = tmp_path / "stderr"
-    with open(err_path, "wb") as err:
-        proc = subprocess.Popen([str(link), "--listen", "stdio", "--denial-evidence", "none"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    proc, err_path = start_stdio_server(tmp_path)
     try:
         t = StdioTransport(proc)
         c = RpcClient(t)
@@ -987,15 +1009,7 @@ def test_attached_websocket_is_handed_over(server_factory, tmp_path):
                                  run=run)
     assert c.write("cat", b"after\n", "w1") == {"status": "accepted"}
     cat = c.collect_until_output("cat", b"after\n")
-    c.start("new", ["/bin/sh", "-c", "echo new; exit 2"], env=PATH_ENV)
-    new = c.collect("new")
-    assert new.stdout == b"new\n" and new.exit_code == 2
-    go.touch()
-    check_counter(c.collect("out", run=run))
-    tty = c.collect("tty")
-    check_numbered(tty.data(), "the PTY's output")
-    assert tty.exit_code == 7
-    tty.check_sequencing()
+    finish_counters(c, go, run)
     c.result("process/closeStdin", {"processId": "cat"})
     cat = c.collect("cat", run=cat)
     assert cat.stdout == b"after\n" and cat.exit_code == 0

@@ -14,12 +14,11 @@ import json
 import os
 import re
 import signal
-import subprocess
 
 import pytest
 
-from conftest import EVENT_TIMEOUT, SANITIZER_MARKERS, UEXEC_BIN, settled_fd_count, wait_until
-from test_upgrade import Launch  # the upgrade's server fixtures
+from conftest import EVENT_TIMEOUT, SANITIZER_MARKERS, settled_fd_count, wait_until
+from test_upgrade import Launch, start_stdio_server  # the upgrade's server fixtures
 from wsclient import RpcClient, StdioTransport, b64, file_uri as U, unb64
 
 pytestmark = pytest.mark.needs_programs("/bin/sh")
@@ -221,12 +220,7 @@ def test_stdio_connection_keeps_its_watch_and_handle(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
     (tmp_path / "f").write_bytes(b"abcdefghij")
-    link = tmp_path / "uexec"
-    os.symlink(os.path.realpath(UEXEC_BIN), link)
-    err_path = tmp_path / "stderr"
-    with open(err_path, "wb") as err:
-        proc = subprocess.Popen([str(link), "--listen", "stdio", "--denial-evidence", "none"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    proc, err_path = start_stdio_server(tmp_path)
     try:
         c = RpcClient(StdioTransport(proc))
         c.initialize("upgrade-fs-stdio")

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from conftest import UEXEC_BIN, settled_fd_count
-from test_upgrade import PATH_ENV, Launch, check_counter, check_numbered, counter_script
+from test_upgrade import PATH_ENV, Launch, counter_script, finish_counters
 
 pytestmark = pytest.mark.needs_programs("/bin/sh", "/bin/sleep")
 
@@ -56,15 +56,7 @@ def test_upgrade_to_another_build_and_back(server_factory, tmp_path):
         # the same connection, its counter going on under the new build
         last = int(run.stdout.split()[-1])
         run = c.collect_until_output("out", b"\n%d\n" % (last + 10), run=run)
-    c.start("new", ["/bin/sh", "-c", "echo new; exit 2"], env=PATH_ENV)
-    new = c.collect("new")
-    assert new.stdout == b"new\n" and new.exit_code == 2
-    go.touch()
-    check_counter(c.collect("out", run=run))
-    tty = c.collect("tty")
-    check_numbered(tty.data(), "the PTY's output")
-    assert tty.exit_code == 7
-    tty.check_sequencing()
+    finish_counters(c, go, run)
     c.close()
     # every process gone, its fds with it: the server is back to its own
     assert settled_fd_count(pid) == fds
