@@ -3,7 +3,7 @@
  * Unit tests for the live upgrade's state blob (src/upgrade/state.c, fds.c):
  * a round trip of every record kind, a blob cut at every byte and corrupted
  * at every byte, each refusal rule, and the fd checks after execve; the
- * view's rules are in test-upgrade-view.c, the sample in upgrade-state-kit.c.
+ * view's rules are in the test-upgrade-view*.c files, the sample in upgrade-state-kit.c.
  */
 #include <errno.h>
 #include <fcntl.h>
